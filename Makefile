@@ -1,0 +1,32 @@
+# make demo: set up, log from the example app, render it with bread.
+# make test: set up, run the whole suite.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+
+.PHONY: demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	rm -f demo.blog
+	$(PY) examples/quickstart.py demo.blog
+	$(VENV)/bin/bread demo.blog
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+$(VENV)/.bench: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
+bench: $(VENV)/.bench
+	$(PY) benchmarks/hot_path.py
+
+clean:
+	rm -rf $(VENV) demo.blog *.egg-info .pytest_cache .hypothesis

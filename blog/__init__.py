@@ -1,0 +1,29 @@
+"""blog: structured binary logging that costs almost nothing where it is called.
+
+    import blog
+    blog.basic_config("app.blog")
+    log = blog.get_logger("orders")
+    log.info("order {} filled at {}", 42, 101.25)
+
+Read the file back with ``bread``.
+"""
+
+from .channel import BLOCK, DROP
+from .consumer import Consumer
+from .default import (basic_config, default_session, flush, get_logger, set_writer_name,
+                      shutdown)
+from .event import event
+from .logger import Logger
+from .placeholders import FormatError
+from .session import Session, SessionStats, __version__
+from .severity import Severity
+from .source import CallSiteError, EventSource
+from .streams import FileOutputStream, MemoryOutputStream, OutputStream
+from .writer import SessionWriter
+
+__all__ = [
+    "BLOCK", "DROP", "CallSiteError", "Consumer", "EventSource", "FileOutputStream",
+    "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "Session", "SessionStats",
+    "SessionWriter", "Severity", "__version__", "basic_config", "default_session", "event",
+    "flush", "get_logger", "set_writer_name", "shutdown",
+]

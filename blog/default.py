@@ -1,0 +1,103 @@
+"""The default session and the module-level functions that use it."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from typing import Any
+
+from .channel import BLOCK
+from .consumer import Consumer
+from .logger import Logger
+from .session import Session, _report
+from .severity import Severity
+from .streams import FileOutputStream
+
+_session: Session | None = None      # the only global state: the default session
+_lock = threading.Lock()
+
+
+def default_session() -> Session:
+    """The process's default session (made on first use, without output until ``basic_config``)."""
+    global _session
+    if _session is None:
+        with _lock:
+            if _session is None:
+                _session = Session()
+                atexit.register(_at_exit, _session)
+    return _session
+
+
+def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str = Severity.TRACE,
+                 flush_interval: float = 0.02, flush_bytes: int = 1 << 20,
+                 channel_capacity: int = 65536, overflow: str = BLOCK, mode: str = "ab",
+                 fsync: bool = False) -> Session:
+    """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
+
+    Starts the background consumer: it writes every ``flush_interval`` seconds,
+    or as soon as about ``flush_bytes`` are pending. Calling it again moves the
+    session to the new output, after writing what is pending to the old one.
+    """
+    s = default_session()
+    if overflow not in ("block", "drop"):
+        raise ValueError(f"overflow must be 'block' or 'drop', not {overflow!r}")
+    if not isinstance(channel_capacity, int) or channel_capacity < 1:
+        raise ValueError(f"channel_capacity must be a positive int, not {channel_capacity!r}")
+    if isinstance(output, (str, os.PathLike)):
+        stream: Any = FileOutputStream(output, mode=mode, fsync=fsync)
+    elif hasattr(output, "write"):
+        stream = output
+    else:
+        raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
+    consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes)
+    _stop_consumer(s)
+    s.overflow = overflow
+    s.channel_capacity = channel_capacity
+    with s._lock:
+        for w in s._writers:
+            w.channel.capacity = channel_capacity
+    s.set_min_severity(min_severity)
+    consumer.start()
+    return s
+
+
+def get_logger(category: str = "main") -> Logger:
+    """The default session's logger for ``category``."""
+    return default_session().get_logger(category)
+
+
+def flush() -> None:
+    """Write everything logged so far to the output; when it returns, it is there."""
+    s = default_session()
+    c = s._consumer
+    if c is not None:
+        c.flush()
+
+
+def shutdown() -> None:
+    """Flush and stop the default session's consumer and close its file. Also runs at exit."""
+    if _session is not None:
+        _stop_consumer(_session)
+
+
+def set_writer_name(name: str) -> None:
+    """Rename the calling thread's writer in the default session (bread's ``%n``)."""
+    default_session().writer().name = name
+
+
+def _stop_consumer(s: Session) -> None:
+    c = s._consumer
+    if c is None:
+        return
+    c.stop()
+    if isinstance(c.stream, FileOutputStream):
+        c.stream.close()
+
+
+def _at_exit(s: Session) -> None:
+    _stop_consumer(s)
+    left = s.pending()
+    if left:
+        _report(f"blog: {left} event(s) were logged but never written: "
+                "call blog.basic_config() to give the session an output")

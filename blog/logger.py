@@ -1,0 +1,201 @@
+"""Logger: ``log.info("order {} filled at {}", oid, px)`` and friends. The hot path lives here."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable
+
+from .capture import capture
+from .placeholders import FormatError, parse, render
+from .severity import Severity, to_severity
+from .source import check_template, describe
+from .values import type_name
+
+if TYPE_CHECKING:
+    from .session import Session
+
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
+_getframe = sys._getframe
+_time_ns = time.time_ns
+
+#: A call site that logs more distinct format strings than this (an f-string
+#: passed as the format, say) gets one source with format "{}" and its
+#: message rendered at call time, instead of a source per message.
+MAX_FORMATS_PER_SITE = 16
+DYNAMIC_FORMAT = "{}"
+
+_LEVELS = (("trace", Severity.TRACE), ("debug", Severity.DEBUG), ("info", Severity.INFO),
+           ("warning", Severity.WARNING), ("error", Severity.ERROR),
+           ("critical", Severity.CRITICAL))
+
+
+class _Site:
+    """Fast-path cache entry of a call site: checked by identity, then used."""
+
+    __slots__ = ("code", "fmt", "sid", "source")
+
+    def __init__(self, code: Any, fmt: str, source: Any) -> None:
+        self.code = code
+        self.fmt = fmt
+        self.sid = source.id
+        self.source = source
+
+
+def _disabled(*args: Any, **kwargs: Any) -> None:
+    """Stands in for a level method below the minimum severity: returns at once."""
+
+
+def _make_method(lg: Logger, level: int, with_exception: bool = False) -> Callable[..., None]:
+    """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups)."""
+    sites: dict[Any, _Site] = {}     # f_lasti -> site; verified by code and format identity
+    local = lg.session._local
+    new_writer = lg.session._new_writer
+    slow = lg._slow
+    plain = _PLAIN
+    getframe = _getframe
+    clock_ns = _time_ns
+
+    def method(fmt: str, *args: Any, **fields: Any) -> None:
+        if with_exception:
+            fields["exception"] = sys.exc_info()[1]
+        f = getframe(1)
+        # The call site is (code object, instruction offset): exact even for two
+        # calls on one line. f_lasti alone picks the entry; the code and the
+        # format object confirm it (a different code object can share an offset).
+        site = sites.get(f.f_lasti)
+        if site is None or site.code is not f.f_code or site.fmt is not fmt or fields:
+            return slow(level, sites, f, fmt, args, fields)
+        clock = clock_ns()
+        for a in args:
+            if type(a) not in plain:   # mutable or rich: capture now, off the fast path
+                return slow(level, sites, f, fmt, args, fields, clock)
+        try:
+            ch = local.c
+        except AttributeError:
+            ch = new_writer().channel
+        q = ch.queue
+        if len(q) >= ch.limit:        # wake the consumer, or the channel is full
+            return ch.writer.overflow((site.sid, clock, args))
+        q.append((site.sid, clock, args))
+
+    method.__name__ = "exception" if with_exception else Severity(level).name.lower()
+    return method
+
+
+class Logger:
+    """Logs events of one category into a Session. Get one with ``blog.get_logger(category)``.
+
+    Level methods take a format string with ``{}`` and ``{name}`` placeholders,
+    the positional arguments and keyword fields: ``log.info("disk {} at {}%",
+    "/", 93.5, host="db1")``.
+    """
+
+    trace: Callable[..., None]
+    debug: Callable[..., None]
+    info: Callable[..., None]
+    warning: Callable[..., None]
+    error: Callable[..., None]
+    critical: Callable[..., None]
+    exception: Callable[..., None]
+
+    def __init__(self, session: Session, category: str) -> None:
+        self.session = session
+        self.category = category
+        self._own_min: int = Severity.TRACE
+        self._min: int = Severity.TRACE
+        self._formats: dict[tuple, set[str]] = {}
+        self._live = {name: _make_method(self, sev) for name, sev in _LEVELS}
+        self._live["exception"] = _make_method(self, Severity.ERROR, with_exception=True)
+        self._refresh()
+
+    def __repr__(self) -> str:
+        return f"<blog.Logger {self.category!r} min={self._min:#x}>"
+
+    @property
+    def min_severity(self) -> int:
+        """This logger's own minimum severity (the session's minimum applies too)."""
+        return self._own_min
+
+    def set_min_severity(self, severity: Severity | int | str) -> None:
+        """Disable events below ``severity`` for this logger, at runtime."""
+        self._own_min = to_severity(severity)
+        self._refresh()
+
+    def enabled(self, severity: Severity | int | str) -> bool:
+        """True if an event of ``severity`` would be logged."""
+        return to_severity(severity) >= self._min
+
+    def _refresh(self) -> None:
+        # A disabled level is an instance attribute bound to a no-op function:
+        # the call costs no more than calling an empty function.
+        self._min = max(self._own_min, self.session._min)
+        for name, sev in _LEVELS + (("exception", Severity.ERROR),):
+            setattr(self, name, self._live[name] if sev >= self._min else _disabled)
+
+    def log(self, severity: Severity | int | str, fmt: str, *args: Any, **fields: Any) -> None:
+        """Log at a severity chosen at runtime (slower than the level methods)."""
+        level = to_severity(severity)
+        if level >= self._min:
+            self._slow(level, None, _getframe(1), fmt, args, fields)
+
+    # --- slow path: first call of a site, keyword fields, rich arguments -----
+
+    def _slow(self, level: int, sites: dict | None, f: FrameType, fmt: str,
+              args: tuple, fields: dict, clock: int | None = None) -> None:
+        if clock is None:
+            clock = _time_ns()
+        code, lasti = f.f_code, f.f_lasti
+        names = tuple(fields)
+        if type(fmt) is not str:
+            raise TypeError(f"{describe(code, f.f_lineno)}: format must be a str, "
+                            f"not {type(fmt).__name__}")
+        session = self.session
+        values = args + tuple(fields.values()) if fields else args
+        key = (code, lasti, level, self.category, fmt, names)
+        source = session.site(key)
+        if source is None:
+            source = self._register(key, level, f, fmt, args, values, names)
+        tpl = source.template
+        if source.format is DYNAMIC_FORMAT:
+            message = _render_dynamic(fmt, args, fields)
+            values = (message,) + tuple(fields.values())
+            tpl = None
+        elif sites is not None and not fields:
+            sites[lasti] = _Site(code, fmt, source)
+        for v in values:
+            if type(v) not in _PLAIN:
+                values = capture(tpl, values, names)
+                break
+        writer = session.writer()
+        ch = writer.channel
+        item = (source.id, clock, values)
+        if len(ch.queue) >= ch.limit:
+            writer.overflow(item)
+        else:
+            ch.queue.append(item)
+
+    def _register(self, key: tuple, level: int, f: FrameType, fmt: str, args: tuple,
+                  values: tuple, names: tuple[str, ...]) -> Any:
+        code = f.f_code
+        where = describe(code, f.f_lineno)
+        seen = self._formats.setdefault(key[:4] + (names,), set())
+        if fmt not in seen and len(seen) >= MAX_FORMATS_PER_SITE:
+            dyn_key = key[:4] + (DYNAMIC_FORMAT, names)
+            return self.session.site(dyn_key) or self.session.add_source(
+                dyn_key, level, self.category, code.co_qualname, code.co_filename, f.f_lineno,
+                DYNAMIC_FORMAT, "str", names, 1, parse(DYNAMIC_FORMAT))
+        tpl = check_template(fmt, len(args), names, where)
+        seen.add(fmt)
+        tags = ",".join(type_name(type(v)) for v in values)
+        return self.session.add_source(key, level, self.category, code.co_qualname,
+                                       code.co_filename, f.f_lineno, fmt, tags, names,
+                                       len(args), tpl)
+
+
+def _render_dynamic(fmt: str, args: tuple, fields: dict) -> str:
+    try:
+        return render(parse(fmt), args, fields)
+    except FormatError:
+        return fmt if not args else f"{fmt} {args!r}"

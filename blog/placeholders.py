@@ -1,0 +1,121 @@
+"""Format strings: ``{}`` positional and ``{name}`` keyword placeholders.
+
+The writer parses a format string once, when its EventSource is registered,
+and rejects what the reader could not render safely. The reader parses the
+same string (taken from an untrusted file) with the same code and renders it
+without attribute or index lookups and with bounded widths.
+"""
+
+from __future__ import annotations
+
+import re
+import _string  # the C parser behind str.format
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+#: Largest width or precision rendered; a bigger one in a file is treated as damage.
+MAX_WIDTH = 10_000
+_NUMBERS = re.compile(r"\d+")
+
+
+class FormatError(ValueError):
+    """A format string blog does not accept."""
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """One replacement field: ``key`` is the positional index (int) or the field name (str)."""
+
+    key: int | str
+    conversion: str | None
+    spec: str
+
+
+@dataclass(frozen=True)
+class Template:
+    """A parsed format string: literal texts interleaved with placeholders."""
+
+    literals: tuple[str, ...]          # len(literals) == len(placeholders) + 1
+    placeholders: tuple[Placeholder, ...]
+    positional: int                    # how many ``{}``
+    names: frozenset[str]              # names used by ``{name}``
+
+
+def parse(fmt: str) -> Template:
+    """Parse ``fmt``; raise FormatError for lookups, numbered or nested fields."""
+    if not isinstance(fmt, str):
+        raise FormatError(f"format must be a str, not {type(fmt).__name__}")
+    literals: list[str] = []
+    placeholders: list[Placeholder] = []
+    text = ""
+    positional = 0
+    try:
+        parts = list(_string.formatter_parser(fmt))
+    except ValueError as exc:
+        raise FormatError(f"bad format string {fmt!r}: {exc}") from None
+    for literal, field, spec, conversion in parts:
+        text += literal
+        if field is None:
+            continue
+        if "{" in spec or "}" in spec:
+            raise FormatError(f"nested replacement field in {fmt!r} is not supported")
+        if conversion not in (None, "r", "s", "a"):
+            raise FormatError(f"bad conversion !{conversion} in {fmt!r}")
+        if field == "":
+            key: int | str = positional
+            positional += 1
+        elif field.isidentifier():
+            key = field
+        elif "." in field or "[" in field:
+            raise FormatError(
+                f"attribute or index lookup {{{field}}} in {fmt!r} is not supported: "
+                "log the value itself")
+        else:
+            raise FormatError(
+                f"placeholder {{{field}}} in {fmt!r} is not supported: "
+                "use {} for positional arguments or {name} for keyword fields")
+        literals.append(text)
+        text = ""
+        placeholders.append(Placeholder(key, conversion, spec or ""))
+    literals.append(text)
+    names = frozenset(p.key for p in placeholders if isinstance(p.key, str))
+    return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
+
+
+def render_one(value: Any, conversion: str | None, spec: str) -> str:
+    """Render one value as ``"{!conv:spec}".format(value)`` would."""
+    if conversion == "r":
+        value = repr(value)
+    elif conversion == "s":
+        value = str(value)
+    elif conversion == "a":
+        value = ascii(value)
+    return format(value, spec)
+
+
+def render_safe(value: Any, conversion: str | None, spec: str) -> str:
+    """``render_one`` for untrusted input: bounded widths, errors rendered as text."""
+    if spec and any(int(n) > MAX_WIDTH for n in _NUMBERS.findall(spec)):
+        return f"{{!bad spec {spec[:20]!r}}}"
+    try:
+        return render_one(value, conversion, spec)
+    except Exception as exc:
+        return f"{{!{type(exc).__name__}: {exc}}}"
+
+
+def render(tpl: Template, args: Sequence[Any], fields: Mapping[str, Any],
+           texts: Mapping[int, str] | None = None) -> str:
+    """Render a template; ``texts`` maps placeholder index to text captured at call time."""
+    out = [tpl.literals[0]]
+    for i, ph in enumerate(tpl.placeholders):
+        if texts and i in texts:
+            out.append(str(texts[i]))
+        else:
+            key = ph.key
+            if isinstance(key, int):
+                value = args[key] if key < len(args) else "{!missing argument}"
+            else:
+                value = fields.get(key, f"{{!missing field {key}}}")
+            out.append(render_safe(value, ph.conversion, ph.spec))
+        out.append(tpl.literals[i + 1])
+    return "".join(out)

@@ -1,0 +1,278 @@
+"""Argument values <-> msgpack, shared by writer and reader.
+
+Plain values (None, bool, int, float, str, bytes, list, dict) are native
+msgpack. Everything else is a msgpack extension whose payload is itself
+msgpack; ``docs/format.md`` lists the codes. Values are never pickled: types
+the format does not know are captured as their rendered text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import re
+import traceback
+import uuid
+from decimal import Decimal
+from functools import partial
+from typing import Any
+
+import msgpack
+
+EXT_TUPLE = 1
+EXT_BIGINT = 2
+EXT_SET = 3
+EXT_FROZENSET = 4
+EXT_DATETIME = 5
+EXT_DATE = 6
+EXT_TIME = 7
+EXT_TIMEDELTA = 8
+EXT_DECIMAL = 9
+EXT_UUID = 10
+EXT_ENUM = 11
+EXT_DATACLASS = 12
+EXT_EXCEPTION = 13
+EXT_OPAQUE = 14
+
+# Strings may hold lone surrogates; "surrogatepass" keeps them exactly.
+UNICODE_ERRORS = "surrogatepass"
+
+
+@dataclasses.dataclass(frozen=True)
+class EnumValue:
+    """An enum member as logged: its class's qualified name, member name and value."""
+
+    type: str
+    name: str
+    value: Any
+
+    def __str__(self) -> str:
+        return f"{self.type.rsplit('.', 1)[-1]}.{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DataclassValue:
+    """A dataclass instance as logged: its class's qualified name and its fields."""
+
+    type: str
+    fields: dict
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        return f"{self.type.rsplit('.', 1)[-1]}({inner})"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExceptionValue:
+    """An exception as logged: type name, ``str(exc)`` and the formatted traceback (or None)."""
+
+    type: str
+    message: str
+    traceback: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclasses.dataclass(frozen=True)
+class OpaqueValue:
+    """A value of a type the format does not know: its type name and its text at call time."""
+
+    type: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def type_name(t: type) -> str:
+    """``module.QualName`` of a type (just the name for builtins)."""
+    mod = getattr(t, "__module__", None)
+    qual = getattr(t, "__qualname__", t.__name__)
+    return qual if mod in (None, "builtins") else f"{mod}.{qual}"
+
+
+def safe_str(value: Any) -> str:
+    """``str(value)``, or a placeholder if its ``__str__`` raises."""
+    try:
+        return str(value)
+    except Exception as exc:  # a broken __str__ must not break the log call
+        return f"<unprintable {type_name(type(value))}: {type(exc).__name__}>"
+
+
+# --- encoding (writer side) -------------------------------------------------
+
+def _tz(tz: _dt.tzinfo | None, sample: Any) -> list | None:
+    if tz is None:
+        return None
+    off = tz.utcoffset(sample)
+    if off is None:
+        return None
+    name = tz.tzname(sample)
+    key = getattr(tz, "key", None) or getattr(tz, "zone", None)  # zoneinfo, pytz
+    if type(tz) is _dt.timezone:
+        # A datetime.timezone is rebuilt exactly: keep the name only if it was given.
+        if name == _dt.timezone(off).tzname(None):
+            name = None
+        key = None
+    us = (off.days * 86400 + off.seconds) * 1_000_000 + off.microseconds
+    return [us, name, key if isinstance(key, str) else None]
+
+
+def _default(obj: Any) -> msgpack.ExtType:
+    """msgpack's hook for everything that is not plain msgpack."""
+    t = type(obj)
+    if t is tuple:
+        return msgpack.ExtType(EXT_TUPLE, packb(list(obj)))
+    if t is int:  # only reached when out of msgpack's 64-bit range
+        n = (obj.bit_length() + 8) // 8
+        return msgpack.ExtType(EXT_BIGINT, obj.to_bytes(n, "little", signed=True))
+    if isinstance(obj, enum.Enum):
+        return msgpack.ExtType(EXT_ENUM, packb([type_name(t), obj.name, obj.value]))
+    if t is set or t is frozenset or isinstance(obj, (set, frozenset)):
+        code = EXT_FROZENSET if isinstance(obj, frozenset) else EXT_SET
+        return msgpack.ExtType(code, packb(list(obj)))
+    if isinstance(obj, _dt.datetime):
+        return msgpack.ExtType(EXT_DATETIME, packb([
+            obj.year, obj.month, obj.day, obj.hour, obj.minute, obj.second,
+            obj.microsecond, obj.fold, _tz(obj.tzinfo, obj)]))
+    if isinstance(obj, _dt.date):
+        return msgpack.ExtType(EXT_DATE, packb([obj.year, obj.month, obj.day]))
+    if isinstance(obj, _dt.time):
+        return msgpack.ExtType(EXT_TIME, packb([
+            obj.hour, obj.minute, obj.second, obj.microsecond, obj.fold, _tz(obj.tzinfo, None)]))
+    if isinstance(obj, _dt.timedelta):
+        return msgpack.ExtType(EXT_TIMEDELTA, packb([obj.days, obj.seconds, obj.microseconds]))
+    if isinstance(obj, Decimal):
+        return msgpack.ExtType(EXT_DECIMAL, str(obj).encode("ascii"))
+    if isinstance(obj, uuid.UUID):
+        return msgpack.ExtType(EXT_UUID, obj.bytes)
+    if isinstance(obj, BaseException):
+        tb = obj.__traceback__
+        text = "".join(traceback.format_exception(t, obj, tb)) if tb is not None else None
+        return msgpack.ExtType(EXT_EXCEPTION, packb([type_name(t), safe_str(obj), text]))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return msgpack.ExtType(EXT_DATACLASS, packb([type_name(t), fields]))
+    # Subclasses of plain types (numpy scalars, str subclasses...) keep their base value.
+    for base in (bool, int, float, str, bytes):
+        if isinstance(obj, base):
+            return base(obj)  # type: ignore[return-value]
+    if isinstance(obj, (bytearray, memoryview)):
+        return bytes(obj)  # type: ignore[return-value]
+    if t is list or t is dict:  # only reached for subclasses with strict types
+        return obj  # pragma: no cover
+    if isinstance(obj, list):
+        return list(obj)  # type: ignore[return-value]
+    if isinstance(obj, dict):
+        return dict(obj)  # type: ignore[return-value]
+    return msgpack.ExtType(EXT_OPAQUE, packb([type_name(t), safe_str(obj)]))
+
+
+packb = partial(msgpack.packb, default=_default, strict_types=True, use_bin_type=True,
+                unicode_errors=UNICODE_ERRORS)
+
+
+def encode(value: Any) -> bytes:
+    """Encode one value; a value that cannot be encoded is captured as its text."""
+    try:
+        return packb(value)
+    except (ValueError, OverflowError, TypeError, RecursionError):
+        # Self-referencing containers and similar: keep what the user would have seen.
+        return packb(msgpack.ExtType(EXT_OPAQUE, packb([type_name(type(value)), safe_str(value)])))
+
+
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
+_PLAIN_ATOMS = _PLAIN | {Decimal, uuid.UUID, _dt.date, _dt.timedelta}
+
+
+def reproducible(value: Any, _depth: int = 0) -> bool:
+    """True if ``format(decode(encode(value)), spec)`` equals ``format(value, spec)`` for any spec.
+
+    Otherwise the writer keeps the text it rendered at call time next to the value.
+    """
+    t = type(value)
+    if t in _PLAIN_ATOMS:
+        return True
+    if _depth > 32:
+        return False
+    if t is list or t is tuple:
+        return all(reproducible(v, _depth + 1) for v in value)
+    if t is dict:
+        return all(reproducible(k, _depth + 1) and reproducible(v, _depth + 1)
+                   for k, v in value.items())
+    if t is _dt.datetime or t is _dt.time:
+        return value.tzinfo is None or type(value.tzinfo) is _dt.timezone
+    return False
+
+
+# --- decoding (reader side) -------------------------------------------------
+
+_ZONE_KEY = re.compile(r"[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*\Z")
+
+
+def _tz_decode(tz: list | None) -> _dt.tzinfo | None:
+    if tz is None:
+        return None
+    us, name, key = (list(tz) + [None, None, None])[:3]
+    if isinstance(key, str) and len(key) < 64 and _ZONE_KEY.match(key):
+        try:
+            import zoneinfo
+            return zoneinfo.ZoneInfo(key)
+        except Exception:
+            pass
+    off = _dt.timedelta(microseconds=us)
+    return _dt.timezone(off, name) if isinstance(name, str) else _dt.timezone(off)
+
+
+def unpackb(data: bytes) -> Any:
+    """Decode one msgpack value with blog's extensions (raises ValueError on bad input)."""
+    return msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False,
+                           unicode_errors=UNICODE_ERRORS, use_list=True)
+
+
+def ext_hook(code: int, data: bytes) -> Any:
+    """Turn a blog extension back into a Python value; unknown codes stay ExtType."""
+    try:
+        return _decode_ext(code, data)
+    except (ValueError, TypeError, OverflowError, IndexError, KeyError) as exc:
+        raise ValueError(f"bad extension value (code {code}): {exc}") from None
+
+
+def _decode_ext(code: int, data: bytes) -> Any:
+    if code == EXT_TUPLE:
+        return tuple(unpackb(data))
+    if code == EXT_BIGINT:
+        return int.from_bytes(data, "little", signed=True)
+    if code == EXT_SET:
+        return set(unpackb(data))
+    if code == EXT_FROZENSET:
+        return frozenset(unpackb(data))
+    if code == EXT_DATETIME:
+        y, mo, d, h, mi, s, us, fold, tz = unpackb(data)[:9]
+        return _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_tz_decode(tz), fold=fold)
+    if code == EXT_DATE:
+        return _dt.date(*unpackb(data)[:3])
+    if code == EXT_TIME:
+        h, mi, s, us, fold, tz = unpackb(data)[:6]
+        return _dt.time(h, mi, s, us, tzinfo=_tz_decode(tz), fold=fold)
+    if code == EXT_TIMEDELTA:
+        return _dt.timedelta(*unpackb(data)[:3])
+    if code == EXT_DECIMAL:
+        return Decimal(data.decode("ascii"))
+    if code == EXT_UUID:
+        return uuid.UUID(bytes=bytes(data))
+    if code == EXT_ENUM:
+        t, name, value = unpackb(data)[:3]
+        return EnumValue(str(t), str(name), value)
+    if code == EXT_DATACLASS:
+        t, fields = unpackb(data)[:2]
+        return DataclassValue(str(t), dict(fields))
+    if code == EXT_EXCEPTION:
+        t, msg, tb = unpackb(data)[:3]
+        return ExceptionValue(str(t), str(msg), tb if isinstance(tb, str) else None)
+    if code == EXT_OPAQUE:
+        t, text = unpackb(data)[:2]
+        return OpaqueValue(str(t), str(text))
+    return msgpack.ExtType(code, data)

@@ -1,0 +1,76 @@
+"""SessionWriter: one thread's handle for adding events to a Session."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from .channel import BLOCK, Channel
+from .format import ENTRY_WRITER_PROP
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class SessionWriter:
+    """Owns the calling thread's Channel; named after the thread unless renamed.
+
+    Created on the thread's first event. The hot path touches only
+    ``channel``; everything here is the slow path.
+    """
+
+    __slots__ = ("id", "_name", "channel", "session", "thread", "ident", "native_id", "pid",
+                 "__weakref__")
+
+    def __init__(self, session: Session, writer_id: int, capacity: int) -> None:
+        thread = threading.current_thread()
+        self.id = writer_id
+        self._name = thread.name
+        self.channel = Channel(capacity, self)
+        self.session = session
+        self.thread = thread
+        self.ident = thread.ident or 0
+        self.native_id = getattr(thread, "native_id", None) or 0
+        self.pid = os.getpid()
+
+    @property
+    def name(self) -> str:
+        """The writer's name, printed by bread's ``%n``."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError("writer name must be a str")
+        self._name = value
+        self.session._writer_changed(self)
+
+    def entry(self) -> list:
+        """The WriterProp metadata entry array."""
+        return [ENTRY_WRITER_PROP, self.id, self._name, self.ident, self.native_id, self.pid]
+
+    def overflow(self, item: tuple[int, int, Any]) -> None:
+        """Slow path of a push: the channel reached its wake-up length or its capacity."""
+        ch = self.channel
+        q = ch.queue
+        session = self.session
+        if len(q) < ch.capacity:
+            if not ch.woken:
+                ch.woken = True
+                session._wake()
+            q.append(item)
+            return
+        if session.overflow == BLOCK and session._can_block():
+            # Wait for the consumer to make room: nothing is lost, the caller is delayed.
+            while len(q) >= ch.capacity and session._can_block():
+                session._wake()
+                time.sleep(0.0005)
+            if len(q) < ch.capacity:
+                q.append(item)
+                return
+        ch.dropped += 1
+        if not ch.woken:
+            ch.woken = True
+            session._wake()

@@ -1,0 +1,24 @@
+"""bread: read blog's binary logs back as events, text, or data.
+
+    import bread
+    for ev in bread.read("app.blog"):
+        print(ev.time, ev.severity.name, ev.message)
+
+Layers, each usable alone: ``frames`` (bytes -> checked frames), ``entries``
+(frames -> metadata and raw events), ``events`` (entries -> Event),
+``render`` (events -> text).
+"""
+
+from blog.severity import Severity
+from blog.values import DataclassValue, EnumValue, ExceptionValue, OpaqueValue
+
+from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, WriterProp
+from .events import Event, EventStream
+from .frames import Damage, Frame
+from .reader import Reader, read
+
+__all__ = [
+    "ClockSync", "Damage", "DataclassValue", "Dropped", "EnumValue", "Event", "EventStream",
+    "ExceptionValue", "FileHeader", "Frame", "Lost", "OpaqueValue", "RawEvent", "Reader",
+    "Severity", "WriterProp", "read",
+]

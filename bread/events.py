@@ -1,0 +1,155 @@
+"""Entries -> events: resolve each raw event's source, writer and clock."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Iterable, Iterator
+
+from blog.placeholders import FormatError, Template, parse, render
+from blog.severity import Severity
+from blog.source import EventSource
+
+from .entries import ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent, WriterProp
+from .frames import Damage
+
+_UTC = _dt.timezone.utc
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
+_DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
+
+
+def _severity(value: int) -> Severity | int:
+    try:
+        return Severity(value)
+    except ValueError:
+        return value
+
+
+class Event:
+    """One log event, as read back.
+
+    ``time`` is a timezone-aware datetime in the writer's zone (microseconds;
+    ``clock`` and ``ns`` keep nanoseconds), ``args`` the positional values,
+    ``fields`` the keyword fields and ``message`` the rendered text.
+    """
+
+    __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "fields", "_texts",
+                 "_message", "offset")
+
+    def __init__(self, source: EventSource, writer: WriterProp, clock: int, ns: int,
+                 tz: _dt.tzinfo, args: tuple, fields: dict, texts: dict, offset: int) -> None:
+        self.source = source
+        self.writer_prop = writer
+        self.clock = clock
+        self.ns = ns
+        self.tz = tz
+        self.args = args
+        self.fields = fields
+        self._texts = texts
+        self._message: str | None = None
+        self.offset = offset
+
+    severity = property(lambda self: _severity(self.source.severity), doc="Severity (IntEnum)")
+    category = property(lambda self: self.source.category, doc="category of the logger")
+    function = property(lambda self: self.source.function, doc="function of the call site")
+    file = property(lambda self: self.source.file, doc="file of the call site")
+    line = property(lambda self: self.source.line, doc="line of the call site")
+    format = property(lambda self: self.source.format, doc="the format string")
+    writer = property(lambda self: self.writer_prop.name, doc="name of the writer (thread)")
+    writer_id = property(lambda self: self.writer_prop.id, doc="id of the writer")
+
+    @property
+    def time(self) -> _dt.datetime:
+        """When the event was logged, in the writer's time zone."""
+        return (_EPOCH + _dt.timedelta(microseconds=self.ns // 1000)).astimezone(self.tz)
+
+    @property
+    def message(self) -> str:
+        """The format string rendered with the arguments, as it was at call time."""
+        if self._message is None:
+            self._message = render_message(self.source, self.args, self.fields, self._texts)
+        return self._message
+
+    def __repr__(self) -> str:
+        return (f"<Event {self.time.isoformat()} {getattr(self.severity, 'name', self.severity)} "
+                f"{self.category} {self.message!r}>")
+
+
+_templates: dict[str, Template | None] = {}
+
+
+def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) -> str:
+    """Render a source's format with values read from a file (safely: the file is untrusted)."""
+    tpl = _templates.get(source.format, False)
+    if tpl is False:
+        try:
+            tpl = parse(source.format)
+        except FormatError:
+            tpl = None
+        if len(_templates) < 10_000:
+            _templates[source.format] = tpl
+    if tpl is None:
+        return source.format + (" " + " ".join(map(repr, args)) if args else "")
+    return render(tpl, args, fields, texts)  # type: ignore[arg-type]
+
+
+class EventStream:
+    """Turns a sequence of entries into Events, keeping the metadata state.
+
+    Damage, drops and losses are collected in ``damage`` and ``notices``;
+    ``headers`` holds the descriptors of the files read.
+    """
+
+    def __init__(self, entries: Iterable[Entry]) -> None:
+        self._entries = entries
+        self.headers: list[FileHeader] = []
+        self.damage: list[Damage] = []
+        self.notices: list[Dropped | Lost] = []
+        self.unknown_sources = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.sources: dict[int, EventSource] = {}
+        self.writers: dict[int, WriterProp] = {}
+        self.sync = _DEFAULT_SYNC
+        self._tz: _dt.tzinfo = _UTC
+
+    def __iter__(self) -> Iterator[Event]:
+        sources, writers = self.sources, self.writers
+        for e in self._entries:
+            t = type(e)
+            if t is RawEvent:
+                src = sources.get(e.source_id)
+                if src is None:
+                    self.unknown_sources += 1
+                    src = EventSource(e.source_id, 0, "?", "?", "?", 0, "", "")
+                w = writers.get(e.writer_id) or WriterProp(e.writer_id, "")
+                args = e.args
+                names = src.field_names
+                if names and len(args) >= len(names):
+                    n = len(args) - len(names)
+                    fields = dict(zip(names, args[n:]))
+                    args = args[:n]
+                else:
+                    fields = {}
+                sync = self.sync
+                ns = sync.ns_since_epoch + (e.clock - sync.clock_value) * 1_000_000_000 // sync.frequency
+                yield Event(src, w, e.clock, ns, self._tz, tuple(args), fields, e.texts, e.offset)
+            elif t is EventSource:
+                sources[e.id] = e
+            elif t is WriterProp:
+                writers[e.id] = e
+            elif t is ClockSync:
+                self.sync = e
+                try:
+                    off = _dt.timedelta(seconds=e.tz_offset)
+                    self._tz = _dt.timezone(off, e.tz_name) if e.tz_name else _dt.timezone(off)
+                except (ValueError, OverflowError):
+                    self._tz = _UTC
+            elif t is FileHeader:
+                self.headers.append(e)
+                self._reset()
+                sources, writers = self.sources, self.writers
+            elif t is Damage:
+                self.damage.append(e)
+            elif t is Dropped or t is Lost:
+                self.notices.append(e)

@@ -1,0 +1,147 @@
+"""Events -> text: the C++ bread's ``%`` placeholders for events and dates, and escaping."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Callable
+
+from blog.severity import ABBREVIATIONS
+
+from .events import Event
+
+DEFAULT_FORMAT = "%S %C [%d] %n %m (%G:%L)"
+DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
+
+_UTC = _dt.timezone.utc
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def severity_text(value: int) -> str:
+    """``TRAC DEBG INFO WARN ERRO CRIT``, or ``????`` for a value no severity has."""
+    return ABBREVIATIONS.get(value, "????")  # type: ignore[call-overload]
+
+
+def _offset(tz: _dt.tzinfo) -> int:
+    off = tz.utcoffset(None)
+    return int(off.total_seconds()) if off is not None else 0
+
+
+class DateFormat:
+    """``%Y %y %m %d %H %M %S %N %z %Z`` over nanoseconds since the epoch and a zone."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._parts = _split(pattern, "YymdHMSNzZ")
+
+    def __call__(self, ns: int, tz: _dt.tzinfo) -> str:
+        offset = _offset(tz)
+        secs, frac = divmod(ns, 1_000_000_000)
+        try:
+            t = _EPOCH + _dt.timedelta(seconds=secs + offset)
+        except OverflowError:
+            return f"<clock {ns} out of range>"
+        out = []
+        for lit, code in self._parts:
+            out.append(lit)
+            if code is None:
+                continue
+            if code == "Y":
+                out.append(f"{t.year:04d}")
+            elif code == "y":
+                out.append(f"{t.year % 100:02d}")
+            elif code == "m":
+                out.append(f"{t.month:02d}")
+            elif code == "d":
+                out.append(f"{t.day:02d}")
+            elif code == "H":
+                out.append(f"{t.hour:02d}")
+            elif code == "M":
+                out.append(f"{t.minute:02d}")
+            elif code == "S":
+                out.append(f"{t.second:02d}")
+            elif code == "N":
+                out.append(f"{frac:09d}")
+            elif code == "z":
+                sign = "-" if offset < 0 else "+"
+                h, m = divmod(abs(offset) // 60, 60)
+                out.append(f"{sign}{h:02d}{m:02d}")
+            elif code == "Z":
+                out.append(tz.tzname(None) or "")
+        return "".join(out)
+
+
+def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
+    """Split a ``%`` pattern into (literal, code) pairs; unknown codes stay literal."""
+    parts: list[tuple[str, str | None]] = []
+    lit = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "%" and i + 1 < len(pattern):
+            n = pattern[i + 1]
+            if n == "%":
+                lit.append("%")
+                i += 2
+                continue
+            if n in codes:
+                parts.append(("".join(lit), n))
+                lit = []
+                i += 2
+                continue
+        lit.append(c)
+        i += 1
+    parts.append(("".join(lit), None))
+    return parts
+
+
+class PrettyPrinter:
+    """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...)."""
+
+    CODES = "ISCMFGLPTntdurm"
+
+    def __init__(self, event_format: str = DEFAULT_FORMAT,
+                 date_format: str = DEFAULT_DATE_FORMAT) -> None:
+        self.date = DateFormat(date_format)
+        self._parts = _split(event_format, self.CODES)
+        self._getters = [(lit, self._getter(code)) for lit, code in self._parts]
+
+    def _getter(self, code: str | None) -> Callable[[Event], str] | None:
+        date = self.date
+        return {
+            None: None,
+            "I": lambda e: str(e.source.id),
+            "S": lambda e: severity_text(e.source.severity),
+            "C": lambda e: e.source.category,
+            "M": lambda e: e.source.function,
+            "F": lambda e: e.source.file,
+            "G": lambda e: os.path.basename(e.source.file),
+            "L": lambda e: str(e.source.line),
+            "P": lambda e: e.source.format,
+            "T": lambda e: e.source.arg_tags,
+            "n": lambda e: e.writer_prop.name,
+            "t": lambda e: str(e.writer_prop.id),
+            "d": lambda e: date(e.ns, e.tz),
+            "u": lambda e: date(e.ns, _UTC),
+            "r": lambda e: str(e.clock),
+            "m": lambda e: e.message,
+        }[code]
+
+    def __call__(self, event: Event) -> str:
+        out = []
+        for lit, get in self._getters:
+            out.append(lit)
+            if get is not None:
+                out.append(get(event))
+        return "".join(out)
+
+
+# C0 controls (but tab), DEL and C1 controls, shown as escapes on a terminal.
+_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f,
+                                         *range(0x80, 0xa0)]}
+_ESCAPES.update({0x0a: "\\n", 0x0d: "\\r"})
+
+
+def escape_controls(text: str) -> str:
+    """Replace control characters so that a log line cannot drive the terminal."""
+    return text.translate(_ESCAPES)

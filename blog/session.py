@@ -18,6 +18,8 @@ from . import format as fmt
 from .channel import BLOCK, DROP
 from .severity import Severity, to_severity
 from .source import EventSource
+from . import values
+from .values import UNICODE_ERRORS
 from .writer import SessionWriter
 
 if TYPE_CHECKING:
@@ -78,7 +80,9 @@ class Session:
         self._unreported_loss = [0, 0]           # events, bytes lost since the last good write
         self._failing = False
         self._consumer: Consumer | None = None
-        self._packer = msgpack.Packer(use_bin_type=True, unicode_errors="surrogatepass")
+        # Plain scalars only reach this packer; ints beyond 64 bits go through the hook.
+        self._packer = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
+                                      default=values._default)
         self.wake_events = channel_capacity      # a channel this long wakes the consumer
         self.start_ns = time.time_ns()
         self.descriptor = {
@@ -176,7 +180,7 @@ class Session:
 
     def _full_metadata(self) -> list[list]:
         return ([self._clock_sync()] + [s.entry() for s in self._sources]
-                + [w.entry() for w in self._writers])
+                + [w.entry(w.stream_name) for w in self._writers])
 
     def consume(self, stream: Any) -> int:
         """Write pending metadata, then the queued events, to ``stream``; return bytes written.
@@ -211,11 +215,14 @@ class Session:
             batches: list[bytes] = []
             n_events = 0
             for w, items in drained:
+                oversized = 0
                 if items:
-                    n_events += self._encode_batches(w, items, batches)
+                    n, oversized = self._encode_batches(w, items, batches)
+                    n_events += n
                 dropped = w.channel.dropped - self._reported_drops.get(w.id, 0)
+                self._reported_drops[w.id] = w.channel.dropped
+                dropped += oversized
                 if dropped:
-                    self._reported_drops[w.id] = w.channel.dropped
                     self.stats.events_dropped += dropped
                     meta.append([fmt.ENTRY_DROPPED, w.id, dropped, time.time_ns()])
             self._retire_writers(writers)
@@ -237,7 +244,7 @@ class Session:
         frames, buf = [], []
         size = 0
         for entry in meta:
-            b = msgpack.packb(entry, use_bin_type=True, unicode_errors="surrogatepass")
+            b = msgpack.packb(entry, use_bin_type=True, unicode_errors=UNICODE_ERRORS)
             if buf and size + len(b) > FRAME_TARGET:
                 frames.append(fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(buf)))
                 buf, size = [], 0
@@ -247,16 +254,28 @@ class Session:
             frames.append(fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(buf)))
         return frames
 
-    def _encode_batches(self, w: SessionWriter, items: list, out: list[bytes]) -> int:
-        """Encode one writer's events as EVENTS frames; return how many were encoded."""
+    def _encode_batches(self, w: SessionWriter, items: list,
+                        out: list[bytes]) -> tuple[int, int]:
+        """Encode one writer's events as EVENTS frames; return (encoded, dropped as too large)."""
         pack = self._packer.pack
-        written = 0
+        written = oversized = 0
         parts: list[bytes] = []
         size = 0
-        first = prev = items[0][1]
-        lo = hi = first
+        first = prev = lo = hi = 0
         count = 0
         for sid, clock, args in items:
+            if sid == 0:
+                # A metadata entry queued in band (a writer renamed itself): it goes
+                # between the events queued before and after it.
+                if count:
+                    out.append(self._events_frame(w.id, first, count, lo, hi, parts))
+                    written += count
+                    parts, size, count = [], 0, 0
+                out.extend(self._metadata_frames([args]))
+                w.stream_name = args[2]
+                continue
+            if count == 0:
+                first = lo = hi = prev = clock
             if type(args) is tuple:
                 # Plain scalars only (checked on the calling thread): one C call.
                 b = pack((sid, clock - prev, args))
@@ -264,7 +283,7 @@ class Session:
                 # Captured at call time: first byte is the element count, then args (and texts).
                 b = b"%c%s%s%s" % (0x90 | args[0], pack(sid), pack(clock - prev), args[1:])
             if len(b) > MAX_EVENT:
-                w.channel.dropped += 1  # too large for any frame; counted as dropped
+                oversized += 1  # could not fit in any frame: dropped, and counted
                 continue
             prev = clock
             if clock < lo:
@@ -278,11 +297,10 @@ class Session:
                 out.append(self._events_frame(w.id, first, count, lo, hi, parts))
                 written += count
                 parts, size, count = [], 0, 0
-                first = lo = hi = prev
         if count:
             out.append(self._events_frame(w.id, first, count, lo, hi, parts))
             written += count
-        return written
+        return written, oversized
 
     def _events_frame(self, wid: int, first: int, count: int, lo: int, hi: int,
                       parts: list[bytes]) -> bytes:

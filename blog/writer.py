@@ -21,13 +21,14 @@ class SessionWriter:
     ``channel``; everything here is the slow path.
     """
 
-    __slots__ = ("id", "_name", "channel", "session", "thread", "ident", "native_id", "pid",
+    __slots__ = ("id", "_name", "stream_name", "channel", "session", "thread", "ident", "native_id", "pid",
                  "__weakref__")
 
     def __init__(self, session: Session, writer_id: int, capacity: int) -> None:
         thread = threading.current_thread()
         self.id = writer_id
         self._name = thread.name
+        self.stream_name = self._name  # the name in effect where the consumer has got to
         self.channel = Channel(capacity, self)
         self.session = session
         self.thread = thread
@@ -45,11 +46,17 @@ class SessionWriter:
         if not isinstance(value, str):
             raise TypeError("writer name must be a str")
         self._name = value
-        self.session._writer_changed(self)
+        if threading.current_thread() is self.thread:
+            # In band: events queued before the rename keep the old name in the file.
+            self.channel.queue.append((0, 0, self.entry()))
+        else:
+            self.stream_name = value
+            self.session._writer_changed(self)
 
-    def entry(self) -> list:
-        """The WriterProp metadata entry array."""
-        return [ENTRY_WRITER_PROP, self.id, self._name, self.ident, self.native_id, self.pid]
+    def entry(self, name: str | None = None) -> list:
+        """The WriterProp metadata entry array (with the current name unless given)."""
+        return [ENTRY_WRITER_PROP, self.id, self._name if name is None else name,
+                self.ident, self.native_id, self.pid]
 
     def overflow(self, item: tuple[int, int, Any]) -> None:
         """Slow path of a push: the channel reached its wake-up length or its capacity."""

@@ -1,0 +1,206 @@
+"""Every argument type goes writer -> bytes -> reader and comes back equal, with the exact message."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import math
+import uuid
+import zoneinfo
+from decimal import Decimal
+
+import pytest
+import pytz
+
+from bread import DataclassValue, EnumValue, ExceptionValue, OpaqueValue
+
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = "g"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: float
+    tags: list
+
+
+class Custom:
+    def __str__(self) -> str:
+        return "custom!"
+
+    def __format__(self, spec: str) -> str:
+        return f"<{spec}>"
+
+
+UTC = dt.timezone.utc
+PLAIN_VALUES = [
+    None, True, False, 0, -1, 2**63 - 1, -2**63, 2**64 - 1, 2**200, -2**200,
+    0.0, -0.0, 1.5, 1e308, float("inf"), float("-inf"),
+    "", "hello", "ünïcödé ✓", "nul\x00inside", "\ud800 lone surrogate",
+    b"", b"\x00\xffbytes",
+    [], [1, "a", [2.5, None]], (), (1,), (1, (2, 3)), {}, {"a": 1, 2: "b", (1, 2): [3]},
+    {1, 2, 3}, frozenset({"x"}), set(),
+    dt.datetime(2024, 2, 29, 23, 59, 59, 999999),
+    dt.datetime(2024, 1, 1, 12, tzinfo=UTC),
+    dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=-5, minutes=-30))),
+    dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=1), "CET")),
+    dt.datetime(2024, 7, 1, 12, tzinfo=zoneinfo.ZoneInfo("Europe/Paris")),
+    pytz.timezone("America/New_York").localize(dt.datetime(2024, 3, 10, 1, 30)),
+    dt.date(1999, 12, 31), dt.time(1, 2, 3, 4), dt.time(1, 2, tzinfo=UTC),
+    dt.timedelta(days=-1, seconds=5, microseconds=7),
+    Decimal("1.10"), Decimal("-0"), Decimal("NaN"), Decimal("1E+3"),
+    uuid.UUID("12345678-1234-5678-1234-567812345678"),
+]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    if isinstance(a, Decimal) and a.is_nan():
+        return isinstance(b, Decimal) and b.is_nan()
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("value", PLAIN_VALUES, ids=repr)
+def test_builtin_and_stdlib_values_round_trip(logged, value):
+    logged.log.info("v={} r={!r}", value, value)
+    [ev] = logged.read()
+    assert _same(ev.args[0], value), (ev.args[0], value)
+    assert ev.message == "v={} r={!r}".format(value, value)
+
+
+def test_datetime_keeps_its_zone(logged):
+    paris = dt.datetime(2024, 7, 1, 12, tzinfo=zoneinfo.ZoneInfo("Europe/Paris"))
+    fixed = dt.datetime(2024, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=3), "MSK"))
+    logged.log.info("{} {}", paris, fixed)
+    [ev] = logged.read()
+    assert ev.args[0].utcoffset() == dt.timedelta(hours=2)
+    assert ev.args[0].tzname() == "CEST"
+    assert ev.args[1].tzname() == "MSK" and ev.args[1] == fixed
+
+
+def test_nan_round_trips(logged):
+    logged.log.info("{} {:.3f}", math.nan, math.nan)
+    [ev] = logged.read()
+    assert math.isnan(ev.args[0]) and ev.message == "nan nan"
+
+
+def test_float_specs_render_exactly(logged):
+    logged.log.info("{:.2f} {:>10} {:e} {:,}", 101.256, 3.5, 12345.678, 10**9)
+    [ev] = logged.read()
+    assert ev.message == "{:.2f} {:>10} {:e} {:,}".format(101.256, 3.5, 12345.678, 10**9)
+
+
+def test_enums_are_structured_and_render_as_at_call_time(logged):
+    logged.log.info("{} {} {!r} {:>6}", Color.RED, Level.HIGH, Color.GREEN, Level.LOW)
+    [ev] = logged.read()
+    assert ev.args[0] == EnumValue(f"{__name__}.Color", "RED", 1)
+    assert ev.args[1] == EnumValue(f"{__name__}.Level", "HIGH", 2)
+    assert ev.message == "{} {} {!r} {:>6}".format(Color.RED, Level.HIGH, Color.GREEN, Level.LOW)
+
+
+def test_dataclasses_are_structured(logged):
+    p = Point(1, 2.5, ["a"])
+    logged.log.info("at {}", p)
+    [ev] = logged.read()
+    assert ev.args[0] == DataclassValue(f"{__name__}.Point", {"x": 1, "y": 2.5, "tags": ["a"]})
+    assert ev.message == f"at {p}"
+
+
+def test_exceptions_keep_type_message_and_traceback(logged):
+    try:
+        raise KeyError("missing")
+    except KeyError as exc:
+        logged.log.error("failed: {}", exc)
+    [ev] = logged.read()
+    value = ev.args[0]
+    assert isinstance(value, ExceptionValue)
+    assert value.type == "KeyError" and value.message == "'missing'"
+    assert "raise KeyError" in value.traceback
+    assert ev.message == "failed: 'missing'"
+
+
+def test_log_exception_attaches_current_traceback(logged):
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        logged.log.exception("ratio {}", "x")
+    [ev] = logged.read()
+    assert ev.severity.name == "ERROR"
+    assert ev.message == "ratio x"
+    exc = ev.fields["exception"]
+    assert exc.type == "ZeroDivisionError" and "1 / 0" in exc.traceback
+
+
+def test_unknown_types_are_captured_as_text_never_pickled(logged):
+    c = Custom()
+    logged.log.info("{} {:abc} {!s}", c, c, c)
+    [ev] = logged.read()
+    assert ev.args[0] == OpaqueValue(f"{__name__}.Custom", "custom!")
+    assert ev.message == "<> <abc> custom!"
+
+
+def test_broken_str_does_not_break_the_call(logged):
+    class Broken:
+        def __str__(self):
+            raise RuntimeError("no")
+
+        __format__ = object.__format__
+
+    logged.log.info("{!r}", [1])  # a sibling event still arrives
+    logged.log.info("{}", Broken())
+    evs = logged.read()
+    assert len(evs) == 2
+    assert "unprintable" in evs[1].args[0].text
+
+
+def test_self_referencing_list_is_captured_as_text(logged):
+    a = [1]
+    a.append(a)
+    logged.log.info("{}", a)
+    [ev] = logged.read()
+    assert ev.message == "[1, [...]]"
+
+
+def test_values_are_captured_at_call_time(logged):
+    items = [1, 2]
+    d = {"k": [1]}
+    logged.log.info("{} {}", items, d)
+    items.append(3)
+    d["k"].append(2)
+    [ev] = logged.read()
+    assert ev.args == ([1, 2], {"k": [1]})
+    assert ev.message == "[1, 2] {'k': [1]}"
+
+
+def test_str_and_int_subclasses_keep_message(logged):
+    class Name(str):
+        def __format__(self, spec):
+            return "N:" + str.__format__(self, spec)
+
+    logged.log.info("{} {}", Name("bob"), Level.LOW)
+    [ev] = logged.read()
+    assert ev.args[0] == "bob" and ev.message == "N:bob 1"
+
+
+def test_keyword_fields(logged):
+    logged.log.warning("disk {} at {}% on {host}", "/", 93.5, host="db1", dc="eu")
+    [ev] = logged.read()
+    assert ev.args == ("/", 93.5)
+    assert ev.fields == {"host": "db1", "dc": "eu"}
+    assert ev.message == "disk / at 93.5% on db1"
+
+
+def test_literal_braces_and_conversions(logged):
+    logged.log.info("{{literal}} {!r} {!a} {name!r:>8}", "x", "é", name="n")
+    [ev] = logged.read()
+    assert ev.message == "{literal} 'x' '\\xe9'      'n'"

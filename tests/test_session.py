@@ -1,0 +1,297 @@
+"""Sessions, writers, channels and consumers as an application uses them."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import blog
+import bread
+from blog import format as fmt
+from bread.entries import FileHeader, RawEvent, iter_entries
+from bread.frames import iter_frames
+
+
+def test_eight_threads_of_100k_events_all_arrive_in_order(tmp_path):
+    # Proves: no event is lost or reordered within a thread under concurrent producers
+    # while the background consumer writes to a real file.
+    s = blog.Session()
+    path = tmp_path / "t.blog"
+    stream = blog.FileOutputStream(path)
+    consumer = blog.Consumer(s, stream).start()
+    log = s.get_logger("main")
+    n = 100_000
+
+    def work(k: int) -> None:
+        for i in range(n):
+            log.info("t{} i{}", k, i)
+
+    threads = [threading.Thread(target=work, args=(k,), name=f"w{k}") for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    consumer.stop()
+    stream.close()
+    seen: dict[str, list[int]] = {}
+    for ev in bread.read(path):
+        seen.setdefault(ev.writer, []).append(ev.args[1])
+        assert ev.writer == f"w{ev.args[0]}"
+    assert sorted(seen) == [f"w{k}" for k in range(8)]
+    for name, seq in seen.items():
+        assert seq == list(range(n)), name
+
+
+def test_metadata_precedes_the_data_that_refers_to_it():
+    # Proves: with producers registering sources while consume() runs, every event's
+    # source and writer entries come earlier in the file.
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    stop = threading.Event()
+
+    def producer(k: int) -> None:
+        log = s.get_logger(f"c{k}")
+        i = 0
+        while not stop.is_set():
+            # a new call site (format) now and then: new metadata while consuming
+            fmt_ = f"site {i % 40} of {k}: {{}}"
+            log.info(fmt_, i)
+            i += 1
+
+    threads = [threading.Thread(target=producer, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for _ in range(200):
+        s.consume(out)
+    stop.set()
+    for t in threads:
+        t.join()
+    s.consume(out)
+    sources, writers, events = set(), set(), 0
+    for e in iter_entries(iter_frames(io.BytesIO(out.getvalue()))):
+        if isinstance(e, blog.EventSource):
+            sources.add(e.id)
+        elif type(e).__name__ == "WriterProp":
+            writers.add(e.id)
+        elif isinstance(e, RawEvent):
+            assert e.source_id in sources and e.writer_id in writers
+            events += 1
+    assert events > 100
+
+
+def test_flush_makes_everything_logged_so_far_readable(tmp_path):
+    path = tmp_path / "f.blog"
+    s = blog.Session()
+    stream = blog.FileOutputStream(path)
+    consumer = blog.Consumer(s, stream, interval=60).start()  # would not wake by itself
+    log = s.get_logger()
+    for i in range(1000):
+        log.info("e {}", i)
+    consumer.flush()
+    assert [ev.args[0] for ev in bread.read(path)] == list(range(1000))
+    consumer.stop()
+
+
+def _run(code: str, tmp_path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_exit_without_shutdown_loses_nothing(tmp_path):
+    # Proves: the atexit hook drains the channels of all threads at interpreter exit.
+    r = _run("""
+        import threading, blog
+        blog.basic_config("x.blog", flush_interval=60)
+        log = blog.get_logger()
+        def work():
+            for i in range(5000): log.info("t {}", i)
+        t = threading.Thread(target=work); t.start(); t.join()
+        for i in range(5000): log.info("m {}", i)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    evs = list(bread.read(tmp_path / "x.blog"))
+    assert len(evs) == 10_000
+
+
+def test_logging_before_basic_config_is_kept(tmp_path):
+    r = _run("""
+        import blog
+        log = blog.get_logger("early")
+        log.info("before {}", 1)
+        blog.basic_config("x.blog")
+        log.info("after {}", 2)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["before 1", "after 2"]
+
+
+def test_never_configured_output_is_reported(tmp_path):
+    r = _run("import blog; blog.get_logger().info('lost {}', 1)", tmp_path)
+    assert "never written" in r.stderr
+
+
+def test_mismatched_format_raises_naming_the_call_site(logged):
+    with pytest.raises(blog.CallSiteError) as info:
+        logged.log.info("a {} b {}", 1)  # the line named below
+    msg = str(info.value)
+    assert __file__ in msg and "2 {} placeholder(s)" in msg and "1 positional" in msg
+    with pytest.raises(blog.CallSiteError, match="names field"):
+        logged.log.info("a {host}")
+    for bad in ("{0.x}", "{a[0]}", "{0}", "{"):
+        with pytest.raises(blog.FormatError):
+            logged.log.info(bad, 1)
+    with pytest.raises(TypeError, match="format must be a str"):
+        logged.log.info(42)
+    assert logged.read() == []
+
+
+def test_two_sites_with_the_same_format_are_two_sources(logged):
+    for _ in range(2):
+        logged.log.info("same {}", 1); logged.log.info("same {}", 2)  # noqa: E702
+    evs = logged.read()
+    assert [e.source.id for e in evs] == [1, 2, 1, 2]
+    assert evs[0].line == evs[1].line
+    assert evs[0].file == __file__ and evs[0].function == "test_two_sites_with_the_same_format_are_two_sources"
+
+
+def test_dynamic_formats_do_not_grow_metadata_without_bound(logged):
+    for i in range(100):
+        logged.log.info(f"message {i}")
+    evs = logged.read()
+    assert [e.message for e in evs] == [f"message {i}" for i in range(100)]
+    assert len({e.source.id for e in evs}) <= 17
+
+
+def test_severity_control_per_logger_and_session(logged):
+    log, s = logged.log, logged.session
+    other = s.get_logger("other")
+    log.set_min_severity("warning")
+    log.info("no"); log.warning("yes {}", 1); other.debug("yes {}", 2)  # noqa: E702
+    s.set_min_severity(blog.Severity.ERROR)
+    log.warning("no"); other.warning("no"); other.error("yes {}", 3)  # noqa: E702
+    assert not other.enabled("warning") and other.enabled("critical")
+    s.set_min_severity("trace")
+    log.set_min_severity("trace")
+    log.trace("yes {}", 4)
+    assert [e.message for e in logged.read()] == ["yes 1", "yes 2", "yes 3", "yes 4"]
+    with pytest.raises(ValueError):
+        log.set_min_severity("loud")
+
+
+def test_severities_have_the_cpp_values(logged):
+    for name in ("trace", "debug", "info", "warning", "error", "critical"):
+        getattr(logged.log, name)(name)
+    logged.log.log("info", "dynamic {}", 1)
+    evs = logged.read()
+    assert [int(e.severity) for e in evs] == [0x20, 0x40, 0x80, 0x100, 0x200, 0x400, 0x80]
+
+
+def test_drop_policy_counts_and_records_drops(make_logged):
+    lg = make_logged(channel_capacity=10, overflow="drop")
+    for i in range(25):
+        lg.log.info("e {}", i)
+    evs = lg.read()
+    assert [e.args[0] for e in evs] == list(range(10))
+    [notice] = lg.reader.notices
+    assert notice.count == 15 and notice.writer_id == evs[0].writer_id
+    assert lg.session.stats.events_dropped == 15
+
+
+def test_block_policy_loses_nothing_with_a_small_channel(tmp_path):
+    s = blog.Session(channel_capacity=16, overflow="block")
+    out = blog.MemoryOutputStream()
+    c = blog.Consumer(s, out, interval=0.001).start()
+    log = s.get_logger()
+    for i in range(5000):
+        log.info("e {}", i)
+    c.stop()
+    assert [e.args[0] for e in bread.read(io.BytesIO(out.getvalue()))] == list(range(5000))
+    assert s.stats.events_dropped == 0
+
+
+class FlakyStream:
+    """Fails while ``broken`` is set, as a full disk or a closed pipe would."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.broken = False
+
+    def write(self, b) -> int:
+        if self.broken:
+            raise OSError(28, "No space left on device")
+        self.data += b
+        return len(b)
+
+
+def test_failing_stream_never_raises_and_loss_is_reported(capsys):
+    # Proves: a failing output costs only the events written while it failed, counted
+    # in stats and recorded in the file; the application never sees an exception.
+    s = blog.Session()
+    log = s.get_logger()
+    out = FlakyStream()
+    log.info("one {}", 1)
+    s.consume(out)
+    out.broken = True
+    log.info("two {}", 2)
+    log.info("three {}", 3)
+    assert s.consume(out) == 0
+    assert s.stats.events_lost == 2 and s.stats.write_errors == 1
+    assert "No space left" in capsys.readouterr().err
+    out.broken = False
+    log.info("four {}", 4)
+    s.consume(out)
+    r = bread.read(io.BytesIO(bytes(out.data)))
+    assert [e.message for e in r] == ["one 1", "four 4"]
+    [lost] = r.notices
+    assert lost.events == 2
+    assert "recovered" in capsys.readouterr().err
+
+
+def test_writer_is_named_after_its_thread_and_renamable(logged):
+    def work():
+        logged.log.info("from {}", "thread")
+        logged.session.writer().name = "renamed"
+        logged.log.info("after {}", "rename")
+
+    t = threading.Thread(target=work, name="worker-7")
+    t.start(); t.join()  # noqa: E702
+    evs = logged.read()
+    assert evs[0].writer == "worker-7"
+    assert evs[1].writer == "renamed"
+
+
+def test_sessions_are_independent(tmp_path):
+    a, b = blog.Session(name="a"), blog.Session(name="b")
+    oa, ob = blog.MemoryOutputStream(), blog.MemoryOutputStream()
+    a.get_logger().info("to {}", "a")
+    b.get_logger().info("to {}", "b")
+    a.consume(oa); b.consume(ob)  # noqa: E702
+    assert [e.message for e in bread.read(io.BytesIO(oa.getvalue()))] == ["to a"]
+    assert [e.message for e in bread.read(io.BytesIO(ob.getvalue()))] == ["to b"]
+
+
+def test_file_starts_with_a_header_describing_its_origin(logged):
+    logged.log.info("x")
+    logged.consume()
+    first = next(iter_entries(iter_frames(io.BytesIO(logged.out.getvalue()))))
+    assert isinstance(first, FileHeader) and first.version == fmt.FORMAT_VERSION
+    d = first.descriptor
+    assert d["pid"] == os.getpid() and d["library"] == "blog" and d["host"]
+    assert d["library_version"] == blog.__version__ and d["start_time_ns"] > 0
+
+
+def test_bad_configuration_is_rejected_clearly():
+    with pytest.raises(ValueError, match="overflow"):
+        blog.Session(overflow="explode")
+    with pytest.raises(ValueError, match="channel_capacity"):
+        blog.Session(channel_capacity=0)
+    with pytest.raises(TypeError, match="write"):
+        blog.Consumer(blog.Session(), object())
+    with pytest.raises(ValueError, match="interval"):
+        blog.Consumer(blog.Session(), io.BytesIO(), interval=0)

@@ -222,6 +222,11 @@ def _tz_decode(tz: list | None) -> _dt.tzinfo | None:
             return zoneinfo.ZoneInfo(key)
         except Exception:
             pass
+        try:  # machines without a system tz database
+            import pytz
+            return pytz.timezone(key)
+        except Exception:
+            pass
     off = _dt.timedelta(microseconds=us)
     return _dt.timezone(off, name) if isinstance(name, str) else _dt.timezone(off)
 

@@ -7,6 +7,7 @@ import inspect
 import time
 from typing import Any, Callable, TypeVar
 
+from . import logger as _logger
 from .capture import capture
 from .placeholders import FormatError, parse
 from .session import Session
@@ -89,6 +90,7 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         new_writer = s._new_writer
         clock_ns = time.time_ns
         plain = _PLAIN
+        push = _logger.speedups.push_event if _logger.speedups is not None else None
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -97,6 +99,8 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
                     bound = sig.bind(*args, **kwargs)   # TypeError as for a plain call
                     bound.apply_defaults()
                     values = tuple(bound.arguments[n] for n in names)
+                elif push is not None and push(local, sid, args):
+                    return fn(*args, **kwargs) if run_body else None   # the C fast path
                 else:
                     values = args
                 clock = clock_ns()

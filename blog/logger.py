@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from types import FrameType
@@ -15,6 +16,13 @@ from .values import type_name
 
 if TYPE_CHECKING:
     from .session import Session
+
+try:  # the C fast path (blog/_speedups.c); BLOG_PURE_PYTHON=1 turns it off
+    from . import _speedups as speedups
+except ImportError:  # pragma: no cover - no compiler where it was installed
+    speedups = None
+if os.environ.get("BLOG_PURE_PYTHON"):
+    speedups = None
 
 _PLAIN = frozenset({type(None), bool, int, float, str, bytes})
 _getframe = sys._getframe
@@ -31,25 +39,26 @@ _LEVELS = (("trace", Severity.TRACE), ("debug", Severity.DEBUG), ("info", Severi
            ("critical", Severity.CRITICAL))
 
 
-class _Site:
-    """Fast-path cache entry of a call site: checked by identity, then used."""
-
-    __slots__ = ("code", "fmt", "sid", "source")
-
-    def __init__(self, code: Any, fmt: str, source: Any) -> None:
-        self.code = code
-        self.fmt = fmt
-        self.sid = source.id
-        self.source = source
-
-
 def _disabled(*args: Any, **kwargs: Any) -> None:
     """Stands in for a level method below the minimum severity: returns at once."""
 
 
-def _make_method(lg: Logger, level: int, with_exception: bool = False) -> Callable[..., None]:
-    """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups)."""
-    sites: dict[Any, _Site] = {}     # f_lasti -> site; verified by code and format identity
+def _method(lg: Logger, level: int) -> Callable[..., None]:
+    """A level method: the C fast path in front of the Python one, where available."""
+    sites: dict[int, tuple] = {}
+    method = _make_method(lg, level, sites)
+    if speedups is not None:
+        return speedups.Method(sites, lg.session._local, method)
+    return method
+
+
+def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
+                 with_exception: bool = False) -> Callable[..., None]:
+    """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups).
+
+    ``sites`` maps the caller's f_lasti to (code, format, source id); an entry
+    is used only if the code object and the format object are the same.
+    """
     local = lg.session._local
     new_writer = lg.session._new_writer
     slow = lg._slow
@@ -65,7 +74,7 @@ def _make_method(lg: Logger, level: int, with_exception: bool = False) -> Callab
         # calls on one line. f_lasti alone picks the entry; the code and the
         # format object confirm it (a different code object can share an offset).
         site = sites.get(f.f_lasti)
-        if site is None or site.code is not f.f_code or site.fmt is not fmt or fields:
+        if site is None or site[0] is not f.f_code or site[1] is not fmt or fields:
             return slow(level, sites, f, fmt, args, fields)
         clock = clock_ns()
         for a in args:
@@ -77,8 +86,8 @@ def _make_method(lg: Logger, level: int, with_exception: bool = False) -> Callab
             ch = new_writer().channel
         q = ch.queue
         if len(q) >= ch.limit:        # wake the consumer, or the channel is full
-            return ch.writer.overflow((site.sid, clock, args))
-        q.append((site.sid, clock, args))
+            return ch.writer.overflow((site[2], clock, args))
+        q.append((site[2], clock, args))
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method
@@ -106,8 +115,9 @@ class Logger:
         self._own_min: int = Severity.TRACE
         self._min: int = Severity.TRACE
         self._formats: dict[tuple, set[str]] = {}
-        self._live = {name: _make_method(self, sev) for name, sev in _LEVELS}
-        self._live["exception"] = _make_method(self, Severity.ERROR, with_exception=True)
+        self._live = {name: _method(self, sev) for name, sev in _LEVELS}
+        self._live["exception"] = _make_method(self, Severity.ERROR, {}, with_exception=True)
+        self._off = speedups.noop if speedups is not None else _disabled
         self._refresh()
 
     def __repr__(self) -> str:
@@ -132,7 +142,7 @@ class Logger:
         # the call costs no more than calling an empty function.
         self._min = max(self._own_min, self.session._min)
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
-            setattr(self, name, self._live[name] if sev >= self._min else _disabled)
+            setattr(self, name, self._live[name] if sev >= self._min else self._off)
 
     def log(self, severity: Severity | int | str, fmt: str, *args: Any, **fields: Any) -> None:
         """Log at a severity chosen at runtime (slower than the level methods)."""
@@ -163,7 +173,7 @@ class Logger:
             values = (message,) + tuple(fields.values())
             tpl = None
         elif sites is not None and not fields:
-            sites[lasti] = _Site(code, fmt, source)
+            sites[lasti] = (code, fmt, source.id)
         for v in values:
             if type(v) not in _PLAIN:
                 values = capture(tpl, values, names)

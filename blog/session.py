@@ -80,6 +80,7 @@ class Session:
         self._unreported_loss = [0, 0]           # events, bytes lost since the last good write
         self._failing = False
         self._consumer: Consumer | None = None
+        self._tz_offset: int | None = None       # of the last ClockSync written
         # Plain scalars only reach this packer; ints beyond 64 bits go through the hook.
         self._packer = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
                                       default=values._default)
@@ -126,8 +127,9 @@ class Session:
         with self._lock:
             if key is not None and key in self._sites:
                 return self._sites[key]
-            src = EventSource(len(self._sources) + 1, severity, category, function, file, line,
-                              format, arg_tags, tuple(field_names), positional, template)
+            src = EventSource(len(self._sources) + 1, severity, _cap(category), _cap(function),
+                              _cap(file), line, _cap(format), _cap(arg_tags),
+                              tuple(field_names), positional, template)
             self._sources.append(src)
             self._pending.append(src.entry())
             if key is not None:
@@ -176,6 +178,7 @@ class Session:
     def _clock_sync(self) -> list:
         now = time.time_ns()
         lt = time.localtime(now // 1_000_000_000)
+        self._tz_offset = lt.tm_gmtoff
         return [fmt.ENTRY_CLOCK_SYNC, now, 1_000_000_000, now, lt.tm_gmtoff, lt.tm_zone]
 
     def _full_metadata(self) -> list[list]:
@@ -205,10 +208,14 @@ class Session:
                     self._pending.clear()
                 else:
                     meta, self._pending = self._pending, []
+                    tz = time.localtime().tm_gmtoff
+                    if tz != self._tz_offset:   # DST began or ended: new zone from here on
+                        meta.insert(0, self._clock_sync())
             parts: list[bytes] = []
             if fresh:
                 parts.append(fmt.frame_bytes(fmt.FRAME_HEADER, msgpack.packb(
-                    [fmt.FORMAT_VERSION, self.descriptor], use_bin_type=True)))
+                    [fmt.FORMAT_VERSION, self.descriptor], use_bin_type=True,
+                    unicode_errors=UNICODE_ERRORS)))
             lost_events, lost_bytes = self._unreported_loss
             if lost_events or lost_bytes:
                 meta.append([fmt.ENTRY_LOST, lost_events, lost_bytes, time.time_ns()])
@@ -352,6 +359,11 @@ class Session:
         """Events queued in the channels and not yet consumed."""
         with self._lock:
             return sum(len(w.channel.queue) for w in self._writers)
+
+
+def _cap(text: str, limit: int = 1 << 16) -> str:
+    """Metadata strings are cut at 64 KiB, so that a metadata entry always fits in a frame."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _report(text: str) -> None:

@@ -212,37 +212,65 @@ def reproducible(value: Any, _depth: int = 0) -> bool:
 _ZONE_KEY = re.compile(r"[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*\Z")
 
 
-def _tz_decode(tz: list | None) -> _dt.tzinfo | None:
+def _fixed_tz(tz: list | None) -> _dt.tzinfo | None:
     if tz is None:
         return None
-    us, name, key = (list(tz) + [None, None, None])[:3]
-    if isinstance(key, str) and len(key) < 64 and _ZONE_KEY.match(key):
-        try:
-            import zoneinfo
-            return zoneinfo.ZoneInfo(key)
-        except Exception:
-            pass
-        try:  # machines without a system tz database
-            import pytz
-            return pytz.timezone(key)
-        except Exception:
-            pass
+    us, name = (list(tz) + [None, None])[:2]
     off = _dt.timedelta(microseconds=us)
     return _dt.timezone(off, name) if isinstance(name, str) else _dt.timezone(off)
 
 
+def _zone(tz: list | None) -> _dt.tzinfo | None:
+    """The named zone (``Europe/Paris``) of an encoded tz, if this machine knows it."""
+    key = tz[2] if tz is not None and len(tz) > 2 else None
+    if not (isinstance(key, str) and len(key) < 64 and _ZONE_KEY.match(key)):
+        return None
+    try:
+        import zoneinfo
+        return zoneinfo.ZoneInfo(key)
+    except Exception:
+        pass
+    try:  # machines without a system tz database
+        import pytz
+        return pytz.timezone(key)
+    except Exception:
+        return None
+
+
+def hashable(value: Any) -> Any:
+    """``value`` if it can be a dict key or set member, else an OpaqueValue of its repr."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return OpaqueValue(type_name(type(value)), repr(value))
+
+
+def map_pairs(pairs: list) -> dict:
+    """msgpack's map hook: a key Python cannot hash (a decoded dataclass, say) is kept as text."""
+    try:
+        return dict(pairs)
+    except TypeError:
+        return {hashable(k): v for k, v in pairs}
+
+
 def unpackb(data: bytes) -> Any:
-    """Decode one msgpack value with blog's extensions (raises ValueError on bad input)."""
+    """Decode one msgpack value with blog's extensions."""
     return msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False,
-                           unicode_errors=UNICODE_ERRORS, use_list=True)
+                           unicode_errors=UNICODE_ERRORS, use_list=True,
+                           object_pairs_hook=map_pairs)
 
 
 def ext_hook(code: int, data: bytes) -> Any:
-    """Turn a blog extension back into a Python value; unknown codes stay ExtType."""
+    """Turn a blog extension back into a Python value.
+
+    Never raises: an unknown code, or a payload that does not decode, stays
+    a ``msgpack.ExtType``, so one bad value cannot cost the rest of its frame.
+    """
     try:
         return _decode_ext(code, data)
-    except (ValueError, TypeError, OverflowError, IndexError, KeyError) as exc:
-        raise ValueError(f"bad extension value (code {code}): {exc}") from None
+    except Exception:
+        return msgpack.ExtType(code, bytes(data))
 
 
 def _decode_ext(code: int, data: bytes) -> Any:
@@ -251,17 +279,19 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_BIGINT:
         return int.from_bytes(data, "little", signed=True)
     if code == EXT_SET:
-        return set(unpackb(data))
+        return set(map(hashable, unpackb(data)))
     if code == EXT_FROZENSET:
-        return frozenset(unpackb(data))
+        return frozenset(map(hashable, unpackb(data)))
     if code == EXT_DATETIME:
         y, mo, d, h, mi, s, us, fold, tz = unpackb(data)[:9]
-        return _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_tz_decode(tz), fold=fold)
+        value = _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_fixed_tz(tz), fold=fold)
+        zone = _zone(tz)
+        return value.astimezone(zone) if zone is not None else value
     if code == EXT_DATE:
         return _dt.date(*unpackb(data)[:3])
     if code == EXT_TIME:
         h, mi, s, us, fold, tz = unpackb(data)[:6]
-        return _dt.time(h, mi, s, us, tzinfo=_tz_decode(tz), fold=fold)
+        return _dt.time(h, mi, s, us, tzinfo=_fixed_tz(tz), fold=fold)
     if code == EXT_TIMEDELTA:
         return _dt.timedelta(*unpackb(data)[:3])
     if code == EXT_DECIMAL:

@@ -9,7 +9,7 @@ import msgpack
 
 from blog import format as fmt
 from blog.source import EventSource
-from blog.values import UNICODE_ERRORS, ext_hook
+from blog.values import UNICODE_ERRORS, ext_hook, map_pairs
 
 from .frames import Damage, Frame
 
@@ -98,7 +98,8 @@ def _str(v: Any) -> str:
 
 def _unpacker(payload: bytes) -> msgpack.Unpacker:
     u = msgpack.Unpacker(None, raw=False, ext_hook=ext_hook, strict_map_key=False,
-                         unicode_errors=UNICODE_ERRORS, max_buffer_size=max(len(payload), 1))
+                         unicode_errors=UNICODE_ERRORS, max_buffer_size=max(len(payload), 1),
+                         object_pairs_hook=map_pairs)
     u.feed(payload)
     return u
 
@@ -136,6 +137,11 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator
     for fr in frames:
         if isinstance(fr, Damage):
             yield fr
+            continue
+        if fr.flags:
+            # A feature this reader does not know (compression, say): not readable here.
+            yield Damage(fr.offset, fmt.HEADER_SIZE + len(fr.payload),
+                         f"frame flags {fr.flags:#x} not supported by this reader", source)
             continue
         try:
             if fr.kind == fmt.FRAME_HEADER:

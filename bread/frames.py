@@ -17,6 +17,7 @@ class Frame:
     offset: int
     kind: int
     payload: bytes
+    flags: int = 0
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
             pos = j
             continue
         head = bytes(buf[pos:pos + HEADER_SIZE])
-        kind, _flags, length, crc = parse_header(head)  # type: ignore[misc]
+        kind, flags, length, crc = parse_header(head)  # type: ignore[misc]
         if length > MAX_PAYLOAD:
             if bad_at is None:
                 bad_at, reason = base + pos, f"frame length {length} out of range"
@@ -100,7 +101,7 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
         if bad_at is not None:
             yield Damage(bad_at, base + pos - bad_at, reason, source)
             bad_at = None
-        yield Frame(base + pos, kind, payload)
+        yield Frame(base + pos, kind, payload, flags)
         pos += HEADER_SIZE + length
     end = base + len(buf)
     if bad_at is None and pos < len(buf):

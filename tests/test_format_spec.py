@@ -1,0 +1,394 @@
+"""docs/format.md is exact: a decoder written from it alone reads what blog writes as bread does.
+
+The decoder below uses only struct, zlib and msgpack (plus the standard
+library types the values decode to). It imports nothing from blog.format,
+blog.values or bread; blog is used only to write files and bread only as the
+reference to compare with.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import pathlib
+import re
+import struct
+import threading
+import uuid
+import zlib
+from decimal import Decimal
+
+import msgpack
+import pytest
+
+import blog
+import bread
+
+# --- the decoder, from docs/format.md --------------------------------------
+
+MAGIC = b"\x9eBLG"                       # 2.1
+HEAD = struct.Struct("<4sBBHII")         # magic, kind, flags, spare, length, crc
+MAX_PAYLOAD = 64 * 1024 * 1024
+KIND_HEADER, KIND_METADATA, KIND_EVENTS = 1, 2, 3
+DEFAULT_SYNC = (0, 1_000_000_000, 0, 0, "UTC")   # 4.3
+
+
+def scan(data: bytes) -> list[tuple]:
+    """Section 10: ("frame", offset, kind, payload) and ("damage", offset, length), in order."""
+    out: list[tuple] = []
+    p, n = 0, len(data)
+    bad = None
+    while True:
+        if n - p < HEAD.size:                                       # 1: torn tail
+            if p < n and bad is None:
+                bad = p
+            break
+        if data[p:p + 4] != MAGIC:                                   # 2
+            if bad is None:
+                bad = p
+            j = data.find(MAGIC, p + 1)
+            if j < 0:
+                break
+            p = j
+            continue
+        _magic, kind, _flags, _spare, length, crc = HEAD.unpack_from(data, p)
+        payload = data[p + 16:p + 16 + length]
+        if (length > MAX_PAYLOAD                                     # 3
+                or n - p - 16 < length                               # 4
+                or zlib.crc32(data[p + 4:p + 12] + payload) != crc):  # 5
+            if bad is None:
+                bad = p
+            p += 1
+            continue
+        if bad is not None:                                          # 6
+            out.append(("damage", bad, p - bad))
+            bad = None
+        out.append(("frame", p, kind, payload))
+        p += 16 + length
+    if bad is not None:
+        out.append(("damage", bad, n - bad))
+    return out
+
+
+def unpacker(data: bytes) -> msgpack.Unpacker:
+    u = msgpack.Unpacker(raw=False, ext_hook=ext_hook, strict_map_key=False,
+                         unicode_errors="surrogatepass", max_buffer_size=max(len(data), 1))
+    u.feed(data)
+    return u
+
+
+def unpackb(data: bytes):
+    return msgpack.unpackb(data, raw=False, ext_hook=ext_hook, strict_map_key=False,
+                           unicode_errors="surrogatepass")
+
+
+def decode_tz(tz):
+    """Section 7, tz: nil or [offset_us, name, key]; rebuilt as a fixed offset."""
+    if tz is None:
+        return None
+    us, name = tz[0], tz[1]
+    off = dt.timedelta(microseconds=us)
+    return dt.timezone(off, name) if isinstance(name, str) else dt.timezone(off)
+
+
+def ext_hook(code: int, data: bytes):
+    """Section 7, the extension table."""
+    if code == 1:
+        return tuple(unpackb(data))
+    if code == 2:
+        return int.from_bytes(data, "little", signed=True)
+    if code == 3:
+        return set(unpackb(data))
+    if code == 4:
+        return frozenset(unpackb(data))
+    if code == 5:
+        y, mo, d, h, mi, s, us, fold, tz = unpackb(data)[:9]
+        return dt.datetime(y, mo, d, h, mi, s, us, tzinfo=decode_tz(tz), fold=fold)
+    if code == 6:
+        return dt.date(*unpackb(data)[:3])
+    if code == 7:
+        h, mi, s, us, fold, tz = unpackb(data)[:6]
+        return dt.time(h, mi, s, us, tzinfo=decode_tz(tz), fold=fold)
+    if code == 8:
+        days, seconds, micros = unpackb(data)[:3]
+        return dt.timedelta(days=days, seconds=seconds, microseconds=micros)
+    if code == 9:
+        return Decimal(data.decode("ascii"))
+    if code == 10:
+        return uuid.UUID(bytes=bytes(data))
+    if code in (11, 12, 13, 14):
+        names = {11: "enum", 12: "dataclass", 13: "exception", 14: "opaque"}
+        return (names[code], *unpackb(data))
+    return msgpack.ExtType(code, data)
+
+
+def decode(data: bytes) -> dict:
+    """Sections 3-6 and 9: the events, headers, notices and damage of a file."""
+    events: list[dict] = []
+    result = {"events": events, "headers": [], "notices": [], "damage": []}
+    sources: dict = {}
+    writers: dict = {}
+    sync = DEFAULT_SYNC
+    for item in scan(data):
+        if item[0] == "damage":
+            result["damage"].append(item[1:])
+            continue
+        _, offset, kind, payload = item
+        if kind == KIND_HEADER:
+            version, descriptor = unpackb(payload)[:2]
+            result["headers"].append((offset, version, descriptor))
+            sources, writers, sync = {}, {}, DEFAULT_SYNC
+        elif kind == KIND_METADATA:
+            for e in unpacker(payload):
+                tag = e[0]
+                if tag == 1:
+                    sid, sev, cat, func, file, line, form, tags = e[1:9]
+                    names = list(e[9]) if len(e) > 9 else []
+                    sources[sid] = dict(id=sid, severity=sev, category=cat, function=func,
+                                        file=file, line=line, format=form, arg_tags=tags,
+                                        field_names=names)
+                elif tag == 2:
+                    writers[e[1]] = dict(id=e[1], name=e[2])
+                elif tag == 3:
+                    sync = tuple(e[1:6])
+                elif tag in (4, 5):
+                    result["notices"].append((tag, *e[1:4]))
+        elif kind == KIND_EVENTS:
+            u = unpacker(payload)
+            head = u.unpack()
+            wid, clock, count = head[0], head[1], head[2]
+            for _ in range(count):
+                ev = u.unpack()
+                sid, delta, args = ev[0], ev[1], ev[2]
+                texts = ev[3] if len(ev) > 3 and isinstance(ev[3], dict) else {}
+                clock += delta                                       # 5.3
+                src = sources[sid]
+                names = src["field_names"]
+                if names and len(args) >= len(names):               # 6.3
+                    k = len(args) - len(names)
+                    fields = dict(zip(names, args[k:]))
+                    args = args[:k]
+                else:
+                    fields = {}
+                clock_value, freq, ns_epoch, tz_offset, tz_name = sync
+                ns = ns_epoch + (clock - clock_value) * 1_000_000_000 // freq
+                events.append(dict(source=src, writer=writers.get(wid, dict(id=wid, name="")),
+                                   clock=clock, ns=ns, tz=(tz_offset, tz_name),
+                                   args=tuple(args), fields=fields, texts=texts,
+                                   message=render(src["format"], args, fields, texts)))
+    return result
+
+
+_FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)?(?:!([rsa]))?(?::(.*))?\Z", re.S)
+
+
+def parse_format(fmt: str) -> tuple[list[str], list[tuple]]:
+    """Section 8.1: literals and (key, conversion, spec) placeholders."""
+    literals, placeholders, text, i, positional = [], [], "", 0, 0
+    while i < len(fmt):
+        c = fmt[i]
+        if c in "{}" and fmt[i + 1:i + 2] == c:
+            text += c
+            i += 2
+        elif c == "{":
+            j = fmt.index("}", i)
+            name, conv, spec = _FIELD.match(fmt[i + 1:j]).groups()
+            if name is None:
+                key, positional = positional, positional + 1
+            else:
+                key = name
+            literals.append(text)
+            placeholders.append((key, conv, spec or ""))
+            text, i = "", j + 1
+        else:
+            text += c
+            i += 1
+    literals.append(text)
+    return literals, placeholders
+
+
+def render(fmt: str, args, fields: dict, texts: dict) -> str:
+    """Section 8.2 (the test formats are all valid, with small widths)."""
+    literals, placeholders = parse_format(fmt)
+    out = [literals[0]]
+    for i, (key, conv, spec) in enumerate(placeholders):
+        if i in texts:
+            out.append(texts[i])
+        else:
+            v = args[key] if isinstance(key, int) else fields[key]
+            v = {"r": repr, "s": str, "a": ascii}.get(conv, lambda x: x)(v)
+            out.append(format(v, spec))
+        out.append(literals[i + 1])
+    return "".join(out)
+
+
+# --- writing with blog, comparing with bread --------------------------------
+
+CET = dt.timezone(dt.timedelta(hours=1), "CET")
+NEG = dt.timezone(dt.timedelta(hours=-5, minutes=-30))
+
+
+def shape(v):
+    """A value with its exact types, so that 1 == 1.0 == True and (1,) vs [1] are told apart."""
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, [shape(x) for x in v])
+    if isinstance(v, (set, frozenset)):
+        return (type(v).__name__, sorted(map(repr, v)))
+    if isinstance(v, dict):
+        return ("dict", [(shape(k), shape(x)) for k, x in v.items()])
+    if isinstance(v, (dt.datetime, dt.time)):
+        return (type(v).__name__, v.isoformat(), v.utcoffset() if isinstance(v, dt.datetime)
+                else v.utcoffset())
+    return (type(v).__name__, repr(v))
+
+
+def assert_same(data: bytes) -> dict:
+    """Decode ``data`` with the spec decoder and with bread; everything must agree."""
+    mine = decode(data)
+    reader = bread.read(io.BytesIO(data))
+    theirs = list(reader)
+    assert [(d.offset, d.length) for d in reader.damage] == mine["damage"]
+    assert [(h.offset, h.version, h.descriptor) for h in reader.headers] == mine["headers"]
+    assert len(theirs) == len(mine["events"])
+    for ev, m in zip(theirs, mine["events"]):
+        src = m["source"]
+        assert (ev.source.id, ev.source.severity, ev.category, ev.function, ev.file, ev.line,
+                ev.format, ev.source.arg_tags, list(ev.source.field_names)) == (
+            src["id"], src["severity"], src["category"], src["function"], src["file"],
+            src["line"], src["format"], src["arg_tags"], src["field_names"])
+        assert (ev.writer_id, ev.writer) == (m["writer"]["id"], m["writer"]["name"])
+        assert (ev.clock, ev.ns) == (m["clock"], m["ns"])
+        assert ev.time.utcoffset() == dt.timedelta(seconds=m["tz"][0])
+        assert ev.args == m["args"] and shape(ev.args) == shape(m["args"])
+        assert ev.fields == m["fields"] and shape(ev.fields) == shape(m["fields"])
+        assert ev.message == m["message"]
+    return mine
+
+
+def make_clock(base: int):
+    """A deterministic clock that sometimes steps back, so that some deltas are negative."""
+    lock = threading.Lock()
+    n = [0]
+
+    def clock() -> int:
+        with lock:
+            n[0] += 1
+            return base + n[0] * 1000 - (5000 if n[0] % 7 == 3 else 0)
+    return clock
+
+
+def log_everything(log: blog.Logger) -> None:
+    log.info("ints {} {} {} {}", 1, -2, 2**64 - 1, -2**63)
+    log.info("float {:.3f} and {} and {}", 3.14159, float("-inf"), -0.0)
+    log.debug("str {!r} and {} bytes {}", "héllo \ud800 ✓", "", b"\x00\xff")
+    log.info("list {} tuple {} empty {}", [1, "a", [2.5, None]], (1, (2, 3)), ())
+    log.info("dict {}", {"a": 1, 2: "b", (1, 2): [3], None: {"x": b"y"}})
+    log.warning("at {} and {}", dt.datetime(2024, 1, 1, 12, tzinfo=CET),
+                dt.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=NEG))
+    log.info("naive {} date {} time {}", dt.datetime(2000, 1, 2, 3, 4, 5),
+             dt.date(1999, 12, 31), dt.time(1, 2, 3, 4, tzinfo=dt.timezone.utc))
+    log.info("user {user} did {} in {ms:.1f} ms", "login", user="ann", ms=12.25)
+    log.error("set {} big {} dec {} id {} td {}", {3, 1}, 2**200, Decimal("1.10"),
+              uuid.UUID(int=0x1234), dt.timedelta(days=-1, seconds=5, microseconds=7))
+    log.info("fields only {k}", k=frozenset({"z"}))
+    log.critical("no placeholders")
+
+
+@pytest.mark.parametrize("clock", ["stepping-back", "real"])
+def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> None:
+    # Small frames, so that metadata and events are split into many frames and
+    # clock deltas continue across batches.
+    monkeypatch.setattr(blog.session, "FRAME_TARGET", 200)
+    if clock == "stepping-back":
+        # A clock that sometimes goes back: the pure-Python logger, whose clock we can replace.
+        monkeypatch.setattr(blog.logger, "speedups", None, raising=False)
+        monkeypatch.setattr(blog.logger, "_time_ns", make_clock(1_700_000_000_000_000_000))
+    s = blog.Session(name="spec")
+    log = s.get_logger("main")
+    out = blog.MemoryOutputStream()
+
+    log_everything(log)
+
+    def worker() -> None:
+        wlog = s.get_logger("worker")
+        for i in range(20):
+            wlog.info("step {} of {}", i, 20, phase="warm" if i < 10 else "hot")
+            if i == 9:
+                s.writer().name = "worker-renamed"   # in band: between steps 9 and 10
+
+    t = threading.Thread(target=worker, name="worker")
+    t.start()
+    t.join()
+    for i in range(30):
+        log.info("loop {} {}", i, [i] * (i % 3))
+    s.consume(out)
+    log_everything(log)                       # second consume: no header, more events
+    s.consume(out)
+
+    data = out.getvalue()
+    mine = assert_same(data)
+    events = mine["events"]
+    assert len(events) == 2 * 11 + 20 + 30
+    assert len(mine["headers"]) == 1 and mine["headers"][0][1] == 1
+    assert sum(1 for f in scan(data) if f[0] == "frame" and f[2] == KIND_EVENTS) > 5
+    assert {e["writer"]["name"] for e in events} == {"MainThread", "worker", "worker-renamed"}
+    steps = [e for e in events if e["source"]["category"] == "worker"]
+    assert [e["writer"]["name"] for e in steps] == ["worker"] * 10 + ["worker-renamed"] * 10
+    assert [e["fields"] for e in steps[9:11]] == [{"phase": "warm"}, {"phase": "hot"}]
+    clocks = [e["clock"] for e in events]
+    if clock == "stepping-back":
+        assert any(b < a for a, b in zip(clocks, clocks[1:])), "expected a negative delta"
+    kw = next(e for e in events if e["source"]["format"].startswith("user"))
+    assert kw["args"] == ("login",) and kw["fields"] == {"user": "ann", "ms": 12.25}
+    assert kw["message"] == "user ann did login in 12.2 ms"
+    sets = next(e for e in events if e["source"]["format"].startswith("set"))
+    assert sets["texts"] == {0: "{1, 3}"} and sets["args"][1] == 2**200
+    assert mine["damage"] == [] and mine["notices"] == []
+
+
+def _file(name: str, fmt: str, value) -> bytes:
+    s = blog.Session(name=name)
+    s.get_logger(name).info(fmt, value)
+    out = blog.MemoryOutputStream()
+    s.consume(out)
+    return out.getvalue()
+
+
+def test_concatenation_resets_state() -> None:
+    a = _file("a", "a={}", 1)
+    b = _file("b", "b={!r}", "two")
+    mine = assert_same(a + b)
+    assert [e["message"] for e in mine["events"]] == ["a=1", "b='two'"]
+    assert [e["source"]["id"] for e in mine["events"]] == [1, 1]   # ids restart per stream
+    assert [h[0] for h in mine["headers"]] == [0, len(a)]
+
+
+def test_damage_and_torn_tail() -> None:
+    a = _file("a", "a={}", [1, 2])
+    b = _file("b", "b={}", (3,))
+    frames = [f for f in scan(a) if f[0] == "frame"]
+    ev_off = frames[-1][1]                       # a's events frame
+    broken = bytearray(a + b)
+    broken[ev_off + 20] ^= 0xFF                  # bad CRC: a's event is lost
+    mine = assert_same(bytes(broken) + b[:-3])   # and a torn copy of b at the end
+    assert [e["message"] for e in mine["events"]] == ["b=(3,)"]
+    assert mine["damage"][0][0] == ev_off
+    b_last = [f for f in scan(b) if f[0] == "frame"][-1][1]   # b's events frame, torn
+    assert mine["damage"][-1] == (len(broken) + b_last, len(b) - 3 - b_last)
+    assert len(mine["headers"]) == 3
+    assert assert_same(b"junk" + a)["damage"] == [(0, 4)]
+    assert assert_same(a[:10])["damage"] == [(0, 10)]
+
+
+def test_example_in_spec() -> None:
+    """The hex dump of the worked example decodes to what the text says."""
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "format.md").read_text()
+    section = doc.split("## 12. Worked example", 1)[1]
+    dump = re.findall(r"^[0-9a-f]{4}  ((?:[0-9a-f]{2} ?)+)", section, re.M)
+    data = bytes.fromhex("".join(dump))
+    assert len(data) == 372
+    mine = assert_same(data)
+    assert [(e["clock"], e["message"]) for e in mine["events"]] == [
+        (1700000000000001500, "Hello 42"), (1700000000000004000, "tags {'a'} for ann")]
+    assert mine["events"][1]["fields"] == {"user": "ann"}
+    assert mine["headers"][0][2]["host"] == "h1"

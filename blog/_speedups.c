@@ -13,6 +13,7 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 
 static PyObject *str_c, *str_queue, *str_limit, *str_append;
@@ -74,9 +75,15 @@ push(PyObject *local, PyObject *sid, PyObject *const *args, Py_ssize_t n, PyObje
     } else {
         Py_INCREF(tuple);
     }
+    /* Only ints, floats, str, bytes, bool and None inside: these tuples can be in
+     * no reference cycle, so the garbage collector need not track them (CPython
+     * would untrack them itself, later). Fewer tracked objects, cheaper GC passes. */
+    if (PyObject_GC_IsTracked(tuple))
+        PyObject_GC_UnTrack(tuple);
     item = PyTuple_Pack(3, sid, clock, tuple);
     Py_DECREF(tuple);
     if (item == NULL) goto done;
+    PyObject_GC_UnTrack(item);
     r = PyObject_CallMethodOneArg(queue, str_append, item);
     if (r == NULL) goto done;
     result = 1;
@@ -207,6 +214,226 @@ static PyTypeObject MethodType = {
     .tp_getset = method_getset,
 };
 
+
+/* ---- encode_events: the consumer's loop over plain events -------------- */
+
+typedef struct { char *p; Py_ssize_t len, cap; } Buf;
+
+static int
+buf_reserve(Buf *b, Py_ssize_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = PyMem_Realloc(b->p, cap);
+    if (p == NULL) { PyErr_NoMemory(); return -1; }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline void
+put_be(Buf *b, unsigned char tag, unsigned long long v, int n)
+{
+    b->p[b->len++] = (char)tag;
+    for (int i = n - 1; i >= 0; i--)
+        b->p[b->len++] = (char)((v >> (8 * i)) & 0xff);
+}
+
+/* msgpack's smallest encoding of an integer, as msgpack-python writes it. */
+static int
+put_int(Buf *b, long long v)
+{
+    if (buf_reserve(b, 9) < 0) return -1;
+    if (v >= 0) {
+        if (v < 0x80) b->p[b->len++] = (char)v;
+        else if (v <= 0xff) put_be(b, 0xcc, v, 1);
+        else if (v <= 0xffff) put_be(b, 0xcd, v, 2);
+        else if (v <= 0xffffffffLL) put_be(b, 0xce, v, 4);
+        else put_be(b, 0xcf, (unsigned long long)v, 8);
+    } else {
+        if (v >= -32) b->p[b->len++] = (char)(unsigned char)(0xe0 | (v + 32));
+        else if (v >= -128) put_be(b, 0xd0, (unsigned long long)v, 1);
+        else if (v >= -32768) put_be(b, 0xd1, (unsigned long long)v, 2);
+        else if (v >= -2147483648LL) put_be(b, 0xd2, (unsigned long long)v, 4);
+        else put_be(b, 0xd3, (unsigned long long)v, 8);
+    }
+    return 0;
+}
+
+static int
+put_raw(Buf *b, unsigned char fix, unsigned char t8, unsigned char t16, unsigned char t32,
+        const char *data, Py_ssize_t n, int has_fix)
+{
+    if (buf_reserve(b, n + 5) < 0) return -1;
+    if (has_fix && n < 32) b->p[b->len++] = (char)(fix | n);
+    else if (n <= 0xff) put_be(b, t8, n, 1);
+    else if (n <= 0xffff) put_be(b, t16, n, 2);
+    else put_be(b, t32, n, 4);
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+/* Encode one plain scalar. 1: done, 0: not encodable here (the caller rolls back), -1: error. */
+static int
+put_scalar(Buf *b, PyObject *a)
+{
+    PyTypeObject *t = Py_TYPE(a);
+    if (t == &PyLong_Type) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (overflow) {
+            if (overflow > 0) {   /* 2**63 .. 2**64-1 is still a msgpack uint64 */
+                unsigned long long u = PyLong_AsUnsignedLongLong(a);
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+                if (buf_reserve(b, 9) < 0) return -1;
+                put_be(b, 0xcf, u, 8);
+                return 1;
+            }
+            return 0;
+        }
+        if (v == -1 && PyErr_Occurred()) return -1;
+        return put_int(b, v) < 0 ? -1 : 1;
+    }
+    if (t == &PyFloat_Type) {
+        union { double d; unsigned long long u; } x;
+        x.d = PyFloat_AS_DOUBLE(a);
+        if (buf_reserve(b, 9) < 0) return -1;
+        put_be(b, 0xcb, x.u, 8);
+        return 1;
+    }
+    if (t == &PyUnicode_Type) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(a, &n);
+        if (s == NULL) { PyErr_Clear(); return 0; }   /* lone surrogates: Python path */
+        return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, s, n, 1) < 0 ? -1 : 1;
+    }
+    if (a == Py_None || t == &PyBool_Type) {
+        if (buf_reserve(b, 1) < 0) return -1;
+        b->p[b->len++] = (char)(a == Py_None ? 0xc0 : a == Py_True ? 0xc3 : 0xc2);
+        return 1;
+    }
+    if (t == &PyBytes_Type) {
+        return put_raw(b, 0, 0xc4, 0xc5, 0xc6, PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), 0)
+               < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* encode_events(items, start, prev, lo, hi, limit) -> (bytes, next, count, prev, lo, hi)
+ *
+ * Encodes items[start:] as event arrays [sid, clock - prev, args(, texts)]
+ * until an item it leaves to Python (a rename marker, an unusual value), or
+ * until at least ``limit`` bytes are written. Same bytes as the Python loop
+ * in Session._encode_batches.
+ */
+static PyObject *
+encode_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long prev, lo, hi;
+    Py_ssize_t start, limit;
+    if (nargs != 6 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "encode_events(items: list, start, prev, lo, hi, limit)");
+        return NULL;
+    }
+    PyObject *items = args[0];
+    start = PyLong_AsSsize_t(args[1]);
+    prev = PyLong_AsLongLong(args[2]);
+    lo = PyLong_AsLongLong(args[3]);
+    hi = PyLong_AsLongLong(args[4]);
+    limit = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    Buf b = {NULL, 0, 0};
+    Py_ssize_t i = start, n = PyList_GET_SIZE(items), count = 0;
+    for (; i < n && b.len < limit; i++) {
+        PyObject *it = PyList_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(it) || PyTuple_GET_SIZE(it) != 3)
+            break;
+        PyObject *sid = PyTuple_GET_ITEM(it, 0), *clk = PyTuple_GET_ITEM(it, 1);
+        PyObject *vals = PyTuple_GET_ITEM(it, 2);
+        if (!PyLong_CheckExact(sid) || !PyLong_CheckExact(clk))
+            break;
+        long long s = PyLong_AsLongLong(sid), c = PyLong_AsLongLong(clk);
+        if (PyErr_Occurred()) { PyErr_Clear(); break; }
+        if (s <= 0)
+            break;                                   /* in-band metadata */
+        Py_ssize_t mark = b.len;
+        int ok = 1;
+        if (PyTuple_CheckExact(vals)) {
+            Py_ssize_t k = PyTuple_GET_SIZE(vals);
+            if (buf_reserve(&b, 6) < 0) goto error;
+            b.p[b.len++] = (char)0x93;
+            if (put_int(&b, s) < 0 || put_int(&b, c - prev) < 0) goto error;
+            if (buf_reserve(&b, 5) < 0) goto error;
+            if (k < 16) b.p[b.len++] = (char)(0x90 | k);
+            else if (k <= 0xffff) put_be(&b, 0xdc, k, 2);
+            else put_be(&b, 0xdd, k, 4);
+            for (Py_ssize_t j = 0; j < k && ok; j++) {
+                int r = put_scalar(&b, PyTuple_GET_ITEM(vals, j));
+                if (r < 0) goto error;
+                ok = r;
+            }
+        } else if (PyBytes_CheckExact(vals) && PyBytes_GET_SIZE(vals) > 1) {
+            const char *raw = PyBytes_AS_STRING(vals);
+            Py_ssize_t rn = PyBytes_GET_SIZE(vals) - 1;
+            if (buf_reserve(&b, 1) < 0) goto error;
+            b.p[b.len++] = (char)(0x90 | (unsigned char)raw[0]);
+            if (put_int(&b, s) < 0 || put_int(&b, c - prev) < 0) goto error;
+            if (buf_reserve(&b, rn) < 0) goto error;
+            memcpy(b.p + b.len, raw + 1, rn);
+            b.len += rn;
+        } else {
+            ok = 0;
+        }
+        if (!ok) {                                   /* leave this one to Python */
+            b.len = mark;
+            break;
+        }
+        prev = c;
+        if (c < lo) lo = c;
+        if (c > hi) hi = c;
+        count++;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(b.p ? b.p : "", b.len);
+    PyMem_Free(b.p);
+    if (out == NULL)
+        return NULL;
+    return Py_BuildValue("(NnnLLL)", out, i, count, prev, lo, hi);
+error:
+    PyMem_Free(b.p);
+    return NULL;
+}
+
+
+/* drain(queue) -> list: pop every item now in the deque, oldest first.
+ * Each popleft is atomic under the GIL, so a producer appending meanwhile
+ * is safe: its item is either taken now or left for the next drain. */
+static PyObject *str_popleft;
+
+static PyObject *
+drain(PyObject *module, PyObject *queue)
+{
+    Py_ssize_t n = PyObject_Size(queue);
+    if (n < 0)
+        return NULL;
+    PyObject *popleft = PyObject_GetAttr(queue, str_popleft);
+    if (popleft == NULL)
+        return NULL;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) { Py_DECREF(popleft); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PyObject_CallNoArgs(popleft);
+        if (it == NULL) { Py_DECREF(popleft); Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, it);
+    }
+    Py_DECREF(popleft);
+    return out;
+}
+
 /* ---- module functions -------------------------------------------------- */
 
 /* push_event(local, sid, args) -> bool: the same push, for @blog.event. */
@@ -234,6 +461,10 @@ noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
 static PyMethodDef module_methods[] = {
     {"push_event", (PyCFunction)(void (*)(void))push_event, METH_FASTCALL,
      "push_event(local, sid, args) -> True if queued, False if the caller must take the slow path."},
+    {"encode_events", (PyCFunction)(void (*)(void))encode_events, METH_FASTCALL,
+     "encode_events(items, start, prev, lo, hi, limit) -> (bytes, next, count, prev, lo, hi)"},
+    {"drain", (PyCFunction)drain, METH_O,
+     "drain(queue) -> list of everything in the deque, oldest first"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop(*args, **kwargs) -> None"},
     {NULL}
@@ -252,7 +483,8 @@ PyInit__speedups(void)
     str_queue = PyUnicode_InternFromString("queue");
     str_limit = PyUnicode_InternFromString("limit");
     str_append = PyUnicode_InternFromString("append");
-    if (!str_c || !str_queue || !str_limit || !str_append)
+    str_popleft = PyUnicode_InternFromString("popleft");
+    if (!str_c || !str_queue || !str_limit || !str_append || !str_popleft)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)

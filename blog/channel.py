@@ -5,6 +5,8 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from . import accel
+
 #: When the channel is full: wait for the consumer, or drop the event and count it.
 BLOCK = "block"
 DROP = "drop"
@@ -32,7 +34,10 @@ class Channel:
     def drain(self) -> list[tuple[int, int, Any]]:
         """Take everything queued so far (called by the consumer only)."""
         q = self.queue
-        popleft = q.popleft
-        items = [popleft() for _ in range(len(q))]
+        if accel.speedups is not None:
+            items = accel.speedups.drain(q)
+        else:
+            popleft = q.popleft  # atomic under the GIL: a concurrent append is never lost
+            items = [popleft() for _ in range(len(q))]
         self.woken = False
         return items

@@ -7,7 +7,7 @@ import inspect
 import time
 from typing import Any, Callable, TypeVar
 
-from . import logger as _logger
+from . import accel
 from .capture import capture
 from .placeholders import FormatError, parse
 from .session import Session
@@ -90,7 +90,7 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         new_writer = s._new_writer
         clock_ns = time.time_ns
         plain = _PLAIN
-        push = _logger.speedups.push_event if _logger.speedups is not None else None
+        push = accel.speedups.push_event if accel.speedups is not None else None
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

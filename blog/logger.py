@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable
 
+from . import accel
 from .capture import capture
 from .placeholders import FormatError, parse, render
 from .severity import Severity, to_severity
@@ -16,13 +16,6 @@ from .values import type_name
 
 if TYPE_CHECKING:
     from .session import Session
-
-try:  # the C fast path (blog/_speedups.c); BLOG_PURE_PYTHON=1 turns it off
-    from . import _speedups as speedups
-except ImportError:  # pragma: no cover - no compiler where it was installed
-    speedups = None
-if os.environ.get("BLOG_PURE_PYTHON"):
-    speedups = None
 
 _PLAIN = frozenset({type(None), bool, int, float, str, bytes})
 _getframe = sys._getframe
@@ -47,8 +40,8 @@ def _method(lg: Logger, level: int) -> Callable[..., None]:
     """A level method: the C fast path in front of the Python one, where available."""
     sites: dict[int, tuple] = {}
     method = _make_method(lg, level, sites)
-    if speedups is not None:
-        return speedups.Method(sites, lg.session._local, method)
+    if accel.speedups is not None:
+        return accel.speedups.Method(sites, lg.session._local, method)
     return method
 
 
@@ -117,7 +110,7 @@ class Logger:
         self._formats: dict[tuple, set[str]] = {}
         self._live = {name: _method(self, sev) for name, sev in _LEVELS}
         self._live["exception"] = _make_method(self, Severity.ERROR, {}, with_exception=True)
-        self._off = speedups.noop if speedups is not None else _disabled
+        self._off = accel.speedups.noop if accel.speedups is not None else _disabled
         self._refresh()
 
     def __repr__(self) -> str:

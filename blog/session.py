@@ -7,13 +7,12 @@ import socket
 import sys
 import threading
 import time
-import weakref
 from dataclasses import dataclass
-from types import CodeType
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
+from . import accel
 from . import format as fmt
 from .channel import BLOCK, DROP
 from .severity import Severity, to_severity
@@ -263,14 +262,35 @@ class Session:
 
     def _encode_batches(self, w: SessionWriter, items: list,
                         out: list[bytes]) -> tuple[int, int]:
-        """Encode one writer's events as EVENTS frames; return (encoded, dropped as too large)."""
+        """Encode one writer's events as EVENTS frames; return (encoded, dropped as too large).
+
+        The C loop (``_speedups.encode_events``) takes the runs of ordinary
+        events; this loop takes the first event of each frame and whatever the
+        C loop leaves: in-band metadata, ints beyond 64 bits, lone surrogates.
+        """
         pack = self._packer.pack
+        fast = accel.speedups.encode_events if accel.speedups is not None else None
         written = oversized = 0
         parts: list[bytes] = []
-        size = 0
+        size = count = 0
         first = prev = lo = hi = 0
-        count = 0
-        for sid, clock, args in items:
+        i, n = 0, len(items)
+        while i < n:
+            if fast is not None and count:
+                chunk, i, c, prev, lo, hi = fast(items, i, prev, lo, hi, FRAME_TARGET - size)
+                if c:
+                    parts.append(chunk)
+                    size += len(chunk)
+                    count += c
+                if size >= FRAME_TARGET:
+                    out.append(self._events_frame(w.id, first, count, lo, hi, parts))
+                    written += count
+                    parts, size, count = [], 0, 0
+                    continue
+                if i >= n:
+                    break
+            sid, clock, args = items[i]
+            i += 1
             if sid == 0:
                 # A metadata entry queued in band (a writer renamed itself): it goes
                 # between the events queued before and after it.
@@ -284,7 +304,7 @@ class Session:
             if count == 0:
                 first = lo = hi = prev = clock
             if type(args) is tuple:
-                # Plain scalars only (checked on the calling thread): one C call.
+                # Plain scalars only (checked on the calling thread).
                 b = pack((sid, clock - prev, args))
             else:
                 # Captured at call time: first byte is the element count, then args (and texts).

@@ -30,11 +30,21 @@ class Logged:
         return events
 
 
+@pytest.fixture(params=["c", "python"])
+def hot_path(request, monkeypatch) -> str:
+    """Run a test through the C fast path and through the pure-Python reference."""
+    if request.param == "python":
+        monkeypatch.setattr(blog.accel, "speedups", None)
+    elif blog.accel.speedups is None:
+        pytest.skip("the C fast path is not built here")
+    return request.param
+
+
 @pytest.fixture
-def logged() -> Logged:
+def logged(hot_path) -> Logged:
     return Logged()
 
 
 @pytest.fixture
-def make_logged() -> Callable[..., Logged]:
+def make_logged(hot_path) -> Callable[..., Logged]:
     return Logged

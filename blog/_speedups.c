@@ -434,22 +434,145 @@ drain(PyObject *module, PyObject *queue)
     return out;
 }
 
-/* ---- module functions -------------------------------------------------- */
 
-/* push_event(local, sid, args) -> bool: the same push, for @blog.event. */
+/* ---- EventCall: a function decorated with @blog.event ------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *logger;    /* its _min is the minimum severity in force */
+    PyObject *sid;       /* the EventSource id */
+    PyObject *local;     /* the session's threading.local */
+    PyObject *body;      /* the decorated function, or None if its body is empty */
+    PyObject *fallback;  /* the Python wrapper: handles everything else */
+    PyObject *dict;      /* __wrapped__, __name__, source, ... (functools.wraps) */
+    Py_ssize_t nparams;
+    long severity;
+} EventCall;
+
+static PyObject *str_min;
+
 static PyObject *
-push_event(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    if (nargs != 3 || !PyTuple_CheckExact(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "push_event(local, sid, args: tuple)");
+    EventCall *self = (EventCall *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != self->nparams || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0))
+        goto slow;
+    PyObject *min = PyObject_GetAttr(self->logger, str_min);
+    if (min == NULL)
         return NULL;
+    long m = PyLong_AsLong(min);
+    Py_DECREF(min);
+    if (m == -1 && PyErr_Occurred())
+        return NULL;
+    if (m <= self->severity) {
+        int pushed = push(self->local, self->sid, args, nargs, NULL);
+        if (pushed < 0)
+            return NULL;
+        if (!pushed)
+            goto slow;
     }
-    PyObject *t = args[2];
-    int r = push(args[0], args[1], &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t), t);
-    if (r < 0)
-        return NULL;
-    return PyBool_FromLong(r);
+    if (self->body == Py_None)
+        Py_RETURN_NONE;
+    return PyObject_Vectorcall(self->body, args, nargsf, NULL);
+slow:
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
+
+static PyObject *
+event_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);   /* a decorated method binds like a function */
+}
+
+static int
+event_traverse(EventCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->logger);
+    Py_VISIT(self->sid);
+    Py_VISIT(self->local);
+    Py_VISIT(self->body);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int
+event_clear(EventCall *self)
+{
+    Py_CLEAR(self->logger);
+    Py_CLEAR(self->sid);
+    Py_CLEAR(self->local);
+    Py_CLEAR(self->body);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void
+event_dealloc(EventCall *self)
+{
+    PyObject_GC_UnTrack(self);
+    event_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+event_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *logger, *sid, *local, *body, *fallback;
+    Py_ssize_t nparams;
+    long severity;
+    if (!PyArg_ParseTuple(args, "OlOnOOO:EventCall", &logger, &severity, &sid, &nparams,
+                          &local, &body, &fallback))
+        return NULL;
+    EventCall *self = (EventCall *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = event_vectorcall;
+    self->severity = severity;
+    self->nparams = nparams;
+    Py_INCREF(logger); self->logger = logger;
+    Py_INCREF(sid); self->sid = sid;
+    Py_INCREF(local); self->local = local;
+    Py_INCREF(body); self->body = body;
+    Py_INCREF(fallback); self->fallback = fallback;
+    self->dict = NULL;
+    return (PyObject *)self;
+}
+
+static PyGetSetDef event_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL}
+};
+
+static PyTypeObject EventCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "blog._speedups.EventCall",
+    .tp_basicsize = sizeof(EventCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+              | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "EventCall(logger, severity, sid, nparams, local, body, fallback): "
+              "an @blog.event function with a C fast path.",
+    .tp_new = event_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(EventCall, vectorcall),
+    .tp_dictoffset = offsetof(EventCall, dict),
+    .tp_descr_get = event_descr_get,
+    .tp_getset = event_getset,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_traverse = (traverseproc)event_traverse,
+    .tp_clear = (inquiry)event_clear,
+    .tp_dealloc = (destructor)event_dealloc,
+};
+
+/* ---- module functions -------------------------------------------------- */
 
 /* noop(*args, **kwargs) -> None: a disabled level method. */
 static PyObject *
@@ -459,8 +582,6 @@ noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
 }
 
 static PyMethodDef module_methods[] = {
-    {"push_event", (PyCFunction)(void (*)(void))push_event, METH_FASTCALL,
-     "push_event(local, sid, args) -> True if queued, False if the caller must take the slow path."},
     {"encode_events", (PyCFunction)(void (*)(void))encode_events, METH_FASTCALL,
      "encode_events(items, start, prev, lo, hi, limit) -> (bytes, next, count, prev, lo, hi)"},
     {"drain", (PyCFunction)drain, METH_O,
@@ -477,7 +598,10 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    if (PyType_Ready(&MethodType) < 0)
+    if (PyType_Ready(&MethodType) < 0 || PyType_Ready(&EventCallType) < 0)
+        return NULL;
+    str_min = PyUnicode_InternFromString("_min");
+    if (!str_min)
         return NULL;
     str_c = PyUnicode_InternFromString("c");
     str_queue = PyUnicode_InternFromString("queue");
@@ -492,6 +616,12 @@ PyInit__speedups(void)
     Py_INCREF(&MethodType);
     if (PyModule_AddObject(m, "Method", (PyObject *)&MethodType) < 0) {
         Py_DECREF(&MethodType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&EventCallType);
+    if (PyModule_AddObject(m, "EventCall", (PyObject *)&EventCallType) < 0) {
+        Py_DECREF(&EventCallType);
         Py_DECREF(m);
         return NULL;
     }

@@ -37,9 +37,13 @@ def _parser() -> argparse.ArgumentParser:
                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="FILE",
                    help="blog files to read in order; '-' (or none) reads standard input")
-    p.add_argument("-f", "--format", default=DEFAULT_FORMAT, help=f"event format (default {DEFAULT_FORMAT!r})")
+    def pct(text: str) -> str:  # argparse %-formats help strings
+        return text.replace("%", "%%")
+
+    p.add_argument("-f", "--format", default=DEFAULT_FORMAT,
+                   help=pct(f"event format (default {DEFAULT_FORMAT!r})"))
     p.add_argument("-d", "--date-format", default=DEFAULT_DATE_FORMAT,
-                   help=f"date format for %%d and %%u (default {DEFAULT_DATE_FORMAT!r})")
+                   help=pct(f"date format for %d and %u (default {DEFAULT_DATE_FORMAT!r})"))
     p.add_argument("--escape", choices=("auto", "always", "never"), default="auto",
                    help="escape control characters: auto (when writing to a terminal), always, never")
     return p

@@ -134,9 +134,19 @@ def _metadata(e: list, offset: int) -> Entry | None:
 
 def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator[Entry]:
     """Decode frames into entries; anything malformed becomes a Damage (never an exception)."""
+    unsupported: int | None = None   # the version of the current stream, if not readable
     for fr in frames:
         if isinstance(fr, Damage):
             yield fr
+            continue
+        if fr.kind == fmt.FRAME_HEADER:
+            unsupported = None
+            version = _peek_version(fr.payload)
+            if version is not None and version != fmt.FORMAT_VERSION:
+                unsupported = version
+        if unsupported is not None:
+            yield Damage(fr.offset, fmt.HEADER_SIZE + len(fr.payload),
+                         f"format version {unsupported} not supported by this reader", source)
             continue
         if fr.flags:
             # A feature this reader does not know (compression, say): not readable here.
@@ -165,6 +175,15 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator
         except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as exc:
             yield Damage(fr.offset, fmt.HEADER_SIZE + len(fr.payload),
                          f"undecodable frame: {exc}", source)
+
+
+def _peek_version(payload: bytes) -> int | None:
+    try:
+        version = msgpack.unpackb(payload, raw=False, strict_map_key=False,
+                                  unicode_errors=UNICODE_ERRORS)[0]
+    except Exception:
+        return None
+    return version if type(version) is int else None
 
 
 def _events(fr: Frame) -> Iterator[RawEvent]:

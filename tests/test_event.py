@@ -86,3 +86,24 @@ def test_disabled_event_does_not_log_but_body_runs(logged):
     logged.session.get_logger("main").set_min_severity("info")
     dbg(1)
     assert calls == [1] and logged.read() == []
+
+
+def test_event_methods_bind_like_functions(logged):
+    class Book:
+        @blog.event("book {} got {}", session=logged.session)
+        def got(self, qty: int): ...
+
+    b = Book()
+    b.got(5)
+    Book.got(b, 6)
+    evs = logged.read()
+    assert [e.args[1] for e in evs] == [5, 6]
+    assert Book.got.__name__ == "got" and Book.got.__wrapped__ is not None
+
+
+def test_wraps_keeps_name_and_doc(logged):
+    @blog.event("x {}", session=logged.session)
+    def documented(x):
+        """Docs."""
+
+    assert documented.__name__ == "documented" and documented.__doc__ == "Docs."

@@ -392,3 +392,41 @@ def test_example_in_spec() -> None:
         (1700000000000001500, "Hello 42"), (1700000000000004000, "tags {'a'} for ann")]
     assert mine["events"][1]["fields"] == {"user": "ann"}
     assert mine["headers"][0][2]["host"] == "h1"
+
+
+def test_unknown_format_version_is_reported_not_misread():
+    # A stream announcing another version is not decoded as version 1: its
+    # frames are reported as damage, and the next version-1 stream reads again.
+    import io
+
+    import msgpack
+
+    from blog.format import FRAME_HEADER, frame_bytes
+
+    s = blog.Session()
+    s.get_logger().info("ok {}", 1)
+    good = blog.MemoryOutputStream()
+    s.consume(good)
+    alien = frame_bytes(FRAME_HEADER, msgpack.packb([99, {}])) + frame_bytes(3, b"\x00" * 8)
+    r = bread.read(io.BytesIO(alien + good.getvalue()))
+    assert [e.message for e in r] == ["ok 1"]
+    assert len(r.damage) == 2 and "version 99" in r.damage[0].reason
+
+
+def test_unknown_frame_flags_are_not_decoded():
+    import io
+
+    from blog.format import MAGIC
+
+    s = blog.Session()
+    s.get_logger().info("ok {}", 1)
+    out = blog.MemoryOutputStream()
+    s.consume(out)
+    data = bytearray(out.getvalue())
+    # set a flag on the last (events) frame and fix its CRC, as a future writer would
+    last = data.rfind(MAGIC)
+    data[last + 5] = 1
+    payload = bytes(data[last + 16:])
+    data[last + 12:last + 16] = struct.pack("<I", zlib.crc32(payload, zlib.crc32(bytes(data[last + 4:last + 12]))))
+    r = bread.read(io.BytesIO(bytes(data)))
+    assert list(r) == [] and "flags" in r.damage[0].reason

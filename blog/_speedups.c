@@ -1,22 +1,29 @@
 /* blog._speedups: the hot path of a log call, in C.
  *
- * The pure-Python version in blog/logger.py (_make_method) is the reference:
- * this file does the same, and whenever it meets anything but the common
- * case it calls that Python function, which starts over. The common case:
- * the call site is cached, there are no keyword fields, every argument is a
- * plain immutable scalar, and the thread's channel is below its limit.
- * Then a call is: look up the site by the caller's instruction offset, read
- * the wall clock, check the argument types, append (sid, clock, args) to the
- * thread's deque.
+ * The pure-Python code is the reference: blog/channel.py (PyChannel),
+ * blog/logger.py (_make_method) and blog/event.py (the wrapper). This file
+ * does the same, faster, and whenever it meets anything but the common case
+ * it calls the Python function, which starts over. The common case: the call
+ * site is cached, no keyword fields, every argument is a plain scalar, and
+ * the thread's channel is below its limit. Then a call is: find the site by
+ * the caller's instruction offset, read the wall clock, encode
+ * [sid, clock delta, [args...]] as msgpack straight into the thread's
+ * channel buffer. No Python object is allocated.
+ *
+ * Every function here runs without releasing the GIL and without calling
+ * Python code between reading and updating a channel, so a push, a mark and
+ * a take never interleave.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <structmember.h>
+#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
 
-static PyObject *str_c, *str_queue, *str_limit, *str_append;
+static PyObject *str_c, *str_min, *str_name;
 
 /* Wall clock in ns, as time.time_ns() on POSIX. */
 static inline long long
@@ -27,195 +34,7 @@ clock_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static inline int
-is_plain(PyObject *a)
-{
-    PyTypeObject *t = Py_TYPE(a);
-    return t == &PyLong_Type || t == &PyFloat_Type || t == &PyUnicode_Type
-        || a == Py_None || t == &PyBool_Type || t == &PyBytes_Type;
-}
-
-/* Append (sid, clock, args) to the channel in local.c.
- * Returns 1 if pushed, 0 if the caller must take the Python path, -1 on error. */
-static int
-push(PyObject *local, PyObject *sid, PyObject *const *args, Py_ssize_t n, PyObject *tuple)
-{
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!is_plain(args[i]))
-            return 0;
-    }
-    long long now = clock_ns();
-    PyObject *ch = PyObject_GetAttr(local, str_c);
-    if (ch == NULL) {                 /* first event of this thread */
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return -1;
-        PyErr_Clear();
-        return 0;
-    }
-    int result = -1;
-    PyObject *queue = NULL, *limit = NULL, *clock = NULL, *item = NULL, *r = NULL;
-    queue = PyObject_GetAttr(ch, str_queue);
-    if (queue == NULL) goto done;
-    limit = PyObject_GetAttr(ch, str_limit);
-    if (limit == NULL) goto done;
-    Py_ssize_t len = PyObject_Size(queue);
-    if (len < 0) goto done;
-    Py_ssize_t lim = PyLong_AsSsize_t(limit);
-    if (lim == -1 && PyErr_Occurred()) goto done;
-    if (len >= lim) { result = 0; goto done; }   /* wake the consumer, or full */
-    clock = PyLong_FromLongLong(now);
-    if (clock == NULL) goto done;
-    if (tuple == NULL) {
-        tuple = PyTuple_New(n);
-        if (tuple == NULL) goto done;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Py_INCREF(args[i]);
-            PyTuple_SET_ITEM(tuple, i, args[i]);
-        }
-    } else {
-        Py_INCREF(tuple);
-    }
-    /* Only ints, floats, str, bytes, bool and None inside: these tuples can be in
-     * no reference cycle, so the garbage collector need not track them (CPython
-     * would untrack them itself, later). Fewer tracked objects, cheaper GC passes. */
-    if (PyObject_GC_IsTracked(tuple))
-        PyObject_GC_UnTrack(tuple);
-    item = PyTuple_Pack(3, sid, clock, tuple);
-    Py_DECREF(tuple);
-    if (item == NULL) goto done;
-    PyObject_GC_UnTrack(item);
-    r = PyObject_CallMethodOneArg(queue, str_append, item);
-    if (r == NULL) goto done;
-    result = 1;
-done:
-    Py_XDECREF(r);
-    Py_XDECREF(item);
-    Py_XDECREF(clock);
-    Py_XDECREF(limit);
-    Py_XDECREF(queue);
-    Py_DECREF(ch);
-    return result;
-}
-
-/* ---- Method: a logger's level method (log.info and friends) ------------ */
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *sites;     /* dict: f_lasti -> (code, fmt, sid), shared with the Python method */
-    PyObject *local;     /* the session's threading.local: .c is the thread's Channel */
-    PyObject *fallback;  /* the Python method: handles everything else */
-} Method;
-
-static PyObject *
-method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Method *self = (Method *)op;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs < 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0))
-        goto slow;
-    /* No Python frame is pushed for this C call: the current frame is the caller's. */
-    PyFrameObject *frame = PyEval_GetFrame();
-    if (frame == NULL)
-        goto slow;
-    PyObject *key = PyLong_FromLong(PyFrame_GetLasti(frame));
-    if (key == NULL)
-        return NULL;
-    PyObject *site = PyDict_GetItemWithError(self->sites, key);   /* borrowed */
-    Py_DECREF(key);
-    if (site == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        goto slow;
-    }
-    if (!PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 3)
-        goto slow;
-    PyCodeObject *code = PyFrame_GetCode(frame);
-    int same = (PyObject *)code == PyTuple_GET_ITEM(site, 0) && args[0] == PyTuple_GET_ITEM(site, 1);
-    Py_DECREF(code);
-    if (!same)
-        goto slow;
-    Py_INCREF(site);
-    int pushed = push(self->local, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1, NULL);
-    Py_DECREF(site);
-    if (pushed < 0)
-        return NULL;
-    if (pushed)
-        Py_RETURN_NONE;
-slow:
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-}
-
-static int
-method_traverse(Method *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->sites);
-    Py_VISIT(self->local);
-    Py_VISIT(self->fallback);
-    return 0;
-}
-
-static int
-method_clear(Method *self)
-{
-    Py_CLEAR(self->sites);
-    Py_CLEAR(self->local);
-    Py_CLEAR(self->fallback);
-    return 0;
-}
-
-static void
-method_dealloc(Method *self)
-{
-    PyObject_GC_UnTrack(self);
-    method_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *
-method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    PyObject *sites, *local, *fallback;
-    if (!PyArg_ParseTuple(args, "O!OO:Method", &PyDict_Type, &sites, &local, &fallback))
-        return NULL;
-    Method *self = (Method *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    self->vectorcall = method_vectorcall;
-    Py_INCREF(sites); self->sites = sites;
-    Py_INCREF(local); self->local = local;
-    Py_INCREF(fallback); self->fallback = fallback;
-    return (PyObject *)self;
-}
-
-static PyObject *
-method_get_name(Method *self, void *closure)
-{
-    return PyObject_GetAttrString(self->fallback, "__name__");
-}
-
-static PyGetSetDef method_getset[] = {
-    {"__name__", (getter)method_get_name, NULL, NULL, NULL},
-    {NULL}
-};
-
-static PyTypeObject MethodType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "blog._speedups.Method",
-    .tp_basicsize = sizeof(Method),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Method(sites, local, fallback): a logger level method with a C fast path.",
-    .tp_new = method_new,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Method, vectorcall),
-    .tp_traverse = (traverseproc)method_traverse,
-    .tp_clear = (inquiry)method_clear,
-    .tp_dealloc = (destructor)method_dealloc,
-    .tp_getset = method_getset,
-};
-
-
-/* ---- encode_events: the consumer's loop over plain events -------------- */
+/* ---- a growable byte buffer and msgpack encoders ----------------------- */
 
 typedef struct { char *p; Py_ssize_t len, cap; } Buf;
 
@@ -277,7 +96,8 @@ put_raw(Buf *b, unsigned char fix, unsigned char t8, unsigned char t16, unsigned
     return 0;
 }
 
-/* Encode one plain scalar. 1: done, 0: not encodable here (the caller rolls back), -1: error. */
+/* Encode one plain scalar: 1 done, 0 not a plain scalar (or not encodable
+ * here: ints beyond 64 bits, lone surrogates), -1 error. */
 static int
 put_scalar(Buf *b, PyObject *a)
 {
@@ -308,7 +128,7 @@ put_scalar(Buf *b, PyObject *a)
     if (t == &PyUnicode_Type) {
         Py_ssize_t n;
         const char *s = PyUnicode_AsUTF8AndSize(a, &n);
-        if (s == NULL) { PyErr_Clear(); return 0; }   /* lone surrogates: Python path */
+        if (s == NULL) { PyErr_Clear(); return 0; }
         return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, s, n, 1) < 0 ? -1 : 1;
     }
     if (a == Py_None || t == &PyBool_Type) {
@@ -316,124 +136,418 @@ put_scalar(Buf *b, PyObject *a)
         b->p[b->len++] = (char)(a == Py_None ? 0xc0 : a == Py_True ? 0xc3 : 0xc2);
         return 1;
     }
-    if (t == &PyBytes_Type) {
+    if (t == &PyBytes_Type)
         return put_raw(b, 0, 0xc4, 0xc5, 0xc6, PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), 0)
                < 0 ? -1 : 1;
-    }
     return 0;
 }
 
-/* encode_events(items, start, prev, lo, hi, limit) -> (bytes, next, count, prev, lo, hi)
- *
- * Encodes items[start:] as event arrays [sid, clock - prev, args(, texts)]
- * until an item it leaves to Python (a rename marker, an unusual value), or
- * until at least ``limit`` bytes are written. Same bytes as the Python loop
- * in Session._encode_batches.
- */
-static PyObject *
-encode_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* ---- Channel: one thread's encoded events, waiting for the consumer ----- */
+
+typedef struct {
+    PyObject_HEAD
+    Buf buf;                 /* events since the last take(), back to back */
+    Py_ssize_t count;        /* events in buf */
+    long long base;          /* clock the first delta in buf is relative to */
+    long long prev;          /* clock of the last event pushed */
+    long long lo, hi;        /* least and greatest clock in buf */
+    Py_ssize_t capacity;     /* bytes buf may hold */
+    Py_ssize_t wake_at;      /* bytes at which the consumer is woken */
+    Py_ssize_t limit;        /* bytes at which a push leaves the fast path */
+    Py_ssize_t dropped;      /* events dropped so far; written by the producer only */
+    int woken;
+    PyObject *writer;
+    PyObject *marks;         /* [(offset, count, prev, entry)]: in-band metadata */
+} Channel;
+
+static PyTypeObject ChannelType;
+
+static void
+channel_reset(Channel *self)
 {
-    long long prev, lo, hi;
-    Py_ssize_t start, limit;
-    if (nargs != 6 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "encode_events(items: list, start, prev, lo, hi, limit)");
-        return NULL;
-    }
-    PyObject *items = args[0];
-    start = PyLong_AsSsize_t(args[1]);
-    prev = PyLong_AsLongLong(args[2]);
-    lo = PyLong_AsLongLong(args[3]);
-    hi = PyLong_AsLongLong(args[4]);
-    limit = PyLong_AsSsize_t(args[5]);
-    if (PyErr_Occurred())
-        return NULL;
-    Buf b = {NULL, 0, 0};
-    Py_ssize_t i = start, n = PyList_GET_SIZE(items), count = 0;
-    for (; i < n && b.len < limit; i++) {
-        PyObject *it = PyList_GET_ITEM(items, i);
-        if (!PyTuple_CheckExact(it) || PyTuple_GET_SIZE(it) != 3)
-            break;
-        PyObject *sid = PyTuple_GET_ITEM(it, 0), *clk = PyTuple_GET_ITEM(it, 1);
-        PyObject *vals = PyTuple_GET_ITEM(it, 2);
-        if (!PyLong_CheckExact(sid) || !PyLong_CheckExact(clk))
-            break;
-        long long s = PyLong_AsLongLong(sid), c = PyLong_AsLongLong(clk);
-        if (PyErr_Occurred()) { PyErr_Clear(); break; }
-        if (s <= 0)
-            break;                                   /* in-band metadata */
-        Py_ssize_t mark = b.len;
-        int ok = 1;
-        if (PyTuple_CheckExact(vals)) {
-            Py_ssize_t k = PyTuple_GET_SIZE(vals);
-            if (buf_reserve(&b, 6) < 0) goto error;
-            b.p[b.len++] = (char)0x93;
-            if (put_int(&b, s) < 0 || put_int(&b, c - prev) < 0) goto error;
-            if (buf_reserve(&b, 5) < 0) goto error;
-            if (k < 16) b.p[b.len++] = (char)(0x90 | k);
-            else if (k <= 0xffff) put_be(&b, 0xdc, k, 2);
-            else put_be(&b, 0xdd, k, 4);
-            for (Py_ssize_t j = 0; j < k && ok; j++) {
-                int r = put_scalar(&b, PyTuple_GET_ITEM(vals, j));
-                if (r < 0) goto error;
-                ok = r;
-            }
-        } else if (PyBytes_CheckExact(vals) && PyBytes_GET_SIZE(vals) > 1) {
-            const char *raw = PyBytes_AS_STRING(vals);
-            Py_ssize_t rn = PyBytes_GET_SIZE(vals) - 1;
-            if (buf_reserve(&b, 1) < 0) goto error;
-            b.p[b.len++] = (char)(0x90 | (unsigned char)raw[0]);
-            if (put_int(&b, s) < 0 || put_int(&b, c - prev) < 0) goto error;
-            if (buf_reserve(&b, rn) < 0) goto error;
-            memcpy(b.p + b.len, raw + 1, rn);
-            b.len += rn;
-        } else {
-            ok = 0;
-        }
-        if (!ok) {                                   /* leave this one to Python */
-            b.len = mark;
-            break;
-        }
-        prev = c;
-        if (c < lo) lo = c;
-        if (c > hi) hi = c;
-        count++;
-    }
-    PyObject *out = PyBytes_FromStringAndSize(b.p ? b.p : "", b.len);
-    PyMem_Free(b.p);
-    if (out == NULL)
-        return NULL;
-    return Py_BuildValue("(NnnLLL)", out, i, count, prev, lo, hi);
-error:
-    PyMem_Free(b.p);
-    return NULL;
+    self->buf.len = 0;
+    self->count = 0;
+    self->base = self->prev;
+    self->lo = LLONG_MAX;
+    self->hi = LLONG_MIN;
+    self->limit = self->wake_at < self->capacity ? self->wake_at : self->capacity;
+    self->woken = 0;
 }
 
-
-/* drain(queue) -> list: pop every item now in the deque, oldest first.
- * Each popleft is atomic under the GIL, so a producer appending meanwhile
- * is safe: its item is either taken now or left for the next drain. */
-static PyObject *str_popleft;
-
-static PyObject *
-drain(PyObject *module, PyObject *queue)
+/* Start an event: array header, sid and clock delta. */
+static int
+begin_event(Channel *self, int nelems, long long sid, long long clock)
 {
-    Py_ssize_t n = PyObject_Size(queue);
-    if (n < 0)
-        return NULL;
-    PyObject *popleft = PyObject_GetAttr(queue, str_popleft);
-    if (popleft == NULL)
-        return NULL;
-    PyObject *out = PyList_New(n);
-    if (out == NULL) { Py_DECREF(popleft); return NULL; }
+    if (buf_reserve(&self->buf, 1) < 0) return -1;
+    self->buf.p[self->buf.len++] = (char)(0x90 | nelems);
+    if (put_int(&self->buf, sid) < 0) return -1;
+    return put_int(&self->buf, clock - self->prev);
+}
+
+static inline void
+end_event(Channel *self, long long clock)
+{
+    self->prev = clock;
+    if (clock < self->lo) self->lo = clock;
+    if (clock > self->hi) self->hi = clock;
+    self->count++;
+}
+
+/* The fast path: [sid, delta, [args...]] with plain scalar args.
+ * 1 pushed, 0 not here (not plain, or at the limit: Python decides), -1 error. */
+static int
+push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n)
+{
+    long long sid = PyLong_AsLongLong(sid_obj);
+    if (sid == -1 && PyErr_Occurred())
+        return -1;
+    long long clock = clock_ns();
+    Py_ssize_t mark = self->buf.len;
+    if (begin_event(self, 3, sid, clock) < 0 || buf_reserve(&self->buf, 5) < 0)
+        goto error;
+    if (n < 16) self->buf.p[self->buf.len++] = (char)(0x90 | n);
+    else put_be(&self->buf, 0xdc, n, 2);
+    if (n > 0xffff)
+        goto not_here;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = PyObject_CallNoArgs(popleft);
-        if (it == NULL) { Py_DECREF(popleft); Py_DECREF(out); return NULL; }
-        PyList_SET_ITEM(out, i, it);
+        int r = put_scalar(&self->buf, args[i]);
+        if (r < 0) goto error;
+        if (r == 0) goto not_here;
     }
-    Py_DECREF(popleft);
-    return out;
+    if (self->buf.len > self->limit)
+        goto not_here;
+    end_event(self, clock);
+    return 1;
+not_here:
+    self->buf.len = mark;
+    return 0;
+error:
+    self->buf.len = mark;
+    return -1;
 }
 
+static PyObject *
+channel_push_raw(Channel *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"sid", "clock", "nelems", "tail", "force", NULL};
+    long long sid, clock;
+    int nelems, force = 0;
+    Py_buffer tail;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LLiy*|p:push_raw", kwlist,
+                                     &sid, &clock, &nelems, &tail, &force))
+        return NULL;
+    if (nelems < 1 || nelems > 15) {
+        PyBuffer_Release(&tail);
+        PyErr_SetString(PyExc_ValueError, "nelems must be 1..15");
+        return NULL;
+    }
+    if (!force && self->buf.len + tail.len + 20 > self->limit) {
+        PyBuffer_Release(&tail);
+        Py_RETURN_FALSE;
+    }
+    Py_ssize_t mark = self->buf.len;
+    if (begin_event(self, nelems, sid, clock) < 0 || buf_reserve(&self->buf, tail.len) < 0) {
+        self->buf.len = mark;
+        PyBuffer_Release(&tail);
+        return NULL;
+    }
+    memcpy(self->buf.p + self->buf.len, tail.buf, tail.len);
+    self->buf.len += tail.len;
+    PyBuffer_Release(&tail);
+    end_event(self, clock);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+channel_mark(Channel *self, PyObject *entry)
+{
+    PyObject *m = Py_BuildValue("(nnLO)", self->buf.len, self->count, self->prev, entry);
+    if (m == NULL)
+        return NULL;
+    int r = PyList_Append(self->marks, m);
+    Py_DECREF(m);
+    if (r < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+channel_take(Channel *self, PyObject *unused)
+{
+    PyObject *data = PyBytes_FromStringAndSize(self->buf.p ? self->buf.p : "", self->buf.len);
+    PyObject *marks = PyList_New(0);
+    if (data == NULL || marks == NULL) {
+        Py_XDECREF(data);
+        Py_XDECREF(marks);
+        return NULL;
+    }
+    PyObject *r = Py_BuildValue("(NnLLLN)", data, self->count, self->base, self->lo, self->hi,
+                                self->marks);
+    if (r == NULL) {
+        Py_DECREF(marks);
+        return NULL;
+    }
+    self->marks = marks;
+    if (self->buf.cap > (1 << 22) && self->buf.len < self->buf.cap / 4) {
+        PyMem_Free(self->buf.p);     /* give back the memory of a past burst */
+        self->buf.p = NULL;
+        self->buf.cap = 0;
+    }
+    channel_reset(self);
+    return r;
+}
+
+static PyObject *
+channel_nbytes(Channel *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->buf.len);
+}
+
+static PyObject *
+channel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"capacity", "wake_at", "writer", "clock", NULL};
+    Py_ssize_t capacity, wake_at;
+    PyObject *writer;
+    long long clock;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nnOL:Channel", kwlist,
+                                     &capacity, &wake_at, &writer, &clock))
+        return NULL;
+    Channel *self = (Channel *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->marks = PyList_New(0);
+    if (self->marks == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    Py_INCREF(writer);
+    self->writer = writer;
+    self->capacity = capacity;
+    self->wake_at = wake_at;
+    self->prev = clock;
+    channel_reset(self);
+    return (PyObject *)self;
+}
+
+static int
+channel_traverse(Channel *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->writer);
+    Py_VISIT(self->marks);
+    return 0;
+}
+
+static int
+channel_clear(Channel *self)
+{
+    Py_CLEAR(self->writer);
+    Py_CLEAR(self->marks);
+    return 0;
+}
+
+static void
+channel_dealloc(Channel *self)
+{
+    PyObject_GC_UnTrack(self);
+    channel_clear(self);
+    PyMem_Free(self->buf.p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef channel_methods[] = {
+    {"push_raw", (PyCFunction)(void (*)(void))channel_push_raw, METH_VARARGS | METH_KEYWORDS,
+     "push_raw(sid, clock, nelems, tail, force=False) -> bool: append an event whose "
+     "elements after the clock delta are already encoded; False if over the limit"},
+    {"mark", (PyCFunction)channel_mark, METH_O,
+     "mark(entry): metadata that applies from this point of the channel on"},
+    {"take", (PyCFunction)channel_take, METH_NOARGS,
+     "take() -> (data, count, base, lo, hi, marks), and start afresh"},
+    {NULL}
+};
+
+static PyMemberDef channel_members[] = {
+    {"count", T_PYSSIZET, offsetof(Channel, count), READONLY, "events waiting"},
+    {"base", T_LONGLONG, offsetof(Channel, base), READONLY, NULL},
+    {"prev", T_LONGLONG, offsetof(Channel, prev), READONLY, NULL},
+    {"capacity", T_PYSSIZET, offsetof(Channel, capacity), 0, "bytes the channel may hold"},
+    {"wake_at", T_PYSSIZET, offsetof(Channel, wake_at), 0, "bytes that wake the consumer"},
+    {"limit", T_PYSSIZET, offsetof(Channel, limit), 0, "bytes at which a push leaves C"},
+    {"dropped", T_PYSSIZET, offsetof(Channel, dropped), 0, "events dropped so far"},
+    {"woken", T_BOOL, offsetof(Channel, woken), 0, NULL},
+    {"writer", T_OBJECT, offsetof(Channel, writer), READONLY, "the SessionWriter"},
+    {NULL}
+};
+
+static PyGetSetDef channel_getset[] = {
+    {"nbytes", (getter)channel_nbytes, NULL, "bytes waiting", NULL},
+    {NULL}
+};
+
+static PyTypeObject ChannelType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "blog._speedups.Channel",
+    .tp_basicsize = sizeof(Channel),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Channel(capacity, wake_at, writer, clock): see blog.channel.PyChannel.",
+    .tp_new = channel_new,
+    .tp_traverse = (traverseproc)channel_traverse,
+    .tp_clear = (inquiry)channel_clear,
+    .tp_dealloc = (destructor)channel_dealloc,
+    .tp_methods = channel_methods,
+    .tp_members = channel_members,
+    .tp_getset = channel_getset,
+};
+
+/* The calling thread's Channel for a session, cached in the thread state's
+ * dict under the session's threading.local (which the dict keeps alive, so
+ * the key is never reused). Borrowed; NULL without an error if the thread
+ * has no C channel yet (the Python path makes one). */
+static Channel *
+thread_channel(PyObject *local)
+{
+    PyObject *tdict = PyThreadState_GetDict();
+    if (tdict == NULL)
+        return NULL;
+    PyObject *ch = PyDict_GetItemWithError(tdict, local);
+    if (ch == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        ch = PyObject_GetAttr(local, str_c);
+        if (ch == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_AttributeError))
+                PyErr_Clear();
+            return NULL;
+        }
+        int r = PyDict_SetItem(tdict, local, ch);
+        Py_DECREF(ch);    /* the thread's dict holds it now */
+        if (r < 0)
+            return NULL;
+    }
+    return Py_IS_TYPE(ch, &ChannelType) ? (Channel *)ch : NULL;
+}
+
+/* ---- Method: a logger's level method (log.info and friends) ------------ */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *sites;     /* dict: f_lasti -> (code, fmt, sid), shared with the Python method */
+    PyObject *local;     /* the session's threading.local: .c is the thread's Channel */
+    PyObject *fallback;  /* the Python method: handles everything else */
+} Method;
+
+static PyObject *
+method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Method *self = (Method *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0))
+        goto slow;
+    /* No Python frame is pushed for this C call: the current frame is the caller's. */
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame == NULL)
+        goto slow;
+    PyObject *key = PyLong_FromLong(PyFrame_GetLasti(frame));
+    if (key == NULL)
+        return NULL;
+    PyObject *site = PyDict_GetItemWithError(self->sites, key);   /* borrowed */
+    Py_DECREF(key);
+    if (site == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        goto slow;
+    }
+    if (!PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 3)
+        goto slow;
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    int same = (PyObject *)code == PyTuple_GET_ITEM(site, 0)
+               && args[0] == PyTuple_GET_ITEM(site, 1);
+    Py_DECREF(code);
+    if (!same)
+        goto slow;
+    Channel *ch = thread_channel(self->local);
+    if (ch == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        goto slow;
+    }
+    int pushed = push_plain(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1);
+    if (pushed < 0)
+        return NULL;
+    if (pushed)
+        Py_RETURN_NONE;
+slow:
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static int
+method_traverse(Method *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->sites);
+    Py_VISIT(self->local);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int
+method_clear(Method *self)
+{
+    Py_CLEAR(self->sites);
+    Py_CLEAR(self->local);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void
+method_dealloc(Method *self)
+{
+    PyObject_GC_UnTrack(self);
+    method_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *sites, *local, *fallback;
+    if (!PyArg_ParseTuple(args, "O!OO:Method", &PyDict_Type, &sites, &local, &fallback))
+        return NULL;
+    Method *self = (Method *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = method_vectorcall;
+    Py_INCREF(sites); self->sites = sites;
+    Py_INCREF(local); self->local = local;
+    Py_INCREF(fallback); self->fallback = fallback;
+    return (PyObject *)self;
+}
+
+static PyObject *
+method_get_name(Method *self, void *closure)
+{
+    return PyObject_GetAttr(self->fallback, str_name);
+}
+
+static PyGetSetDef method_getset[] = {
+    {"__name__", (getter)method_get_name, NULL, NULL, NULL},
+    {NULL}
+};
+
+static PyTypeObject MethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "blog._speedups.Method",
+    .tp_basicsize = sizeof(Method),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Method(sites, local, fallback): a logger level method with a C fast path.",
+    .tp_new = method_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Method, vectorcall),
+    .tp_traverse = (traverseproc)method_traverse,
+    .tp_clear = (inquiry)method_clear,
+    .tp_dealloc = (destructor)method_dealloc,
+    .tp_getset = method_getset,
+};
 
 /* ---- EventCall: a function decorated with @blog.event ------------------ */
 
@@ -450,8 +564,6 @@ typedef struct {
     long severity;
 } EventCall;
 
-static PyObject *str_min;
-
 static PyObject *
 event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -467,7 +579,13 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     if (m == -1 && PyErr_Occurred())
         return NULL;
     if (m <= self->severity) {
-        int pushed = push(self->local, self->sid, args, nargs, NULL);
+        Channel *ch = thread_channel(self->local);
+        if (ch == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            goto slow;
+        }
+        int pushed = push_plain(ch, self->sid, args, nargs);
         if (pushed < 0)
             return NULL;
         if (!pushed)
@@ -564,15 +682,15 @@ static PyTypeObject EventCallType = {
     .tp_vectorcall_offset = offsetof(EventCall, vectorcall),
     .tp_dictoffset = offsetof(EventCall, dict),
     .tp_descr_get = event_descr_get,
-    .tp_getset = event_getset,
     .tp_getattro = PyObject_GenericGetAttr,
     .tp_setattro = PyObject_GenericSetAttr,
+    .tp_getset = event_getset,
     .tp_traverse = (traverseproc)event_traverse,
     .tp_clear = (inquiry)event_clear,
     .tp_dealloc = (destructor)event_dealloc,
 };
 
-/* ---- module functions -------------------------------------------------- */
+/* ---- module ------------------------------------------------------------ */
 
 /* noop(*args, **kwargs) -> None: a disabled level method. */
 static PyObject *
@@ -582,10 +700,6 @@ noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
 }
 
 static PyMethodDef module_methods[] = {
-    {"encode_events", (PyCFunction)(void (*)(void))encode_events, METH_FASTCALL,
-     "encode_events(items, start, prev, lo, hi, limit) -> (bytes, next, count, prev, lo, hi)"},
-    {"drain", (PyCFunction)drain, METH_O,
-     "drain(queue) -> list of everything in the deque, oldest first"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop(*args, **kwargs) -> None"},
     {NULL}
@@ -595,33 +709,32 @@ static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "blog._speedups", "C fast path of blog's log calls.", -1, module_methods,
 };
 
+static int
+add_type(PyObject *m, PyTypeObject *t, const char *name)
+{
+    if (PyType_Ready(t) < 0)
+        return -1;
+    Py_INCREF(t);
+    if (PyModule_AddObject(m, name, (PyObject *)t) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    return 0;
+}
+
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    if (PyType_Ready(&MethodType) < 0 || PyType_Ready(&EventCallType) < 0)
-        return NULL;
-    str_min = PyUnicode_InternFromString("_min");
-    if (!str_min)
-        return NULL;
     str_c = PyUnicode_InternFromString("c");
-    str_queue = PyUnicode_InternFromString("queue");
-    str_limit = PyUnicode_InternFromString("limit");
-    str_append = PyUnicode_InternFromString("append");
-    str_popleft = PyUnicode_InternFromString("popleft");
-    if (!str_c || !str_queue || !str_limit || !str_append || !str_popleft)
+    str_min = PyUnicode_InternFromString("_min");
+    str_name = PyUnicode_InternFromString("__name__");
+    if (!str_c || !str_min || !str_name)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
-    Py_INCREF(&MethodType);
-    if (PyModule_AddObject(m, "Method", (PyObject *)&MethodType) < 0) {
-        Py_DECREF(&MethodType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&EventCallType);
-    if (PyModule_AddObject(m, "EventCall", (PyObject *)&EventCallType) < 0) {
-        Py_DECREF(&EventCallType);
+    if (add_type(m, &ChannelType, "Channel") < 0 || add_type(m, &MethodType, "Method") < 0
+        || add_type(m, &EventCallType, "EventCall") < 0) {
         Py_DECREF(m);
         return NULL;
     }

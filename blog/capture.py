@@ -10,12 +10,13 @@ placeholder's text from the decoded value (sets, enums, dataclasses, custom
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import msgpack
 
 from .placeholders import Template, render_safe
-from .values import encode, packb, reproducible
+from .values import UNICODE_ERRORS, _default, encode, packb, reproducible
 
 _array_header = msgpack.Packer().pack_array_header
 
@@ -25,7 +26,7 @@ def capture(tpl: Template | None, values: Sequence[Any], field_names: Sequence[s
 
     Returns the element count of the event array (3, or 4 with texts) as the
     first byte, then the msgpack args array and, if any, the texts map
-    ``{placeholder index: text}``; see ``Session._encode_batches``.
+    ``{placeholder index: text}``.
     """
     texts: dict[int, str] = {}
     if tpl is not None:
@@ -39,3 +40,20 @@ def capture(tpl: Template | None, values: Sequence[Any], field_names: Sequence[s
     if texts:
         return b"\x04" + body + packb(texts)
     return b"\x03" + body
+
+
+#: Packs a tuple of plain scalars as a msgpack array (ints beyond 64 bits via the hook).
+pack_plain = partial(msgpack.packb, use_bin_type=True, unicode_errors=UNICODE_ERRORS,
+                     default=_default)
+
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
+
+
+def encode_values(tpl: Template | None, values: tuple,
+                  field_names: Sequence[str]) -> tuple[int, bytes]:
+    """(element count, encoded elements after the clock delta) for an event's values."""
+    for v in values:
+        if type(v) not in _PLAIN:
+            b = capture(tpl, values, field_names)
+            return b[0], b[1:]
+    return 3, pack_plain(values)

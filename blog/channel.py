@@ -1,9 +1,23 @@
-"""Channel: the bounded queue between one SessionWriter and the Consumer."""
+"""Channel: one thread's encoded events, waiting for the consumer.
+
+A channel is a byte buffer of events already encoded as msgpack arrays
+``[source id, clock delta, [args...](, texts)]``, back to back, each delta
+relative to the previous event of the channel. The calling thread appends;
+the consumer ``take()``s everything at once and starts the channel afresh.
+This is the C binlog's design: the call serializes, the consumer only copies.
+
+``PyChannel`` is the reference implementation. ``_speedups.Channel`` is the
+same in C; there, each method runs without releasing the GIL, so no lock is
+needed. ``new_channel`` picks one.
+"""
 
 from __future__ import annotations
 
-import collections
+import sys
+import threading
 from typing import Any
+
+import msgpack
 
 from . import accel
 
@@ -11,33 +25,69 @@ from . import accel
 BLOCK = "block"
 DROP = "drop"
 
+_HEADERS = [bytes([0x90 | n]) for n in range(16)]
 
-class Channel:
-    """A single-producer, single-consumer queue of ``(source id, clock, args)`` items.
 
-    ``collections.deque`` append and popleft are atomic under the GIL, so the
-    producer never takes a lock. ``limit`` is the length at which the producer
-    leaves its fast path: either the capacity, or earlier, the length at which
-    the consumer asked to be woken.
-    """
+class PyChannel:
+    """A bounded byte buffer of encoded events (see the module docstring)."""
 
-    __slots__ = ("queue", "capacity", "limit", "dropped", "woken", "writer")
+    def __init__(self, capacity: int, wake_at: int, writer: Any, clock: int) -> None:
+        self.capacity = capacity    # bytes the channel may hold
+        self.wake_at = wake_at      # bytes at which the consumer is woken
+        self.writer = writer        # the SessionWriter
+        self.dropped = 0            # events dropped so far; written by the producer only
+        self.prev = clock           # clock of the last event pushed
+        self._lock = threading.Lock()
+        self._pack = msgpack.Packer().pack
+        self._reset()
 
-    def __init__(self, capacity: int, writer: Any = None) -> None:
-        self.writer = writer  # the SessionWriter that owns this channel
-        self.queue: collections.deque[tuple[int, int, Any]] = collections.deque()
-        self.capacity = capacity
-        self.limit = capacity
-        self.dropped = 0      # events dropped since the channel was made; only the producer writes it
-        self.woken = False    # the consumer was already woken for the current backlog
-
-    def drain(self) -> list[tuple[int, int, Any]]:
-        """Take everything queued so far (called by the consumer only)."""
-        q = self.queue
-        if accel.speedups is not None:
-            items = accel.speedups.drain(q)
-        else:
-            popleft = q.popleft  # atomic under the GIL: a concurrent append is never lost
-            items = [popleft() for _ in range(len(q))]
+    def _reset(self) -> None:
+        self._buf = bytearray()
+        self.count = 0
+        self.base = self.prev
+        self.lo, self.hi = sys.maxsize * 2, -sys.maxsize * 2
+        self.marks: list[tuple[int, int, int, list]] = []
+        self.limit = min(self.wake_at, self.capacity)
         self.woken = False
-        return items
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes waiting."""
+        return len(self._buf)
+
+    def push_raw(self, sid: int, clock: int, nelems: int, tail: bytes, force: bool = False) -> bool:
+        """Append an event whose elements after the clock delta are encoded in ``tail``.
+
+        Returns False, appending nothing, if that would pass ``limit`` (unless ``force``).
+        """
+        with self._lock:
+            if not force and len(self._buf) + len(tail) + 20 > self.limit:
+                return False
+            pack = self._pack
+            self._buf += _HEADERS[nelems] + pack(sid) + pack(clock - self.prev) + tail
+            self.prev = clock
+            if clock < self.lo:
+                self.lo = clock
+            if clock > self.hi:
+                self.hi = clock
+            self.count += 1
+            return True
+
+    def mark(self, entry: list) -> None:
+        """Metadata (a writer's new name) that applies from this point of the channel on."""
+        with self._lock:
+            self.marks.append((len(self._buf), self.count, self.prev, entry))
+
+    def take(self) -> tuple[bytes, int, int, int, int, list]:
+        """Everything so far: (data, count, base clock, least clock, greatest clock, marks)."""
+        with self._lock:
+            r = (bytes(self._buf), self.count, self.base, self.lo, self.hi, self.marks)
+            self._reset()
+            return r
+
+
+def new_channel(capacity: int, wake_at: int, writer: Any, clock: int) -> Any:
+    """A C Channel where the C fast path is built, else a PyChannel."""
+    if accel.speedups is not None:
+        return accel.speedups.Channel(capacity, wake_at, writer, clock)
+    return PyChannel(capacity, wake_at, writer, clock)

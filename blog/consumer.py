@@ -11,9 +11,8 @@ from .session import Session, _report
 class Consumer:
     """Consumes ``session`` into ``stream`` every ``interval`` seconds, or sooner.
 
-    It wakes early when about ``flush_bytes`` bytes are pending: producers
-    signal it when a channel reaches ``session.wake_events`` events, a
-    length the consumer recomputes from the bytes per event it has seen.
+    It wakes early when a thread's channel holds ``flush_bytes`` bytes: the
+    producer that crosses that mark signals it.
     """
 
     def __init__(self, session: Session, stream: Any, *, interval: float = 0.02,
@@ -32,13 +31,17 @@ class Consumer:
         self._stop = False
         self.running = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._set_wake_events(64)
 
     def start(self) -> "Consumer":
         """Attach to the session and start the thread."""
         if self.session._consumer is not None and self.session._consumer is not self:
             raise RuntimeError("the session already has a running consumer")
-        self.session._consumer = self
+        s = self.session
+        s._consumer = self
+        with s._lock:
+            s.wake_bytes = self.flush_bytes
+            for w in s._writers:
+                w.channel.wake_at = self.flush_bytes
         self.running = True
         self.thread.start()
         return self
@@ -63,24 +66,13 @@ class Consumer:
             self.session._consumer = None
         self.session.consume(self.stream)
 
-    def _set_wake_events(self, bytes_per_event: int) -> None:
-        s = self.session
-        s.wake_events = max(16, min(s.channel_capacity, self.flush_bytes // max(1, bytes_per_event)))
-        with s._lock:
-            for w in s._writers:
-                w.channel.limit = min(w.channel.capacity, s.wake_events)
-
     def _run(self) -> None:
         s = self.session
         while not self._stop:
             self._wake.wait(self.interval)
             self._wake.clear()
             try:
-                before = s.stats.events_written, s.stats.bytes_written
                 s.consume(self.stream)
-                n = s.stats.events_written - before[0]
-                if n >= 64:
-                    self._set_wake_events((s.stats.bytes_written - before[1]) // n)
             except Exception as exc:  # a bug here must not kill logging silently
                 _report(f"blog: consumer error: {type(exc).__name__}: {exc}")
         self.running = False

@@ -10,7 +10,7 @@ from typing import Any
 from .channel import BLOCK
 from .consumer import Consumer
 from .logger import Logger
-from .session import Session, _report
+from .session import Session, _report, check_capacity
 from .severity import Severity
 from .streams import FileOutputStream
 
@@ -31,7 +31,7 @@ def default_session() -> Session:
 
 def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str = Severity.TRACE,
                  flush_interval: float = 0.02, flush_bytes: int = 1 << 20,
-                 channel_capacity: int = 65536, overflow: str = BLOCK, mode: str = "ab",
+                 channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
                  fsync: bool = False) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
@@ -42,8 +42,10 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     s = default_session()
     if overflow not in ("block", "drop"):
         raise ValueError(f"overflow must be 'block' or 'drop', not {overflow!r}")
-    if not isinstance(channel_capacity, int) or channel_capacity < 1:
-        raise ValueError(f"channel_capacity must be a positive int, not {channel_capacity!r}")
+    check_capacity(channel_capacity)
+    if not isinstance(flush_bytes, int) or not 1 <= flush_bytes <= channel_capacity:
+        raise ValueError(f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
+                         f"not {flush_bytes!r}")
     if isinstance(output, (str, os.PathLike)):
         stream: Any = FileOutputStream(output, mode=mode, fsync=fsync)
     elif hasattr(output, "write"):

@@ -8,7 +8,7 @@ import time
 from typing import Any, Callable, TypeVar
 
 from . import accel
-from .capture import capture
+from .capture import encode_values
 from .placeholders import FormatError, parse
 from .session import Session
 from .severity import Severity, to_severity
@@ -17,7 +17,6 @@ from .values import type_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
 _GENERATORS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
@@ -87,9 +86,8 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         nparams = len(names)
         run_body = not _has_empty_body(fn)
         local = s._local
-        new_writer = s._new_writer
+        writer_of = s.writer
         clock_ns = time.time_ns
-        plain = _PLAIN
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -101,20 +99,8 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
                 else:
                     values = args
                 clock = clock_ns()
-                for a in values:
-                    if type(a) not in plain:
-                        values = capture(tpl, values, field_names)
-                        break
-                # Same push as Logger's fast path, kept inline: a call is dear here.
-                try:
-                    ch = local.c
-                except AttributeError:
-                    ch = new_writer().channel
-                q = ch.queue
-                if len(q) >= ch.limit:
-                    ch.writer.overflow((sid, clock, values))
-                else:
-                    q.append((sid, clock, values))
+                writer = writer_of()
+                writer.push(sid, clock, *encode_values(tpl, values, field_names))
             if run_body:
                 return fn(*args, **kwargs)
             return None

@@ -8,7 +8,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import accel
-from .capture import capture
+from .capture import encode_values, pack_plain
 from .placeholders import FormatError, parse, render
 from .severity import Severity, to_severity
 from .source import check_template, describe
@@ -51,6 +51,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
 
     ``sites`` maps the caller's f_lasti to (code, format, source id); an entry
     is used only if the code object and the format object are the same.
+    This is the reference for the C ``Method``, which calls it for anything
+    but the common case.
     """
     local = lg.session._local
     new_writer = lg.session._new_writer
@@ -58,6 +60,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     plain = _PLAIN
     getframe = _getframe
     clock_ns = _time_ns
+    pack = pack_plain
 
     def method(fmt: str, *args: Any, **fields: Any) -> None:
         if with_exception:
@@ -77,10 +80,9 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
             ch = local.c
         except AttributeError:
             ch = new_writer().channel
-        q = ch.queue
-        if len(q) >= ch.limit:        # wake the consumer, or the channel is full
-            return ch.writer.overflow((site[2], clock, args))
-        q.append((site[2], clock, args))
+        tail = pack(args)
+        if not ch.push_raw(site[2], clock, 3, tail):   # wake the consumer, or full
+            ch.writer.overflow(site[2], clock, 3, tail)
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method
@@ -167,17 +169,7 @@ class Logger:
             tpl = None
         elif sites is not None and not fields:
             sites[lasti] = (code, fmt, source.id)
-        for v in values:
-            if type(v) not in _PLAIN:
-                values = capture(tpl, values, names)
-                break
-        writer = session.writer()
-        ch = writer.channel
-        item = (source.id, clock, values)
-        if len(ch.queue) >= ch.limit:
-            writer.overflow(item)
-        else:
-            ch.queue.append(item)
+        session.writer().push(source.id, clock, *encode_values(tpl, values, names))
 
     def _register(self, key: tuple, level: int, f: FrameType, fmt: str, args: tuple,
                   values: tuple, names: tuple[str, ...]) -> Any:

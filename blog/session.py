@@ -27,10 +27,18 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: Frames are cut at about this many payload bytes.
+#: Metadata frames are cut at about this many payload bytes.
 FRAME_TARGET = 1 << 20
-#: An event larger than this is dropped (and counted): it could not fit in a frame.
-MAX_EVENT = fmt.MAX_PAYLOAD // 2
+#: The largest channel: what one channel holds goes into one frame.
+MAX_CHANNEL_CAPACITY = fmt.MAX_PAYLOAD // 2
+
+
+def check_capacity(capacity: int) -> None:
+    """Reject a channel capacity that is not a byte count the format can frame."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) \
+            or not 64 <= capacity <= MAX_CHANNEL_CAPACITY:
+        raise ValueError(f"channel_capacity must be bytes from 64 to {MAX_CHANNEL_CAPACITY}, "
+                         f"not {capacity!r}")
 
 
 @dataclass
@@ -49,18 +57,17 @@ class SessionStats:
 class Session:
     """A log stream: many SessionWriters (one per thread) feeding one consumer.
 
-    ``channel_capacity`` bounds each thread's queue in events; ``overflow``
+    ``channel_capacity`` bounds each thread's queue in bytes; ``overflow``
     says what a full queue does: ``"block"`` (wait for the consumer; the
     default) or ``"drop"`` (drop and count; the file records how many).
     """
 
     def __init__(self, *, min_severity: Severity | int | str = Severity.TRACE,
-                 channel_capacity: int = 65536, overflow: str = BLOCK,
+                 channel_capacity: int = 4 << 20, overflow: str = BLOCK,
                  name: str | None = None) -> None:
         if overflow not in (BLOCK, DROP):
             raise ValueError(f"overflow must be {BLOCK!r} or {DROP!r}, not {overflow!r}")
-        if not isinstance(channel_capacity, int) or channel_capacity < 1:
-            raise ValueError(f"channel_capacity must be a positive int, not {channel_capacity!r}")
+        check_capacity(channel_capacity)
         self.overflow = overflow
         self.channel_capacity = channel_capacity
         self.name = name or "blog"
@@ -83,7 +90,7 @@ class Session:
         # Plain scalars only reach this packer; ints beyond 64 bits go through the hook.
         self._packer = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
                                       default=values._default)
-        self.wake_events = channel_capacity      # a channel this long wakes the consumer
+        self.wake_bytes = channel_capacity       # a channel holding this much wakes the consumer
         self.start_ns = time.time_ns()
         self.descriptor = {
             "library": "blog", "library_version": __version__,
@@ -148,8 +155,8 @@ class Session:
 
     def _new_writer(self) -> SessionWriter:
         with self._lock:
-            w = SessionWriter(self, len(self._reported_drops) + 1, self.channel_capacity)
-            w.channel.limit = min(self.channel_capacity, self.wake_events)
+            w = SessionWriter(self, len(self._reported_drops) + 1, self.channel_capacity,
+                              self.wake_bytes)
             self._reported_drops[w.id] = 0
             self._writers.append(w)
             self._pending.append(w.entry())
@@ -199,7 +206,7 @@ class Session:
             # Drain first, then take the metadata: every drained event's source and
             # writer were registered before the event was queued, so the metadata
             # taken below covers them and is written ahead of them.
-            drained = [(w, w.channel.drain()) for w in writers]
+            taken = [(w, w.channel.take()) for w in writers]
             with self._lock:
                 fresh = stream is not self._stream
                 if fresh:
@@ -220,15 +227,12 @@ class Session:
                 meta.append([fmt.ENTRY_LOST, lost_events, lost_bytes, time.time_ns()])
             batches: list[bytes] = []
             n_events = 0
-            for w, items in drained:
-                oversized = 0
-                if items:
-                    n, oversized = self._encode_batches(w, items, batches)
-                    n_events += n
+            for w, t in taken:
+                if t[1] or t[5]:
+                    n_events += self._writer_frames(w, t, batches)
                 dropped = w.channel.dropped - self._reported_drops.get(w.id, 0)
-                self._reported_drops[w.id] = w.channel.dropped
-                dropped += oversized
                 if dropped:
+                    self._reported_drops[w.id] += dropped
                     self.stats.events_dropped += dropped
                     meta.append([fmt.ENTRY_DROPPED, w.id, dropped, time.time_ns()])
             self._retire_writers(writers)
@@ -260,83 +264,33 @@ class Session:
             frames.append(fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(buf)))
         return frames
 
-    def _encode_batches(self, w: SessionWriter, items: list,
-                        out: list[bytes]) -> tuple[int, int]:
-        """Encode one writer's events as EVENTS frames; return (encoded, dropped as too large).
+    def _writer_frames(self, w: SessionWriter, taken: tuple, out: list[bytes]) -> int:
+        """Frame what was taken from one writer's channel; return the number of events.
 
-        The C loop (``_speedups.encode_events``) takes the runs of ordinary
-        events; this loop takes the first event of each frame and whatever the
-        C loop leaves: in-band metadata, ints beyond 64 bits, lone surrogates.
+        The channel's bytes are already encoded events; in-band metadata marks
+        (a writer renaming itself) cut them into the runs before and after.
         """
-        pack = self._packer.pack
-        fast = accel.speedups.encode_events if accel.speedups is not None else None
-        written = oversized = 0
-        parts: list[bytes] = []
-        size = count = 0
-        first = prev = lo = hi = 0
-        i, n = 0, len(items)
-        while i < n:
-            if fast is not None and count:
-                chunk, i, c, prev, lo, hi = fast(items, i, prev, lo, hi, FRAME_TARGET - size)
-                if c:
-                    parts.append(chunk)
-                    size += len(chunk)
-                    count += c
-                if size >= FRAME_TARGET:
-                    out.append(self._events_frame(w.id, first, count, lo, hi, parts))
-                    written += count
-                    parts, size, count = [], 0, 0
-                    continue
-                if i >= n:
-                    break
-            sid, clock, args = items[i]
-            i += 1
-            if sid == 0:
-                # A metadata entry queued in band (a writer renamed itself): it goes
-                # between the events queued before and after it.
-                if count:
-                    out.append(self._events_frame(w.id, first, count, lo, hi, parts))
-                    written += count
-                    parts, size, count = [], 0, 0
-                out.extend(self._metadata_frames([args]))
-                w.stream_name = args[2]
-                continue
-            if count == 0:
-                first = lo = hi = prev = clock
-            if type(args) is tuple:
-                # Plain scalars only (checked on the calling thread).
-                b = pack((sid, clock - prev, args))
-            else:
-                # Captured at call time: first byte is the element count, then args (and texts).
-                b = b"%c%s%s%s" % (0x90 | args[0], pack(sid), pack(clock - prev), args[1:])
-            if len(b) > MAX_EVENT:
-                oversized += 1  # could not fit in any frame: dropped, and counted
-                continue
-            prev = clock
-            if clock < lo:
-                lo = clock
-            elif clock > hi:
-                hi = clock
-            parts.append(b)
-            size += len(b)
-            count += 1
-            if size >= FRAME_TARGET:
-                out.append(self._events_frame(w.id, first, count, lo, hi, parts))
-                written += count
-                parts, size, count = [], 0, 0
-        if count:
-            out.append(self._events_frame(w.id, first, count, lo, hi, parts))
-            written += count
-        return written, oversized
+        data, count, base, lo, hi, marks = taken
+        pos = done = 0
+        for offset, at_count, prev, entry in marks:
+            if offset > pos:
+                out.append(self._events_frame(w.id, base, at_count - done, lo, hi,
+                                              data[pos:offset]))
+            out.extend(self._metadata_frames([entry]))
+            w.stream_name = entry[2]
+            pos, done, base = offset, at_count, prev
+        if len(data) > pos:
+            out.append(self._events_frame(w.id, base, count - done, lo, hi, data[pos:]))
+        return count
 
-    def _events_frame(self, wid: int, first: int, count: int, lo: int, hi: int,
-                      parts: list[bytes]) -> bytes:
-        head = msgpack.packb([wid, first, count, lo, hi])
-        return fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(parts))
+    def _events_frame(self, wid: int, base: int, count: int, lo: int, hi: int,
+                      events: bytes) -> bytes:
+        head = msgpack.packb([wid, base, count, lo, hi])
+        return fmt.frame_bytes(fmt.FRAME_EVENTS, head + events)
 
     def _retire_writers(self, writers: list[SessionWriter]) -> None:
         """Forget writers whose thread ended and whose channel is empty."""
-        dead = [w for w in writers if not w.thread.is_alive() and not w.channel.queue]
+        dead = [w for w in writers if not w.thread.is_alive() and not w.channel.nbytes]
         if dead:
             with self._lock:
                 self._writers = [w for w in self._writers if w not in dead]
@@ -378,7 +332,7 @@ class Session:
     def pending(self) -> int:
         """Events queued in the channels and not yet consumed."""
         with self._lock:
-            return sum(len(w.channel.queue) for w in self._writers)
+            return sum(w.channel.count for w in self._writers)
 
 
 def _cap(text: str, limit: int = 1 << 16) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .channel import BLOCK, Channel
+from .channel import BLOCK, new_channel
 from .format import ENTRY_WRITER_PROP
 
 if TYPE_CHECKING:
@@ -17,19 +17,19 @@ if TYPE_CHECKING:
 class SessionWriter:
     """Owns the calling thread's Channel; named after the thread unless renamed.
 
-    Created on the thread's first event. The hot path touches only
-    ``channel``; everything here is the slow path.
+    Created on the thread's first event. The hot path touches only the
+    channel; everything here is the slow path.
     """
 
-    __slots__ = ("id", "_name", "stream_name", "channel", "session", "thread", "ident", "native_id", "pid",
-                 "__weakref__")
+    __slots__ = ("id", "_name", "stream_name", "channel", "session", "thread", "ident",
+                 "native_id", "pid", "__weakref__")
 
-    def __init__(self, session: Session, writer_id: int, capacity: int) -> None:
+    def __init__(self, session: Session, writer_id: int, capacity: int, wake_at: int) -> None:
         thread = threading.current_thread()
         self.id = writer_id
         self._name = thread.name
         self.stream_name = self._name  # the name in effect where the consumer has got to
-        self.channel = Channel(capacity, self)
+        self.channel = new_channel(capacity, wake_at, self, time.time_ns())
         self.session = session
         self.thread = thread
         self.ident = thread.ident or 0
@@ -48,7 +48,7 @@ class SessionWriter:
         self._name = value
         if threading.current_thread() is self.thread:
             # In band: events queued before the rename keep the old name in the file.
-            self.channel.queue.append((0, 0, self.entry()))
+            self.channel.mark(self.entry())
         else:
             self.stream_name = value
             self.session._writer_changed(self)
@@ -58,26 +58,32 @@ class SessionWriter:
         return [ENTRY_WRITER_PROP, self.id, self._name if name is None else name,
                 self.ident, self.native_id, self.pid]
 
-    def overflow(self, item: tuple[int, int, Any]) -> None:
+    def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
+        """Queue an event whose elements after the clock delta are encoded in ``tail``."""
+        if not self.channel.push_raw(sid, clock, nelems, tail):
+            self.overflow(sid, clock, nelems, tail)
+
+    def overflow(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Slow path of a push: the channel reached its wake-up length or its capacity."""
         ch = self.channel
-        q = ch.queue
         session = self.session
-        if len(q) < ch.capacity:
-            if not ch.woken:
-                ch.woken = True
-                session._wake()
-            q.append(item)
+        if len(tail) + 20 > ch.capacity:
+            ch.dropped += 1          # could never fit: dropped, and counted
+            session._wake()
             return
+        if not ch.woken:
+            # Wake the consumer once, and stay on the fast path until the channel is full.
+            ch.woken = True
+            ch.limit = ch.capacity
+            session._wake()
+            if ch.push_raw(sid, clock, nelems, tail):
+                return
         if session.overflow == BLOCK and session._can_block():
             # Wait for the consumer to make room: nothing is lost, the caller is delayed.
-            while len(q) >= ch.capacity and session._can_block():
+            while session._can_block():
                 session._wake()
                 time.sleep(0.0005)
-            if len(q) < ch.capacity:
-                q.append(item)
-                return
+                if ch.push_raw(sid, clock, nelems, tail, force=ch.nbytes == 0):
+                    return
         ch.dropped += 1
-        if not ch.woken:
-            ch.woken = True
-            session._wake()
+        session._wake()

@@ -296,8 +296,8 @@ def log_everything(log: blog.Logger) -> None:
 
 @pytest.mark.parametrize("clock", ["stepping-back", "real"])
 def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> None:
-    # Small frames, so that metadata and events are split into many frames and
-    # clock deltas continue across batches.
+    # Small metadata frames and several consumes, so that metadata and events are
+    # split into many frames and clock deltas continue across batches.
     monkeypatch.setattr(blog.session, "FRAME_TARGET", 200)
     if clock == "stepping-back":
         # A clock that sometimes goes back: the pure-Python logger, whose clock we can replace.
@@ -321,7 +321,8 @@ def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> N
     t.join()
     for i in range(30):
         log.info("loop {} {}", i, [i] * (i % 3))
-    s.consume(out)
+        if i % 10 == 9:
+            s.consume(out)
     log_everything(log)                       # second consume: no header, more events
     s.consume(out)
 
@@ -330,7 +331,7 @@ def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> N
     events = mine["events"]
     assert len(events) == 2 * 11 + 20 + 30
     assert len(mine["headers"]) == 1 and mine["headers"][0][1] == 1
-    assert sum(1 for f in scan(data) if f[0] == "frame" and f[2] == KIND_EVENTS) > 5
+    assert sum(1 for f in scan(data) if f[0] == "frame" and f[2] == KIND_EVENTS) >= 5
     assert {e["writer"]["name"] for e in events} == {"MainThread", "worker", "worker-renamed"}
     steps = [e for e in events if e["source"]["category"] == "worker"]
     assert [e["writer"]["name"] for e in steps] == ["worker"] * 10 + ["worker-renamed"] * 10

@@ -193,18 +193,29 @@ def test_severities_have_the_cpp_values(logged):
 
 
 def test_drop_policy_counts_and_records_drops(make_logged):
-    lg = make_logged(channel_capacity=10, overflow="drop")
+    # Proves: with overflow="drop" nothing is lost silently: what the channel could
+    # not hold is counted, in the stats and in the file, and bread reports it.
+    lg = make_logged(channel_capacity=128, overflow="drop")
     for i in range(25):
         lg.log.info("e {}", i)
     evs = lg.read()
-    assert [e.args[0] for e in evs] == list(range(10))
+    kept = [e.args[0] for e in evs]
+    assert 5 <= len(kept) < 25 and kept == list(range(len(kept)))
     [notice] = lg.reader.notices
-    assert notice.count == 15 and notice.writer_id == evs[0].writer_id
-    assert lg.session.stats.events_dropped == 15
+    assert notice.count == 25 - len(kept) and notice.writer_id == evs[0].writer_id
+    assert lg.session.stats.events_dropped == 25 - len(kept)
+
+
+def test_event_larger_than_the_channel_is_dropped_and_counted(make_logged):
+    lg = make_logged(channel_capacity=1024, overflow="block")
+    lg.log.info("big {}", "x" * 5000)
+    lg.log.info("small {}", 1)
+    assert [e.message for e in lg.read()] == ["small 1"]
+    assert lg.session.stats.events_dropped == 1
 
 
 def test_block_policy_loses_nothing_with_a_small_channel(tmp_path):
-    s = blog.Session(channel_capacity=16, overflow="block")
+    s = blog.Session(channel_capacity=256, overflow="block")
     out = blog.MemoryOutputStream()
     c = blog.Consumer(s, out, interval=0.001).start()
     log = s.get_logger()
@@ -289,8 +300,9 @@ def test_file_starts_with_a_header_describing_its_origin(logged):
 def test_bad_configuration_is_rejected_clearly():
     with pytest.raises(ValueError, match="overflow"):
         blog.Session(overflow="explode")
-    with pytest.raises(ValueError, match="channel_capacity"):
-        blog.Session(channel_capacity=0)
+    for bad in (0, 10, 1 << 30, 1.5, True):
+        with pytest.raises(ValueError, match="channel_capacity"):
+            blog.Session(channel_capacity=bad)
     with pytest.raises(TypeError, match="write"):
         blog.Consumer(blog.Session(), object())
     with pytest.raises(ValueError, match="interval"):

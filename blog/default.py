@@ -46,6 +46,9 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if not isinstance(flush_bytes, int) or not 1 <= flush_bytes <= channel_capacity:
         raise ValueError(f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
                          f"not {flush_bytes!r}")
+    if isinstance(flush_interval, bool) or not isinstance(flush_interval, (int, float)) \
+            or not flush_interval > 0:
+        raise ValueError(f"flush_interval must be positive seconds, not {flush_interval!r}")
     if isinstance(output, (str, os.PathLike)):
         stream: Any = FileOutputStream(output, mode=mode, fsync=fsync)
     elif hasattr(output, "write"):

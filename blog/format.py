@@ -3,15 +3,19 @@
 One definition shared by the writer (``blog``) and the reader (``bread``);
 ``docs/format.md`` is the specification this module implements.
 
-A file is a sequence of *frames*. Each frame is a 16-byte little-endian
+A file is a sequence of *frames*. Each frame is a 20-byte little-endian
 header followed by a payload::
 
-    magic   4 bytes  b"\\x9eBLG"
-    kind    u8       FRAME_HEADER, FRAME_METADATA or FRAME_EVENTS
-    flags   u8       0 (reserved)
-    spare   u16      0 (reserved)
-    length  u32      payload length in bytes
-    crc     u32      CRC-32 of bytes 4..11 of this header, then the payload
+    magic       4 bytes  b"\\x9eBLG"
+    kind        u8       FRAME_HEADER, FRAME_METADATA or FRAME_EVENTS
+    flags       u8       0 (reserved)
+    spare       u16      0 (reserved)
+    length      u32      payload length in bytes
+    payload_crc u32      CRC-32 of the payload
+    header_crc  u32      CRC-32 of bytes 4..15 of this header
+
+The header CRC lets a reader that resynchronizes after damage reject a false
+frame marker at once, without reading the length it claims.
 
 Payloads are msgpack: the header frame holds ``[version, descriptor]``,
 a metadata frame a sequence of entry arrays ``[tag, field...]``, an events
@@ -40,18 +44,17 @@ ENTRY_CLOCK_SYNC = 3
 ENTRY_DROPPED = 4
 ENTRY_LOST = 5
 
-_HEAD = struct.Struct("<4sBBHII")
-HEADER_SIZE = _HEAD.size  # 16
-_CRC_PART = struct.Struct("<BBHI")
+_HEAD = struct.Struct("<4sBBHIII")
+HEADER_SIZE = _HEAD.size  # 20
+_FIELDS = struct.Struct("<BBHII")
 
 
 def frame(kind: int, payload: bytes) -> bytes:
-    """Wrap ``payload`` in a frame of ``kind``."""
+    """The 20-byte header of a frame of ``kind`` holding ``payload``."""
     if len(payload) > MAX_PAYLOAD:
         raise ValueError(f"frame payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
-    head = _CRC_PART.pack(kind, 0, 0, len(payload))
-    crc = zlib.crc32(payload, zlib.crc32(head))
-    return MAGIC + head + struct.pack("<I", crc)
+    fields = _FIELDS.pack(kind, 0, 0, len(payload), zlib.crc32(payload))
+    return MAGIC + fields + struct.pack("<I", zlib.crc32(fields))
 
 
 def frame_bytes(kind: int, payload: bytes) -> bytes:
@@ -60,13 +63,14 @@ def frame_bytes(kind: int, payload: bytes) -> bytes:
 
 
 def parse_header(head: bytes) -> tuple[int, int, int, int] | None:
-    """Split a 16-byte frame header into (kind, flags, length, crc); None if the magic is wrong."""
-    magic, kind, flags, _spare, length, crc = _HEAD.unpack(head)
-    if magic != MAGIC:
+    """(kind, flags, length, payload crc) of a 20-byte frame header; None unless both
+    the magic and the header CRC are right."""
+    magic, kind, flags, _spare, length, payload_crc, header_crc = _HEAD.unpack(head)
+    if magic != MAGIC or zlib.crc32(head[4:16]) != header_crc:
         return None
-    return kind, flags, length, crc
+    return kind, flags, length, payload_crc
 
 
-def check_crc(head: bytes, payload: bytes, crc: int) -> bool:
-    """True if ``crc`` matches the header fields and payload."""
-    return zlib.crc32(payload, zlib.crc32(head[4:12])) == crc
+def check_crc(payload: bytes, crc: int) -> bool:
+    """True if ``crc`` is the payload's CRC-32."""
+    return zlib.crc32(payload) == crc

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import _string  # the C parser behind str.format
+from decimal import Decimal
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -94,9 +95,14 @@ def render_one(value: Any, conversion: str | None, spec: str) -> str:
 
 
 def render_safe(value: Any, conversion: str | None, spec: str) -> str:
-    """``render_one`` for untrusted input: bounded widths, errors rendered as text."""
-    if spec and any(int(n) > MAX_WIDTH for n in _NUMBERS.findall(spec)):
+    """``render_one`` for untrusted input: bounded output, errors rendered as text."""
+    if spec and any(len(n) > 5 or int(n) > MAX_WIDTH for n in _NUMBERS.findall(spec)):
         return f"{{!bad spec {spec[:20]!r}}}"
+    if (isinstance(value, Decimal) and value.is_finite() and abs(value.adjusted()) > MAX_WIDTH
+            and conversion is None and spec[-1:] in ("f", "F", "%", "n", "")):
+        # Fixed-point notation of 1E+999999999 would be a billion digits.
+        return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
+            if spec else str(value)
     try:
         return render_one(value, conversion, spec)
     except Exception as exc:

@@ -12,6 +12,7 @@ import dataclasses
 import datetime as _dt
 import enum
 import re
+import threading
 import traceback
 import uuid
 from decimal import Decimal
@@ -122,6 +123,18 @@ def _tz(tz: _dt.tzinfo | None, sample: Any) -> list | None:
 
 def _default(obj: Any) -> msgpack.ExtType:
     """msgpack's hook for everything that is not plain msgpack."""
+    depth = getattr(_state, "depth", 0)
+    if depth >= MAX_DEPTH:  # readers decode nested extensions only so deep
+        return msgpack.ExtType(EXT_OPAQUE, msgpack.packb(
+            [type_name(type(obj)), safe_str(obj)], unicode_errors=UNICODE_ERRORS))
+    _state.depth = depth + 1
+    try:
+        return _encode_ext(obj)
+    finally:
+        _state.depth = depth
+
+
+def _encode_ext(obj: Any) -> msgpack.ExtType:
     t = type(obj)
     if t is tuple:
         return msgpack.ExtType(EXT_TUPLE, packb(list(obj)))
@@ -261,16 +274,39 @@ def unpackb(data: bytes) -> Any:
                            object_pairs_hook=map_pairs)
 
 
+@dataclasses.dataclass(frozen=True)
+class ExtValue:
+    """An extension value bread does not decode: an unknown code, bad data, or nested too deep."""
+
+    code: int
+    data: bytes
+
+
+#: Extension values inside extension values decode this deep; deeper ones stay ExtValue.
+#: (Each level costs a C stack frame of the msgpack decoder: an unbounded depth in a
+#: hostile file would overflow the stack.) The writer never nests deeper than MAX_DEPTH.
+MAX_DECODE_DEPTH = 40
+MAX_DEPTH = 32
+_state = threading.local()
+
+
 def ext_hook(code: int, data: bytes) -> Any:
     """Turn a blog extension back into a Python value.
 
-    Never raises: an unknown code, or a payload that does not decode, stays
-    a ``msgpack.ExtType``, so one bad value cannot cost the rest of its frame.
+    Never raises: an unknown code, a payload that does not decode, or one
+    nested deeper than MAX_DECODE_DEPTH stays an ``ExtValue``, so one bad value
+    cannot cost the rest of its frame.
     """
+    depth = getattr(_state, "depth", 0)
+    if depth >= MAX_DECODE_DEPTH:
+        return ExtValue(code, bytes(data))
+    _state.depth = depth + 1
     try:
         return _decode_ext(code, data)
     except Exception:
-        return msgpack.ExtType(code, bytes(data))
+        return ExtValue(code, bytes(data))
+    finally:
+        _state.depth = depth
 
 
 def _decode_ext(code: int, data: bytes) -> Any:
@@ -310,4 +346,4 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_OPAQUE:
         t, text = unpackb(data)[:2]
         return OpaqueValue(str(t), str(text))
-    return msgpack.ExtType(code, data)
+    return ExtValue(code, bytes(data))

@@ -307,3 +307,41 @@ def test_bad_configuration_is_rejected_clearly():
         blog.Consumer(blog.Session(), object())
     with pytest.raises(ValueError, match="interval"):
         blog.Consumer(blog.Session(), io.BytesIO(), interval=0)
+
+
+def test_module_level_flush_makes_events_readable_while_running(tmp_path):
+    # Proves: blog.flush() on the default session puts everything logged so far in the
+    # file while the process still runs (read here by a second process, bread).
+    r = _run("""
+        import subprocess, sys, blog
+        blog.basic_config("x.blog", flush_interval=60)
+        log = blog.get_logger("orders")
+        for i in range(1000):
+            log.info("order {} filled at {}", i, 101.25)
+        blog.flush()
+        out = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", "x.blog"],
+                             capture_output=True, text=True)
+        print(len(out.stdout.splitlines()), out.stdout.splitlines()[-1])
+        blog.shutdown()
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split(None, 1) == ["1000", "order 999 filled at 101.25\n"]
+
+
+def test_basic_config_rejects_bad_settings(tmp_path):
+    r = _run("""
+        import blog
+        for kw in ({"overflow": "x"}, {"channel_capacity": 1}, {"flush_bytes": 0},
+                   {"flush_interval": 0}, {"mode": "r"}):
+            try:
+                blog.basic_config("x.blog", **kw)
+            except (ValueError, TypeError) as e:
+                print("rejected", sorted(kw)[0])
+        try:
+            blog.basic_config(42)
+        except TypeError:
+            print("rejected output")
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:-1] == [f"rejected {k}" for k in (
+        "overflow", "channel_capacity", "flush_bytes", "flush_interval", "mode", "output")]

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
-from . import accel
 from . import format as fmt
 from .channel import BLOCK, DROP
 from .severity import Severity, to_severity

@@ -10,7 +10,7 @@ Layers, each usable alone: ``frames`` (bytes -> checked frames), ``entries``
 """
 
 from blog.severity import Severity
-from blog.values import DataclassValue, EnumValue, ExceptionValue, OpaqueValue
+from blog.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
 
 from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, WriterProp
 from .events import Event, EventStream
@@ -19,6 +19,6 @@ from .reader import Reader, read
 
 __all__ = [
     "ClockSync", "Damage", "DataclassValue", "Dropped", "EnumValue", "Event", "EventStream",
-    "ExceptionValue", "FileHeader", "Frame", "Lost", "OpaqueValue", "RawEvent", "Reader",
+    "ExceptionValue", "ExtValue", "FileHeader", "Frame", "Lost", "OpaqueValue", "RawEvent", "Reader",
     "Severity", "WriterProp", "read",
 ]

@@ -61,13 +61,19 @@ def _open_inputs(names: Sequence[str]) -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run bread; return the exit status."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # -h, or a bad option (already explained on stderr)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if not args.inputs and sys.stdin.isatty():
-        _parser().error("no input: name a file, or pipe one into standard input")
+        _parser().print_usage(sys.stderr)
+        sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
+        return EXIT_USAGE
     try:
         inputs = _open_inputs(args.inputs)
     except OSError as exc:
-        sys.stderr.write(f"bread: cannot open {exc.filename}: {exc.strerror}\n")
+        sys.stderr.write(f"bread: cannot open {escape_controls(str(exc.filename))}: "
+                         f"{exc.strerror}\n")
         return EXIT_OPEN
     out = sys.stdout
     escape = args.escape == "always" or (args.escape == "auto" and out.isatty())

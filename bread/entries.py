@@ -106,6 +106,8 @@ def _unpacker(payload: bytes) -> msgpack.Unpacker:
 
 def _metadata(e: list, offset: int) -> Entry | None:
     tag = e[0]
+    if type(tag) is not int:
+        return None  # not a tag this format defines: skipped like an unknown one
     if tag == fmt.ENTRY_EVENT_SOURCE:
         sid, sev, cat, func, file, line, form, tags = e[1:9]
         names = e[9] if len(e) > 9 else []
@@ -165,7 +167,7 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator
                         raise BadEntry("metadata entry is not a non-empty array")
                     try:
                         entry = _metadata(e, fr.offset)
-                    except ValueError as exc:  # too few fields unpack as ValueError too
+                    except (ValueError, IndexError) as exc:  # too few fields
                         raise BadEntry(f"metadata entry tag {e[0]!r}: {exc}") from None
                     if entry is not None:
                         yield entry
@@ -174,7 +176,7 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator
             # other frame kinds: from a newer writer, skipped
         except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as exc:
             yield Damage(fr.offset, fmt.HEADER_SIZE + len(fr.payload),
-                         f"undecodable frame: {exc}", source)
+                         f"undecodable frame: {str(exc) or type(exc).__name__}", source)
 
 
 def _peek_version(payload: bytes) -> int | None:

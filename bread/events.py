@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from blog.placeholders import FormatError, Template, parse, render
 from blog.severity import Severity
@@ -70,7 +70,11 @@ class Event:
         return self._message
 
     def __repr__(self) -> str:
-        return (f"<Event {self.time.isoformat()} {getattr(self.severity, 'name', self.severity)} "
+        try:
+            when = self.time.isoformat()
+        except (OverflowError, ValueError):
+            when = f"clock={self.clock}"
+        return (f"<Event {when} {getattr(self.severity, 'name', self.severity)} "
                 f"{self.category} {self.message!r}>")
 
 

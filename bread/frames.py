@@ -80,20 +80,27 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
             pos = j
             continue
         head = bytes(buf[pos:pos + HEADER_SIZE])
-        kind, flags, length, crc = parse_header(head)  # type: ignore[misc]
+        fields = parse_header(head)
+        if fields is None:
+            # A false marker (or a damaged header): the header CRC says so at once.
+            if bad_at is None:
+                bad_at, reason = base + pos, "bad frame header"
+            pos += 1
+            continue
+        kind, flags, length, crc = fields
         if length > MAX_PAYLOAD:
             if bad_at is None:
                 bad_at, reason = base + pos, f"frame length {length} out of range"
             pos += 1
             continue
         if not fill(HEADER_SIZE + length):
-            # Not enough input left: a torn tail, unless a good frame follows (a bad length).
+            # A genuine header whose payload is cut short: the writer died mid-write.
             if bad_at is None:
                 bad_at, reason = base + pos, "truncated frame at end of input"
             pos += 1
             continue
         payload = bytes(buf[pos + HEADER_SIZE:pos + HEADER_SIZE + length])
-        if not check_crc(head, payload, crc):
+        if not check_crc(payload, crc):
             if bad_at is None:
                 bad_at, reason = base + pos, "checksum mismatch"
             pos += 1

@@ -349,7 +349,7 @@ def test_torn_tail_subprocess(tmp_path):
     frames = [f for f in bread.frames.iter_frames(io.BytesIO(data))]
     last = frames[-1]
     assert last.kind == fmt.FRAME_EVENTS
-    cut = last.offset + 20
+    cut = last.offset + fmt.HEADER_SIZE + 4      # the header and 4 payload bytes
     path = write(tmp_path, "torn.blog", data[:cut])
     p = run_proc([path])
     full = run_proc([write(tmp_path, "full.blog", data)])

@@ -27,59 +27,83 @@ import bread
 # --- the decoder, from docs/format.md --------------------------------------
 
 MAGIC = b"\x9eBLG"                       # 2.1
-HEAD = struct.Struct("<4sBBHII")         # magic, kind, flags, spare, length, crc
+HEAD = struct.Struct("<4sBBHIII")        # magic, kind, flags, spare, length, payload_crc, header_crc
 MAX_PAYLOAD = 64 * 1024 * 1024
 KIND_HEADER, KIND_METADATA, KIND_EVENTS = 1, 2, 3
 DEFAULT_SYNC = (0, 1_000_000_000, 0, 0, "UTC")   # 4.3
 
 
 def scan(data: bytes) -> list[tuple]:
-    """Section 10: ("frame", offset, kind, payload) and ("damage", offset, length), in order."""
+    """Section 10: ("frame", offset, kind, payload) and ("damage", offset, length, reason),
+    in order."""
     out: list[tuple] = []
     p, n = 0, len(data)
-    bad = None
+    bad = None                               # (start, reason) of the open damaged range
+
+    def damage(reason: str) -> None:
+        nonlocal bad
+        if bad is None:
+            bad = (p, reason)
+
     while True:
-        if n - p < HEAD.size:                                       # 1: torn tail
-            if p < n and bad is None:
-                bad = p
+        if n - p < HEAD.size:                                        # 1: torn tail
+            if p < n:
+                damage("truncated frame at end of input")
             break
         if data[p:p + 4] != MAGIC:                                   # 2
-            if bad is None:
-                bad = p
+            damage("no frame marker")
             j = data.find(MAGIC, p + 1)
             if j < 0:
                 break
             p = j
             continue
-        _magic, kind, _flags, _spare, length, crc = HEAD.unpack_from(data, p)
-        payload = data[p + 16:p + 16 + length]
-        if (length > MAX_PAYLOAD                                     # 3
-                or n - p - 16 < length                               # 4
-                or zlib.crc32(data[p + 4:p + 12] + payload) != crc):  # 5
-            if bad is None:
-                bad = p
-            p += 1
+        _magic, kind, _flags, _spare, length, payload_crc, header_crc = HEAD.unpack_from(data, p)
+        if zlib.crc32(data[p + 4:p + 16]) != header_crc:             # 3
+            reason = "bad frame header"
+        elif length > MAX_PAYLOAD:                                   # 4
+            reason = f"frame length {length} out of range"
+        elif n - p - 20 < length:                                    # 5
+            reason = "truncated frame at end of input"
+        elif zlib.crc32(data[p + 20:p + 20 + length]) != payload_crc:  # 6
+            reason = "checksum mismatch"
+        else:                                                        # 7
+            if bad is not None:
+                out.append(("damage", bad[0], p - bad[0], bad[1]))
+                bad = None
+            out.append(("frame", p, kind, data[p + 20:p + 20 + length]))
+            p += 20 + length
             continue
-        if bad is not None:                                          # 6
-            out.append(("damage", bad, p - bad))
-            bad = None
-        out.append(("frame", p, kind, payload))
-        p += 16 + length
+        damage(reason)
+        p += 1
     if bad is not None:
-        out.append(("damage", bad, n - bad))
+        out.append(("damage", bad[0], n - bad[0], bad[1]))
     return out
+
+
+def hashable(v):
+    """Section 7, unhashable keys: kept as an opaque value of the type name and repr."""
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return ("opaque", type(v).__name__, repr(v))
+
+
+def pairs(items: list) -> dict:
+    return {hashable(k): v for k, v in items}
 
 
 def unpacker(data: bytes) -> msgpack.Unpacker:
     u = msgpack.Unpacker(raw=False, ext_hook=ext_hook, strict_map_key=False,
-                         unicode_errors="surrogatepass", max_buffer_size=max(len(data), 1))
+                         unicode_errors="surrogatepass", max_buffer_size=max(len(data), 1),
+                         object_pairs_hook=pairs)
     u.feed(data)
     return u
 
 
 def unpackb(data: bytes):
     return msgpack.unpackb(data, raw=False, ext_hook=ext_hook, strict_map_key=False,
-                           unicode_errors="surrogatepass")
+                           unicode_errors="surrogatepass", object_pairs_hook=pairs)
 
 
 def decode_tz(tz):
@@ -91,16 +115,35 @@ def decode_tz(tz):
     return dt.timezone(off, name) if isinstance(name, str) else dt.timezone(off)
 
 
+MAX_DECODE_DEPTH = 40
+_depth = threading.local()
+
+
 def ext_hook(code: int, data: bytes):
+    """Section 7: an extension that does not decode, or is nested deeper than 40 levels,
+    stays an opaque ("ext", code, data)."""
+    depth = getattr(_depth, "n", 0)
+    if depth >= MAX_DECODE_DEPTH:
+        return ("ext", code, bytes(data))
+    _depth.n = depth + 1
+    try:
+        return decode_ext(code, data)
+    except Exception:
+        return ("ext", code, bytes(data))
+    finally:
+        _depth.n = depth
+
+
+def decode_ext(code: int, data: bytes):
     """Section 7, the extension table."""
     if code == 1:
         return tuple(unpackb(data))
     if code == 2:
         return int.from_bytes(data, "little", signed=True)
     if code == 3:
-        return set(unpackb(data))
+        return set(map(hashable, unpackb(data)))
     if code == 4:
-        return frozenset(unpackb(data))
+        return frozenset(map(hashable, unpackb(data)))
     if code == 5:
         y, mo, d, h, mi, s, us, fold, tz = unpackb(data)[:9]
         return dt.datetime(y, mo, d, h, mi, s, us, tzinfo=decode_tz(tz), fold=fold)
@@ -118,8 +161,12 @@ def ext_hook(code: int, data: bytes):
         return uuid.UUID(bytes=bytes(data))
     if code in (11, 12, 13, 14):
         names = {11: "enum", 12: "dataclass", 13: "exception", 14: "opaque"}
-        return (names[code], *unpackb(data))
-    return msgpack.ExtType(code, data)
+        n = {11: 3, 12: 2, 13: 3, 14: 2}[code]
+        fields = unpackb(data)[:n]
+        if len(fields) < n:
+            raise ValueError("missing elements")
+        return (names[code], *fields)
+    return ("ext", code, bytes(data))
 
 
 def decode(data: bytes) -> dict:
@@ -141,6 +188,8 @@ def decode(data: bytes) -> dict:
         elif kind == KIND_METADATA:
             for e in unpacker(payload):
                 tag = e[0]
+                if type(tag) is not int:                            # 4: skipped
+                    continue
                 if tag == 1:
                     sid, sev, cat, func, file, line, form, tags = e[1:9]
                     names = list(e[9]) if len(e) > 9 else []
@@ -242,12 +291,35 @@ def shape(v):
     return (type(v).__name__, repr(v))
 
 
+def as_spec(v):
+    """bread's value classes in the spec decoder's form (section 7), recursively."""
+    if isinstance(v, list):
+        return [as_spec(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(as_spec(x) for x in v)
+    if isinstance(v, (set, frozenset)):
+        return type(v)(as_spec(x) for x in v)
+    if isinstance(v, dict):
+        return {as_spec(k): as_spec(x) for k, x in v.items()}
+    if isinstance(v, bread.ExtValue):
+        return ("ext", v.code, v.data)
+    if isinstance(v, bread.OpaqueValue):
+        return ("opaque", v.type, v.text)
+    if isinstance(v, bread.EnumValue):
+        return ("enum", v.type, v.name, as_spec(v.value))
+    if isinstance(v, bread.DataclassValue):
+        return ("dataclass", v.type, as_spec(v.fields))
+    if isinstance(v, bread.ExceptionValue):
+        return ("exception", v.type, v.message, v.traceback)
+    return v
+
+
 def assert_same(data: bytes) -> dict:
     """Decode ``data`` with the spec decoder and with bread; everything must agree."""
     mine = decode(data)
     reader = bread.read(io.BytesIO(data))
     theirs = list(reader)
-    assert [(d.offset, d.length) for d in reader.damage] == mine["damage"]
+    assert [(d.offset, d.length, d.reason) for d in reader.damage] == mine["damage"]
     assert [(h.offset, h.version, h.descriptor) for h in reader.headers] == mine["headers"]
     assert len(theirs) == len(mine["events"])
     for ev, m in zip(theirs, mine["events"]):
@@ -259,8 +331,9 @@ def assert_same(data: bytes) -> dict:
         assert (ev.writer_id, ev.writer) == (m["writer"]["id"], m["writer"]["name"])
         assert (ev.clock, ev.ns) == (m["clock"], m["ns"])
         assert ev.time.utcoffset() == dt.timedelta(seconds=m["tz"][0])
-        assert ev.args == m["args"] and shape(ev.args) == shape(m["args"])
-        assert ev.fields == m["fields"] and shape(ev.fields) == shape(m["fields"])
+        args, fields = as_spec(ev.args), as_spec(ev.fields)
+        assert args == m["args"] and shape(args) == shape(m["args"])
+        assert fields == m["fields"] and shape(fields) == shape(m["fields"])
         assert ev.message == m["message"]
     return mine
 
@@ -296,8 +369,8 @@ def log_everything(log: blog.Logger) -> None:
 
 @pytest.mark.parametrize("clock", ["stepping-back", "real"])
 def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> None:
-    # Small metadata frames and several consumes, so that metadata and events are
-    # split into many frames and clock deltas continue across batches.
+    # Small metadata frames, several consumes and an in-band rename, so that metadata
+    # and events are split into many frames and clock deltas continue across batches.
     monkeypatch.setattr(blog.session, "FRAME_TARGET", 200)
     if clock == "stepping-back":
         # A clock that sometimes goes back: the pure-Python logger, whose clock we can replace.
@@ -345,6 +418,19 @@ def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> N
     sets = next(e for e in events if e["source"]["format"].startswith("set"))
     assert sets["texts"] == {0: "{1, 3}"} and sets["args"][1] == 2**200
     assert mine["damage"] == [] and mine["notices"] == []
+    # 5.1/5.3: blog's base_clock is the clock of the writer's previous event (across frames
+    # and across the rename's cut), and min/max_clock bound the frame's clocks.
+    last: dict = {}
+    rest = iter(events)
+    for f in scan(data):
+        if f[0] == "frame" and f[2] == KIND_EVENTS:
+            wid, base, count, lo, hi = unpacker(f[3]).unpack()[:5]
+            clocks = [next(rest)["clock"] for _ in range(count)]
+            if wid in last:
+                assert base == last[wid]
+            assert lo <= min(clocks) and max(clocks) <= hi
+            last[wid] = clocks[-1]
+    assert next(rest, None) is None and len(last) == 2
 
 
 def _file(name: str, fmt: str, value) -> bytes:
@@ -370,15 +456,21 @@ def test_damage_and_torn_tail() -> None:
     frames = [f for f in scan(a) if f[0] == "frame"]
     ev_off = frames[-1][1]                       # a's events frame
     broken = bytearray(a + b)
-    broken[ev_off + 20] ^= 0xFF                  # bad CRC: a's event is lost
+    broken[ev_off + 20] ^= 0xFF                  # bad payload CRC: a's event is lost
     mine = assert_same(bytes(broken) + b[:-3])   # and a torn copy of b at the end
     assert [e["message"] for e in mine["events"]] == ["b=(3,)"]
-    assert mine["damage"][0][0] == ev_off
+    assert mine["damage"][0][:2] == (ev_off, len(a) - ev_off)
+    assert mine["damage"][0][2] == "checksum mismatch"
     b_last = [f for f in scan(b) if f[0] == "frame"][-1][1]   # b's events frame, torn
-    assert mine["damage"][-1] == (len(broken) + b_last, len(b) - 3 - b_last)
+    assert mine["damage"][-1] == (len(broken) + b_last, len(b) - 3 - b_last,
+                                  "truncated frame at end of input")
     assert len(mine["headers"]) == 3
-    assert assert_same(b"junk" + a)["damage"] == [(0, 4)]
-    assert assert_same(a[:10])["damage"] == [(0, 10)]
+    broken[ev_off + 20] ^= 0xFF
+    broken[ev_off + 8] ^= 0x01                   # a's events frame's length: bad header CRC
+    assert assert_same(bytes(broken))["damage"] == [(ev_off, len(a) - ev_off,
+                                                     "bad frame header")]
+    assert assert_same(b"junk" + a)["damage"] == [(0, 4, "no frame marker")]
+    assert assert_same(a[:10])["damage"] == [(0, 10, "truncated frame at end of input")]
 
 
 def test_example_in_spec() -> None:
@@ -387,47 +479,86 @@ def test_example_in_spec() -> None:
     section = doc.split("## 12. Worked example", 1)[1]
     dump = re.findall(r"^[0-9a-f]{4}  ((?:[0-9a-f]{2} ?)+)", section, re.M)
     data = bytes.fromhex("".join(dump))
-    assert len(data) == 372
+    assert len(data) == 385
     mine = assert_same(data)
     assert [(e["clock"], e["message"]) for e in mine["events"]] == [
         (1700000000000001500, "Hello 42"), (1700000000000004000, "tags {'a'} for ann")]
     assert mine["events"][1]["fields"] == {"user": "ann"}
+    assert mine["events"][1]["texts"] == {0: "{'a'}"}
     assert mine["headers"][0][2]["host"] == "h1"
+    frames = scan(data)
+    assert [(f[1], f[2], len(f[3])) for f in frames] == [(0, 1, 118), (0x8a, 2, 147),
+                                                          (0x131, 3, 60)]
+    # the base clock is the channel's creation time, after the first event's clock
+    head = unpacker(frames[2][3]).unpack()
+    assert head == [1, 1700000000000001600, 2, 1700000000000001500, 1700000000000004000]
 
 
 def test_unknown_format_version_is_reported_not_misread():
     # A stream announcing another version is not decoded as version 1: its
     # frames are reported as damage, and the next version-1 stream reads again.
-    import io
-
-    import msgpack
-
-    from blog.format import FRAME_HEADER, frame_bytes
-
     s = blog.Session()
     s.get_logger().info("ok {}", 1)
     good = blog.MemoryOutputStream()
     s.consume(good)
-    alien = frame_bytes(FRAME_HEADER, msgpack.packb([99, {}])) + frame_bytes(3, b"\x00" * 8)
+    alien = spec_frame(KIND_HEADER, msgpack.packb([99, {}])) + spec_frame(3, b"\x00" * 8)
     r = bread.read(io.BytesIO(alien + good.getvalue()))
     assert [e.message for e in r] == ["ok 1"]
     assert len(r.damage) == 2 and "version 99" in r.damage[0].reason
 
 
 def test_unknown_frame_flags_are_not_decoded():
-    import io
-
-    from blog.format import MAGIC
-
     s = blog.Session()
     s.get_logger().info("ok {}", 1)
     out = blog.MemoryOutputStream()
     s.consume(out)
     data = bytearray(out.getvalue())
-    # set a flag on the last (events) frame and fix its CRC, as a future writer would
+    # set a flag on the last (events) frame and fix its header CRC, as a future writer would
     last = data.rfind(MAGIC)
     data[last + 5] = 1
-    payload = bytes(data[last + 16:])
-    data[last + 12:last + 16] = struct.pack("<I", zlib.crc32(payload, zlib.crc32(bytes(data[last + 4:last + 12]))))
+    data[last + 16:last + 20] = struct.pack("<I", zlib.crc32(bytes(data[last + 4:last + 16])))
     r = bread.read(io.BytesIO(bytes(data)))
     assert list(r) == [] and "flags" in r.damage[0].reason
+
+
+def spec_frame(kind: int, payload: bytes) -> bytes:
+    """A frame built from section 2.1 alone."""
+    fields = struct.pack("<BBHII", kind, 0, 0, len(payload), zlib.crc32(payload))
+    return MAGIC + fields + struct.pack("<I", zlib.crc32(fields)) + payload
+
+
+def test_opaque_deep_and_unhashable_values_as_specified():
+    """Section 7: extension values that do not decode and ones nested deeper than 40 levels
+    stay opaque (code, data), unhashable keys and members are kept as opaque values, and
+    none of it is damage; section 4: a metadata tag that is not an int is skipped. The
+    frames are built from section 2.1 alone."""
+    def nested(depth: int) -> msgpack.ExtType:
+        v = msgpack.ExtType(1, msgpack.packb([]))
+        for _ in range(depth - 1):
+            v = msgpack.ExtType(1, msgpack.packb([v]))
+        return v
+
+    values = [
+        msgpack.ExtType(77, b"\x00\x01"),                             # unknown code
+        msgpack.ExtType(5, msgpack.packb([2020, 13, 1, 0, 0, 0, 0, 0, None])),  # month 13
+        msgpack.ExtType(1, msgpack.packb([1]) + b"\x01"),             # trailing bytes
+        msgpack.ExtType(11, msgpack.packb(["T"])),                    # missing elements
+        nested(40), nested(41),
+        msgpack.ExtType(3, msgpack.packb([[1], 2])),                  # a set holding a list
+    ]
+    payload = b"".join(msgpack.packb(e) for e in [
+        [3, 0, 1_000_000_000, 0, 0, "UTC"], [1.0, "float tag"], ["str tag"],
+        [1, 1, 0x80, "c", "f", "f.py", 1, "x", "", [], len(values)], [2, 1, "w"]])
+    data = (spec_frame(KIND_HEADER, msgpack.packb([1, {}])) + spec_frame(KIND_METADATA, payload)
+            + spec_frame(KIND_EVENTS, msgpack.packb([1, 10, 2, 10, 11])
+                         + msgpack.packb([1, 0, values]) + b"\x93\x01\x01\x91\x81\x91\x01\xa1x"))
+    mine = assert_same(data)
+    assert mine["damage"] == [] and [e["message"] for e in mine["events"]] == ["x", "x"]
+    args = mine["events"][0]["args"]
+    assert args[:4] == tuple(("ext", v.code, v.data) for v in values[:4])
+    deep, deeper = args[4:6]
+    for _ in range(39):
+        deep, deeper = deep[0], deeper[0]
+    assert deep == () and deeper[0] == ("ext", 1, msgpack.packb([]))
+    assert args[6] == {("opaque", "list", "[1]"), 2}
+    assert mine["events"][1]["args"] == ({("opaque", "list", "[1]"): "x"},)

@@ -155,7 +155,7 @@ typedef struct {
     Py_ssize_t wake_at;      /* bytes at which the consumer is woken */
     Py_ssize_t limit;        /* bytes at which a push leaves the fast path */
     Py_ssize_t dropped;      /* events dropped so far; written by the producer only */
-    int woken;
+    char woken;
     PyObject *writer;
     PyObject *marks;         /* [(offset, count, prev, entry)]: in-band metadata */
 } Channel;
@@ -193,37 +193,71 @@ end_event(Channel *self, long long clock)
     self->count++;
 }
 
+/* Upper bound of the encoded size of one plain scalar, or -1 if it is not one
+ * (or not encodable here). Everything that can fail, and so allocate an exception
+ * (a GC object, whose allocation can start a collection and run Python code), happens
+ * here, before the channel is touched; put_scalar() then repeats the same calls,
+ * which can no longer fail (ints are immutable, the UTF-8 form is cached in the str). */
+static Py_ssize_t
+scalar_size(PyObject *a)
+{
+    PyTypeObject *t = Py_TYPE(a);
+    if (t == &PyLong_Type) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (overflow < 0) return -1;
+        if (overflow > 0) {
+            unsigned long long u = PyLong_AsUnsignedLongLong(a);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        }
+        else if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        return 9;
+    }
+    if (t == &PyFloat_Type) return 9;
+    if (t == &PyUnicode_Type) {
+        Py_ssize_t n;
+        if (PyUnicode_AsUTF8AndSize(a, &n) == NULL) { PyErr_Clear(); return -1; }
+        return n + 5;
+    }
+    if (a == Py_None || t == &PyBool_Type) return 1;
+    if (t == &PyBytes_Type) return PyBytes_GET_SIZE(a) + 5;
+    return -1;
+}
+
 /* The fast path: [sid, delta, [args...]] with plain scalar args.
- * 1 pushed, 0 not here (not plain, or at the limit: Python decides), -1 error. */
+ * 1 pushed, 0 not here (not plain, or at the limit: Python decides), -1 error.
+ * Nothing between the first write into the channel and the end can run Python code. */
 static int
 push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n)
 {
     long long sid = PyLong_AsLongLong(sid_obj);
     if (sid == -1 && PyErr_Occurred())
         return -1;
+    if (n > 0xffff)
+        return 0;
+    Py_ssize_t need = 1 + 9 + 9 + 3;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t sz = scalar_size(args[i]);
+        if (sz < 0)
+            return 0;
+        need += sz;
+        if (need > self->limit)
+            return 0;
+    }
+    if (self->buf.len + need > self->limit)
+        return 0;
+    if (buf_reserve(&self->buf, need) < 0)
+        return -1;
+    /* From here on: no allocation, no failure. */
     long long clock = clock_ns();
-    Py_ssize_t mark = self->buf.len;
-    if (begin_event(self, 3, sid, clock) < 0 || buf_reserve(&self->buf, 5) < 0)
-        goto error;
+    if (begin_event(self, 3, sid, clock) < 0)
+        return -1;   /* cannot happen: reserved */
     if (n < 16) self->buf.p[self->buf.len++] = (char)(0x90 | n);
     else put_be(&self->buf, 0xdc, n, 2);
-    if (n > 0xffff)
-        goto not_here;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int r = put_scalar(&self->buf, args[i]);
-        if (r < 0) goto error;
-        if (r == 0) goto not_here;
-    }
-    if (self->buf.len > self->limit)
-        goto not_here;
+    for (Py_ssize_t i = 0; i < n; i++)
+        (void)put_scalar(&self->buf, args[i]);
     end_event(self, clock);
     return 1;
-not_here:
-    self->buf.len = mark;
-    return 0;
-error:
-    self->buf.len = mark;
-    return -1;
 }
 
 static PyObject *
@@ -261,10 +295,27 @@ channel_push_raw(Channel *self, PyObject *args, PyObject *kwds)
 static PyObject *
 channel_mark(Channel *self, PyObject *entry)
 {
-    PyObject *m = Py_BuildValue("(nnLO)", self->buf.len, self->count, self->prev, entry);
+    /* The tuple first: a GC allocation can start a collection and so run Python code
+     * (which may let another thread take() this channel). Ints are not GC objects. */
+    PyObject *m = PyTuple_New(4);
     if (m == NULL)
         return NULL;
-    int r = PyList_Append(self->marks, m);
+    if (self->marks == NULL) {
+        Py_DECREF(m);
+        PyErr_SetString(PyExc_ValueError, "channel is cleared");
+        return NULL;
+    }
+    PyObject *a = PyLong_FromSsize_t(self->buf.len);
+    PyObject *b = PyLong_FromSsize_t(self->count);
+    PyObject *c = PyLong_FromLongLong(self->prev);
+    if (a == NULL || b == NULL || c == NULL) {
+        Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c); Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(entry);
+    PyTuple_SET_ITEM(m, 0, a); PyTuple_SET_ITEM(m, 1, b);
+    PyTuple_SET_ITEM(m, 2, c); PyTuple_SET_ITEM(m, 3, entry);
+    int r = PyList_Append(self->marks, m);   /* a list resize: no GC allocation */
     Py_DECREF(m);
     if (r < 0)
         return NULL;
@@ -274,19 +325,30 @@ channel_mark(Channel *self, PyObject *entry)
 static PyObject *
 channel_take(Channel *self, PyObject *unused)
 {
-    PyObject *data = PyBytes_FromStringAndSize(self->buf.p ? self->buf.p : "", self->buf.len);
+    /* GC allocations first (they can run Python code); then read and reset the channel
+     * with nothing in between that can: bytes and ints are not GC objects, and a failure
+     * leaves the channel as it was. */
     PyObject *marks = PyList_New(0);
-    if (data == NULL || marks == NULL) {
-        Py_XDECREF(data);
-        Py_XDECREF(marks);
+    PyObject *r = PyTuple_New(6);
+    if (marks == NULL || r == NULL || self->marks == NULL) {
+        if (marks != NULL && r != NULL)
+            PyErr_SetString(PyExc_ValueError, "channel is cleared");
+        Py_XDECREF(marks); Py_XDECREF(r);
         return NULL;
     }
-    PyObject *r = Py_BuildValue("(NnLLLN)", data, self->count, self->base, self->lo, self->hi,
-                                self->marks);
-    if (r == NULL) {
-        Py_DECREF(marks);
+    PyObject *data = PyBytes_FromStringAndSize(self->buf.p ? self->buf.p : "", self->buf.len);
+    PyObject *count = PyLong_FromSsize_t(self->count);
+    PyObject *base = PyLong_FromLongLong(self->base);
+    PyObject *lo = PyLong_FromLongLong(self->lo);
+    PyObject *hi = PyLong_FromLongLong(self->hi);
+    if (data == NULL || count == NULL || base == NULL || lo == NULL || hi == NULL) {
+        Py_XDECREF(data); Py_XDECREF(count); Py_XDECREF(base); Py_XDECREF(lo); Py_XDECREF(hi);
+        Py_DECREF(marks); Py_DECREF(r);
         return NULL;
     }
+    PyTuple_SET_ITEM(r, 0, data); PyTuple_SET_ITEM(r, 1, count); PyTuple_SET_ITEM(r, 2, base);
+    PyTuple_SET_ITEM(r, 3, lo); PyTuple_SET_ITEM(r, 4, hi);
+    PyTuple_SET_ITEM(r, 5, self->marks);   /* the channel's reference moves to r */
     self->marks = marks;
     if (self->buf.cap > (1 << 22) && self->buf.len < self->buf.cap / 4) {
         PyMem_Free(self->buf.p);     /* give back the memory of a past burst */
@@ -399,32 +461,24 @@ static PyTypeObject ChannelType = {
     .tp_getset = channel_getset,
 };
 
-/* The calling thread's Channel for a session, cached in the thread state's
- * dict under the session's threading.local (which the dict keeps alive, so
- * the key is never reused). Borrowed; NULL without an error if the thread
- * has no C channel yet (the Python path makes one). */
+/* The calling thread's Channel for a session: local.c (a new reference), or NULL
+ * without an error if the thread has no C channel yet (the Python path makes one).
+ * Not cached anywhere else: a cache in the thread state would keep every session
+ * that ever logged alive, and would survive a fork. */
 static Channel *
 thread_channel(PyObject *local)
 {
-    PyObject *tdict = PyThreadState_GetDict();
-    if (tdict == NULL)
-        return NULL;
-    PyObject *ch = PyDict_GetItemWithError(tdict, local);
+    PyObject *ch = PyObject_GetAttr(local, str_c);
     if (ch == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        ch = PyObject_GetAttr(local, str_c);
-        if (ch == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_AttributeError))
-                PyErr_Clear();
-            return NULL;
-        }
-        int r = PyDict_SetItem(tdict, local, ch);
-        Py_DECREF(ch);    /* the thread's dict holds it now */
-        if (r < 0)
-            return NULL;
+        if (PyErr_ExceptionMatches(PyExc_AttributeError))
+            PyErr_Clear();
+        return NULL;
     }
-    return Py_IS_TYPE(ch, &ChannelType) ? (Channel *)ch : NULL;
+    if (!Py_IS_TYPE(ch, &ChannelType)) {
+        Py_DECREF(ch);
+        return NULL;
+    }
+    return (Channel *)ch;
 }
 
 /* ---- Method: a logger's level method (log.info and friends) ------------ */
@@ -448,31 +502,37 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     PyFrameObject *frame = PyEval_GetFrame();
     if (frame == NULL)
         goto slow;
-    PyObject *key = PyLong_FromLong(PyFrame_GetLasti(frame));
-    if (key == NULL)
+    /* The site key: the code object's address (shifted, as id(code) >> 4) xor the
+     * instruction offset, as blog.logger._site_key computes it. */
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    PyObject *key = PyLong_FromSize_t(((size_t)code >> 4) ^ (size_t)PyFrame_GetLasti(frame));
+    if (key == NULL) {
+        Py_DECREF(code);
         return NULL;
-    PyObject *site = PyDict_GetItemWithError(self->sites, key);   /* borrowed */
+    }
+    PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
-    if (site == NULL) {
+    Py_XINCREF(site);
+    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 3
+               && (PyObject *)code == PyTuple_GET_ITEM(site, 0)
+               && args[0] == PyTuple_GET_ITEM(site, 1);
+    Py_DECREF(code);
+    if (!same) {
+        Py_XDECREF(site);
         if (PyErr_Occurred())
             return NULL;
         goto slow;
     }
-    if (!PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 3)
-        goto slow;
-    PyCodeObject *code = PyFrame_GetCode(frame);
-    int same = (PyObject *)code == PyTuple_GET_ITEM(site, 0)
-               && args[0] == PyTuple_GET_ITEM(site, 1);
-    Py_DECREF(code);
-    if (!same)
-        goto slow;
     Channel *ch = thread_channel(self->local);
     if (ch == NULL) {
+        Py_DECREF(site);
         if (PyErr_Occurred())
             return NULL;
         goto slow;
     }
     int pushed = push_plain(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1);
+    Py_DECREF(ch);
+    Py_DECREF(site);
     if (pushed < 0)
         return NULL;
     if (pushed)
@@ -586,6 +646,7 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
             goto slow;
         }
         int pushed = push_plain(ch, self->sid, args, nargs);
+        Py_DECREF(ch);
         if (pushed < 0)
             return NULL;
         if (!pushed)

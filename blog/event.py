@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import time
@@ -20,20 +21,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 _GENERATORS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
-def _empty():
-    pass
-
-
-def _empty_doc():
-    """doc"""
+_NOTHING = {"RESUME", "NOP", "CACHE"}
 
 
 def _has_empty_body(fn: Callable[..., Any]) -> bool:
-    """True if ``fn``'s body does nothing (``...``, ``pass`` or a docstring): then it is not called."""
+    """True if ``fn``'s body does nothing (``...``, ``pass`` or a docstring): then it is not called.
+
+    Such a body returns the constant None and does nothing else; ``return 42``
+    has the same shape of bytecode, so the constant is checked too.
+    """
     code = getattr(fn, "__code__", None)
     if code is None or code.co_flags & _GENERATORS:
         return False
-    return code.co_code in (_empty.__code__.co_code, _empty_doc.__code__.co_code)
+    for ins in dis.get_instructions(code):
+        if ins.opname in _NOTHING or ins.opname == "RETURN_VALUE":
+            continue
+        if ins.opname in ("LOAD_CONST", "RETURN_CONST") and ins.argval is None:
+            continue
+        return False
+    return True
 
 
 def _tag(annotation: Any) -> str:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
-from types import FrameType
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import accel
 from .capture import encode_values, pack_plain
 from .placeholders import FormatError, parse, render
 from .severity import Severity, to_severity
-from .source import check_template, describe
+from .session import _report
+from .source import CallSiteError, check_template, describe
 from .values import type_name
 
 if TYPE_CHECKING:
@@ -49,8 +50,9 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
                  with_exception: bool = False) -> Callable[..., None]:
     """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups).
 
-    ``sites`` maps the caller's f_lasti to (code, format, source id); an entry
-    is used only if the code object and the format object are the same.
+    ``sites`` maps ``(id(code) >> 4) ^ f_lasti`` of the caller to (code,
+    format, source id); an entry is used only if the code object and the
+    format object are the same.
     This is the reference for the C ``Method``, which calls it for anything
     but the common case.
     """
@@ -62,15 +64,19 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     clock_ns = _time_ns
     pack = pack_plain
 
-    def method(fmt: str, *args: Any, **fields: Any) -> None:
+    def method(fmt: str, /, *args: Any, **fields: Any) -> None:
         if with_exception:
             fields["exception"] = sys.exc_info()[1]
-        f = getframe(1)
+        try:
+            f = getframe(1)
+        except ValueError:       # called with no Python frame (from C, at shutdown)
+            return slow(level, None, _NO_FRAME, fmt, args, fields)
         # The call site is (code object, instruction offset): exact even for two
-        # calls on one line. f_lasti alone picks the entry; the code and the
-        # format object confirm it (a different code object can share an offset).
-        site = sites.get(f.f_lasti)
-        if site is None or site[0] is not f.f_code or site[1] is not fmt or fields:
+        # calls on one line. The key mixes the two (as the C Method does); the
+        # code and the format object then confirm the entry.
+        code = f.f_code
+        site = sites.get((id(code) >> 4) ^ f.f_lasti)
+        if site is None or site[0] is not code or site[1] is not fmt or fields:
             return slow(level, sites, f, fmt, args, fields)
         clock = clock_ns()
         for a in args:
@@ -110,6 +116,7 @@ class Logger:
         self._own_min: int = Severity.TRACE
         self._min: int = Severity.TRACE
         self._formats: dict[tuple, set[str]] = {}
+        self._warned: set[str] = set()
         self._live = {name: _method(self, sev) for name, sev in _LEVELS}
         self._live["exception"] = _make_method(self, Severity.ERROR, {}, with_exception=True)
         self._off = accel.speedups.noop if accel.speedups is not None else _disabled
@@ -139,15 +146,19 @@ class Logger:
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
             setattr(self, name, self._live[name] if sev >= self._min else self._off)
 
-    def log(self, severity: Severity | int | str, fmt: str, *args: Any, **fields: Any) -> None:
+    def log(self, severity: Severity | int | str, fmt: str, /, *args: Any, **fields: Any) -> None:
         """Log at a severity chosen at runtime (slower than the level methods)."""
         level = to_severity(severity)
         if level >= self._min:
-            self._slow(level, None, _getframe(1), fmt, args, fields)
+            try:
+                f = _getframe(1)
+            except ValueError:
+                f = _NO_FRAME
+            self._slow(level, None, f, fmt, args, fields)
 
     # --- slow path: first call of a site, keyword fields, rich arguments -----
 
-    def _slow(self, level: int, sites: dict | None, f: FrameType, fmt: str,
+    def _slow(self, level: int, sites: dict | None, f: Any, fmt: str,
               args: tuple, fields: dict, clock: int | None = None) -> None:
         if clock is None:
             clock = _time_ns()
@@ -168,29 +179,60 @@ class Logger:
             values = (message,) + tuple(fields.values())
             tpl = None
         elif sites is not None and not fields:
-            sites[lasti] = (code, fmt, source.id)
+            sites[(id(code) >> 4) ^ lasti] = (code, fmt, source.id)
         session.writer().push(source.id, clock, *encode_values(tpl, values, names))
 
-    def _register(self, key: tuple, level: int, f: FrameType, fmt: str, args: tuple,
+    def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,
                   values: tuple, names: tuple[str, ...]) -> Any:
         code = f.f_code
         where = describe(code, f.f_lineno)
         seen = self._formats.setdefault(key[:4] + (names,), set())
         if fmt not in seen and len(seen) >= MAX_FORMATS_PER_SITE:
-            dyn_key = key[:4] + (DYNAMIC_FORMAT, names)
-            return self.session.site(dyn_key) or self.session.add_source(
-                dyn_key, level, self.category, code.co_qualname, code.co_filename, f.f_lineno,
-                DYNAMIC_FORMAT, "str", names, 1, parse(DYNAMIC_FORMAT))
-        tpl = check_template(fmt, len(args), names, where)
+            return self._dynamic(key, level, f, names)
+        try:
+            tpl = check_template(fmt, len(args), names, where)
+        except CallSiteError as exc:
+            # A literal format that does not fit its call is a bug to report at once.
+            # A computed one (an f-string whose text holds braces) is logged as text.
+            if _is_literal(fmt, code) or f is _NO_FRAME:
+                raise
+            if where not in self._warned:
+                self._warned.add(where)
+                _report(f"blog: {exc}; a computed format string is logged as text")
+            return self._dynamic(key, level, f, names)
         seen.add(fmt)
         tags = ",".join(type_name(type(v)) for v in values)
         return self.session.add_source(key, level, self.category, code.co_qualname,
                                        code.co_filename, f.f_lineno, fmt, tags, names,
                                        len(args), tpl)
 
+    def _dynamic(self, key: tuple, level: int, f: Any, names: tuple[str, ...]) -> Any:
+        """The site's source for messages rendered at call time (format ``{}``)."""
+        code = f.f_code
+        dyn_key = key[:4] + (DYNAMIC_FORMAT, names)
+        return self.session.site(dyn_key) or self.session.add_source(
+            dyn_key, level, self.category, code.co_qualname, code.co_filename, f.f_lineno,
+            DYNAMIC_FORMAT, "str", names, 1, parse(DYNAMIC_FORMAT))
+
 
 def _render_dynamic(fmt: str, args: tuple, fields: dict) -> str:
+    """The message of a computed format: rendered if it is a template that fits, else as is."""
     try:
-        return render(parse(fmt), args, fields)
+        tpl = parse(fmt)
+        if tpl.positional == len(args) and tpl.names <= fields.keys():
+            return render(tpl, args, fields)
     except FormatError:
-        return fmt if not args else f"{fmt} {args!r}"
+        pass
+    return fmt if not args else f"{fmt} {args!r}"
+
+
+def _is_literal(fmt: str, code: Any) -> bool:
+    """True if ``fmt`` is a constant of ``code`` (a literal, or one of a literal tuple)."""
+    for c in code.co_consts:
+        if c is fmt or (type(c) in (tuple, frozenset) and any(x is fmt for x in c)):
+            return True
+    return False
+
+
+# Stands in for the caller's frame when there is none (a call from C code).
+_NO_FRAME = SimpleNamespace(f_code=compile("", "<unknown>", "exec"), f_lasti=-1, f_lineno=0)

@@ -191,7 +191,7 @@ def encode(value: Any) -> bytes:
     """Encode one value; a value that cannot be encoded is captured as its text."""
     try:
         return packb(value)
-    except (ValueError, OverflowError, TypeError, RecursionError):
+    except Exception:  # a broken value (a dataclass with an unset field...) never raises here
         # Self-referencing containers and similar: keep what the user would have seen.
         return packb(msgpack.ExtType(EXT_OPAQUE, packb([type_name(type(value)), safe_str(value)])))
 

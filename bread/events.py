@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Iterable, Iterator
 
-from blog.placeholders import FormatError, Template, parse, render
+from blog.placeholders import FormatError, Template, parse, render, render_safe
 from blog.severity import Severity
 from blog.source import EventSource
 
@@ -92,7 +92,8 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
         if len(_templates) < 10_000:
             _templates[source.format] = tpl
     if tpl is None:
-        return source.format + (" " + " ".join(map(repr, args)) if args else "")
+        return source.format + (" " + " ".join(render_safe(a, "r", "") for a in args)
+                                if args else "")
     return render(tpl, args, fields, texts)  # type: ignore[arg-type]
 
 

@@ -107,3 +107,16 @@ def test_wraps_keeps_name_and_doc(logged):
         """Docs."""
 
     assert documented.__name__ == "documented" and documented.__doc__ == "Docs."
+
+
+def test_a_body_returning_a_constant_is_run(logged):
+    @blog.event("answer {}", session=logged.session)
+    def answer(x):
+        return 42
+
+    @blog.event("ok {}", session=logged.session)
+    def ok(x):
+        return "ok"
+
+    assert answer(1) == 42 and ok(2) == "ok"
+    assert len(logged.read()) == 2

@@ -345,3 +345,37 @@ def test_basic_config_rejects_bad_settings(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:-1] == [f"rejected {k}" for k in (
         "overflow", "channel_capacity", "flush_bytes", "flush_interval", "mode", "output")]
+
+
+def test_computed_format_with_braces_is_logged_as_text(logged, capsys):
+    # An f-string whose data holds braces is not a template: logged verbatim, never raised.
+    for payload in ('{"a": 1}', "{}", "{x} {"):
+        logged.log.info(f"got {payload}")
+    logged.log.info(f"got {{}} {1}", 2)          # a computed template that fits still renders
+    assert [e.message for e in logged.read()] == [
+        'got {"a": 1}', "got {}", "got {x} {", "got 2 1"]
+    assert "logged as text" in capsys.readouterr().err
+
+
+def test_a_field_may_be_named_fmt_or_severity(logged):
+    logged.log.info("a {fmt}", fmt="x")
+    logged.log.log("info", "b {severity}", severity="y")
+    assert [e.message for e in logged.read()] == ["a x", "b y"]
+
+
+def test_log_call_without_a_python_frame(logged):
+    import _thread
+
+    done = threading.Event()
+
+    def call():
+        logged.log.info("from C {}", 1)  # a frame exists here; the next has none
+        done.set()
+
+    _thread.start_new_thread(logged.log.info, ("no frame {}", 2))
+    _thread.start_new_thread(call, ())
+    done.wait(5)
+    import time as _t
+    _t.sleep(0.2)
+    msgs = sorted(e.message for e in logged.read())
+    assert msgs == ["from C 1", "no frame 2"]

@@ -37,7 +37,8 @@ class PyChannel:
         self.writer = writer        # the SessionWriter
         self.dropped = 0            # events dropped so far; written by the producer only
         self.prev = clock           # clock of the last event pushed
-        self._lock = threading.Lock()
+        # Reentrant: a signal handler or finalizer on this thread may log mid-push.
+        self._lock = threading.RLock()
         self._pack = msgpack.Packer().pack
         self._reset()
 

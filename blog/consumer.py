@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 from typing import Any
 
@@ -27,7 +28,9 @@ class Consumer:
         self.stream = stream
         self.interval = interval
         self.flush_bytes = flush_bytes
-        self._wake = threading.Event()
+        # Woken through a SimpleQueue: its put() is safe where a lock is not, from a
+        # signal handler or a finalizer that logs while the thread is inside a put.
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._stop = False
         self.running = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -48,7 +51,7 @@ class Consumer:
 
     def wake(self) -> None:
         """Ask for a consume as soon as possible."""
-        self._wake.set()
+        self._wake.put(None)
 
     def flush(self) -> None:
         """Consume now, in the calling thread: when it returns, everything logged before is written."""
@@ -58,7 +61,7 @@ class Consumer:
         """Stop the thread after a last consume, detach from the session and flush the stream."""
         if self.running:
             self._stop = True
-            self._wake.set()
+            self._wake.put(None)
             if self.thread is not threading.current_thread() and self.thread.is_alive():
                 self.thread.join()
             self.running = False
@@ -68,11 +71,17 @@ class Consumer:
 
     def _run(self) -> None:
         s = self.session
-        while not self._stop:
-            self._wake.wait(self.interval)
-            self._wake.clear()
-            try:
-                s.consume(self.stream)
-            except Exception as exc:  # a bug here must not kill logging silently
-                _report(f"blog: consumer error: {type(exc).__name__}: {exc}")
-        self.running = False
+        try:
+            while not self._stop:
+                try:
+                    self._wake.get(timeout=self.interval)
+                    while not self._wake.empty():   # one consume answers every wake-up
+                        self._wake.get_nowait()
+                except queue.Empty:
+                    pass
+                try:
+                    s.consume(self.stream)
+                except Exception as exc:  # a bug here must not kill logging silently
+                    _report(f"blog: consumer error: {type(exc).__name__}: {exc}")
+        finally:
+            self.running = False

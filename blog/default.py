@@ -30,19 +30,22 @@ def default_session() -> Session:
 
 
 def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str = Severity.TRACE,
-                 flush_interval: float = 0.02, flush_bytes: int = 1 << 20,
+                 flush_interval: float = 0.02, flush_bytes: int | None = None,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
                  fsync: bool = False) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
-    or as soon as about ``flush_bytes`` are pending. Calling it again moves the
+    or as soon as a thread has ``flush_bytes`` pending (default: 1 MiB, or the
+    channel capacity if smaller). Calling it again moves the
     session to the new output, after writing what is pending to the old one.
     """
     s = default_session()
     if overflow not in ("block", "drop"):
         raise ValueError(f"overflow must be 'block' or 'drop', not {overflow!r}")
     check_capacity(channel_capacity)
+    if flush_bytes is None:
+        flush_bytes = min(1 << 20, channel_capacity)
     if not isinstance(flush_bytes, int) or not 1 <= flush_bytes <= channel_capacity:
         raise ValueError(f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
                          f"not {flush_bytes!r}")

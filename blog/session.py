@@ -7,6 +7,7 @@ import socket
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +73,9 @@ class Session:
         self.name = name or "blog"
         self.stats = SessionStats()
         self._min = to_severity(min_severity)
-        self._lock = threading.Lock()            # sources, writers, pending metadata
+        # Sources, writers, pending metadata. Reentrant: a signal handler or a finalizer
+        # may log (and so register a source or a writer) while this thread holds it.
+        self._lock = threading.RLock()
         self._consume_lock = threading.RLock()   # one consume at a time
         self._local = threading.local()          # .w: this thread's SessionWriter, .c its Channel
         self._sources: list[EventSource] = []
@@ -85,6 +88,8 @@ class Session:
         self._unreported_loss = [0, 0]           # events, bytes lost since the last good write
         self._failing = False
         self._consumer: Consumer | None = None
+        self._consuming: int | None = None       # ident of the thread inside consume()
+        _SESSIONS.add(self)
         self._tz_offset: int | None = None       # of the last ClockSync written
         # Plain scalars only reach this packer; ints beyond 64 bits go through the hook.
         self._packer = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
@@ -117,10 +122,11 @@ class Session:
         from .logger import Logger
         if not isinstance(category, str):
             raise TypeError(f"category must be a str, not {type(category).__name__}")
-        with self._lock:
-            lg = self._loggers.get(category)
-            if lg is None:
-                lg = self._loggers[category] = Logger(self, category)
+        lg = self._loggers.get(category)
+        if lg is None:
+            made = Logger(self, category)      # built outside the lock
+            with self._lock:
+                lg = self._loggers.setdefault(category, made)
         return lg
 
     # --- registration (slow path of the producers) ------------------------
@@ -176,7 +182,8 @@ class Session:
 
     def _can_block(self) -> bool:
         c = self._consumer
-        return c is not None and c.running and threading.current_thread() is not c.thread
+        return (c is not None and c.running and c.thread.is_alive()
+                and threading.current_thread() is not c.thread)
 
     # --- consuming ----------------------------------------------------------
 
@@ -199,55 +206,65 @@ class Session:
         ``stats``, reported once on stderr and recorded in the file once the
         stream works again.
         """
+        me = threading.get_ident()
+        if self._consuming == me:
+            return 0   # re-entered (a finalizer or signal handler in this thread): not now
         with self._consume_lock:
-            with self._lock:
-                writers = list(self._writers)
-            # Drain first, then take the metadata: every drained event's source and
-            # writer were registered before the event was queued, so the metadata
-            # taken below covers them and is written ahead of them.
-            taken = [(w, w.channel.take()) for w in writers]
-            with self._lock:
-                fresh = stream is not self._stream
-                if fresh:
-                    meta = self._full_metadata()
-                    self._pending.clear()
-                else:
-                    meta, self._pending = self._pending, []
-                    tz = time.localtime().tm_gmtoff
-                    if tz != self._tz_offset:   # DST began or ended: new zone from here on
-                        meta.insert(0, self._clock_sync())
-            parts: list[bytes] = []
+            self._consuming = me
+            try:
+                return self._consume(stream)
+            finally:
+                self._consuming = None
+
+    def _consume(self, stream: Any) -> int:
+        with self._lock:
+            writers = list(self._writers)
+        # Drain first, then take the metadata: every drained event's source and
+        # writer were registered before the event was queued, so the metadata
+        # taken below covers them and is written ahead of them.
+        taken = [(w, w.channel.take()) for w in writers]
+        with self._lock:
+            fresh = stream is not self._stream
             if fresh:
-                parts.append(fmt.frame_bytes(fmt.FRAME_HEADER, msgpack.packb(
-                    [fmt.FORMAT_VERSION, self.descriptor], use_bin_type=True,
-                    unicode_errors=UNICODE_ERRORS)))
-            lost_events, lost_bytes = self._unreported_loss
-            if lost_events or lost_bytes:
-                meta.append([fmt.ENTRY_LOST, lost_events, lost_bytes, time.time_ns()])
-            batches: list[bytes] = []
-            n_events = 0
-            for w, t in taken:
-                if t[1] or t[5]:
-                    n_events += self._writer_frames(w, t, batches)
-                dropped = w.channel.dropped - self._reported_drops.get(w.id, 0)
-                if dropped:
-                    self._reported_drops[w.id] += dropped
-                    self.stats.events_dropped += dropped
-                    meta.append([fmt.ENTRY_DROPPED, w.id, dropped, time.time_ns()])
-            self._retire_writers(writers)
-            if meta:
-                parts.extend(self._metadata_frames(meta))
-            parts.extend(batches)
-            if not parts:
-                return 0
-            data = b"".join(parts)
-            if self._write(stream, data, n_events):
-                self._stream = stream
-                self._unreported_loss = [0, 0]
-                self.stats.events_written += n_events
-                self.stats.bytes_written += len(data)
-                return len(data)
+                meta = self._full_metadata()
+                self._pending.clear()
+            else:
+                meta, self._pending = self._pending, []
+                tz = time.localtime().tm_gmtoff
+                if tz != self._tz_offset:   # DST began or ended: new zone from here on
+                    meta.insert(0, self._clock_sync())
+        parts: list[bytes] = []
+        if fresh:
+            parts.append(fmt.frame_bytes(fmt.FRAME_HEADER, msgpack.packb(
+                [fmt.FORMAT_VERSION, self.descriptor], use_bin_type=True,
+                unicode_errors=UNICODE_ERRORS)))
+        lost_events, lost_bytes = self._unreported_loss
+        if lost_events or lost_bytes:
+            meta.append([fmt.ENTRY_LOST, lost_events, lost_bytes, time.time_ns()])
+        batches: list[bytes] = []
+        n_events = 0
+        for w, t in taken:
+            if t[1] or t[5]:
+                n_events += self._writer_frames(w, t, batches)
+            dropped = w.channel.dropped - self._reported_drops.get(w.id, 0)
+            if dropped:
+                self._reported_drops[w.id] += dropped
+                self.stats.events_dropped += dropped
+                meta.append([fmt.ENTRY_DROPPED, w.id, dropped, time.time_ns()])
+        self._retire_writers(writers)
+        if meta:
+            parts.extend(self._metadata_frames(meta))
+        parts.extend(batches)
+        if not parts:
             return 0
+        data = b"".join(parts)
+        if self._write(stream, data, n_events):
+            self._stream = stream
+            self._unreported_loss = [0, 0]
+            self.stats.events_written += n_events
+            self.stats.bytes_written += len(data)
+            return len(data)
+        return 0
 
     def _metadata_frames(self, meta: list[list]) -> list[bytes]:
         frames, buf = [], []
@@ -328,10 +345,43 @@ class Session:
 
     # --- lifetime -------------------------------------------------------
 
+    def _forked(self) -> None:
+        """In a child made by fork(): the parent's threads, queued events and output are not ours.
+
+        The parent writes what it had queued; the child starts with no writers
+        and no consumer (its thread did not survive the fork), so that nothing
+        is written twice. The child logs into its own output once it is given one.
+        """
+        self._lock = threading.RLock()           # may have been held by a thread that is gone
+        self._consume_lock = threading.RLock()
+        self._consuming = None
+        for w in self._writers:
+            w.channel.take()
+        self._writers = []
+        self._pending = [e for e in self._pending if e[0] != fmt.ENTRY_WRITER_PROP]
+        self._consumer = None
+        self._stream = None
+        self._unreported_loss = [0, 0]
+        for name in ("w", "c"):
+            self._local.__dict__.pop(name, None)
+        self.descriptor = dict(self.descriptor, pid=os.getpid())
+
     def pending(self) -> int:
         """Events queued in the channels and not yet consumed."""
         with self._lock:
             return sum(w.channel.count for w in self._writers)
+
+
+_SESSIONS: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for s in list(_SESSIONS):
+        s._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _cap(text: str, limit: int = 1 << 16) -> str:

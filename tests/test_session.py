@@ -379,3 +379,72 @@ def test_log_call_without_a_python_frame(logged):
     _t.sleep(0.2)
     msgs = sorted(e.message for e in logged.read())
     assert msgs == ["from C 1", "no frame 2"]
+
+
+def test_fork_child_neither_duplicates_nor_hangs(tmp_path):
+    # Proves: after fork the parent's queued events are written once (by the parent), the
+    # child's own events go to the child's output with the child's pid, and a child
+    # without an output neither hangs on a full channel nor stays silent about it.
+    r = _run("""
+        import os, blog, bread
+        blog.basic_config("parent.blog", flush_interval=60, channel_capacity=4096)
+        log = blog.get_logger()
+        for i in range(100):
+            log.info("parent {}", i)
+        pid = os.fork()
+        if pid == 0:
+            for i in range(2000):                 # no output yet: fills, must not hang
+                log.info("early {}", i)
+            blog.basic_config("child.blog", mode="wb")
+            log.info("child {}", os.getpid())
+            blog.shutdown()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        log.info("parent {}", "after")
+        blog.shutdown()
+        print(pid)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    child = int(r.stdout.split()[-1])
+    parent = [e.message for e in bread.read(tmp_path / "parent.blog")]
+    assert parent == [f"parent {i}" for i in range(100)] + ["parent after"]
+    rc = bread.read(tmp_path / "child.blog")
+    msgs = [e.message for e in rc]
+    kept = len(msgs) - 1
+    # what fitted in the child's channel before it had an output is kept, the rest counted
+    assert msgs == [f"early {i}" for i in range(kept)] + [f"child {child}"]
+    assert 0 < kept < 2000 and sum(n.count for n in rc.notices) == 2000 - kept
+    assert rc.headers[0].descriptor["pid"] == child
+
+
+def test_logging_from_finalizers_and_gc_callbacks_does_not_deadlock(tmp_path):
+    # Proves: code that runs in the middle of blog's own work (a garbage collection
+    # started by any allocation, running a callback or a __del__ that logs) cannot
+    # deadlock the process, and every event of the main loop arrives.
+    r = _run("""
+        import gc, sys, threading, blog, bread
+        blog.basic_config("x.blog", flush_interval=0.001, channel_capacity=4096, flush_bytes=1024)
+        log = blog.get_logger("main")
+        side = blog.get_logger("gc")
+        busy = []
+        def cb(phase, info):
+            if phase == "start" and not busy:
+                busy.append(1)
+                side.info("collect {}", info["generation"], where="gc")
+                busy.pop()
+        class Noisy:
+            def __del__(self):
+                side.warning("finalized {}", id(self) % 7)
+        gc.callbacks.append(cb)
+        gc.set_threshold(5)
+        for i in range(3000):
+            Noisy(); Noisy()
+            log.info("main {}", i, extra=[i])       # slow path: fields and a list
+            blog.get_logger(f"c{i % 50}").debug("site {}", i)
+        gc.callbacks.remove(cb)
+        blog.shutdown()
+        got = [e.args[0] for e in bread.read("x.blog") if e.category == "main"]
+        print(got == list(range(3000)))
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"

@@ -52,14 +52,17 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if isinstance(flush_interval, bool) or not isinstance(flush_interval, (int, float)) \
             or not flush_interval > 0:
         raise ValueError(f"flush_interval must be positive seconds, not {flush_interval!r}")
+    if mode not in ("ab", "wb", "xb"):
+        raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
+    if not isinstance(output, (str, os.PathLike)) and not hasattr(output, "write"):
+        raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
+    # The old output gets what is pending first (it may be the same file, reopened).
+    _stop_consumer(s)
     if isinstance(output, (str, os.PathLike)):
         stream: Any = FileOutputStream(output, mode=mode, fsync=fsync)
-    elif hasattr(output, "write"):
-        stream = output
     else:
-        raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
+        stream = output
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes)
-    _stop_consumer(s)
     s.overflow = overflow
     s.channel_capacity = channel_capacity
     with s._lock:

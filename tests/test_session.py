@@ -448,3 +448,20 @@ def test_logging_from_finalizers_and_gc_callbacks_does_not_deadlock(tmp_path):
     """, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"
+
+
+def test_basic_config_again_moves_the_output_without_loss(tmp_path):
+    r = _run("""
+        import blog
+        blog.basic_config("a.blog", flush_interval=60)
+        log = blog.get_logger()
+        log.info("first {}", 1)
+        blog.basic_config("a.blog", mode="wb", flush_interval=60)   # same file, truncated
+        log.info("second {}", 2)
+        blog.basic_config("b.blog", flush_interval=60)
+        log.info("third {}", 3)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    # "first" reached a.blog before the file was reopened (and truncated) on request
+    assert [e.message for e in bread.read(tmp_path / "a.blog")] == ["second 2"]
+    assert [e.message for e in bread.read(tmp_path / "b.blog")] == ["third 3"]

@@ -228,7 +228,8 @@ scalar_size(PyObject *a)
  * 1 pushed, 0 not here (not plain, or at the limit: Python decides), -1 error.
  * Nothing between the first write into the channel and the end can run Python code. */
 static int
-push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n)
+push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
+           long long clock)
 {
     long long sid = PyLong_AsLongLong(sid_obj);
     if (sid == -1 && PyErr_Occurred())
@@ -249,7 +250,8 @@ push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n
     if (buf_reserve(&self->buf, need) < 0)
         return -1;
     /* From here on: no allocation, no failure. */
-    long long clock = clock_ns();
+    if (clock == 0)
+        clock = clock_ns();
     if (begin_event(self, 3, sid, clock) < 0)
         return -1;   /* cannot happen: reserved */
     if (n < 16) self->buf.p[self->buf.len++] = (char)(0x90 | n);
@@ -258,6 +260,23 @@ push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n
         (void)put_scalar(&self->buf, args[i]);
     end_event(self, clock);
     return 1;
+}
+
+static PyObject *
+channel_push_values(Channel *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyTuple_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "push_values(sid, clock, values: tuple)");
+        return NULL;
+    }
+    long long clock = PyLong_AsLongLong(args[1]);
+    if (clock == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *t = args[2];
+    int r = push_plain(self, args[0], &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t), clock);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r);
 }
 
 static PyObject *
@@ -418,6 +437,9 @@ channel_dealloc(Channel *self)
 }
 
 static PyMethodDef channel_methods[] = {
+    {"push_values", (PyCFunction)(void (*)(void))channel_push_values, METH_FASTCALL,
+     "push_values(sid, clock, values) -> bool: append [sid, delta, values] if every value "
+     "is a plain scalar encodable here and it fits below the limit"},
     {"push_raw", (PyCFunction)(void (*)(void))channel_push_raw, METH_VARARGS | METH_KEYWORDS,
      "push_raw(sid, clock, nelems, tail, force=False) -> bool: append an event whose "
      "elements after the clock delta are already encoded; False if over the limit"},
@@ -530,7 +552,7 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
             return NULL;
         goto slow;
     }
-    int pushed = push_plain(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1);
+    int pushed = push_plain(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1, 0);
     Py_DECREF(ch);
     Py_DECREF(site);
     if (pushed < 0)
@@ -645,7 +667,7 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
                 return NULL;
             goto slow;
         }
-        int pushed = push_plain(ch, self->sid, args, nargs);
+        int pushed = push_plain(ch, self->sid, args, nargs, 0);
         Py_DECREF(ch);
         if (pushed < 0)
             return NULL;

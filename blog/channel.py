@@ -20,6 +20,7 @@ from typing import Any
 import msgpack
 
 from . import accel
+from .values import UNICODE_ERRORS, _default
 
 #: When the channel is full: wait for the consumer, or drop the event and count it.
 BLOCK = "block"
@@ -40,6 +41,9 @@ class PyChannel:
         # Reentrant: a signal handler or finalizer on this thread may log mid-push.
         self._lock = threading.RLock()
         self._pack = msgpack.Packer().pack
+        # For plain values; tuples pack as arrays, ints beyond 64 bits through the hook.
+        self._pack_event = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
+                                          default=_default).pack
         self._reset()
 
     def _reset(self) -> None:
@@ -55,6 +59,24 @@ class PyChannel:
     def nbytes(self) -> int:
         """Bytes waiting."""
         return len(self._buf)
+
+    def push_values(self, sid: int, clock: int, values: tuple) -> bool:
+        """Append ``[sid, delta, [values...]]``, values being plain scalars.
+
+        Returns False, appending nothing, if that would pass ``limit``.
+        """
+        with self._lock:
+            b = self._pack_event((sid, clock - self.prev, values))
+            if len(self._buf) + len(b) > self.limit:
+                return False
+            self._buf += b
+            self.prev = clock
+            if clock < self.lo:
+                self.lo = clock
+            if clock > self.hi:
+                self.hi = clock
+            self.count += 1
+            return True
 
     def push_raw(self, sid: int, clock: int, nelems: int, tail: bytes, force: bool = False) -> bool:
         """Append an event whose elements after the clock delta are encoded in ``tail``.

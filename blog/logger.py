@@ -86,9 +86,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
             ch = local.c
         except AttributeError:
             ch = new_writer().channel
-        tail = pack(args)
-        if not ch.push_raw(site[2], clock, 3, tail):   # wake the consumer, or full
-            ch.writer.overflow(site[2], clock, 3, tail)
+        if not ch.push_values(site[2], clock, args):   # wake the consumer, or full
+            ch.writer.overflow(site[2], clock, 3, pack(args))
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method

@@ -69,13 +69,7 @@ class PyChannel:
             b = self._pack_event((sid, clock - self.prev, values))
             if len(self._buf) + len(b) > self.limit:
                 return False
-            self._buf += b
-            self.prev = clock
-            if clock < self.lo:
-                self.lo = clock
-            if clock > self.hi:
-                self.hi = clock
-            self.count += 1
+            self._append(b, clock)
             return True
 
     def push_raw(self, sid: int, clock: int, nelems: int, tail: bytes, force: bool = False) -> bool:
@@ -87,14 +81,18 @@ class PyChannel:
             if not force and len(self._buf) + len(tail) + 20 > self.limit:
                 return False
             pack = self._pack
-            self._buf += _HEADERS[nelems] + pack(sid) + pack(clock - self.prev) + tail
-            self.prev = clock
-            if clock < self.lo:
-                self.lo = clock
-            if clock > self.hi:
-                self.hi = clock
-            self.count += 1
+            self._append(_HEADERS[nelems] + pack(sid) + pack(clock - self.prev) + tail, clock)
             return True
+
+    def _append(self, event: bytes, clock: int) -> None:
+        # With the lock held.
+        self._buf += event
+        self.prev = clock
+        if clock < self.lo:
+            self.lo = clock
+        if clock > self.hi:
+            self.hi = clock
+        self.count += 1
 
     def mark(self, entry: list) -> None:
         """Metadata (a writer's new name) that applies from this point of the channel on."""

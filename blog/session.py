@@ -17,7 +17,6 @@ from . import format as fmt
 from .channel import BLOCK, DROP
 from .severity import Severity, to_severity
 from .source import EventSource
-from . import values
 from .values import UNICODE_ERRORS
 from .writer import SessionWriter
 
@@ -91,9 +90,6 @@ class Session:
         self._consuming: int | None = None       # ident of the thread inside consume()
         _SESSIONS.add(self)
         self._tz_offset: int | None = None       # of the last ClockSync written
-        # Plain scalars only reach this packer; ints beyond 64 bits go through the hook.
-        self._packer = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
-                                      default=values._default)
         self.wake_bytes = channel_capacity       # a channel holding this much wakes the consumer
         self.start_ns = time.time_ns()
         self.descriptor = {

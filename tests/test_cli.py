@@ -14,6 +14,8 @@ import threading
 
 import msgpack
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import blog
 import bread
@@ -450,3 +452,49 @@ def test_damage_report_is_escaped(tmp_path):
     assert p.returncode == 3
     err = p.stderr.decode("utf-8", "backslashreplace")
     assert len(err.splitlines()) == 1 and "\x1b" not in err and "ev\\x1b[2Jil.blog" in err
+
+
+# --- truncation at any byte, through the CLI ---------------------------------------------
+
+def _three_consumes() -> bytes:
+    s = blog.Session()
+    log = s.get_logger("main")
+    out = blog.MemoryOutputStream()
+    for k in range(3):
+        for i in range(4):
+            log.info("batch {} event {} {}", k, i, [i] * (i % 2))
+        s.consume(out)
+    return out.getvalue()
+
+
+_FILE = _three_consumes()
+_FULL = [f"batch {k} event {i} {[i] * (i % 2)}" for k in range(3) for i in range(4)]
+
+
+def _cli(data: bytes, tmp: str) -> tuple[int, list[str], str]:
+    path = os.path.join(tmp, "cut.blog")
+    with open(path, "wb") as f:
+        f.write(data)
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = cli.main(["-f", "%m", path])
+    finally:
+        sys.stdout, sys.stderr = saved
+    out.flush()
+    return code, out.buffer.getvalue().decode().splitlines(), err.getvalue()
+
+
+@settings(max_examples=150, deadline=None)
+@given(cut=st.integers(0, len(_FILE)))
+def test_cli_never_raises_on_a_cut_file_and_prints_every_complete_event(cut, tmp_path_factory):
+    # Proves: whatever byte the file ends at, the CLI prints every event of the frames
+    # before the cut, in order, exits 0 (cut on a frame boundary) or 3, and says so on
+    # stderr in one line per damaged range, never with a traceback.
+    code, lines, err = _cli(_FILE[:cut], str(tmp_path_factory.mktemp("cut")))
+    assert lines == _FULL[:len(lines)]
+    full = list(bread.read(io.BytesIO(_FILE[:cut])))
+    assert len(lines) == len(full)
+    assert code in (0, 3) and "Traceback" not in err
+    assert (code == 3) == bool(err.strip())

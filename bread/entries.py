@@ -157,8 +157,11 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator
             continue
         try:
             if fr.kind == fmt.FRAME_HEADER:
-                version, descriptor = msgpack.unpackb(fr.payload, raw=False, strict_map_key=False,
-                                                      unicode_errors=UNICODE_ERRORS)[:2]
+                head = msgpack.unpackb(fr.payload, raw=False, strict_map_key=False,
+                                       unicode_errors=UNICODE_ERRORS)
+                if type(head) is not list or len(head) < 2:
+                    raise BadEntry("header payload is not an array of 2 or more")
+                version, descriptor = head[:2]
                 yield FileHeader(fr.offset, _int(version),
                                  descriptor if isinstance(descriptor, dict) else {})
             elif fr.kind == fmt.FRAME_METADATA:

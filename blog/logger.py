@@ -168,7 +168,9 @@ class Logger:
                             f"not {type(fmt).__name__}")
         session = self.session
         values = args + tuple(fields.values()) if fields else args
-        key = (code, lasti, level, self.category, fmt, names)
+        # id(code), not code: hashing a code object hashes its whole contents. The
+        # registered source keeps its code object alive, so the id stays its own.
+        key = (id(code), lasti, level, self.category, fmt, names)
         source = session.site(key)
         if source is None:
             source = self._register(key, level, f, fmt, args, values, names)
@@ -201,6 +203,7 @@ class Logger:
             return self._dynamic(key, level, f, names)
         seen.add(fmt)
         tags = ",".join(type_name(type(v)) for v in values)
+        self.session._codes.add(code)
         return self.session.add_source(key, level, self.category, code.co_qualname,
                                        code.co_filename, f.f_lineno, fmt, tags, names,
                                        len(args), tpl)
@@ -208,6 +211,7 @@ class Logger:
     def _dynamic(self, key: tuple, level: int, f: Any, names: tuple[str, ...]) -> Any:
         """The site's source for messages rendered at call time (format ``{}``)."""
         code = f.f_code
+        self.session._codes.add(code)
         dyn_key = key[:4] + (DYNAMIC_FORMAT, names)
         return self.session.site(dyn_key) or self.session.add_source(
             dyn_key, level, self.category, code.co_qualname, code.co_filename, f.f_lineno,

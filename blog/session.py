@@ -79,6 +79,7 @@ class Session:
         self._local = threading.local()          # .w: this thread's SessionWriter, .c its Channel
         self._sources: list[EventSource] = []
         self._sites: dict[tuple, EventSource] = {}
+        self._codes: set[Any] = set()            # code objects of registered call sites
         self._writers: list[SessionWriter] = []
         self._reported_drops: dict[int, int] = {}
         self._pending: list[list] = []

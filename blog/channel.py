@@ -44,6 +44,8 @@ class PyChannel:
         # For plain values; tuples pack as arrays, ints beyond 64 bits through the hook.
         self._pack_event = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
                                           default=_default).pack
+        self._busy = False          # a push is in progress on the owning thread
+        self._nested: list[tuple] = []
         self._reset()
 
     def _reset(self) -> None:
@@ -65,27 +67,46 @@ class PyChannel:
 
         Returns False, appending nothing, if that would pass ``limit``.
         """
-        with self._lock:
-            b = self._pack_event((sid, clock - self.prev, values))
-            if len(self._buf) + len(b) > self.limit:
-                return False
-            self._append(b, clock)
-            return True
+        return self._push(sid, clock, 3, values, b"", False)
 
     def push_raw(self, sid: int, clock: int, nelems: int, tail: bytes, force: bool = False) -> bool:
         """Append an event whose elements after the clock delta are encoded in ``tail``.
 
         Returns False, appending nothing, if that would pass ``limit`` (unless ``force``).
         """
+        return self._push(sid, clock, nelems, None, tail, force)
+
+    def _push(self, sid: int, clock: int, nelems: int, values: tuple | None, tail: bytes,
+              force: bool) -> bool:
         with self._lock:
-            if not force and len(self._buf) + len(tail) + 20 > self.limit:
-                return False
-            pack = self._pack
-            self._append(_HEADERS[nelems] + pack(sid) + pack(clock - self.prev) + tail, clock)
-            return True
+            if self._busy:
+                # A signal handler or finalizer logging on this thread in the middle of a
+                # push: its event waits until the push in progress has appended its own,
+                # so that no delta is computed against a stale previous clock.
+                self._nested.append((sid, clock, nelems, values, tail))
+                return True
+            self._busy = True
+            try:
+                b = self._encode(sid, clock, nelems, values, tail)
+                if not force and len(self._buf) + len(b) > self.limit:
+                    return False
+                self._append(b, clock)
+                return True
+            finally:
+                while self._nested:
+                    n = self._nested.pop(0)
+                    self._append(self._encode(*n), n[1])
+                self._busy = False
+
+    def _encode(self, sid: int, clock: int, nelems: int, values: tuple | None,
+                tail: bytes) -> bytes:
+        if values is not None:
+            return self._pack_event((sid, clock - self.prev, values))
+        pack = self._pack
+        return _HEADERS[nelems] + pack(sid) + pack(clock - self.prev) + tail
 
     def _append(self, event: bytes, clock: int) -> None:
-        # With the lock held.
+        # With the lock held, right after _encode.
         self._buf += event
         self.prev = clock
         if clock < self.lo:

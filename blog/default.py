@@ -11,7 +11,7 @@ from .channel import BLOCK
 from .consumer import Consumer
 from .logger import Logger
 from .session import Session, _report, check_capacity
-from .severity import Severity
+from .severity import Severity, to_severity
 from .streams import FileOutputStream
 
 _session: Session | None = None      # the only global state: the default session
@@ -56,12 +56,24 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
     if not isinstance(output, (str, os.PathLike)) and not hasattr(output, "write"):
         raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
-    # The old output gets what is pending first (it may be the same file, reopened).
-    _stop_consumer(s)
-    if isinstance(output, (str, os.PathLike)):
-        stream: Any = FileOutputStream(output, mode=mode, fsync=fsync)
-    else:
-        stream = output
+    min_severity = to_severity(min_severity)
+    old = s._consumer
+    same = (old is not None and isinstance(old.stream, FileOutputStream)
+            and isinstance(output, (str, os.PathLike)) and _same_file(old.stream.path, output))
+    if same:
+        _stop_consumer(s)   # the file gets what is pending before it is reopened
+    try:
+        if isinstance(output, (str, os.PathLike)):
+            stream: Any = FileOutputStream(output, mode=mode, fsync=fsync)
+        else:
+            stream = output
+    except BaseException:
+        if same and old is not None:   # give the session its output back
+            Consumer(s, FileOutputStream(old.stream.path, fsync=old.stream.fsync),
+                     interval=old.interval, flush_bytes=old.flush_bytes).start()
+        raise
+    if not same:
+        _stop_consumer(s)   # the old output gets what is pending
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes)
     s.overflow = overflow
     s.channel_capacity = channel_capacity
@@ -71,6 +83,13 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     s.set_min_severity(min_severity)
     consumer.start()
     return s
+
+
+def _same_file(a: str, b: str | os.PathLike) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(os.fspath(b))
 
 
 def get_logger(category: str = "main") -> Logger:

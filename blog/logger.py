@@ -86,8 +86,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
             ch = local.c
         except AttributeError:
             ch = new_writer().channel
-        if not ch.push_values(site[2], clock, args):   # wake the consumer, or full
-            ch.writer.overflow(site[2], clock, 3, pack(args))
+        if not ch.push_values(site[2], clock, args):   # at the limit, or not encodable in C
+            ch.writer.push(site[2], clock, 3, pack(args))
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method
@@ -200,7 +200,11 @@ class Logger:
             if where not in self._warned:
                 self._warned.add(where)
                 _report(f"blog: {exc}; a computed format string is logged as text")
-            return self._dynamic(key, level, f, names)
+            seen.add(fmt)   # counts toward the site's limit, which bounds the keys kept
+            source = self._dynamic(key, level, f, names)
+            with self.session._lock:
+                self.session._sites.setdefault(key, source)
+            return source
         seen.add(fmt)
         tags = ",".join(type_name(type(v)) for v in values)
         self.session._codes.add(code)

@@ -110,9 +110,10 @@ class Session:
 
     def set_min_severity(self, severity: Severity | int | str) -> None:
         """Change the session-wide minimum severity at runtime."""
-        self._min = to_severity(severity)
-        for lg in list(self._loggers.values()):
-            lg._refresh()
+        with self._lock:
+            self._min = to_severity(severity)
+            for lg in list(self._loggers.values()):
+                lg._refresh()
 
     def get_logger(self, category: str = "main") -> Logger:
         """The session's logger for ``category`` (one per category)."""
@@ -124,6 +125,7 @@ class Session:
             made = Logger(self, category)      # built outside the lock
             with self._lock:
                 lg = self._loggers.setdefault(category, made)
+                lg._refresh()                  # the session minimum may have changed meanwhile
         return lg
 
     # --- registration (slow path of the producers) ------------------------
@@ -180,7 +182,8 @@ class Session:
     def _can_block(self) -> bool:
         c = self._consumer
         return (c is not None and c.running and c.thread.is_alive()
-                and threading.current_thread() is not c.thread)
+                and threading.current_thread() is not c.thread
+                and self._consuming != threading.get_ident())   # not from inside consume()
 
     # --- consuming ----------------------------------------------------------
 
@@ -352,9 +355,7 @@ class Session:
         self._lock = threading.RLock()           # may have been held by a thread that is gone
         self._consume_lock = threading.RLock()
         self._consuming = None
-        for w in self._writers:
-            w.channel.take()
-        self._writers = []
+        self._writers = []   # their channels are the parent's: not touched (their locks may be held)
         self._pending = [e for e in self._pending if e[0] != fmt.ENTRY_WRITER_PROP]
         self._consumer = None
         self._stream = None

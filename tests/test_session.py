@@ -503,3 +503,103 @@ def test_sigkill_mid_flight_leaves_a_readable_file(tmp_path):
     assert len(r.damage) <= 1
     if r.damage:
         assert r.damage[0].offset + r.damage[0].length == (tmp_path / "k.blog").stat().st_size
+
+
+def test_values_the_c_path_leaves_to_python_are_not_dropped(logged):
+    # Ints beyond 64 bits and strings with lone surrogates are encoded by the Python
+    # path; a run of them must neither be dropped nor stall as if the channel were full.
+    for i in range(5):
+        logged.log.info("v {} {}", i, 2**70)
+        logged.log.info("s {} {}", i, "a\ud800b")
+    evs = logged.read()
+    assert len(evs) == 10 and logged.session.stats.events_dropped == 0
+    assert evs[0].args == (0, 2**70) and evs[1].args == (0, "a\ud800b")
+
+
+def test_logging_inside_consume_with_a_full_blocking_channel_returns(tmp_path):
+    # A GC callback that logs while its thread is inside consume() (holding the consume
+    # lock) must not wait for the consumer thread, which waits for that lock.
+    r = _run("""
+        import gc, threading, blog, bread
+        out = blog.MemoryOutputStream()
+        s = blog.basic_config(out, channel_capacity=4096, flush_bytes=4096, flush_interval=5)
+        log = blog.get_logger("m")
+        me = threading.get_ident()
+        armed = [False]
+        def cb(phase, info):
+            if armed[0] and phase == "start" and s._consuming == me:
+                armed[0] = False
+                for i in range(200):
+                    log.info("from gc {} {}", i, "y" * 50)
+        gc.callbacks.append(cb)
+        for i in range(30):
+            log.info("fill {} {}", i, "x" * 50)
+        armed[0] = True
+        gc.set_threshold(1)
+        blog.flush()
+        gc.set_threshold(700)
+        blog.shutdown()
+        print("returned", s.stats.events_dropped > 0)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "returned True"
+
+
+def test_fork_while_another_thread_logs_never_hangs_the_child(tmp_path):
+    # The child must not touch locks that a thread of the parent (gone in the child)
+    # may have held at the fork: on the pure-Python path the channels have locks.
+    code = """
+        import os, threading, time, blog
+        s = blog.Session()
+        log = s.get_logger("main")
+        out = blog.MemoryOutputStream()
+        def spin():
+            while True:
+                log.info("x {} {}", 1, "abc")
+                if s.pending() > 1000:
+                    s.consume(out)
+        threading.Thread(target=spin, daemon=True).start()
+        time.sleep(0.1)
+        hung = 0
+        for j in range(20):
+            pid = os.fork()
+            if pid == 0:
+                log.info("child {}", j)
+                os._exit(0)
+            deadline = time.time() + 5
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.time() > deadline:
+                    hung += 1
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.005)
+        print("hung", hung)
+    """
+    for env in ({}, {"BLOG_PURE_PYTHON": "1"}):
+        r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "hung 0", env
+
+
+def test_failed_reconfiguration_keeps_the_old_output(tmp_path):
+    r = _run("""
+        import blog
+        blog.basic_config("a.blog", flush_interval=60)
+        log = blog.get_logger()
+        log.info("one {}", 1)
+        for bad in (dict(output="b.blog", min_severity="loud"),
+                    dict(output="no/such/dir/x.blog"),
+                    dict(output="a.blog", mode="xb")):
+            try:
+                blog.basic_config(**bad)
+            except (ValueError, OSError):
+                pass
+        log.info("two {}", 2)
+        blog.shutdown()
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "never written" not in r.stderr
+    assert [e.message for e in bread.read(tmp_path / "a.blog")] == ["one 1", "two 2"]
+    assert not (tmp_path / "b.blog").exists()

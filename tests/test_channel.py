@@ -1,0 +1,80 @@
+"""Channels: the C one and the Python reference hold the same bytes for the same events."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+import blog
+from blog.channel import PyChannel
+
+C = blog.accel.speedups.Channel if blog.accel.speedups is not None else None
+needs_c = pytest.mark.skipif(C is None, reason="the C fast path is not built here")
+
+EVENTS = [
+    (1, 1_000, (12345, 101.25, "AAPL")),
+    (2, 1_003, ()),
+    (1, 999, (None, True, False, b"\x00\xff", "ü" * 40, -1, -33, -129, -32769)),
+    (3, 10**12, (2**63 - 1, 2**64 - 1, -2**63, float("inf"), -0.0, "x" * 300, b"y" * 70000)),
+    (1, 10**12 - 5, tuple(range(20))),
+]
+
+
+def decode(taken: tuple) -> list[tuple[int, int, list]]:
+    data, count, base, lo, hi, marks = taken
+    out, clock = [], base
+    for sid, delta, args in msgpack.Unpacker(__import__("io").BytesIO(data), raw=False):
+        clock += delta
+        out.append((sid, clock, args))
+    assert len(out) == count
+    return out
+
+
+@needs_c
+def test_c_and_python_channels_hold_the_same_bytes():
+    a, b = PyChannel(1 << 20, 1 << 20, None, 500), C(1 << 20, 1 << 20, None, 500)
+    for ch in (a, b):
+        for sid, clock, values in EVENTS:
+            assert ch.push_values(sid, clock, values)
+        assert ch.push_raw(9, 2_000, 3, msgpack.packb([1, [2]]))
+        ch.mark([2, 1, "renamed"])
+        assert ch.push_raw(9, 2_001, 4, msgpack.packb([7]) + msgpack.packb({0: "t"}))
+    ta, tb = a.take(), b.take()
+    assert ta == tb
+    assert ta[2:5] == (500, 999, 10**12)           # base, least, greatest clock
+    assert [e[1] for e in decode((ta[0][:ta[5][0][0]], 6) + ta[2:])] == \
+        [c for _, c, _ in EVENTS] + [2_000]
+
+
+@pytest.mark.parametrize("make", [PyChannel, C], ids=["python", "c"])
+def test_limit_refuses_without_appending(make):
+    if make is None:
+        pytest.skip("the C fast path is not built here")
+    ch = make(64, 64, None, 0)
+    assert ch.push_values(1, 1, ("x" * 10,))
+    before = ch.nbytes
+    assert not ch.push_values(1, 2, ("x" * 60,))
+    assert ch.nbytes == before and ch.count == 1
+    assert ch.push_raw(1, 3, 3, msgpack.packb(["x" * 60]), force=True)
+    assert ch.count == 2
+
+
+def test_a_push_in_the_middle_of_a_push_keeps_clocks_right():
+    # As a signal handler that logs would: a second push starts while the first is
+    # between encoding its clock delta and appending. Both clocks must decode exactly.
+    ch = PyChannel(1 << 20, 1 << 20, None, 0)
+    encode = ch._encode
+    fired: list[int] = []
+
+    def interrupted(*a):
+        b = encode(*a)
+        if not fired:
+            fired.append(1)
+            assert ch.push_values(2, 150, ("from handler",))
+        return b
+
+    ch._encode = interrupted
+    assert ch.push_values(1, 100, ("outer",))
+    assert ch.push_values(1, 200, ("after",))
+    assert decode(ch.take()) == [(1, 100, ["outer"]), (2, 150, ["from handler"]),
+                                 (1, 200, ["after"])]

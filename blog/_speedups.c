@@ -508,7 +508,7 @@ thread_channel(PyObject *local)
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *sites;     /* dict: f_lasti -> (code, fmt, sid), shared with the Python method */
+    PyObject *sites;     /* dict: site key -> (code, fmt, sid, nargs), shared with the Python method */
     PyObject *local;     /* the session's threading.local: .c is the thread's Channel */
     PyObject *fallback;  /* the Python method: handles everything else */
 } Method;
@@ -535,9 +535,10 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
     Py_XINCREF(site);
-    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 3
+    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 4
                && (PyObject *)code == PyTuple_GET_ITEM(site, 0)
-               && args[0] == PyTuple_GET_ITEM(site, 1);
+               && args[0] == PyTuple_GET_ITEM(site, 1)
+               && PyLong_AsSsize_t(PyTuple_GET_ITEM(site, 3)) == nargs - 1;
     Py_DECREF(code);
     if (!same) {
         Py_XDECREF(site);

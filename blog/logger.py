@@ -51,8 +51,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups).
 
     ``sites`` maps ``(id(code) >> 4) ^ f_lasti`` of the caller to (code,
-    format, source id); an entry is used only if the code object and the
-    format object are the same.
+    format, source id, argument count); an entry is used only if the code
+    object and the format object are the same and as many arguments are passed.
     This is the reference for the C ``Method``, which calls it for anything
     but the common case.
     """
@@ -76,7 +76,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
         # code and the format object then confirm the entry.
         code = f.f_code
         site = sites.get((id(code) >> 4) ^ f.f_lasti)
-        if site is None or site[0] is not code or site[1] is not fmt or fields:
+        if (site is None or site[0] is not code or site[1] is not fmt or fields
+                or site[3] != len(args)):
             return slow(level, sites, f, fmt, args, fields)
         clock = clock_ns()
         for a in args:
@@ -170,7 +171,9 @@ class Logger:
         values = args + tuple(fields.values()) if fields else args
         # id(code), not code: hashing a code object hashes its whole contents. The
         # registered source keeps its code object alive, so the id stays its own.
-        key = (id(code), lasti, level, self.category, fmt, names)
+        # The argument count is part of the key: a call site that passes another number
+        # of arguments (``log.info("{} {}", *a)``) is checked again, and raises.
+        key = (id(code), lasti, level, self.category, fmt, names, len(args))
         source = session.site(key)
         if source is None:
             source = self._register(key, level, f, fmt, args, values, names)
@@ -180,7 +183,7 @@ class Logger:
             values = (message,) + tuple(fields.values())
             tpl = None
         elif sites is not None and not fields:
-            sites[(id(code) >> 4) ^ lasti] = (code, fmt, source.id)
+            sites[(id(code) >> 4) ^ lasti] = (code, fmt, source.id, len(args))
         session.writer().push(source.id, clock, *encode_values(tpl, values, names))
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,

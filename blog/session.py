@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import sys
@@ -81,7 +82,9 @@ class Session:
         self._sites: dict[tuple, EventSource] = {}
         self._codes: set[Any] = set()            # code objects of registered call sites
         self._writers: list[SessionWriter] = []
-        self._reported_drops: dict[int, int] = {}
+        self._reported_drops: dict[int, int] = {}   # writer id -> drops recorded in the output
+        self._counted_drops: dict[int, int] = {}    # writer id -> drops counted in stats
+        self._writer_ids = itertools.count(1)
         self._pending: list[list] = []
         self._loggers: dict[str, Logger] = {}
         self._stream: Any = None                 # the stream that has this session's header
@@ -159,7 +162,7 @@ class Session:
 
     def _new_writer(self) -> SessionWriter:
         with self._lock:
-            w = SessionWriter(self, len(self._reported_drops) + 1, self.channel_capacity,
+            w = SessionWriter(self, next(self._writer_ids), self.channel_capacity,
                               self.wake_bytes)
             self._reported_drops[w.id] = 0
             self._writers.append(w)
@@ -243,13 +246,18 @@ class Session:
             meta.append([fmt.ENTRY_LOST, lost_events, lost_bytes, time.time_ns()])
         batches: list[bytes] = []
         n_events = 0
+        reported: dict[int, int] = {}
         for w, t in taken:
             if t[1] or t[5]:
                 n_events += self._writer_frames(w, t, batches)
-            dropped = w.channel.dropped - self._reported_drops.get(w.id, 0)
-            if dropped:
-                self._reported_drops[w.id] += dropped
-                self.stats.events_dropped += dropped
+            total = w.channel.dropped
+            counted = self._counted_drops.get(w.id, 0)
+            if total > counted:
+                self.stats.events_dropped += total - counted
+                self._counted_drops[w.id] = total
+            dropped = total - self._reported_drops.get(w.id, 0)
+            if dropped:   # recorded as written only once the write succeeds (below)
+                reported[w.id] = total
                 meta.append([fmt.ENTRY_DROPPED, w.id, dropped, time.time_ns()])
         self._retire_writers(writers)
         if meta:
@@ -259,6 +267,7 @@ class Session:
             return 0
         data = b"".join(parts)
         if self._write(stream, data, n_events):
+            self._reported_drops.update(reported)
             self._stream = stream
             self._unreported_loss = [0, 0]
             self.stats.events_written += n_events

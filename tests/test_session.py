@@ -603,3 +603,31 @@ def test_failed_reconfiguration_keeps_the_old_output(tmp_path):
     assert "never written" not in r.stderr
     assert [e.message for e in bread.read(tmp_path / "a.blog")] == ["one 1", "two 2"]
     assert not (tmp_path / "b.blog").exists()
+
+
+def test_a_site_called_with_another_argument_count_is_checked_again(logged):
+    def call(args):
+        logged.log.info("{} {}", *args)   # one call site, a varying number of arguments
+
+    call([1, 2])
+    call([3, 4])
+    with pytest.raises(blog.CallSiteError, match="2 {} placeholder"):
+        call([5])
+    assert [e.message for e in logged.read()] == ["1 2", "3 4"]
+
+
+def test_drops_are_recorded_even_when_the_write_that_carried_them_failed():
+    s = blog.Session(channel_capacity=128, overflow="drop")
+    log = s.get_logger()
+    out = FlakyStream()
+    for i in range(25):
+        log.info("e {}", i)
+    out.broken = True
+    s.consume(out)          # events, and the record of the drops, are lost with this write
+    out.broken = False
+    log.info("after {}", 1)
+    s.consume(out)
+    r = bread.read(io.BytesIO(bytes(out.data)))
+    assert [e.message for e in r] == ["after 1"]
+    dropped = sum(n.count for n in r.notices if type(n).__name__ == "Dropped")
+    assert dropped == s.stats.events_dropped > 0

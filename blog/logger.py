@@ -184,7 +184,14 @@ class Logger:
             tpl = None
         elif sites is not None and not fields:
             sites[(id(code) >> 4) ^ lasti] = (code, fmt, source.id, len(args))
-        session.writer().push(source.id, clock, *encode_values(tpl, values, names))
+        writer = session.writer()
+        for v in values:
+            if type(v) not in _PLAIN:
+                break
+        else:
+            if writer.channel.push_values(source.id, clock, values):
+                return
+        writer.push(source.id, clock, *encode_values(tpl, values, names))
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,
                   values: tuple, names: tuple[str, ...]) -> Any:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import msgpack
 
 from .placeholders import Template, render_safe
-from .values import UNICODE_ERRORS, _default, encode, packb, reproducible
+from .values import UNICODE_ERRORS, _default, all_plain, encode, packb, reproducible
 
 _array_header = msgpack.Packer().pack_array_header
 
@@ -46,14 +46,10 @@ def capture(tpl: Template | None, values: Sequence[Any], field_names: Sequence[s
 pack_plain = partial(msgpack.packb, use_bin_type=True, unicode_errors=UNICODE_ERRORS,
                      default=_default)
 
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
-
-
 def encode_values(tpl: Template | None, values: tuple,
                   field_names: Sequence[str]) -> tuple[int, bytes]:
     """(element count, encoded elements after the clock delta) for an event's values."""
-    for v in values:
-        if type(v) not in _PLAIN:
-            b = capture(tpl, values, field_names)
-            return b[0], b[1:]
-    return 3, pack_plain(values)
+    if all_plain(values):
+        return 3, pack_plain(values)
+    b = capture(tpl, values, field_names)
+    return b[0], b[1:]

@@ -9,7 +9,6 @@ import time
 from typing import Any, Callable, TypeVar
 
 from . import accel
-from .capture import encode_values
 from .placeholders import FormatError, parse
 from .session import Session
 from .severity import Severity, to_severity
@@ -18,7 +17,6 @@ from .values import type_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
 _GENERATORS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
@@ -95,7 +93,6 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         local = s._local
         writer_of = s.writer
         clock_ns = time.time_ns
-        plain = _PLAIN
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -106,15 +103,7 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
                     values = tuple(bound.arguments[n] for n in names)
                 else:
                     values = args
-                clock = clock_ns()
-                writer = writer_of()
-                for v in values:
-                    if type(v) not in plain:
-                        writer.push(sid, clock, *encode_values(tpl, values, field_names))
-                        break
-                else:
-                    if not writer.channel.push_values(sid, clock, values):
-                        writer.push(sid, clock, *encode_values(tpl, values, field_names))
+                writer_of().push_event(sid, clock_ns(), tpl, values, field_names)
             if run_body:
                 return fn(*args, **kwargs)
             return None

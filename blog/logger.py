@@ -8,17 +8,16 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import accel
-from .capture import encode_values, pack_plain
+from .capture import pack_plain
 from .placeholders import FormatError, parse, render
 from .severity import Severity, to_severity
 from .session import _report
 from .source import CallSiteError, check_template, describe
-from .values import type_name
+from .values import PLAIN_TYPES, type_name
 
 if TYPE_CHECKING:
     from .session import Session
 
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
 _getframe = sys._getframe
 _time_ns = time.time_ns
 
@@ -59,7 +58,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     local = lg.session._local
     new_writer = lg.session._new_writer
     slow = lg._slow
-    plain = _PLAIN
+    plain = PLAIN_TYPES
     getframe = _getframe
     clock_ns = _time_ns
     pack = pack_plain
@@ -184,14 +183,7 @@ class Logger:
             tpl = None
         elif sites is not None and not fields:
             sites[(id(code) >> 4) ^ lasti] = (code, fmt, source.id, len(args))
-        writer = session.writer()
-        for v in values:
-            if type(v) not in _PLAIN:
-                break
-        else:
-            if writer.channel.push_values(source.id, clock, values):
-                return
-        writer.push(source.id, clock, *encode_values(tpl, values, names))
+        session.writer().push_event(source.id, clock, tpl, values, names)
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,
                   values: tuple, names: tuple[str, ...]) -> Any:

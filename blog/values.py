@@ -196,8 +196,17 @@ def encode(value: Any) -> bytes:
         return packb(msgpack.ExtType(EXT_OPAQUE, packb([type_name(type(value)), safe_str(value)])))
 
 
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
-_PLAIN_ATOMS = _PLAIN | {Decimal, uuid.UUID, _dt.date, _dt.timedelta}
+#: Immutable scalars: queued as they are, encoded without capture.
+PLAIN_TYPES = frozenset({type(None), bool, int, float, str, bytes})
+_PLAIN_ATOMS = PLAIN_TYPES | {Decimal, uuid.UUID, _dt.date, _dt.timedelta}
+
+
+def all_plain(values: tuple) -> bool:
+    """True if every value is an immutable scalar of exactly a PLAIN_TYPES type."""
+    for v in values:
+        if type(v) not in PLAIN_TYPES:
+            return False
+    return True
 
 
 def reproducible(value: Any, _depth: int = 0) -> bool:

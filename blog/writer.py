@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
+from .capture import encode_values
 from .channel import BLOCK, new_channel
 from .format import ENTRY_WRITER_PROP
+from .placeholders import Template
+from .values import all_plain
 
 if TYPE_CHECKING:
     from .session import Session
@@ -57,6 +60,13 @@ class SessionWriter:
         """The WriterProp metadata entry array (with the current name unless given)."""
         return [ENTRY_WRITER_PROP, self.id, self._name if name is None else name,
                 self.ident, self.native_id, self.pid]
+
+    def push_event(self, sid: int, clock: int, tpl: Template | None, values: tuple,
+                   field_names: Sequence[str]) -> None:
+        """Queue an event of the Python path: plain values straight into the channel,
+        anything else encoded (and captured) now."""
+        if not (all_plain(values) and self.channel.push_values(sid, clock, values)):
+            self.push(sid, clock, *encode_values(tpl, values, field_names))
 
     def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""

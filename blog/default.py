@@ -10,7 +10,7 @@ from typing import Any
 from .channel import BLOCK
 from .consumer import Consumer
 from .logger import Logger
-from .session import Session, _report, check_capacity
+from .session import Session, _report, check_capacity, check_overflow
 from .severity import Severity, to_severity
 from .streams import FileOutputStream
 
@@ -41,8 +41,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     session to the new output, after writing what is pending to the old one.
     """
     s = default_session()
-    if overflow not in ("block", "drop"):
-        raise ValueError(f"overflow must be 'block' or 'drop', not {overflow!r}")
+    check_overflow(overflow)
     check_capacity(channel_capacity)
     if flush_bytes is None:
         flush_bytes = min(1 << 20, channel_capacity)

@@ -33,6 +33,12 @@ FRAME_TARGET = 1 << 20
 MAX_CHANNEL_CAPACITY = fmt.MAX_PAYLOAD // 2
 
 
+def check_overflow(overflow: str) -> None:
+    """Reject an overflow policy other than "block" and "drop"."""
+    if overflow not in (BLOCK, DROP):
+        raise ValueError(f"overflow must be {BLOCK!r} or {DROP!r}, not {overflow!r}")
+
+
 def check_capacity(capacity: int) -> None:
     """Reject a channel capacity that is not a byte count the format can frame."""
     if isinstance(capacity, bool) or not isinstance(capacity, int) \
@@ -65,8 +71,7 @@ class Session:
     def __init__(self, *, min_severity: Severity | int | str = Severity.TRACE,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK,
                  name: str | None = None) -> None:
-        if overflow not in (BLOCK, DROP):
-            raise ValueError(f"overflow must be {BLOCK!r} or {DROP!r}, not {overflow!r}")
+        check_overflow(overflow)
         check_capacity(channel_capacity)
         self.overflow = overflow
         self.channel_capacity = channel_capacity
@@ -164,7 +169,6 @@ class Session:
         with self._lock:
             w = SessionWriter(self, next(self._writer_ids), self.channel_capacity,
                               self.wake_bytes)
-            self._reported_drops[w.id] = 0
             self._writers.append(w)
             self._pending.append(w.entry())
         self._local.w = w

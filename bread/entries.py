@@ -65,7 +65,7 @@ class Lost:
     offset: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)   # one per event: slots, and not frozen (a frozen __init__ is slower)
 class RawEvent:
     """An event as stored: source and writer ids, clock, argument values and captured texts."""
 

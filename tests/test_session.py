@@ -631,3 +631,26 @@ def test_drops_are_recorded_even_when_the_write_that_carried_them_failed():
     assert [e.message for e in r] == ["after 1"]
     dropped = sum(n.count for n in r.notices if type(n).__name__ == "Dropped")
     assert dropped == s.stats.events_dropped > 0
+
+
+class TrickleStream:
+    """A raw stream that takes at most ``n`` bytes a call, as os.write may."""
+
+    def __init__(self, n: int) -> None:
+        self.data, self.n = bytearray(), n
+
+    def write(self, b) -> int:
+        take = bytes(b[:self.n])
+        self.data += take
+        return len(take)
+
+
+def test_short_writes_are_completed_and_a_stuck_stream_is_a_loss(capsys):
+    s = blog.Session()
+    s.get_logger().info("whole {}", "x" * 500)
+    out = TrickleStream(7)
+    assert s.consume(out) > 500
+    assert [e.message for e in bread.read(io.BytesIO(bytes(out.data)))] == ["whole " + "x" * 500]
+    s.get_logger().info("stuck {}", 1)
+    assert s.consume(TrickleStream(0)) == 0      # accepts nothing: counted, not raised
+    assert s.stats.events_lost == 1 and "accepted no bytes" in capsys.readouterr().err

@@ -8,16 +8,19 @@
 Read the file back with ``bread``.
 """
 
-from .channel import BLOCK, DROP
+from blogformat.entries import EventSource
+from blogformat.placeholders import FormatError
+from blogformat.severity import Severity
+
+from .backpressure import BLOCK, DROP
 from .consumer import Consumer
 from .default import (basic_config, default_session, flush, get_logger, set_writer_name,
                       shutdown)
 from .event import event
 from .logger import Logger
-from .placeholders import FormatError
-from .session import Session, SessionStats, __version__
-from .severity import Severity
-from .source import CallSiteError, EventSource
+from .session import Session, __version__
+from .source import CallSiteError
+from .stats import SessionStats
 from .streams import FileOutputStream, MemoryOutputStream, OutputStream
 from .writer import SessionWriter
 

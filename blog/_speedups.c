@@ -162,6 +162,21 @@ typedef struct {
 
 static PyTypeObject ChannelType;
 
+/* What take() returns; its twin is blog.channel.Taken (same fields, same order). */
+static PyTypeObject *TakenType;
+static PyStructSequence_Field taken_fields[] = {
+    {"data", "the encoded events, back to back"},
+    {"count", "how many events"},
+    {"base", "the clock the first event's delta is relative to"},
+    {"lo", "the least clock of the events"},
+    {"hi", "the greatest clock of the events"},
+    {"marks", "in-band metadata: [(offset, count, prev clock, entry)]"},
+    {NULL}
+};
+static PyStructSequence_Desc taken_desc = {
+    "blog._speedups.Taken", "What Channel.take() returns.", taken_fields, 6
+};
+
 static void
 channel_reset(Channel *self)
 {
@@ -225,7 +240,9 @@ scalar_size(PyObject *a)
 }
 
 /* The fast path: [sid, delta, [args...]] with plain scalar args.
- * 1 pushed, 0 not here (not plain, or at the limit: Python decides), -1 error.
+ * 1 pushed, 0 not here (not plain, or past the limit: Python decides), -1 error.
+ * An event is accepted if its exact encoded size fits below the limit, as in
+ * PyChannel (blog/channel.py); a refused event leaves the channel as it was.
  * Nothing between the first write into the channel and the end can run Python code. */
 static int
 push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
@@ -236,29 +253,33 @@ push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n
         return -1;
     if (n > 0xffff)
         return 0;
-    Py_ssize_t need = 1 + 9 + 9 + 3;
+    Py_ssize_t need = 1 + 9 + 9 + 3;   /* upper bound: headers, sid, delta, args header */
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t sz = scalar_size(args[i]);
         if (sz < 0)
             return 0;
         need += sz;
-        if (need > self->limit)
-            return 0;
     }
-    if (self->buf.len + need > self->limit)
+    /* Each value's least encoded size is its upper bound less 8: a bound that far
+     * past the limit cannot fit, and is not worth reserving memory for. */
+    if (self->buf.len + need - 8 * (n + 2) - 2 > self->limit)
         return 0;
     if (buf_reserve(&self->buf, need) < 0)
         return -1;
     /* From here on: no allocation, no failure. */
-    if (clock == LLONG_MIN)   /* "now": the fast paths read the clock here */
-        clock = clock_ns();
-    if (begin_event(self, 3, sid, clock) < 0)
+    Py_ssize_t mark = self->buf.len;
+    long long now = clock == LLONG_MIN ? clock_ns() : clock;   /* "now": the fast paths */
+    if (begin_event(self, 3, sid, now) < 0)
         return -1;   /* cannot happen: reserved */
     if (n < 16) self->buf.p[self->buf.len++] = (char)(0x90 | n);
     else put_be(&self->buf, 0xdc, n, 2);
     for (Py_ssize_t i = 0; i < n; i++)
         (void)put_scalar(&self->buf, args[i]);
-    end_event(self, clock);
+    if (self->buf.len > self->limit) {
+        self->buf.len = mark;
+        return 0;
+    }
+    end_event(self, now);
     return 1;
 }
 
@@ -294,7 +315,7 @@ channel_push_raw(Channel *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "nelems must be 1..15");
         return NULL;
     }
-    if (!force && self->buf.len + tail.len + 20 > self->limit) {
+    if (!force && self->buf.len + tail.len > self->limit) {   /* cannot fit: no need to try */
         PyBuffer_Release(&tail);
         Py_RETURN_FALSE;
     }
@@ -303,6 +324,11 @@ channel_push_raw(Channel *self, PyObject *args, PyObject *kwds)
         self->buf.len = mark;
         PyBuffer_Release(&tail);
         return NULL;
+    }
+    if (!force && self->buf.len + tail.len > self->limit) {   /* the exact size, as PyChannel */
+        self->buf.len = mark;
+        PyBuffer_Release(&tail);
+        Py_RETURN_FALSE;
     }
     memcpy(self->buf.p + self->buf.len, tail.buf, tail.len);
     self->buf.len += tail.len;
@@ -348,7 +374,7 @@ channel_take(Channel *self, PyObject *unused)
      * with nothing in between that can: bytes and ints are not GC objects, and a failure
      * leaves the channel as it was. */
     PyObject *marks = PyList_New(0);
-    PyObject *r = PyTuple_New(6);
+    PyObject *r = PyStructSequence_New(TakenType);
     if (marks == NULL || r == NULL || self->marks == NULL) {
         if (marks != NULL && r != NULL)
             PyErr_SetString(PyExc_ValueError, "channel is cleared");
@@ -365,9 +391,10 @@ channel_take(Channel *self, PyObject *unused)
         Py_DECREF(marks); Py_DECREF(r);
         return NULL;
     }
-    PyTuple_SET_ITEM(r, 0, data); PyTuple_SET_ITEM(r, 1, count); PyTuple_SET_ITEM(r, 2, base);
-    PyTuple_SET_ITEM(r, 3, lo); PyTuple_SET_ITEM(r, 4, hi);
-    PyTuple_SET_ITEM(r, 5, self->marks);   /* the channel's reference moves to r */
+    PyStructSequence_SET_ITEM(r, 0, data); PyStructSequence_SET_ITEM(r, 1, count);
+    PyStructSequence_SET_ITEM(r, 2, base); PyStructSequence_SET_ITEM(r, 3, lo);
+    PyStructSequence_SET_ITEM(r, 4, hi);
+    PyStructSequence_SET_ITEM(r, 5, self->marks);   /* the channel's reference moves to r */
     self->marks = marks;
     if (self->buf.cap > (1 << 22) && self->buf.len < self->buf.cap / 4) {
         PyMem_Free(self->buf.p);     /* give back the memory of a past burst */
@@ -525,7 +552,7 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     if (frame == NULL)
         goto slow;
     /* The site key: the code object's address (shifted, as id(code) >> 4) xor the
-     * instruction offset, as blog.logger._site_key computes it. */
+     * instruction offset. Its twin is blog.logger.site_key(): they must agree. */
     PyCodeObject *code = PyFrame_GetCode(frame);
     PyObject *key = PyLong_FromSize_t(((size_t)code >> 4) ^ (size_t)PyFrame_GetLasti(frame));
     if (key == NULL) {
@@ -637,7 +664,7 @@ static PyTypeObject MethodType = {
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *logger;    /* its _min is the minimum severity in force */
+    PyObject *logger;    /* its threshold is the minimum severity in force */
     PyObject *sid;       /* the EventSource id */
     PyObject *local;     /* the session's threading.local */
     PyObject *body;      /* the decorated function, or None if its body is empty */
@@ -810,14 +837,16 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     str_c = PyUnicode_InternFromString("c");
-    str_min = PyUnicode_InternFromString("_min");
+    str_min = PyUnicode_InternFromString("threshold");
     str_name = PyUnicode_InternFromString("__name__");
     if (!str_c || !str_min || !str_name)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
-    if (add_type(m, &ChannelType, "Channel") < 0 || add_type(m, &MethodType, "Method") < 0
+    TakenType = PyStructSequence_NewType(&taken_desc);
+    if (TakenType == NULL || PyModule_AddObjectRef(m, "Taken", (PyObject *)TakenType) < 0
+        || add_type(m, &ChannelType, "Channel") < 0 || add_type(m, &MethodType, "Method") < 0
         || add_type(m, &EventCallType, "EventCall") < 0) {
         Py_DECREF(m);
         return NULL;

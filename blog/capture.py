@@ -10,13 +10,13 @@ placeholder's text from the decoded value (sets, enums, dataclasses, custom
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Sequence
 
 import msgpack
 
-from .placeholders import Template, render_safe
-from .values import UNICODE_ERRORS, _default, all_plain, encode, packb, reproducible
+from blogformat.entries import EVENT_FIELDS, EVENT_FIELDS_WITH_TEXTS
+from blogformat.placeholders import Template, render_safe
+from blogformat.values import all_plain, encode, pack_args, packb, reproducible
 
 _array_header = msgpack.Packer().pack_array_header
 
@@ -38,18 +38,14 @@ def capture(tpl: Template | None, values: Sequence[Any], field_names: Sequence[s
                 texts[i] = render_safe(v, ph.conversion, ph.spec)
     body = _array_header(len(values)) + b"".join([encode(v) for v in values])
     if texts:
-        return b"\x04" + body + packb(texts)
-    return b"\x03" + body
+        return bytes([EVENT_FIELDS_WITH_TEXTS]) + body + packb(texts)
+    return bytes([EVENT_FIELDS]) + body
 
-
-#: Packs a tuple of plain scalars as a msgpack array (ints beyond 64 bits via the hook).
-pack_plain = partial(msgpack.packb, use_bin_type=True, unicode_errors=UNICODE_ERRORS,
-                     default=_default)
 
 def encode_values(tpl: Template | None, values: tuple,
                   field_names: Sequence[str]) -> tuple[int, bytes]:
     """(element count, encoded elements after the clock delta) for an event's values."""
     if all_plain(values):
-        return 3, pack_plain(values)
+        return EVENT_FIELDS, pack_args(values)
     b = capture(tpl, values, field_names)
     return b[0], b[1:]

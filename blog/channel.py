@@ -6,27 +6,39 @@ relative to the previous event of the channel. The calling thread appends;
 the consumer ``take()``s everything at once and starts the channel afresh.
 This is the C binlog's design: the call serializes, the consumer only copies.
 
+An event is accepted if its exact encoded size keeps the buffer within
+``limit``; ``blog.backpressure`` sets the limits and decides what a refused
+push does.
+
 ``PyChannel`` is the reference implementation. ``_speedups.Channel`` is the
 same in C; there, each method runs without releasing the GIL, so no lock is
-needed. ``new_channel`` picks one.
+needed. Both accept and refuse the same pushes and hold the same bytes (a
+property test says so). ``new_channel`` picks one.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 
+from blogformat.entries import event_prefix
+from blogformat.values import PACK_OPTIONS
+
 from . import accel
-from .values import UNICODE_ERRORS, _default
 
-#: When the channel is full: wait for the consumer, or drop the event and count it.
-BLOCK = "block"
-DROP = "drop"
+_NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)   # the bounds of an empty channel
 
-_HEADERS = [bytes([0x90 | n]) for n in range(16)]
+class Taken(NamedTuple):
+    """What ``take()`` returns (``_speedups.Taken`` is its C twin)."""
+
+    data: bytes      # the encoded events, back to back
+    count: int       # how many events
+    base: int        # the clock the first event's delta is relative to
+    lo: int          # the least clock of the events
+    hi: int          # the greatest clock of the events
+    marks: list      # in-band metadata: [(offset, count, prev clock, entry)]
 
 
 class PyChannel:
@@ -40,10 +52,9 @@ class PyChannel:
         self.prev = clock           # clock of the last event pushed
         # Reentrant: a signal handler or finalizer on this thread may log mid-push.
         self._lock = threading.RLock()
-        self._pack = msgpack.Packer().pack
-        # For plain values; tuples pack as arrays, ints beyond 64 bits through the hook.
-        self._pack_event = msgpack.Packer(use_bin_type=True, unicode_errors=UNICODE_ERRORS,
-                                          default=_default).pack
+        # For plain values (tuples pack as arrays). No hook: an int beyond 64 bits
+        # raises, and push_values leaves it to the caller, as the C channel does.
+        self._pack_event = msgpack.Packer(**PACK_OPTIONS).pack
         self._busy = False          # a push is in progress on the owning thread
         self._nested: list[tuple] = []
         self._reset()
@@ -52,7 +63,7 @@ class PyChannel:
         self._buf = bytearray()
         self.count = 0
         self.base = self.prev
-        self.lo, self.hi = sys.maxsize * 2, -sys.maxsize * 2
+        self.lo, self.hi = _NO_LO, _NO_HI     # as the C channel: LLONG_MAX, LLONG_MIN
         self.marks: list[tuple[int, int, int, list]] = []
         self.limit = min(self.wake_at, self.capacity)
         self.woken = False
@@ -65,9 +76,13 @@ class PyChannel:
     def push_values(self, sid: int, clock: int, values: tuple) -> bool:
         """Append ``[sid, delta, [values...]]``, values being plain scalars.
 
-        Returns False, appending nothing, if that would pass ``limit``.
+        Returns False, appending nothing, if that would pass ``limit`` or a
+        value is not a plain scalar msgpack encodes as it is (an int beyond 64 bits).
         """
-        return self._push(sid, clock, 3, values, b"", False)
+        try:
+            return self._push(sid, clock, 3, values, b"", False)
+        except (OverflowError, TypeError):
+            return False
 
     def push_raw(self, sid: int, clock: int, nelems: int, tail: bytes, force: bool = False) -> bool:
         """Append an event whose elements after the clock delta are encoded in ``tail``.
@@ -95,15 +110,17 @@ class PyChannel:
             finally:
                 while self._nested:
                     n = self._nested.pop(0)
-                    self._append(self._encode(*n), n[1])
+                    try:
+                        self._append(self._encode(*n), n[1])
+                    except (OverflowError, TypeError):   # an int beyond 64 bits, nested
+                        self.dropped += 1
                 self._busy = False
 
     def _encode(self, sid: int, clock: int, nelems: int, values: tuple | None,
                 tail: bytes) -> bytes:
         if values is not None:
             return self._pack_event((sid, clock - self.prev, values))
-        pack = self._pack
-        return _HEADERS[nelems] + pack(sid) + pack(clock - self.prev) + tail
+        return event_prefix(nelems, sid, clock - self.prev) + tail
 
     def _append(self, event: bytes, clock: int) -> None:
         # With the lock held, right after _encode.
@@ -120,10 +137,10 @@ class PyChannel:
         with self._lock:
             self.marks.append((len(self._buf), self.count, self.prev, entry))
 
-    def take(self) -> tuple[bytes, int, int, int, int, list]:
-        """Everything so far: (data, count, base clock, least clock, greatest clock, marks)."""
+    def take(self) -> Taken:
+        """Everything so far, and the channel starts afresh."""
         with self._lock:
-            r = (bytes(self._buf), self.count, self.base, self.lo, self.hi, self.marks)
+            r = Taken(bytes(self._buf), self.count, self.base, self.lo, self.hi, self.marks)
             self._reset()
             return r
 

@@ -6,7 +6,8 @@ import queue
 import threading
 from typing import Any
 
-from .session import Session, _report
+from .report import report
+from .session import Session
 
 
 class Consumer:
@@ -36,15 +37,11 @@ class Consumer:
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> "Consumer":
-        """Attach to the session and start the thread."""
-        if self.session._consumer is not None and self.session._consumer is not self:
-            raise RuntimeError("the session already has a running consumer")
-        s = self.session
-        s._consumer = self
-        with s._lock:
-            s.wake_bytes = self.flush_bytes
-            for w in s._writers:
-                w.channel.wake_at = self.flush_bytes
+        """Attach to the session and start the thread.
+
+        Raises RuntimeError if the session already has another consumer.
+        """
+        self.session.attach(self, wake_bytes=self.flush_bytes)
         self.running = True
         self.thread.start()
         return self
@@ -52,6 +49,16 @@ class Consumer:
     def wake(self) -> None:
         """Ask for a consume as soon as possible."""
         self._wake.put(None)
+
+    def can_wait(self) -> bool:
+        """True if the calling thread may wait for this consumer to make room in its channel.
+
+        Not the consumer's own thread, nor a thread inside a consume (a
+        ``flush()``): the consumer would wait for it in turn.
+        """
+        return (self.running and self.thread.is_alive()
+                and threading.current_thread() is not self.thread
+                and not self.session.consuming_here())
 
     def flush(self) -> None:
         """Consume now, in the calling thread: when it returns, everything logged before is written."""
@@ -65,8 +72,7 @@ class Consumer:
             if self.thread is not threading.current_thread() and self.thread.is_alive():
                 self.thread.join()
             self.running = False
-        if self.session._consumer is self:
-            self.session._consumer = None
+        self.session.detach(self)
         self.session.consume(self.stream)
 
     def _run(self) -> None:
@@ -82,6 +88,6 @@ class Consumer:
                 try:
                     s.consume(self.stream)
                 except Exception as exc:  # a bug here must not kill logging silently
-                    _report(f"blog: consumer error: {type(exc).__name__}: {exc}")
+                    report(f"blog: consumer error: {type(exc).__name__}: {exc}")
         finally:
             self.running = False

@@ -7,11 +7,13 @@ import os
 import threading
 from typing import Any
 
-from .channel import BLOCK
+from blogformat.severity import Severity, to_severity
+
+from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
 from .logger import Logger
-from .session import Session, _report, check_capacity, check_overflow
-from .severity import Severity, to_severity
+from .report import report
+from .session import Session
 from .streams import FileOutputStream
 
 _session: Session | None = None      # the only global state: the default session
@@ -56,7 +58,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if not isinstance(output, (str, os.PathLike)) and not hasattr(output, "write"):
         raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
     min_severity = to_severity(min_severity)
-    old = s._consumer
+    old = _consumer(s)
     same = (old is not None and isinstance(old.stream, FileOutputStream)
             and isinstance(output, (str, os.PathLike)) and _same_file(old.stream.path, output))
     if same:
@@ -74,11 +76,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if not same:
         _stop_consumer(s)   # the old output gets what is pending
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes)
-    s.overflow = overflow
-    s.channel_capacity = channel_capacity
-    with s._lock:
-        for w in s._writers:
-            w.channel.capacity = channel_capacity
+    s.configure(channel_capacity=channel_capacity, overflow=overflow)
     s.set_min_severity(min_severity)
     consumer.start()
     return s
@@ -98,8 +96,7 @@ def get_logger(category: str = "main") -> Logger:
 
 def flush() -> None:
     """Write everything logged so far to the output; when it returns, it is there."""
-    s = default_session()
-    c = s._consumer
+    c = _consumer(default_session())
     if c is not None:
         c.flush()
 
@@ -115,8 +112,14 @@ def set_writer_name(name: str) -> None:
     default_session().writer().name = name
 
 
+def _consumer(s: Session) -> Consumer | None:
+    """The default session's consumer (basic_config attaches only Consumers)."""
+    c = s.drainer
+    return c if isinstance(c, Consumer) else None
+
+
 def _stop_consumer(s: Session) -> None:
-    c = s._consumer
+    c = _consumer(s)
     if c is None:
         return
     c.stop()
@@ -128,5 +131,5 @@ def _at_exit(s: Session) -> None:
     _stop_consumer(s)
     left = s.pending()
     if left:
-        _report(f"blog: {left} event(s) were logged but never written: "
+        report(f"blog: {left} event(s) were logged but never written: "
                 "call blog.basic_config() to give the session an output")

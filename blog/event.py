@@ -8,12 +8,13 @@ import inspect
 import time
 from typing import Any, Callable, TypeVar
 
+from blogformat.placeholders import FormatError, parse
+from blogformat.severity import Severity, to_severity
+from blogformat.values import type_name
+
 from . import accel
-from .placeholders import FormatError, parse
 from .session import Session
-from .severity import Severity, to_severity
 from .source import CallSiteError, check_template
-from .values import type_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,18 +86,20 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         field_names = names[k:]
         tpl = check_template(fmt, k, field_names, where)
         tags = ",".join(_tag(p.annotation) for p in params)
-        source = s.add_source(None, sev, category, code.co_qualname, code.co_filename,
-                              code.co_firstlineno, fmt, tags, field_names, k, tpl)
+        source = s.add_source(key=None, severity=sev, category=category,
+                              function=code.co_qualname, file=code.co_filename,
+                              line=code.co_firstlineno, format=fmt, arg_tags=tags,
+                              field_names=field_names, positional=k, template=tpl)
         sid = source.id
         nparams = len(names)
         run_body = not _has_empty_body(fn)
-        local = s._local
+        local = s.local
         writer_of = s.writer
         clock_ns = time.time_ns
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if lg._min <= sev:
+            if lg.threshold <= sev:
                 if kwargs or len(args) != nparams:
                     bound = sig.bind(*args, **kwargs)   # TypeError as for a plain call
                     bound.apply_defaults()

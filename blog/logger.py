@@ -7,13 +7,13 @@ import time
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable
 
+from blogformat.placeholders import FormatError, parse, render
+from blogformat.severity import Severity, to_severity
+from blogformat.values import PLAIN_TYPES, pack_args, type_name
+
 from . import accel
-from .capture import pack_plain
-from .placeholders import FormatError, parse, render
-from .severity import Severity, to_severity
-from .session import _report
+from .report import report
 from .source import CallSiteError, check_template, describe
-from .values import PLAIN_TYPES, type_name
 
 if TYPE_CHECKING:
     from .session import Session
@@ -32,6 +32,15 @@ _LEVELS = (("trace", Severity.TRACE), ("debug", Severity.DEBUG), ("info", Severi
            ("critical", Severity.CRITICAL))
 
 
+def site_key(code: Any, lasti: int) -> int:
+    """The key of a call site in a level method's cache: its code object's id and offset mixed.
+
+    The C ``Method`` (``_speedups.c``, method_vectorcall) computes the same.
+    The cached entry then confirms the code object itself.
+    """
+    return (id(code) >> 4) ^ lasti
+
+
 def _disabled(*args: Any, **kwargs: Any) -> None:
     """Stands in for a level method below the minimum severity: returns at once."""
 
@@ -41,7 +50,7 @@ def _method(lg: Logger, level: int) -> Callable[..., None]:
     sites: dict[int, tuple] = {}
     method = _make_method(lg, level, sites)
     if accel.speedups is not None:
-        return accel.speedups.Method(sites, lg.session._local, method)
+        return accel.speedups.Method(sites, lg.session.local, method)
     return method
 
 
@@ -49,19 +58,20 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
                  with_exception: bool = False) -> Callable[..., None]:
     """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups).
 
-    ``sites`` maps ``(id(code) >> 4) ^ f_lasti`` of the caller to (code,
+    ``sites`` maps ``site_key(code, f_lasti)`` of the caller to (code,
     format, source id, argument count); an entry is used only if the code
     object and the format object are the same and as many arguments are passed.
     This is the reference for the C ``Method``, which calls it for anything
     but the common case.
     """
-    local = lg.session._local
-    new_writer = lg.session._new_writer
+    local = lg.session.local
+    new_writer = lg.session.new_writer
     slow = lg._slow
     plain = PLAIN_TYPES
     getframe = _getframe
     clock_ns = _time_ns
-    pack = pack_plain
+    pack = pack_args
+    key_of = site_key
 
     def method(fmt: str, /, *args: Any, **fields: Any) -> None:
         if with_exception:
@@ -71,10 +81,9 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
         except ValueError:       # called with no Python frame (from C, at shutdown)
             return slow(level, None, _NO_FRAME, fmt, args, fields)
         # The call site is (code object, instruction offset): exact even for two
-        # calls on one line. The key mixes the two (as the C Method does); the
-        # code and the format object then confirm the entry.
+        # calls on one line. The code and the format object confirm the entry.
         code = f.f_code
-        site = sites.get((id(code) >> 4) ^ f.f_lasti)
+        site = sites.get(key_of(code, f.f_lasti))
         if (site is None or site[0] is not code or site[1] is not fmt or fields
                 or site[3] != len(args)):
             return slow(level, sites, f, fmt, args, fields)
@@ -113,16 +122,16 @@ class Logger:
         self.session = session
         self.category = category
         self._own_min: int = Severity.TRACE
-        self._min: int = Severity.TRACE
+        self.threshold: int = Severity.TRACE   # the least severity logged now (read by C too)
         self._formats: dict[tuple, set[str]] = {}
         self._warned: set[str] = set()
         self._live = {name: _method(self, sev) for name, sev in _LEVELS}
         self._live["exception"] = _make_method(self, Severity.ERROR, {}, with_exception=True)
         self._off = accel.speedups.noop if accel.speedups is not None else _disabled
-        self._refresh()
+        self.refresh()
 
     def __repr__(self) -> str:
-        return f"<blog.Logger {self.category!r} min={self._min:#x}>"
+        return f"<blog.Logger {self.category!r} min={self.threshold:#x}>"
 
     @property
     def min_severity(self) -> int:
@@ -132,23 +141,24 @@ class Logger:
     def set_min_severity(self, severity: Severity | int | str) -> None:
         """Disable events below ``severity`` for this logger, at runtime."""
         self._own_min = to_severity(severity)
-        self._refresh()
+        self.refresh()
 
     def enabled(self, severity: Severity | int | str) -> bool:
         """True if an event of ``severity`` would be logged."""
-        return to_severity(severity) >= self._min
+        return to_severity(severity) >= self.threshold
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
+        """Apply the minimum severities in force (the session calls it when its own changes)."""
         # A disabled level is an instance attribute bound to a no-op function:
         # the call costs no more than calling an empty function.
-        self._min = max(self._own_min, self.session._min)
+        self.threshold = max(self._own_min, self.session.min_severity)
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
-            setattr(self, name, self._live[name] if sev >= self._min else self._off)
+            setattr(self, name, self._live[name] if sev >= self.threshold else self._off)
 
     def log(self, severity: Severity | int | str, fmt: str, /, *args: Any, **fields: Any) -> None:
         """Log at a severity chosen at runtime (slower than the level methods)."""
         level = to_severity(severity)
-        if level >= self._min:
+        if level >= self.threshold:
             try:
                 f = _getframe(1)
             except ValueError:
@@ -182,7 +192,7 @@ class Logger:
             values = (message,) + tuple(fields.values())
             tpl = None
         elif sites is not None and not fields:
-            sites[(id(code) >> 4) ^ lasti] = (code, fmt, source.id, len(args))
+            sites[site_key(code, lasti)] = (code, fmt, source.id, len(args))
         session.writer().push_event(source.id, clock, tpl, values, names)
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,
@@ -201,27 +211,24 @@ class Logger:
                 raise
             if where not in self._warned:
                 self._warned.add(where)
-                _report(f"blog: {exc}; a computed format string is logged as text")
+                report(f"blog: {exc}; a computed format string is logged as text")
             seen.add(fmt)   # counts toward the site's limit, which bounds the keys kept
-            source = self._dynamic(key, level, f, names)
-            with self.session._lock:
-                self.session._sites.setdefault(key, source)
-            return source
+            return self.session.add_site(key, self._dynamic(key, level, f, names), code)
         seen.add(fmt)
         tags = ",".join(type_name(type(v)) for v in values)
-        self.session._codes.add(code)
-        return self.session.add_source(key, level, self.category, code.co_qualname,
-                                       code.co_filename, f.f_lineno, fmt, tags, names,
-                                       len(args), tpl)
+        return self.session.add_source(
+            key=key, severity=level, category=self.category, function=code.co_qualname,
+            file=code.co_filename, line=f.f_lineno, format=fmt, arg_tags=tags,
+            field_names=names, positional=len(args), template=tpl, code=code)
 
     def _dynamic(self, key: tuple, level: int, f: Any, names: tuple[str, ...]) -> Any:
         """The site's source for messages rendered at call time (format ``{}``)."""
         code = f.f_code
-        self.session._codes.add(code)
         dyn_key = key[:4] + (DYNAMIC_FORMAT, names)
         return self.session.site(dyn_key) or self.session.add_source(
-            dyn_key, level, self.category, code.co_qualname, code.co_filename, f.f_lineno,
-            DYNAMIC_FORMAT, "str", names, 1, parse(DYNAMIC_FORMAT))
+            key=dyn_key, severity=level, category=self.category, function=code.co_qualname,
+            file=code.co_filename, line=f.f_lineno, format=DYNAMIC_FORMAT, arg_tags="str",
+            field_names=names, positional=1, template=parse(DYNAMIC_FORMAT), code=code)
 
 
 def _render_dynamic(fmt: str, args: tuple, fields: dict) -> str:

@@ -1,4 +1,10 @@
-"""Session: owns the event sources, the writers and the clock sync; consumes them into a stream."""
+"""Session: owns the event sources, the writers and the clock sync; consumes them into a stream.
+
+Its public surface is what a drainer needs (``attach``, ``detach``,
+``consume``, ``pending``) and what a producer needs (``writer``,
+``add_source``, ``site``); back-pressure lives in ``blog.backpressure`` and
+the framing and writing of a consume in ``blog.output``.
+"""
 
 from __future__ import annotations
 
@@ -9,55 +15,28 @@ import sys
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-import msgpack
+from blogformat.entries import ClockSync, Dropped, EventSource, Metadata, WriterProp, BatchHeader
+from blogformat.severity import Severity, to_severity
 
-from . import format as fmt
-from .channel import BLOCK, DROP
-from .severity import Severity, to_severity
-from .source import EventSource
-from .values import UNICODE_ERRORS
+from .backpressure import BLOCK, Backpressure, Drainer
+from .channel import Taken
+from .output import Output, events_frame, metadata_frames
+from .stats import SessionStats
 from .writer import SessionWriter
 
 if TYPE_CHECKING:
-    from .consumer import Consumer
     from .logger import Logger
 
-__version__ = "0.1.0"
+try:
+    __version__ = metadata.version("blog-bread")
+except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
+    __version__ = "0+unknown"
 
-#: Metadata frames are cut at about this many payload bytes.
-FRAME_TARGET = 1 << 20
-#: The largest channel: what one channel holds goes into one frame.
-MAX_CHANNEL_CAPACITY = fmt.MAX_PAYLOAD // 2
-
-
-def check_overflow(overflow: str) -> None:
-    """Reject an overflow policy other than "block" and "drop"."""
-    if overflow not in (BLOCK, DROP):
-        raise ValueError(f"overflow must be {BLOCK!r} or {DROP!r}, not {overflow!r}")
-
-
-def check_capacity(capacity: int) -> None:
-    """Reject a channel capacity that is not a byte count the format can frame."""
-    if isinstance(capacity, bool) or not isinstance(capacity, int) \
-            or not 64 <= capacity <= MAX_CHANNEL_CAPACITY:
-        raise ValueError(f"channel_capacity must be bytes from 64 to {MAX_CHANNEL_CAPACITY}, "
-                         f"not {capacity!r}")
-
-
-@dataclass
-class SessionStats:
-    """What a session wrote and what it lost, for monitoring. Counts since the session began."""
-
-    events_written: int = 0
-    bytes_written: int = 0
-    events_dropped: int = 0     # channel full (overflow="drop") or event too large
-    events_lost: int = 0        # in writes that the output stream refused
-    bytes_lost: int = 0
-    write_errors: int = 0
-    last_error: str | None = None
+#: Metadata strings are cut at this many characters, so that an entry always fits in a frame.
+MAX_METADATA_TEXT = 1 << 16
 
 
 class Session:
@@ -71,10 +50,7 @@ class Session:
     def __init__(self, *, min_severity: Severity | int | str = Severity.TRACE,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK,
                  name: str | None = None) -> None:
-        check_overflow(overflow)
-        check_capacity(channel_capacity)
-        self.overflow = overflow
-        self.channel_capacity = channel_capacity
+        self.pressure = Backpressure(capacity=channel_capacity, policy=overflow)
         self.name = name or "blog"
         self.stats = SessionStats()
         self._min = to_severity(min_severity)
@@ -85,21 +61,19 @@ class Session:
         self._local = threading.local()          # .w: this thread's SessionWriter, .c its Channel
         self._sources: list[EventSource] = []
         self._sites: dict[tuple, EventSource] = {}
-        self._codes: set[Any] = set()            # code objects of registered call sites
+        # Site keys hold id(code) (hashing a code object hashes all of it); the code
+        # objects are kept alive here so that no other code object can take their id.
+        self._site_codes: set[Any] = set()
         self._writers: list[SessionWriter] = []
         self._reported_drops: dict[int, int] = {}   # writer id -> drops recorded in the output
         self._counted_drops: dict[int, int] = {}    # writer id -> drops counted in stats
         self._writer_ids = itertools.count(1)
-        self._pending: list[list] = []
+        self._pending: list[Metadata] = []
         self._loggers: dict[str, Logger] = {}
-        self._stream: Any = None                 # the stream that has this session's header
-        self._unreported_loss = [0, 0]           # events, bytes lost since the last good write
-        self._failing = False
-        self._consumer: Consumer | None = None
+        self._output = Output(self.stats, self.name)
         self._consuming: int | None = None       # ident of the thread inside consume()
         _SESSIONS.add(self)
         self._tz_offset: int | None = None       # of the last ClockSync written
-        self.wake_bytes = channel_capacity       # a channel holding this much wakes the consumer
         self.start_ns = time.time_ns()
         self.descriptor = {
             "library": "blog", "library_version": __version__,
@@ -108,6 +82,50 @@ class Session:
             "python": sys.version.split()[0], "start_time_ns": self.start_ns,
             "session": self.name,
         }
+
+    @property
+    def overflow(self) -> str:
+        """What a full channel does: "block" or "drop"."""
+        return self.pressure.policy
+
+    @property
+    def channel_capacity(self) -> int:
+        """Bytes each thread's channel may hold."""
+        return self.pressure.capacity
+
+    def configure(self, *, channel_capacity: int | None = None,
+                  overflow: str | None = None) -> None:
+        """Change the channel capacity (from each channel's next consume on) or the overflow policy."""
+        with self._lock:
+            self.pressure.configure(capacity=channel_capacity, policy=overflow)
+            for w in self._writers:
+                self.pressure.apply(w.channel)
+
+    # --- who drains it ------------------------------------------------------
+
+    def attach(self, drainer: Drainer, *, wake_bytes: int) -> None:
+        """Let ``drainer`` (a Consumer) drain this session; a channel holding ``wake_bytes`` wakes it.
+
+        Raises RuntimeError if another drainer is attached.
+        """
+        with self._lock:
+            self.pressure.attach(drainer, wake_bytes)
+            for w in self._writers:
+                self.pressure.apply(w.channel)
+
+    def detach(self, drainer: Drainer) -> None:
+        """``drainer`` no longer drains this session."""
+        with self._lock:
+            self.pressure.detach(drainer)
+
+    @property
+    def drainer(self) -> Drainer | None:
+        """The attached drainer (a Consumer), or None."""
+        return self.pressure.drainer
+
+    def consuming_here(self) -> bool:
+        """True if the calling thread is inside ``consume()`` (a drainer must not wait for itself)."""
+        return self._consuming == threading.get_ident()
 
     # --- severity and loggers ----------------------------------------------
 
@@ -121,11 +139,11 @@ class Session:
         with self._lock:
             self._min = to_severity(severity)
             for lg in list(self._loggers.values()):
-                lg._refresh()
+                lg.refresh()
 
     def get_logger(self, category: str = "main") -> Logger:
         """The session's logger for ``category`` (one per category)."""
-        from .logger import Logger
+        from .logger import Logger   # logger builds on session: imported when first needed
         if not isinstance(category, str):
             raise TypeError(f"category must be a str, not {type(category).__name__}")
         lg = self._loggers.get(category)
@@ -133,15 +151,19 @@ class Session:
             made = Logger(self, category)      # built outside the lock
             with self._lock:
                 lg = self._loggers.setdefault(category, made)
-                lg._refresh()                  # the session minimum may have changed meanwhile
+                lg.refresh()                   # the session minimum may have changed meanwhile
         return lg
 
     # --- registration (slow path of the producers) ------------------------
 
-    def add_source(self, key: tuple | None, severity: int, category: str, function: str,
+    def add_source(self, *, key: tuple | None, severity: int, category: str, function: str,
                    file: str, line: int, format: str, arg_tags: str,
-                   field_names: tuple[str, ...], positional: int, template: Any) -> EventSource:
-        """Register an EventSource once per ``key``; its metadata is written before its first event."""
+                   field_names: tuple[str, ...] = (), positional: int = 0,
+                   template: Any = None, code: Any = None) -> EventSource:
+        """Register an EventSource once per ``key``; its metadata is written before its first event.
+
+        ``code`` is the call site's code object, when ``key`` holds its id.
+        """
         with self._lock:
             if key is not None and key in self._sites:
                 return self._sites[key]
@@ -149,59 +171,61 @@ class Session:
                               _cap(file), line, _cap(format), _cap(arg_tags),
                               tuple(field_names), positional, template)
             self._sources.append(src)
-            self._pending.append(src.entry())
+            self._pending.append(src)
             if key is not None:
                 self._sites[key] = src
+                if code is not None:
+                    self._site_codes.add(code)
             return src
+
+    def add_site(self, key: tuple, source: EventSource, code: Any = None) -> EventSource:
+        """Let ``key`` find ``source`` too (unless it finds one already); return what it finds."""
+        with self._lock:
+            if code is not None:
+                self._site_codes.add(code)
+            return self._sites.setdefault(key, source)
 
     def site(self, key: tuple) -> EventSource | None:
         """The source registered for ``key``, if any."""
         return self._sites.get(key)
+
+    @property
+    def local(self) -> threading.local:
+        """Per thread: ``.w`` its SessionWriter and ``.c`` its Channel, once it has logged."""
+        return self._local
 
     def writer(self) -> SessionWriter:
         """The calling thread's SessionWriter (made on first use)."""
         try:
             return self._local.w
         except AttributeError:
-            return self._new_writer()
+            return self.new_writer()
 
-    def _new_writer(self) -> SessionWriter:
+    def new_writer(self) -> SessionWriter:
+        """Make the calling thread's SessionWriter (``writer()`` does when needed)."""
         with self._lock:
-            w = SessionWriter(self, next(self._writer_ids), self.channel_capacity,
-                              self.wake_bytes)
+            w = SessionWriter(self, next(self._writer_ids), self.pressure)
             self._writers.append(w)
             self._pending.append(w.entry())
         self._local.w = w
         self._local.c = w.channel
         return w
 
-    def _writer_changed(self, w: SessionWriter) -> None:
+    def writer_renamed(self, w: SessionWriter) -> None:
+        """Record ``w``'s new name (a rename from another thread: not in band)."""
         with self._lock:
             self._pending.append(w.entry())
 
-    # --- consumer coordination --------------------------------------------
-
-    def _wake(self) -> None:
-        c = self._consumer
-        if c is not None:
-            c.wake()
-
-    def _can_block(self) -> bool:
-        c = self._consumer
-        return (c is not None and c.running and c.thread.is_alive()
-                and threading.current_thread() is not c.thread
-                and self._consuming != threading.get_ident())   # not from inside consume()
-
     # --- consuming ----------------------------------------------------------
 
-    def _clock_sync(self) -> list:
+    def _clock_sync(self) -> ClockSync:
         now = time.time_ns()
         lt = time.localtime(now // 1_000_000_000)
         self._tz_offset = lt.tm_gmtoff
-        return [fmt.ENTRY_CLOCK_SYNC, now, 1_000_000_000, now, lt.tm_gmtoff, lt.tm_zone]
+        return ClockSync(now, 1_000_000_000, now, lt.tm_gmtoff, lt.tm_zone)
 
-    def _full_metadata(self) -> list[list]:
-        return ([self._clock_sync()] + [s.entry() for s in self._sources]
+    def _full_metadata(self) -> list[Metadata]:
+        return ([self._clock_sync(), *self._sources]
                 + [w.entry(w.stream_name) for w in self._writers])
 
     def consume(self, stream: Any) -> int:
@@ -224,6 +248,9 @@ class Session:
                 self._consuming = None
 
     def _consume(self, stream: Any) -> int:
+        out = self._output
+        if stream is not out.stream:
+            out.use(stream)
         with self._lock:
             writers = list(self._writers)
         # Drain first, then take the metadata: every drained event's source and
@@ -231,91 +258,57 @@ class Session:
         # taken below covers them and is written ahead of them.
         taken = [(w, w.channel.take()) for w in writers]
         with self._lock:
-            fresh = stream is not self._stream
-            if fresh:
+            if not out.started:
                 meta = self._full_metadata()
                 self._pending.clear()
             else:
                 meta, self._pending = self._pending, []
-                tz = time.localtime().tm_gmtoff
-                if tz != self._tz_offset:   # DST began or ended: new zone from here on
-                    meta.insert(0, self._clock_sync())
-        parts: list[bytes] = []
-        if fresh:
-            parts.append(fmt.frame_bytes(fmt.FRAME_HEADER, msgpack.packb(
-                [fmt.FORMAT_VERSION, self.descriptor], use_bin_type=True,
-                unicode_errors=UNICODE_ERRORS)))
-        lost_events, lost_bytes = self._unreported_loss
-        if lost_events or lost_bytes:
-            meta.append([fmt.ENTRY_LOST, lost_events, lost_bytes, time.time_ns()])
+                if time.localtime().tm_gmtoff != self._tz_offset:
+                    meta.insert(0, self._clock_sync())   # DST began or ended: new zone from here on
         batches: list[bytes] = []
         n_events = 0
         reported: dict[int, int] = {}
         for w, t in taken:
-            if t[1] or t[5]:
+            if t.count or t.marks:
                 n_events += self._writer_frames(w, t, batches)
-            total = w.channel.dropped
-            counted = self._counted_drops.get(w.id, 0)
-            if total > counted:
-                self.stats.events_dropped += total - counted
-                self._counted_drops[w.id] = total
-            dropped = total - self._reported_drops.get(w.id, 0)
+            dropped = self._drops(w)
             if dropped:   # recorded as written only once the write succeeds (below)
-                reported[w.id] = total
-                meta.append([fmt.ENTRY_DROPPED, w.id, dropped, time.time_ns()])
+                reported[w.id] = w.channel.dropped
+                meta.append(Dropped(w.id, dropped, time.time_ns()))
         self._retire_writers(writers)
-        if meta:
-            parts.extend(self._metadata_frames(meta))
-        parts.extend(batches)
-        if not parts:
-            return 0
-        data = b"".join(parts)
-        if self._write(stream, data, n_events):
+        written = out.write(self.descriptor, meta, batches, n_events)
+        if written:
             self._reported_drops.update(reported)
-            self._stream = stream
-            self._unreported_loss = [0, 0]
-            self.stats.events_written += n_events
-            self.stats.bytes_written += len(data)
-            return len(data)
-        return 0
+        return written
 
-    def _metadata_frames(self, meta: list[list]) -> list[bytes]:
-        frames, buf = [], []
-        size = 0
-        for entry in meta:
-            b = msgpack.packb(entry, use_bin_type=True, unicode_errors=UNICODE_ERRORS)
-            if buf and size + len(b) > FRAME_TARGET:
-                frames.append(fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(buf)))
-                buf, size = [], 0
-            buf.append(b)
-            size += len(b)
-        if buf:
-            frames.append(fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(buf)))
-        return frames
+    def _drops(self, w: SessionWriter) -> int:
+        """Count ``w``'s new drops in ``stats``; return how many the output has not recorded."""
+        total = w.channel.dropped
+        counted = self._counted_drops.get(w.id, 0)
+        if total > counted:
+            self.stats.events_dropped += total - counted
+            self._counted_drops[w.id] = total
+        return total - self._reported_drops.get(w.id, 0)
 
-    def _writer_frames(self, w: SessionWriter, taken: tuple, out: list[bytes]) -> int:
+    def _writer_frames(self, w: SessionWriter, taken: Taken, out: list[bytes]) -> int:
         """Frame what was taken from one writer's channel; return the number of events.
 
         The channel's bytes are already encoded events; in-band metadata marks
         (a writer renaming itself) cut them into the runs before and after.
         """
-        data, count, base, lo, hi, marks = taken
+        data, base = taken.data, taken.base
         pos = done = 0
-        for offset, at_count, prev, entry in marks:
+        for offset, at_count, prev, entry in taken.marks:
             if offset > pos:
-                out.append(self._events_frame(w.id, base, at_count - done, lo, hi,
-                                              data[pos:offset]))
-            out.extend(self._metadata_frames([entry]))
-            w.stream_name = entry[2]
+                out.append(events_frame(BatchHeader(w.id, base, at_count - done, taken.lo,
+                                                    taken.hi), data[pos:offset]))
+            out.extend(metadata_frames([entry]))
+            w.stream_name = entry.name
             pos, done, base = offset, at_count, prev
         if len(data) > pos:
-            out.append(self._events_frame(w.id, base, count - done, lo, hi, data[pos:]))
-        return count
-
-    def _events_frame(self, wid: int, base: int, count: int, lo: int, hi: int,
-                      events: bytes) -> bytes:
-        head = msgpack.packb([wid, base, count, lo, hi])
-        return fmt.frame_bytes(fmt.FRAME_EVENTS, head + events)
+            out.append(events_frame(BatchHeader(w.id, base, taken.count - done, taken.lo,
+                                                taken.hi), data[pos:]))
+        return taken.count
 
     def _retire_writers(self, writers: list[SessionWriter]) -> None:
         """Forget writers whose thread ended and whose channel is empty."""
@@ -323,38 +316,6 @@ class Session:
         if dead:
             with self._lock:
                 self._writers = [w for w in self._writers if w not in dead]
-
-    def _write(self, stream: Any, data: bytes, n_events: int) -> bool:
-        try:
-            view = memoryview(data)
-            while view:
-                n = stream.write(view)
-                if n is None or n >= len(view):
-                    break
-                if n <= 0:
-                    raise OSError("stream accepted no bytes")
-                view = view[n:]
-            flush = getattr(stream, "flush", None)
-            if flush is not None:
-                flush()
-        except Exception as exc:  # never raise into the application
-            self.stats.write_errors += 1
-            self.stats.events_lost += n_events
-            self.stats.bytes_lost += len(data)
-            self.stats.last_error = f"{type(exc).__name__}: {exc}"
-            self._unreported_loss[0] += n_events
-            self._unreported_loss[1] += len(data)
-            self._stream = None  # the next good write starts with a header and all metadata
-            if not self._failing:
-                self._failing = True
-                _report(f"blog: writing session {self.name!r} failed ({self.stats.last_error}); "
-                        "events are being lost until the output recovers")
-            return False
-        if self._failing:
-            self._failing = False
-            _report(f"blog: session {self.name!r} output recovered; "
-                    f"{self.stats.events_lost} event(s) lost in total")
-        return True
 
     # --- lifetime -------------------------------------------------------
 
@@ -369,10 +330,10 @@ class Session:
         self._consume_lock = threading.RLock()
         self._consuming = None
         self._writers = []   # their channels are the parent's: not touched (their locks may be held)
-        self._pending = [e for e in self._pending if e[0] != fmt.ENTRY_WRITER_PROP]
-        self._consumer = None
-        self._stream = None
-        self._unreported_loss = [0, 0]
+        self._pending = [e for e in self._pending if not isinstance(e, WriterProp)]
+        # The consumer's thread did not survive the fork: no drainer, no output.
+        self.pressure = Backpressure(capacity=self.pressure.capacity, policy=self.pressure.policy)
+        self._output = Output(self.stats, self.name)
         for name in ("w", "c"):
             self._local.__dict__.pop(name, None)
         self.descriptor = dict(self.descriptor, pid=os.getpid())
@@ -395,14 +356,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _cap(text: str, limit: int = 1 << 16) -> str:
-    """Metadata strings are cut at 64 KiB, so that a metadata entry always fits in a frame."""
+def _cap(text: str, limit: int = MAX_METADATA_TEXT) -> str:
+    """Metadata strings are cut at ``limit`` characters, so that an entry always fits in a frame."""
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _report(text: str) -> None:
-    try:
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
-    except Exception:
-        pass

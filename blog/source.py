@@ -1,40 +1,14 @@
-"""EventSource: the static description of a call site, registered once."""
+"""Call sites: checking a format string against its call before its EventSource is registered.
+
+The EventSource itself (what is written once per call site) is a format
+entry: ``blogformat.entries.EventSource``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import CodeType
 
-from .format import ENTRY_EVENT_SOURCE
-from .placeholders import FormatError, Template, parse
-
-
-@dataclass
-class EventSource:
-    """Severity, category, function, file, line, format and argument tags of a call site.
-
-    Events carry only the source's ``id``; everything else is written once as
-    metadata. ``field_names`` are the keyword fields that follow the
-    ``positional`` arguments in every event of this source.
-    """
-
-    id: int
-    severity: int
-    category: str
-    function: str
-    file: str
-    line: int
-    format: str
-    arg_tags: str
-    field_names: tuple[str, ...] = ()
-    positional: int = 0
-    template: Template | None = field(default=None, repr=False, compare=False)
-
-    def entry(self) -> list:
-        """The metadata entry array written to the file."""
-        return [ENTRY_EVENT_SOURCE, self.id, int(self.severity), self.category, self.function,
-                self.file, self.line, self.format, self.arg_tags, list(self.field_names),
-                self.positional]
+from blogformat.placeholders import FormatError, Template, parse
 
 
 class CallSiteError(FormatError):

@@ -7,13 +7,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Sequence
 
+from blogformat.entries import WriterProp
+from blogformat.placeholders import Template
+from blogformat.values import all_plain
+
 from .capture import encode_values
-from .channel import BLOCK, new_channel
-from .format import ENTRY_WRITER_PROP
-from .placeholders import Template
-from .values import all_plain
+from .channel import new_channel
 
 if TYPE_CHECKING:
+    from .backpressure import Backpressure
     from .session import Session
 
 
@@ -24,16 +26,17 @@ class SessionWriter:
     channel; everything here is the slow path.
     """
 
-    __slots__ = ("id", "_name", "stream_name", "channel", "session", "thread", "ident",
-                 "native_id", "pid", "__weakref__")
+    __slots__ = ("id", "_name", "stream_name", "channel", "session", "pressure", "thread",
+                 "ident", "native_id", "pid", "__weakref__")
 
-    def __init__(self, session: Session, writer_id: int, capacity: int, wake_at: int) -> None:
+    def __init__(self, session: Session, writer_id: int, pressure: Backpressure) -> None:
         thread = threading.current_thread()
         self.id = writer_id
         self._name = thread.name
         self.stream_name = self._name  # the name in effect where the consumer has got to
-        self.channel = new_channel(capacity, wake_at, self, time.time_ns())
+        self.channel = new_channel(pressure.capacity, pressure.wake_bytes, self, time.time_ns())
         self.session = session
+        self.pressure = pressure
         self.thread = thread
         self.ident = thread.ident or 0
         self.native_id = getattr(thread, "native_id", None) or 0
@@ -54,12 +57,12 @@ class SessionWriter:
             self.channel.mark(self.entry())
         else:
             self.stream_name = value
-            self.session._writer_changed(self)
+            self.session.writer_renamed(self)
 
-    def entry(self, name: str | None = None) -> list:
-        """The WriterProp metadata entry array (with the current name unless given)."""
-        return [ENTRY_WRITER_PROP, self.id, self._name if name is None else name,
-                self.ident, self.native_id, self.pid]
+    def entry(self, name: str | None = None) -> WriterProp:
+        """The WriterProp metadata entry (with the current name unless given)."""
+        return WriterProp(self.id, self._name if name is None else name, self.ident,
+                          self.native_id, self.pid)
 
     def push_event(self, sid: int, clock: int, tpl: Template | None, values: tuple,
                    field_names: Sequence[str]) -> None:
@@ -71,29 +74,4 @@ class SessionWriter:
     def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""
         if not self.channel.push_raw(sid, clock, nelems, tail):
-            self.overflow(sid, clock, nelems, tail)
-
-    def overflow(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
-        """Slow path of a push: the channel reached its wake-up length or its capacity."""
-        ch = self.channel
-        session = self.session
-        if len(tail) + 20 > ch.capacity:
-            ch.dropped += 1          # could never fit: dropped, and counted
-            session._wake()
-            return
-        if not ch.woken:
-            # Wake the consumer once, and stay on the fast path until the channel is full.
-            ch.woken = True
-            ch.limit = ch.capacity
-            session._wake()
-            if ch.push_raw(sid, clock, nelems, tail):
-                return
-        if session.overflow == BLOCK and session._can_block():
-            # Wait for the consumer to make room: nothing is lost, the caller is delayed.
-            while session._can_block():
-                session._wake()
-                time.sleep(0.0005)
-                if ch.push_raw(sid, clock, nelems, tail, force=ch.nbytes == 0):
-                    return
-        ch.dropped += 1
-        session._wake()
+            self.pressure.overflow(self.channel, sid, clock, nelems, tail)

@@ -9,8 +9,8 @@ Layers, each usable alone: ``frames`` (bytes -> checked frames), ``entries``
 ``render`` (events -> text).
 """
 
-from blog.severity import Severity
-from blog.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
+from blogformat.severity import Severity
+from blogformat.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
 
 from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, WriterProp
 from .events import Event, EventStream

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Iterable, Iterator
 
-from blog.placeholders import FormatError, Template, parse, render, render_safe
-from blog.severity import Severity
-from blog.source import EventSource
+from blogformat.placeholders import FormatError, Template, parse, render, render_safe
+from blogformat.severity import Severity
+from blogformat.entries import EventSource
 
 from .entries import ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent, WriterProp
 from .frames import Damage

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Union
 
-from blog.format import HEADER_SIZE, MAGIC, MAX_PAYLOAD, check_crc, parse_header
+from blogformat.frames import HEADER_SIZE, MAGIC, MAX_PAYLOAD, check_crc, parse_header
 
 CHUNK = 1 << 16
 

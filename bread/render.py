@@ -6,7 +6,7 @@ import datetime as _dt
 import os
 from typing import Callable
 
-from blog.severity import ABBREVIATIONS
+from blogformat.severity import ABBREVIATIONS
 
 from .events import Event
 

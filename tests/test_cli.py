@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import blog
 import bread
-from blog import format as fmt
+from blogformat import entries
+from blogformat import frames as fmt
 from bread import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,10 +70,10 @@ def synthetic_log(tz_offset=19800, tz_name="IST", clock_value=1000, freq=10**9, 
     """A hand-built file whose clock sync, sources and writers are known exactly."""
     header = fmt.frame_bytes(fmt.FRAME_HEADER, msgpack.packb([1, {"library": "test"}]))
     meta = b"".join(msgpack.packb(e) for e in [
-        [fmt.ENTRY_CLOCK_SYNC, clock_value, freq, ns, tz_offset, tz_name],
-        [fmt.ENTRY_EVENT_SOURCE, 1, 0x100, "net", "Conn.send", "/srv/app/net.py", 42,
+        [entries.ENTRY_CLOCK_SYNC, clock_value, freq, ns, tz_offset, tz_name],
+        [entries.ENTRY_EVENT_SOURCE, 1, 0x100, "net", "Conn.send", "/srv/app/net.py", 42,
          "sent {} bytes to {peer}", "int,str", ["peer"], 1],
-        [fmt.ENTRY_WRITER_PROP, 1, "io-thread", 1, 2, 3],
+        [entries.ENTRY_WRITER_PROP, 1, "io-thread", 1, 2, 3],
     ])
     first = clocks[0]
     evs = [msgpack.packb([1, 0, [512, "10.0.0.1"]])]

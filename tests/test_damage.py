@@ -1,7 +1,7 @@
 """Damaged, truncated, concatenated and hostile input: bread must read what is readable,
 report the rest as Damage, and never raise.
 
-Frame layout reminder (``blog/format.py``, docs/format.md 2.1): 20-byte header ``magic(4)
+Frame layout reminder (``blogformat/frames.py``, docs/format.md 2.1): 20-byte header ``magic(4)
 kind flags spare(2) length(4) payload_crc(4) header_crc(4)``; the header CRC covers bytes
 4..15 of the header (including the payload CRC), the payload CRC the payload, the magic
 covers bytes 0..3, and the header CRC field covers itself. So *every* byte of a file is
@@ -31,10 +31,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import blog
-import blog.values
+import blogformat.values
 import bread
-from blog import format as fmt
-from blog.values import EXT_DECIMAL, ExtValue
+from blogformat import entries
+from blogformat import frames as fmt
+from blogformat.values import EXT_DECIMAL, ExtValue
 from bread.frames import Damage, Frame, iter_frames
 from bread.render import PrettyPrinter, escape_controls
 
@@ -199,7 +200,7 @@ class Trickle(io.RawIOBase):
 def raw_frame(kind: int, payload: bytes = b"", *, flags: int = 0, spare: int = 0,
               length: int | None = None, payload_crc: int | None = None,
               header_crc: int | None = None) -> bytes:
-    """A frame built by hand (not with blog.format), any field overridable."""
+    """A frame built by hand (not with blogformat.frames), any field overridable."""
     fields = struct.pack("<BBHII", kind, flags, spare,
                          len(payload) if length is None else length,
                          zlib.crc32(payload) if payload_crc is None else payload_crc)
@@ -217,20 +218,20 @@ def meta_frame(*entries) -> bytes:
 
 def events_frame(wid, first, evs, count=None) -> bytes:
     head = msgpack.packb([wid, first, len(evs) if count is None else count, first, first])
-    return fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(blog.values.packb(e) for e in evs))
+    return fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(blogformat.values.packb(e) for e in evs))
 
 
 def source_entry(sid, form, names=(), sev=0x80, cat="cat") -> list:
     names = list(names) if isinstance(names, tuple) else names
-    return [fmt.ENTRY_EVENT_SOURCE, sid, sev, cat, "func", "/x/file.py", 7, form, "", names, 0]
+    return [entries.ENTRY_EVENT_SOURCE, sid, sev, cat, "func", "/x/file.py", 7, form, "", names, 0]
 
 
 def writer_entry(wid, name="w") -> list:
-    return [fmt.ENTRY_WRITER_PROP, wid, name, 1, 2, 3]
+    return [entries.ENTRY_WRITER_PROP, wid, name, 1, 2, 3]
 
 
 def sync_entry(clock=0, freq=1_000_000_000, ns=0, tzo=0, tzn="UTC") -> list:
-    return [fmt.ENTRY_CLOCK_SYNC, clock, freq, ns, tzo, tzn]
+    return [entries.ENTRY_CLOCK_SYNC, clock, freq, ns, tzo, tzn]
 
 
 def one_event_file(form, args, names=(), texts=None) -> bytes:
@@ -473,7 +474,7 @@ def test_large_file_across_read_chunks():
 
 
 class _CountingZlib:
-    """Stands in for ``zlib`` in blog.format: counts the bytes it checksums."""
+    """Stands in for ``zlib`` in blogformat.frames: counts the bytes it checksums."""
 
     def __init__(self) -> None:
         self.nbytes = 0
@@ -541,8 +542,8 @@ def _bad_content_cases():
         "source format is an int": meta_frame(source_entry(2, 12)),
         "field names not a list": meta_frame(source_entry(2, "y", names="ab")),
         "field name not a str": meta_frame(source_entry(2, "y", names=[1])),
-        "source too short": meta_frame([fmt.ENTRY_EVENT_SOURCE, 2, 0x80]),
-        "writer name is bytes": meta_frame([fmt.ENTRY_WRITER_PROP, 2, b"w"]),
+        "source too short": meta_frame([entries.ENTRY_EVENT_SOURCE, 2, 0x80]),
+        "writer name is bytes": meta_frame([entries.ENTRY_WRITER_PROP, 2, b"w"]),
         "clock frequency zero": meta_frame(sync_entry(freq=0)),
         "clock frequency float": meta_frame(sync_entry(freq=1.5)),
         "metadata entry not an array": meta_frame({"a": 1}),
@@ -616,8 +617,8 @@ def test_extra_trailing_fields_are_ignored():
             + meta_frame(sync_entry(clock=100, ns=10**18, tzo=3600, tzn="CET") + x,
                          source_entry(1, "a {} {k}", names=["k"]) + x,
                          writer_entry(1, "wname") + x,
-                         [fmt.ENTRY_DROPPED, 1, 5, 100] + x,
-                         [fmt.ENTRY_LOST, 2, 30, 100] + x)
+                         [entries.ENTRY_DROPPED, 1, 5, 100] + x,
+                         [entries.ENTRY_LOST, 2, 30, 100] + x)
             + fmt.frame_bytes(fmt.FRAME_EVENTS, msgpack.packb([1, 100, 2, 100, 101, "extra"])
                               + msgpack.packb([1, 0, [1, 2], {}, "extra", 9])
                               + msgpack.packb([1, 1, [3, 4], {}] + x)))
@@ -906,8 +907,8 @@ def test_event_repr_with_out_of_range_clock():
 
 _SEGV_SCRIPT = textwrap.dedent("""
     import io, sys, msgpack, bread, blog
-    from blog import format as fmt
-    from blog.values import EXT_TUPLE
+    from blogformat import frames as fmt
+    from blogformat.values import EXT_TUPLE
     mode, depth = sys.argv[1], int(sys.argv[2])
     if mode == "crafted":
         inner = msgpack.packb([])

@@ -1,7 +1,7 @@
 """docs/format.md is exact: a decoder written from it alone reads what blog writes as bread does.
 
 The decoder below uses only struct, zlib and msgpack (plus the standard
-library types the values decode to). It imports nothing from blog.format,
+library types the values decode to). It imports nothing from blogformat,
 blog.values or bread; blog is used only to write files and bread only as the
 reference to compare with.
 """
@@ -22,6 +22,7 @@ import msgpack
 import pytest
 
 import blog
+import blog.output
 import bread
 
 # --- the decoder, from docs/format.md --------------------------------------
@@ -371,7 +372,7 @@ def log_everything(log: blog.Logger) -> None:
 def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> None:
     # Small metadata frames, several consumes and an in-band rename, so that metadata
     # and events are split into many frames and clock deltas continue across batches.
-    monkeypatch.setattr(blog.session, "FRAME_TARGET", 200)
+    monkeypatch.setattr(blog.output, "FRAME_TARGET", 200)
     if clock == "stepping-back":
         # A clock that sometimes goes back: the pure-Python logger, whose clock we can replace.
         monkeypatch.setattr(blog.accel, "speedups", None)

@@ -13,7 +13,7 @@ import pytest
 
 import blog
 import bread
-from blog import format as fmt
+from blogformat import frames as fmt
 from bread.entries import FileHeader, RawEvent, iter_entries
 from bread.frames import iter_frames
 

@@ -1,7 +1,4 @@
-"""The bytes on disk: frames, entry kinds and the file header.
-
-One definition shared by the writer (``blog``) and the reader (``bread``);
-``docs/format.md`` is the specification this module implements.
+"""Frames: the 20-byte checked header every part of a file starts with (docs/format.md section 2).
 
 A file is a sequence of *frames*. Each frame is a 20-byte little-endian
 header followed by a payload::
@@ -17,9 +14,7 @@ header followed by a payload::
 The header CRC lets a reader that resynchronizes after damage reject a false
 frame marker at once, without reading the length it claims.
 
-Payloads are msgpack: the header frame holds ``[version, descriptor]``,
-a metadata frame a sequence of entry arrays ``[tag, field...]``, an events
-frame a batch header array followed by one array per event.
+Payloads are msgpack; ``entries`` defines what each kind of frame holds.
 """
 
 from __future__ import annotations
@@ -36,13 +31,6 @@ FRAME_EVENTS = 3
 
 #: Largest payload a writer produces and a reader accepts; a larger length is damage.
 MAX_PAYLOAD = 64 * 1024 * 1024
-
-# Metadata entry tags: the first element of each entry array.
-ENTRY_EVENT_SOURCE = 1
-ENTRY_WRITER_PROP = 2
-ENTRY_CLOCK_SYNC = 3
-ENTRY_DROPPED = 4
-ENTRY_LOST = 5
 
 _HEAD = struct.Struct("<4sBBHIII")
 HEADER_SIZE = _HEAD.size  # 20

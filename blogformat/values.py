@@ -1,9 +1,12 @@
-"""Argument values <-> msgpack, shared by writer and reader.
+"""Argument values <-> msgpack, and the msgpack options of the whole format.
 
 Plain values (None, bool, int, float, str, bytes, list, dict) are native
 msgpack. Everything else is a msgpack extension whose payload is itself
-msgpack; ``docs/format.md`` lists the codes. Values are never pickled: types
-the format does not know are captured as their rendered text.
+msgpack; ``docs/format.md`` section 7 lists the codes. Values are never
+pickled: types the format does not know are captured as their rendered text.
+
+Every packer and unpacker of the format is made here (``PACK_OPTIONS``,
+``UNPACK_OPTIONS``), so that writer and reader cannot disagree on them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ EXT_OPAQUE = 14
 
 # Strings may hold lone surrogates; "surrogatepass" keeps them exactly.
 UNICODE_ERRORS = "surrogatepass"
+
+#: How every part of a file is packed: bytes as bin, str as UTF-8 (surrogates kept).
+PACK_OPTIONS: dict[str, Any] = {"use_bin_type": True, "unicode_errors": UNICODE_ERRORS}
+#: How every part of a file is unpacked; maps may have any key (an int, a tuple...).
+UNPACK_OPTIONS: dict[str, Any] = {"raw": False, "strict_map_key": False,
+                                  "unicode_errors": UNICODE_ERRORS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,8 +134,7 @@ def _default(obj: Any) -> msgpack.ExtType:
     """msgpack's hook for everything that is not plain msgpack."""
     depth = getattr(_state, "depth", 0)
     if depth >= MAX_DEPTH:  # readers decode nested extensions only so deep
-        return msgpack.ExtType(EXT_OPAQUE, msgpack.packb(
-            [type_name(type(obj)), safe_str(obj)], unicode_errors=UNICODE_ERRORS))
+        return msgpack.ExtType(EXT_OPAQUE, pack_plain([type_name(type(obj)), safe_str(obj)]))
     _state.depth = depth + 1
     try:
         return _encode_ext(obj)
@@ -183,8 +191,17 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     return msgpack.ExtType(EXT_OPAQUE, packb([type_name(t), safe_str(obj)]))
 
 
-packb = partial(msgpack.packb, default=_default, strict_types=True, use_bin_type=True,
-                unicode_errors=UNICODE_ERRORS)
+#: Packs the format's own structures (entries, headers): ints, strs, arrays and maps only.
+pack_plain = partial(msgpack.packb, **PACK_OPTIONS)
+#: Packs one argument value, extensions included (a tuple is EXT_TUPLE, not an array).
+packb = partial(msgpack.packb, default=_default, strict_types=True, **PACK_OPTIONS)
+#: Packs a tuple of plain scalars as the args array of an event (big ints through the hook).
+pack_args = partial(msgpack.packb, default=_default, **PACK_OPTIONS)
+
+
+def args_packer() -> msgpack.Packer:
+    """A reusable Packer that packs as ``pack_args`` does."""
+    return msgpack.Packer(default=_default, **PACK_OPTIONS)
 
 
 def encode(value: Any) -> bytes:
@@ -278,9 +295,23 @@ def map_pairs(pairs: list) -> dict:
 
 def unpackb(data: bytes) -> Any:
     """Decode one msgpack value with blog's extensions."""
-    return msgpack.unpackb(data, ext_hook=ext_hook, raw=False, strict_map_key=False,
-                           unicode_errors=UNICODE_ERRORS, use_list=True,
-                           object_pairs_hook=map_pairs)
+    return msgpack.unpackb(data, ext_hook=ext_hook, use_list=True, object_pairs_hook=map_pairs,
+                           **UNPACK_OPTIONS)
+
+
+#: Decodes the format's own structures where no value can occur (the header frame).
+unpack_plain = partial(msgpack.unpackb, **UNPACK_OPTIONS)
+
+
+def unpacker(payload: bytes) -> msgpack.Unpacker:
+    """An Unpacker over one frame's payload, decoding values with blog's extensions.
+
+    Its buffer is bounded by the payload, so no length inside can make it allocate more.
+    """
+    u = msgpack.Unpacker(None, ext_hook=ext_hook, object_pairs_hook=map_pairs,
+                         max_buffer_size=max(len(payload), 1), **UNPACK_OPTIONS)
+    u.feed(payload)
+    return u
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,126 @@
+"""Output: frames what a consume took, writes it to an OutputStream, and counts what it refuses.
+
+The session decides what to write (metadata first, then event batches);
+this module turns it into frames (docs/format.md sections 2 to 5), completes
+short writes, and accounts for a stream that fails: the loss is counted,
+reported once on stderr, and recorded (a Lost entry) in the next write that
+succeeds, which starts a new stream with a header.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from blogformat.entries import BatchHeader, Lost, Metadata, encode_metadata, header_payload
+from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, frame_bytes
+
+from .report import report
+from .stats import SessionStats
+
+#: Metadata frames are cut at about this many payload bytes.
+FRAME_TARGET = 1 << 20
+
+
+def metadata_frames(entries: Sequence[Metadata]) -> list[bytes]:
+    """Metadata entries as frames of about FRAME_TARGET bytes each."""
+    frames: list[bytes] = []
+    buf: list[bytes] = []
+    size = 0
+    for entry in entries:
+        b = encode_metadata(entry)
+        if buf and size + len(b) > FRAME_TARGET:
+            frames.append(frame_bytes(FRAME_METADATA, b"".join(buf)))
+            buf, size = [], 0
+        buf.append(b)
+        size += len(b)
+    if buf:
+        frames.append(frame_bytes(FRAME_METADATA, b"".join(buf)))
+    return frames
+
+
+def events_frame(header: BatchHeader, events: bytes) -> bytes:
+    """An events frame: the batch header, then events already encoded back to back."""
+    return frame_bytes(FRAME_EVENTS, header.encode() + events)
+
+
+class Output:
+    """One session's way to its current OutputStream (anything with ``write(bytes)``).
+
+    ``started`` is False until the stream has the header and all metadata, and
+    again after a failed write: what follows a failure is a new stream, so
+    that a reader never depends on bytes that may be missing.
+    """
+
+    def __init__(self, stats: SessionStats, name: str) -> None:
+        self.stream: Any = None
+        self.started = False
+        self._stats = stats
+        self._name = name
+        self._lost_events = 0      # lost since the last good write, not yet recorded
+        self._lost_bytes = 0
+        self._failing = False
+
+    def use(self, stream: Any) -> None:
+        """Write to ``stream`` from now on (a new stream: header and metadata first)."""
+        self.stream = stream
+        self.started = False
+
+    def write(self, descriptor: dict, metadata: list[Metadata], batches: list[bytes],
+              n_events: int) -> int:
+        """Write the header (if the stream needs it), ``metadata`` and ``batches``; return bytes written.
+
+        ``metadata`` must be all of the session's metadata if ``started`` is
+        False. A write the stream refuses returns 0 and is counted as lost.
+        """
+        parts: list[bytes] = []
+        if not self.started:
+            parts.append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
+        if self._lost_events or self._lost_bytes:
+            metadata = [*metadata, Lost(self._lost_events, self._lost_bytes, time.time_ns())]
+        if metadata:
+            parts.extend(metadata_frames(metadata))
+        parts.extend(batches)
+        if not batches and not metadata:
+            return 0
+        data = b"".join(parts)
+        if not self._write_all(data, n_events):
+            return 0
+        self.started = True
+        self._lost_events = self._lost_bytes = 0
+        self._stats.events_written += n_events
+        self._stats.bytes_written += len(data)
+        return len(data)
+
+    def _write_all(self, data: bytes, n_events: int) -> bool:
+        stats = self._stats
+        try:
+            view = memoryview(data)
+            while view:
+                n = self.stream.write(view)
+                if n is None or n >= len(view):
+                    break
+                if n <= 0:
+                    raise OSError("stream accepted no bytes")
+                view = view[n:]
+            flush = getattr(self.stream, "flush", None)
+            if flush is not None:
+                flush()
+        except Exception as exc:  # never raise into the application
+            stats.write_errors += 1
+            stats.events_lost += n_events
+            stats.bytes_lost += len(data)
+            stats.last_error = f"{type(exc).__name__}: {exc}"
+            self._lost_events += n_events
+            self._lost_bytes += len(data)
+            self.started = False   # the next good write starts with a header and all metadata
+            if not self._failing:
+                self._failing = True
+                report(f"blog: writing session {self._name!r} failed ({stats.last_error}); "
+                       "events are being lost until the output recovers")
+            return False
+        if self._failing:
+            self._failing = False
+            report(f"blog: session {self._name!r} output recovered; "
+                   f"{stats.events_lost} event(s) lost in total")
+        return True

@@ -1,0 +1,18 @@
+"""SessionStats: what a session wrote and what it lost, for monitoring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class SessionStats:
+    """Counts since the session began. The session counts drops; its Output the rest."""
+
+    events_written: int = 0
+    bytes_written: int = 0
+    events_dropped: int = 0     # channel full (overflow="drop") or event too large
+    events_lost: int = 0        # in writes that the output stream refused
+    bytes_lost: int = 0
+    write_errors: int = 0
+    last_error: str | None = None

@@ -1,0 +1,13 @@
+"""blogformat: the bytes of a blog file, defined once for the writer and the reader.
+
+``blog`` (the writer) and ``bread`` (the reader) both import this package;
+it imports neither, so a reader process loads none of the writer. Modules,
+each pointed to by a section of ``docs/format.md``:
+
+- ``frames``: the 20-byte checked frame header (section 2);
+- ``entries``: the header, metadata entries, batch header and events, with an
+  encode and a decode per kind (sections 3 to 5);
+- ``values``: argument values and the msgpack options of the format (section 7);
+- ``placeholders``: format strings, parsed and rendered safely (section 8);
+- ``severity``: the severity values (section 4.1).
+"""

@@ -1,0 +1,296 @@
+"""Entries: what header, metadata and events frames hold (docs/format.md sections 3 to 5).
+
+Each entry kind is a class with ``array()`` (the msgpack array the writer
+packs) and is decoded by ``decode_metadata`` (metadata entries),
+``decode_header`` and ``decode_events``; a new kind is added here and nowhere
+else. Decoders take untrusted input: a field of the wrong type raises
+``BadEntry`` (the reader turns it into damage), never anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator
+
+from .frames import FORMAT_VERSION
+from .values import pack_plain, unpack_plain, unpacker
+
+# Metadata entry tags: the first element of each entry array (section 4).
+ENTRY_EVENT_SOURCE = 1
+ENTRY_WRITER_PROP = 2
+ENTRY_CLOCK_SYNC = 3
+ENTRY_DROPPED = 4
+ENTRY_LOST = 5
+
+#: Array headers of an event with 0 to 15 elements (an event has 3 or 4).
+_ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
+
+
+class BadEntry(ValueError):
+    """An entry whose fields do not have the specified types."""
+
+
+def _int(v: Any) -> int:
+    if type(v) is not int:
+        raise BadEntry(f"expected an integer, got {type(v).__name__}")
+    return v
+
+
+def _str(v: Any) -> str:
+    if type(v) is not str:
+        raise BadEntry(f"expected a string, got {type(v).__name__}")
+    return v
+
+
+# --- the header frame (section 3) -------------------------------------------
+
+@dataclass(frozen=True)
+class FileHeader:
+    """The first frame of every stream: the format version and the writer's descriptor."""
+
+    offset: int
+    version: int
+    descriptor: dict
+
+
+def header_payload(descriptor: dict, version: int = FORMAT_VERSION) -> bytes:
+    """The payload of a header frame."""
+    return pack_plain([version, descriptor])
+
+
+def peek_version(payload: bytes) -> int | None:
+    """The format version of a header payload, or None if it has none."""
+    try:
+        version = unpack_plain(payload)[0]
+    except Exception:
+        return None
+    return version if type(version) is int else None
+
+
+def decode_header(payload: bytes, offset: int) -> FileHeader:
+    """A header frame's payload as a FileHeader."""
+    head = unpack_plain(payload)
+    if type(head) is not list or len(head) < 2:
+        raise BadEntry("header payload is not an array of 2 or more")
+    version, descriptor = head[:2]
+    return FileHeader(offset, _int(version), descriptor if isinstance(descriptor, dict) else {})
+
+
+# --- metadata entries (section 4) -------------------------------------------
+
+@dataclass
+class EventSource:
+    """Severity, category, function, file, line, format and argument tags of a call site.
+
+    Events carry only the source's ``id``; everything else is written once as
+    metadata. ``field_names`` are the keyword fields that follow the
+    ``positional`` arguments in every event of this source (-1: not recorded).
+    ``template`` is the parsed format, kept by whoever parsed it.
+    """
+
+    TAG: ClassVar[int] = ENTRY_EVENT_SOURCE
+
+    id: int
+    severity: int
+    category: str
+    function: str
+    file: str
+    line: int
+    format: str
+    arg_tags: str
+    field_names: tuple[str, ...] = ()
+    positional: int = 0
+    template: Any = field(default=None, repr=False, compare=False)
+
+    def array(self) -> list:
+        return [ENTRY_EVENT_SOURCE, self.id, int(self.severity), self.category, self.function,
+                self.file, self.line, self.format, self.arg_tags, list(self.field_names),
+                self.positional]
+
+
+@dataclass(frozen=True)
+class WriterProp:
+    """A SessionWriter: id, name, and the thread and process it belongs to."""
+
+    TAG: ClassVar[int] = ENTRY_WRITER_PROP
+
+    id: int
+    name: str
+    thread_ident: int = 0
+    native_id: int = 0
+    pid: int = 0
+
+    def array(self) -> list:
+        return [ENTRY_WRITER_PROP, self.id, self.name, self.thread_ident, self.native_id,
+                self.pid]
+
+
+@dataclass(frozen=True)
+class ClockSync:
+    """Relates clock values to wall time: ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
+
+    TAG: ClassVar[int] = ENTRY_CLOCK_SYNC
+
+    clock_value: int
+    frequency: int
+    ns_since_epoch: int
+    tz_offset: int
+    tz_name: str
+
+    def array(self) -> list:
+        return [ENTRY_CLOCK_SYNC, self.clock_value, self.frequency, self.ns_since_epoch,
+                self.tz_offset, self.tz_name]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """``count`` events of writer ``writer_id`` were dropped (channel full) before ``clock``.
+
+    ``offset`` is where the reader found it (not written).
+    """
+
+    TAG: ClassVar[int] = ENTRY_DROPPED
+
+    writer_id: int
+    count: int
+    clock: int
+    offset: int = 0
+
+    def array(self) -> list:
+        return [ENTRY_DROPPED, self.writer_id, self.count, self.clock]
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The writer's output failed: ``events`` events (``bytes`` bytes) did not reach this file."""
+
+    TAG: ClassVar[int] = ENTRY_LOST
+
+    events: int
+    bytes: int
+    clock: int
+    offset: int = 0
+
+    def array(self) -> list:
+        return [ENTRY_LOST, self.events, self.bytes, self.clock]
+
+
+Metadata = EventSource | WriterProp | ClockSync | Dropped | Lost
+
+
+def encode_metadata(entry: Metadata) -> bytes:
+    """One metadata entry as packed into a metadata frame."""
+    return pack_plain(entry.array())
+
+
+def _event_source(e: list) -> EventSource:
+    sid, sev, cat, func, file, line, form, tags = e[1:9]
+    names = e[9] if len(e) > 9 else []
+    if type(names) is not list:
+        raise BadEntry("field names must be an array")
+    positional = _int(e[10]) if len(e) > 10 else -1
+    return EventSource(_int(sid), _int(sev), _str(cat), _str(func), _str(file), _int(line),
+                       _str(form), _str(tags), tuple(_str(n) for n in names), positional)
+
+
+def _clock_sync(e: list) -> ClockSync:
+    clock, freq, ns, tzo, tzn = e[1:6]
+    if _int(freq) <= 0:
+        raise BadEntry("clock frequency must be positive")
+    return ClockSync(_int(clock), freq, _int(ns), _int(tzo), _str(tzn))
+
+
+def decode_metadata(e: Any, offset: int) -> Metadata | None:
+    """A metadata entry array as its entry; None for a tag this format does not define."""
+    if type(e) is not list or not e:
+        raise BadEntry("metadata entry is not a non-empty array")
+    tag = e[0]
+    if type(tag) is not int:
+        return None   # not a tag this format defines: skipped like an unknown one
+    try:
+        if tag == ENTRY_EVENT_SOURCE:
+            return _event_source(e)
+        if tag == ENTRY_WRITER_PROP:
+            wid, name = e[1:3]
+            return WriterProp(_int(wid), _str(name), *[_int(x) for x in e[3:6]])
+        if tag == ENTRY_CLOCK_SYNC:
+            return _clock_sync(e)
+        if tag == ENTRY_DROPPED:
+            return Dropped(_int(e[1]), _int(e[2]), _int(e[3]), offset)
+        if tag == ENTRY_LOST:
+            return Lost(_int(e[1]), _int(e[2]), _int(e[3]), offset)
+    except (ValueError, IndexError) as exc:  # too few fields
+        raise BadEntry(f"metadata entry tag {tag!r}: {exc}") from None
+    return None   # unknown metadata: skipped, as the format promises
+
+
+def decode_metadata_frame(payload: bytes, offset: int) -> Iterator[Metadata]:
+    """The entries of a metadata frame's payload, unknown ones left out."""
+    for e in unpacker(payload):
+        entry = decode_metadata(e, offset)
+        if entry is not None:
+            yield entry
+
+
+# --- events frames (section 5) ----------------------------------------------
+
+@dataclass(frozen=True)
+class BatchHeader:
+    """What precedes the events of an events frame (5.1)."""
+
+    writer_id: int
+    base_clock: int
+    count: int
+    min_clock: int
+    max_clock: int
+
+    def encode(self) -> bytes:
+        return pack_plain([self.writer_id, self.base_clock, self.count, self.min_clock,
+                           self.max_clock])
+
+
+@dataclass(slots=True)   # one per event: slots, and not frozen (a frozen __init__ is slower)
+class RawEvent:
+    """An event as stored: source and writer ids, clock, argument values and captured texts."""
+
+    offset: int              # of the frame that holds it
+    writer_id: int
+    source_id: int
+    clock: int
+    args: list
+    texts: dict = field(default_factory=dict)
+
+
+#: Elements of an event array: [source id, clock delta, args] or [..., texts] (5.2).
+EVENT_FIELDS = 3
+EVENT_FIELDS_WITH_TEXTS = 4
+#: The most bytes ``event_prefix`` gives: an array header and two 9-byte ints.
+MAX_EVENT_PREFIX = 19
+
+
+def event_prefix(nelems: int, sid: int, delta: int) -> bytes:
+    """The array header, source id and clock delta of an event with ``nelems`` elements.
+
+    The writer appends the args array (and the texts map) already packed.
+    ``_speedups.c`` (begin_event) writes the same bytes.
+    """
+    return _ARRAY_HEADERS[nelems] + pack_plain(sid) + pack_plain(delta)
+
+
+def decode_events(payload: bytes, offset: int) -> Iterator[RawEvent]:
+    """The events of an events frame's payload, clocks reconstructed (5.3)."""
+    u = unpacker(payload)
+    head = u.unpack()
+    if type(head) is not list or len(head) < 3:
+        raise BadEntry("events batch header is not an array of 3 or more")
+    wid, prev, count = _int(head[0]), _int(head[1]), _int(head[2])
+    for _ in range(count):
+        ev = u.unpack()
+        if type(ev) is not list or len(ev) < 3:
+            raise BadEntry("event is not an array of 3 or more")
+        sid, delta, args = ev[0], ev[1], ev[2]
+        if type(sid) is not int or type(delta) is not int or type(args) is not list:
+            raise BadEntry("event fields have the wrong types")
+        prev += delta
+        texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
+        yield RawEvent(offset, wid, sid, prev, args, texts)

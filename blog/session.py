@@ -16,19 +16,17 @@ import threading
 import time
 import weakref
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from blogformat.entries import ClockSync, Dropped, EventSource, Metadata, WriterProp, BatchHeader
 from blogformat.severity import Severity, to_severity
 
 from .backpressure import BLOCK, Backpressure, Drainer
 from .channel import Taken
+from .logger import Logger
 from .output import Output, events_frame, metadata_frames
 from .stats import SessionStats
 from .writer import SessionWriter
-
-if TYPE_CHECKING:
-    from .logger import Logger
 
 try:
     __version__ = metadata.version("blog-bread")
@@ -143,7 +141,6 @@ class Session:
 
     def get_logger(self, category: str = "main") -> Logger:
         """The session's logger for ``category`` (one per category)."""
-        from .logger import Logger   # logger builds on session: imported when first needed
         if not isinstance(category, str):
             raise TypeError(f"category must be a str, not {type(category).__name__}")
         lg = self._loggers.get(category)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from typing import Callable
 
 import pytest
@@ -30,14 +31,19 @@ class Logged:
         return events
 
 
-@pytest.fixture(params=["c", "python"])
-def hot_path(request, monkeypatch) -> str:
-    """Run a test through the C fast path and through the pure-Python reference."""
-    if request.param == "python":
-        monkeypatch.setattr(blog.accel, "speedups", None)
-    elif blog.accel.speedups is None:
-        pytest.skip("the C fast path is not built here")
-    return request.param
+#: The hot path this run goes through. ``make test`` runs the whole suite twice, as
+#: msgpack-python does: once with the C fast path, once with ``BLOG_PURE_PYTHON=1``.
+HOT_PATH = "c" if blog.accel.speedups is not None else "python"
+
+
+def pytest_report_header(config) -> str:
+    return f"blog hot path: {HOT_PATH} (BLOG_PURE_PYTHON={os.environ.get('BLOG_PURE_PYTHON', '')!r})"
+
+
+@pytest.fixture
+def hot_path() -> str:
+    """The hot path of this run: "c" or "python"."""
+    return HOT_PATH
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from blogformat.severity import Severity, to_severity
 from blogformat.values import type_name
 
 from . import accel
+from .default import default_session
 from .session import Session
 from .source import CallSiteError, check_template
 
@@ -65,7 +66,6 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
     sev = to_severity(severity)
 
     def decorate(fn: F) -> F:
-        from .default import default_session
         s = session if session is not None else default_session()
         lg = s.get_logger(category)
         code = fn.__code__

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgpack
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blog.channel import PyChannel
 
@@ -80,3 +82,71 @@ def test_a_push_in_the_middle_of_a_push_keeps_clocks_right():
     assert ch.push_values(1, 200, ("after",))
     assert decode(ch.take()) == [(1, 100, ["outer"]), (2, 150, ["from handler"]),
                                  (1, 200, ["after"])]
+
+
+# --- parity at the edges: a property test -----------------------------------
+
+_scalars = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(-2**63, 2**64 - 1),                     # what msgpack encodes natively
+    st.integers(2**64, 2**70), st.integers(-2**70, -2**63 - 1),   # neither channel encodes
+    st.sampled_from([0, -1, 127, 128, -32, -33, 255, 256, 2**16, 2**32, -2**31 - 1]),
+    st.floats(allow_nan=False), st.sampled_from([float("inf"), -0.0]),
+    st.text(max_size=80), st.binary(max_size=80),
+)
+_ops = st.one_of(
+    st.tuples(st.just("values"), st.integers(1, 2**40), st.integers(-2**40, 2**40),
+              st.lists(_scalars, max_size=6).map(tuple)),
+    st.tuples(st.just("raw"), st.integers(1, 2**40), st.integers(-2**40, 2**40),
+              st.lists(_scalars.filter(lambda v: not (type(v) is int and not
+                                                      -2**63 <= v < 2**64)), max_size=6),
+              st.booleans()),
+    st.tuples(st.just("open")),      # the back-pressure's first overflow: limit = capacity
+    st.tuples(st.just("take")),
+)
+
+
+def _taken(ch) -> tuple:
+    t = ch.take()
+    return (t.data, t.count, t.base, t.lo, t.hi, t.marks)
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(capacity=st.integers(64, 600), wake=st.integers(1, 600),
+       ops=st.lists(_ops, max_size=40))
+def test_c_and_python_channels_accept_and_refuse_the_same_pushes(capacity, wake, ops):
+    py, c = PyChannel(capacity, wake, None, 7), C(capacity, wake, None, 7)
+    for op in ops:
+        before = py.nbytes
+        if op[0] == "values":
+            _, sid, clock, values = op
+            ok = py.push_values(sid, clock, values)
+            assert ok == c.push_values(sid, clock, values), op
+        elif op[0] == "raw":
+            _, sid, clock, values, force = op
+            tail = msgpack.packb(values, use_bin_type=True)
+            ok = py.push_raw(sid, clock, 3, tail, force)
+            assert ok == c.push_raw(sid, clock, 3, tail, force), op
+            ok = ok and not force
+        elif op[0] == "open":
+            for ch in (py, c):
+                ch.woken, ch.limit = True, ch.capacity
+            ok = False
+        else:
+            assert _taken(py) == _taken(c)
+            ok = False
+        assert (py.nbytes, py.count, py.limit) == (c.nbytes, c.count, c.limit)
+        if ok:   # an accepted push (not forced) keeps the channel within its limit
+            assert py.nbytes <= py.limit
+        elif op[0] in ("values", "raw") and not (op[0] == "raw" and op[-1]):
+            assert py.nbytes == before   # a refused push appends nothing
+    assert _taken(py) == _taken(c)
+
+
+@needs_c
+def test_a_string_that_fits_exactly_is_accepted_by_both():
+    # The case that once split them: 64 bytes of capacity, a 40-character string.
+    for ch in (PyChannel(64, 64, None, 0), C(64, 64, None, 0)):
+        assert ch.push_values(1, 1, ("x" * 40,))
+        assert not ch.push_values(1, 2, ("x" * 40,))

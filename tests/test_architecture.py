@@ -1,0 +1,105 @@
+"""The shape the code keeps: one definition of the bytes, a reader without the writer,
+no import circles, objects that talk through public methods."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("blog", "blogformat", "bread")
+
+
+def _modules() -> dict[str, ast.Module]:
+    out = {}
+    for pkg in PACKAGES:
+        for f in sorted((ROOT / pkg).glob("*.py")):
+            name = pkg if f.stem == "__init__" else f"{pkg}.{f.stem}"
+            out[name] = ast.parse(f.read_text(), str(f))
+    return out
+
+
+def test_import_bread_loads_none_of_the_writer():
+    # A reader process (a Spark executor) imports only what reads.
+    code = "import sys, bread; print(sorted(m for m in sys.modules if m.split('.')[0] == 'blog'))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
+
+
+def test_blogformat_imports_neither_side():
+    for name, tree in _modules().items():
+        if name.split(".")[0] != "blogformat":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                assert node.module.split(".")[0] not in ("blog", "bread"), (name, node.module)
+            if isinstance(node, ast.Import):
+                assert all(a.name.split(".")[0] not in ("blog", "bread") for a in node.names)
+
+
+def _imports(name: str, tree: ast.Module) -> set[str]:
+    """Modules of the project that ``name`` imports when it is imported (module level)."""
+    pkg = name.split(".")[0]
+    deps = set()
+    for node in tree.body:   # not inside functions, nor under ``if TYPE_CHECKING``
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = f"{pkg}.{base}" if base else pkg
+            deps.add(base)
+            deps.update(f"{base}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            deps.update(a.name for a in node.names)
+    return deps
+
+
+def test_no_import_circle():
+    mods = _modules()
+    graph = {n: {d for d in _imports(n, t) if d in mods and d != n and d not in PACKAGES}
+             for n, t in mods.items()}
+    state: dict[str, int] = {}
+
+    def visit(n: str, path: list[str]) -> None:
+        state[n] = 1
+        for d in sorted(graph[n]):
+            assert state.get(d) != 1, "import circle: " + " -> ".join(path + [d])
+            if d not in state:
+                visit(d, path + [d])
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [n])
+
+
+def test_no_module_assigns_another_objects_private_attributes():
+    bad = []
+    for name, tree in _modules().items():
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for t in targets:
+                for a in ast.walk(t):
+                    if (isinstance(a, ast.Attribute) and a.attr.startswith("_")
+                            and not a.attr.startswith("__")
+                            and not (isinstance(a.value, ast.Name) and a.value.id in ("self", "cls"))):
+                        bad.append(f"{name}:{a.lineno} assigns .{a.attr}")
+    assert bad == []
+
+
+def test_no_import_inside_a_function_hides_a_circle():
+    # An import inside a function is how a circle hides; the modules need none.
+    hidden = []
+    for name, tree in _modules().items():
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.ImportFrom) and (
+                            node.level or (node.module or "").split(".")[0] in PACKAGES):
+                        hidden.append(f"{name}:{node.lineno}")
+    assert hidden == []

@@ -549,7 +549,7 @@ def test_fork_while_another_thread_logs_never_hangs_the_child(tmp_path):
     # The child must not touch locks that a thread of the parent (gone in the child)
     # may have held at the fork: on the pure-Python path the channels have locks.
     code = """
-        import os, threading, time, blog
+        import os, signal, threading, time, blog
         s = blog.Session()
         log = s.get_logger("main")
         class Discard:   # a growing memory stream would make every fork slower
@@ -558,24 +558,32 @@ def test_fork_while_another_thread_logs_never_hangs_the_child(tmp_path):
         def spin():
             while True:
                 log.info("x {} {}", 1, "abc")
-                if s.pending() > 1000:
+                # Not too often: a consume releases the GIL (in zlib.crc32) and one that
+                # comes every few ms keeps another thread that waits for the GIL waiting.
+                if s.pending() > 50_000:
                     s.consume(out)
         threading.Thread(target=spin, daemon=True).start()
         time.sleep(0.1)
+        class Hung(Exception):
+            pass
+        def alarm(*_):
+            raise Hung
+        signal.signal(signal.SIGALRM, alarm)
         hung = 0
         for j in range(20):
             pid = os.fork()
             if pid == 0:
                 log.info("child {}", j)
                 os._exit(0)
-            deadline = time.time() + 5
-            while not os.waitpid(pid, os.WNOHANG)[0]:
-                if time.time() > deadline:
-                    hung += 1
-                    os.kill(pid, 9)
-                    os.waitpid(pid, 0)
-                    break
-                time.sleep(0.005)
+            # A blocking wait: polling would compete for the GIL with the spinning thread.
+            signal.alarm(5)
+            try:
+                os.waitpid(pid, 0)
+            except Hung:
+                hung += 1
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            signal.alarm(0)
         print("hung", hung)
     """
     # The child inherits this run's hot path (BLOG_PURE_PYTHON): each run tests its own.

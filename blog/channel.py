@@ -21,10 +21,8 @@ from __future__ import annotations
 import threading
 from typing import Any, NamedTuple
 
-import msgpack
-
 from blogformat.entries import event_prefix
-from blogformat.values import PACK_OPTIONS
+from blogformat.values import plain_packer
 
 from . import accel
 
@@ -54,7 +52,7 @@ class PyChannel:
         self._lock = threading.RLock()
         # For plain values (tuples pack as arrays). No hook: an int beyond 64 bits
         # raises, and push_values leaves it to the caller, as the C channel does.
-        self._pack_event = msgpack.Packer(**PACK_OPTIONS).pack
+        self._pack_event = plain_packer().pack
         self._busy = False          # a push is in progress on the owning thread
         self._nested: list[tuple] = []
         self._reset()

@@ -199,9 +199,13 @@ packb = partial(msgpack.packb, default=_default, strict_types=True, **PACK_OPTIO
 pack_args = partial(msgpack.packb, default=_default, **PACK_OPTIONS)
 
 
-def args_packer() -> msgpack.Packer:
-    """A reusable Packer that packs as ``pack_args`` does."""
-    return msgpack.Packer(default=_default, **PACK_OPTIONS)
+#: The header of a msgpack array of n elements.
+pack_array_header = msgpack.Packer(**PACK_OPTIONS).pack_array_header
+
+
+def plain_packer() -> msgpack.Packer:
+    """A reusable Packer that packs as ``pack_plain`` does (no hook: an int beyond 64 bits raises)."""
+    return msgpack.Packer(**PACK_OPTIONS)
 
 
 def encode(value: Any) -> bytes:

@@ -672,3 +672,69 @@ def test_the_c_fast_path_is_built_unless_asked_not_to():
         assert blog.accel.speedups is None
     else:
         assert blog.accel.speedups is not None, "blog/_speedups.c was not built"
+
+
+class CountingDrainer:
+    """A drainer of one's own: counts wake-ups, never lets a producer wait."""
+
+    def __init__(self) -> None:
+        self.wakes = 0
+
+    def wake(self) -> None:
+        self.wakes += 1
+
+    def can_wait(self) -> bool:
+        return False
+
+
+def test_a_drainer_of_ones_own_is_woken_when_a_channel_reaches_wake_bytes(make_logged):
+    lg = make_logged(channel_capacity=1 << 16)
+    d = CountingDrainer()
+    lg.session.attach(d, wake_bytes=300)
+    assert lg.session.drainer is d
+    for i in range(10):
+        lg.log.info("small {}", i)
+    assert d.wakes == 0                       # 10 small events stay below 300 bytes
+    for i in range(100):
+        lg.log.info("order {} filled at {} qty {}", i, 101.25, "AAPL")
+    assert d.wakes == 1                       # woken once, then the channel fills on the fast path
+    assert [e.message for e in lg.read()][-1] == "order 99 filled at 101.25 qty AAPL"
+    lg.session.detach(d)
+    assert lg.session.drainer is None
+
+
+def test_one_drainer_at_a_time(make_logged):
+    s = make_logged().session
+    a, b = CountingDrainer(), CountingDrainer()
+    s.attach(a, wake_bytes=100)
+    with pytest.raises(RuntimeError, match="already has"):
+        s.attach(b, wake_bytes=100)
+    s.detach(b)                               # not the attached one: nothing happens
+    assert s.drainer is a
+    s.detach(a)
+    s.attach(b, wake_bytes=100)
+    assert s.drainer is b
+
+
+def test_a_full_channel_whose_drainer_cannot_be_waited_for_drops_and_counts(make_logged):
+    lg = make_logged(channel_capacity=256, overflow="block")
+    d = CountingDrainer()
+    lg.session.attach(d, wake_bytes=128)
+    for i in range(100):
+        lg.log.info("order {} filled at {} qty {}", i, 101.25, "AAPL")
+    events = lg.read()
+    assert lg.session.stats.events_dropped == 100 - len(events) > 0
+    assert [n.count for n in lg.reader.notices] == [100 - len(events)]
+    assert d.wakes >= 2
+
+
+def test_configure_checks_everything_before_changing_anything(make_logged):
+    s = make_logged(channel_capacity=1024, overflow="drop").session
+    with pytest.raises(ValueError, match="channel_capacity"):
+        s.configure(channel_capacity=10, overflow="block")
+    with pytest.raises(ValueError, match="overflow"):
+        s.configure(channel_capacity=4096, overflow="sometimes")
+    assert (s.channel_capacity, s.overflow) == (1024, "drop")
+    s.configure(channel_capacity=4096, overflow="block")
+    assert (s.channel_capacity, s.overflow) == (4096, "block")
+    assert s.writer().channel.capacity == 4096

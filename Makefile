@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 
 .PHONY: demo test bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py blog/_speedups.c
+$(VENV)/.installed: pyproject.toml setup.py blog/_speedups.c bread/_speedups.c
 	@rm -f $@
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
@@ -19,10 +19,10 @@ demo: $(VENV)/.installed
 	$(PY) examples/quickstart.py demo.blog
 	$(VENV)/bin/bread demo.blog
 
-# The whole suite twice, as msgpack-python does: the C fast path, then the pure-Python reference.
+# The whole suite twice, as msgpack-python does: the C fast paths, then the pure-Python reference.
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
-	BLOG_PURE_PYTHON=1 $(PY) -m pytest -q
+	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q
 
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'

@@ -80,16 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     printer = PrettyPrinter(args.format, args.date_format)
     reader = Reader(inputs)
     write = sys.stdout.buffer.write
-    buf: list[str] = []
     try:
-        for ev in reader:
-            line = printer(ev)
-            buf.append(escape_controls(line) if escape else line)
-            if len(buf) >= 512:
-                write(("\n".join(buf) + "\n").encode("utf-8", "backslashreplace"))
-                buf.clear()
-        if buf:
-            write(("\n".join(buf) + "\n").encode("utf-8", "backslashreplace"))
+        for block in reader.text(printer, escape=escape):
+            write(block)
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         # The reader of our output went away (``bread x | head``): stop quietly.

@@ -21,12 +21,27 @@ from .frames import Damage, Frame
 
 Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, RawEvent, Damage]
 
-__all__ = ["BadEntry", "ClockSync", "Dropped", "Entry", "EventSource", "FileHeader", "Lost",
-           "RawEvent", "WriterProp", "iter_entries"]
+__all__ = ["DECODE_ERRORS", "BadEntry", "ClockSync", "Dropped", "Entry", "EventSource",
+           "FileHeader", "Lost", "RawEvent", "WriterProp", "iter_entries", "undecodable"]
 
 
-def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator[Entry]:
-    """Decode frames into entries; anything malformed becomes a Damage (never an exception)."""
+#: What decoding a frame raises when its bytes are not what the format says.
+DECODE_ERRORS = (ValueError, TypeError, msgpack.UnpackException, RecursionError)
+
+
+def undecodable(fr: Frame, exc: BaseException, source: str) -> Damage:
+    """The Damage of a frame whose payload did not decode."""
+    return Damage(fr.offset, HEADER_SIZE + len(fr.payload),
+                  f"undecodable frame: {str(exc) or type(exc).__name__}", source)
+
+
+def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
+                 raw_events: bool = False) -> Iterator[Entry | Frame]:
+    """Decode frames into entries; anything malformed becomes a Damage (never an exception).
+
+    With ``raw_events``, events frames come out as they are (a Frame), for a
+    caller that decodes them itself (``bread.lines``).
+    """
     unsupported: int | None = None   # the version of the current stream, if not readable
     for fr in frames:
         if isinstance(fr, Damage):
@@ -52,8 +67,10 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "") -> Iterator
             elif fr.kind == FRAME_METADATA:
                 yield from decode_metadata_frame(fr.payload, fr.offset)
             elif fr.kind == FRAME_EVENTS:
-                yield from decode_events(fr.payload, fr.offset)
+                if raw_events:
+                    yield fr
+                else:
+                    yield from decode_events(fr.payload, fr.offset)
             # other frame kinds: from a newer writer, skipped
-        except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as exc:
-            yield Damage(fr.offset, HEADER_SIZE + len(fr.payload),
-                         f"undecodable frame: {str(exc) or type(exc).__name__}", source)
+        except DECODE_ERRORS as exc:
+            yield undecodable(fr, exc, source)

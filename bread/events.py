@@ -116,45 +116,53 @@ class EventStream:
         self.sources: dict[int, EventSource] = {}
         self.writers: dict[int, WriterProp] = {}
         self.sync = _DEFAULT_SYNC
-        self._tz: _dt.tzinfo = _UTC
+        self.tz: _dt.tzinfo = _UTC     # the zone of the sync in force
 
     def __iter__(self) -> Iterator[Event]:
-        sources, writers = self.sources, self.writers
+        event, apply = self.event, self.apply
         for e in self._entries:
-            t = type(e)
-            if t is RawEvent:
-                src = sources.get(e.source_id)
-                if src is None:
-                    self.unknown_sources += 1
-                    src = EventSource(e.source_id, 0, "?", "?", "?", 0, "", "")
-                w = writers.get(e.writer_id) or WriterProp(e.writer_id, "")
-                args = e.args
-                names = src.field_names
-                if names and len(args) >= len(names):
-                    n = len(args) - len(names)
-                    fields = dict(zip(names, args[n:]))
-                    args = args[:n]
-                else:
-                    fields = {}
-                sync = self.sync
-                ns = sync.ns_since_epoch + (e.clock - sync.clock_value) * 1_000_000_000 // sync.frequency
-                yield Event(src, w, e.clock, ns, self._tz, tuple(args), fields, e.texts, e.offset)
-            elif t is EventSource:
-                sources[e.id] = e
-            elif t is WriterProp:
-                writers[e.id] = e
-            elif t is ClockSync:
-                self.sync = e
-                try:
-                    off = _dt.timedelta(seconds=e.tz_offset)
-                    self._tz = _dt.timezone(off, e.tz_name) if e.tz_name else _dt.timezone(off)
-                except (ValueError, OverflowError):
-                    self._tz = _UTC
-            elif t is FileHeader:
-                self.headers.append(e)
-                self._reset()
-                sources, writers = self.sources, self.writers
-            elif t is Damage:
-                self.damage.append(e)
-            elif t is Dropped or t is Lost:
-                self.notices.append(e)
+            if type(e) is RawEvent:
+                yield event(e)
+            else:
+                apply(e)
+
+    def event(self, e: RawEvent) -> Event:
+        """The Event of a raw event, with the source, writer and clock sync in force."""
+        src = self.sources.get(e.source_id)
+        if src is None:
+            self.unknown_sources += 1
+            src = EventSource(e.source_id, 0, "?", "?", "?", 0, "", "")
+        w = self.writers.get(e.writer_id) or WriterProp(e.writer_id, "")
+        args = e.args
+        names = src.field_names
+        if names and len(args) >= len(names):
+            n = len(args) - len(names)
+            fields = dict(zip(names, args[n:]))
+            args = args[:n]
+        else:
+            fields = {}
+        sync = self.sync
+        ns = sync.ns_since_epoch + (e.clock - sync.clock_value) * 1_000_000_000 // sync.frequency
+        return Event(src, w, e.clock, ns, self.tz, tuple(args), fields, e.texts, e.offset)
+
+    def apply(self, e: Entry) -> None:
+        """Take in an entry that is not an event: metadata, a header, damage, a notice."""
+        t = type(e)
+        if t is EventSource:
+            self.sources[e.id] = e
+        elif t is WriterProp:
+            self.writers[e.id] = e
+        elif t is ClockSync:
+            self.sync = e
+            try:
+                off = _dt.timedelta(seconds=e.tz_offset)
+                self.tz = _dt.timezone(off, e.tz_name) if e.tz_name else _dt.timezone(off)
+            except (ValueError, OverflowError):
+                self.tz = _UTC
+        elif t is FileHeader:
+            self.headers.append(e)
+            self._reset()
+        elif t is Damage:
+            self.damage.append(e)
+        elif t is Dropped or t is Lost:
+            self.notices.append(e)

@@ -6,6 +6,7 @@ import datetime as _dt
 import os
 from typing import Callable
 
+from blogformat.entries import EventSource
 from blogformat.severity import ABBREVIATIONS
 
 from .events import Event
@@ -32,7 +33,7 @@ class DateFormat:
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
-        self._parts = _split(pattern, "YymdHMSNzZ")
+        self.parts = _split(pattern, "YymdHMSNzZ")   # (literal, code or None) pairs
 
     def __call__(self, ns: int, tz: _dt.tzinfo) -> str:
         offset = _offset(tz)
@@ -42,7 +43,7 @@ class DateFormat:
         except OverflowError:
             return f"<clock {ns} out of range>"
         out = []
-        for lit, code in self._parts:
+        for lit, code in self.parts:
             out.append(lit)
             if code is None:
                 continue
@@ -95,6 +96,20 @@ def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
     return parts
 
 
+#: ``-f`` placeholders whose text is a property of the call site: rendered once per source.
+SOURCE_TEXT: dict[str, Callable[[EventSource], str]] = {
+    "I": lambda s: str(s.id),
+    "S": lambda s: severity_text(s.severity),
+    "C": lambda s: s.category,
+    "M": lambda s: s.function,
+    "F": lambda s: s.file,
+    "G": lambda s: os.path.basename(s.file),
+    "L": lambda s: str(s.line),
+    "P": lambda s: s.format,
+    "T": lambda s: s.arg_tags,
+}
+
+
 class PrettyPrinter:
     """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...)."""
 
@@ -103,22 +118,17 @@ class PrettyPrinter:
     def __init__(self, event_format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT) -> None:
         self.date = DateFormat(date_format)
-        self._parts = _split(event_format, self.CODES)
-        self._getters = [(lit, self._getter(code)) for lit, code in self._parts]
+        self.parts = _split(event_format, self.CODES)   # (literal, code or None) pairs
+        self._getters = [(lit, self._getter(code)) for lit, code in self.parts]
 
     def _getter(self, code: str | None) -> Callable[[Event], str] | None:
+        if code is None:
+            return None
+        if code in SOURCE_TEXT:
+            text = SOURCE_TEXT[code]
+            return lambda e: text(e.source)
         date = self.date
         return {
-            None: None,
-            "I": lambda e: str(e.source.id),
-            "S": lambda e: severity_text(e.source.severity),
-            "C": lambda e: e.source.category,
-            "M": lambda e: e.source.function,
-            "F": lambda e: e.source.file,
-            "G": lambda e: os.path.basename(e.source.file),
-            "L": lambda e: str(e.source.line),
-            "P": lambda e: e.source.format,
-            "T": lambda e: e.source.arg_tags,
             "n": lambda e: e.writer_prop.name,
             "t": lambda e: str(e.writer_prop.id),
             "d": lambda e: date(e.ns, e.tz),

@@ -738,3 +738,12 @@ def test_configure_checks_everything_before_changing_anything(make_logged):
     s.configure(channel_capacity=4096, overflow="block")
     assert (s.channel_capacity, s.overflow) == (4096, "block")
     assert s.writer().channel.capacity == 4096
+
+
+def test_the_c_reader_is_built_unless_asked_not_to():
+    # setup.py builds both extensions as optional: a compile error would only show here.
+    import bread.accel
+    if os.environ.get("BREAD_PURE_PYTHON"):
+        assert bread.accel.speedups is None
+    else:
+        assert bread.accel.speedups is not None, "bread/_speedups.c was not built"

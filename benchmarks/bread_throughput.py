@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Reader benchmark: bread (CLI and library) on 1 million events, beside the C++ bread.
+
+One run measures, side by side, events per second and peak RSS of:
+
+- the ``bread`` command, default format and ``-f "%m"``, output to /dev/null
+  (a child process each; wall time and the child's own peak RSS);
+- ``bread.read`` decode only, and with ``ev.message`` touched (in this process);
+- with ``BREAD_CXX`` (a C++ bread binary) and ``BREAD_CXX_FILE`` (a C++ binlog
+  file of the same event shape), the C++ bread on it, default, ``-f %m`` and ``-s``,
+  interleaved with ours so that both see the same machine; the ratios compare.
+
+The events: ``log.info("order {} filled at {} qty {}", i, 101.25 + i, "AAPL")``
+from 4 threads, written once by blog into a temporary file (``--file`` reuses
+one). ``benchmarks/README.md`` says how to get the C++ bread and its file.
+
+    python benchmarks/bread_throughput.py               # ~1 minute on 2 cores
+    python benchmarks/bread_throughput.py --quick       # 100k events, 1 repeat
+    BREAD_CXX=../shared/cxx-binlog/bread BREAD_CXX_FILE=/tmp/cxx1m.blog \\
+        python benchmarks/bread_throughput.py --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import blog  # noqa: E402
+import bread  # noqa: E402
+from bread import accel  # noqa: E402
+
+BREAD = [sys.executable, "-m", "bread"]
+
+
+def write_log(path: str, n: int) -> None:
+    """n events of the benchmark's shape from 4 threads named w0..w3."""
+    s = blog.Session()
+    log = s.get_logger("main")
+    stream = blog.FileOutputStream(path, mode="wb")
+    c = blog.Consumer(s, stream).start()
+
+    def work(k: int) -> None:
+        s.writer().name = f"w{k}"
+        for i in range(k, n, 4):
+            log.info("order {} filled at {} qty {}", i, 101.25 + i, "AAPL")
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    c.stop()
+    stream.close()
+
+
+TIME = "/usr/bin/time"   # GNU time: forks the child after its own exec, so the child's
+                         # peak RSS does not count this process's memory (a fork would)
+
+
+def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, int | None]:
+    """Wall seconds and peak RSS (KiB, None if unknown) of one command, output to /dev/null."""
+    timed = os.path.exists(TIME)
+    full = [TIME, "-f", "%M"] + cmd if timed else cmd
+    with open(os.devnull, "wb") as null:
+        t0 = time.perf_counter()
+        p = subprocess.run(full, stdout=null, stderr=subprocess.PIPE, env=env)
+        wall = time.perf_counter() - t0
+    err = p.stderr.decode(errors="replace")
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {err[-500:]}")
+    return wall, int(err.split()[-1]) if timed else None
+
+
+def time_library(path: str, touch_message: bool) -> float:
+    t0 = time.perf_counter()
+    n = 0
+    if touch_message:
+        for ev in bread.read(path):
+            ev.message
+            n += 1
+    else:
+        for _ in bread.read(path):
+            n += 1
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="100k events, 1 repeat")
+    ap.add_argument("--file", help="read this blog file (of the benchmark's shape) instead")
+    ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
+    args = ap.parse_args()
+    if args.quick:
+        args.events, args.repeats = 100_000, 1
+    cxx, cxx_file = os.environ.get("BREAD_CXX"), os.environ.get("BREAD_CXX_FILE")
+    tmp = tempfile.mkdtemp(prefix="bread-bench-")
+    path = args.file or os.path.join(tmp, "orders.blog")
+    if not args.file:
+        write_log(path, args.events)
+    n = sum(1 for _ in bread.read(path))
+    n_cxx = None
+    if cxx and cxx_file:
+        r = subprocess.run([cxx, "-f", "%m", cxx_file], capture_output=True, check=True)
+        n_cxx = r.stdout.count(b"\n")
+
+    cases: list[tuple[str, list[str], int, dict | None]] = [
+        ("bread, default format", BREAD + [path], n, None),
+        ("bread -f %m", BREAD + ["-f", "%m", path], n, None),
+        ("bread, default format, pure Python", BREAD + [path], n,
+         {**os.environ, "BREAD_PURE_PYTHON": "1"}),
+    ]
+    if n_cxx:
+        cases += [
+            ("C++ bread, default format", [cxx, cxx_file], n_cxx, None),
+            ("C++ bread -f %m", [cxx, "-f", "%m", cxx_file], n_cxx, None),
+            ("C++ bread -s", [cxx, "-s", cxx_file], n_cxx, None),
+        ]
+    walls: dict[str, list[float]] = {c[0]: [] for c in cases}
+    rss: dict[str, int | None] = {c[0]: None for c in cases}
+    for rep in range(args.repeats):   # interleaved: every case sees the same machine
+        for name, cmd, _, env in cases:
+            if "pure Python" in name and rep > 0:
+                continue   # slow: once is enough
+            w, m = run_child(cmd, env)
+            walls[name].append(w)
+            rss[name] = m if m is None else max(rss[name] or 0, m)
+    lib = {"bread.read, decode only": [], "bread.read, ev.message touched": []}
+    for _ in range(max(1, args.repeats // 2)):
+        lib["bread.read, decode only"].append(time_library(path, False))
+        lib["bread.read, ev.message touched"].append(time_library(path, True))
+
+    rows: list[dict[str, Any]] = []
+    for name, _, count, _ in cases:
+        rows.append({"case": name, "events": count, "median_s": statistics.median(walls[name]),
+                     "events_per_s": count / statistics.median(walls[name]),
+                     "peak_rss_mib": None if rss[name] is None else rss[name] / 1024})
+    for name, ts in lib.items():
+        rows.append({"case": name, "events": n, "median_s": statistics.median(ts),
+                     "events_per_s": n / statistics.median(ts), "peak_rss_mib": None})
+    by = {r["case"]: r for r in rows}
+
+    print(f"bread throughput: {n:,} events ({os.path.getsize(path):,} bytes); "
+          f"C reader: {'yes' if accel.speedups else 'no'}; "
+          f"{platform.python_implementation()} {platform.python_version()}, "
+          f"{platform.machine()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
+    print("(child processes: wall time including interpreter start-up; output to /dev/null)")
+    print(f"{'case':38} {'events/s':>12} {'peak RSS':>10}")
+    for r in rows:
+        mem = f"{r['peak_rss_mib']:.1f} MiB" if r["peak_rss_mib"] is not None else "-"
+        print(f"{r['case']:38} {r['events_per_s']:>12,.0f} {mem:>10}")
+    if n_cxx:
+        print("ratios (ours / C++, events per second):")
+        for ours, theirs in (("bread, default format", "C++ bread, default format"),
+                             ("bread -f %m", "C++ bread -f %m")):
+            ratio = by[ours]["events_per_s"] / by[theirs]["events_per_s"]
+            print(f"  {ours:36} {ratio:5.2f}x")
+    else:
+        print("(set BREAD_CXX and BREAD_CXX_FILE to time the C++ bread in the same run)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "python": platform.python_version(),
+                       "machine": platform.machine(), "cpus": os.cpu_count()}, f, indent=2)
+    if not args.file:
+        os.unlink(path)
+    os.rmdir(tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

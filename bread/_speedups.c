@@ -1,0 +1,1015 @@
+/* bread._speedups: the per-event work of rendering text, in C.
+ *
+ * The pure-Python code is the reference: bread/lines.py (LineRenderer) with
+ * bread/events.py and bread/render.py. A Renderer here is given, by that
+ * Python code, everything that is fixed per call site, per writer and per
+ * clock sync, already rendered to bytes; render(payload) then walks the
+ * events of one events frame (docs/format.md section 5) and renders each
+ * into one output buffer. It renders in C only what it renders exactly as
+ * Python does: {} placeholders of None, bool, int, float and str, the date
+ * and clock, the writer. Any other event goes to the Python fallback
+ * callback, one event at a time. A frame whose bytes Python would not decode
+ * (a wrong type, a truncated event, invalid UTF-8, anything unusual) is not
+ * rendered at all: render() returns None and the Python path reads the frame,
+ * reporting the damage exactly as it does without this module.
+ *
+ * The input is untrusted: every read is bounds-checked, nesting is bounded,
+ * and allocations are bounded by the payload and the rendered text.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- output buffer ------------------------------------------------------ */
+
+typedef struct { char *p; Py_ssize_t len, cap; } Buf;
+
+static int
+buf_reserve(Buf *b, Py_ssize_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = PyMem_Realloc(b->p, cap);
+    if (p == NULL) { PyErr_NoMemory(); return -1; }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+buf_put(Buf *b, const void *s, Py_ssize_t n)
+{
+    if (buf_reserve(b, n) < 0) return -1;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+/* Decimal digits of v, at least `width` of them (zero-padded), as f"{v:0{width}d}". */
+static int
+buf_uint(Buf *b, unsigned long long v, int width, int negative)
+{
+    char tmp[24];
+    int n = 0;
+    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (n < width) tmp[n++] = '0';
+    if (buf_reserve(b, n + 1) < 0) return -1;
+    if (negative) b->p[b->len++] = '-';
+    while (n) b->p[b->len++] = tmp[--n];
+    return 0;
+}
+
+static int
+buf_int(Buf *b, long long v)
+{
+    if (v < 0)
+        return buf_uint(b, (unsigned long long)(-(v + 1)) + 1, 1, 1);
+    return buf_uint(b, (unsigned long long)v, 1, 0);
+}
+
+/* ---- msgpack reading, bounds-checked -------------------------------------- */
+
+typedef struct { const unsigned char *p, *end; } Rd;
+
+enum { V_NIL, V_FALSE, V_TRUE, V_INT, V_UINT, V_F64, V_STR, V_OTHER };
+
+typedef struct {
+    int kind;
+    int surrogates;            /* V_STR: holds surrogates (encoded as with "surrogatepass") */
+    long long i;               /* V_INT */
+    unsigned long long u;      /* V_UINT (above LLONG_MAX only) */
+    double d;                  /* V_F64 */
+    const unsigned char *s;    /* V_STR */
+    Py_ssize_t n;
+} Val;
+
+#define MAX_NESTING 32
+
+static inline unsigned long long
+be(const unsigned char *p, int n)
+{
+    unsigned long long v = 0;
+    for (int i = 0; i < n; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+/* UTF-8 as Python decodes it with "surrogatepass": 0 valid, 1 valid with
+ * surrogates, -1 invalid (Python would raise). */
+static int
+check_utf8(const unsigned char *s, Py_ssize_t n)
+{
+    int sur = 0;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xc2 && c <= 0xdf) {
+            if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return -1;
+            i += 2;
+        }
+        else if (c >= 0xe0 && c <= 0xef) {
+            if (i + 2 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return -1;
+            if (c == 0xe0 && s[i + 1] < 0xa0) return -1;             /* overlong */
+            if (c == 0xed && s[i + 1] >= 0xa0) sur = 1;              /* a surrogate */
+            i += 3;
+        }
+        else if (c >= 0xf0 && c <= 0xf4) {
+            if (i + 3 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80
+                || (s[i + 3] & 0xc0) != 0x80) return -1;
+            if (c == 0xf0 && s[i + 1] < 0x90) return -1;             /* overlong */
+            if (c == 0xf4 && s[i + 1] >= 0x90) return -1;            /* above U+10FFFF */
+            i += 4;
+        }
+        else
+            return -1;
+    }
+    return sur;
+}
+
+static int read_value(Rd *r, Val *v, int depth);
+
+static inline int
+need(Rd *r, Py_ssize_t n)
+{
+    return r->end - r->p >= n ? 0 : -1;
+}
+
+static int
+read_str(Rd *r, Val *v, Py_ssize_t n)
+{
+    if (need(r, n) < 0) return -1;
+    int u = check_utf8(r->p, n);
+    if (u < 0) return -1;
+    v->kind = V_STR;
+    v->surrogates = u;
+    v->s = r->p;
+    v->n = n;
+    r->p += n;
+    return 0;
+}
+
+static int
+skip_items(Rd *r, unsigned long long n, int depth)
+{
+    Val tmp;
+    if (depth >= MAX_NESTING) return -1;
+    /* Each item takes at least one byte: a count beyond what is left is truncated input. */
+    if (n > (unsigned long long)(r->end - r->p)) return -1;
+    for (unsigned long long k = 0; k < n; k++)
+        if (read_value(r, &tmp, depth + 1) < 0) return -1;
+    return 0;
+}
+
+static int
+skip_ext(Rd *r, Val *v, Py_ssize_t n)
+{
+    if (need(r, n + 1) < 0) return -1;
+    if ((signed char)r->p[0] == -1) return -1;   /* msgpack's Timestamp: left to Python */
+    r->p += n + 1;
+    v->kind = V_OTHER;
+    return 0;
+}
+
+/* Read one value; containers, bin and ext are validated, skipped and V_OTHER.
+ * -1: the bytes are not something Python would decode as blog does. */
+static int
+read_value(Rd *r, Val *v, int depth)
+{
+    if (need(r, 1) < 0) return -1;
+    unsigned char c = *r->p++;
+    v->kind = V_OTHER;
+    if (c <= 0x7f) { v->kind = V_INT; v->i = c; return 0; }
+    if (c >= 0xe0) { v->kind = V_INT; v->i = (signed char)c; return 0; }
+    if ((c & 0xe0) == 0xa0) return read_str(r, v, c & 0x1f);
+    if ((c & 0xf0) == 0x90) return skip_items(r, c & 0x0f, depth);
+    if ((c & 0xf0) == 0x80) return skip_items(r, 2ULL * (c & 0x0f), depth);
+    switch (c) {
+    case 0xc0: v->kind = V_NIL; return 0;
+    case 0xc2: v->kind = V_FALSE; return 0;
+    case 0xc3: v->kind = V_TRUE; return 0;
+    case 0xcc: case 0xcd: case 0xce: case 0xcf: {
+        int n = 1 << (c - 0xcc);
+        if (need(r, n) < 0) return -1;
+        unsigned long long u = be(r->p, n);
+        r->p += n;
+        if (u > (unsigned long long)LLONG_MAX) { v->kind = V_UINT; v->u = u; }
+        else { v->kind = V_INT; v->i = (long long)u; }
+        return 0;
+    }
+    case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
+        int n = 1 << (c - 0xd0);
+        if (need(r, n) < 0) return -1;
+        unsigned long long u = be(r->p, n);
+        r->p += n;
+        int shift = 64 - 8 * n;
+        v->kind = V_INT;
+        v->i = shift ? ((long long)(u << shift)) >> shift : (long long)u;
+        return 0;
+    }
+    case 0xca: {
+        if (need(r, 4) < 0) return -1;
+        union { uint32_t u; float f; } x;
+        x.u = (uint32_t)be(r->p, 4);
+        r->p += 4;
+        v->kind = V_F64;
+        v->d = x.f;
+        return 0;
+    }
+    case 0xcb: {
+        if (need(r, 8) < 0) return -1;
+        union { uint64_t u; double d; } x;
+        x.u = be(r->p, 8);
+        r->p += 8;
+        v->kind = V_F64;
+        v->d = x.d;
+        return 0;
+    }
+    case 0xd9: case 0xda: case 0xdb: {
+        int n = 1 << (c - 0xd9);
+        if (need(r, n) < 0) return -1;
+        Py_ssize_t len = (Py_ssize_t)be(r->p, n);
+        r->p += n;
+        return read_str(r, v, len);
+    }
+    case 0xc4: case 0xc5: case 0xc6: {   /* bin */
+        int n = 1 << (c - 0xc4);
+        if (need(r, n) < 0) return -1;
+        Py_ssize_t len = (Py_ssize_t)be(r->p, n);
+        r->p += n;
+        if (need(r, len) < 0) return -1;
+        r->p += len;
+        return 0;
+    }
+    case 0xdc: case 0xdd: {              /* array 16, 32 */
+        int n = c == 0xdc ? 2 : 4;
+        if (need(r, n) < 0) return -1;
+        unsigned long long cnt = be(r->p, n);
+        r->p += n;
+        return skip_items(r, cnt, depth);
+    }
+    case 0xde: case 0xdf: {              /* map 16, 32 */
+        int n = c == 0xde ? 2 : 4;
+        if (need(r, n) < 0) return -1;
+        unsigned long long cnt = be(r->p, n);
+        r->p += n;
+        return skip_items(r, 2 * cnt, depth);
+    }
+    case 0xd4: return skip_ext(r, v, 1);
+    case 0xd5: return skip_ext(r, v, 2);
+    case 0xd6: return skip_ext(r, v, 4);
+    case 0xd7: return skip_ext(r, v, 8);
+    case 0xd8: return skip_ext(r, v, 16);
+    case 0xc7: case 0xc8: case 0xc9: {   /* ext 8, 16, 32 */
+        int n = 1 << (c - 0xc7);
+        if (need(r, n) < 0) return -1;
+        Py_ssize_t len = (Py_ssize_t)be(r->p, n);
+        r->p += n;
+        return skip_ext(r, v, len);
+    }
+    default:                             /* 0xc1: never used */
+        return -1;
+    }
+}
+
+/* An array header: its element count, or -1 if the next value is not an array. */
+static long long
+read_array(Rd *r)
+{
+    if (need(r, 1) < 0) return -1;
+    unsigned char c = *r->p;
+    if ((c & 0xf0) == 0x90) { r->p++; return c & 0x0f; }
+    if (c == 0xdc || c == 0xdd) {
+        int n = c == 0xdc ? 2 : 4;
+        if (need(r, 1 + n) < 0) return -1;
+        long long cnt = (long long)be(r->p + 1, n);
+        r->p += 1 + n;
+        return cnt;
+    }
+    return -1;
+}
+
+/* An int that Python would take for `type(v) is int`, within long long. */
+static int
+read_int(Rd *r, long long *out)
+{
+    Val v;
+    if (read_value(r, &v, 0) < 0 || v.kind != V_INT) return -1;
+    *out = v.i;
+    return 0;
+}
+
+/* ---- compiled formats ---------------------------------------------------- */
+
+/* Event format items (bytes literal, or a code rendered per event). */
+enum { IT_LIT = 0, IT_DATE = 'd', IT_UTC = 'u', IT_CLOCK = 'r', IT_MSG = 'm',
+       IT_WNAME = 'n', IT_WID = 't' };
+/* Message items. */
+enum { MI_LIT = 0, MI_POS = 1, MI_FIELD = 2 };
+
+typedef struct { int code; Py_ssize_t index; const char *s; Py_ssize_t n; } Item;
+
+typedef struct {
+    Item *items; Py_ssize_t nitems;      /* the event format, this source's constants baked in */
+    Item *msg; Py_ssize_t nmsg;          /* the message template; NULL: Python renders it */
+    Py_ssize_t nnames;                   /* keyword fields at the end of args */
+} Source;
+
+typedef struct { const char *name; Py_ssize_t nname; const char *id; Py_ssize_t nid; } Writer;
+
+#define MAX_IDS 65536
+#define MAX_ARGS 32
+#define MAX_N 8
+
+/* A date rendered for one second, with the places where %N goes. */
+typedef struct {
+    int valid;
+    long long secs;
+    char text[256];
+    Py_ssize_t len;
+    Py_ssize_t at[MAX_N];
+    int nat;
+} DateCache;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *keep;              /* list: the bytes objects the items point into */
+    Py_ssize_t nkeep;            /* the first nkeep are the date format's: kept by reset() */
+    Source **sources;            /* by id, < MAX_IDS */
+    Writer *writers;             /* by id, < MAX_IDS; name NULL: unknown */
+    Item *date; Py_ssize_t ndate;
+    long long clock_value, frequency, ns0;
+    long long tz_offset;
+    const char *tz_name; Py_ssize_t ntz;
+    DateCache local, utc;
+    PyObject *fallback;          /* fallback(event bytes, writer id, clock) -> bytes */
+    int escape;
+    Buf out;
+    Py_ssize_t max_out;          /* bytes of text per render() call, about */
+    /* the frame being rendered */
+    PyObject *payload;
+    Py_buffer view;
+    Rd rd;                       /* the next event */
+    long long wid, prev, left;   /* its writer, the previous clock, events left */
+    long long rendered;          /* events of the frame rendered so far */
+    int state;
+} Renderer;
+
+static void
+free_source(Source *s)
+{
+    if (s == NULL) return;
+    PyMem_Free(s->items);
+    PyMem_Free(s->msg);
+    PyMem_Free(s);
+}
+
+/* Items from a Python sequence of bytes (literals) and ints (codes, or for a
+ * message: >= 0 positional index, < 0 field -(j+1)). */
+static int
+compile_items(Renderer *self, PyObject *seq, int message, Item **out, Py_ssize_t *nout)
+{
+    PyObject *fast = PySequence_Fast(seq, "items must be a sequence");
+    if (fast == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    Item *items = PyMem_Calloc(n ? n : 1, sizeof(Item));
+    if (items == NULL) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(fast, i);
+        if (PyBytes_Check(o)) {
+            if (PyList_Append(self->keep, o) < 0) goto fail;
+            items[i].code = IT_LIT;
+            items[i].s = PyBytes_AS_STRING(o);
+            items[i].n = PyBytes_GET_SIZE(o);
+        }
+        else if (PyLong_Check(o)) {
+            long v = PyLong_AsLong(o);
+            if (v == -1 && PyErr_Occurred()) goto fail;
+            if (message) {
+                items[i].code = v >= 0 ? MI_POS : MI_FIELD;
+                items[i].index = v >= 0 ? v : -(v + 1);
+            }
+            else
+                items[i].code = (int)v;
+        }
+        else {
+            PyErr_SetString(PyExc_TypeError, "an item is bytes or int");
+            goto fail;
+        }
+    }
+    Py_DECREF(fast);
+    *out = items;
+    *nout = n;
+    return 0;
+fail:
+    Py_DECREF(fast);
+    PyMem_Free(items);
+    return -1;
+}
+
+static int
+check_id(PyObject *o, long long *id)
+{
+    *id = PyLong_AsLongLong(o);
+    if (*id == -1 && PyErr_Occurred()) return -1;
+    if (*id < 0 || *id >= MAX_IDS) {
+        PyErr_SetString(PyExc_ValueError, "id out of the C renderer's range");
+        return -1;
+    }
+    return 0;
+}
+
+/* add_source(id, items, message_items or None, nnames) */
+static PyObject *
+renderer_add_source(Renderer *self, PyObject *args)
+{
+    PyObject *ido, *items, *msg;
+    Py_ssize_t nnames;
+    long long id;
+    if (!PyArg_ParseTuple(args, "OOOn:add_source", &ido, &items, &msg, &nnames)) return NULL;
+    if (check_id(ido, &id) < 0) return NULL;
+    Source *s = PyMem_Calloc(1, sizeof(Source));
+    if (s == NULL) return PyErr_NoMemory();
+    s->nnames = nnames;
+    if (compile_items(self, items, 0, &s->items, &s->nitems) < 0
+        || (msg != Py_None && compile_items(self, msg, 1, &s->msg, &s->nmsg) < 0)) {
+        free_source(s);
+        return NULL;
+    }
+    free_source(self->sources[id]);
+    self->sources[id] = s;
+    Py_RETURN_NONE;
+}
+
+/* add_writer(id, name bytes, id bytes) */
+static PyObject *
+renderer_add_writer(Renderer *self, PyObject *args)
+{
+    PyObject *ido, *name, *idtext;
+    long long id;
+    if (!PyArg_ParseTuple(args, "OSS:add_writer", &ido, &name, &idtext)) return NULL;
+    if (check_id(ido, &id) < 0) return NULL;
+    if (PyList_Append(self->keep, name) < 0 || PyList_Append(self->keep, idtext) < 0)
+        return NULL;
+    Writer *w = &self->writers[id];
+    w->name = PyBytes_AS_STRING(name);
+    w->nname = PyBytes_GET_SIZE(name);
+    w->id = PyBytes_AS_STRING(idtext);
+    w->nid = PyBytes_GET_SIZE(idtext);
+    Py_RETURN_NONE;
+}
+
+/* set_sync(clock_value, frequency, ns_since_epoch, tz_offset seconds, tz name bytes) */
+static PyObject *
+renderer_set_sync(Renderer *self, PyObject *args)
+{
+    long long cv, freq, ns, off;
+    PyObject *name;
+    if (!PyArg_ParseTuple(args, "LLLLS:set_sync", &cv, &freq, &ns, &off, &name)) return NULL;
+    if (freq <= 0) {
+        PyErr_SetString(PyExc_ValueError, "frequency must be positive");
+        return NULL;
+    }
+    if (PyList_Append(self->keep, name) < 0) return NULL;
+    self->clock_value = cv;
+    self->frequency = freq;
+    self->ns0 = ns;
+    self->tz_offset = off;
+    self->tz_name = PyBytes_AS_STRING(name);
+    self->ntz = PyBytes_GET_SIZE(name);
+    self->local.valid = 0;
+    Py_RETURN_NONE;
+}
+
+/* reset(): a new stream begins (a header frame): no sources, no writers, the default sync. */
+static PyObject *
+renderer_reset(Renderer *self, PyObject *unused)
+{
+    for (Py_ssize_t i = 0; i < MAX_IDS; i++) {
+        free_source(self->sources[i]);
+        self->sources[i] = NULL;
+    }
+    memset(self->writers, 0, sizeof(Writer) * MAX_IDS);
+    self->clock_value = 0;
+    self->frequency = 1000000000LL;
+    self->ns0 = 0;
+    self->tz_offset = 0;
+    self->tz_name = "UTC";
+    self->ntz = 3;
+    self->local.valid = 0;
+    /* Drop what only the old stream's items pointed into (the date format stays). */
+    if (PyList_SetSlice(self->keep, self->nkeep, PY_SSIZE_T_MAX, NULL) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- rendering ----------------------------------------------------------- */
+
+/* Python's floor division of a by b > 0. */
+static inline __int128
+floordiv(__int128 a, long long b)
+{
+    __int128 q = a / b;
+    if ((a % b) != 0 && a < 0) q -= 1;
+    return q;
+}
+
+/* Days since 1970-01-01 to a civil date (proleptic Gregorian). */
+static void
+civil(long long z, long long *y, int *m, int *d)
+{
+    z += 719468;
+    long long era = (z >= 0 ? z : z - 146096) / 146097;
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* Render the date items for `secs` (in the zone of `offset`) into the cache.
+ * -1 (no exception): outside the years Python's datetime has: Python renders it. */
+static int
+date_fill(Renderer *self, DateCache *c, long long secs, long long offset, const char *tzn,
+          Py_ssize_t ntz)
+{
+    long long local = secs + offset;
+    long long days = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
+    long long sod = local - days * 86400;
+    long long y;
+    int mo, d;
+    civil(days, &y, &mo, &d);
+    if (y < 1 || y > 9999) return -1;
+    Buf b = {c->text, 0, sizeof(c->text)};
+    c->nat = 0;
+    for (Py_ssize_t i = 0; i < self->ndate; i++) {
+        Item *it = &self->date[i];
+        if (b.len + it->n + ntz + 16 > (Py_ssize_t)sizeof(c->text)) return -1;
+        char *p = b.p + b.len;
+        switch (it->code) {
+        case IT_LIT: memcpy(p, it->s, it->n); b.len += it->n; break;
+        case 'Y': b.len += sprintf(p, "%04lld", y); break;
+        case 'y': b.len += sprintf(p, "%02lld", y % 100); break;
+        case 'm': b.len += sprintf(p, "%02d", mo); break;
+        case 'd': b.len += sprintf(p, "%02d", d); break;
+        case 'H': b.len += sprintf(p, "%02lld", sod / 3600); break;
+        case 'M': b.len += sprintf(p, "%02lld", sod / 60 % 60); break;
+        case 'S': b.len += sprintf(p, "%02lld", sod % 60); break;
+        case 'N':
+            if (c->nat == MAX_N) return -1;
+            c->at[c->nat++] = b.len;
+            break;
+        case 'z': {
+            long long a = offset < 0 ? -offset : offset;
+            b.len += sprintf(p, "%c%02lld%02lld", offset < 0 ? '-' : '+', a / 60 / 60, a / 60 % 60);
+            break;
+        }
+        case 'Z': memcpy(p, tzn, ntz); b.len += ntz; break;
+        default: return -1;
+        }
+    }
+    c->len = b.len;
+    c->secs = secs;
+    c->valid = 1;
+    return 0;
+}
+
+/* 1 rendered, 0 Python must render this event, -1 error. */
+static int
+put_date(Renderer *self, Buf *o, long long clock, int utc)
+{
+    long long ns;
+    if (self->frequency == 1000000000LL) {   /* blog's clock: ns since the epoch */
+        if (__builtin_sub_overflow(clock, self->clock_value, &ns)
+            || __builtin_add_overflow(ns, self->ns0, &ns))
+            return 0;
+    }
+    else {
+        __int128 t = floordiv(((__int128)clock - self->clock_value) * 1000000000,
+                              self->frequency) + self->ns0;
+        if (t > LLONG_MAX || t < LLONG_MIN) return 0;
+        ns = (long long)t;
+    }
+    long long secs = ns >= 0 ? ns / 1000000000 : -((-(ns + 1)) / 1000000000) - 1;
+    long long frac = ns - secs * 1000000000;
+    DateCache *c = utc ? &self->utc : &self->local;
+    if (!c->valid || c->secs != secs) {
+        if (utc ? date_fill(self, c, secs, 0, "UTC", 3)
+                : date_fill(self, c, secs, self->tz_offset, self->tz_name, self->ntz))
+            return 0;
+    }
+    if (buf_reserve(o, c->len + 9 * c->nat) < 0) return -1;
+    Py_ssize_t pos = 0;
+    for (int k = 0; k < c->nat; k++) {
+        memcpy(o->p + o->len, c->text + pos, c->at[k] - pos);
+        o->len += c->at[k] - pos;
+        pos = c->at[k];
+        long long f = frac;
+        for (int j = 8; j >= 0; j--) { o->p[o->len + j] = (char)('0' + f % 10); f /= 10; }
+        o->len += 9;
+    }
+    memcpy(o->p + o->len, c->text + pos, c->len - pos);
+    o->len += c->len - pos;
+    return 1;
+}
+
+/* A str value's text: surrogates as Python's "backslashreplace" writes them. */
+static int
+put_str(Buf *o, const Val *v)
+{
+    if (!v->surrogates)
+        return buf_put(o, v->s, v->n);
+    for (Py_ssize_t i = 0; i < v->n;) {
+        if (v->s[i] == 0xed && v->s[i + 1] >= 0xa0) {
+            unsigned cp = ((v->s[i] & 0x0f) << 12) | ((v->s[i + 1] & 0x3f) << 6) | (v->s[i + 2] & 0x3f);
+            char tmp[8];
+            snprintf(tmp, sizeof tmp, "\\u%04x", cp);
+            if (buf_put(o, tmp, 6) < 0) return -1;
+            i += 3;
+        }
+        else {
+            if (buf_put(o, v->s + i, 1) < 0) return -1;
+            i++;
+        }
+    }
+    return 0;
+}
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19};
+
+/* repr(d) for the common floats, without the general shortest-digits search:
+ * d in [1e-4, 2**53) (where repr uses fixed notation) that is m / 10**k for
+ * the least k with an integer m below 2**53. With at most 15 significant
+ * digits, m / 10**k is the only k-decimal string that reads back as d, so it
+ * is the shortest one, which is what repr writes. 1 written, 0 not such a
+ * float (PyOS_double_to_string does it), -1 error. */
+static int
+put_short_float(Buf *o, double d)
+{
+    double a = d < 0 ? -d : d;
+    if (!(a >= 1e-4 && a < 9007199254740992.0))
+        return 0;
+    for (int k = 0; k < 20; k++) {
+        double scaled = a * POW10[k];
+        if (scaled >= 1e15)   /* more than 15 significant digits: not sure to be shortest */
+            return 0;
+        double m = __builtin_round(scaled);
+        if (m / POW10[k] != a)
+            continue;
+        unsigned long long u = (unsigned long long)m;
+        char tmp[40];
+        int n = 0;
+        for (int j = 0; j < k; j++) { tmp[n++] = (char)('0' + u % 10); u /= 10; }
+        tmp[n++] = '.';
+        if (k == 0) { tmp[0] = '0'; tmp[1] = '.'; n = 2; }
+        do { tmp[n++] = (char)('0' + u % 10); u /= 10; } while (u);
+        if (d < 0) tmp[n++] = '-';
+        if (buf_reserve(o, n) < 0) return -1;
+        while (n) o->p[o->len++] = tmp[--n];
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 rendered, 0 not a value rendered here, -1 error. */
+static int
+put_value(Buf *o, const Val *v)
+{
+    switch (v->kind) {
+    case V_NIL: return buf_put(o, "None", 4) < 0 ? -1 : 1;
+    case V_TRUE: return buf_put(o, "True", 4) < 0 ? -1 : 1;
+    case V_FALSE: return buf_put(o, "False", 5) < 0 ? -1 : 1;
+    case V_INT: return buf_int(o, v->i) < 0 ? -1 : 1;
+    case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
+    case V_STR: return put_str(o, v) < 0 ? -1 : 1;
+    case V_F64: {
+        int r = put_short_float(o, v->d);
+        if (r != 0) return r;
+        char *s = PyOS_double_to_string(v->d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+        if (s == NULL) return -1;
+        r = buf_put(o, s, (Py_ssize_t)strlen(s));
+        PyMem_Free(s);
+        return r < 0 ? -1 : 1;
+    }
+    default: return 0;
+    }
+}
+
+/* Control characters as bread.render.escape_controls writes them, over UTF-8. */
+static int
+escape_line(Buf *o, Py_ssize_t start)
+{
+    Py_ssize_t n = o->len - start, extra = 0;
+    const unsigned char *s = (const unsigned char *)o->p + start;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if ((c < 0x20 && c != 0x09) || c == 0x7f) extra += (c == 0x0a || c == 0x0d) ? 1 : 3;
+        else if (c == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f) extra += 2;
+    }
+    if (!extra) return 0;
+    char *copy = PyMem_Malloc(n ? n : 1);
+    if (copy == NULL) { PyErr_NoMemory(); return -1; }
+    memcpy(copy, s, n);
+    o->len = start;
+    if (buf_reserve(o, n + extra) < 0) { PyMem_Free(copy); return -1; }
+    static const char hex[] = "0123456789abcdef";
+    char *d = o->p + o->len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)copy[i];
+        unsigned cp = c;
+        int esc = (c < 0x20 && c != 0x09) || c == 0x7f;
+        if (c == 0xc2 && i + 1 < n && (unsigned char)copy[i + 1] >= 0x80
+            && (unsigned char)copy[i + 1] <= 0x9f) {
+            esc = 1;
+            cp = (unsigned char)copy[++i];
+        }
+        if (!esc) { *d++ = (char)c; continue; }
+        *d++ = '\\';
+        if (cp == 0x0a) *d++ = 'n';
+        else if (cp == 0x0d) *d++ = 'r';
+        else { *d++ = 'x'; *d++ = hex[cp >> 4]; *d++ = hex[cp & 15]; }
+    }
+    o->len = d - o->p;
+    PyMem_Free(copy);
+    return 0;
+}
+
+/* Render one event; 1 done, 0 Python must render it, -1 error. On 0 the
+ * buffer is as it was. */
+static int
+render_event(Renderer *self, long long wid, long long sid, long long clock,
+             const Val *args, Py_ssize_t nargs, int simple)
+{
+    Buf *o = &self->out;
+    Py_ssize_t start = o->len;
+    if (!simple || sid < 0 || sid >= MAX_IDS || wid < 0 || wid >= MAX_IDS) return 0;
+    Source *src = self->sources[sid];
+    Writer *w = &self->writers[wid];
+    if (src == NULL || w->name == NULL) return 0;
+    Py_ssize_t npos = nargs, nn = src->nnames;
+    int have_fields = nn && nargs >= nn;
+    if (have_fields) npos = nargs - nn;
+    for (Py_ssize_t i = 0; i < src->nitems; i++) {
+        Item *it = &src->items[i];
+        int r = 1;
+        switch (it->code) {
+        case IT_LIT: r = buf_put(o, it->s, it->n) < 0 ? -1 : 1; break;
+        case IT_DATE: r = put_date(self, o, clock, 0); break;
+        case IT_UTC: r = put_date(self, o, clock, 1); break;
+        case IT_CLOCK: r = buf_int(o, clock) < 0 ? -1 : 1; break;
+        case IT_WNAME: r = buf_put(o, w->name, w->nname) < 0 ? -1 : 1; break;
+        case IT_WID: r = buf_put(o, w->id, w->nid) < 0 ? -1 : 1; break;
+        case IT_MSG:
+            if (src->msg == NULL) { r = 0; break; }
+            for (Py_ssize_t k = 0; k < src->nmsg && r == 1; k++) {
+                Item *m = &src->msg[k];
+                if (m->code == MI_LIT) { r = buf_put(o, m->s, m->n) < 0 ? -1 : 1; continue; }
+                Py_ssize_t at;
+                if (m->code == MI_POS) {
+                    if (m->index >= npos) { r = 0; break; }
+                    at = m->index;
+                }
+                else {
+                    if (!have_fields || m->index >= nn) { r = 0; break; }
+                    at = npos + m->index;
+                }
+                r = put_value(o, &args[at]);
+            }
+            break;
+        default: r = 0;
+        }
+        if (r <= 0) {
+            o->len = start;
+            return r;
+        }
+    }
+    if (self->escape && escape_line(o, start) < 0) return -1;
+    if (buf_put(o, "\n", 1) < 0) return -1;
+    return 1;
+}
+
+/* Where render() is in the frame it was given. */
+enum { ST_DONE = 0, ST_MORE = 1, ST_PYTHON = 2 };
+
+static void
+frame_release(Renderer *self)
+{
+    if (self->payload != NULL) {
+        PyBuffer_Release(&self->view);
+        Py_CLEAR(self->payload);
+    }
+}
+
+/* render(payload) begins an events frame and returns the text of its first
+ * events; render(None) returns the next part. At most about max_out bytes per
+ * call, so that a frame whose events render to much text never needs more.
+ * After each call, `state` says: 0 the frame is done, 1 more to come, 2 Python
+ * must read the frame from event `rendered` on (the bytes are not what the
+ * Python reader decodes, or not here). */
+static PyObject *
+renderer_render(Renderer *self, PyObject *arg)
+{
+    Buf *o = &self->out;
+    o->len = 0;
+    if (arg != Py_None) {
+        frame_release(self);
+        if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) return NULL;
+        Py_INCREF(arg);
+        self->payload = arg;
+        self->rd.p = (const unsigned char *)self->view.buf;
+        self->rd.end = self->rd.p + self->view.len;
+        self->rendered = 0;
+        long long n = read_array(&self->rd);
+        Val tmp;
+        if (n < 3 || read_int(&self->rd, &self->wid) < 0 || read_int(&self->rd, &self->prev) < 0
+            || read_int(&self->rd, &self->left) < 0)
+            goto python;
+        for (long long k = 3; k < n; k++)
+            if (read_value(&self->rd, &tmp, 0) < 0) goto python;
+    }
+    else if (self->payload == NULL) {
+        self->state = ST_DONE;
+        return PyBytes_FromStringAndSize("", 0);
+    }
+    Rd r = self->rd;
+    Val args[MAX_ARGS], tmp;
+    while (self->left > 0 && o->len < self->max_out) {
+        const unsigned char *ev_start = r.p;
+        long long ne = read_array(&r), sid, delta, prev;
+        if (ne < 3 || read_int(&r, &sid) < 0 || read_int(&r, &delta) < 0) goto python;
+        long long na = read_array(&r);
+        if (na < 0) goto python;
+        int simple = na <= MAX_ARGS && ne == 3;
+        for (long long a = 0; a < na; a++) {
+            Val *v = a < MAX_ARGS ? &args[a] : &tmp;
+            if (read_value(&r, v, 1) < 0) goto python;
+        }
+        for (long long k = 3; k < ne; k++)
+            if (read_value(&r, &tmp, 0) < 0) goto python;
+        if (__builtin_add_overflow(self->prev, delta, &prev)) goto python;
+        int done = render_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
+        if (done < 0) goto error;
+        if (done == 0) {
+            PyObject *line = PyObject_CallFunction(self->fallback, "y#LL", (const char *)ev_start,
+                                                   (Py_ssize_t)(r.p - ev_start), self->wid, prev);
+            if (line == NULL) goto error;
+            if (!PyBytes_Check(line)) {
+                Py_DECREF(line);
+                PyErr_SetString(PyExc_TypeError, "fallback must return bytes");
+                goto error;
+            }
+            int rc = buf_put(o, PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line));
+            Py_DECREF(line);
+            if (rc < 0) goto error;
+        }
+        self->prev = prev;
+        self->rd = r;
+        self->left--;
+        self->rendered++;
+    }
+    self->state = self->left > 0 ? ST_MORE : ST_DONE;
+    if (self->state == ST_DONE) frame_release(self);
+    PyObject *res = PyBytes_FromStringAndSize(o->p ? o->p : "", o->len);
+    o->len = 0;
+    return res;
+python:   /* what was rendered of this frame so far is returned; Python reads the rest */
+    self->state = ST_PYTHON;
+    frame_release(self);
+    res = PyBytes_FromStringAndSize(o->p ? o->p : "", o->len);
+    o->len = 0;
+    return res;
+error:
+    frame_release(self);
+    self->state = ST_DONE;
+    o->len = 0;
+    return NULL;
+}
+
+/* Renderer(date_items, fallback, escape) */
+static PyObject *
+renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"date_items", "fallback", "escape", NULL};
+    PyObject *date, *fallback;
+    int escape;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOp:Renderer", kwlist, &date, &fallback,
+                                     &escape))
+        return NULL;
+    Renderer *self = (Renderer *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->keep = PyList_New(0);
+    self->sources = PyMem_Calloc(MAX_IDS, sizeof(Source *));
+    self->writers = PyMem_Calloc(MAX_IDS, sizeof(Writer));
+    if (self->keep == NULL || self->sources == NULL || self->writers == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    self->escape = escape;
+    self->max_out = 1 << 20;
+    /* Date items first in `keep`, so that reset() keeps them. */
+    if (compile_items(self, date, 0, &self->date, &self->ndate) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->nkeep = PyList_GET_SIZE(self->keep);
+    PyObject *r = renderer_reset(self, NULL);
+    if (r == NULL) { Py_DECREF(self); return NULL; }
+    Py_DECREF(r);
+    return (PyObject *)self;
+}
+
+static int
+renderer_traverse(Renderer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->payload);
+    Py_VISIT(self->keep);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int
+renderer_clear(Renderer *self)
+{
+    frame_release(self);
+    Py_CLEAR(self->keep);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void
+renderer_dealloc(Renderer *self)
+{
+    PyObject_GC_UnTrack(self);
+    renderer_clear(self);
+    if (self->sources) {
+        for (Py_ssize_t i = 0; i < MAX_IDS; i++) free_source(self->sources[i]);
+        PyMem_Free(self->sources);
+    }
+    PyMem_Free(self->writers);
+    PyMem_Free(self->date);
+    PyMem_Free(self->out.p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef renderer_methods[] = {
+    {"add_source", (PyCFunction)renderer_add_source, METH_VARARGS,
+     "add_source(id, items, message_items or None, nnames)"},
+    {"add_writer", (PyCFunction)renderer_add_writer, METH_VARARGS,
+     "add_writer(id, name: bytes, id_text: bytes)"},
+    {"set_sync", (PyCFunction)renderer_set_sync, METH_VARARGS,
+     "set_sync(clock_value, frequency, ns_since_epoch, tz_offset, tz_name: bytes)"},
+    {"reset", (PyCFunction)renderer_reset, METH_NOARGS, "a new stream: forget everything"},
+    {"render", (PyCFunction)renderer_render, METH_O,
+     "render(payload) begins a frame, render(None) continues it -> bytes; then see state"},
+    {NULL}
+};
+
+static PyMemberDef renderer_members[] = {
+    {"state", T_INT, offsetof(Renderer, state), READONLY,
+     "0 the frame is done, 1 more to come (render(None)), 2 Python reads it from `rendered` on"},
+    {"rendered", T_LONGLONG, offsetof(Renderer, rendered), READONLY,
+     "events of the current frame rendered so far"},
+    {"max_out", T_PYSSIZET, offsetof(Renderer, max_out), 0,
+     "about how many bytes of text one render() call returns at most"},
+    {NULL}
+};
+
+static PyTypeObject RendererType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bread._speedups.Renderer",
+    .tp_basicsize = sizeof(Renderer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Renderer(date_items, fallback, escape): events frames to text lines.",
+    .tp_new = renderer_new,
+    .tp_traverse = (traverseproc)renderer_traverse,
+    .tp_clear = (inquiry)renderer_clear,
+    .tp_dealloc = (destructor)renderer_dealloc,
+    .tp_methods = renderer_methods,
+    .tp_members = renderer_members,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "bread._speedups", "bread's C fast path for rendering text.", -1, NULL
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    if (PyType_Ready(&RendererType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Renderer", (PyObject *)&RendererType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

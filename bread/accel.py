@@ -1,0 +1,19 @@
+"""The optional C fast path of the reader (``bread/_speedups.c``), or None.
+
+Read as ``accel.speedups`` at the point of use, so that tests (and
+``BREAD_PURE_PYTHON=1``) can run everything through the pure-Python code,
+which is the reference the C code must match.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+speedups: ModuleType | None
+try:
+    from . import _speedups as speedups
+except ImportError:  # pragma: no cover - built without a C compiler
+    speedups = None
+if os.environ.get("BREAD_PURE_PYTHON"):
+    speedups = None

@@ -39,6 +39,10 @@ def _utf8(text: str) -> bytes:
 class LineRenderer:
     """Renders the events of ``entries`` (from ``iter_entries(..., raw_events=True)``)."""
 
+    #: About how many bytes of text the C renderer returns per call (memory stays bounded
+    #: however much text the events of one frame make).
+    C_MAX_OUT = 1 << 20
+
     def __init__(self, stream: EventStream, printer: PrettyPrinter, *, escape: bool,
                  source: str = "") -> None:
         self.stream = stream
@@ -54,6 +58,8 @@ class LineRenderer:
                 date_items.append(ord(code))
         s = accel.speedups
         self._c = None if s is None else s.Renderer(date_items, self._fallback, escape)
+        if self._c is not None:
+            self._c.max_out = self.C_MAX_OUT
         self._c_ok = True   # False while the clock sync in force does not fit the C renderer
 
     @property

@@ -1,0 +1,188 @@
+"""The C renderer (bread/_speedups.c) and the Python one (bread/lines.py) print the same bytes.
+
+Files are built here from blogformat's entries, so that every corner the
+format allows (any format string, any value, any clock, damage) is reached,
+not only what blog writes. Each test renders with both and compares the
+bytes and the damage reported.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bread
+from blogformat import frames as fmt
+from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
+                                header_payload)
+from blogformat.values import packb
+from bread import accel, lines
+from bread.render import PrettyPrinter
+
+C = accel.speedups
+needs_c = pytest.mark.skipif(C is None, reason="the C reader is not built here")
+
+
+def build(sources: list[EventSource], events: list[list], *, clock0: int = 1_700_000_000 * 10**9,
+          sync: ClockSync | None = None, writers=(WriterProp(1, "main"),),
+          events_per_frame: int = 7) -> bytes:
+    """A file: header, metadata, then the events (source id, delta, args[, texts]) in frames."""
+    meta = [sync or ClockSync(clock0, 10**9, clock0, 3600, "CET"), *sources, *writers]
+    out = [fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({"host": "h"})),
+           fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))]
+    for k in range(0, len(events), events_per_frame):
+        chunk = events[k:k + events_per_frame]
+        head = BatchHeader(1, clock0, len(chunk), clock0, clock0).encode()
+        out.append(fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(packb(e) for e in chunk)))
+    return b"".join(out)
+
+
+def render(data: bytes, printer: PrettyPrinter, escape: bool, use_c: bool,
+           max_out: int | None = None) -> tuple[bytes, list]:
+    with pytest.MonkeyPatch.context() as m:
+        if not use_c:
+            m.setattr(accel, "speedups", None)
+        if max_out is not None:
+            m.setattr(lines.LineRenderer, "C_MAX_OUT", max_out)
+        r = bread.read(io.BytesIO(data))
+        out = b"".join(r.text(printer, escape=escape))
+        return out, [(d.offset, d.length, d.reason) for d in r.damage] + [r.unknown_sources]
+
+
+def both(data: bytes, fmt_: str = "%S %C [%d] %n %m (%G:%L) %u %r %t %I %T %P",
+         date: str = "%Y-%m-%d %H:%M:%S.%N %z %Z", escape: bool = False,
+         max_out: int | None = None) -> bytes:
+    printer = PrettyPrinter(fmt_, date)
+    c = render(data, printer, escape, True, max_out)
+    py = render(data, printer, escape, False)
+    assert c == py
+    return c[0]
+
+
+# --- values ------------------------------------------------------------------------
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(
+    ["", "\x00\x07\n\r\t\x1b[31m", "\x85\x9f\xa0", "ü€𝄞", "\ud800", "a\udfffb", "{}", "%m"])
+_scalar = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.integers()
+           | st.floats() | st.sampled_from([0.0, -0.0, 1e-4, 9.9999e-5, 1e15, 1e16, 2.0**53,
+                                            101.25, 0.1, 1 / 3, 123456789.123, -5e-324])
+           | _text | st.binary(max_size=6))
+_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(_text, inner, max_size=2) | st.tuples(inner), max_leaves=5)
+
+
+_plain = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats()
+          | st.sampled_from([101.25, 0.1, -0.0, 1e16, 12.0]) | _text)
+
+
+@st.composite
+def a_file(draw) -> bytes:
+    """Sources of any format; events whose arguments mostly fit them (so that the C
+    renderer renders most), and sometimes not (missing, extra, rich, texts)."""
+    nsrc = draw(st.integers(1, 4))
+    sources = []
+    for sid in range(1, nsrc + 1):
+        names = tuple(draw(st.lists(st.sampled_from(["a", "b", "px"]), max_size=2, unique=True)))
+        parts = []
+        for _ in range(draw(st.integers(0, 4))):
+            parts.append(draw(_text).replace("{", "{{").replace("}", "}}"))
+            key = draw(st.sampled_from(["", "", ""] + [n for n in names] + ["zz"]))
+            conv = draw(st.sampled_from(["", "", "", "!r"]))
+            spec = draw(st.sampled_from(["", "", "", ":>6", ":.2f"]))
+            parts.append("{" + key + conv + spec + "}")
+        parts.append(draw(_text).replace("{", "{{").replace("}", "}}"))
+        form = draw(st.sampled_from(["".join(parts)] * 6 + ["{", "bad {0}"]))
+        sources.append(EventSource(sid, draw(st.sampled_from([0x20, 0x80, 0x400, 7])),
+                                   draw(_text), draw(_text), "/p/" + draw(_text), 12,
+                                   form, "int", names, 0))
+    events = []
+    for _ in range(draw(st.integers(0, 20))):
+        sid = draw(st.integers(1, nsrc + 1))          # nsrc + 1: a source nobody defined
+        src = sources[sid - 1] if sid <= nsrc else None
+        if src is not None and draw(st.integers(0, 4)):   # mostly: what the format wants
+            npos = src.format.count("{") - src.format.count("{{") * 2
+            args = draw(st.lists(_plain, min_size=npos, max_size=npos))
+            args += draw(st.lists(_plain, min_size=len(src.field_names),
+                                  max_size=len(src.field_names)))
+            if not draw(st.integers(0, 5)):
+                args[draw(st.integers(0, max(0, len(args) - 1))):] = [draw(_value)]
+        else:
+            args = draw(st.lists(_value, max_size=4))
+        ev = [sid, draw(st.integers(-10**12, 10**12)), args]
+        if draw(st.integers(0, 9)) == 0:
+            ev.append(draw(st.sampled_from([{0: "captured"}, "not a map", {}])))
+        events.append(ev)
+    return build(sources, events, events_per_frame=draw(st.integers(1, 8)))
+
+
+@needs_c
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=a_file(), escape=st.booleans())
+def test_random_files_render_the_same_in_c_and_python(data, escape):
+    both(data, escape=escape)
+    both(data, fmt_="%m", escape=escape)
+
+
+@needs_c
+@settings(max_examples=200, deadline=None)
+@given(xs=st.lists(st.floats(), min_size=1, max_size=50))
+def test_floats_render_as_repr(xs):
+    data = build([EventSource(1, 0x80, "c", "f", "x.py", 1, "{}", "float")],
+                 [[1, 0, [x]] for x in xs])
+    out = both(data, fmt_="%m")
+    assert out.decode().splitlines() == [repr(x) for x in xs]
+
+
+@needs_c
+@settings(max_examples=100, deadline=None)
+@given(clock0=st.integers(-2**63, 2**63 - 1), freq=st.integers(1, 2**40),
+       ns=st.integers(-2**63, 2**63 - 1), tzo=st.integers(-86400 * 2, 86400 * 2),
+       deltas=st.lists(st.integers(-2**62, 2**62), max_size=5))
+def test_any_clock_and_sync_render_the_same(clock0, freq, ns, tzo, deltas):
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {}", "int")
+    data = build([src], [[1, d, [d]] for d in deltas], clock0=clock0,
+                 sync=ClockSync(clock0, freq, ns, tzo, "Z"))
+    both(data, fmt_="%d|%u|%r|%m", date="%Y %y %m %d %H %M %S %N %z %Z")
+
+
+@needs_c
+def test_a_frame_of_much_text_comes_in_parts_and_the_same(monkeypatch):
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "x" * 300 + " {} {}", "int,str")
+    data = build([src], [[1, 1, [i, "y" * (i % 50)]] for i in range(2000)],
+                 events_per_frame=2000)
+    assert both(data, max_out=1000).count(b"\n") == 2000
+
+
+@needs_c
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=a_file(), cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
+                                     min_size=1, max_size=4),
+       truncate=st.integers(0, 10**6))
+def test_damaged_files_render_and_report_the_same(data, cuts, truncate):
+    b = bytearray(data)
+    for pos, byte in cuts:
+        b[pos % len(b)] = byte
+    b = b[:max(1, truncate % (len(b) + 1))]
+    both(bytes(b))
+
+
+@needs_c
+def test_events_the_c_renderer_leaves_to_python_are_few_on_a_plain_file(monkeypatch):
+    # The benchmark's event: int, float, str into "{}" placeholders. None of them
+    # should need the fallback, or the fast path is not fast.
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "order {} filled at {} qty {}", "")
+    data = build([src], [[1, 1000, [i, 101.25 + i, "AAPL"]] for i in range(500)],
+                 events_per_frame=100)
+    calls = []
+    orig = lines.LineRenderer._fallback
+
+    def counting(self, *a):
+        calls.append(a)
+        return orig(self, *a)
+
+    monkeypatch.setattr(lines.LineRenderer, "_fallback", counting)
+    both(data)
+    assert calls == []

@@ -23,7 +23,7 @@ from bread import accel, lines
 from bread.render import PrettyPrinter
 
 C = accel.speedups
-needs_c = pytest.mark.skipif(C is None, reason="the C reader is not built here")
+needs_c = pytest.mark.skipif(C is None, reason="compares the C reader with Python: it is off (BREAD_PURE_PYTHON=1) or not built")
 
 
 def build(sources: list[EventSource], events: list[list], *, clock0: int = 1_700_000_000 * 10**9,

@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml setup.py blog/_speedups.c bread/_speedups.c
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,arrow]'
 	touch $@
 
 demo: $(VENV)/.installed

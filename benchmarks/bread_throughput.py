@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import blog  # noqa: E402
 import bread  # noqa: E402
+import bread.batches  # noqa: E402
 from bread import accel  # noqa: E402
 
 BREAD = [sys.executable, "-m", "bread"]
@@ -95,6 +96,16 @@ def time_library(path: str, touch_message: bool) -> float:
     return time.perf_counter() - t0
 
 
+FIXED = ["time", "clock", "severity", "category", "writer", "writer_id", "source_id", "message"]
+
+
+def time_batches(path: str, columns: list[str] | None, arrow: bool) -> float:
+    t0 = time.perf_counter()
+    for _ in bread.read_batches(path, columns, arrow=arrow):
+        pass
+    return time.perf_counter() - t0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -137,10 +148,19 @@ def main() -> int:
             w, m = run_child(cmd, env)
             walls[name].append(w)
             rss[name] = m if m is None else max(rss[name] or 0, m)
-    lib = {"bread.read, decode only": [], "bread.read, ev.message touched": []}
+    lib: dict[str, list[float]] = {"bread.read, decode only": [],
+                                   "bread.read, ev.message touched": []}
+    arrow = bread.batches.has_arrow()
+    batch_cases = [("read_batches, fixed columns + message", FIXED),
+                   ("read_batches, all columns", None)]
+    for label, _ in batch_cases:
+        lib[f"{label} ({'Arrow' if arrow else 'lists'})"] = []
     for _ in range(max(1, args.repeats // 2)):
         lib["bread.read, decode only"].append(time_library(path, False))
         lib["bread.read, ev.message touched"].append(time_library(path, True))
+        for label, cols in batch_cases:
+            lib[f"{label} ({'Arrow' if arrow else 'lists'})"].append(
+                time_batches(path, cols, arrow))
 
     rows: list[dict[str, Any]] = []
     for name, _, count, _ in cases:
@@ -157,10 +177,10 @@ def main() -> int:
           f"{platform.python_implementation()} {platform.python_version()}, "
           f"{platform.machine()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
     print("(child processes: wall time including interpreter start-up; output to /dev/null)")
-    print(f"{'case':38} {'events/s':>12} {'peak RSS':>10}")
+    print(f"{'case':46} {'events/s':>12} {'peak RSS':>10}")
     for r in rows:
         mem = f"{r['peak_rss_mib']:.1f} MiB" if r["peak_rss_mib"] is not None else "-"
-        print(f"{r['case']:38} {r['events_per_s']:>12,.0f} {mem:>10}")
+        print(f"{r['case']:46} {r['events_per_s']:>12,.0f} {mem:>10}")
     if n_cxx:
         print("ratios (ours / C++, events per second):")
         for ours, theirs in (("bread, default format", "C++ bread, default format"),

@@ -15,10 +15,10 @@ from blogformat.values import DataclassValue, EnumValue, ExceptionValue, ExtValu
 from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, WriterProp
 from .events import Event, EventStream
 from .frames import Damage, Frame
-from .reader import Reader, read
+from .reader import Reader, read, read_batches
 
 __all__ = [
     "ClockSync", "Damage", "DataclassValue", "Dropped", "EnumValue", "Event", "EventStream",
     "ExceptionValue", "ExtValue", "FileHeader", "Frame", "Lost", "OpaqueValue", "RawEvent", "Reader",
-    "Severity", "WriterProp", "read",
+    "Severity", "WriterProp", "read", "read_batches",
 ]

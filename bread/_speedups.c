@@ -358,7 +358,14 @@ typedef struct {
     long long wid, prev, left;   /* its writer, the previous clock, events left */
     long long rendered;          /* events of the frame rendered so far */
     int state;
+    /* columns mode */
+    Buf col[6];                  /* clock, ns, source id, writer id (int64), message data, offsets */
+    Py_ssize_t rows, max_rows;
+    int want_message;
+    PyObject *message_fallback;  /* message_fallback(event bytes, writer id, clock) -> bytes */
 } Renderer;
+
+enum { C_CLOCK = 0, C_NS = 1, C_SID = 2, C_WID = 3, C_MSG = 4, C_MSGOFF = 5, C_NCOLS = 6 };
 
 static void
 free_source(Source *s)
@@ -580,9 +587,10 @@ date_fill(Renderer *self, DateCache *c, long long secs, long long offset, const 
     return 0;
 }
 
-/* 1 rendered, 0 Python must render this event, -1 error. */
+/* The wall time of `clock` in ns since the epoch (docs/format.md 4.3): 1, or 0
+ * if it does not fit in 64 bits. */
 static int
-put_date(Renderer *self, Buf *o, long long clock, int utc)
+event_ns(Renderer *self, long long clock, long long *out)
 {
     long long ns;
     if (self->frequency == 1000000000LL) {   /* blog's clock: ns since the epoch */
@@ -596,6 +604,16 @@ put_date(Renderer *self, Buf *o, long long clock, int utc)
         if (t > LLONG_MAX || t < LLONG_MIN) return 0;
         ns = (long long)t;
     }
+    *out = ns;
+    return 1;
+}
+
+/* 1 rendered, 0 Python must render this event, -1 error. */
+static int
+put_date(Renderer *self, Buf *o, long long clock, int utc)
+{
+    long long ns;
+    if (!event_ns(self, clock, &ns)) return 0;
     long long secs = ns >= 0 ? ns / 1000000000 : -((-(ns + 1)) / 1000000000) - 1;
     long long frac = ns - secs * 1000000000;
     DateCache *c = utc ? &self->utc : &self->local;
@@ -741,6 +759,36 @@ escape_line(Buf *o, Py_ssize_t start)
     return 0;
 }
 
+/* The message of an event: 1 done, 0 Python must render it (the buffer may
+ * hold part of it), -1 error. Keyword fields are the last nnames args. */
+static int
+put_message(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs)
+{
+    if (src->msg == NULL) return 0;
+    Py_ssize_t npos = nargs, nn = src->nnames;
+    int have_fields = nn && nargs >= nn;
+    if (have_fields) npos = nargs - nn;
+    for (Py_ssize_t k = 0; k < src->nmsg; k++) {
+        const Item *m = &src->msg[k];
+        if (m->code == MI_LIT) {
+            if (buf_put(o, m->s, m->n) < 0) return -1;
+            continue;
+        }
+        Py_ssize_t at;
+        if (m->code == MI_POS) {
+            if (m->index >= npos) return 0;
+            at = m->index;
+        }
+        else {
+            if (!have_fields || m->index >= nn) return 0;
+            at = npos + m->index;
+        }
+        int r = put_value(o, &args[at]);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
 /* Render one event; 1 done, 0 Python must render it, -1 error. On 0 the
  * buffer is as it was. */
 static int
@@ -753,9 +801,6 @@ render_event(Renderer *self, long long wid, long long sid, long long clock,
     Source *src = self->sources[sid];
     Writer *w = &self->writers[wid];
     if (src == NULL || w->name == NULL) return 0;
-    Py_ssize_t npos = nargs, nn = src->nnames;
-    int have_fields = nn && nargs >= nn;
-    if (have_fields) npos = nargs - nn;
     for (Py_ssize_t i = 0; i < src->nitems; i++) {
         Item *it = &src->items[i];
         int r = 1;
@@ -766,23 +811,7 @@ render_event(Renderer *self, long long wid, long long sid, long long clock,
         case IT_CLOCK: r = buf_int(o, clock) < 0 ? -1 : 1; break;
         case IT_WNAME: r = buf_put(o, w->name, w->nname) < 0 ? -1 : 1; break;
         case IT_WID: r = buf_put(o, w->id, w->nid) < 0 ? -1 : 1; break;
-        case IT_MSG:
-            if (src->msg == NULL) { r = 0; break; }
-            for (Py_ssize_t k = 0; k < src->nmsg && r == 1; k++) {
-                Item *m = &src->msg[k];
-                if (m->code == MI_LIT) { r = buf_put(o, m->s, m->n) < 0 ? -1 : 1; continue; }
-                Py_ssize_t at;
-                if (m->code == MI_POS) {
-                    if (m->index >= npos) { r = 0; break; }
-                    at = m->index;
-                }
-                else {
-                    if (!have_fields || m->index >= nn) { r = 0; break; }
-                    at = npos + m->index;
-                }
-                r = put_value(o, &args[at]);
-            }
-            break;
+        case IT_MSG: r = put_message(o, src, args, nargs); break;
         default: r = 0;
         }
         if (r <= 0) {
@@ -792,6 +821,46 @@ render_event(Renderer *self, long long wid, long long sid, long long clock,
     }
     if (self->escape && escape_line(o, start) < 0) return -1;
     if (buf_put(o, "\n", 1) < 0) return -1;
+    return 1;
+}
+
+/* Columns mode: one row per event, appended to the column buffers. 1 done,
+ * 0 the rest of the frame is Python's (a time beyond 64 bits), -1 error. */
+static int
+column_event(Renderer *self, long long wid, long long sid, long long clock, const Val *args,
+             Py_ssize_t nargs, int simple, const unsigned char *ev, Py_ssize_t evlen)
+{
+    long long ns;
+    if (!event_ns(self, clock, &ns)) return 0;
+    Source *src = sid >= 0 && sid < MAX_IDS ? self->sources[sid] : NULL;
+    Writer *w = wid >= 0 && wid < MAX_IDS ? &self->writers[wid] : NULL;
+    Buf *m = &self->col[C_MSG];
+    Py_ssize_t start = m->len;
+    int r = src != NULL && w != NULL && w->name != NULL;
+    if (r && self->want_message)
+        r = simple ? put_message(m, src, args, nargs) : 0;
+    if (r < 0) return -1;
+    if (r == 0) {   /* Python: the message, and the count of unknown sources and writers */
+        m->len = start;
+        PyObject *text = PyObject_CallFunction(self->message_fallback, "y#LL", (const char *)ev,
+                                               evlen, wid, clock);
+        if (text == NULL) return -1;
+        if (!PyBytes_Check(text)) {
+            Py_DECREF(text);
+            PyErr_SetString(PyExc_TypeError, "message_fallback must return bytes");
+            return -1;
+        }
+        int rc = self->want_message ? buf_put(m, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+                                    : 0;
+        Py_DECREF(text);
+        if (rc < 0) return -1;
+    }
+    long long row[4] = {clock, ns, sid, wid};
+    for (int k = 0; k < 4; k++)
+        if (buf_put(&self->col[k], &row[k], sizeof(long long)) < 0) return -1;
+    long long end = m->len;
+    if (buf_put(&self->col[C_MSGOFF], &end, sizeof end) < 0) return -1;
+    self->rows++;
     return 1;
 }
 
@@ -814,7 +883,7 @@ frame_release(Renderer *self)
  * must read the frame from event `rendered` on (the bytes are not what the
  * Python reader decodes, or not here). */
 static PyObject *
-renderer_render(Renderer *self, PyObject *arg)
+walk(Renderer *self, PyObject *arg, int columns)
 {
     Buf *o = &self->out;
     o->len = 0;
@@ -840,7 +909,7 @@ renderer_render(Renderer *self, PyObject *arg)
     }
     Rd r = self->rd;
     Val args[MAX_ARGS], tmp;
-    while (self->left > 0 && o->len < self->max_out) {
+    while (self->left > 0 && (columns ? self->rows < self->max_rows : o->len < self->max_out)) {
         const unsigned char *ev_start = r.p;
         long long ne = read_array(&r), sid, delta, prev;
         if (ne < 3 || read_int(&r, &sid) < 0 || read_int(&r, &delta) < 0) goto python;
@@ -854,6 +923,13 @@ renderer_render(Renderer *self, PyObject *arg)
         for (long long k = 3; k < ne; k++)
             if (read_value(&r, &tmp, 0) < 0) goto python;
         if (__builtin_add_overflow(self->prev, delta, &prev)) goto python;
+        if (columns) {
+            int c = column_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple,
+                                 ev_start, (Py_ssize_t)(r.p - ev_start));
+            if (c < 0) goto error;
+            if (c == 0) goto python;
+        }
+        else {
         int done = render_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
         if (done < 0) goto error;
         if (done == 0) {
@@ -868,6 +944,7 @@ renderer_render(Renderer *self, PyObject *arg)
             int rc = buf_put(o, PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line));
             Py_DECREF(line);
             if (rc < 0) goto error;
+        }
         }
         self->prev = prev;
         self->rd = r;
@@ -892,15 +969,63 @@ error:
     return NULL;
 }
 
+static PyObject *
+renderer_render(Renderer *self, PyObject *arg)
+{
+    return walk(self, arg, 0);
+}
+
+/* columns(payload or None): as render(), but each event becomes a row of the
+ * column buffers (take_columns()); returns how many rows this call added. A
+ * call stops at max_rows rows in the buffers (state 1). */
+static PyObject *
+renderer_columns(Renderer *self, PyObject *arg)
+{
+    Py_ssize_t before = self->rows;
+    PyObject *r = walk(self, arg, 1);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    return PyLong_FromSsize_t(self->rows - before);
+}
+
+/* take_columns() -> (rows, clock, ns, source id, writer id, message data,
+ * message offsets): int64 native-endian buffers, the message column's UTF-8,
+ * and its offsets (rows + 1 of them, the first 0); the buffers start afresh. */
+static PyObject *
+renderer_take_columns(Renderer *self, PyObject *unused)
+{
+    PyObject *r = PyTuple_New(7);
+    if (r == NULL) return NULL;
+    PyTuple_SET_ITEM(r, 0, PyLong_FromSsize_t(self->rows));
+    for (int k = 0; k < C_NCOLS; k++) {
+        Buf *b = &self->col[k];
+        PyObject *v;
+        if (k == C_MSGOFF) {
+            v = PyBytes_FromStringAndSize(NULL, b->len + (Py_ssize_t)sizeof(long long));
+            if (v != NULL) {
+                memset(PyBytes_AS_STRING(v), 0, sizeof(long long));
+                if (b->len) memcpy(PyBytes_AS_STRING(v) + sizeof(long long), b->p, b->len);
+            }
+        }
+        else
+            v = PyBytes_FromStringAndSize(b->p ? b->p : "", b->len);
+        if (v == NULL) { Py_DECREF(r); return NULL; }
+        PyTuple_SET_ITEM(r, 1 + k, v);
+    }
+    for (int k = 0; k < C_NCOLS; k++) self->col[k].len = 0;
+    self->rows = 0;
+    return r;
+}
+
 /* Renderer(date_items, fallback, escape) */
 static PyObject *
 renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"date_items", "fallback", "escape", NULL};
-    PyObject *date, *fallback;
+    static char *kwlist[] = {"date_items", "fallback", "escape", "message_fallback", NULL};
+    PyObject *date, *fallback, *message_fallback = Py_None;
     int escape;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOp:Renderer", kwlist, &date, &fallback,
-                                     &escape))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOp|O:Renderer", kwlist, &date, &fallback,
+                                     &escape, &message_fallback))
         return NULL;
     Renderer *self = (Renderer *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
@@ -913,8 +1038,12 @@ renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     Py_INCREF(fallback);
     self->fallback = fallback;
+    Py_INCREF(message_fallback);
+    self->message_fallback = message_fallback;
     self->escape = escape;
     self->max_out = 1 << 20;
+    self->max_rows = 65536;
+    self->want_message = 1;
     /* Date items first in `keep`, so that reset() keeps them. */
     if (compile_items(self, date, 0, &self->date, &self->ndate) < 0) {
         Py_DECREF(self);
@@ -933,6 +1062,7 @@ renderer_traverse(Renderer *self, visitproc visit, void *arg)
     Py_VISIT(self->payload);
     Py_VISIT(self->keep);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->message_fallback);
     return 0;
 }
 
@@ -942,6 +1072,7 @@ renderer_clear(Renderer *self)
     frame_release(self);
     Py_CLEAR(self->keep);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->message_fallback);
     return 0;
 }
 
@@ -957,6 +1088,7 @@ renderer_dealloc(Renderer *self)
     PyMem_Free(self->writers);
     PyMem_Free(self->date);
     PyMem_Free(self->out.p);
+    for (int k = 0; k < C_NCOLS; k++) PyMem_Free(self->col[k].p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -970,6 +1102,10 @@ static PyMethodDef renderer_methods[] = {
     {"reset", (PyCFunction)renderer_reset, METH_NOARGS, "a new stream: forget everything"},
     {"render", (PyCFunction)renderer_render, METH_O,
      "render(payload) begins a frame, render(None) continues it -> bytes; then see state"},
+    {"columns", (PyCFunction)renderer_columns, METH_O,
+     "columns(payload or None) -> rows added to the column buffers; then see state"},
+    {"take_columns", (PyCFunction)renderer_take_columns, METH_NOARGS,
+     "take_columns() -> (rows, clock, ns, source id, writer id, message, message offsets)"},
     {NULL}
 };
 
@@ -980,6 +1116,10 @@ static PyMemberDef renderer_members[] = {
      "events of the current frame rendered so far"},
     {"max_out", T_PYSSIZET, offsetof(Renderer, max_out), 0,
      "about how many bytes of text one render() call returns at most"},
+    {"max_rows", T_PYSSIZET, offsetof(Renderer, max_rows), 0,
+     "rows the column buffers hold before columns() stops (state 1)"},
+    {"want_message", T_INT, offsetof(Renderer, want_message), 0,
+     "columns(): render the message column"},
     {NULL}
 };
 

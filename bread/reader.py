@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, Union
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence, Union
 
+from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, iter_frames
@@ -64,6 +65,29 @@ class Reader:
             finally:
                 self.unknown_sources += stream.unknown_sources
 
+    def batches(self, columns: Sequence[str] | None = None, batch_size: int = 65536, *,
+                arrow: bool | None = None) -> Iterator[Any]:
+        """The events as batches of columns (``bread.batches``), at most ``batch_size`` rows each.
+
+        ``columns`` picks some of ``bread.batches.COLUMNS`` (default: all); only
+        those are decoded. With ``arrow`` (default: if pyarrow is installed) each
+        batch is a ``pyarrow.RecordBatch``, else a dict of column name -> values.
+        """
+        cols = check_columns(columns)
+        if arrow is None:
+            arrow = has_arrow()
+        elif arrow and not has_arrow():
+            raise ImportError("arrow=True needs pyarrow: pip install 'blog-bread[arrow]'")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, not {batch_size!r}")
+        for f, name in self._files():
+            stream = self._stream(())
+            b = BatchReader(stream, cols, batch_size, arrow=arrow, source=name)
+            try:
+                yield from b.batches(iter_entries(iter_frames(f, name), name, raw_events=b.uses_c))
+            finally:
+                self.unknown_sources += stream.unknown_sources
+
     def _files(self) -> Iterator[tuple[BinaryIO, str]]:
         for inp in self._inputs:
             if hasattr(inp, "read"):
@@ -90,3 +114,9 @@ def read(source: Source) -> Reader:
     the returned reader's ``damage``. Opening a missing file raises OSError.
     """
     return Reader(source)
+
+
+def read_batches(source: Source, columns: Sequence[str] | None = None, batch_size: int = 65536,
+                 *, arrow: bool | None = None) -> Iterator[Any]:
+    """``bread.read(source).batches(...)``: the events as batches of columns."""
+    return Reader(source).batches(columns, batch_size, arrow=arrow)

@@ -1,0 +1,294 @@
+"""Entries -> batches of columns, for pandas, Arrow and the Spark data source.
+
+``Reader.batches`` (and ``bread.read_batches``) yields the events as batches
+of columns instead of one object per event. With pyarrow installed, a batch
+is a ``pyarrow.RecordBatch``; otherwise a dict of column name -> values, the
+numeric columns as ``array.array("q")`` (no Python object per event).
+
+The C fast path (``bread/_speedups.c``, ``Renderer.columns``) decodes each
+events frame into int64 buffers (clock, time, source id, writer id) and the
+message's UTF-8, which become Arrow arrays without a copy; the columns that
+are properties of a call site or a writer are looked up per batch. The Python
+path builds the same columns from Events, and is the reference.
+"""
+
+from __future__ import annotations
+
+import array
+from typing import Any, Iterable, Iterator, Sequence
+
+from blogformat.entries import EventSource, FileHeader, RawEvent, WriterProp, decode_events
+from blogformat.severity import Severity
+from blogformat.values import unpackb
+
+from . import accel
+from .entries import DECODE_ERRORS, Entry, undecodable
+from .events import Event, EventStream
+from .frames import Frame
+from .native import DONE, PYTHON, NativeState, utf8
+
+#: Every column, in this order; ``columns=`` picks some.
+COLUMNS = ("time", "clock", "severity", "severity_value", "category", "writer", "writer_id",
+           "source_id", "function", "file", "line", "format", "message")
+#: Columns that are a property of the call site.
+SOURCE_COLUMNS = {
+    "severity": lambda s: _severity_name(s.severity),
+    "severity_value": lambda s: s.severity,
+    "category": lambda s: s.category,
+    "function": lambda s: s.function,
+    "file": lambda s: s.file,
+    "line": lambda s: s.line,
+    "format": lambda s: s.format,
+}
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_INT_COLUMNS = {"time", "clock", "severity_value", "writer_id", "source_id", "line"}
+#: What an event of a source the file never described shows (as ``bread.read`` does).
+_UNKNOWN = EventSource(0, 0, "?", "?", "?", 0, "", "")
+
+
+def _severity_name(value: int) -> str:
+    try:
+        return Severity(value).name
+    except ValueError:
+        return str(value)
+
+
+def _int64(v: int) -> int | None:
+    return v if _INT64[0] <= v <= _INT64[1] else None
+
+
+def check_columns(columns: Sequence[str] | None) -> tuple[str, ...]:
+    """The columns asked for, checked (a clear error for an unknown name)."""
+    if columns is None:
+        return COLUMNS
+    if isinstance(columns, str):
+        raise TypeError("columns must be a sequence of column names, not a str")
+    unknown = [c for c in columns if c not in COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(map(repr, unknown))}; "
+                         f"the columns are {', '.join(COLUMNS)}")
+    return tuple(dict.fromkeys(columns))
+
+
+def has_arrow() -> bool:
+    """True if pyarrow can be imported."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class BatchReader:
+    """Turns the entries of one input into batches of ``batch_size`` rows at most."""
+
+    def __init__(self, stream: EventStream, columns: tuple[str, ...], batch_size: int, *,
+                 arrow: bool, source: str = "") -> None:
+        self.stream = stream
+        self.columns = columns
+        self.batch_size = batch_size
+        self.arrow = arrow
+        self.source = source
+        self._offset = 0
+        self._rows: list[Event] = []            # Python path: the batch's events
+        self._c_pending = False                 # the C buffers hold rows
+        self._sids: set[int] = set()           # ids used by the pending batch
+        self._wids: set[int] = set()
+        self._native: NativeState | None = None
+        if accel.speedups is not None:
+            c = accel.speedups.Renderer([], self._fallback, False, self._message_fallback)
+            c.max_rows = batch_size
+            c.want_message = "message" in columns
+            self._native = NativeState(stream, c, lambda src: [])
+
+    @property
+    def uses_c(self) -> bool:
+        return self._native is not None
+
+    def batches(self, entries: Iterable[Entry | Frame]) -> Iterator[Any]:
+        apply = self.stream.apply if self._native is None else self._native.apply
+        for e in entries:
+            t = type(e)
+            if t is RawEvent:
+                yield from self._python_row(self.stream.event(e))
+            elif t is Frame:
+                yield from self._frame(e)
+            else:
+                # A batch looks its sources and writers up when it is made: one
+                # that is described anew (or a new stream) ends the pending batch.
+                if (t is FileHeader or (t is EventSource and e.id in self.stream.sources)
+                        or (t is WriterProp and e.id in self.stream.writers
+                            and self.stream.writers[e.id] != e)):
+                    yield from self._flush()
+                apply(e)
+        yield from self._flush()
+
+    # --- Python path: the reference -----------------------------------------
+
+    def _python_row(self, ev: Event) -> Iterator[Any]:
+        if self._c_pending:   # rows of the C path come first
+            yield from self._flush()
+        self._rows.append(ev)
+        if len(self._rows) >= self.batch_size:
+            yield from self._flush()
+
+    def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[Any]:
+        try:
+            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
+                if k >= skip:
+                    yield from self._python_row(self.stream.event(raw))
+        except DECODE_ERRORS as exc:
+            self.stream.apply(undecodable(fr, exc, self.source))
+
+    def _python_columns(self) -> dict[str, list]:
+        rows = self._rows
+        out: dict[str, list] = {}
+        for name in self.columns:
+            if name == "time":
+                out[name] = [_int64(e.ns) for e in rows]
+            elif name == "clock":
+                out[name] = [_int64(e.clock) for e in rows]
+            elif name in SOURCE_COLUMNS:
+                get = SOURCE_COLUMNS[name]
+                vals = [get(e.source) for e in rows]
+                out[name] = [_int64(v) for v in vals] if name in _INT_COLUMNS else vals
+            elif name == "writer":
+                out[name] = [e.writer_prop.name for e in rows]
+            elif name == "writer_id":
+                out[name] = [_int64(e.writer_prop.id) for e in rows]
+            elif name == "source_id":
+                out[name] = [_int64(e.source.id) for e in rows]
+            elif name == "message":
+                out[name] = [utf8(e.message).decode() for e in rows]
+        return out
+
+    # --- C path ----------------------------------------------------------------
+
+    def _frame(self, fr: Frame) -> Iterator[Any]:
+        n = self._native
+        if n is None or not n.ok:
+            yield from self._python_frame(fr)
+            return
+        if self._rows:   # rows of the Python path come first
+            yield from self._flush()
+        c = n.renderer
+        self._offset = fr.offset
+        if c.columns(fr.payload):
+            self._c_pending = True
+        while True:
+            if c.state == DONE:
+                return
+            if c.state == PYTHON:
+                yield from self._flush()
+                yield from self._python_frame(fr, skip=c.rendered)
+                return
+            yield from self._flush()       # the buffers hold a whole batch
+            if c.columns(None):
+                self._c_pending = True
+
+    def _fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
+        raise AssertionError("text rendering is not used for batches")  # pragma: no cover
+
+    def _message_fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
+        """An event whose message (or source, or writer) the C path leaves to Python."""
+        ev = unpackb(data)
+        texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
+        event = self.stream.event(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        return utf8(event.message) if "message" in self.columns else b""
+
+    def _c_columns(self) -> tuple[int, dict[str, Any]]:
+        rows, clock, ns, sid, wid, msg, msg_off = self._native.renderer.take_columns()
+        return rows, {"clock": clock, "time": ns, "source_id": sid, "writer_id": wid,
+                      "message": (msg_off, msg)}
+
+    # --- batches -----------------------------------------------------------------
+
+    def _flush(self) -> Iterator[Any]:
+        if self._rows:
+            cols = self._python_columns()
+            n = len(self._rows)
+            self._rows = []
+            yield self._make(n, cols, None)
+        if self._c_pending:
+            self._c_pending = False
+            n, bufs = self._c_columns()
+            if n:
+                yield self._make(n, None, bufs)
+
+    def _lookups(self, name: str, ids: Sequence[int]) -> list:
+        """Per distinct id, the value of a source or writer column."""
+        if name in SOURCE_COLUMNS:
+            get = SOURCE_COLUMNS[name]
+            return [get(self.stream.sources.get(i, _UNKNOWN)) for i in ids]
+        return [w.name if (w := self.stream.writers.get(i)) is not None else "" for i in ids]
+
+    def _make(self, n: int, cols: dict[str, list] | None, bufs: dict[str, Any] | None) -> Any:
+        if bufs is None:
+            assert cols is not None
+            if not self.arrow:
+                return {k: array.array("q", v) if k in _INT_COLUMNS and None not in v else v
+                        for k, v in cols.items()}
+            import pyarrow as pa
+            return pa.RecordBatch.from_arrays([_arrow_list(k, v) for k, v in cols.items()],
+                                              names=list(cols))
+        if self.arrow:
+            return self._arrow_batch(n, bufs)
+        sids = array.array("q", bufs["source_id"])
+        wids = array.array("q", bufs["writer_id"])
+        out: dict[str, Any] = {}
+        for name in self.columns:
+            if name in ("time", "clock"):
+                out[name] = array.array("q", bufs[name])
+            elif name == "source_id":
+                out[name] = sids
+            elif name == "writer_id":
+                out[name] = wids
+            elif name == "message":
+                off = array.array("q", bufs["message"][0])
+                data = bufs["message"][1]
+                out[name] = [data[off[i]:off[i + 1]].decode() for i in range(n)]
+            else:
+                ids = sids if name in SOURCE_COLUMNS else wids
+                distinct = sorted(set(ids))
+                table = dict(zip(distinct, self._lookups(name, distinct)))
+                vals = [table[i] for i in ids]
+                out[name] = array.array("q", vals) if name in _INT_COLUMNS else vals
+        return out
+
+    def _arrow_batch(self, n: int, bufs: dict[str, Any]) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def ints(b: bytes) -> Any:
+            return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(b)])
+
+        sids, wids = ints(bufs["source_id"]), ints(bufs["writer_id"])
+        arrays = []
+        for name in self.columns:
+            if name == "time":
+                arrays.append(ints(bufs["time"]).view(pa.timestamp("ns", tz="UTC")))
+            elif name == "clock":
+                arrays.append(ints(bufs["clock"]))
+            elif name == "source_id":
+                arrays.append(sids)
+            elif name == "writer_id":
+                arrays.append(wids)
+            elif name == "message":
+                off, data = bufs["message"]
+                arrays.append(pa.Array.from_buffers(pa.large_string(), n,
+                                                    [None, pa.py_buffer(off), pa.py_buffer(data)]))
+            else:
+                ids = sids if name in SOURCE_COLUMNS else wids
+                distinct = pc.unique(ids)
+                values = _arrow_list(name, self._lookups(name, distinct.to_pylist()))
+                arrays.append(values.take(pc.index_in(ids, value_set=distinct)))
+        return pa.RecordBatch.from_arrays(arrays, names=list(self.columns))
+
+
+def _arrow_list(name: str, values: list) -> Any:
+    import pyarrow as pa
+    if name == "time":
+        return pa.array(values, pa.int64()).view(pa.timestamp("ns", tz="UTC"))
+    if name in _INT_COLUMNS:
+        return pa.array([_int64(v) if v is not None else None for v in values], pa.int64())
+    return pa.array(values, pa.large_string() if name == "message" else pa.string())

@@ -1,0 +1,175 @@
+"""bread.read_batches: every column equals what bread.read gives, in Arrow and without it,
+on the C path and the Python path, for files blog writes and files built by hand."""
+
+from __future__ import annotations
+
+import array
+import dataclasses
+import datetime as dt
+import io
+import threading
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import blog
+import bread
+from blogformat.severity import Severity
+from bread import accel, batches
+from bread.batches import COLUMNS
+
+pa = pytest.importorskip("pyarrow", reason="the Arrow form needs pyarrow (make test installs it)")
+
+
+def expected(data: bytes, columns=COLUMNS) -> dict[str, list]:
+    """The columns built from bread.read's events: what every batch must agree with."""
+    out: dict[str, list] = {c: [] for c in columns}
+    for ev in bread.read(io.BytesIO(data)):
+        row = {
+            "time": ev.ns, "clock": ev.clock,
+            "severity": ev.severity.name if isinstance(ev.severity, Severity) else str(ev.severity),
+            "severity_value": ev.source.severity, "category": ev.category, "writer": ev.writer,
+            "writer_id": ev.writer_id, "source_id": ev.source.id, "function": ev.function,
+            "file": ev.file, "line": ev.line, "format": ev.format,
+            "message": ev.message.encode("utf-8", "backslashreplace").decode(),
+        }
+        for c in columns:
+            out[c].append(row[c])
+    return out
+
+
+def collect(data: bytes, columns=None, batch_size=65536, arrow=True, use_c=True) -> dict:
+    with pytest.MonkeyPatch.context() as m:
+        if not use_c:
+            m.setattr(accel, "speedups", None)
+        got: dict[str, list] = {c: [] for c in (columns or COLUMNS)}
+        sizes = []
+        for b in bread.read_batches(io.BytesIO(data), columns, batch_size, arrow=arrow):
+            if arrow:
+                assert isinstance(b, pa.RecordBatch)
+                sizes.append(b.num_rows)
+                cols = {}
+                for name in b.schema.names:
+                    col = b.column(name)
+                    if name == "time":
+                        assert col.type == pa.timestamp("ns", tz="UTC")
+                        col = col.cast(pa.int64())
+                    cols[name] = col.to_pylist()
+            else:
+                assert isinstance(b, dict)
+                for name, col in b.items():
+                    if name in ("time", "clock", "writer_id", "source_id", "line", "severity_value"):
+                        assert isinstance(col, (array.array, list))
+                sizes.append(len(next(iter(b.values()))) if b else 0)
+                cols = {k: list(v) for k, v in b.items()}
+            for k, v in cols.items():
+                got.setdefault(k, []).extend(v)
+        assert all(0 < s <= batch_size for s in sizes)
+        return got
+
+
+@dataclasses.dataclass
+class Leg:
+    qty: int
+    px: float
+
+
+def a_log() -> bytes:
+    """Two threads, a rename, keyword fields, rich values, several call sites and levels."""
+    s = blog.Session(channel_capacity=1 << 16)
+    log = s.get_logger("orders")
+    db = s.get_logger("db")
+    out = blog.MemoryOutputStream()
+
+    def worker(k: int) -> None:
+        for i in range(300):
+            log.info("order {} filled at {} qty {}", i, 101.25 + i, "AAPL")
+            if i == 150:
+                s.writer().name = f"renamed-{k}"
+            if i % 50 == 0:
+                db.warning("slow query {q} took {ms:.1f} ms", q="SELECT 1", ms=12.5 * i, host="h")
+                log.error("legs {} at {}", [Leg(1, 2.0)], dt.datetime(2026, 1, 2, 3, 4, 5))
+                log.debug("{!r} {}", "quoted\x00", Decimal("1.10"))
+                log.info("fields only", oid=i, px=None, ok=True, sym="\ud800x")
+            if i % 100 == 0:
+                s.consume(out)
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    s.consume(out)
+    return out.getvalue()
+
+
+DATA = a_log()
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["arrow", "lists"])
+@pytest.mark.parametrize("batch_size", [1, 7, 65536])
+def test_every_column_equals_what_bread_read_gives(arrow, batch_size):
+    want = expected(DATA)
+    assert len(want["clock"]) == 2 * (300 + 4 * 6)
+    assert collect(DATA, batch_size=batch_size, arrow=arrow) == want
+
+
+def test_c_and_python_paths_give_the_same_batches():
+    if accel.speedups is None:
+        pytest.skip("compares the C reader with Python: it is off (BREAD_PURE_PYTHON=1)")
+    for arrow in (True, False):
+        assert collect(DATA, arrow=arrow, use_c=True) == collect(DATA, arrow=arrow, use_c=False)
+
+
+def test_only_the_columns_asked_for_in_their_order():
+    cols = ["message", "time", "writer"]
+    b = next(iter(bread.read_batches(io.BytesIO(DATA), cols)))
+    assert b.schema.names == cols
+    assert collect(DATA, cols) == expected(DATA, cols)
+    b = next(iter(bread.read_batches(io.BytesIO(DATA), ["clock"], arrow=False)))
+    assert list(b) == ["clock"] and isinstance(b["clock"], array.array)
+
+
+def test_bad_arguments_are_clear_errors(monkeypatch):
+    with pytest.raises(ValueError, match="unknown column.*'when'.*the columns are time"):
+        list(bread.read_batches(io.BytesIO(DATA), ["time", "when"]))
+    with pytest.raises(TypeError, match="sequence of column names"):
+        list(bread.read_batches(io.BytesIO(DATA), "time"))
+    with pytest.raises(ValueError, match="batch_size"):
+        list(bread.read_batches(io.BytesIO(DATA), batch_size=0))
+    monkeypatch.setattr(batches, "has_arrow", lambda: False)
+    monkeypatch.setattr(bread.reader, "has_arrow", lambda: False)
+    with pytest.raises(ImportError, match="pyarrow"):
+        list(bread.read_batches(io.BytesIO(DATA), arrow=True))
+    assert isinstance(next(iter(bread.read_batches(io.BytesIO(DATA)))), dict)   # the default
+
+
+def test_damage_and_unknown_sources_are_reported_as_by_read():
+    cut = DATA[:len(DATA) // 2] + b"\x00" * 50 + DATA[len(DATA) // 2:]
+    r1, r2 = bread.read(io.BytesIO(cut)), bread.read(io.BytesIO(cut))
+    list(r1)
+    got = {}
+    for b in r2.batches(arrow=False):
+        for k, v in b.items():
+            got.setdefault(k, []).extend(v)
+    assert got == expected(cut)
+    assert r2.damage == r1.damage and r2.damage
+    assert r2.unknown_sources == r1.unknown_sources
+
+
+def test_numeric_columns_are_not_python_objects_per_row():
+    b = next(iter(bread.read_batches(io.BytesIO(DATA), ["clock", "source_id"], arrow=False)))
+    assert all(isinstance(v, array.array) and v.typecode == "q" for v in b.values())
+
+
+from test_render_parity import a_file  # noqa: E402  (the same random files)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=a_file())
+def test_random_files_give_the_columns_of_read(data):
+    want = expected(data)
+    assert collect(data, arrow=False) == want
+    if accel.speedups is not None:
+        assert collect(data, arrow=False, use_c=False) == want

@@ -318,9 +318,14 @@ typedef struct {
     Item *items; Py_ssize_t nitems;      /* the event format, this source's constants baked in */
     Item *msg; Py_ssize_t nmsg;          /* the message template; NULL: Python renders it */
     Py_ssize_t nnames;                   /* keyword fields at the end of args */
+    PyObject *obj;                       /* the EventSource (borrowed: `keep` owns it), or NULL */
+    PyObject *names;                     /* its field_names, a tuple of str, or NULL */
 } Source;
 
-typedef struct { const char *name; Py_ssize_t nname; const char *id; Py_ssize_t nid; } Writer;
+typedef struct {
+    const char *name; Py_ssize_t nname; const char *id; Py_ssize_t nid;
+    PyObject *obj;                       /* the WriterProp (borrowed: `keep` owns it), or NULL */
+} Writer;
 
 #define MAX_IDS 65536
 #define MAX_ARGS 32
@@ -358,6 +363,16 @@ typedef struct {
     long long wid, prev, left;   /* its writer, the previous clock, events left */
     long long rendered;          /* events of the frame rendered so far */
     int state;
+    /* events mode */
+    PyObject *event_type;        /* bread.Event; its slots are at these offsets: */
+    Py_ssize_t off[10];          /* source, writer_prop, clock, ns, tz, args, fields, _texts,
+                                    _message, offset */
+    PyObject *event_fallback;    /* event_fallback(event bytes, writer id, clock) -> Event */
+    PyObject *tz;                /* the zone of the sync in force (borrowed: `keep`) */
+    PyObject *utc_tz;            /* the default sync's zone */
+    PyObject *empty_texts;       /* {}: the captured texts of an event that has none */
+    PyObject *events;            /* the list events() returns */
+    PyObject *frame_offset;      /* int: the offset of the frame being read */
     /* columns mode */
     Buf col[6];                  /* clock, ns, source id, writer id (int64), message data, offsets */
     Py_ssize_t rows, max_rows;
@@ -435,14 +450,21 @@ check_id(PyObject *o, long long *id)
 static PyObject *
 renderer_add_source(Renderer *self, PyObject *args)
 {
-    PyObject *ido, *items, *msg;
+    PyObject *ido, *items, *msg, *obj = NULL, *names = NULL;
     Py_ssize_t nnames;
     long long id;
-    if (!PyArg_ParseTuple(args, "OOOn:add_source", &ido, &items, &msg, &nnames)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOn|OO!:add_source", &ido, &items, &msg, &nnames, &obj,
+                          &PyTuple_Type, &names))
+        return NULL;
     if (check_id(ido, &id) < 0) return NULL;
+    if (obj != NULL && (PyList_Append(self->keep, obj) < 0
+                        || (names != NULL && PyList_Append(self->keep, names) < 0)))
+        return NULL;
     Source *s = PyMem_Calloc(1, sizeof(Source));
     if (s == NULL) return PyErr_NoMemory();
     s->nnames = nnames;
+    s->obj = obj;
+    s->names = names;
     if (compile_items(self, items, 0, &s->items, &s->nitems) < 0
         || (msg != Py_None && compile_items(self, msg, 1, &s->msg, &s->nmsg) < 0)) {
         free_source(s);
@@ -457,13 +479,15 @@ renderer_add_source(Renderer *self, PyObject *args)
 static PyObject *
 renderer_add_writer(Renderer *self, PyObject *args)
 {
-    PyObject *ido, *name, *idtext;
+    PyObject *ido, *name, *idtext, *obj = NULL;
     long long id;
-    if (!PyArg_ParseTuple(args, "OSS:add_writer", &ido, &name, &idtext)) return NULL;
+    if (!PyArg_ParseTuple(args, "OSS|O:add_writer", &ido, &name, &idtext, &obj)) return NULL;
     if (check_id(ido, &id) < 0) return NULL;
-    if (PyList_Append(self->keep, name) < 0 || PyList_Append(self->keep, idtext) < 0)
+    if (PyList_Append(self->keep, name) < 0 || PyList_Append(self->keep, idtext) < 0
+        || (obj != NULL && PyList_Append(self->keep, obj) < 0))
         return NULL;
     Writer *w = &self->writers[id];
+    w->obj = obj;
     w->name = PyBytes_AS_STRING(name);
     w->nname = PyBytes_GET_SIZE(name);
     w->id = PyBytes_AS_STRING(idtext);
@@ -476,8 +500,10 @@ static PyObject *
 renderer_set_sync(Renderer *self, PyObject *args)
 {
     long long cv, freq, ns, off;
-    PyObject *name;
-    if (!PyArg_ParseTuple(args, "LLLLS:set_sync", &cv, &freq, &ns, &off, &name)) return NULL;
+    PyObject *name, *tz = NULL;
+    if (!PyArg_ParseTuple(args, "LLLLS|O:set_sync", &cv, &freq, &ns, &off, &name, &tz)) return NULL;
+    if (tz != NULL && PyList_Append(self->keep, tz) < 0) return NULL;
+    self->tz = tz;
     if (freq <= 0) {
         PyErr_SetString(PyExc_ValueError, "frequency must be positive");
         return NULL;
@@ -508,6 +534,7 @@ renderer_reset(Renderer *self, PyObject *unused)
     self->tz_offset = 0;
     self->tz_name = "UTC";
     self->ntz = 3;
+    self->tz = self->utc_tz;
     self->local.valid = 0;
     /* Drop what only the old stream's items pointed into (the date format stays). */
     if (PyList_SetSlice(self->keep, self->nkeep, PY_SSIZE_T_MAX, NULL) < 0) return NULL;
@@ -864,6 +891,90 @@ column_event(Renderer *self, long long wid, long long sid, long long clock, cons
     return 1;
 }
 
+/* A decoded scalar as a Python object (a new reference), as msgpack-python gives it. */
+static PyObject *
+value_object(const Val *v)
+{
+    switch (v->kind) {
+    case V_NIL: Py_RETURN_NONE;
+    case V_TRUE: Py_RETURN_TRUE;
+    case V_FALSE: Py_RETURN_FALSE;
+    case V_INT: return PyLong_FromLongLong(v->i);
+    case V_UINT: return PyLong_FromUnsignedLongLong(v->u);
+    case V_F64: return PyFloat_FromDouble(v->d);
+    case V_STR: return PyUnicode_DecodeUTF8((const char *)v->s, v->n, "surrogatepass");
+    default:
+        PyErr_SetString(PyExc_SystemError, "not a scalar");
+        return NULL;
+    }
+}
+
+static inline void
+set_slot(PyObject *ev, Py_ssize_t off, PyObject *v)   /* steals v */
+{
+    PyObject **p = (PyObject **)((char *)ev + off);
+    PyObject *old = *p;
+    *p = v;
+    Py_XDECREF(old);
+}
+
+/* Events mode: one Event per event, as bread.events.EventStream.event makes it.
+ * 1 done, 0 Python must make it (the caller asks event_fallback), -1 error. */
+static int
+event_object(Renderer *self, long long wid, long long sid, long long clock, const Val *args,
+             Py_ssize_t nargs, int simple)
+{
+    long long ns;
+    if (!simple || !event_ns(self, clock, &ns)) return 0;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (args[i].kind == V_OTHER) return 0;   /* lists, maps, bin, ext: msgpack decodes them */
+    Source *src = sid >= 0 && sid < MAX_IDS ? self->sources[sid] : NULL;
+    Writer *w = wid >= 0 && wid < MAX_IDS ? &self->writers[wid] : NULL;
+    if (src == NULL || src->obj == NULL || w == NULL || w->obj == NULL || self->tz == NULL)
+        return 0;
+    Py_ssize_t nn = src->names != NULL ? PyTuple_GET_SIZE(src->names) : 0;
+    Py_ssize_t npos = nn && nargs >= nn ? nargs - nn : nargs;
+    PyObject *ev = NULL, *tuple = NULL, *fields = NULL;
+    tuple = PyTuple_New(npos);
+    fields = PyDict_New();
+    if (tuple == NULL || fields == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *v = value_object(&args[i]);
+        if (v == NULL) goto fail;
+        if (i < npos)
+            PyTuple_SET_ITEM(tuple, i, v);
+        else {
+            int r = PyDict_SetItem(fields, PyTuple_GET_ITEM(src->names, i - npos), v);
+            Py_DECREF(v);
+            if (r < 0) goto fail;
+        }
+    }
+    /* Scalars only: the tuple can be in no cycle, so the collector need not see it
+     * (it would untrack it at its first pass anyway). */
+    if (npos && PyObject_GC_IsTracked(tuple)) PyObject_GC_UnTrack(tuple);
+    PyObject *c = PyLong_FromLongLong(clock), *n = PyLong_FromLongLong(ns);
+    if (c == NULL || n == NULL) { Py_XDECREF(c); Py_XDECREF(n); goto fail; }
+    ev = ((PyTypeObject *)self->event_type)->tp_alloc((PyTypeObject *)self->event_type, 0);
+    if (ev == NULL) { Py_DECREF(c); Py_DECREF(n); goto fail; }
+    Py_INCREF(src->obj); set_slot(ev, self->off[0], src->obj);
+    Py_INCREF(w->obj); set_slot(ev, self->off[1], w->obj);
+    set_slot(ev, self->off[2], c);
+    set_slot(ev, self->off[3], n);
+    Py_INCREF(self->tz); set_slot(ev, self->off[4], self->tz);
+    set_slot(ev, self->off[5], tuple);
+    set_slot(ev, self->off[6], fields);
+    Py_INCREF(self->empty_texts); set_slot(ev, self->off[7], self->empty_texts);
+    Py_INCREF(Py_None); set_slot(ev, self->off[8], Py_None);
+    Py_INCREF(self->frame_offset); set_slot(ev, self->off[9], self->frame_offset);
+    int r = PyList_Append(self->events, ev);
+    Py_DECREF(ev);
+    return r < 0 ? -1 : 1;
+fail:
+    Py_XDECREF(tuple);
+    Py_XDECREF(fields);
+    return -1;
+}
+
 /* Where render() is in the frame it was given. */
 enum { ST_DONE = 0, ST_MORE = 1, ST_PYTHON = 2 };
 
@@ -909,7 +1020,8 @@ walk(Renderer *self, PyObject *arg, int columns)
     }
     Rd r = self->rd;
     Val args[MAX_ARGS], tmp;
-    while (self->left > 0 && (columns ? self->rows < self->max_rows : o->len < self->max_out)) {
+    while (self->left > 0 && (columns == 2 ? PyList_GET_SIZE(self->events) < self->max_rows
+                              : columns ? self->rows < self->max_rows : o->len < self->max_out)) {
         const unsigned char *ev_start = r.p;
         long long ne = read_array(&r), sid, delta, prev;
         if (ne < 3 || read_int(&r, &sid) < 0 || read_int(&r, &delta) < 0) goto python;
@@ -923,7 +1035,20 @@ walk(Renderer *self, PyObject *arg, int columns)
         for (long long k = 3; k < ne; k++)
             if (read_value(&r, &tmp, 0) < 0) goto python;
         if (__builtin_add_overflow(self->prev, delta, &prev)) goto python;
-        if (columns) {
+        if (columns == 2) {
+            int e = event_object(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
+            if (e < 0) goto error;
+            if (e == 0) {
+                PyObject *ev = PyObject_CallFunction(self->event_fallback, "y#LL",
+                                                     (const char *)ev_start,
+                                                     (Py_ssize_t)(r.p - ev_start), self->wid, prev);
+                if (ev == NULL) goto error;
+                int rc = PyList_Append(self->events, ev);
+                Py_DECREF(ev);
+                if (rc < 0) goto error;
+            }
+        }
+        else if (columns) {
             int c = column_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple,
                                  ev_start, (Py_ssize_t)(r.p - ev_start));
             if (c < 0) goto error;
@@ -1017,6 +1142,61 @@ renderer_take_columns(Renderer *self, PyObject *unused)
     return r;
 }
 
+/* events(payload or None, offset) -> list of Events: as render(), one Event per
+ * event (at most max_rows per call); then see state. */
+static PyObject *
+renderer_events(Renderer *self, PyObject *args)
+{
+    PyObject *payload, *offset;
+    if (!PyArg_ParseTuple(args, "OO:events", &payload, &offset)) return NULL;
+    if (self->event_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "set_event_type() first");
+        return NULL;
+    }
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    Py_XSETREF(self->events, list);
+    Py_INCREF(offset);
+    Py_XSETREF(self->frame_offset, offset);
+    PyObject *r = walk(self, payload, 2);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    list = self->events;
+    self->events = NULL;
+    return list;
+}
+
+/* set_event_type(Event, fallback): the class whose slots events() fills, in the
+ * order source, writer_prop, clock, ns, tz, args, fields, _texts, _message, offset;
+ * fallback(event bytes, writer id, clock) makes the Events C leaves to Python. */
+static PyObject *
+renderer_set_event_type(Renderer *self, PyObject *args)
+{
+    static const char *names[10] = {"source", "writer_prop", "clock", "ns", "tz", "args",
+                                    "fields", "_texts", "_message", "offset"};
+    PyObject *type, *fallback, *utc;
+    if (!PyArg_ParseTuple(args, "O!OO:set_event_type", &PyType_Type, &type, &fallback, &utc))
+        return NULL;
+    for (int k = 0; k < 10; k++) {
+        PyObject *d = PyObject_GetAttrString(type, names[k]);
+        if (d == NULL) return NULL;
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
+                 && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok) self->off[k] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot", names[k]);
+            return NULL;
+        }
+    }
+    Py_INCREF(type); Py_XSETREF(self->event_type, type);
+    Py_INCREF(fallback); Py_XSETREF(self->event_fallback, fallback);
+    Py_INCREF(utc); Py_XSETREF(self->utc_tz, utc);
+    if (self->empty_texts == NULL && (self->empty_texts = PyDict_New()) == NULL) return NULL;
+    if (self->tz == NULL) self->tz = self->utc_tz;
+    Py_RETURN_NONE;
+}
+
 /* Renderer(date_items, fallback, escape) */
 static PyObject *
 renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -1063,6 +1243,12 @@ renderer_traverse(Renderer *self, visitproc visit, void *arg)
     Py_VISIT(self->keep);
     Py_VISIT(self->fallback);
     Py_VISIT(self->message_fallback);
+    Py_VISIT(self->event_type);
+    Py_VISIT(self->event_fallback);
+    Py_VISIT(self->utc_tz);
+    Py_VISIT(self->empty_texts);
+    Py_VISIT(self->events);
+    Py_VISIT(self->frame_offset);
     return 0;
 }
 
@@ -1073,6 +1259,13 @@ renderer_clear(Renderer *self)
     Py_CLEAR(self->keep);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->message_fallback);
+    Py_CLEAR(self->event_type);
+    Py_CLEAR(self->event_fallback);
+    Py_CLEAR(self->utc_tz);
+    Py_CLEAR(self->empty_texts);
+    Py_CLEAR(self->events);
+    Py_CLEAR(self->frame_offset);
+    self->tz = NULL;
     return 0;
 }
 
@@ -1104,6 +1297,10 @@ static PyMethodDef renderer_methods[] = {
      "render(payload) begins a frame, render(None) continues it -> bytes; then see state"},
     {"columns", (PyCFunction)renderer_columns, METH_O,
      "columns(payload or None) -> rows added to the column buffers; then see state"},
+    {"events", (PyCFunction)renderer_events, METH_VARARGS,
+     "events(payload or None, frame offset) -> list of Events; then see state"},
+    {"set_event_type", (PyCFunction)renderer_set_event_type, METH_VARARGS,
+     "set_event_type(Event, fallback, utc zone)"},
     {"take_columns", (PyCFunction)renderer_take_columns, METH_NOARGS,
      "take_columns() -> (rows, clock, ns, source id, writer id, message, message offsets)"},
     {NULL}
@@ -1137,17 +1334,243 @@ static PyTypeObject RendererType = {
     .tp_members = renderer_members,
 };
 
+/* The text of one value as format(value, "") gives it, for the exact types
+ * rendered here; NULL without an error for any other type. */
+static PyObject *
+value_text(PyObject *v)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyUnicode_Type) { Py_INCREF(v); return v; }
+    if (t == &PyLong_Type) return PyObject_Str(v);
+    if (t == &PyFloat_Type) {
+        Buf b = {0};
+        char tmp[40];
+        int r;
+        b.p = tmp; b.cap = sizeof tmp;
+        r = put_short_float(&b, PyFloat_AS_DOUBLE(v));
+        if (r == 1) return PyUnicode_FromStringAndSize(b.p, b.len);
+        char *s = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+        if (s == NULL) return NULL;
+        PyObject *u = PyUnicode_FromString(s);
+        PyMem_Free(s);
+        return u;
+    }
+    if (v == Py_None) return PyUnicode_FromString("None");
+    if (v == Py_True) return PyUnicode_FromString("True");
+    if (v == Py_False) return PyUnicode_FromString("False");
+    return NULL;
+}
+
+/* message(plan, args, fields, names) -> str, or None if Python must render it:
+ * plan as bread.events.message_plan gives it. */
+static PyObject *
+module_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyTuple_Check(a[0]) || !PyTuple_Check(a[1]) || !PyDict_Check(a[2])
+        || !PyTuple_Check(a[3])) {
+        PyErr_SetString(PyExc_TypeError, "message(plan: tuple, args: tuple, fields: dict, names: tuple)");
+        return NULL;
+    }
+    PyObject *plan = a[0], *args = a[1], *fields = a[2], *names = a[3];
+    Py_ssize_t n = PyTuple_GET_SIZE(plan);
+    PyObject *parts = PyList_New(n);
+    if (parts == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PyTuple_GET_ITEM(plan, i), *text;
+        if (PyUnicode_Check(it)) {
+            Py_INCREF(it);
+            text = it;
+        }
+        else {
+            Py_ssize_t k = PyLong_AsSsize_t(it);
+            if (k == -1 && PyErr_Occurred()) goto fail;
+            PyObject *v;
+            if (k >= 0) {
+                if (k >= PyTuple_GET_SIZE(args)) goto python;
+                v = PyTuple_GET_ITEM(args, k);
+            }
+            else {
+                k = -1 - k;
+                if (k >= PyTuple_GET_SIZE(names)) goto python;
+                v = PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(names, k));
+                if (v == NULL) {
+                    if (PyErr_Occurred()) goto fail;
+                    goto python;
+                }
+            }
+            text = value_text(v);
+            if (text == NULL) {
+                if (PyErr_Occurred()) goto fail;
+                goto python;
+            }
+        }
+        PyList_SET_ITEM(parts, i, text);
+    }
+    PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+    if (empty == NULL) goto fail;
+    PyObject *r = PyUnicode_Join(empty, parts);
+    Py_DECREF(empty);
+    Py_DECREF(parts);
+    return r;
+python:
+    Py_DECREF(parts);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(parts);
+    return NULL;
+}
+
+/* ---- MessageGetter: Event.message without a Python frame ----------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Py_ssize_t off_source, off_args, off_fields, off_texts, off_message;
+    PyObject *fallback;          /* the Python getter: everything but the common case */
+} MessageGetter;
+
+static PyObject *str_template, *str_field_names;
+
+static inline PyObject *
+slot(PyObject *o, Py_ssize_t off)
+{
+    return *(PyObject **)((char *)o + off);
+}
+
+/* getter(event): the cached message, or the message rendered from the source's
+ * plan (bread.events.message_plan, kept in source.template) when every value is
+ * one rendered here; anything else is the Python getter's. */
+static PyObject *
+getter_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    MessageGetter *self = (MessageGetter *)op;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    PyObject *ev = args[0];
+    PyObject *m = slot(ev, self->off_message);
+    if (m != NULL && m != Py_None) { Py_INCREF(m); return m; }
+    PyObject *texts = slot(ev, self->off_texts), *src = slot(ev, self->off_source);
+    PyObject *a = slot(ev, self->off_args), *f = slot(ev, self->off_fields);
+    if (texts == NULL || !PyDict_CheckExact(texts) || PyDict_GET_SIZE(texts) || src == NULL
+        || a == NULL || !PyTuple_CheckExact(a) || f == NULL || !PyDict_Check(f))
+        goto python;
+    PyObject *plan = PyObject_GetAttr(src, str_template);
+    if (plan == NULL) { PyErr_Clear(); goto python; }
+    PyObject *names = PyObject_GetAttr(src, str_field_names);
+    if (names == NULL) { PyErr_Clear(); Py_DECREF(plan); goto python; }
+    PyObject *text = NULL;
+    if (PyTuple_CheckExact(plan) && PyTuple_CheckExact(names)
+        && !(PyTuple_GET_SIZE(plan) == 1 && PyTuple_GET_ITEM(plan, 0) == Py_None)) {
+        PyObject *margs[4] = {plan, a, f, names};
+        text = module_message(NULL, margs, 4);
+    }
+    Py_DECREF(plan);
+    Py_DECREF(names);
+    if (text == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        goto python;
+    }
+    if (text == Py_None) { Py_DECREF(text); goto python; }
+    Py_INCREF(text);
+    set_slot(ev, self->off_message, text);
+    return text;
+python:
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static int
+getter_traverse(MessageGetter *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int
+getter_clear(MessageGetter *self)
+{
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void
+getter_dealloc(MessageGetter *self)
+{
+    PyObject_GC_UnTrack(self);
+    getter_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+slot_offset(PyObject *type, const char *name, Py_ssize_t *off)
+{
+    PyObject *d = PyObject_GetAttrString(type, name);
+    if (d == NULL) return -1;
+    int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
+             && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+    if (ok) *off = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_DECREF(d);
+    if (!ok) PyErr_Format(PyExc_TypeError, "%s is not a slot", name);
+    return ok ? 0 : -1;
+}
+
+/* MessageGetter(Event, fallback) */
+static PyObject *
+getter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *evtype, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O:MessageGetter", &PyType_Type, &evtype, &fallback))
+        return NULL;
+    MessageGetter *self = (MessageGetter *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = getter_vectorcall;
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    if (slot_offset(evtype, "source", &self->off_source) < 0
+        || slot_offset(evtype, "args", &self->off_args) < 0
+        || slot_offset(evtype, "fields", &self->off_fields) < 0
+        || slot_offset(evtype, "_texts", &self->off_texts) < 0
+        || slot_offset(evtype, "_message", &self->off_message) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject MessageGetterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bread._speedups.MessageGetter",
+    .tp_basicsize = sizeof(MessageGetter),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "MessageGetter(Event, fallback): Event.message's getter, in C for the common case.",
+    .tp_new = getter_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(MessageGetter, vectorcall),
+    .tp_traverse = (traverseproc)getter_traverse,
+    .tp_clear = (inquiry)getter_clear,
+    .tp_dealloc = (destructor)getter_dealloc,
+};
+
+static PyMethodDef module_methods[] = {
+    {"message", (PyCFunction)(void (*)(void))module_message, METH_FASTCALL,
+     "message(plan, args, fields, names) -> str, or None if Python must render it"},
+    {NULL}
+};
+
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "bread._speedups", "bread's C fast path for rendering text.", -1, NULL
+    PyModuleDef_HEAD_INIT, "bread._speedups", "bread's C fast path for reading.", -1, module_methods
 };
 
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    if (PyType_Ready(&RendererType) < 0) return NULL;
+    str_template = PyUnicode_InternFromString("template");
+    str_field_names = PyUnicode_InternFromString("field_names");
+    if (str_template == NULL || str_field_names == NULL) return NULL;
+    if (PyType_Ready(&RendererType) < 0 || PyType_Ready(&MessageGetterType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Renderer", (PyObject *)&RendererType) < 0) {
+    if (PyModule_AddObjectRef(m, "Renderer", (PyObject *)&RendererType) < 0
+        || PyModule_AddObjectRef(m, "MessageGetter", (PyObject *)&MessageGetterType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

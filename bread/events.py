@@ -9,6 +9,7 @@ from blogformat.placeholders import FormatError, Template, parse, render, render
 from blogformat.severity import Severity
 from blogformat.entries import EventSource
 
+from . import accel
 from .entries import ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent, WriterProp
 from .frames import Damage
 
@@ -62,12 +63,13 @@ class Event:
         """When the event was logged, in the writer's time zone."""
         return (_EPOCH + _dt.timedelta(microseconds=self.ns // 1000)).astimezone(self.tz)
 
-    @property
-    def message(self) -> str:
-        """The format string rendered with the arguments, as it was at call time."""
+    def _render(self) -> str:
         if self._message is None:
             self._message = render_message(self.source, self.args, self.fields, self._texts)
         return self._message
+
+    message = property(_render, doc="The format string rendered with the arguments, "
+                                    "as it was at call time.")
 
     def __repr__(self) -> str:
         try:
@@ -78,18 +80,63 @@ class Event:
                 f"{self.category} {self.message!r}>")
 
 
+if accel.speedups is not None:   # the same getter in C: the common case without a Python frame
+    Event.message = property(accel.speedups.MessageGetter(Event, Event._render),
+                             doc=Event.message.__doc__)
+
 _templates: dict[str, Template | None] = {}
+_CACHE_MAX = 10_000
+#: The plan of a source whose message Python renders.
+_NO_PLAN: tuple = (None,)
+
+
+def message_plan(src: EventSource) -> tuple | None:
+    """The message template as literal strs and argument indexes, for the C fast path.
+
+    An index ``i >= 0`` is the i-th positional argument; ``-1 - j`` the j-th
+    keyword field. None if Python must render it: conversions, format specs,
+    a field the source does not name, a format that does not parse.
+    """
+    try:
+        tpl = parse(src.format)
+    except FormatError:
+        return None
+    items: list = []
+    for i, ph in enumerate(tpl.placeholders):
+        if ph.conversion is not None or ph.spec:
+            return None
+        if tpl.literals[i]:
+            items.append(tpl.literals[i])
+        if isinstance(ph.key, int):
+            items.append(ph.key)
+        elif ph.key in src.field_names:
+            items.append(-1 - src.field_names.index(ph.key))
+        else:
+            return None
+    if tpl.literals[-1]:
+        items.append(tpl.literals[-1])
+    return tuple(items)
 
 
 def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) -> str:
     """Render a source's format with values read from a file (safely: the file is untrusted)."""
+    fast = accel.speedups
+    if fast is not None and not texts:
+        plan = source.template   # the reader keeps its plan there (the writer, its Template)
+        if plan is None:
+            found = message_plan(source)
+            plan = source.template = _NO_PLAN if found is None else found
+        if plan is not _NO_PLAN:
+            text = fast.message(plan, args, fields, source.field_names)
+            if text is not None:
+                return text
     tpl = _templates.get(source.format, False)
     if tpl is False:
         try:
             tpl = parse(source.format)
         except FormatError:
             tpl = None
-        if len(_templates) < 10_000:
+        if len(_templates) < _CACHE_MAX:
             _templates[source.format] = tpl
     if tpl is None:
         return source.format + (" " + " ".join(render_safe(a, "r", "") for a in args)

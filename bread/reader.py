@@ -10,7 +10,9 @@ from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, iter_frames
+from . import accel
 from .lines import LineRenderer
+from .native import EventDecoder
 from .render import PrettyPrinter
 
 Source = Union[str, "os.PathLike[str]", BinaryIO, Iterable[Union[str, "os.PathLike[str]"]]]
@@ -44,9 +46,15 @@ class Reader:
 
     def __iter__(self) -> Iterator[Event]:
         for f, name in self._files():
-            stream = self._stream(iter_entries(iter_frames(f, name), name))
+            if accel.speedups is None:
+                stream = self._stream(iter_entries(iter_frames(f, name), name))
+                events: Iterable[Event] = stream
+            else:
+                stream = self._stream(())
+                events = EventDecoder(stream, name).events(
+                    iter_entries(iter_frames(f, name), name, raw_events=True))
             try:
-                yield from stream
+                yield from events
             finally:
                 self.unknown_sources += stream.unknown_sources
 

@@ -19,6 +19,7 @@ from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
 from blogformat.values import packb
+import bread.native
 from bread import accel, lines
 from bread.render import PrettyPrinter
 
@@ -30,7 +31,8 @@ def build(sources: list[EventSource], events: list[list], *, clock0: int = 1_700
           sync: ClockSync | None = None, writers=(WriterProp(1, "main"),),
           events_per_frame: int = 7) -> bytes:
     """A file: header, metadata, then the events (source id, delta, args[, texts]) in frames."""
-    meta = [sync or ClockSync(clock0, 10**9, clock0, 3600, "CET"), *sources, *writers]
+    meta = [sync or ClockSync(clock0, 10**9, clock0 + 123_456_789, 3600, "CET"), *sources,
+            *writers]
     out = [fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({"host": "h"})),
            fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))]
     for k in range(0, len(events), events_per_frame):
@@ -115,7 +117,10 @@ def a_file(draw) -> bytes:
         if draw(st.integers(0, 9)) == 0:
             ev.append(draw(st.sampled_from([{0: "captured"}, "not a map", {}])))
         events.append(ev)
-    return build(sources, events, events_per_frame=draw(st.integers(1, 8)))
+    clock0 = 1_700_000_000 * 10**9
+    sync = draw(st.sampled_from([None, ClockSync(clock0, 10**6, 5, -7200, ""),
+                                 ClockSync(clock0, 3, 2**62, 0, "UTC")]))
+    return build(sources, events, events_per_frame=draw(st.integers(1, 8)), sync=sync)
 
 
 @needs_c
@@ -186,3 +191,39 @@ def test_events_the_c_renderer_leaves_to_python_are_few_on_a_plain_file(monkeypa
     monkeypatch.setattr(lines.LineRenderer, "_fallback", counting)
     both(data)
     assert calls == []
+
+
+# --- bread.read: the C decoder gives the Events EventStream gives --------------------
+
+def events(data: bytes, use_c: bool) -> tuple[list, list, int]:
+    with pytest.MonkeyPatch.context() as m:
+        if not use_c:
+            m.setattr(accel, "speedups", None)
+        r = bread.read(io.BytesIO(data))
+        out = [(e.source, e.writer_prop, e.clock, e.ns, e.tz, repr(e.args), repr(e.fields),
+                e._texts, e.message, e.offset, type(e)) for e in r]
+        return out, [(d.offset, d.length, d.reason) for d in r.damage], r.unknown_sources
+
+
+@needs_c
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=a_file(), cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
+                                     max_size=3))
+def test_read_gives_the_same_events_with_the_c_decoder(data, cuts):
+    b = bytearray(data)
+    for pos, byte in cuts:
+        b[pos % len(b)] = byte
+    assert events(bytes(b), True) == events(bytes(b), False)
+
+
+@needs_c
+def test_the_c_decoder_renders_the_benchmark_event_without_python():
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "order {} filled at {} qty {}", "")
+    data = build([src], [[1, 1000, [i, 101.25 + i, "AAPL"]] for i in range(100)])
+    calls = []
+    with pytest.MonkeyPatch.context() as m:
+        orig = bread.native.EventDecoder._fallback
+        m.setattr(bread.native.EventDecoder, "_fallback",
+                  lambda self, *a: calls.append(a) or orig(self, *a))
+        msgs = [e.message for e in bread.read(io.BytesIO(data))]
+    assert calls == [] and msgs[-1] == "order 99 filled at 200.25 qty AAPL"

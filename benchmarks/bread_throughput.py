@@ -23,9 +23,11 @@ one). ``benchmarks/README.md`` says how to get the C++ bread and its file.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,9 +127,13 @@ def main() -> int:
         r = subprocess.run([cxx, "-f", "%m", cxx_file], capture_output=True, check=True)
         n_cxx = r.stdout.count(b"\n")
 
+    gz = os.path.join(tmp, "orders.blog.gz")
+    with open(path, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
     cases: list[tuple[str, list[str], int, dict | None]] = [
         ("bread, default format", BREAD + [path], n, None),
         ("bread -f %m", BREAD + ["-f", "%m", path], n, None),
+        ("bread -f %m, gzip input", BREAD + ["-f", "%m", gz], n, None),
         ("bread, default format, pure Python", BREAD + [path], n,
          {**os.environ, "BREAD_PURE_PYTHON": "1"}),
     ]
@@ -175,6 +181,8 @@ def main() -> int:
     for r in rows:
         mem = f"{r['peak_rss_mib']:.1f} MiB" if r["peak_rss_mib"] is not None else "-"
         print(f"{r['case']:46} {r['events_per_s']:>12,.0f} {mem:>10}")
+    ratio = by["bread -f %m, gzip input"]["events_per_s"] / by["bread -f %m"]["events_per_s"]
+    print(f"gzip input / the same file uncompressed (bread -f %m): {ratio:.2f}x")
     if n_cxx:
         print("ratios (ours / C++, events per second):")
         for ours, theirs in (("bread, default format", "C++ bread, default format"),
@@ -189,6 +197,7 @@ def main() -> int:
                        "machine": platform.machine(), "cpus": os.cpu_count()}, f, indent=2)
     if not args.file:
         os.unlink(path)
+    os.unlink(gz)
     os.rmdir(tmp)
     return 0
 

@@ -8,6 +8,7 @@ import sys
 from typing import NoReturn, Sequence
 
 from .entries import Dropped, Lost
+from .inputs import STDIN, expand
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
 
@@ -36,7 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bread", description="Print blog binary log files as text.",
                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="FILE",
-                   help="blog files to read in order; '-' (or none) reads standard input")
+                   help="blog files to read in order: paths, directories (their *.blog and "
+                        "*.blog.gz files), glob patterns; gzip is read as is; "
+                        "'-' (or none) reads standard input")
     def pct(text: str) -> str:  # argparse %-formats help strings
         return text.replace("%", "%%")
 
@@ -49,14 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _open_inputs(names: Sequence[str]) -> list:
-    inputs = []
-    for name in names or ["-"]:
-        if name == "-":
-            inputs.append(sys.stdin.buffer)
-        else:
-            inputs.append(open(name, "rb"))
-    return inputs
+def _inputs(names: Sequence[str]) -> list[str]:
+    """The files to read (patterns and directories expanded), each checked to open."""
+    paths = expand(names or [STDIN])
+    for path in paths:
+        if path != STDIN:
+            open(path, "rb").close()
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
     try:
-        inputs = _open_inputs(args.inputs)
+        inputs = _inputs(args.inputs)
     except OSError as exc:
         sys.stderr.write(f"bread: cannot open {escape_controls(str(exc.filename))}: "
                          f"{exc.strerror}\n")
@@ -89,10 +91,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    finally:
-        for f in inputs:
-            if f is not sys.stdin.buffer:
-                f.close()
     for n in reader.notices:
         if isinstance(n, Dropped):
             sys.stderr.write(f"bread: writer {n.writer_id} dropped {n.count} event(s) "

@@ -10,11 +10,14 @@ from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, iter_frames
+from .inputs import STDIN, GzipInput, decompressing, expand, open_path
 from . import accel
 from .lines import LineRenderer
 from .native import EventDecoder
 from .render import PrettyPrinter
 
+#: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
+#: standard input), a binary file object, or a list of paths. gzip is read transparently.
 Source = Union[str, "os.PathLike[str]", BinaryIO, Iterable[Union[str, "os.PathLike[str]"]]]
 
 
@@ -97,15 +100,28 @@ class Reader:
                 self.unknown_sources += stream.unknown_sources
 
     def _files(self) -> Iterator[tuple[BinaryIO, str]]:
+        """Each input, opened and decompressed as needed, with its name."""
         for inp in self._inputs:
             if hasattr(inp, "read"):
                 if isinstance(inp, io.TextIOBase):
                     raise TypeError("bread needs a binary file object (open the file with 'rb')")
-                yield inp, str(getattr(inp, "name", "<stream>"))
-            else:
-                name = os.fspath(inp)
-                with open(name, "rb") as f:
-                    yield f, str(name)
+                name = str(getattr(inp, "name", "<stream>"))
+                f = decompressing(inp)
+                yield f, name
+                self._after(f, name)
+                continue
+            for path in expand([inp]):
+                f = open_path(path)
+                try:
+                    yield f, path
+                    self._after(f, path)
+                finally:
+                    if path != STDIN:
+                        f.close()
+
+    def _after(self, f: BinaryIO, name: str) -> None:
+        if isinstance(f, GzipInput) and f.error is not None:
+            self.damage.append(Damage(f.pos, 0, f.error, name))
 
     def _stream(self, entries: Iterable[Any]) -> EventStream:
         stream = EventStream(entries)

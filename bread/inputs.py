@@ -1,0 +1,180 @@
+"""Inputs: what bread reads. Paths, globs, directories, ``-`` for standard input; gzip by content.
+
+A directory stands for its log files (names ending ``.blog`` or ``.blog.gz``)
+in name order, which for a rotated set is time order. A pattern is expanded
+here too (for shells that do not, and for the library); a path that exists is
+never taken for a pattern. A gzip-compressed input is recognized by its first
+bytes, not its name, and read through ``gzip``; a compressed stream cut short
+ends the input and is reported as damage.
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import zlib
+from typing import BinaryIO, Iterable
+
+#: Names of the files a directory stands for.
+LOG_SUFFIXES = (".blog", ".blog.gz")
+GZIP_MAGIC = b"\x1f\x8b"
+STDIN = "-"
+
+
+def expand(names: Iterable[str | os.PathLike]) -> list[str]:
+    """The files that ``names`` stand for, in order; ``-`` (standard input) stays.
+
+    Raises FileNotFoundError for a pattern that matches nothing and for a
+    directory without log files (naming it), so that nothing is silently read.
+    """
+    out: list[str] = []
+    for n in names:
+        name = os.fspath(n)
+        if name == STDIN:
+            out.append(name)
+        elif os.path.isdir(name):
+            out.extend(_directory(name))
+        elif not os.path.exists(name) and glob.has_magic(name):
+            matches = sorted(glob.glob(name))
+            if not matches:
+                raise FileNotFoundError(errno.ENOENT, "no file matches the pattern", name)
+            for m in matches:
+                out.extend(_directory(m) if os.path.isdir(m) else [m])
+        else:
+            out.append(name)
+    return out
+
+
+def _directory(path: str) -> list[str]:
+    files = sorted(f for f in os.listdir(path) if f.endswith(LOG_SUFFIXES)
+                   and os.path.isfile(os.path.join(path, f)))
+    if not files:
+        raise FileNotFoundError(errno.ENOENT, "no log files (*.blog, *.blog.gz) in the directory",
+                                path)
+    return [os.path.join(path, f) for f in files]
+
+
+class GzipInput:
+    """A gzip stream (one member or several) read as the bytes it holds.
+
+    Damage or a stream cut short ends it, with everything decompressed
+    before it given out, and is kept in ``error``. If it does not decode
+    from its very start (bytes that only looked like gzip's header) and the
+    file can go back, it is read as it is instead.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._start = raw.tell() if _seekable(raw) else None
+        self._d = zlib.decompressobj(31)      # 31: a gzip header and trailer
+        self._fed = False                      # the current member has begun
+        self._buf = bytearray()
+        self._eof = False
+        self._plain = False
+        self.error: str | None = None
+        self.pos = 0           # bytes given out so far (offsets in bread are of these)
+        self.name = getattr(raw, "name", "<gzip>")
+
+    def read(self, n: int = -1) -> bytes:
+        if self._plain:
+            return self._raw.read(n)
+        want = n if n >= 0 else 1 << 62
+        while len(self._buf) < want and not self._eof:
+            chunk = self._raw.read(1 << 16)
+            if not chunk:
+                self._eof = True
+                if self._fed:
+                    self.error = "compressed data cut short"
+                break
+            try:
+                self._inflate(chunk)
+            except zlib.error as exc:
+                self._eof = True
+                if self.pos == 0 and not self._buf and self._start is not None:
+                    self._raw.seek(self._start)    # not gzip after all
+                    self._plain = True
+                    return self._raw.read(n)
+                self.error = f"compressed data damaged ({exc})"
+        out = bytes(self._buf[:want])
+        del self._buf[:want]
+        self.pos += len(out)
+        return out
+
+    def _inflate(self, chunk: bytes) -> None:
+        self._fed = True
+        self._buf += self._d.decompress(chunk)
+        while self._d.eof:                     # a member ended; another may follow
+            rest = self._d.unused_data
+            self._d = zlib.decompressobj(31)
+            self._fed = bool(rest)
+            if not rest:
+                return
+            self._buf += self._d.decompress(rest)
+
+    def close(self) -> None:
+        close = getattr(self._raw, "close", None)
+        if close is not None:
+            close()
+
+
+def _seekable(f: BinaryIO) -> bool:
+    try:
+        return bool(f.seekable())
+    except Exception:
+        return False
+
+
+class _Prefixed:
+    """The bytes already read from a stream that cannot go back, then the rest of it."""
+
+    def __init__(self, head: bytes, raw: BinaryIO) -> None:
+        self._head = head
+        self._raw = raw
+        self.name = getattr(raw, "name", "<stream>")
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            if n < 0:
+                data, self._head = self._head + self._raw.read(), b""
+                return data
+            data, self._head = self._head[:n], self._head[n:]
+            if len(data) < n:
+                data += self._raw.read(n - len(data))
+            return data
+        return self._raw.read(n)
+
+
+def decompressing(f: BinaryIO) -> BinaryIO:
+    """``f``, or a GzipInput over it if it starts with gzip's magic bytes."""
+    peek = getattr(f, "peek", None)
+    if peek is not None:
+        head = peek(4)[:4]
+    else:
+        head = f.read(4)
+        if _seekable(f):
+            f.seek(-len(head), os.SEEK_CUR)
+        else:
+            f = _Prefixed(head, f)  # type: ignore[assignment]
+    # gzip's magic, the deflate method, and no reserved flag bit set
+    gz = len(head) == 4 and head[:3] == GZIP_MAGIC + b"\x08" and not head[3] & 0xE0
+    return GzipInput(f) if gz else f   # type: ignore[return-value]
+
+
+def open_path(name: str) -> BinaryIO:
+    """A path (or ``-``) opened for reading, decompressed if it is gzip."""
+    if name == STDIN:
+        return decompressing(sys.stdin.buffer)
+    return decompressing(open(name, "rb"))
+
+
+def spool(f: BinaryIO) -> BinaryIO:
+    """A seekable copy of a stream that cannot go back (standard input, a pipe): on disk,
+    so that memory stays bounded however long the stream."""
+    tmp = tempfile.TemporaryFile()
+    shutil.copyfileobj(f, tmp, 1 << 20)   # type: ignore[misc]
+    tmp.seek(0)
+    return tmp  # type: ignore[return-value]

@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=pct(f"event format (default {DEFAULT_FORMAT!r})"))
     p.add_argument("-d", "--date-format", default=DEFAULT_DATE_FORMAT,
                    help=pct(f"date format for %d and %u (default {DEFAULT_DATE_FORMAT!r})"))
+    p.add_argument("-s", "--sort", action="store_true",
+                   help="events in time order across writers and inputs (bounded memory)")
     p.add_argument("--escape", choices=("auto", "always", "never"), default="auto",
                    help="escape control characters: auto (when writing to a terminal), always, never")
     return p
@@ -80,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     escape = args.escape == "always" or (args.escape == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format)
-    reader = Reader(inputs)
+    reader = Reader(inputs, sort=args.sort)
     write = sys.stdout.buffer.write
     try:
         for block in reader.text(printer, escape=escape):

@@ -69,7 +69,7 @@ class GzipInput:
 
     def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
-        self._start = raw.tell() if _seekable(raw) else None
+        self._start = raw.tell() if seekable(raw) else None
         self._d = zlib.decompressobj(31)      # 31: a gzip header and trailer
         self._fed = False                      # the current member has begun
         self._buf = bytearray()
@@ -121,7 +121,7 @@ class GzipInput:
             close()
 
 
-def _seekable(f: BinaryIO) -> bool:
+def seekable(f: BinaryIO) -> bool:
     try:
         return bool(f.seekable())
     except Exception:
@@ -155,7 +155,7 @@ def decompressing(f: BinaryIO) -> BinaryIO:
         head = peek(4)[:4]
     else:
         head = f.read(4)
-        if _seekable(f):
+        if seekable(f):
             f.seek(-len(head), os.SEEK_CUR)
         else:
             f = _Prefixed(head, f)  # type: ignore[assignment]

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, Sequence, Union
+import sys
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
 from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, iter_frames
-from .inputs import STDIN, GzipInput, decompressing, expand, open_path
+from .inputs import STDIN, GzipInput, decompressing, expand, open_path, seekable, spool
+from .merge import FrameIndex, index, merge, sorted_input
 from . import accel
 from .lines import LineRenderer
 from .native import EventDecoder
-from .render import PrettyPrinter
+from .render import PrettyPrinter, escape_controls
 
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
 #: standard input), a binary file object, or a list of paths. gzip is read transparently.
@@ -22,14 +24,21 @@ Source = Union[str, "os.PathLike[str]", BinaryIO, Iterable[Union[str, "os.PathLi
 
 
 class Reader:
-    """Iterates the events of one or more inputs in file order.
+    """Iterates the events of one or more inputs: in file order, or with ``sort`` in time order.
 
     After (or during) iteration, ``damage`` lists skipped byte ranges,
     ``notices`` the drops and losses the writer recorded, ``headers`` the
     descriptors of the files read.
+
+    Sorted, the events of all writers and inputs come in order of their wall
+    time (each file's clock syncs), ties in input order, then writer id,
+    then position; memory stays bounded (``bread.merge`` says by what). A
+    stream that cannot go back (standard input, a pipe) is first copied to a
+    temporary file, since sorting reads each input twice.
     """
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, *, sort: bool = False) -> None:
+        self.sort = sort
         if isinstance(source, (str, os.PathLike)):
             self._inputs: list[Any] = [source]
         elif hasattr(source, "read"):
@@ -48,18 +57,62 @@ class Reader:
         self.unknown_sources = 0
 
     def __iter__(self) -> Iterator[Event]:
+        if self.sort:
+            yield from self._sorted()
+            return
         for f, name in self._files():
-            if accel.speedups is None:
-                stream = self._stream(iter_entries(iter_frames(f, name), name))
-                events: Iterable[Event] = stream
-            else:
-                stream = self._stream(())
-                events = EventDecoder(stream, name).events(
-                    iter_entries(iter_frames(f, name), name, raw_events=True))
+            yield from self._events(f, name)
+
+    def _events(self, f: BinaryIO, name: str) -> Iterator[Event]:
+        if accel.speedups is None:
+            stream = self._stream(iter_entries(iter_frames(f, name), name))
+            events: Iterable[Event] = stream
+        else:
+            stream = self._stream(())
+            events = EventDecoder(stream, name).events(
+                iter_entries(iter_frames(f, name), name, raw_events=True))
+        try:
+            yield from events
+        finally:
+            self.unknown_sources += stream.unknown_sources
+
+    def _sorted(self) -> Iterator[Event]:
+        inputs = []
+        for position, (opener, name) in enumerate(self._openers()):
+            f = opener()
             try:
-                yield from events
+                idx = index(f, name)
             finally:
-                self.unknown_sources += stream.unknown_sources
+                f.close()
+            inputs.append((idx, self._sorted_input(opener, name, idx, position)))
+        yield from merge(inputs)
+
+    def _sorted_input(self, opener: Callable[[], BinaryIO], name: str, idx: FrameIndex,
+                      position: int) -> Callable[[], Iterator[tuple]]:
+        def start() -> Iterator[tuple]:
+            f = opener()
+            try:
+                yield from sorted_input(self._events(f, name), idx, position)
+                self._after(f, name)
+            finally:
+                f.close()
+        return start
+
+    def _openers(self) -> Iterator[tuple[Callable[[], BinaryIO], str]]:
+        """Each input as a way to open it (again): sorting reads every input twice."""
+        for inp in self._inputs:
+            if hasattr(inp, "read"):
+                if isinstance(inp, io.TextIOBase):
+                    raise TypeError("bread needs a binary file object (open the file with 'rb')")
+                name = str(getattr(inp, "name", "<stream>"))
+                raw = inp if seekable(inp) else spool(inp)
+                yield _reopener(raw), name
+                continue
+            for path in expand([inp]):
+                if path == STDIN:
+                    yield _reopener(spool(sys.stdin.buffer)), path
+                else:
+                    yield (lambda p=path: open_path(p)), path
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread`` prints).
@@ -67,6 +120,17 @@ class Reader:
         ``escape`` replaces control characters (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
+        if self.sort:
+            lines: list[str] = []
+            for ev in self:
+                line = printer(ev)
+                lines.append(escape_controls(line) if escape else line)
+                if len(lines) >= 512:
+                    yield ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace")
+                    lines = []
+            if lines:
+                yield ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace")
+            return
         for f, name in self._files():
             stream = self._stream(())
             lines = LineRenderer(stream, printer, escape=escape, source=name)
@@ -119,8 +183,8 @@ class Reader:
                     if path != STDIN:
                         f.close()
 
-    def _after(self, f: BinaryIO, name: str) -> None:
-        if isinstance(f, GzipInput) and f.error is not None:
+    def _after(self, f: Any, name: str) -> None:
+        if isinstance(f, (GzipInput, _Unclosed)) and f.error is not None:
             self.damage.append(Damage(f.pos, 0, f.error, name))
 
     def _stream(self, entries: Iterable[Any]) -> EventStream:
@@ -131,13 +195,43 @@ class Reader:
         return stream
 
 
-def read(source: Source) -> Reader:
-    """Read events from a path, a list of paths, or a binary file object, in file order.
+class _Unclosed:
+    """A seekable stream opened again from its start; closing it leaves it open."""
 
-    Never raises on damaged input: damaged ranges are skipped and listed in
-    the returned reader's ``damage``. Opening a missing file raises OSError.
+    def __init__(self, raw: BinaryIO, start: int) -> None:
+        raw.seek(start)
+        self._f = decompressing(raw)
+        self.name = getattr(raw, "name", "<stream>")
+
+    def read(self, n: int = -1) -> bytes:
+        return self._f.read(n)
+
+    @property
+    def error(self) -> str | None:
+        return getattr(self._f, "error", None)
+
+    @property
+    def pos(self) -> int:
+        return getattr(self._f, "pos", 0)
+
+    def close(self) -> None:
+        pass
+
+
+def _reopener(raw: BinaryIO) -> Callable[[], BinaryIO]:
+    start = raw.tell()
+    return lambda: _Unclosed(raw, start)  # type: ignore[return-value]
+
+
+def read(source: Source, *, sort: bool = False) -> Reader:
+    """Read events from paths (files, directories, glob patterns, "-"), or a binary file object.
+
+    In file order, or with ``sort`` in time order across writers and inputs
+    (bounded memory). Never raises on damaged input: damaged ranges are
+    skipped and listed in the returned reader's ``damage``. Opening a missing
+    file raises OSError.
     """
-    return Reader(source)
+    return Reader(source, sort=sort)
 
 
 def read_batches(source: Source, columns: Sequence[str] | None = None, batch_size: int = 65536,

@@ -320,11 +320,13 @@ typedef struct {
     Py_ssize_t nnames;                   /* keyword fields at the end of args */
     PyObject *obj;                       /* the EventSource (borrowed: `keep` owns it), or NULL */
     PyObject *names;                     /* its field_names, a tuple of str, or NULL */
+    int skip;                            /* the filter leaves out every event of this source */
 } Source;
 
 typedef struct {
     const char *name; Py_ssize_t nname; const char *id; Py_ssize_t nid;
     PyObject *obj;                       /* the WriterProp (borrowed: `keep` owns it), or NULL */
+    int skip;                            /* the filter leaves out every event of this writer */
 } Writer;
 
 #define MAX_IDS 65536
@@ -363,6 +365,9 @@ typedef struct {
     long long wid, prev, left;   /* its writer, the previous clock, events left */
     long long rendered;          /* events of the frame rendered so far */
     int state;
+    /* the filter's time window: events with since <= time < until */
+    long long since, until;
+    int windowed;
     /* events mode */
     PyObject *event_type;        /* bread.Event; its slots are at these offsets: */
     Py_ssize_t off[10];          /* source, writer_prop, clock, ns, tz, args, fields, _texts,
@@ -453,8 +458,9 @@ renderer_add_source(Renderer *self, PyObject *args)
     PyObject *ido, *items, *msg, *obj = NULL, *names = NULL;
     Py_ssize_t nnames;
     long long id;
-    if (!PyArg_ParseTuple(args, "OOOn|OO!:add_source", &ido, &items, &msg, &nnames, &obj,
-                          &PyTuple_Type, &names))
+    int skip = 0;
+    if (!PyArg_ParseTuple(args, "OOOn|OO!p:add_source", &ido, &items, &msg, &nnames, &obj,
+                          &PyTuple_Type, &names, &skip))
         return NULL;
     if (check_id(ido, &id) < 0) return NULL;
     if (obj != NULL && (PyList_Append(self->keep, obj) < 0
@@ -465,6 +471,7 @@ renderer_add_source(Renderer *self, PyObject *args)
     s->nnames = nnames;
     s->obj = obj;
     s->names = names;
+    s->skip = skip;
     if (compile_items(self, items, 0, &s->items, &s->nitems) < 0
         || (msg != Py_None && compile_items(self, msg, 1, &s->msg, &s->nmsg) < 0)) {
         free_source(s);
@@ -481,13 +488,16 @@ renderer_add_writer(Renderer *self, PyObject *args)
 {
     PyObject *ido, *name, *idtext, *obj = NULL;
     long long id;
-    if (!PyArg_ParseTuple(args, "OSS|O:add_writer", &ido, &name, &idtext, &obj)) return NULL;
+    int skip = 0;
+    if (!PyArg_ParseTuple(args, "OSS|Op:add_writer", &ido, &name, &idtext, &obj, &skip))
+        return NULL;
     if (check_id(ido, &id) < 0) return NULL;
     if (PyList_Append(self->keep, name) < 0 || PyList_Append(self->keep, idtext) < 0
         || (obj != NULL && PyList_Append(self->keep, obj) < 0))
         return NULL;
     Writer *w = &self->writers[id];
     w->obj = obj;
+    w->skip = skip;
     w->name = PyBytes_AS_STRING(name);
     w->nname = PyBytes_GET_SIZE(name);
     w->id = PyBytes_AS_STRING(idtext);
@@ -516,6 +526,15 @@ renderer_set_sync(Renderer *self, PyObject *args)
     self->tz_name = PyBytes_AS_STRING(name);
     self->ntz = PyBytes_GET_SIZE(name);
     self->local.valid = 0;
+    Py_RETURN_NONE;
+}
+
+/* set_window(since, until): only events whose time is in [since, until). */
+static PyObject *
+renderer_set_window(Renderer *self, PyObject *args)
+{
+    if (!PyArg_ParseTuple(args, "LL:set_window", &self->since, &self->until)) return NULL;
+    self->windowed = 1;
     Py_RETURN_NONE;
 }
 
@@ -872,6 +891,10 @@ column_event(Renderer *self, long long wid, long long sid, long long clock, cons
         PyObject *text = PyObject_CallFunction(self->message_fallback, "y#LL", (const char *)ev,
                                                evlen, wid, clock);
         if (text == NULL) return -1;
+        if (text == Py_None) {   /* left out by the filter: no row */
+            Py_DECREF(text);
+            return 1;
+        }
         if (!PyBytes_Check(text)) {
             Py_DECREF(text);
             PyErr_SetString(PyExc_TypeError, "message_fallback must return bytes");
@@ -975,6 +998,24 @@ fail:
     return -1;
 }
 
+/* True if the filter leaves this event out: its source or writer is left out, or
+ * its time is outside the window. An unknown source or writer, or a time beyond
+ * 64 bits, is left to the Python path, which applies the same filter. */
+static inline int
+left_out(Renderer *self, long long wid, long long sid, long long clock)
+{
+    if (sid >= 0 && sid < MAX_IDS && self->sources[sid] != NULL && self->sources[sid]->skip)
+        return 1;
+    if (wid >= 0 && wid < MAX_IDS && self->writers[wid].name != NULL && self->writers[wid].skip)
+        return 1;
+    if (self->windowed) {
+        long long ns;
+        if (event_ns(self, clock, &ns) && (ns < self->since || ns >= self->until))
+            return 1;
+    }
+    return 0;
+}
+
 /* Where render() is in the frame it was given. */
 enum { ST_DONE = 0, ST_MORE = 1, ST_PYTHON = 2 };
 
@@ -1035,6 +1076,13 @@ walk(Renderer *self, PyObject *arg, int columns)
         for (long long k = 3; k < ne; k++)
             if (read_value(&r, &tmp, 0) < 0) goto python;
         if (__builtin_add_overflow(self->prev, delta, &prev)) goto python;
+        if (left_out(self, self->wid, sid, prev)) {   /* the filter: nothing to make */
+            self->prev = prev;
+            self->rd = r;
+            self->left--;
+            self->rendered++;
+            continue;
+        }
         if (columns == 2) {
             int e = event_object(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
             if (e < 0) goto error;
@@ -1043,7 +1091,7 @@ walk(Renderer *self, PyObject *arg, int columns)
                                                      (const char *)ev_start,
                                                      (Py_ssize_t)(r.p - ev_start), self->wid, prev);
                 if (ev == NULL) goto error;
-                int rc = PyList_Append(self->events, ev);
+                int rc = ev == Py_None ? 0 : PyList_Append(self->events, ev);   /* None: left out */
                 Py_DECREF(ev);
                 if (rc < 0) goto error;
             }
@@ -1293,6 +1341,8 @@ static PyMethodDef renderer_methods[] = {
     {"set_sync", (PyCFunction)renderer_set_sync, METH_VARARGS,
      "set_sync(clock_value, frequency, ns_since_epoch, tz_offset, tz_name: bytes)"},
     {"reset", (PyCFunction)renderer_reset, METH_NOARGS, "a new stream: forget everything"},
+    {"set_window", (PyCFunction)renderer_set_window, METH_VARARGS,
+     "set_window(since, until): leave out events whose time is not in [since, until)"},
     {"render", (PyCFunction)renderer_render, METH_O,
      "render(payload) begins a frame, render(None) continues it -> bytes; then see state"},
     {"columns", (PyCFunction)renderer_columns, METH_O,

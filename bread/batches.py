@@ -25,6 +25,7 @@ from . import accel
 from .entries import DECODE_ERRORS, Entry, undecodable
 from .events import Event, EventStream
 from .frames import Frame
+from .filters import NO_FILTER, Filter
 from .native import DONE, PYTHON, NativeState, utf8
 
 #: Every column, in this order; ``columns=`` picks some.
@@ -83,7 +84,8 @@ class BatchReader:
     """Turns the entries of one input into batches of ``batch_size`` rows at most."""
 
     def __init__(self, stream: EventStream, columns: tuple[str, ...], batch_size: int, *,
-                 arrow: bool, source: str = "") -> None:
+                 arrow: bool, source: str = "", flt: Filter = NO_FILTER) -> None:
+        self.filter = flt
         self.stream = stream
         self.columns = columns
         self.batch_size = batch_size
@@ -99,7 +101,7 @@ class BatchReader:
             c = accel.speedups.Renderer([], self._fallback, False, self._message_fallback)
             c.max_rows = batch_size
             c.want_message = "message" in columns
-            self._native = NativeState(stream, c, lambda src: [])
+            self._native = NativeState(stream, c, lambda src: [], flt)
 
     @property
     def uses_c(self) -> bool:
@@ -126,6 +128,8 @@ class BatchReader:
     # --- Python path: the reference -----------------------------------------
 
     def _python_row(self, ev: Event) -> Iterator[Any]:
+        if not self.filter.keeps(ev):
+            return
         if self._c_pending:   # rows of the C path come first
             yield from self._flush()
         self._rows.append(ev)
@@ -189,11 +193,14 @@ class BatchReader:
     def _fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
         raise AssertionError("text rendering is not used for batches")  # pragma: no cover
 
-    def _message_fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
-        """An event whose message (or source, or writer) the C path leaves to Python."""
+    def _message_fallback(self, data: bytes, writer_id: int, clock: int) -> bytes | None:
+        """An event whose message (or source, or writer) the C path leaves to Python;
+        None if the filter leaves it out."""
         ev = unpackb(data)
         texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
         event = self.stream.event(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        if not self.filter.keeps(event):
+            return None
         return utf8(event.message) if "message" in self.columns else b""
 
     def _c_columns(self) -> tuple[int, dict[str, Any]]:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence
+
+from blogformat.severity import to_severity
 
 from .entries import Dropped, Lost
+from .filters import Filter, parse_time
 from .inputs import STDIN, expand
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
@@ -49,6 +53,20 @@ def _parser() -> argparse.ArgumentParser:
                    help=pct(f"date format for %d and %u (default {DEFAULT_DATE_FORMAT!r})"))
     p.add_argument("-s", "--sort", action="store_true",
                    help="events in time order across writers and inputs (bounded memory)")
+    p.add_argument("-l", "--level", metavar="SEVERITY",
+                   help="only events of this severity or above (trace, debug, info, warning, "
+                        "error, critical)")
+    p.add_argument("-c", "--category", metavar="NAMES",
+                   help="only these categories (comma-separated)")
+    p.add_argument("--since", metavar="TIME",
+                   help="only events at or after TIME: ISO 8601 (local time unless it has an "
+                        "offset) or a duration ago (30s, 15m, 2h, 1d)")
+    p.add_argument("--until", metavar="TIME", help="only events before TIME (as --since)")
+    p.add_argument("-w", "--writer", metavar="NAMES", help="only these writers (comma-separated)")
+    p.add_argument("--site", metavar="SITES",
+                   help="only these call sites: function, file name or file:line (comma-separated)")
+    p.add_argument("-g", "--grep", metavar="REGEX",
+                   help="only events whose message matches REGEX (Python syntax)")
     p.add_argument("--escape", choices=("auto", "always", "never"), default="auto",
                    help="escape control characters: auto (when writing to a terminal), always, never")
     return p
@@ -63,6 +81,30 @@ def _inputs(names: Sequence[str]) -> list[str]:
     return paths
 
 
+def _filter(args: argparse.Namespace) -> Filter:
+    """The filter of the options, each checked: a bad value names its option."""
+    def check(option: str, value: str | None, parse: Callable[[str], object]) -> object:
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except (ValueError, re.error) as exc:
+            raise ValueError(f"{option}: {exc}") from None
+
+    return Filter(
+        min_severity=check("-l/--level", args.level, to_severity),  # type: ignore[arg-type]
+        categories=check("-c/--category", args.category, _names),    # type: ignore[arg-type]
+        since=check("--since", args.since, parse_time),              # type: ignore[arg-type]
+        until=check("--until", args.until, parse_time),              # type: ignore[arg-type]
+        writers=check("-w/--writer", args.writer, _names),           # type: ignore[arg-type]
+        sites=tuple(sorted(check("--site", args.site, _names) or ())),  # type: ignore[arg-type]
+        grep=check("-g/--grep", args.grep, re.compile))              # type: ignore[arg-type]
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(x.strip() for x in text.split(",") if x.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run bread; return the exit status."""
     try:
@@ -74,6 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
     try:
+        flt = _filter(args)
+    except ValueError as exc:
+        _parser().print_usage(sys.stderr)
+        sys.stderr.write(f"bread: error: {exc}\n")
+        return EXIT_USAGE
+    try:
         inputs = _inputs(args.inputs)
     except OSError as exc:
         sys.stderr.write(f"bread: cannot open {escape_controls(str(exc.filename))}: "
@@ -82,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     escape = args.escape == "always" or (args.escape == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format)
-    reader = Reader(inputs, sort=args.sort)
+    reader = Reader(inputs, sort=args.sort, filter=flt)
     write = sys.stdout.buffer.write
     try:
         for block in reader.text(printer, escape=escape):

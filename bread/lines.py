@@ -20,6 +20,7 @@ from . import accel
 from .entries import DECODE_ERRORS, Entry, undecodable
 from .events import EventStream
 from .frames import Frame
+from .filters import NO_FILTER, Filter
 from .native import DONE, PYTHON, NativeState, utf8
 from .render import SOURCE_TEXT, PrettyPrinter, escape_controls
 
@@ -35,11 +36,12 @@ class LineRenderer:
     C_MAX_OUT = 1 << 20
 
     def __init__(self, stream: EventStream, printer: PrettyPrinter, *, escape: bool,
-                 source: str = "") -> None:
+                 source: str = "", flt: Filter = NO_FILTER) -> None:
         self.stream = stream
         self.printer = printer
         self.escape = escape
         self.source = source
+        self.filter = flt
         self._offset = 0
         self._native: NativeState | None = None
         if accel.speedups is not None:
@@ -51,7 +53,7 @@ class LineRenderer:
                     date_items.append(ord(code))
             c = accel.speedups.Renderer(date_items, self._fallback, escape)
             c.max_out = self.C_MAX_OUT
-            self._native = NativeState(stream, c, self._source_items)
+            self._native = NativeState(stream, c, self._source_items, flt)
 
     @property
     def uses_c(self) -> bool:
@@ -65,7 +67,9 @@ class LineRenderer:
         for e in entries:
             t = type(e)
             if t is RawEvent:   # the Python path's entries
-                lines.append(self._line(e))
+                line = self._line(e)
+                if line is not None:
+                    lines.append(line)
                 if len(lines) >= BLOCK_LINES:
                     yield self._join(lines)
                     lines = []
@@ -81,8 +85,12 @@ class LineRenderer:
 
     # --- Python path ---------------------------------------------------------
 
-    def _line(self, raw: RawEvent) -> str:
-        line = self.printer(self.stream.event(raw))
+    def _line(self, raw: RawEvent) -> str | None:
+        """The event's line; None if the filter leaves it out."""
+        ev = self.stream.event(raw)
+        if not self.filter.keeps(ev):
+            return None
+        line = self.printer(ev)
         return escape_controls(line) if self.escape else line
 
     @staticmethod
@@ -95,7 +103,9 @@ class LineRenderer:
         try:
             for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
                 if k >= skip:
-                    lines.append(self._line(raw))
+                    line = self._line(raw)
+                    if line is not None:
+                        lines.append(line)
                     if len(lines) >= BLOCK_LINES:
                         yield self._join(lines)
                         lines = []
@@ -108,8 +118,8 @@ class LineRenderer:
         """One event the C renderer leaves to Python: its bytes, writer and clock."""
         ev = unpackb(data)
         texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
-        return utf8(self._line(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
-                    + "\n")
+        line = self._line(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        return b"" if line is None else utf8(line + "\n")
 
     # --- C path --------------------------------------------------------------
 

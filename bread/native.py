@@ -18,6 +18,7 @@ from blogformat.values import unpackb
 from . import accel
 from .entries import DECODE_ERRORS, Entry, undecodable
 from .events import Event, EventStream, message_plan
+from .filters import NO_FILTER, Filter
 from .frames import Frame
 
 UTC = _dt.timezone.utc
@@ -50,11 +51,14 @@ class NativeState:
     """
 
     def __init__(self, stream: EventStream, renderer: Any,
-                 source_items: Callable[[EventSource], list]) -> None:
+                 source_items: Callable[[EventSource], list], flt: Filter = NO_FILTER) -> None:
         self.stream = stream
         self.renderer = renderer
         self.source_items = source_items
+        self.filter = flt
         self.ok = True
+        if flt.since is not None or flt.until is not None:
+            renderer.set_window(_clamp(flt.since, -(1 << 63)), _clamp(flt.until, (1 << 63) - 1))
 
     def apply(self, e: Entry) -> None:
         self.stream.apply(e)
@@ -63,10 +67,11 @@ class NativeState:
         if t is EventSource:
             if 0 <= e.id < MAX_C_IDS:
                 c.add_source(e.id, self.source_items(e), message_items(e), len(e.field_names),
-                             e, e.field_names)
+                             e, e.field_names, not self.filter.source_ok(e))
         elif t is WriterProp:
             if 0 <= e.id < MAX_C_IDS:
-                c.add_writer(e.id, utf8(e.name), str(e.id).encode(), e)
+                c.add_writer(e.id, utf8(e.name), str(e.id).encode(), e,
+                             not self.filter.writer_ok(e))
         elif t is ClockSync:
             tz = self.stream.tz
             off = tz.utcoffset(None)
@@ -82,6 +87,10 @@ class NativeState:
             self.ok = True
 
 
+def _clamp(v: int | None, default: int) -> int:
+    return default if v is None else max(-(1 << 63), min(v, (1 << 63) - 1))
+
+
 class EventDecoder:
     """Entries -> Events with the C fast path: whole events frames decoded at once.
 
@@ -95,14 +104,15 @@ class EventDecoder:
     #: (with 4096, a third of the time went to the cyclic GC).
     CHUNK = 32
 
-    def __init__(self, stream: EventStream, source: str = "") -> None:
+    def __init__(self, stream: EventStream, source: str = "", flt: Filter = NO_FILTER) -> None:
         self.stream = stream
         self.source = source
+        self.filter = flt
         self._offset = 0
         c = accel.speedups.Renderer([], _no_text, False)   # type: ignore[union-attr]
         c.set_event_type(Event, self._fallback, UTC)
         c.max_rows = self.CHUNK
-        self.native = NativeState(stream, c, lambda src: [])
+        self.native = NativeState(stream, c, lambda src: [], flt)
 
     def events(self, entries: Iterable[Entry | Frame]) -> Iterator[Event]:
         native = self.native
@@ -121,18 +131,21 @@ class EventDecoder:
                     yield from self._python_frame(e, skip=c.rendered)
 
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[Event]:
-        event = self.stream.event
+        event, keeps = self.stream.event, self.filter.keeps
         try:
             for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
                 if k >= skip:
-                    yield event(raw)
+                    ev = event(raw)
+                    if keeps(ev):
+                        yield ev
         except DECODE_ERRORS as exc:
             self.stream.apply(undecodable(fr, exc, self.source))
 
-    def _fallback(self, data: bytes, writer_id: int, clock: int) -> Event:
+    def _fallback(self, data: bytes, writer_id: int, clock: int) -> Event | None:
         ev = unpackb(data)
         texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
-        return self.stream.event(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        event = self.stream.event(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        return event if self.filter.keeps(event) else None
 
 
 def _no_text(data: bytes, writer_id: int, clock: int) -> bytes:

@@ -12,6 +12,7 @@ from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, iter_frames
 from .inputs import STDIN, GzipInput, decompressing, expand, open_path, seekable, spool
+from .filters import NO_FILTER, Filter
 from .merge import FrameIndex, index, merge, sorted_input
 from . import accel
 from .lines import LineRenderer
@@ -37,8 +38,9 @@ class Reader:
     temporary file, since sorting reads each input twice.
     """
 
-    def __init__(self, source: Source, *, sort: bool = False) -> None:
+    def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER) -> None:
         self.sort = sort
+        self.filter = filter
         if isinstance(source, (str, os.PathLike)):
             self._inputs: list[Any] = [source]
         elif hasattr(source, "read"):
@@ -57,6 +59,13 @@ class Reader:
         self.unknown_sources = 0
 
     def __iter__(self) -> Iterator[Event]:
+        grep = self.filter.grep
+        if grep is not None:   # what remains of the other conditions, by its message
+            yield from (ev for ev in self._all() if grep.search(ev.message))
+        else:
+            yield from self._all()
+
+    def _all(self) -> Iterator[Event]:
         if self.sort:
             yield from self._sorted()
             return
@@ -64,12 +73,14 @@ class Reader:
             yield from self._events(f, name)
 
     def _events(self, f: BinaryIO, name: str) -> Iterator[Event]:
+        flt = self.filter
         if accel.speedups is None:
             stream = self._stream(iter_entries(iter_frames(f, name), name))
-            events: Iterable[Event] = stream
+            events: Iterable[Event] = (ev for ev in stream if flt.keeps(ev)) if flt.active \
+                else stream
         else:
             stream = self._stream(())
-            events = EventDecoder(stream, name).events(
+            events = EventDecoder(stream, name, flt).events(
                 iter_entries(iter_frames(f, name), name, raw_events=True))
         try:
             yield from events
@@ -120,7 +131,7 @@ class Reader:
         ``escape`` replaces control characters (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
-        if self.sort:
+        if self.sort or self.filter.grep is not None:   # event by event
             lines: list[str] = []
             for ev in self:
                 line = printer(ev)
@@ -133,7 +144,7 @@ class Reader:
             return
         for f, name in self._files():
             stream = self._stream(())
-            lines = LineRenderer(stream, printer, escape=escape, source=name)
+            lines = LineRenderer(stream, printer, escape=escape, source=name, flt=self.filter)
             try:
                 yield from lines.blocks(iter_entries(iter_frames(f, name), name,
                                                      raw_events=lines.uses_c))
@@ -155,9 +166,13 @@ class Reader:
             raise ImportError("arrow=True needs pyarrow: pip install 'blog-bread[arrow]'")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, not {batch_size!r}")
+        if self.filter.grep is not None:
+            raise ValueError("batches take no grep filter: select on the message column")
+        if self.sort:
+            raise ValueError("batches come in file order: sort the time column")
         for f, name in self._files():
             stream = self._stream(())
-            b = BatchReader(stream, cols, batch_size, arrow=arrow, source=name)
+            b = BatchReader(stream, cols, batch_size, arrow=arrow, source=name, flt=self.filter)
             try:
                 yield from b.batches(iter_entries(iter_frames(f, name), name, raw_events=b.uses_c))
             finally:
@@ -223,15 +238,24 @@ def _reopener(raw: BinaryIO) -> Callable[[], BinaryIO]:
     return lambda: _Unclosed(raw, start)  # type: ignore[return-value]
 
 
-def read(source: Source, *, sort: bool = False) -> Reader:
+def read(source: Source, *, sort: bool = False, min_severity: int | str | None = None,
+         categories: Iterable[str] | str | None = None, since: int | str | None = None,
+         until: int | str | None = None, writers: Iterable[str] | str | None = None,
+         sites: Iterable[str] | str | None = None, grep: str | None = None) -> Reader:
     """Read events from paths (files, directories, glob patterns, "-"), or a binary file object.
 
     In file order, or with ``sort`` in time order across writers and inputs
-    (bounded memory). Never raises on damaged input: damaged ranges are
-    skipped and listed in the returned reader's ``damage``. Opening a missing
-    file raises OSError.
+    (bounded memory). The filters (``bread.filters.Filter``): a minimum
+    severity (a name or a value), categories, a time range (``since``
+    included, ``until`` not: ns since the epoch, ISO 8601, or ``"15m"`` ago),
+    writer names, call sites (function, file name, or ``file:line``), a regular
+    expression searched in the message. Never raises on damaged input:
+    damaged ranges are skipped and listed in the returned reader's
+    ``damage``. Opening a missing file raises OSError; a bad filter ValueError.
     """
-    return Reader(source, sort=sort)
+    flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
+                      until=until, writers=writers, sites=sites, grep=grep)
+    return Reader(source, sort=sort, filter=flt)
 
 
 def read_batches(source: Source, columns: Sequence[str] | None = None, batch_size: int = 65536,

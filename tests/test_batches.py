@@ -169,7 +169,7 @@ def test_numeric_columns_are_not_python_objects_per_row():
 from test_render_parity import a_file  # noqa: E402  (the same random files)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=a_file())
 def test_random_files_give_the_columns_of_read(data):
     want = expected(data)

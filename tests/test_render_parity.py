@@ -124,7 +124,7 @@ def a_file(draw) -> bytes:
 
 
 @needs_c
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=a_file(), escape=st.booleans())
 def test_random_files_render_the_same_in_c_and_python(data, escape):
     both(data, escape=escape)
@@ -162,7 +162,7 @@ def test_a_frame_of_much_text_comes_in_parts_and_the_same(monkeypatch):
 
 
 @needs_c
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=a_file(), cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
                                      min_size=1, max_size=4),
        truncate=st.integers(0, 10**6))
@@ -206,7 +206,7 @@ def events(data: bytes, use_c: bool) -> tuple[list, list, int]:
 
 
 @needs_c
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=a_file(), cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
                                      max_size=3))
 def test_read_gives_the_same_events_with_the_c_decoder(data, cuts):

@@ -65,7 +65,7 @@ _sync = st.builds(ClockSync, st.integers(0, 10**6), st.sampled_from([10**9, 10**
                   st.integers(-10**6, 10**12), st.just(0), st.just("UTC"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(files=st.lists(st.tuples(st.lists(_frame, max_size=8),
                                 st.dictionaries(st.integers(0, 7), _sync, max_size=2),
                                 st.booleans()), min_size=1, max_size=4))

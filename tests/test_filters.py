@@ -99,7 +99,8 @@ def test_the_cli_options(tmp_path, capsys):
     assert out == [e.message for e in ALL if e.category == "db" and e.writer == "w0"]
     assert cli.main(["-g", "^rejected", "-s", "-f", "%m", str(p)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 8
-    when = dt.datetime.fromtimestamp(MID / 1e9, dt.timezone.utc).isoformat()
+    when = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+            + dt.timedelta(microseconds=MID // 1000)).isoformat()   # MID to the µs below
     assert cli.main(["--since", when, "-f", "%m", str(p)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == \
         len([e for e in ALL if e.ns >= MID // 1000 * 1000])

@@ -134,6 +134,9 @@ def main() -> int:
         ("bread, default format", BREAD + [path], n, None),
         ("bread -f %m", BREAD + ["-f", "%m", path], n, None),
         ("bread -f %m, gzip input", BREAD + ["-f", "%m", gz], n, None),
+        ("bread -s (sorted)", BREAD + ["-s", path], n, None),
+        ("bread -l error (filter leaves out all)", BREAD + ["-l", "error", path], n, None),
+        ("bread -w w1 (filter keeps 1/4)", BREAD + ["-w", "w1", path], n, None),
         ("bread, default format, pure Python", BREAD + [path], n,
          {**os.environ, "BREAD_PURE_PYTHON": "1"}),
     ]
@@ -178,11 +181,19 @@ def main() -> int:
           f"{platform.machine()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
     print("(child processes: wall time including interpreter start-up; output to /dev/null)")
     print(f"{'case':46} {'events/s':>12} {'peak RSS':>10}")
+    print("(events/s: events in the file per second of reading, whatever the filter keeps)")
     for r in rows:
         mem = f"{r['peak_rss_mib']:.1f} MiB" if r["peak_rss_mib"] is not None else "-"
         print(f"{r['case']:46} {r['events_per_s']:>12,.0f} {mem:>10}")
-    ratio = by["bread -f %m, gzip input"]["events_per_s"] / by["bread -f %m"]["events_per_s"]
-    print(f"gzip input / the same file uncompressed (bread -f %m): {ratio:.2f}x")
+    def rel(a: str, b: str) -> float:
+        return by[a]["events_per_s"] / by[b]["events_per_s"]
+
+    print(f"gzip input / the same file uncompressed (bread -f %m): "
+          f"{rel('bread -f %m, gzip input', 'bread -f %m'):.2f}x")
+    print(f"sorted / unsorted (default format): "
+          f"{rel('bread -s (sorted)', 'bread, default format'):.2f}x")
+    print(f"filtered (all left out) / unfiltered: "
+          f"{rel('bread -l error (filter leaves out all)', 'bread, default format'):.2f}x")
     if n_cxx:
         print("ratios (ours / C++, events per second):")
         for ours, theirs in (("bread, default format", "C++ bread, default format"),

@@ -34,15 +34,31 @@ class DateFormat:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         self.parts = _split(pattern, "YymdHMSNzZ")   # (literal, code or None) pairs
+        self._second: tuple | None = None           # (secs, zone) of the cached pieces
+        self._pieces: list[str] = []                 # the text around each %N, of that second
 
     def __call__(self, ns: int, tz: _dt.tzinfo) -> str:
-        offset = _offset(tz)
         secs, frac = divmod(ns, 1_000_000_000)
+        last = self._second   # the date is rendered once per second (per zone object: zones
+        if last is None or last[0] != secs or last[1] is not tz:   # equal by offset differ by name)
+            pieces = self._render(secs, tz)
+            if pieces is None:
+                return f"<clock {ns} out of range>"
+            self._second, self._pieces = (secs, tz), pieces
+        pieces = self._pieces
+        if len(pieces) == 1:
+            return pieces[0]
+        return f"{frac:09d}".join(pieces)
+
+    def _render(self, secs: int, tz: _dt.tzinfo) -> list[str] | None:
+        """The text of the second ``secs`` split where the nanoseconds go; None if out of range."""
+        offset = _offset(tz)
         try:
             t = _EPOCH + _dt.timedelta(seconds=secs + offset)
         except OverflowError:
-            return f"<clock {ns} out of range>"
-        out = []
+            return None
+        pieces: list[str] = []
+        out: list[str] = []
         for lit, code in self.parts:
             out.append(lit)
             if code is None:
@@ -62,14 +78,16 @@ class DateFormat:
             elif code == "S":
                 out.append(f"{t.second:02d}")
             elif code == "N":
-                out.append(f"{frac:09d}")
+                pieces.append("".join(out))
+                out = []
             elif code == "z":
                 sign = "-" if offset < 0 else "+"
                 h, m = divmod(abs(offset) // 60, 60)
                 out.append(f"{sign}{h:02d}{m:02d}")
             elif code == "Z":
                 out.append(tz.tzname(None) or "")
-        return "".join(out)
+        pieces.append("".join(out))
+        return pieces
 
 
 def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:

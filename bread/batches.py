@@ -19,14 +19,13 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from blogformat.entries import EventSource, FileHeader, RawEvent, WriterProp, decode_events
 from blogformat.severity import Severity
-from blogformat.values import unpackb
 
 from . import accel
 from .entries import DECODE_ERRORS, Entry, undecodable
 from .events import Event, EventStream
 from .frames import Frame
 from .filters import NO_FILTER, Filter
-from .native import DONE, PYTHON, NativeState, utf8
+from .native import DONE, PYTHON, NativeState, raw_event, utf8
 
 #: Every column, in this order; ``columns=`` picks some.
 COLUMNS = ("time", "clock", "severity", "severity_value", "category", "writer", "writer_id",
@@ -196,9 +195,7 @@ class BatchReader:
     def _message_fallback(self, data: bytes, writer_id: int, clock: int) -> bytes | None:
         """An event whose message (or source, or writer) the C path leaves to Python;
         None if the filter leaves it out."""
-        ev = unpackb(data)
-        texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
-        event = self.stream.event(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        event = self.stream.event(raw_event(data, self._offset, writer_id, clock))
         if not self.filter.keeps(event):
             return None
         return utf8(event.message) if "message" in self.columns else b""

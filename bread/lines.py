@@ -14,18 +14,22 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from blogformat.entries import EventSource, RawEvent, decode_events
-from blogformat.values import unpackb
 
 from . import accel
 from .entries import DECODE_ERRORS, Entry, undecodable
 from .events import EventStream
 from .frames import Frame
 from .filters import NO_FILTER, Filter
-from .native import DONE, PYTHON, NativeState, utf8
+from .native import DONE, PYTHON, NativeState, raw_event, utf8
 from .render import SOURCE_TEXT, PrettyPrinter, escape_controls
 
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
+
+
+def join_lines(lines: list[str]) -> bytes:
+    """Lines as one block of bytes, each ending with a newline."""
+    return utf8("\n".join(lines) + "\n")
 
 
 class LineRenderer:
@@ -71,17 +75,17 @@ class LineRenderer:
                 if line is not None:
                     lines.append(line)
                 if len(lines) >= BLOCK_LINES:
-                    yield self._join(lines)
+                    yield join_lines(lines)
                     lines = []
             elif t is Frame:
                 if lines:
-                    yield self._join(lines)
+                    yield join_lines(lines)
                     lines = []
                 yield from self._frame(e)
             else:
                 apply(e)
         if lines:
-            yield self._join(lines)
+            yield join_lines(lines)
 
     # --- Python path ---------------------------------------------------------
 
@@ -93,9 +97,6 @@ class LineRenderer:
         line = self.printer(ev)
         return escape_controls(line) if self.escape else line
 
-    @staticmethod
-    def _join(lines: list[str]) -> bytes:
-        return utf8("\n".join(lines) + "\n")
 
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[bytes]:
         """The frame's events from the ``skip``-th on, rendered by Python, in blocks."""
@@ -107,18 +108,16 @@ class LineRenderer:
                     if line is not None:
                         lines.append(line)
                     if len(lines) >= BLOCK_LINES:
-                        yield self._join(lines)
+                        yield join_lines(lines)
                         lines = []
         except DECODE_ERRORS as exc:
             self.stream.apply(undecodable(fr, exc, self.source))
         if lines:
-            yield self._join(lines)
+            yield join_lines(lines)
 
     def _fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
         """One event the C renderer leaves to Python: its bytes, writer and clock."""
-        ev = unpackb(data)
-        texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
-        line = self._line(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        line = self._line(raw_event(data, self._offset, writer_id, clock))
         return b"" if line is None else utf8(line + "\n")
 
     # --- C path --------------------------------------------------------------

@@ -87,6 +87,14 @@ class NativeState:
             self.ok = True
 
 
+def raw_event(data: bytes, offset: int, writer_id: int, clock: int) -> RawEvent:
+    """An event the C code leaves to Python: its bytes (one event array, already known
+    to decode), the offset of its frame, its writer and clock."""
+    ev = unpackb(data)
+    texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
+    return RawEvent(offset, writer_id, ev[0], clock, ev[2], texts)
+
+
 def _clamp(v: int | None, default: int) -> int:
     return default if v is None else max(-(1 << 63), min(v, (1 << 63) - 1))
 
@@ -142,9 +150,7 @@ class EventDecoder:
             self.stream.apply(undecodable(fr, exc, self.source))
 
     def _fallback(self, data: bytes, writer_id: int, clock: int) -> Event | None:
-        ev = unpackb(data)
-        texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
-        event = self.stream.event(RawEvent(self._offset, writer_id, ev[0], clock, ev[2], texts))
+        event = self.stream.event(raw_event(data, self._offset, writer_id, clock))
         return event if self.filter.keeps(event) else None
 
 

@@ -15,7 +15,7 @@ from .inputs import STDIN, GzipInput, decompressing, expand, open_path, seekable
 from .filters import NO_FILTER, Filter
 from .merge import FrameIndex, index, merge, sorted_input
 from . import accel
-from .lines import LineRenderer
+from .lines import BLOCK_LINES, LineRenderer, join_lines
 from .native import EventDecoder
 from .render import PrettyPrinter, escape_controls
 
@@ -136,11 +136,11 @@ class Reader:
             for ev in self:
                 line = printer(ev)
                 lines.append(escape_controls(line) if escape else line)
-                if len(lines) >= 512:
-                    yield ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace")
+                if len(lines) >= BLOCK_LINES:
+                    yield join_lines(lines)
                     lines = []
             if lines:
-                yield ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace")
+                yield join_lines(lines)
             return
         for f, name in self._files():
             stream = self._stream(())

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import re
 import sys
 from typing import Callable, NoReturn, Sequence
 
+import pytz
+
 from blogformat.severity import to_severity
 
 from .entries import Dropped, Lost
+from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
 from .inputs import STDIN, expand
 from .reader import Reader
@@ -67,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="only these call sites: function, file name or file:line (comma-separated)")
     p.add_argument("-g", "--grep", metavar="REGEX",
                    help="only events whose message matches REGEX (Python syntax)")
+    p.add_argument("-o", "--output", choices=("text", "jsonl", "csv"), default="text",
+                   help="text (-f, -d), jsonl (one JSON object per event), csv (RFC 4180, "
+                        "with a header row)")
+    p.add_argument("--tz", metavar="ZONE",
+                   help="show times in this IANA zone (Europe/London...) instead of the "
+                        "writer's; %%u stays UTC")
     p.add_argument("--escape", choices=("auto", "always", "never"), default="auto",
                    help="escape control characters: auto (when writing to a terminal), always, never")
     return p
@@ -101,6 +111,16 @@ def _filter(args: argparse.Namespace) -> Filter:
         grep=check("-g/--grep", args.grep, re.compile))              # type: ignore[arg-type]
 
 
+def _zone(name: str | None) -> dt.tzinfo | None:
+    if name is None:
+        return None
+    try:
+        return pytz.timezone(name)
+    except pytz.UnknownTimeZoneError:
+        raise ValueError(f"--tz: unknown time zone {name!r} (an IANA name: Europe/London, "
+                         "America/New_York, UTC...)") from None
+
+
 def _names(text: str) -> frozenset[str]:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
@@ -117,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         flt = _filter(args)
+        zone = _zone(args.tz)
     except ValueError as exc:
         _parser().print_usage(sys.stderr)
         sys.stderr.write(f"bread: error: {exc}\n")
@@ -129,12 +150,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OPEN
     out = sys.stdout
     escape = args.escape == "always" or (args.escape == "auto" and out.isatty())
-    printer = PrettyPrinter(args.format, args.date_format)
+    printer = PrettyPrinter(args.format, args.date_format, zone)
     reader = Reader(inputs, sort=args.sort, filter=flt)
     write = sys.stdout.buffer.write
     try:
-        for block in reader.text(printer, escape=escape):
-            write(block)
+        if args.output == "text":
+            for block in reader.text(printer, escape=escape):
+                write(block)
+        else:
+            rows = jsonl(reader, zone) if args.output == "jsonl" else csv_rows(reader, zone)
+            for text in rows:
+                write(text.encode("utf-8", "backslashreplace"))
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         # The reader of our output went away (``bread x | head``): stop quietly.

@@ -131,7 +131,7 @@ class Reader:
         ``escape`` replaces control characters (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
-        if self.sort or self.filter.grep is not None:   # event by event
+        if self.sort or self.filter.grep is not None or printer.zone is not None:   # one by one
             lines: list[str] = []
             for ev in self:
                 line = printer(ev)

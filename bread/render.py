@@ -52,10 +52,16 @@ class DateFormat:
 
     def _render(self, secs: int, tz: _dt.tzinfo) -> list[str] | None:
         """The text of the second ``secs`` split where the nanoseconds go; None if out of range."""
-        offset = _offset(tz)
         try:
-            t = _EPOCH + _dt.timedelta(seconds=secs + offset)
-        except OverflowError:
+            if type(tz) is _dt.timezone:   # a file's fixed offset
+                offset = _offset(tz)
+                t = _EPOCH + _dt.timedelta(seconds=secs + offset)
+            else:   # a named zone (--tz): its offset and name at that moment (DST)
+                t = (_EPOCH.replace(tzinfo=_UTC) + _dt.timedelta(seconds=secs)).astimezone(tz)
+                off = t.utcoffset() or _dt.timedelta(0)
+                offset = off.days * 86400 + off.seconds
+                tz = _Named(t.tzname() or "")
+        except (OverflowError, ValueError):
             return None
         pieces: list[str] = []
         out: list[str] = []
@@ -88,6 +94,16 @@ class DateFormat:
                 out.append(tz.tzname(None) or "")
         pieces.append("".join(out))
         return pieces
+
+
+class _Named:
+    """The name a zone has at one moment, for ``%Z``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def tzname(self, dt: object) -> str:
+        return self.name
 
 
 def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
@@ -134,8 +150,9 @@ class PrettyPrinter:
     CODES = "ISCMFGLPTntdurm"
 
     def __init__(self, event_format: str = DEFAULT_FORMAT,
-                 date_format: str = DEFAULT_DATE_FORMAT) -> None:
+                 date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None) -> None:
         self.date = DateFormat(date_format)
+        self.zone = zone   # %d in this zone instead of the writer's (bread --tz)
         self.parts = _split(event_format, self.CODES)   # (literal, code or None) pairs
         self._getters = [(lit, self._getter(code)) for lit, code in self.parts]
 
@@ -149,7 +166,8 @@ class PrettyPrinter:
         return {
             "n": lambda e: e.writer_prop.name,
             "t": lambda e: str(e.writer_prop.id),
-            "d": lambda e: date(e.ns, e.tz),
+            "d": (lambda e: date(e.ns, e.tz)) if self.zone is None else
+                 (lambda e, z=self.zone: date(e.ns, z)),
             "u": lambda e: date(e.ns, _UTC),
             "r": lambda e: str(e.clock),
             "m": lambda e: e.message,

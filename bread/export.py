@@ -1,0 +1,138 @@
+"""Events -> JSON lines and CSV, for jq, spreadsheets and ``spark.read.json``.
+
+JSON keeps each value's type as far as JSON allows; what JSON has no type
+for becomes an object with one ``$``-key saying what it is (docs/guide.md
+lists them): an int beyond 53 bits ``{"$int": "..."}``, a non-finite float
+``{"$float": "nan"}``, bytes ``{"$bytes": base64}``, a datetime
+``{"$datetime": iso}`` (with ``"zone": "Europe/Paris"`` where it had a named zone), a Decimal ``{"$decimal": "1.10"}``, a tuple
+``{"$tuple": [...]}``, a dataclass ``{"$dataclass": type, "fields": {...}}``...
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as _dt
+import io
+import json
+import math
+import uuid
+from decimal import Decimal
+from typing import Any, Iterable, Iterator
+
+from blogformat.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
+
+from .events import Event
+
+_SAFE_INT = 1 << 53
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def json_value(v: Any) -> Any:
+    """A value as JSON can hold it (see the module docstring)."""
+    t = type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        return v if -_SAFE_INT <= v <= _SAFE_INT else {"$int": str(v)}
+    if t is float:
+        return v if math.isfinite(v) else {"$float": repr(v)}
+    if t is list:
+        return [json_value(x) for x in v]
+    if t is dict:
+        if all(type(k) is str for k in v):
+            return {k: json_value(x) for k, x in v.items()}
+        return {"$map": [[json_value(k), json_value(x)] for k, x in v.items()]}
+    if t is tuple:
+        return {"$tuple": [json_value(x) for x in v]}
+    if t is set or t is frozenset:
+        return {"$" + t.__name__: [json_value(x) for x in v]}
+    if isinstance(v, (bytes, bytearray)):
+        return {"$bytes": base64.b64encode(v).decode("ascii")}
+    if isinstance(v, _dt.datetime):
+        zone = getattr(v.tzinfo, "key", None) or getattr(v.tzinfo, "zone", None)
+        return {"$datetime": v.isoformat(), "zone": zone} if isinstance(zone, str) \
+            else {"$datetime": v.isoformat()}
+    if isinstance(v, _dt.date):
+        return {"$date": v.isoformat()}
+    if isinstance(v, _dt.time):
+        return {"$time": v.isoformat()}
+    if isinstance(v, _dt.timedelta):
+        return {"$timedelta": [v.days, v.seconds, v.microseconds]}
+    if isinstance(v, Decimal):
+        return {"$decimal": str(v)}
+    if isinstance(v, uuid.UUID):
+        return {"$uuid": str(v)}
+    if isinstance(v, EnumValue):
+        return {"$enum": v.type, "name": v.name, "value": json_value(v.value)}
+    if isinstance(v, DataclassValue):
+        return {"$dataclass": v.type, "fields": json_value(v.fields)}
+    if isinstance(v, ExceptionValue):
+        return {"$exception": v.type, "message": v.message, "traceback": v.traceback}
+    if isinstance(v, OpaqueValue):
+        return {"$opaque": v.type, "text": v.text}
+    if isinstance(v, ExtValue):
+        return {"$ext": v.code, "data": base64.b64encode(v.data).decode("ascii")}
+    return {"$opaque": type(v).__name__, "text": str(v)}   # pragma: no cover - not decoded
+
+
+def iso_time(ns: int, tz: _dt.tzinfo) -> str:
+    """ISO 8601 with nanoseconds and the zone's offset; the raw number if out of range."""
+    secs, frac = divmod(ns, 1_000_000_000)
+    try:
+        t = (_EPOCH + _dt.timedelta(seconds=secs)).astimezone(tz)
+    except (OverflowError, ValueError):
+        return str(ns)
+    off = t.utcoffset() or _dt.timedelta(0)
+    mins = (off.days * 86400 + off.seconds) // 60
+    sign = "-" if mins < 0 else "+"
+    h, m = divmod(abs(mins), 60)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}{sign}{h:02d}:{m:02d}"
+
+
+def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
+    """One event as a JSON object (``-o jsonl``)."""
+    src = ev.source
+    sev = ev.severity
+    return {
+        "time": iso_time(ev.ns, tz or ev.tz),
+        "severity": getattr(sev, "name", str(sev)),
+        "severity_value": src.severity,
+        "category": src.category,
+        "writer": ev.writer,
+        "writer_id": ev.writer_id,
+        "source": {"id": src.id, "function": src.function, "file": src.file, "line": src.line,
+                   "format": src.format},
+        "message": ev.message,
+        "args": [json_value(a) for a in ev.args],
+        "fields": {k: json_value(v) for k, v in ev.fields.items()},
+    }
+
+
+def jsonl(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str]:
+    """One JSON object per line (ASCII: a lone surrogate is written as its escape)."""
+    dumps = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
+    for ev in events:
+        yield dumps(event_object(ev, tz)) + "\n"
+
+
+CSV_COLUMNS = ("time", "severity", "category", "writer", "function", "file", "line",
+               "message", "args", "fields")
+
+
+def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str]:
+    """RFC 4180 CSV (CRLF line ends, quotes where needed) with a header row; ``args`` and
+    ``fields`` as JSON."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerow(CSV_COLUMNS)
+    dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+    for ev in events:
+        o = event_object(ev, tz)
+        w.writerow((o["time"], o["severity"], o["category"], o["writer"], ev.function, ev.file,
+                    ev.line, o["message"], dumps(o["args"]), dumps(o["fields"])))
+        if buf.tell() > 1 << 16:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    yield buf.getvalue()

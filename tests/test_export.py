@@ -1,0 +1,155 @@
+"""bread -o jsonl / -o csv / --tz: every value comes back, quoting is RFC 4180, zones are right."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as dt
+import io
+import json
+import pathlib
+import uuid
+from decimal import Decimal
+
+import pytest
+
+import bread
+from blogformat import frames as fmt
+from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
+                                header_payload)
+from blogformat.values import packb
+from bread import cli
+
+GOLDEN = pathlib.Path(__file__).parent / "data" / "v1" / "every_type.blog"
+
+
+def from_json(v):
+    """The inverse of bread.export.json_value: what a consumer of the jsonl does."""
+    if isinstance(v, list):
+        return [from_json(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if len(v) >= 1 and next(iter(v)).startswith("$"):
+        key = next(iter(v))
+        x = v[key]
+        return {
+            "$int": lambda: int(x), "$float": lambda: float(x),
+            "$bytes": lambda: base64.b64decode(x), "$tuple": lambda: tuple(from_json(x)),
+            "$set": lambda: set(map(_hashable, from_json(x))),
+            "$frozenset": lambda: frozenset(map(_hashable, from_json(x))),
+            "$datetime": lambda: dt.datetime.fromisoformat(x),
+            "$date": lambda: dt.date.fromisoformat(x), "$time": lambda: dt.time.fromisoformat(x),
+            "$timedelta": lambda: dt.timedelta(*x), "$decimal": lambda: Decimal(x),
+            "$uuid": lambda: uuid.UUID(x),
+            "$enum": lambda: bread.EnumValue(x, v["name"], from_json(v["value"])),
+            "$dataclass": lambda: bread.DataclassValue(x, from_json(v["fields"])),
+            "$exception": lambda: bread.ExceptionValue(x, v["message"], v["traceback"]),
+            "$opaque": lambda: bread.OpaqueValue(x, v["text"]),
+            "$ext": lambda: bread.ExtValue(x, base64.b64decode(v["data"])),
+            "$map": lambda: {_hashable(from_json(k)): from_json(val) for k, val in x},
+        }[key]()
+    return {k: from_json(x) for k, x in v.items()}
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def same(a, b) -> bool:
+    """Equal, NaN included."""
+    if isinstance(a, (float, Decimal)) and isinstance(b, (float, Decimal)) and a != a and b != b:
+        return type(a) is type(b)    # NaN
+    if isinstance(a, Decimal) and isinstance(b, Decimal):
+        return str(a) == str(b)      # the same digits, sign and exponent
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dt.datetime) and isinstance(b, dt.datetime):   # the same instant and offset
+        return (a.tzinfo is None) == (b.tzinfo is None) and a.utcoffset() == b.utcoffset() \
+            and (a.replace(tzinfo=None) - (a.utcoffset() or dt.timedelta(0))
+                 == b.replace(tzinfo=None) - (b.utcoffset() or dt.timedelta(0)))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def test_jsonl_gives_back_every_value_of_every_type(capsys):
+    events = list(bread.read(str(GOLDEN)))
+    assert cli.main(["-o", "jsonl", str(GOLDEN)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(events) > 20
+    for line, ev in zip(lines, events):
+        o = json.loads(line)       # one object per line: what jq and spark.read.json take
+        assert o["message"] == ev.message and o["category"] == ev.category
+        assert o["severity_value"] == ev.source.severity and o["writer"] == ev.writer
+        assert o["source"] == {"id": ev.source.id, "function": ev.function, "file": ev.file,
+                               "line": ev.line, "format": ev.format}
+        assert same(from_json(o["args"]), list(ev.args)), (o["args"], ev.args)
+        assert same(from_json(o["fields"]), ev.fields)
+        when = dt.datetime.fromisoformat(o["time"][:26] + o["time"][29:])   # to microseconds
+        assert int(o["time"][20:29]) == ev.ns % 10**9
+        assert when == ev.time
+
+
+def test_csv_is_rfc_4180_with_a_header(tmp_path, capsys):
+    src = EventSource(1, 0x80, "c,at", "f", "x.py", 3, "{}", "str")
+    data = _file([src], [[1, 5, [text]] for text in
+                         ('plain', 'with, comma', 'with "quotes"', 'two\nlines', '')])
+    p = tmp_path / "x.blog"
+    p.write_bytes(data)
+    assert cli.main(["-o", "csv", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("time,severity,category,writer,function,file,line,message,args,fields\r\n")
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    assert rows[0][7] == "message"
+    assert [r[7] for r in rows[1:]] == ["plain", "with, comma", 'with "quotes"', "two\nlines", ""]
+    assert [json.loads(r[8]) for r in rows[1:]][1] == ["with, comma"]
+    assert all(r[2] == "c,at" for r in rows[1:])
+
+
+def _file(sources, events, sync=None) -> bytes:
+    meta = [sync or ClockSync(0, 10**9, 0, 0, "UTC"), *sources, WriterProp(1, "main")]
+    clocks, prev, body = [], 0, []
+    for e in events:
+        clocks.append(prev + e[1])
+        prev = clocks[-1]
+    for e in events:
+        body.append(packb(e))
+    head = BatchHeader(1, 0, len(events), min(clocks), max(clocks)).encode()
+    return (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({}))
+            + fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))
+            + fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(body)))
+
+
+def test_tz_renders_in_a_named_zone_across_a_dst_change(tmp_path, capsys):
+    # Europe/London went to summer time on 2026-03-29 at 01:00 UTC.
+    t0 = int(dt.datetime(2026, 3, 29, 0, 30, tzinfo=dt.timezone.utc).timestamp()) * 10**9
+    src = EventSource(1, 0x80, "c", "f", "x.py", 3, "tick", "")
+    p = tmp_path / "dst.blog"
+    p.write_bytes(_file([src], [[1, t0, []], [1, 3600 * 10**9, []]]))
+    assert cli.main(["--tz", "Europe/London", "-f", "%d|%u", "-d", "%H:%M %z %Z",
+                     str(p)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "00:30 +0000 GMT|00:30 +0000 UTC", "02:30 +0100 BST|01:30 +0000 UTC"]
+    assert cli.main(["--tz", "Europe/London", "-o", "jsonl", str(p)]) == 0
+    times = [json.loads(x)["time"] for x in capsys.readouterr().out.splitlines()]
+    assert times == ["2026-03-29T00:30:00.000000000+00:00", "2026-03-29T02:30:00.000000000+01:00"]
+    assert cli.main(["-f", "%d", "-d", "%H:%M %Z", str(p)]) == 0   # the writer's zone: UTC here
+    assert capsys.readouterr().out.splitlines() == ["00:30 UTC", "01:30 UTC"]
+
+
+def test_an_unknown_zone_is_a_clear_error(tmp_path, capsys):
+    p = tmp_path / "x.blog"
+    p.write_bytes(_file([EventSource(1, 0x80, "c", "f", "x.py", 3, "x", "")], [[1, 0, []]]))
+    assert cli.main(["--tz", "Mars/Olympus", str(p)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "--tz: unknown time zone 'Mars/Olympus'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt_", ["jsonl", "csv"])
+def test_outputs_take_filters_and_sort(fmt_, capsys):
+    assert cli.main(["-o", fmt_, "-s", "-l", "error", str(GOLDEN)]) == 0
+    out = capsys.readouterr().out
+    n = len([e for e in bread.read(str(GOLDEN)) if e.severity >= 0x200])
+    assert n > 0
+    lines = out.splitlines() if fmt_ == "jsonl" else list(csv.reader(io.StringIO(out)))[1:]
+    assert len(lines) == n

@@ -321,6 +321,8 @@ typedef struct {
     PyObject *obj;                       /* the EventSource (borrowed: `keep` owns it), or NULL */
     PyObject *names;                     /* its field_names, a tuple of str, or NULL */
     int skip;                            /* the filter leaves out every event of this source */
+    const char *pre, *post;              /* around each line, not escaped (colour), or NULL */
+    Py_ssize_t npre, npost;
 } Source;
 
 typedef struct {
@@ -455,12 +457,15 @@ check_id(PyObject *o, long long *id)
 static PyObject *
 renderer_add_source(Renderer *self, PyObject *args)
 {
-    PyObject *ido, *items, *msg, *obj = NULL, *names = NULL;
+    PyObject *ido, *items, *msg, *obj = NULL, *names = NULL, *pre = NULL, *post = NULL;
     Py_ssize_t nnames;
     long long id;
     int skip = 0;
-    if (!PyArg_ParseTuple(args, "OOOn|OO!p:add_source", &ido, &items, &msg, &nnames, &obj,
-                          &PyTuple_Type, &names, &skip))
+    if (!PyArg_ParseTuple(args, "OOOn|OO!pSS:add_source", &ido, &items, &msg, &nnames, &obj,
+                          &PyTuple_Type, &names, &skip, &pre, &post))
+        return NULL;
+    if ((pre != NULL && PyList_Append(self->keep, pre) < 0)
+        || (post != NULL && PyList_Append(self->keep, post) < 0))
         return NULL;
     if (check_id(ido, &id) < 0) return NULL;
     if (obj != NULL && (PyList_Append(self->keep, obj) < 0
@@ -472,6 +477,14 @@ renderer_add_source(Renderer *self, PyObject *args)
     s->obj = obj;
     s->names = names;
     s->skip = skip;
+    if (pre != NULL && PyBytes_GET_SIZE(pre)) {
+        s->pre = PyBytes_AS_STRING(pre);
+        s->npre = PyBytes_GET_SIZE(pre);
+    }
+    if (post != NULL && PyBytes_GET_SIZE(post)) {
+        s->post = PyBytes_AS_STRING(post);
+        s->npost = PyBytes_GET_SIZE(post);
+    }
     if (compile_items(self, items, 0, &s->items, &s->nitems) < 0
         || (msg != Py_None && compile_items(self, msg, 1, &s->msg, &s->nmsg) < 0)) {
         free_source(s);
@@ -847,6 +860,8 @@ render_event(Renderer *self, long long wid, long long sid, long long clock,
     Source *src = self->sources[sid];
     Writer *w = &self->writers[wid];
     if (src == NULL || w->name == NULL) return 0;
+    if (src->pre != NULL && buf_put(o, src->pre, src->npre) < 0) return -1;
+    Py_ssize_t text = o->len;   /* the line's own text starts here: what is escaped */
     for (Py_ssize_t i = 0; i < src->nitems; i++) {
         Item *it = &src->items[i];
         int r = 1;
@@ -865,7 +880,8 @@ render_event(Renderer *self, long long wid, long long sid, long long clock,
             return r;
         }
     }
-    if (self->escape && escape_line(o, start) < 0) return -1;
+    if (self->escape && escape_line(o, text) < 0) return -1;
+    if (src->post != NULL && buf_put(o, src->post, src->npost) < 0) return -1;
     if (buf_put(o, "\n", 1) < 0) return -1;
     return 1;
 }
@@ -1335,7 +1351,8 @@ renderer_dealloc(Renderer *self)
 
 static PyMethodDef renderer_methods[] = {
     {"add_source", (PyCFunction)renderer_add_source, METH_VARARGS,
-     "add_source(id, items, message_items or None, nnames)"},
+     "add_source(id, items, message_items or None, nnames[, EventSource, field names, skip, "
+     "pre, post])"},
     {"add_writer", (PyCFunction)renderer_add_writer, METH_VARARGS,
      "add_writer(id, name: bytes, id_text: bytes)"},
     {"set_sync", (PyCFunction)renderer_set_sync, METH_VARARGS,

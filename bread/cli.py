@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tz", metavar="ZONE",
                    help="show times in this IANA zone (Europe/London...) instead of the "
                         "writer's; %%u stays UTC")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour lines by severity: auto (when writing to a terminal), always, "
+                        "never")
     p.add_argument("--escape", choices=("auto", "always", "never"), default="auto",
                    help="escape control characters: auto (when writing to a terminal), always, never")
     return p
@@ -150,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OPEN
     out = sys.stdout
     escape = args.escape == "always" or (args.escape == "auto" and out.isatty())
-    printer = PrettyPrinter(args.format, args.date_format, zone)
+    color = args.color == "always" or (args.color == "auto" and out.isatty())
+    printer = PrettyPrinter(args.format, args.date_format, zone, color)
     reader = Reader(inputs, sort=args.sort, filter=flt)
     write = sys.stdout.buffer.write
     try:

@@ -21,7 +21,7 @@ from .events import EventStream
 from .frames import Frame
 from .filters import NO_FILTER, Filter
 from .native import DONE, PYTHON, NativeState, raw_event, utf8
-from .render import SOURCE_TEXT, PrettyPrinter, escape_controls
+from .render import SOURCE_TEXT, PrettyPrinter, colors
 
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
@@ -57,7 +57,8 @@ class LineRenderer:
                     date_items.append(ord(code))
             c = accel.speedups.Renderer(date_items, self._fallback, escape)
             c.max_out = self.C_MAX_OUT
-            self._native = NativeState(stream, c, self._source_items, flt)
+            self._native = NativeState(stream, c, self._source_items, flt,
+                                       self._colors if printer.color else None)
 
     @property
     def uses_c(self) -> bool:
@@ -94,8 +95,7 @@ class LineRenderer:
         ev = self.stream.event(raw)
         if not self.filter.keeps(ev):
             return None
-        line = self.printer(ev)
-        return escape_controls(line) if self.escape else line
+        return self.printer.line(ev, self.escape)
 
 
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[bytes]:
@@ -139,6 +139,11 @@ class LineRenderer:
                 yield from self._python_frame(fr, skip=c.rendered)
                 return
             out = c.render(None)
+
+    @staticmethod
+    def _colors(src: EventSource) -> tuple[bytes, bytes]:
+        before, after = colors(src.severity)
+        return before.encode(), after.encode()
 
     def _source_items(self, src: EventSource) -> list:
         """The event format for this source: literals with its fields rendered, codes for the rest."""

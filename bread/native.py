@@ -51,10 +51,12 @@ class NativeState:
     """
 
     def __init__(self, stream: EventStream, renderer: Any,
-                 source_items: Callable[[EventSource], list], flt: Filter = NO_FILTER) -> None:
+                 source_items: Callable[[EventSource], list], flt: Filter = NO_FILTER,
+                 decorate: Callable[[EventSource], tuple[bytes, bytes]] | None = None) -> None:
         self.stream = stream
         self.renderer = renderer
         self.source_items = source_items
+        self.decorate = decorate   # bytes before and after each line of a source (colour)
         self.filter = flt
         self.ok = True
         if flt.since is not None or flt.until is not None:
@@ -67,7 +69,8 @@ class NativeState:
         if t is EventSource:
             if 0 <= e.id < MAX_C_IDS:
                 c.add_source(e.id, self.source_items(e), message_items(e), len(e.field_names),
-                             e, e.field_names, not self.filter.source_ok(e))
+                             e, e.field_names, not self.filter.source_ok(e),
+                             *(self.decorate(e) if self.decorate else ()))
         elif t is WriterProp:
             if 0 <= e.id < MAX_C_IDS:
                 c.add_writer(e.id, utf8(e.name), str(e.id).encode(), e,

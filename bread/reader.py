@@ -17,7 +17,7 @@ from .merge import FrameIndex, index, merge, sorted_input
 from . import accel
 from .lines import BLOCK_LINES, LineRenderer, join_lines
 from .native import EventDecoder
-from .render import PrettyPrinter, escape_controls
+from .render import PrettyPrinter
 
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
 #: standard input), a binary file object, or a list of paths. gzip is read transparently.
@@ -134,8 +134,7 @@ class Reader:
         if self.sort or self.filter.grep is not None or printer.zone is not None:   # one by one
             lines: list[str] = []
             for ev in self:
-                line = printer(ev)
-                lines.append(escape_controls(line) if escape else line)
+                lines.append(printer.line(ev, escape))
                 if len(lines) >= BLOCK_LINES:
                     yield join_lines(lines)
                     lines = []

@@ -130,6 +130,20 @@ def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
     return parts
 
 
+#: Terminal colours by severity (``--color``): what goes before and after a line.
+_COLORS = {0x20: "\x1b[2m", 0x40: "\x1b[2m", 0x100: "\x1b[33m", 0x200: "\x1b[31m",
+           0x400: "\x1b[1;31m"}
+_RESET = "\x1b[0m"
+
+
+def colors(severity: int) -> tuple[str, str]:
+    """(before, after) a line of this severity on a colour terminal; ("", "") for none."""
+    code = _COLORS.get(severity)
+    if code is None:   # info, and values no severity has: the terminal's own colour
+        return "", ""
+    return code, _RESET
+
+
 #: ``-f`` placeholders whose text is a property of the call site: rendered once per source.
 SOURCE_TEXT: dict[str, Callable[[EventSource], str]] = {
     "I": lambda s: str(s.id),
@@ -150,9 +164,11 @@ class PrettyPrinter:
     CODES = "ISCMFGLPTntdurm"
 
     def __init__(self, event_format: str = DEFAULT_FORMAT,
-                 date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None) -> None:
+                 date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None,
+                 color: bool = False) -> None:
         self.date = DateFormat(date_format)
         self.zone = zone   # %d in this zone instead of the writer's (bread --tz)
+        self.color = color   # lines coloured by severity (bread --color)
         self.parts = _split(event_format, self.CODES)   # (literal, code or None) pairs
         self._getters = [(lit, self._getter(code)) for lit, code in self.parts]
 
@@ -180,6 +196,17 @@ class PrettyPrinter:
             if get is not None:
                 out.append(get(event))
         return "".join(out)
+
+    def line(self, event: Event, escape: bool) -> str:
+        """The event's line as bread prints it: control characters escaped if asked, then
+        coloured if this printer colours (the colour's own escapes are not escaped)."""
+        text = self(event)
+        if escape:
+            text = escape_controls(text)
+        if self.color:
+            before, after = colors(event.source.severity)
+            text = before + text + after
+        return text
 
 
 # C0 controls (but tab), DEL and C1 controls, shown as escapes on a terminal.

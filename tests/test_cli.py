@@ -499,3 +499,24 @@ def test_cli_never_raises_on_a_cut_file_and_prints_every_complete_event(cut, tmp
     assert len(lines) == len(full)
     assert code in (0, 3) and "Traceback" not in err
     assert (code == 3) == bool(err.strip())
+
+
+def test_color_by_severity_outside_the_escaping(tmp_path, capsys):
+    s = blog.Session()
+    log = s.get_logger("main")
+    out = blog.MemoryOutputStream()
+    log.info("calm {}", 1)
+    log.warning("careful \x1b[2J {}", 2)     # a logged escape sequence stays escaped
+    log.error("broken {}", 3)
+    s.consume(out)
+    p = tmp_path / "c.blog"
+    p.write_bytes(out.getvalue())
+    for hot in (True, False):
+        with pytest.MonkeyPatch.context() as m:
+            if not hot:
+                m.setattr(bread.accel, "speedups", None)
+            assert cli.main(["--color", "always", "--escape", "always", "-f", "%m", str(p)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines == ["calm 1", "\x1b[33mcareful \\x1b[2J 2\x1b[0m", "\x1b[31mbroken 3\x1b[0m"]
+    assert cli.main(["--color", "never", "-f", "%m", str(p)]) == 0
+    assert "\x1b[3" not in capsys.readouterr().out

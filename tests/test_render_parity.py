@@ -56,8 +56,8 @@ def render(data: bytes, printer: PrettyPrinter, escape: bool, use_c: bool,
 
 def both(data: bytes, fmt_: str = "%S %C [%d] %n %m (%G:%L) %u %r %t %I %T %P",
          date: str = "%Y-%m-%d %H:%M:%S.%N %z %Z", escape: bool = False,
-         max_out: int | None = None) -> bytes:
-    printer = PrettyPrinter(fmt_, date)
+         max_out: int | None = None, color: bool = False) -> bytes:
+    printer = PrettyPrinter(fmt_, date, color=color)
     c = render(data, printer, escape, True, max_out)
     py = render(data, printer, escape, False)
     assert c == py
@@ -125,10 +125,10 @@ def a_file(draw) -> bytes:
 
 @needs_c
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=a_file(), escape=st.booleans())
-def test_random_files_render_the_same_in_c_and_python(data, escape):
-    both(data, escape=escape)
-    both(data, fmt_="%m", escape=escape)
+@given(data=a_file(), escape=st.booleans(), color=st.booleans())
+def test_random_files_render_the_same_in_c_and_python(data, escape, color):
+    both(data, escape=escape, color=color)
+    both(data, fmt_="%m", escape=escape, color=color)
 
 
 @needs_c

@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Callable, NoReturn, Sequence
+from typing import Callable, Iterator, NoReturn, Sequence
 
 import pytz
 
@@ -16,6 +16,7 @@ from blogformat.severity import to_severity
 from .entries import Dropped, Lost
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
+from .follow import Tail
 from .inputs import STDIN, expand
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
@@ -55,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                    help=pct(f"event format (default {DEFAULT_FORMAT!r})"))
     p.add_argument("-d", "--date-format", default=DEFAULT_DATE_FORMAT,
                    help=pct(f"date format for %d and %u (default {DEFAULT_DATE_FORMAT!r})"))
+    p.add_argument("-F", "--follow", action="store_true",
+                   help="follow one live file as it grows, across rotation and truncation, "
+                        "until Ctrl-C (as tail -F)")
     p.add_argument("-s", "--sort", action="store_true",
                    help="events in time order across writers and inputs (bounded memory)")
     p.add_argument("-l", "--level", metavar="SEVERITY",
@@ -145,6 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _parser().print_usage(sys.stderr)
         sys.stderr.write(f"bread: error: {exc}\n")
         return EXIT_USAGE
+    if args.follow and (len(args.inputs) != 1 or args.inputs[0] == STDIN or args.sort):
+        _parser().print_usage(sys.stderr)
+        sys.stderr.write("bread: error: -F/--follow takes one file (not '-'), and no -s\n")
+        return EXIT_USAGE
     try:
         inputs = _inputs(args.inputs)
     except OSError as exc:
@@ -155,17 +163,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     escape = args.escape == "always" or (args.escape == "auto" and out.isatty())
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format, zone, color)
-    reader = Reader(inputs, sort=args.sort, filter=flt)
-    write = sys.stdout.buffer.write
+    source = [Tail(inputs[0])] if args.follow else inputs
+    reader = Reader(source, sort=args.sort, filter=flt)
+    stdout = sys.stdout.buffer
     try:
         if args.output == "text":
-            for block in reader.text(printer, escape=escape):
-                write(block)
+            blocks: Iterator[bytes] = reader.text(printer, escape=escape)
         else:
             rows = jsonl(reader, zone) if args.output == "jsonl" else csv_rows(reader, zone)
-            for text in rows:
-                write(text.encode("utf-8", "backslashreplace"))
-        sys.stdout.buffer.flush()
+            blocks = (text.encode("utf-8", "backslashreplace") for text in rows)
+        for block in blocks:
+            stdout.write(block)
+            if args.follow:
+                stdout.flush()    # as the writer writes
+        stdout.flush()
+    except KeyboardInterrupt:     # Ctrl-C: the way a follow ends
+        stdout.flush()
     except BrokenPipeError:
         # The reader of our output went away (``bread x | head``): stop quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)

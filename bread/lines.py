@@ -60,33 +60,15 @@ class LineRenderer:
             self._native = NativeState(stream, c, self._source_items, flt,
                                        self._colors if printer.color else None)
 
-    @property
-    def uses_c(self) -> bool:
-        """True if frames are rendered by the C fast path."""
-        return self._native is not None
-
     def blocks(self, entries: Iterable[Entry | Frame]) -> Iterator[bytes]:
-        """The rendered lines, each ending with a newline, in blocks."""
+        """The rendered lines, each ending with a newline, in blocks: at least one per
+        events frame (entries from ``iter_entries(..., raw_events=True)``)."""
         apply = self.stream.apply if self._native is None else self._native.apply
-        lines: list[str] = []
         for e in entries:
-            t = type(e)
-            if t is RawEvent:   # the Python path's entries
-                line = self._line(e)
-                if line is not None:
-                    lines.append(line)
-                if len(lines) >= BLOCK_LINES:
-                    yield join_lines(lines)
-                    lines = []
-            elif t is Frame:
-                if lines:
-                    yield join_lines(lines)
-                    lines = []
+            if type(e) is Frame:
                 yield from self._frame(e)
             else:
                 apply(e)
-        if lines:
-            yield join_lines(lines)
 
     # --- Python path ---------------------------------------------------------
 

@@ -145,8 +145,9 @@ class Reader:
             stream = self._stream(())
             lines = LineRenderer(stream, printer, escape=escape, source=name, flt=self.filter)
             try:
-                yield from lines.blocks(iter_entries(iter_frames(f, name), name,
-                                                     raw_events=lines.uses_c))
+                # Whole frames, on both paths: a frame's lines are given as soon as it is read
+                # (bread -F prints what the consumer has just written).
+                yield from lines.blocks(iter_entries(iter_frames(f, name), name, raw_events=True))
             finally:
                 self.unknown_sources += stream.unknown_sources
 

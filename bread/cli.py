@@ -16,6 +16,7 @@ from blogformat.severity import to_severity
 from .entries import Dropped, Lost
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
+from . import stats
 from .follow import Tail
 from .inputs import STDIN, expand
 from .reader import Reader
@@ -33,7 +34,9 @@ date format placeholders (-d):
   %Y year  %y 2-digit year  %m month  %d day  %H hour  %M minute  %S second
   %N nanoseconds  %z UTC offset (+hhmm)  %Z zone name
 exit status: 0 ok, 1 bad option, 2 cannot open an input, 3 damaged input
-(everything readable is printed first)."""
+(everything readable is printed first).
+bread stats [-o json] FILE...: counts by severity, category, call site and
+writer, time range and rate, drops, losses, damage, events over time."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -134,6 +137,9 @@ def _names(text: str) -> frozenset[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run bread; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["stats"]:   # bread stats FILE... (a file named stats: ./stats)
+        return stats.main(argv[1:])
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # -h, or a bad option (already explained on stderr)

@@ -1,0 +1,167 @@
+"""``bread stats``: what a set of log files holds, counted, and when.
+
+Counts by severity, category, call site and writer; the first and last time
+and the rate; what the writer recorded as dropped or lost; the damaged
+regions; and a histogram of events over time by severity, sized to the
+terminal. Read through the batch API (no object per event); memory holds one
+count per second of log time, not the events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as _dt
+import json
+import shutil
+import sys
+from typing import Any, Sequence
+
+from blogformat.entries import Dropped, Lost
+from blogformat.severity import Severity
+
+from .inputs import STDIN, expand
+from .reader import Reader
+from .render import escape_controls
+
+_MARKS = {"CRITICAL": "#", "ERROR": "#", "WARNING": "+", "INFO": "=", "DEBUG": ".", "TRACE": "."}
+
+
+def collect(source: Any) -> dict:
+    """The statistics of ``source`` (what ``bread.read`` takes), as a JSON-ready dict."""
+    reader = Reader(source)
+    by_sev: collections.Counter = collections.Counter()
+    by_cat: collections.Counter = collections.Counter()
+    by_site: collections.Counter = collections.Counter()
+    by_writer: collections.Counter = collections.Counter()
+    per_second: collections.Counter = collections.Counter()   # (second, severity) -> events
+    first = last = None
+    n = 0
+    cols = ["time", "severity", "category", "writer", "function", "file", "line"]
+    for b in reader.batches(cols, arrow=False):
+        times, sevs = b["time"], b["severity"]
+        n += len(sevs)
+        by_sev.update(sevs)
+        by_cat.update(b["category"])
+        by_writer.update(b["writer"])
+        by_site.update(zip(b["file"], b["line"], b["function"]))
+        for t, s in zip(times, sevs):
+            if t is None:
+                continue
+            per_second[(t // 1_000_000_000, s)] += 1
+            if first is None or t < first:
+                first = t
+            if last is None or t > last:
+                last = t
+    dropped = sum(x.count for x in reader.notices if isinstance(x, Dropped))
+    lost = sum(x.events for x in reader.notices if isinstance(x, Lost))
+    span = (last - first) / 1e9 if first is not None and last is not None else 0.0
+    return {
+        "events": n,
+        "first": _iso(first), "last": _iso(last), "seconds": span,
+        "events_per_second": n / span if span > 0 else None,
+        "severity": dict(sorted(by_sev.items(), key=lambda kv: _sev_value(kv[0]))),
+        "category": dict(by_cat.most_common()),
+        "writer": dict(by_writer.most_common()),
+        "sites": [{"file": f, "line": line, "function": fn, "events": c}
+                  for (f, line, fn), c in by_site.most_common()],
+        "dropped": dropped, "lost": lost,
+        "unknown_sources": reader.unknown_sources,
+        "damage": [{"source": d.source, "offset": d.offset, "length": d.length,
+                    "reason": d.reason} for d in reader.damage],
+        "histogram": _histogram(per_second),
+    }
+
+
+def _sev_value(name: str) -> int:
+    try:
+        return int(Severity[name])
+    except KeyError:
+        return int(name) if name.lstrip("-").isdigit() else 0
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    secs, frac = divmod(ns, 1_000_000_000)
+    try:
+        t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=secs)
+    except OverflowError:
+        return str(ns)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+
+
+def _histogram(per_second: collections.Counter, bins: int = 24) -> list[dict]:
+    """Events per time bin by severity: ``bins`` equal bins from the first to the last second."""
+    if not per_second:
+        return []
+    lo = min(s for s, _ in per_second)
+    hi = max(s for s, _ in per_second) + 1
+    width = max(1, -(-(hi - lo) // bins))
+    out: dict[int, collections.Counter] = {}
+    for (sec, sev), c in per_second.items():
+        out.setdefault((sec - lo) // width, collections.Counter())[sev] += c
+    return [{"start": _iso((lo + k * width) * 1_000_000_000), "seconds": width,
+             "severity": dict(out.get(k, {}))} for k in range((hi - lo + width - 1) // width)]
+
+
+def render(stats: dict, width: int) -> str:
+    """The statistics as text for a terminal ``width`` columns wide."""
+    lines = [f"events: {stats['events']:,}"]
+    if stats["first"]:
+        rate = stats["events_per_second"]
+        lines.append(f"from {stats['first']} to {stats['last']} ({stats['seconds']:.3f} s"
+                     + (f", {rate:,.0f} events/s)" if rate else ")"))
+    for title in ("severity", "category", "writer"):
+        lines.append(f"by {title}:")
+        lines += [f"  {k:<24} {v:>12,}" for k, v in list(stats[title].items())[:20]]
+    lines.append("by call site:")
+    for s in stats["sites"][:20]:
+        lines.append(f"  {s['file']}:{s['line']} ({s['function']}) {s['events']:>12,}")
+    lines.append(f"dropped by writers: {stats['dropped']:,}; lost by outputs: {stats['lost']:,}")
+    if stats["unknown_sources"]:
+        lines.append(f"events whose source is unknown: {stats['unknown_sources']:,}")
+    for d in stats["damage"]:
+        lines.append(f"damage: {d['source']}: {d['length']} byte(s) at offset {d['offset']} "
+                     f"({d['reason']})")
+    hist = stats["histogram"]
+    if hist:
+        top = max(sum(b["severity"].values()) for b in hist) or 1
+        room = max(10, width - 38)
+        lines.append(f"events over time ({hist[0]['seconds']} s a line; "
+                     + ", ".join(f"{m} {s.lower()}" for s, m in _MARKS.items()
+                                 if s not in ("CRITICAL", "TRACE")) + "):")
+        for b in hist:
+            bar = ""
+            for sev in ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG", "TRACE"):
+                c = b["severity"].get(sev, 0)
+                bar += _MARKS[sev] * round(c / top * room)
+            total = sum(b["severity"].values())
+            lines.append(f"  {b['start'][:19]} {total:>10,} {bar}")
+    return "\n".join(escape_controls(x) for x in lines) + "\n"
+
+
+def main(argv: Sequence[str]) -> int:
+    """``bread stats [-o json] FILE...``; the same exit codes as bread."""
+    p = argparse.ArgumentParser(prog="bread stats", description=__doc__.split("\n")[0])
+    p.add_argument("inputs", nargs="*", metavar="FILE")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    try:
+        inputs = expand(args.inputs or [STDIN])
+        for path in inputs:
+            if path != STDIN:
+                open(path, "rb").close()
+    except OSError as exc:
+        sys.stderr.write(f"bread: cannot open {escape_controls(str(exc.filename))}: "
+                         f"{exc.strerror}\n")
+        return 2
+    stats = collect(inputs)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(stats, indent=1) + "\n")
+    else:
+        sys.stdout.write(render(stats, shutil.get_terminal_size().columns))
+    return 3 if stats["damage"] else 0

@@ -347,8 +347,9 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    PyObject *keep;              /* list: the bytes objects the items point into */
-    Py_ssize_t nkeep;            /* the first nkeep are the date format's: kept by reset() */
+    PyObject *keep;              /* dict: per source, writer and sync, what the tables point
+                                    into (3*id, 3*id+1, -1); emptied by reset() */
+    PyObject *date_hold;         /* list: what the date format's items point into */
     Source **sources;            /* by id, < MAX_IDS */
     Writer *writers;             /* by id, < MAX_IDS; name NULL: unknown */
     Item *date; Py_ssize_t ndate;
@@ -401,7 +402,7 @@ free_source(Source *s)
 /* Items from a Python sequence of bytes (literals) and ints (codes, or for a
  * message: >= 0 positional index, < 0 field -(j+1)). */
 static int
-compile_items(Renderer *self, PyObject *seq, int message, Item **out, Py_ssize_t *nout)
+compile_items(PyObject *hold, PyObject *seq, int message, Item **out, Py_ssize_t *nout)
 {
     PyObject *fast = PySequence_Fast(seq, "items must be a sequence");
     if (fast == NULL) return -1;
@@ -411,7 +412,7 @@ compile_items(Renderer *self, PyObject *seq, int message, Item **out, Py_ssize_t
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(fast, i);
         if (PyBytes_Check(o)) {
-            if (PyList_Append(self->keep, o) < 0) goto fail;
+            if (PyList_Append(hold, o) < 0) goto fail;
             items[i].code = IT_LIT;
             items[i].s = PyBytes_AS_STRING(o);
             items[i].n = PyBytes_GET_SIZE(o);
@@ -453,6 +454,20 @@ check_id(PyObject *o, long long *id)
     return 0;
 }
 
+/* Keep `objs` (a new reference, or NULL after a failed allocation) alive under `key`:
+ * what the tables point into for one source, writer or sync; what was held under
+ * the key before is released (a writer renamed, a sync replaced). */
+static int
+hold_under(Renderer *self, long long key, PyObject *objs)
+{
+    if (objs == NULL) return -1;
+    PyObject *k = PyLong_FromLongLong(key);
+    int r = k == NULL ? -1 : PyDict_SetItem(self->keep, k, objs);
+    Py_XDECREF(k);
+    Py_DECREF(objs);
+    return r;
+}
+
 /* add_source(id, items, message_items or None, nnames) */
 static PyObject *
 renderer_add_source(Renderer *self, PyObject *args)
@@ -464,15 +479,20 @@ renderer_add_source(Renderer *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOn|OO!pSS:add_source", &ido, &items, &msg, &nnames, &obj,
                           &PyTuple_Type, &names, &skip, &pre, &post))
         return NULL;
-    if ((pre != NULL && PyList_Append(self->keep, pre) < 0)
-        || (post != NULL && PyList_Append(self->keep, post) < 0))
-        return NULL;
     if (check_id(ido, &id) < 0) return NULL;
-    if (obj != NULL && (PyList_Append(self->keep, obj) < 0
-                        || (names != NULL && PyList_Append(self->keep, names) < 0)))
+    /* What the new source's items point into: held under its id, so that a source
+     * described again frees what the old one held. */
+    PyObject *hold = PyList_New(0);
+    if (hold == NULL) return NULL;
+    if ((pre != NULL && PyList_Append(hold, pre) < 0)
+        || (post != NULL && PyList_Append(hold, post) < 0)
+        || (obj != NULL && PyList_Append(hold, obj) < 0)
+        || (names != NULL && PyList_Append(hold, names) < 0)) {
+        Py_DECREF(hold);
         return NULL;
+    }
     Source *s = PyMem_Calloc(1, sizeof(Source));
-    if (s == NULL) return PyErr_NoMemory();
+    if (s == NULL) { Py_DECREF(hold); return PyErr_NoMemory(); }
     s->nnames = nnames;
     s->obj = obj;
     s->names = names;
@@ -485,11 +505,21 @@ renderer_add_source(Renderer *self, PyObject *args)
         s->post = PyBytes_AS_STRING(post);
         s->npost = PyBytes_GET_SIZE(post);
     }
-    if (compile_items(self, items, 0, &s->items, &s->nitems) < 0
-        || (msg != Py_None && compile_items(self, msg, 1, &s->msg, &s->nmsg) < 0)) {
+    if (compile_items(hold, items, 0, &s->items, &s->nitems) < 0
+        || (msg != Py_None && compile_items(hold, msg, 1, &s->msg, &s->nmsg) < 0)) {
         free_source(s);
+        Py_DECREF(hold);
         return NULL;
     }
+    PyObject *key = PyLong_FromLongLong(3 * id);
+    if (key == NULL || PyDict_SetItem(self->keep, key, hold) < 0) {
+        Py_XDECREF(key);
+        free_source(s);
+        Py_DECREF(hold);
+        return NULL;
+    }
+    Py_DECREF(key);
+    Py_DECREF(hold);
     free_source(self->sources[id]);
     self->sources[id] = s;
     Py_RETURN_NONE;
@@ -505,8 +535,8 @@ renderer_add_writer(Renderer *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OSS|Op:add_writer", &ido, &name, &idtext, &obj, &skip))
         return NULL;
     if (check_id(ido, &id) < 0) return NULL;
-    if (PyList_Append(self->keep, name) < 0 || PyList_Append(self->keep, idtext) < 0
-        || (obj != NULL && PyList_Append(self->keep, obj) < 0))
+    if (hold_under(self, 3 * id + 1, obj != NULL ? PyTuple_Pack(3, name, idtext, obj)
+                                                 : PyTuple_Pack(2, name, idtext)) < 0)
         return NULL;
     Writer *w = &self->writers[id];
     w->obj = obj;
@@ -525,13 +555,13 @@ renderer_set_sync(Renderer *self, PyObject *args)
     long long cv, freq, ns, off;
     PyObject *name, *tz = NULL;
     if (!PyArg_ParseTuple(args, "LLLLS|O:set_sync", &cv, &freq, &ns, &off, &name, &tz)) return NULL;
-    if (tz != NULL && PyList_Append(self->keep, tz) < 0) return NULL;
-    self->tz = tz;
     if (freq <= 0) {
         PyErr_SetString(PyExc_ValueError, "frequency must be positive");
         return NULL;
     }
-    if (PyList_Append(self->keep, name) < 0) return NULL;
+    if (hold_under(self, -1, tz != NULL ? PyTuple_Pack(2, name, tz) : PyTuple_Pack(1, name)) < 0)
+        return NULL;
+    self->tz = tz != NULL ? tz : self->utc_tz;
     self->clock_value = cv;
     self->frequency = freq;
     self->ns0 = ns;
@@ -568,8 +598,7 @@ renderer_reset(Renderer *self, PyObject *unused)
     self->ntz = 3;
     self->tz = self->utc_tz;
     self->local.valid = 0;
-    /* Drop what only the old stream's items pointed into (the date format stays). */
-    if (PyList_SetSlice(self->keep, self->nkeep, PY_SSIZE_T_MAX, NULL) < 0) return NULL;
+    PyDict_Clear(self->keep);   /* what only the old stream's tables pointed into */
     Py_RETURN_NONE;
 }
 
@@ -1020,7 +1049,9 @@ fail:
 static inline int
 left_out(Renderer *self, long long wid, long long sid, long long clock)
 {
-    if (sid >= 0 && sid < MAX_IDS && self->sources[sid] != NULL && self->sources[sid]->skip)
+    if (sid < 0 || sid >= MAX_IDS || self->sources[sid] == NULL)
+        return 0;   /* Python counts the unknown source, then filters */
+    if (self->sources[sid]->skip)
         return 1;
     if (wid >= 0 && wid < MAX_IDS && self->writers[wid].name != NULL && self->writers[wid].skip)
         return 1;
@@ -1185,7 +1216,9 @@ renderer_take_columns(Renderer *self, PyObject *unused)
 {
     PyObject *r = PyTuple_New(7);
     if (r == NULL) return NULL;
-    PyTuple_SET_ITEM(r, 0, PyLong_FromSsize_t(self->rows));
+    PyObject *rows = PyLong_FromSsize_t(self->rows);
+    if (rows == NULL) { Py_DECREF(r); return NULL; }
+    PyTuple_SET_ITEM(r, 0, rows);
     for (int k = 0; k < C_NCOLS; k++) {
         Buf *b = &self->col[k];
         PyObject *v;
@@ -1273,10 +1306,12 @@ renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     Renderer *self = (Renderer *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
-    self->keep = PyList_New(0);
+    self->keep = PyDict_New();
+    self->date_hold = PyList_New(0);
     self->sources = PyMem_Calloc(MAX_IDS, sizeof(Source *));
     self->writers = PyMem_Calloc(MAX_IDS, sizeof(Writer));
-    if (self->keep == NULL || self->sources == NULL || self->writers == NULL) {
+    if (self->keep == NULL || self->date_hold == NULL || self->sources == NULL
+        || self->writers == NULL) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
@@ -1289,11 +1324,10 @@ renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->max_rows = 65536;
     self->want_message = 1;
     /* Date items first in `keep`, so that reset() keeps them. */
-    if (compile_items(self, date, 0, &self->date, &self->ndate) < 0) {
+    if (compile_items(self->date_hold, date, 0, &self->date, &self->ndate) < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    self->nkeep = PyList_GET_SIZE(self->keep);
     PyObject *r = renderer_reset(self, NULL);
     if (r == NULL) { Py_DECREF(self); return NULL; }
     Py_DECREF(r);
@@ -1305,6 +1339,7 @@ renderer_traverse(Renderer *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->payload);
     Py_VISIT(self->keep);
+    Py_VISIT(self->date_hold);
     Py_VISIT(self->fallback);
     Py_VISIT(self->message_fallback);
     Py_VISIT(self->event_type);
@@ -1321,6 +1356,7 @@ renderer_clear(Renderer *self)
 {
     frame_release(self);
     Py_CLEAR(self->keep);
+    Py_CLEAR(self->date_hold);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->message_fallback);
     Py_CLEAR(self->event_type);
@@ -1494,6 +1530,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     Py_ssize_t off_source, off_args, off_fields, off_texts, off_message;
     PyObject *fallback;          /* the Python getter: everything but the common case */
+    PyObject *type;              /* the Event class whose slots the offsets are */
 } MessageGetter;
 
 static PyObject *str_template, *str_field_names;
@@ -1514,6 +1551,8 @@ getter_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     PyObject *ev = args[0];
+    if (!PyObject_TypeCheck(ev, (PyTypeObject *)self->type))   /* not an Event: Python says so */
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     PyObject *m = slot(ev, self->off_message);
     if (m != NULL && m != Py_None) { Py_INCREF(m); return m; }
     PyObject *texts = slot(ev, self->off_texts), *src = slot(ev, self->off_source);
@@ -1549,6 +1588,7 @@ static int
 getter_traverse(MessageGetter *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fallback);
+    Py_VISIT(self->type);
     return 0;
 }
 
@@ -1556,6 +1596,7 @@ static int
 getter_clear(MessageGetter *self)
 {
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->type);
     return 0;
 }
 
@@ -1592,6 +1633,8 @@ getter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->vectorcall = getter_vectorcall;
     Py_INCREF(fallback);
     self->fallback = fallback;
+    Py_INCREF(evtype);
+    self->type = evtype;
     if (slot_offset(evtype, "source", &self->off_source) < 0
         || slot_offset(evtype, "args", &self->off_args) < 0
         || slot_offset(evtype, "fields", &self->off_fields) < 0

@@ -115,11 +115,9 @@ class BatchReader:
             elif t is Frame:
                 yield from self._frame(e)
             else:
-                # A batch looks its sources and writers up when it is made: one
-                # that is described anew (or a new stream) ends the pending batch.
-                if (t is FileHeader or (t is EventSource and e.id in self.stream.sources)
-                        or (t is WriterProp and e.id in self.stream.writers
-                            and self.stream.writers[e.id] != e)):
+                # A batch looks its sources and writers up when it is made: any that is
+                # described (its rows may already refer to it) or a new stream ends it.
+                if t is FileHeader or t is EventSource or t is WriterProp:
                     yield from self._flush()
                 apply(e)
         yield from self._flush()

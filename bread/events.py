@@ -109,8 +109,9 @@ def message_plan(src: EventSource) -> tuple | None:
             items.append(tpl.literals[i])
         if isinstance(ph.key, int):
             items.append(ph.key)
-        elif ph.key in src.field_names:
-            items.append(-1 - src.field_names.index(ph.key))
+        elif ph.key in src.field_names:   # the last of the name, as the fields dict keeps
+            names = src.field_names
+            items.append(-1 - (len(names) - 1 - names[::-1].index(ph.key)))
         else:
             return None
     if tpl.literals[-1]:

@@ -14,6 +14,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Iterable
 
 from blogformat.entries import EventSource, WriterProp
@@ -34,7 +35,7 @@ def parse_time(text: str, now_ns: int | None = None) -> int:
     m = _RELATIVE.match(t)
     if m:
         now = time.time_ns() if now_ns is None else now_ns
-        return now - int(float(m.group(1)) * _UNITS[m.group(2)])
+        return now - int(Fraction(m.group(1)) * _UNITS[m.group(2)])
     try:
         when = _dt.datetime.fromisoformat(t.replace("Z", "+00:00") if t.endswith("Z") else t)
     except ValueError:
@@ -75,8 +76,10 @@ class Filter:
             items = v.split(",") if isinstance(v, str) else list(v)
             return frozenset(x.strip() for x in items if x.strip())
 
-        def when(v: int | str | None) -> int | None:
-            return parse_time(v) if isinstance(v, str) else v
+        def when(v: int | float | str | None) -> int | None:
+            if v is None:
+                return None
+            return parse_time(v) if isinstance(v, str) else int(v)
 
         return cls(
             min_severity=None if min_severity is None else to_severity(min_severity),

@@ -22,6 +22,7 @@ from typing import BinaryIO, Iterable
 #: Names of the files a directory stands for.
 LOG_SUFFIXES = (".blog", ".blog.gz")
 GZIP_MAGIC = b"\x1f\x8b"
+_PIECE = 4096   # compressed bytes per zlib call
 STDIN = "-"
 
 
@@ -72,6 +73,8 @@ class GzipInput:
         self._start = raw.tell() if seekable(raw) else None
         self._d = zlib.decompressobj(31)      # 31: a gzip header and trailer
         self._fed = False                      # the current member has begun
+        self._fed_any = False                  # any compressed byte has been given to zlib
+        self._first_piece = True
         self._buf = bytearray()
         self._eof = False
         self._plain = False
@@ -90,21 +93,30 @@ class GzipInput:
                 if self._fed:
                     self.error = "compressed data cut short"
                 break
-            try:
-                self._inflate(chunk)
-            except zlib.error as exc:
-                self._eof = True
-                if self.pos == 0 and not self._buf and self._start is not None:
-                    self._raw.seek(self._start)    # not gzip after all
-                    self._plain = True
-                    return self._raw.read(n)
-                self.error = f"compressed data damaged ({exc})"
+            # In small pieces: zlib gives nothing of a call that fails, so what came
+            # before damage is kept to within a piece.
+            for k in range(0, len(chunk), _PIECE):
+                try:
+                    self._inflate(chunk[k:k + _PIECE])
+                except zlib.error as exc:
+                    self._eof = True
+                    # Nothing came out of the first piece: it was never gzip (bytes that
+                    # only looked like its header), if the file can go back.
+                    if (self.pos == 0 and not self._buf and self._start is not None
+                            and self._first_piece):
+                        self._raw.seek(self._start)    # not gzip after all
+                        self._plain = True
+                        return self._raw.read(n)
+                    self.error = f"compressed data damaged ({exc})"
+                    break
         out = bytes(self._buf[:want])
         del self._buf[:want]
         self.pos += len(out)
         return out
 
     def _inflate(self, chunk: bytes) -> None:
+        self._first_piece = not self._fed_any
+        self._fed_any = True
         self._fed = True
         self._buf += self._d.decompress(chunk)
         while self._d.eof:                     # a member ended; another may follow
@@ -150,15 +162,11 @@ class _Prefixed:
 
 def decompressing(f: BinaryIO) -> BinaryIO:
     """``f``, or a GzipInput over it if it starts with gzip's magic bytes."""
-    peek = getattr(f, "peek", None)
-    if peek is not None:
-        head = peek(4)[:4]
+    head = f.read(4)   # read, not peek: a pipe may have fewer bytes buffered so far
+    if seekable(f):
+        f.seek(-len(head), os.SEEK_CUR)
     else:
-        head = f.read(4)
-        if seekable(f):
-            f.seek(-len(head), os.SEEK_CUR)
-        else:
-            f = _Prefixed(head, f)  # type: ignore[assignment]
+        f = _Prefixed(head, f)  # type: ignore[assignment]
     # gzip's magic, the deflate method, and no reserved flag bit set
     gz = len(head) == 4 and head[:3] == GZIP_MAGIC + b"\x08" and not head[3] & 0xE0
     return GzipInput(f) if gz else f   # type: ignore[return-value]

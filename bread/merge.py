@@ -118,7 +118,8 @@ def sorted_input(events: Iterator[Event], idx: FrameIndex, position: int) -> Ite
         if ev.offset != current:
             current = ev.offset
             limit = idx.limit(current)
-            while heap and heap[0][0] < limit:
+            # _LOW stands for "no bound" (or a bound below 64 bits): nothing can go yet.
+            while heap and limit != _LOW and heap[0][0] < limit:
                 yield pop(heap)
         push(heap, (ev.ns, position, ev.writer_prop.id, seq, ev))
         seq += 1

@@ -1,0 +1,165 @@
+"""Edges of the C reader found by a review: each case once went wrong, on one path or both."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tracemalloc
+
+import pytest
+
+import bread
+from blogformat import frames as fmt
+from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
+                                header_payload)
+from blogformat.values import packb
+from bread import accel
+
+from test_inputs import write_log
+
+
+def frames(*parts: bytes) -> bytes:
+    return fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({})) + b"".join(parts)
+
+
+def meta(*entries) -> bytes:
+    return fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in entries))
+
+
+def events(wid: int, evs: list[list], base: int = 0) -> bytes:
+    clocks, c = [], base
+    for e in evs:
+        c += e[1]
+        clocks.append(c)
+    head = BatchHeader(wid, base, len(evs), min(clocks), max(clocks)).encode()
+    return fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(packb(e) for e in evs))
+
+
+def both_paths(fn):
+    """fn() on the C path and on the Python path; the same result."""
+    got = fn()
+    if accel.speedups is not None:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(accel, "speedups", None)
+            assert fn() == got
+    return got
+
+
+SRC = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {}", "int")
+
+
+def test_metadata_described_again_and_again_does_not_grow_memory():
+    # Thousands of renames of one writer: the C tables once held every old name until
+    # the next header, so memory grew with the file.
+    def data(n: int) -> bytes:
+        return frames(meta(SRC), *[meta(WriterProp(1, f"name {i} " * 20)) for i in range(n)],
+                      events(1, [[1, 1, [5]]]))
+
+    def peak(n: int) -> int:
+        d = data(n)
+        tracemalloc.start()
+        try:
+            assert [e.writer for e in bread.read(io.BytesIO(d))] == [f"name {n - 1} " * 20]
+            printer = bread.render.PrettyPrinter("%m")
+            assert b"".join(bread.read(io.BytesIO(d)).text(printer)) == b"v 5\n"
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(2_000), peak(20_000)
+    assert large < small * 2 + (1 << 20), (small, large)
+
+
+def test_a_gzip_damaged_early_keeps_what_came_before():
+    data = write_log(None, 2000)
+    packed = bytearray(gzip.compress(data))
+    packed[len(packed) // 2] ^= 0xFF
+    r = bread.read(io.BytesIO(bytes(packed)))
+    got = [e.message for e in r]
+    want = [f"event {i} of a" for i in range(2000)]
+    # What came before the damage is there (zlib may also give garbage for a while, which
+    # the frames' checksums reject); nothing is invented; the damage is reported.
+    assert len(got) > 100 and got[:100] == want[:100] and set(got) <= set(want)
+    assert r.damage
+
+
+def test_gzip_on_a_pipe_that_gives_two_bytes_first():
+    class Trickle(io.RawIOBase):   # a pipe: a read gives what has arrived, not what was asked
+        def __init__(self, data: bytes) -> None:
+            self.parts = [data[:2], data[2:]]
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, b) -> int:
+            if not self.parts:
+                return 0
+            part = self.parts.pop(0)
+            n = min(len(b), len(part))
+            b[:n] = part[:n]
+            if n < len(part):
+                self.parts.insert(0, part[n:])
+            return n
+
+    data = write_log(None, 30)
+    r = bread.read(io.BufferedReader(Trickle(gzip.compress(data)), 16))
+    assert [e.message for e in r] == [f"event {i} of a" for i in range(30)]
+
+
+def test_batches_of_rows_before_their_metadata_match_read():
+    late = EventSource(5, 0x400, "latecat", "f", "x.py", 1, "late {}", "int")
+    data = frames(meta(SRC, WriterProp(1, "w")), events(1, [[5, 1, [1]], [1, 1, [2]]]),
+                  meta(late, WriterProp(9, "late-writer")), events(9, [[5, 1, [3]]], 10))
+    want = [(e.category, e.writer, e.message) for e in bread.read(io.BytesIO(data))]
+
+    def rows():
+        out = []
+        for b in bread.read(io.BytesIO(data)).batches(["category", "writer", "message"],
+                                                       arrow=False):
+            out += list(zip(b["category"], b["writer"], b["message"]))
+        return out
+    assert both_paths(rows) == want
+    assert want[0][0] == "?" and want[2] == ("latecat", "late-writer", "late 3")
+
+
+def test_a_field_named_twice_renders_as_the_fields_dict_holds_it():
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "a={a} b={b}", "", ("a", "b", "a"), 0)
+    data = frames(meta(src, WriterProp(1, "w")), events(1, [[1, 1, [1, 2, 3]]]))
+    printer = bread.render.PrettyPrinter("%m")
+    text = both_paths(lambda: b"".join(bread.read(io.BytesIO(data)).text(printer)))
+    assert text == b"a=3 b=2\n"
+    assert [e.message for e in bread.read(io.BytesIO(data))] == ["a=3 b=2"]
+
+
+def test_unknown_sources_are_counted_whatever_the_filter():
+    data = frames(meta(SRC, WriterProp(1, "w")), events(1, [[7, 1, [1]], [1, 1, [2]]]))
+
+    def count(**kw):
+        r = bread.read(io.BytesIO(data), **kw)
+        list(r)
+        return r.unknown_sources
+    for kw in (dict(writers="other"), dict(until=0), dict(since=2**70), {}):
+        assert both_paths(lambda: count(**kw)) == 1
+
+
+def test_a_float_time_bound_is_taken():
+    data = frames(meta(SRC, WriterProp(1, "w")), events(1, [[1, 10, [1]], [1, 10, [2]]]))
+    assert both_paths(lambda: [e.clock for e in bread.read(io.BytesIO(data), since=15.0)]) == [20]
+
+
+def test_the_message_getter_checks_its_object():
+    with pytest.raises((AttributeError, TypeError)):
+        bread.Event.message.fget(3)
+
+
+def test_sorted_with_times_below_64_bits_stays_in_order():
+    sync = ClockSync(0, 1, 0, 0, "UTC")        # one tick a second: clocks far below -2**63 ns
+    data = frames(meta(sync, SRC, WriterProp(1, "w")), events(1, [[1, 0, [1]]], -10**11),
+                  events(1, [[1, 0, [2]]], -10**12))
+    got = both_paths(lambda: [e.args[0] for e in bread.read(io.BytesIO(data), sort=True)])
+    assert got == [2, 1]
+
+
+def test_relative_times_are_exact():
+    from bread.filters import parse_time
+    assert parse_time("2.3h", 10**19) == 10**19 - 8_280_000_000_000

@@ -1108,7 +1108,7 @@ walk(Renderer *self, PyObject *arg, int columns)
     }
     Rd r = self->rd;
     Val args[MAX_ARGS], tmp;
-    while (self->left > 0 && (columns == 2 ? PyList_GET_SIZE(self->events) < self->max_rows
+    while (self->left > 0 && (columns >= 2 ? PyList_GET_SIZE(self->events) < self->max_rows
                               : columns ? self->rows < self->max_rows : o->len < self->max_out)) {
         const unsigned char *ev_start = r.p;
         long long ne = read_array(&r), sid, delta, prev;
@@ -1130,7 +1130,28 @@ walk(Renderer *self, PyObject *arg, int columns)
             self->rendered++;
             continue;
         }
-        if (columns == 2) {
+        if (columns == 3) {   /* lines mode: (time, writer id, line) per event */
+            long long ns;
+            Py_ssize_t before = o->len;
+            int done = event_ns(self, prev, &ns)
+                       ? render_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple)
+                       : 0;
+            if (done < 0) goto error;
+            PyObject *item;
+            if (done) {
+                item = Py_BuildValue("LLy#", ns, self->wid, o->p + before,
+                                     (Py_ssize_t)(o->len - before));
+                o->len = before;
+            }
+            else
+                item = PyObject_CallFunction(self->event_fallback, "y#LL", (const char *)ev_start,
+                                             (Py_ssize_t)(r.p - ev_start), self->wid, prev);
+            if (item == NULL) goto error;
+            int rc = item == Py_None ? 0 : PyList_Append(self->events, item);   /* None: left out */
+            Py_DECREF(item);
+            if (rc < 0) goto error;
+        }
+        else if (columns == 2) {
             int e = event_object(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
             if (e < 0) goto error;
             if (e == 0) {
@@ -1256,6 +1277,28 @@ renderer_events(Renderer *self, PyObject *args)
     Py_INCREF(offset);
     Py_XSETREF(self->frame_offset, offset);
     PyObject *r = walk(self, payload, 2);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    list = self->events;
+    self->events = NULL;
+    return list;
+}
+
+/* lines(payload or None, fallback) -> list of (time, writer id, line bytes): as render(),
+ * one item per event (at most max_rows per call), for merging rendered lines by time;
+ * fallback(event bytes, writer id, clock) gives the item of an event C leaves to Python
+ * (or None: left out). Then see state. */
+static PyObject *
+renderer_lines(Renderer *self, PyObject *args)
+{
+    PyObject *payload, *fallback;
+    if (!PyArg_ParseTuple(args, "OO:lines", &payload, &fallback)) return NULL;
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    Py_XSETREF(self->events, list);
+    Py_INCREF(fallback);
+    Py_XSETREF(self->event_fallback, fallback);
+    PyObject *r = walk(self, payload, 3);
     if (r == NULL) return NULL;
     Py_DECREF(r);
     list = self->events;
@@ -1402,6 +1445,8 @@ static PyMethodDef renderer_methods[] = {
      "columns(payload or None) -> rows added to the column buffers; then see state"},
     {"events", (PyCFunction)renderer_events, METH_VARARGS,
      "events(payload or None, frame offset) -> list of Events; then see state"},
+    {"lines", (PyCFunction)renderer_lines, METH_VARARGS,
+     "lines(payload or None, fallback) -> [(time, writer id, line)]; then see state"},
     {"set_event_type", (PyCFunction)renderer_set_event_type, METH_VARARGS,
      "set_event_type(Event, fallback, utc zone)"},
     {"take_columns", (PyCFunction)renderer_take_columns, METH_NOARGS,

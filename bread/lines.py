@@ -102,6 +102,52 @@ class LineRenderer:
         line = self._line(raw_event(data, self._offset, writer_id, clock))
         return b"" if line is None else utf8(line + "\n")
 
+    # --- keyed lines, for the sorted merge ----------------------------------------
+
+    def keyed(self, entries: Iterable[Entry | Frame]) -> Iterator[tuple]:
+        """(frame offset, time, writer id, line) of each event kept, in file order: the
+        lines rendered (by C where it can) before they are merged by time."""
+        apply = self.stream.apply if self._native is None else self._native.apply
+        for e in entries:
+            if type(e) is not Frame:
+                apply(e)
+                continue
+            n = self._native
+            if n is None or not n.ok:
+                yield from self._python_keyed(e)
+                continue
+            c = n.renderer
+            self._offset = e.offset
+            items = c.lines(e.payload, self._keyed_fallback)
+            while True:
+                for ns, wid, line in items:
+                    yield e.offset, ns, wid, line
+                if c.state == DONE:
+                    break
+                if c.state == PYTHON:
+                    yield from self._python_keyed(e, skip=c.rendered)
+                    break
+                items = c.lines(None, self._keyed_fallback)
+
+    def _keyed_item(self, raw: RawEvent) -> tuple | None:
+        ev = self.stream.event(raw)
+        if not self.filter.keeps(ev):
+            return None
+        return ev.ns, ev.writer_prop.id, utf8(self.printer.line(ev, self.escape) + "\n")
+
+    def _keyed_fallback(self, data: bytes, writer_id: int, clock: int) -> tuple | None:
+        return self._keyed_item(raw_event(data, self._offset, writer_id, clock))
+
+    def _python_keyed(self, fr: Frame, skip: int = 0) -> Iterator[tuple]:
+        try:
+            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
+                if k >= skip:
+                    item = self._keyed_item(raw)
+                    if item is not None:
+                        yield (fr.offset, *item)
+        except DECODE_ERRORS as exc:
+            self.stream.apply(undecodable(fr, exc, self.source))
+
     # --- C path --------------------------------------------------------------
 
     def _frame(self, fr: Frame) -> Iterator[bytes]:

@@ -26,7 +26,7 @@ import array
 import bisect
 import heapq
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import msgpack
 
@@ -34,7 +34,6 @@ from blogformat.entries import ClockSync, FileHeader
 from blogformat.values import UNPACK_OPTIONS
 
 from .entries import iter_entries
-from .events import Event
 from .frames import Frame, iter_frames
 
 #: A block of the index ends after this many events frames, or once its frames hold
@@ -108,26 +107,27 @@ def index(f: BinaryIO, name: str) -> FrameIndex:
     return FrameIndex(offsets, mins)
 
 
-def sorted_input(events: Iterator[Event], idx: FrameIndex, position: int) -> Iterator[tuple]:
-    """The events of one input in time order: ``(ns, position, writer id, seq, event)``."""
+def sorted_input(items: Iterator[tuple], idx: FrameIndex, position: int) -> Iterator[tuple]:
+    """One input's ``(frame offset, time, writer id, item)`` in time order, as
+    ``(time, position, writer id, seq, item)``; the item is an Event or a rendered line."""
     heap: list[tuple] = []
     push, pop = heapq.heappush, heapq.heappop
     seq = 0
     current = None
-    for ev in events:
-        if ev.offset != current:
-            current = ev.offset
+    for offset, ns, wid, item in items:
+        if offset != current:
+            current = offset
             limit = idx.limit(current)
             # _LOW stands for "no bound" (or a bound below 64 bits): nothing can go yet.
             while heap and limit != _LOW and heap[0][0] < limit:
                 yield pop(heap)
-        push(heap, (ev.ns, position, ev.writer_prop.id, seq, ev))
+        push(heap, (ns, position, wid, seq, item))
         seq += 1
     while heap:
         yield pop(heap)
 
 
-def merge(inputs: list[tuple[FrameIndex, Callable[[], Iterator[tuple]]]]) -> Iterator[Event]:
+def merge(inputs: list[tuple[FrameIndex, Callable[[], Iterator[tuple]]]]) -> Iterator[Any]:
     """Merge sorted inputs; each is opened (its callable called) only when needed."""
     order = sorted(range(len(inputs)), key=lambda i: (inputs[i][0].first, i))
     heap: list[tuple[tuple, Iterator[tuple]]] = []

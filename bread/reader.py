@@ -87,7 +87,12 @@ class Reader:
         finally:
             self.unknown_sources += stream.unknown_sources
 
-    def _sorted(self) -> Iterator[Event]:
+    def _sorted(self, keyed: Callable[[BinaryIO, str], Iterator[tuple]] | None = None
+                ) -> Iterator[Any]:
+        """The items of all inputs merged by time: Events, or what ``keyed(f, name)`` gives
+        as ``(frame offset, time, writer id, item)`` (rendered lines)."""
+        if keyed is None:
+            keyed = self._keyed_events
         inputs = []
         for position, (opener, name) in enumerate(self._openers()):
             f = opener()
@@ -95,15 +100,20 @@ class Reader:
                 idx = index(f, name)
             finally:
                 f.close()
-            inputs.append((idx, self._sorted_input(opener, name, idx, position)))
+            inputs.append((idx, self._sorted_input(opener, name, idx, position, keyed)))
         yield from merge(inputs)
 
+    def _keyed_events(self, f: BinaryIO, name: str) -> Iterator[tuple]:
+        for ev in self._events(f, name):
+            yield ev.offset, ev.ns, ev.writer_prop.id, ev
+
     def _sorted_input(self, opener: Callable[[], BinaryIO], name: str, idx: FrameIndex,
-                      position: int) -> Callable[[], Iterator[tuple]]:
+                      position: int, keyed: Callable[[BinaryIO, str], Iterator[tuple]]
+                      ) -> Callable[[], Iterator[tuple]]:
         def start() -> Iterator[tuple]:
             f = opener()
             try:
-                yield from sorted_input(self._events(f, name), idx, position)
+                yield from sorted_input(keyed(f, name), idx, position)
                 self._after(f, name)
             finally:
                 f.close()
@@ -131,6 +141,26 @@ class Reader:
         ``escape`` replaces control characters (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
+        if self.sort and self.filter.grep is None and printer.zone is None:
+            # Lines rendered per input (by C where it can), then merged by time.
+            def keyed(f: BinaryIO, name: str) -> Iterator[tuple]:
+                stream = self._stream(())
+                lines = LineRenderer(stream, printer, escape=escape, source=name,
+                                     flt=self.filter)
+                try:
+                    yield from lines.keyed(iter_entries(iter_frames(f, name), name,
+                                                        raw_events=True))
+                finally:
+                    self.unknown_sources += stream.unknown_sources
+            block: list[bytes] = []
+            for line in self._sorted(keyed):
+                block.append(line)
+                if len(block) >= BLOCK_LINES:
+                    yield b"".join(block)
+                    block = []
+            if block:
+                yield b"".join(block)
+            return
         if self.sort or self.filter.grep is not None or printer.zone is not None:   # one by one
             lines: list[str] = []
             for ev in self:

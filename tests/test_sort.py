@@ -74,6 +74,12 @@ def test_sorted_equals_a_full_sort_in_memory(files):
     # files have their own clock syncs (changing mid-file), with and without hints.
     data = [a_file(frames, syncs, hints, tag=i) for i, (frames, syncs, hints) in enumerate(files)]
     assert merged(data) == full_sort(data)
+    # bread -s renders each input's lines first (in C where it can), then merges them:
+    # the same lines as the sorted events rendered one by one.
+    printer = bread.render.PrettyPrinter("%r %t %m %d")
+    text = b"".join(bread.read([io.BytesIO(d) for d in data], sort=True).text(printer))
+    assert text == b"".join(printer.line(e, False).encode() + b"\n"
+                            for e in bread.read([io.BytesIO(d) for d in data], sort=True))
 
 
 def test_writers_of_one_file_come_out_in_time_order():

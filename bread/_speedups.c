@@ -1260,6 +1260,21 @@ renderer_take_columns(Renderer *self, PyObject *unused)
     return r;
 }
 
+/* walk() in a mode that makes one item per event (2 events, 3 lines): the list of them. */
+static PyObject *
+walk_list(Renderer *self, PyObject *payload, int mode)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    Py_XSETREF(self->events, list);
+    PyObject *r = walk(self, payload, mode);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    list = self->events;
+    self->events = NULL;
+    return list;
+}
+
 /* events(payload or None, offset) -> list of Events: as render(), one Event per
  * event (at most max_rows per call); then see state. */
 static PyObject *
@@ -1271,17 +1286,9 @@ renderer_events(Renderer *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "set_event_type() first");
         return NULL;
     }
-    PyObject *list = PyList_New(0);
-    if (list == NULL) return NULL;
-    Py_XSETREF(self->events, list);
     Py_INCREF(offset);
     Py_XSETREF(self->frame_offset, offset);
-    PyObject *r = walk(self, payload, 2);
-    if (r == NULL) return NULL;
-    Py_DECREF(r);
-    list = self->events;
-    self->events = NULL;
-    return list;
+    return walk_list(self, payload, 2);
 }
 
 /* lines(payload or None, fallback) -> list of (time, writer id, line bytes): as render(),
@@ -1293,17 +1300,9 @@ renderer_lines(Renderer *self, PyObject *args)
 {
     PyObject *payload, *fallback;
     if (!PyArg_ParseTuple(args, "OO:lines", &payload, &fallback)) return NULL;
-    PyObject *list = PyList_New(0);
-    if (list == NULL) return NULL;
-    Py_XSETREF(self->events, list);
     Py_INCREF(fallback);
     Py_XSETREF(self->event_fallback, fallback);
-    PyObject *r = walk(self, payload, 3);
-    if (r == NULL) return NULL;
-    Py_DECREF(r);
-    list = self->events;
-    self->events = NULL;
-    return list;
+    return walk_list(self, payload, 3);
 }
 
 /* set_event_type(Event, fallback): the class whose slots events() fills, in the

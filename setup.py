@@ -14,5 +14,7 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
                          extra_compile_args=["-O2"]))
     ext.append(Extension("bread._speedups", ["bread/_speedups.c"], optional=True,
                          extra_compile_args=["-O2"]))
+    ext.append(Extension("bread._merge", ["bread/_merge.c"], optional=True,
+                         extra_compile_args=["-O2"]))
 
 setup(ext_modules=ext)

@@ -381,6 +381,9 @@ typedef struct {
     PyObject *empty_texts;       /* {}: the captured texts of an event that has none */
     PyObject *events;            /* the list events() returns */
     PyObject *frame_offset;      /* int: the offset of the frame being read */
+    /* keys of the events kept, for the sorted merge (keyed(), events() with want_keys) */
+    Buf keys;
+    int want_keys;
     /* columns mode */
     Buf col[6];                  /* clock, ns, source id, writer id (int64), message data, offsets */
     Py_ssize_t rows, max_rows;
@@ -1063,6 +1066,21 @@ left_out(Renderer *self, long long wid, long long sid, long long clock)
     return 0;
 }
 
+/* The sorted reader's key of an event kept: its time (beyond 64 bits: the least
+ * or greatest 64-bit time, as bread.native.clamp does) and where its line ends. */
+static int
+put_key(Renderer *self, long long clock, Py_ssize_t end)
+{
+    long long k[2];
+    if (!event_ns(self, clock, &k[0])) {
+        __int128 t = floordiv(((__int128)clock - self->clock_value) * 1000000000,
+                              self->frequency) + self->ns0;
+        k[0] = t > LLONG_MAX ? LLONG_MAX : t < LLONG_MIN ? LLONG_MIN : (long long)t;
+    }
+    k[1] = end;
+    return buf_put(&self->keys, k, sizeof k);
+}
+
 /* Where render() is in the frame it was given. */
 enum { ST_DONE = 0, ST_MORE = 1, ST_PYTHON = 2 };
 
@@ -1108,7 +1126,7 @@ walk(Renderer *self, PyObject *arg, int columns)
     }
     Rd r = self->rd;
     Val args[MAX_ARGS], tmp;
-    while (self->left > 0 && (columns >= 2 ? PyList_GET_SIZE(self->events) < self->max_rows
+    while (self->left > 0 && (columns == 2 ? PyList_GET_SIZE(self->events) < self->max_rows
                               : columns ? self->rows < self->max_rows : o->len < self->max_out)) {
         const unsigned char *ev_start = r.p;
         long long ne = read_array(&r), sid, delta, prev;
@@ -1130,28 +1148,8 @@ walk(Renderer *self, PyObject *arg, int columns)
             self->rendered++;
             continue;
         }
-        if (columns == 3) {   /* lines mode: (time, writer id, line) per event */
-            long long ns;
-            Py_ssize_t before = o->len;
-            int done = event_ns(self, prev, &ns)
-                       ? render_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple)
-                       : 0;
-            if (done < 0) goto error;
-            PyObject *item;
-            if (done) {
-                item = Py_BuildValue("LLy#", ns, self->wid, o->p + before,
-                                     (Py_ssize_t)(o->len - before));
-                o->len = before;
-            }
-            else
-                item = PyObject_CallFunction(self->event_fallback, "y#LL", (const char *)ev_start,
-                                             (Py_ssize_t)(r.p - ev_start), self->wid, prev);
-            if (item == NULL) goto error;
-            int rc = item == Py_None ? 0 : PyList_Append(self->events, item);   /* None: left out */
-            Py_DECREF(item);
-            if (rc < 0) goto error;
-        }
-        else if (columns == 2) {
+        if (columns == 2) {
+            Py_ssize_t before = PyList_GET_SIZE(self->events);
             int e = event_object(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
             if (e < 0) goto error;
             if (e == 0) {
@@ -1163,6 +1161,9 @@ walk(Renderer *self, PyObject *arg, int columns)
                 Py_DECREF(ev);
                 if (rc < 0) goto error;
             }
+            if (self->want_keys && PyList_GET_SIZE(self->events) > before
+                && put_key(self, prev, 0) < 0)
+                goto error;
         }
         else if (columns) {
             int c = column_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple,
@@ -1171,6 +1172,7 @@ walk(Renderer *self, PyObject *arg, int columns)
             if (c == 0) goto python;
         }
         else {
+        Py_ssize_t before = o->len;
         int done = render_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
         if (done < 0) goto error;
         if (done == 0) {
@@ -1186,6 +1188,8 @@ walk(Renderer *self, PyObject *arg, int columns)
             Py_DECREF(line);
             if (rc < 0) goto error;
         }
+        if (self->want_keys && o->len > before && put_key(self, prev, o->len) < 0)
+            goto error;
         }
         self->prev = prev;
         self->rd = r;
@@ -1260,7 +1264,7 @@ renderer_take_columns(Renderer *self, PyObject *unused)
     return r;
 }
 
-/* walk() in a mode that makes one item per event (2 events, 3 lines): the list of them. */
+/* walk() in the events mode: the list of Events. */
 static PyObject *
 walk_list(Renderer *self, PyObject *payload, int mode)
 {
@@ -1291,18 +1295,29 @@ renderer_events(Renderer *self, PyObject *args)
     return walk_list(self, payload, 2);
 }
 
-/* lines(payload or None, fallback) -> list of (time, writer id, line bytes): as render(),
- * one item per event (at most max_rows per call), for merging rendered lines by time;
- * fallback(event bytes, writer id, clock) gives the item of an event C leaves to Python
- * (or None: left out). Then see state. */
+/* keyed(payload or None) -> (text, keys, writer id): as render(), with the key of
+ * each line (bread.merge.Merger's: native int64 time, end of the line in text) for
+ * merging rendered lines by time; then see state. */
 static PyObject *
-renderer_lines(Renderer *self, PyObject *args)
+renderer_keyed(Renderer *self, PyObject *arg)
 {
-    PyObject *payload, *fallback;
-    if (!PyArg_ParseTuple(args, "OO:lines", &payload, &fallback)) return NULL;
-    Py_INCREF(fallback);
-    Py_XSETREF(self->event_fallback, fallback);
-    return walk_list(self, payload, 3);
+    self->keys.len = 0;
+    self->want_keys = 1;
+    PyObject *text = walk(self, arg, 0);
+    self->want_keys = 0;
+    if (text == NULL) return NULL;
+    return Py_BuildValue("Ny#L", text, self->keys.p ? self->keys.p : "", self->keys.len,
+                         self->wid);
+}
+
+/* take_keys() -> bytes: the keys (time, 0) of the events that events() gave since
+ * the last call, while want_keys is set. */
+static PyObject *
+renderer_take_keys(Renderer *self, PyObject *unused)
+{
+    PyObject *r = PyBytes_FromStringAndSize(self->keys.p ? self->keys.p : "", self->keys.len);
+    self->keys.len = 0;
+    return r;
 }
 
 /* set_event_type(Event, fallback): the class whose slots events() fills, in the
@@ -1423,6 +1438,7 @@ renderer_dealloc(Renderer *self)
     PyMem_Free(self->writers);
     PyMem_Free(self->date);
     PyMem_Free(self->out.p);
+    PyMem_Free(self->keys.p);
     for (int k = 0; k < C_NCOLS; k++) PyMem_Free(self->col[k].p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1444,8 +1460,11 @@ static PyMethodDef renderer_methods[] = {
      "columns(payload or None) -> rows added to the column buffers; then see state"},
     {"events", (PyCFunction)renderer_events, METH_VARARGS,
      "events(payload or None, frame offset) -> list of Events; then see state"},
-    {"lines", (PyCFunction)renderer_lines, METH_VARARGS,
-     "lines(payload or None, fallback) -> [(time, writer id, line)]; then see state"},
+    {"keyed", (PyCFunction)renderer_keyed, METH_O,
+     "keyed(payload or None) -> (text, keys: int64 (time, line end) pairs, writer id); "
+     "then see state"},
+    {"take_keys", (PyCFunction)renderer_take_keys, METH_NOARGS,
+     "take_keys() -> int64 (time, 0) pairs of the events given since, with want_keys"},
     {"set_event_type", (PyCFunction)renderer_set_event_type, METH_VARARGS,
      "set_event_type(Event, fallback, utc zone)"},
     {"take_columns", (PyCFunction)renderer_take_columns, METH_NOARGS,
@@ -1464,6 +1483,8 @@ static PyMemberDef renderer_members[] = {
      "rows the column buffers hold before columns() stops (state 1)"},
     {"want_message", T_INT, offsetof(Renderer, want_message), 0,
      "columns(): render the message column"},
+    {"want_keys", T_INT, offsetof(Renderer, want_keys), 0,
+     "events(): note each event's key (take_keys())"},
     {NULL}
 };
 

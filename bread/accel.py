@@ -1,4 +1,4 @@
-"""The optional C fast path of the reader (``bread/_speedups.c``), or None.
+"""The optional C fast paths of the reader (``bread/_speedups.c``, ``bread/_merge.c``), or None.
 
 Read as ``accel.speedups`` at the point of use, so that tests (and
 ``BREAD_PURE_PYTHON=1``) can run everything through the pure-Python code,
@@ -11,9 +11,14 @@ import os
 from types import ModuleType
 
 speedups: ModuleType | None
+merge: ModuleType | None
 try:
     from . import _speedups as speedups
 except ImportError:  # pragma: no cover - built without a C compiler
     speedups = None
+try:
+    from . import _merge as merge
+except ImportError:  # pragma: no cover - built without a C compiler
+    merge = None
 if os.environ.get("BREAD_PURE_PYTHON"):
-    speedups = None
+    speedups = merge = None

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from blogformat.placeholders import FormatError, Template, parse, render, render_safe
 from blogformat.severity import Severity
-from blogformat.entries import EventSource
+from blogformat.entries import EventSource, decode_events
 
 from . import accel
-from .entries import ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent, WriterProp
-from .frames import Damage
+from .entries import (DECODE_ERRORS, ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent,
+                      WriterProp, undecodable)
+from .frames import Damage, Frame
 
 _UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
@@ -192,6 +193,20 @@ class EventStream:
         sync = self.sync
         ns = sync.ns_since_epoch + (e.clock - sync.clock_value) * 1_000_000_000 // sync.frequency
         return Event(src, w, e.clock, ns, self.tz, tuple(args), fields, e.texts, e.offset)
+
+    def frame(self, fr: Frame, keeps: Callable[[Event], bool], source: str = "",
+              skip: int = 0) -> Iterator[Event]:
+        """The Events of an events frame (from the ``skip``-th on) that ``keeps`` keeps; a
+        payload that does not decode ends it with a Damage."""
+        event = self.event
+        try:
+            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
+                if k >= skip:
+                    ev = event(raw)
+                    if keeps(ev):
+                        yield ev
+        except DECODE_ERRORS as exc:
+            self.apply(undecodable(fr, exc, source))
 
     def apply(self, e: Entry) -> None:
         """Take in an entry that is not an event: metadata, a header, damage, a notice."""

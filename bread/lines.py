@@ -11,6 +11,7 @@ property test says so).
 
 from __future__ import annotations
 
+import array
 from typing import Iterable, Iterator
 
 from blogformat.entries import EventSource, RawEvent, decode_events
@@ -20,6 +21,7 @@ from .entries import DECODE_ERRORS, Entry, undecodable
 from .events import EventStream
 from .frames import Frame
 from .filters import NO_FILTER, Filter
+from .merge import clamp64
 from .native import DONE, PYTHON, NativeState, raw_event, utf8
 from .render import SOURCE_TEXT, PrettyPrinter, colors
 
@@ -102,51 +104,59 @@ class LineRenderer:
         line = self._line(raw_event(data, self._offset, writer_id, clock))
         return b"" if line is None else utf8(line + "\n")
 
-    # --- keyed lines, for the sorted merge ----------------------------------------
+    # --- runs of lines, for the sorted merge -------------------------------------
 
-    def keyed(self, entries: Iterable[Entry | Frame]) -> Iterator[tuple]:
-        """(frame offset, time, writer id, line) of each event kept, in file order: the
-        lines rendered (by C where it can) before they are merged by time."""
+    def runs(self, entries: Iterable[Entry | Frame]) -> Iterator[int | tuple]:
+        """For the sorted merge (``bread.merge``): each events frame's offset, then its
+        kept lines as runs ``(writer id, text, keys)``, keys the Merger's int64 pairs
+        (time, end of the line in text). Rendered by C where it can."""
         apply = self.stream.apply if self._native is None else self._native.apply
         for e in entries:
             if type(e) is not Frame:
                 apply(e)
                 continue
+            yield e.offset
             n = self._native
             if n is None or not n.ok:
-                yield from self._python_keyed(e)
+                yield from self._python_runs(e)
                 continue
             c = n.renderer
             self._offset = e.offset
-            items = c.lines(e.payload, self._keyed_fallback)
+            text, keys, wid = c.keyed(e.payload)
             while True:
-                for ns, wid, line in items:
-                    yield e.offset, ns, wid, line
+                if text:
+                    yield wid, text, keys
                 if c.state == DONE:
                     break
                 if c.state == PYTHON:
-                    yield from self._python_keyed(e, skip=c.rendered)
+                    yield from self._python_runs(e, skip=c.rendered)
                     break
-                items = c.lines(None, self._keyed_fallback)
+                text, keys, wid = c.keyed(None)
 
-    def _keyed_item(self, raw: RawEvent) -> tuple | None:
-        ev = self.stream.event(raw)
-        if not self.filter.keeps(ev):
-            return None
-        return ev.ns, ev.writer_prop.id, utf8(self.printer.line(ev, self.escape) + "\n")
-
-    def _keyed_fallback(self, data: bytes, writer_id: int, clock: int) -> tuple | None:
-        return self._keyed_item(raw_event(data, self._offset, writer_id, clock))
-
-    def _python_keyed(self, fr: Frame, skip: int = 0) -> Iterator[tuple]:
+    def _python_runs(self, fr: Frame, skip: int = 0) -> Iterator[tuple]:
+        lines: list[bytes] = []
+        keys = array.array("q")
+        end = wid = 0
         try:
             for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
-                if k >= skip:
-                    item = self._keyed_item(raw)
-                    if item is not None:
-                        yield (fr.offset, *item)
+                if k < skip:
+                    continue
+                wid = raw.writer_id
+                ev = self.stream.event(raw)
+                if not self.filter.keeps(ev):
+                    continue
+                line = utf8(self.printer.line(ev, self.escape) + "\n")
+                lines.append(line)
+                end += len(line)
+                keys.append(clamp64(ev.ns))
+                keys.append(end)
+                if end >= self.C_MAX_OUT:
+                    yield wid, b"".join(lines), keys.tobytes()
+                    lines, keys, end = [], array.array("q"), 0
         except DECODE_ERRORS as exc:
             self.stream.apply(undecodable(fr, exc, self.source))
+        if lines:
+            yield wid, b"".join(lines), keys.tobytes()
 
     # --- C path --------------------------------------------------------------
 

@@ -18,6 +18,13 @@ right, with more memory.
 Inputs are merged by their events' times; an input is opened only when the
 merge reaches the least time of its frames, so a rotated set is read one file
 at a time. Ties: input order, then writer id, then position in the input.
+
+What is held back is held as runs: the items of one events frame (its
+rendered lines as one bytes object, or its Events) with a key per item, its
+time. A ``Merger`` (``bread/_merge.c``, or the Python reference here) merges
+them: the cost per item is a comparison or two in C, not a Python heap.
+Times beyond 64 bits (absurd clocks) sort as the least or greatest 64-bit
+time.
 """
 
 from __future__ import annotations
@@ -26,13 +33,15 @@ import array
 import bisect
 import heapq
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 import msgpack
 
 from blogformat.entries import ClockSync, FileHeader
+from blogformat.frames import FRAME_EVENTS, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header
 from blogformat.values import UNPACK_OPTIONS
 
+from . import accel
 from .entries import iter_entries
 from .frames import Frame, iter_frames
 
@@ -41,7 +50,94 @@ from .frames import Frame, iter_frames
 BLOCK = 16
 BLOCK_EVENTS = 1024
 _LOW, _HIGH = -(1 << 63), (1 << 63) - 1
+_BATCH_HEAD = 64     # bytes of an events payload that hold its batch header (five ints: <= 46)
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
+
+
+class Merger:
+    """Runs of items, each sorted by time (or sorted here, stably), merged by
+    (time, input position, writer id, run, place in the run).
+
+    The pure-Python reference of ``bread._merge.Merger``: the same calls, the
+    same results. ``text``: the items of a run are one bytes object, cut at
+    the ends its keys give; otherwise a list, one item per key.
+    """
+
+    def __init__(self, text: bool, max_out: int = 1 << 20) -> None:
+        if max_out < 1:
+            raise ValueError("max_out must be positive")
+        self.text = text
+        self.max_out = max_out
+        self.held = 0
+        self._heap: list[list] = []
+        self._seq = 0
+
+    def add(self, items: Any, keys: Any, position: int, wid: int) -> None:
+        """A run: its items and their keys, native int64 pairs (time, end of the line in
+        ``items``; for a list, anything)."""
+        k = array.array("q")
+        k.frombytes(memoryview(keys).cast("B"))
+        if len(k) % 2:
+            raise ValueError("keys must be int64 pairs")
+        n = len(k) // 2
+        if self.text and not isinstance(items, bytes):
+            raise TypeError("a text merger's items are bytes")
+        if not self.text and not isinstance(items, list):
+            raise TypeError("an items merger's items are a list")
+        if not self.text and len(items) != n:
+            raise ValueError("one key per item")
+        if n == 0:
+            return
+        entries = []
+        prev = 0
+        for i in range(n):
+            if self.text:
+                end = k[2 * i + 1]
+                if end < prev or end > len(items):
+                    raise ValueError("line ends must grow within the text")
+                entries.append((k[2 * i], prev, end))
+                prev = end
+            else:
+                entries.append((k[2 * i], i, i))
+        entries.sort(key=lambda e: (e[0], e[1]))
+        run = [entries[0][0], position, wid, self._seq, 0, entries, items]
+        self._seq += 1
+        heapq.heappush(self._heap, run)
+        self.held += n
+
+    def emit(self, limit: int | None = None) -> Any:
+        """The items held whose time is below ``limit`` (all with None), in order, as one
+        bytes object or a list: at most about ``max_out`` per call; call again until empty."""
+        heap = self._heap
+        out: list = []
+        size = 0
+        while heap and size < self.max_out:
+            run = heap[0]
+            if limit is not None and run[0] >= limit:
+                break
+            at, entries, items = run[4], run[5], run[6]
+            _, a, b = entries[at]
+            if self.text:
+                out.append(items[a:b])
+                size += b - a
+            else:
+                out.append(items[a])
+                size += 1
+            self.held -= 1
+            if at + 1 == len(entries):
+                heapq.heappop(heap)
+            else:
+                run[4] = at + 1
+                run[0] = entries[at + 1][0]
+                heapq.heapreplace(heap, run)
+        return b"".join(out) if self.text else out
+
+
+def merger(text: bool, max_out: int = 1 << 20) -> Any:
+    """A Merger: the C one if built (and not turned off), else the Python reference."""
+    if accel.merge is not None:
+        return accel.merge.Merger(text, max_out)
+    return Merger(text, max_out)
 
 
 @dataclass
@@ -66,7 +162,7 @@ class FrameIndex:
 def _least_time(payload: bytes, sync: ClockSync) -> tuple[int, int]:
     """The time of a frame's least clock (5.1), or _LOW if it does not say; its event count."""
     u = msgpack.Unpacker(**UNPACK_OPTIONS)
-    u.feed(payload[:64])    # a batch header of five ints takes at most 46 bytes
+    u.feed(payload[:_BATCH_HEAD])
     try:
         head = u.unpack()
     except Exception:
@@ -81,11 +177,62 @@ def _least_time(payload: bytes, sync: ClockSync) -> tuple[int, int]:
 
 
 def index(f: BinaryIO, name: str) -> FrameIndex:
-    """The first pass over an input."""
+    """The first pass over an input. A file that can seek is skimmed (``skim``); one that
+    cannot, or whose skim meets damage, is read through its checked frames."""
+    try:
+        start = f.tell() if f.seekable() else None
+    except (AttributeError, OSError, ValueError):
+        start = None
+    if start is not None:
+        skim = _Skim(f, start)
+        idx = _index(iter_entries(skim.frames(), name, raw_events=True))
+        if skim.clean:
+            return idx
+        f.seek(start)
+    return _index(iter_entries(iter_frames(f, name), name, raw_events=True))
+
+
+class _Skim:
+    """The frames of a seekable input, read as the index needs them: metadata and header
+    frames whole and checked, events frames only the first bytes of their payload (the
+    batch header), the rest seeked over. Frame boundaries are trusted by each header's own
+    CRC; an events payload is checked by the second pass (a damaged one's events are
+    skipped there, so a wrong least time from it can only hold more back). Anything
+    amiss ends the skim with ``clean`` False: the caller reads the input through
+    ``iter_frames`` instead."""
+
+    def __init__(self, f: BinaryIO, start: int) -> None:
+        self.f = f
+        self.start = start
+        self.clean = True
+
+    def frames(self) -> Iterator[Frame]:
+        f, start = self.f, self.start
+        end = f.seek(0, 2)
+        pos = f.seek(start)
+        while pos < end:
+            fields = parse_header(f.read(HEADER_SIZE)) if end - pos >= HEADER_SIZE else None
+            if fields is None or fields[2] > MAX_PAYLOAD or pos + HEADER_SIZE + fields[2] > end:
+                self.clean = False
+                return
+            kind, flags, length, crc = fields
+            if kind == FRAME_EVENTS:
+                payload = f.read(min(length, _BATCH_HEAD))
+                f.seek(pos + HEADER_SIZE + length)
+            else:
+                payload = f.read(length)
+                if len(payload) != length or not check_crc(payload, crc):
+                    self.clean = False
+                    return
+            yield Frame(pos - start, kind, payload, flags)
+            pos += HEADER_SIZE + length
+
+
+def _index(entries: Iterable[Any]) -> FrameIndex:
     offsets, mins = array.array("q"), array.array("q")
     sync = _DEFAULT_SYNC
     frames = events = BLOCK   # so that the first frame begins a block
-    for e in iter_entries(iter_frames(f, name), name, raw_events=True):
+    for e in entries:
         t = type(e)
         if t is Frame:
             floor, count = _least_time(e.payload, sync)
@@ -107,44 +254,70 @@ def index(f: BinaryIO, name: str) -> FrameIndex:
     return FrameIndex(offsets, mins)
 
 
-def sorted_input(items: Iterator[tuple], idx: FrameIndex, position: int) -> Iterator[tuple]:
-    """One input's ``(frame offset, time, writer id, item)`` in time order, as
-    ``(time, position, writer id, seq, item)``; the item is an Event or a rendered line."""
-    heap: list[tuple] = []
-    push, pop = heapq.heappush, heapq.heappop
-    seq = 0
-    current = None
-    for offset, ns, wid, item in items:
-        if offset != current:
-            current = offset
-            limit = idx.limit(current)
-            # _LOW stands for "no bound" (or a bound below 64 bits): nothing can go yet.
-            while heap and limit != _LOW and heap[0][0] < limit:
-                yield pop(heap)
-        push(heap, (ns, position, wid, seq, item))
-        seq += 1
+def clamp64(ns: int) -> int:
+    """A time as a merge key: beyond 64 bits, the least or greatest 64-bit time."""
+    return _LOW if ns < _LOW else _HIGH if ns > _HIGH else ns
+
+
+def event_run(events: Iterable[Any]) -> Iterator[tuple]:
+    """Events of one writer as a run ``(writer id, events, keys)``, if there are any."""
+    evs = list(events)
+    if evs:
+        keys = array.array("q")
+        for ev in evs:
+            keys.append(clamp64(ev.ns))
+            keys.append(0)
+        yield evs[0].writer_prop.id, evs, keys.tobytes()
+
+
+class SortedInput:
+    """One input of the merge: its index, and its runs, read only as far as the merge needs.
+
+    ``start()`` opens the input and gives, in file order, each events frame's
+    offset (before its runs), then its runs ``(writer id, items, keys)``.
+    """
+
+    def __init__(self, idx: FrameIndex, position: int, start: Callable[[], Iterator[Any]]) -> None:
+        self.idx = idx
+        self.position = position
+        self._start = start
+        self._runs: Iterator[Any] | None = None
+        #: No event of this input not yet added to the merger has a time below this.
+        self.limit = idx.first
+
+    def advance(self, m: Any) -> bool:
+        """Add the runs of the next frame to ``m``; False once the input is read."""
+        if self._runs is None:
+            self._runs = self._start()
+        for item in self._runs:
+            if type(item) is int:
+                self.limit = self.idx.limit(item)
+                return True
+            wid, items, keys = item
+            m.add(items, keys, self.position, clamp64(wid))
+        return False
+
+
+def merge(inputs: list[SortedInput], m: Any) -> Iterator[Any]:
+    """What the inputs give, merged by ``m`` (a Merger): blocks of lines or lists of items.
+
+    The input whose limit is least is read on, a frame at a time; what the
+    merger holds below that limit is given out (nothing can precede it).
+    """
+    heap = [(inp.limit, inp.position) for inp in inputs]
+    heapq.heapify(heap)
     while heap:
-        yield pop(heap)
-
-
-def merge(inputs: list[tuple[FrameIndex, Callable[[], Iterator[tuple]]]]) -> Iterator[Any]:
-    """Merge sorted inputs; each is opened (its callable called) only when needed."""
-    order = sorted(range(len(inputs)), key=lambda i: (inputs[i][0].first, i))
-    heap: list[tuple[tuple, Iterator[tuple]]] = []
-    k = 0
-    while True:
-        while k < len(order) and (not heap or inputs[order[k]][0].first <= heap[0][0][0]):
-            it = inputs[order[k]][1]()
-            first = next(it, None)
-            if first is not None:
-                heapq.heappush(heap, (first, it))
-            k += 1
-        if not heap:
-            return
-        item, it = heap[0]
-        yield item[-1]
-        nxt = next(it, None)
-        if nxt is None:
-            heapq.heappop(heap)
+        limit, position = heap[0]
+        out = m.emit(limit)
+        while out:
+            yield out
+            out = m.emit(limit)
+        inp = inputs[position]
+        if inp.advance(m):
+            heapq.heapreplace(heap, (inp.limit, position))
         else:
-            heapq.heapreplace(heap, (nxt, it))
+            heapq.heappop(heap)
+    out = m.emit()
+    while out:
+        yield out
+        out = m.emit()

@@ -11,15 +11,15 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Iterable, Iterator
 
-from blogformat.entries import (ClockSync, EventSource, FileHeader, RawEvent, WriterProp,
-                                decode_events)
+from blogformat.entries import (ClockSync, EventSource, FileHeader, RawEvent, WriterProp)
 from blogformat.values import unpackb
 
 from . import accel
-from .entries import DECODE_ERRORS, Entry, undecodable
+from .entries import Entry
 from .events import Event, EventStream, message_plan
 from .filters import NO_FILTER, Filter
 from .frames import Frame
+from .merge import event_run
 
 UTC = _dt.timezone.utc
 
@@ -142,15 +142,36 @@ class EventDecoder:
                     yield from self._python_frame(e, skip=c.rendered)
 
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[Event]:
-        event, keeps = self.stream.event, self.filter.keeps
-        try:
-            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
-                if k >= skip:
-                    ev = event(raw)
-                    if keeps(ev):
-                        yield ev
-        except DECODE_ERRORS as exc:
-            self.stream.apply(undecodable(fr, exc, self.source))
+        return self.stream.frame(fr, self.filter.keeps, self.source, skip)
+
+    def runs(self, entries: Iterable[Entry | Frame]) -> Iterator[int | tuple]:
+        """For the sorted merge (``bread.merge``): each events frame's offset, then its
+        kept Events as runs ``(writer id, events, keys)``."""
+        native = self.native
+        apply, c = native.apply, native.renderer
+        c.max_rows = 1 << 16    # the merge holds a frame's events whatever the chunk
+        for e in entries:
+            if type(e) is not Frame:
+                apply(e)
+                continue
+            yield e.offset
+            skip = 0
+            if native.ok:
+                self._offset = e.offset
+                c.want_keys = 1
+                try:
+                    evs = c.events(e.payload, e.offset)
+                    while c.state == MORE:
+                        evs += c.events(None, e.offset)
+                finally:
+                    c.want_keys = 0
+                keys = c.take_keys()
+                if evs:
+                    yield evs[0].writer_prop.id, evs, keys
+                if c.state != PYTHON:
+                    continue
+                skip = c.rendered
+            yield from event_run(self._python_frame(e, skip))
 
     def _fallback(self, data: bytes, writer_id: int, clock: int) -> Event | None:
         event = self.stream.event(raw_event(data, self._offset, writer_id, clock))

@@ -10,10 +10,10 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
-from .frames import Damage, iter_frames
+from .frames import Damage, Frame, iter_frames
 from .inputs import STDIN, GzipInput, decompressing, expand, open_path, seekable, spool
 from .filters import NO_FILTER, Filter
-from .merge import FrameIndex, index, merge, sorted_input
+from .merge import SortedInput, event_run, index, merge, merger
 from . import accel
 from .lines import BLOCK_LINES, LineRenderer, join_lines
 from .native import EventDecoder
@@ -87,12 +87,11 @@ class Reader:
         finally:
             self.unknown_sources += stream.unknown_sources
 
-    def _sorted(self, keyed: Callable[[BinaryIO, str], Iterator[tuple]] | None = None
+    def _sorted(self, text: Callable[[BinaryIO, str], Iterator[Any]] | None = None
                 ) -> Iterator[Any]:
-        """The items of all inputs merged by time: Events, or what ``keyed(f, name)`` gives
-        as ``(frame offset, time, writer id, item)`` (rendered lines)."""
-        if keyed is None:
-            keyed = self._keyed_events
+        """All inputs merged by time (``bread.merge``): Events, or with ``text`` (an input's
+        runs of rendered lines, ``LineRenderer.runs``) blocks of lines."""
+        runs = self._event_runs if text is None else text
         inputs = []
         for position, (opener, name) in enumerate(self._openers()):
             f = opener()
@@ -100,24 +99,40 @@ class Reader:
                 idx = index(f, name)
             finally:
                 f.close()
-            inputs.append((idx, self._sorted_input(opener, name, idx, position, keyed)))
-        yield from merge(inputs)
+            inputs.append(SortedInput(idx, position, self._input_runs(opener, name, runs)))
+        if text is not None:
+            yield from merge(inputs, merger(text=True))
+            return
+        for events in merge(inputs, merger(text=False, max_out=EventDecoder.CHUNK)):
+            yield from events
 
-    def _keyed_events(self, f: BinaryIO, name: str) -> Iterator[tuple]:
-        for ev in self._events(f, name):
-            yield ev.offset, ev.ns, ev.writer_prop.id, ev
-
-    def _sorted_input(self, opener: Callable[[], BinaryIO], name: str, idx: FrameIndex,
-                      position: int, keyed: Callable[[BinaryIO, str], Iterator[tuple]]
-                      ) -> Callable[[], Iterator[tuple]]:
-        def start() -> Iterator[tuple]:
+    def _input_runs(self, opener: Callable[[], BinaryIO], name: str,
+                    runs: Callable[[BinaryIO, str], Iterator[Any]]) -> Callable[[], Iterator[Any]]:
+        def start() -> Iterator[Any]:
             f = opener()
             try:
-                yield from sorted_input(keyed(f, name), idx, position)
+                yield from runs(f, name)
                 self._after(f, name)
             finally:
                 f.close()
         return start
+
+    def _event_runs(self, f: BinaryIO, name: str) -> Iterator[Any]:
+        stream = self._stream(())
+        entries = iter_entries(iter_frames(f, name), name, raw_events=True)
+        try:
+            if accel.speedups is not None:
+                yield from EventDecoder(stream, name, self.filter).runs(entries)
+                return
+            keeps = self.filter.keeps
+            for e in entries:
+                if type(e) is Frame:
+                    yield e.offset
+                    yield from event_run(stream.frame(e, keeps, name))
+                else:
+                    stream.apply(e)
+        finally:
+            self.unknown_sources += stream.unknown_sources
 
     def _openers(self) -> Iterator[tuple[Callable[[], BinaryIO], str]]:
         """Each input as a way to open it (again): sorting reads every input twice."""
@@ -142,24 +157,17 @@ class Reader:
         Faster than rendering each Event: the C fast path renders whole frames.
         """
         if self.sort and self.filter.grep is None and printer.zone is None:
-            # Lines rendered per input (by C where it can), then merged by time.
-            def keyed(f: BinaryIO, name: str) -> Iterator[tuple]:
+            # Lines rendered per frame (by C where it can), then merged by time.
+            def runs(f: BinaryIO, name: str) -> Iterator[Any]:
                 stream = self._stream(())
                 lines = LineRenderer(stream, printer, escape=escape, source=name,
                                      flt=self.filter)
                 try:
-                    yield from lines.keyed(iter_entries(iter_frames(f, name), name,
-                                                        raw_events=True))
+                    yield from lines.runs(iter_entries(iter_frames(f, name), name,
+                                                       raw_events=True))
                 finally:
                     self.unknown_sources += stream.unknown_sources
-            block: list[bytes] = []
-            for line in self._sorted(keyed):
-                block.append(line)
-                if len(block) >= BLOCK_LINES:
-                    yield b"".join(block)
-                    block = []
-            if block:
-                yield b"".join(block)
+            yield from self._sorted(runs)
             return
         if self.sort or self.filter.grep is not None or printer.zone is not None:   # one by one
             lines: list[str] = []

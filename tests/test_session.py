@@ -744,6 +744,7 @@ def test_the_c_reader_is_built_unless_asked_not_to():
     # setup.py builds both extensions as optional: a compile error would only show here.
     import bread.accel
     if os.environ.get("BREAD_PURE_PYTHON"):
-        assert bread.accel.speedups is None
+        assert bread.accel.speedups is None and bread.accel.merge is None
     else:
         assert bread.accel.speedups is not None, "bread/_speedups.c was not built"
+        assert bread.accel.merge is not None, "bread/_merge.c was not built"

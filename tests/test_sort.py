@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import io
+import re
 import tracemalloc
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bread
+import bread.merge
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
@@ -154,3 +157,130 @@ def test_sorted_stdin_and_damage(tmp_path):
     assert r.returncode == cli.EXIT_DAMAGED
     assert r.stdout.decode().splitlines() == ["10", "30"]   # the torn last frame is lost
     assert b"truncated" in r.stderr
+
+
+# --- the Merger: C (bread/_merge.c) and the Python reference, item for item ----------
+
+_MERGERS = [bread.merge.Merger] + ([bread.accel.merge.Merger] if bread.accel.merge else [])
+_run = st.tuples(st.integers(0, 2), st.integers(0, 3),     # input position, writer id
+                 st.lists(st.tuples(st.integers(-3, 3), st.binary(max_size=3)), max_size=6))
+
+
+def _keys(pairs) -> bytes:
+    import array
+    return array.array("q", [v for p in pairs for v in p]).tobytes()
+
+
+def _drive(cls, text: bool, steps) -> list:
+    """Runs added and limits emitted in turn; everything given out, in order."""
+    m = cls(text, max_out=4)      # a small max_out: emit() is called again and again
+    out = []
+    for run, limit in steps:
+        position, wid, items = run
+        if text:
+            ends, end = [], 0
+            for _, line in items:
+                end += len(line)
+                ends.append(end)
+            m.add(b"".join(line for _, line in items), _keys(zip([t for t, _ in items], ends)),
+                  position, wid)
+        else:
+            m.add([line for _, line in items], _keys((t, 0) for t, _ in items), position, wid)
+        while True:
+            got = m.emit(limit)
+            if not got:
+                break
+            out.append(got)
+        out.append(m.held)
+    while got := m.emit():
+        out.append(got)
+    out.append(m.held)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.booleans(),
+       steps=st.lists(st.tuples(_run, st.one_of(st.none(), st.integers(-4, 4))), max_size=8))
+def test_the_c_merger_gives_what_the_python_reference_gives(text, steps):
+    # Runs in and out of order (sorted stably), equal times (input, writer, run, place),
+    # limits up and down, empty runs, empty lines.
+    results = [_drive(cls, text, steps) for cls in _MERGERS]
+    assert all(r == results[0] for r in results)
+    assert results[0][-1] == 0                 # nothing held at the end
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs=st.lists(_run, max_size=8), limit=st.one_of(st.none(), st.integers(-4, 4)))
+def test_the_merger_gives_each_item_once_in_key_order(runs, limit):
+    # Items that are their own sort keys: (time, input, writer, run, place in the run).
+    for cls in _MERGERS:
+        m = cls(False, max_out=3)
+        every = []
+        for seq, (position, wid, items) in enumerate(runs):
+            keyed = [(t, position, wid, seq, k) for k, (t, _) in enumerate(items)]
+            order = sorted(range(len(keyed)), key=lambda k: keyed[k][0])   # stable
+            keyed = [keyed[k][:4] + (order.index(k),) for k in range(len(keyed))]
+            every += keyed
+            m.add(keyed, _keys((k[0], 0) for k in keyed), position, wid)
+        first = []
+        while got := m.emit(limit):
+            first += got
+        rest = []
+        while got := m.emit():
+            rest += got
+        assert first == sorted(k for k in every if limit is None or k[0] < limit)
+        assert first + rest == sorted(every)
+
+
+@pytest.mark.parametrize("cls", _MERGERS)
+def test_the_merger_refuses_bad_runs(cls):
+    m = cls(True)
+    with pytest.raises(ValueError):
+        m.add(b"ab", b"\0" * 15, 0, 0)                      # not int64 pairs
+    with pytest.raises(ValueError):
+        m.add(b"ab", _keys([(1, 3)]), 0, 0)                # a line beyond the text
+    with pytest.raises(ValueError):
+        m.add(b"ab", _keys([(1, 2), (2, 1)]), 0, 0)        # ends going back
+    with pytest.raises(TypeError):
+        m.add(["ab"], _keys([(1, 2)]), 0, 0)               # a text merger takes bytes
+    with pytest.raises(TypeError):
+        cls(False).add(b"ab", _keys([(1, 2)]), 0, 0)
+    with pytest.raises(ValueError):
+        cls(False).add([1, 2], _keys([(1, 0)]), 0, 0)      # one key per item
+    with pytest.raises(ValueError):
+        cls(True, max_out=0)
+    assert m.held == 0 and m.emit() == b""
+
+
+def test_the_skimmed_index_is_the_checked_one_and_damage_still_sorts():
+    # The first pass skims a seekable input (frame headers, metadata, batch headers);
+    # it must give what reading every checked frame gives, and damage anywhere (a frame
+    # header, an events payload, a cut tail) must still sort every readable event.
+    from bread.entries import iter_entries
+    from bread.frames import iter_frames
+    from bread.merge import _index, _Skim, index
+
+    def checked(b: bytes):
+        return _index(iter_entries(iter_frames(io.BytesIO(b)), raw_events=True))
+
+    def skimmed(b: bytes) -> bool:
+        skim = _Skim(io.BytesIO(b), 0)
+        for _ in skim.frames():
+            pass
+        return skim.clean
+
+    data = a_file([(1, [10, 30, 50]), (2, [20, 40]), (3, [5, 60]), (1, [70, 80])],
+                  {2: ClockSync(0, 10**9, 10**12, 0, "UTC")})
+    assert skimmed(data) and index(io.BytesIO(data), "x") == checked(data)
+    third = [m.start() for m in re.finditer(re.escape(fmt.MAGIC), data)][3]
+    for at, clean in ((third + 6, False), (third + 25, True), (len(data) - 3, False)):
+        bad = bytearray(data)
+        bad[at] ^= 0xFF                          # a frame header, an events payload
+        if at == len(data) - 3:
+            bad = bad[:at]                       # a cut tail
+        bad = bytes(bad)
+        assert skimmed(bad) == clean
+        if not clean:                            # read through the checked frames instead
+            assert index(io.BytesIO(bad), "x") == checked(bad)
+        expect = full_sort([bad])
+        assert merged([bad]) == expect and 0 < len(expect) < 11

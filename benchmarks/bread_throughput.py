@@ -3,8 +3,9 @@
 
 One run measures, side by side, events per second and peak RSS of:
 
-- the ``bread`` command, default format and ``-f "%m"``, output to /dev/null
-  (a child process each; wall time and the child's own peak RSS);
+- the ``bread`` command, default format and ``-f "%m"``, gzip input, sorted
+  (``-s``), filtered, ``-o jsonl`` and ``-o csv``, output to /dev/null (a child
+  process each; wall time and the child's own peak RSS);
 - ``bread.read`` decode only, and with ``ev.message`` touched (in this process);
 - with ``BREAD_CXX`` (a C++ bread binary) and ``BREAD_CXX_FILE`` (a C++ binlog
   file of the same event shape), the C++ bread on it, default, ``-f %m`` and ``-s``,
@@ -137,6 +138,8 @@ def main() -> int:
         ("bread -s (sorted)", BREAD + ["-s", path], n, None),
         ("bread -l error (filter leaves out all)", BREAD + ["-l", "error", path], n, None),
         ("bread -w w1 (filter keeps 1/4)", BREAD + ["-w", "w1", path], n, None),
+        ("bread -o jsonl", BREAD + ["-o", "jsonl", path], n, None),
+        ("bread -o csv", BREAD + ["-o", "csv", path], n, None),
         ("bread, default format, pure Python", BREAD + [path], n,
          {**os.environ, "BREAD_PURE_PYTHON": "1"}),
     ]
@@ -194,10 +197,14 @@ def main() -> int:
           f"{rel('bread -s (sorted)', 'bread, default format'):.2f}x")
     print(f"filtered (all left out) / unfiltered: "
           f"{rel('bread -l error (filter leaves out all)', 'bread, default format'):.2f}x")
+    for out in ("jsonl", "csv"):
+        print(f"-o {out} / text (default format): "
+              f"{rel(f'bread -o {out}', 'bread, default format'):.2f}x")
     if n_cxx:
         print("ratios (ours / C++, events per second):")
         for ours, theirs in (("bread, default format", "C++ bread, default format"),
-                             ("bread -f %m", "C++ bread -f %m")):
+                             ("bread -f %m", "C++ bread -f %m"),
+                             ("bread -s (sorted)", "C++ bread -s")):
             ratio = by[ours]["events_per_s"] / by[theirs]["events_per_s"]
             print(f"  {ours:36} {ratio:5.2f}x")
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import functools
 import datetime as _dt
 import io
 import json
@@ -79,15 +80,21 @@ def json_value(v: Any) -> Any:
 def iso_time(ns: int, tz: _dt.tzinfo) -> str:
     """ISO 8601 with nanoseconds and the zone's offset; the raw number if out of range."""
     secs, frac = divmod(ns, 1_000_000_000)
+    head, tail = _iso_second(secs, tz)
+    return str(ns) if head is None else f"{head}.{frac:09d}{tail}"
+
+
+@functools.lru_cache(maxsize=64)   # events come many to a second
+def _iso_second(secs: int, tz: _dt.tzinfo) -> tuple[str | None, str]:
     try:
         t = (_EPOCH + _dt.timedelta(seconds=secs)).astimezone(tz)
     except (OverflowError, ValueError):
-        return str(ns)
+        return None, ""
     off = t.utcoffset() or _dt.timedelta(0)
     mins = (off.days * 86400 + off.seconds) // 60
     sign = "-" if mins < 0 else "+"
     h, m = divmod(abs(mins), 60)
-    return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}{sign}{h:02d}:{m:02d}"
+    return t.strftime("%Y-%m-%dT%H:%M:%S"), f"{sign}{h:02d}:{m:02d}"
 
 
 def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:

@@ -125,21 +125,23 @@ class EventDecoder:
         c.max_rows = self.CHUNK
         self.native = NativeState(stream, c, lambda src: [], flt)
 
-    def events(self, entries: Iterable[Entry | Frame]) -> Iterator[Event]:
+    def chunks(self, entries: Iterable[Entry | Frame]) -> Iterator[Iterable[Event]]:
+        """The Events, in chunks: lists of at most ``CHUNK`` (the C decoder's), or a
+        generator over the rest of a frame the C decoder leaves to Python."""
         native = self.native
         apply, c = native.apply, native.renderer
         for e in entries:
             if type(e) is not Frame:
                 apply(e)
             elif not native.ok:
-                yield from self._python_frame(e)
-            else:   # one generator level less than a method per frame: it shows per event
+                yield self._python_frame(e)
+            else:
                 self._offset = e.offset
-                yield from c.events(e.payload, e.offset)
+                yield c.events(e.payload, e.offset)
                 while c.state == MORE:
-                    yield from c.events(None, e.offset)
+                    yield c.events(None, e.offset)
                 if c.state == PYTHON:
-                    yield from self._python_frame(e, skip=c.rendered)
+                    yield self._python_frame(e, skip=c.rendered)
 
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[Event]:
         return self.stream.frame(fr, self.filter.keeps, self.source, skip)

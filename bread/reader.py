@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import sys
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
@@ -59,33 +60,29 @@ class Reader:
         self.unknown_sources = 0
 
     def __iter__(self) -> Iterator[Event]:
+        # The events come in chunks (lists from the C decoder, or a Python generator) that
+        # chain flattens in C: no generator level of ours per event.
+        events = itertools.chain.from_iterable(self._chunks())
         grep = self.filter.grep
         if grep is not None:   # what remains of the other conditions, by its message
-            yield from (ev for ev in self._all() if grep.search(ev.message))
-        else:
-            yield from self._all()
+            return (ev for ev in events if grep.search(ev.message))
+        return events
 
-    def _all(self) -> Iterator[Event]:
+    def _chunks(self) -> Iterator[Iterable[Event]]:
         if self.sort:
             yield from self._sorted()
             return
-        for f, name in self._files():
-            yield from self._events(f, name)
-
-    def _events(self, f: BinaryIO, name: str) -> Iterator[Event]:
         flt = self.filter
-        if accel.speedups is None:
-            stream = self._stream(iter_entries(iter_frames(f, name), name))
-            events: Iterable[Event] = (ev for ev in stream if flt.keeps(ev)) if flt.active \
-                else stream
-        else:
+        for f, name in self._files():
             stream = self._stream(())
-            events = EventDecoder(stream, name, flt).events(
-                iter_entries(iter_frames(f, name), name, raw_events=True))
-        try:
-            yield from events
-        finally:
-            self.unknown_sources += stream.unknown_sources
+            entries = iter_entries(iter_frames(f, name), name, raw_events=True)
+            try:
+                if accel.speedups is not None:
+                    yield from EventDecoder(stream, name, flt).chunks(entries)
+                else:
+                    yield _python_events(stream, entries, flt, name)
+            finally:
+                self.unknown_sources += stream.unknown_sources
 
     def _sorted(self, text: Callable[[BinaryIO, str], Iterator[Any]] | None = None
                 ) -> Iterator[Any]:
@@ -100,11 +97,8 @@ class Reader:
             finally:
                 f.close()
             inputs.append(SortedInput(idx, position, self._input_runs(opener, name, runs)))
-        if text is not None:
-            yield from merge(inputs, merger(text=True))
-            return
-        for events in merge(inputs, merger(text=False, max_out=EventDecoder.CHUNK)):
-            yield from events
+        yield from merge(inputs, merger(text=True) if text is not None
+                         else merger(text=False, max_out=EventDecoder.CHUNK))
 
     def _input_runs(self, opener: Callable[[], BinaryIO], name: str,
                     runs: Callable[[BinaryIO, str], Iterator[Any]]) -> Callable[[], Iterator[Any]]:
@@ -246,6 +240,16 @@ class Reader:
         stream.notices = self.notices
         stream.headers = self.headers
         return stream
+
+
+def _python_events(stream: EventStream, entries: Iterable[Any], flt: Filter,
+                   name: str) -> Iterator[Event]:
+    """The pure-Python reader: the Events of one input that the filter keeps."""
+    for e in entries:
+        if type(e) is Frame:
+            yield from stream.frame(e, flt.keeps, name)
+        else:
+            stream.apply(e)
 
 
 class _Unclosed:

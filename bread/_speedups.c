@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 /* ---- output buffer ------------------------------------------------------ */
 
@@ -385,13 +386,17 @@ typedef struct {
     Buf keys;
     int want_keys;
     /* columns mode */
-    Buf col[6];                  /* clock, ns, source id, writer id (int64), message data, offsets */
+    Buf col[10];                 /* clock, ns, source id, writer id (int64), message data,
+                                    offsets; args JSON, offsets; fields JSON, offsets */
+    int want_json;               /* columns(): the args and fields columns too */
     Py_ssize_t rows, max_rows;
     int want_message;
     PyObject *message_fallback;  /* message_fallback(event bytes, writer id, clock) -> bytes */
 } Renderer;
 
-enum { C_CLOCK = 0, C_NS = 1, C_SID = 2, C_WID = 3, C_MSG = 4, C_MSGOFF = 5, C_NCOLS = 6 };
+enum { C_CLOCK = 0, C_NS = 1, C_SID = 2, C_WID = 3, C_MSG = 4, C_MSGOFF = 5, C_ARGS = 6,
+       C_ARGSOFF = 7, C_FIELDS = 8, C_FIELDSOFF = 9, C_NCOLS = 10 };
+#define IS_OFFSETS(k) ((k) == C_MSGOFF || (k) == C_ARGSOFF || (k) == C_FIELDSOFF)
 
 static void
 free_source(Source *s)
@@ -811,6 +816,96 @@ put_value(Buf *o, const Val *v)
     }
 }
 
+/* ---- JSON of values, as bread.export.value_json writes it ------------------ */
+
+/* A JSON string of UTF-8 text, escaped as Python's json does with ensure_ascii=False. */
+static int
+put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (buf_reserve(o, n + 2) < 0) return -1;
+    o->p[o->len++] = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            if (buf_reserve(o, 1) < 0) return -1;
+            o->p[o->len++] = (char)c;
+            continue;
+        }
+        char tmp[8];
+        int k;
+        switch (c) {
+        case '"': k = snprintf(tmp, sizeof tmp, "\\\""); break;
+        case '\\': k = snprintf(tmp, sizeof tmp, "\\\\"); break;
+        case '\n': k = snprintf(tmp, sizeof tmp, "\\n"); break;
+        case '\r': k = snprintf(tmp, sizeof tmp, "\\r"); break;
+        case '\t': k = snprintf(tmp, sizeof tmp, "\\t"); break;
+        case '\b': k = snprintf(tmp, sizeof tmp, "\\b"); break;
+        case '\f': k = snprintf(tmp, sizeof tmp, "\\f"); break;
+        default: k = snprintf(tmp, sizeof tmp, "\\u%04x", c);
+        }
+        if (buf_put(o, tmp, k) < 0) return -1;
+    }
+    if (buf_reserve(o, 1) < 0) return -1;
+    o->p[o->len++] = '"';
+    return 0;
+}
+
+#define SAFE_INT (1LL << 53)
+
+/* 1 written, 0 Python must write it ($-objects, surrogates), -1 error. */
+static int
+put_json_value(Buf *o, const Val *v)
+{
+    switch (v->kind) {
+    case V_NIL: return buf_put(o, "null", 4) < 0 ? -1 : 1;
+    case V_TRUE: return buf_put(o, "true", 4) < 0 ? -1 : 1;
+    case V_FALSE: return buf_put(o, "false", 5) < 0 ? -1 : 1;
+    case V_INT:
+        if (v->i < -SAFE_INT || v->i > SAFE_INT) return 0;
+        return buf_int(o, v->i) < 0 ? -1 : 1;
+    case V_STR:
+        if (v->surrogates) return 0;
+        return put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
+    case V_F64:
+        if (!isfinite(v->d)) return 0;
+        return put_value(o, v);
+    default: return 0;   /* V_UINT (beyond 53 bits), rich values */
+    }
+}
+
+/* The args and fields columns of an event: [positional...] and {name: value...}.
+ * 1 written, 0 Python must write them, -1 error. */
+static int
+put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
+{
+    PyObject *names = src->names;
+    Py_ssize_t nn = names != NULL ? PyTuple_GET_SIZE(names) : 0;
+    Py_ssize_t npos = nn && nargs >= nn ? nargs - nn : nargs;
+    if (buf_put(ja, "[", 1) < 0) return -1;
+    for (Py_ssize_t i = 0; i < npos; i++) {
+        if (i && buf_put(ja, ",", 1) < 0) return -1;
+        int r = put_json_value(ja, &args[i]);
+        if (r <= 0) return r;
+    }
+    if (buf_put(ja, "]", 1) < 0 || buf_put(jf, "{", 1) < 0) return -1;
+    if (npos < nargs) {
+        for (Py_ssize_t j = 0; j < nn; j++) {
+            PyObject *name = PyTuple_GET_ITEM(names, j);
+            for (Py_ssize_t k = 0; k < j; k++)   /* a name given twice: Python's dict */
+                if (PyUnicode_Compare(name, PyTuple_GET_ITEM(names, k)) == 0) return 0;
+            Py_ssize_t len;
+            const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &len) : NULL;
+            if (u == NULL) { PyErr_Clear(); return 0; }
+            if ((j && buf_put(jf, ",", 1) < 0) || put_json_text(jf, (const unsigned char *)u, len) < 0
+                || buf_put(jf, ":", 1) < 0)
+                return -1;
+            int r = put_json_value(jf, &args[npos + j]);
+            if (r <= 0) return r;
+        }
+    }
+    return buf_put(jf, "}", 1) < 0 ? -1 : 1;
+}
+
 /* Control characters as bread.render.escape_controls writes them, over UTF-8. */
 static int
 escape_line(Buf *o, Py_ssize_t start)
@@ -928,36 +1023,51 @@ column_event(Renderer *self, long long wid, long long sid, long long clock, cons
     if (!event_ns(self, clock, &ns)) return 0;
     Source *src = sid >= 0 && sid < MAX_IDS ? self->sources[sid] : NULL;
     Writer *w = wid >= 0 && wid < MAX_IDS ? &self->writers[wid] : NULL;
-    Buf *m = &self->col[C_MSG];
-    Py_ssize_t start = m->len;
+    Buf *m = &self->col[C_MSG], *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
+    Py_ssize_t start = m->len, astart = ja->len, fstart = jf->len;
     int r = src != NULL && w != NULL && w->name != NULL;
     if (r && self->want_message)
         r = simple ? put_message(m, src, args, nargs) : 0;
+    if (r > 0 && self->want_json)
+        r = simple ? put_json_args(ja, jf, src, args, nargs) : 0;
     if (r < 0) return -1;
-    if (r == 0) {   /* Python: the message, and the count of unknown sources and writers */
+    if (r == 0) {   /* Python: the texts, and the count of unknown sources and writers */
         m->len = start;
-        PyObject *text = PyObject_CallFunction(self->message_fallback, "y#LL", (const char *)ev,
-                                               evlen, wid, clock);
-        if (text == NULL) return -1;
-        if (text == Py_None) {   /* left out by the filter: no row */
-            Py_DECREF(text);
+        ja->len = astart;
+        jf->len = fstart;
+        PyObject *texts = PyObject_CallFunction(self->message_fallback, "y#LL", (const char *)ev,
+                                                evlen, wid, clock);
+        if (texts == NULL) return -1;
+        if (texts == Py_None) {   /* left out by the filter: no row */
+            Py_DECREF(texts);
             return 1;
         }
-        if (!PyBytes_Check(text)) {
-            Py_DECREF(text);
-            PyErr_SetString(PyExc_TypeError, "message_fallback must return bytes");
+        if (!PyTuple_Check(texts) || PyTuple_GET_SIZE(texts) != 3
+            || !PyBytes_Check(PyTuple_GET_ITEM(texts, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(texts, 1))
+            || !PyBytes_Check(PyTuple_GET_ITEM(texts, 2))) {
+            Py_DECREF(texts);
+            PyErr_SetString(PyExc_TypeError,
+                            "message_fallback must return None or (message, args, fields) bytes");
             return -1;
         }
-        int rc = self->want_message ? buf_put(m, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
-                                    : 0;
-        Py_DECREF(text);
+        Buf *to[3] = {m, ja, jf};
+        int rc = 0;
+        for (int k = 0; k < 3 && rc == 0; k++) {
+            PyObject *b = PyTuple_GET_ITEM(texts, k);
+            if (k == 0 ? self->want_message : self->want_json)
+                rc = buf_put(to[k], PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
+        }
+        Py_DECREF(texts);
         if (rc < 0) return -1;
     }
     long long row[4] = {clock, ns, sid, wid};
     for (int k = 0; k < 4; k++)
         if (buf_put(&self->col[k], &row[k], sizeof(long long)) < 0) return -1;
-    long long end = m->len;
-    if (buf_put(&self->col[C_MSGOFF], &end, sizeof end) < 0) return -1;
+    long long ends[3] = {m->len, ja->len, jf->len};
+    if (buf_put(&self->col[C_MSGOFF], &ends[0], sizeof(long long)) < 0
+        || buf_put(&self->col[C_ARGSOFF], &ends[1], sizeof(long long)) < 0
+        || buf_put(&self->col[C_FIELDSOFF], &ends[2], sizeof(long long)) < 0)
+        return -1;
     self->rows++;
     return 1;
 }
@@ -1234,12 +1344,13 @@ renderer_columns(Renderer *self, PyObject *arg)
 }
 
 /* take_columns() -> (rows, clock, ns, source id, writer id, message data,
- * message offsets): int64 native-endian buffers, the message column's UTF-8,
- * and its offsets (rows + 1 of them, the first 0); the buffers start afresh. */
+ * message offsets, args data, offsets, fields data, offsets): int64
+ * native-endian buffers, the text columns' UTF-8 and their offsets (rows + 1 of
+ * them, the first 0); the buffers start afresh. */
 static PyObject *
 renderer_take_columns(Renderer *self, PyObject *unused)
 {
-    PyObject *r = PyTuple_New(7);
+    PyObject *r = PyTuple_New(1 + C_NCOLS);
     if (r == NULL) return NULL;
     PyObject *rows = PyLong_FromSsize_t(self->rows);
     if (rows == NULL) { Py_DECREF(r); return NULL; }
@@ -1247,7 +1358,7 @@ renderer_take_columns(Renderer *self, PyObject *unused)
     for (int k = 0; k < C_NCOLS; k++) {
         Buf *b = &self->col[k];
         PyObject *v;
-        if (k == C_MSGOFF) {
+        if (IS_OFFSETS(k)) {
             v = PyBytes_FromStringAndSize(NULL, b->len + (Py_ssize_t)sizeof(long long));
             if (v != NULL) {
                 memset(PyBytes_AS_STRING(v), 0, sizeof(long long));
@@ -1468,7 +1579,8 @@ static PyMethodDef renderer_methods[] = {
     {"set_event_type", (PyCFunction)renderer_set_event_type, METH_VARARGS,
      "set_event_type(Event, fallback, utc zone)"},
     {"take_columns", (PyCFunction)renderer_take_columns, METH_NOARGS,
-     "take_columns() -> (rows, clock, ns, source id, writer id, message, message offsets)"},
+     "take_columns() -> (rows, clock, ns, source id, writer id, then data and offsets of "
+     "message, args and fields)"},
     {NULL}
 };
 
@@ -1483,6 +1595,8 @@ static PyMemberDef renderer_members[] = {
      "rows the column buffers hold before columns() stops (state 1)"},
     {"want_message", T_INT, offsetof(Renderer, want_message), 0,
      "columns(): render the message column"},
+    {"want_json", T_INT, offsetof(Renderer, want_json), 0,
+     "columns(): render the args and fields columns (JSON)"},
     {"want_keys", T_INT, offsetof(Renderer, want_keys), 0,
      "events(): note each event's key (take_keys())"},
     {NULL}

@@ -23,13 +23,20 @@ from blogformat.severity import Severity
 from . import accel
 from .entries import DECODE_ERRORS, Entry, undecodable
 from .events import Event, EventStream
+from .export import json_text
 from .frames import Frame
 from .filters import NO_FILTER, Filter
 from .native import DONE, PYTHON, NativeState, raw_event, utf8
 
-#: Every column, in this order; ``columns=`` picks some.
+#: Every column, in this order; ``columns=`` picks some. ``args`` and ``fields`` are JSON
+#: text (``bread.export.json_text``: a list, an object); ``host``, ``pid`` and ``program``
+#: come from the file header of the stream (None where it does not say), ``path`` is the
+#: input's name.
 COLUMNS = ("time", "clock", "severity", "severity_value", "category", "writer", "writer_id",
-           "source_id", "function", "file", "line", "format", "message")
+           "source_id", "function", "file", "line", "format", "message", "args", "fields",
+           "host", "pid", "program", "path")
+#: Columns that are a property of the stream (its file header) or of the input.
+STREAM_COLUMNS = ("host", "pid", "program", "path")
 #: Columns that are a property of the call site.
 SOURCE_COLUMNS = {
     "severity": lambda s: _severity_name(s.severity),
@@ -41,7 +48,8 @@ SOURCE_COLUMNS = {
     "format": lambda s: s.format,
 }
 _INT64 = (-(1 << 63), (1 << 63) - 1)
-_INT_COLUMNS = {"time", "clock", "severity_value", "writer_id", "source_id", "line"}
+_INT_COLUMNS = {"time", "clock", "severity_value", "writer_id", "source_id", "line", "pid"}
+_TEXT_COLUMNS = ("message", "args", "fields")
 #: What an event of a source the file never described shows (as ``bread.read`` does).
 _UNKNOWN = EventSource(0, 0, "?", "?", "?", 0, "", "")
 
@@ -100,6 +108,7 @@ class BatchReader:
             c = accel.speedups.Renderer([], self._fallback, False, self._message_fallback)
             c.max_rows = batch_size
             c.want_message = "message" in columns
+            c.want_json = "args" in columns or "fields" in columns
             self._native = NativeState(stream, c, lambda src: [], flt)
 
     @property
@@ -161,6 +170,12 @@ class BatchReader:
                 out[name] = [_int64(e.source.id) for e in rows]
             elif name == "message":
                 out[name] = [utf8(e.message).decode() for e in rows]
+            elif name == "args":
+                out[name] = [json_text(list(e.args)) for e in rows]
+            elif name == "fields":
+                out[name] = [json_text(e.fields) for e in rows]
+            elif name in STREAM_COLUMNS:
+                out[name] = [self.stream_value(name)] * len(rows)
         return out
 
     # --- C path ----------------------------------------------------------------
@@ -190,18 +205,24 @@ class BatchReader:
     def _fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
         raise AssertionError("text rendering is not used for batches")  # pragma: no cover
 
-    def _message_fallback(self, data: bytes, writer_id: int, clock: int) -> bytes | None:
-        """An event whose message (or source, or writer) the C path leaves to Python;
-        None if the filter leaves it out."""
+    def _message_fallback(self, data: bytes, writer_id: int, clock: int
+                          ) -> tuple[bytes, bytes, bytes] | None:
+        """An event whose message, args or fields (or source, or writer) the C path leaves
+        to Python: their UTF-8; None if the filter leaves it out."""
         event = self.stream.event(raw_event(data, self._offset, writer_id, clock))
         if not self.filter.keeps(event):
             return None
-        return utf8(event.message) if "message" in self.columns else b""
+        cols = self.columns
+        return (utf8(event.message) if "message" in cols else b"",
+                json_text(list(event.args)).encode() if "args" in cols else b"",
+                json_text(event.fields).encode() if "fields" in cols else b"")
 
     def _c_columns(self) -> tuple[int, dict[str, Any]]:
-        rows, clock, ns, sid, wid, msg, msg_off = self._native.renderer.take_columns()
+        (rows, clock, ns, sid, wid, msg, msg_off, args, args_off, fields,
+         fields_off) = self._native.renderer.take_columns()
         return rows, {"clock": clock, "time": ns, "source_id": sid, "writer_id": wid,
-                      "message": (msg_off, msg)}
+                      "message": (msg_off, msg), "args": (args_off, args),
+                      "fields": (fields_off, fields)}
 
     # --- batches -----------------------------------------------------------------
 
@@ -216,6 +237,17 @@ class BatchReader:
             n, bufs = self._c_columns()
             if n:
                 yield self._make(n, None, bufs)
+
+    def stream_value(self, name: str) -> Any:
+        """A stream column's value: from the stream's file header (untrusted: a value of the
+        wrong type is None), or the input's name."""
+        if name == "path":
+            return self.source
+        head = self.stream.headers[-1].descriptor if self.stream.headers else {}
+        v = head.get(name) if type(head) is dict else None
+        if name == "pid":
+            return _int64(v) if type(v) is int else None
+        return v if type(v) is str else None
 
     def _lookups(self, name: str, ids: Sequence[int]) -> list:
         """Per distinct id, the value of a source or writer column."""
@@ -245,10 +277,14 @@ class BatchReader:
                 out[name] = sids
             elif name == "writer_id":
                 out[name] = wids
-            elif name == "message":
-                off = array.array("q", bufs["message"][0])
-                data = bufs["message"][1]
+            elif name in _TEXT_COLUMNS:
+                off = array.array("q", bufs[name][0])
+                data = bufs[name][1]
                 out[name] = [data[off[i]:off[i + 1]].decode() for i in range(n)]
+            elif name in STREAM_COLUMNS:
+                v = self.stream_value(name)
+                out[name] = array.array("q", [v] * n) if name == "pid" and v is not None \
+                    else [v] * n
             else:
                 ids = sids if name in SOURCE_COLUMNS else wids
                 distinct = sorted(set(ids))
@@ -275,10 +311,12 @@ class BatchReader:
                 arrays.append(sids)
             elif name == "writer_id":
                 arrays.append(wids)
-            elif name == "message":
-                off, data = bufs["message"]
+            elif name in _TEXT_COLUMNS:
+                off, data = bufs[name]
                 arrays.append(pa.Array.from_buffers(pa.large_string(), n,
                                                     [None, pa.py_buffer(off), pa.py_buffer(data)]))
+            elif name in STREAM_COLUMNS:
+                arrays.append(_arrow_list(name, [self.stream_value(name)] * n))
             else:
                 ids = sids if name in SOURCE_COLUMNS else wids
                 distinct = pc.unique(ids)
@@ -293,4 +331,4 @@ def _arrow_list(name: str, values: list) -> Any:
         return pa.array(values, pa.int64()).view(pa.timestamp("ns", tz="UTC"))
     if name in _INT_COLUMNS:
         return pa.array([_int64(v) if v is not None else None for v in values], pa.int64())
-    return pa.array(values, pa.large_string() if name == "message" else pa.string())
+    return pa.array(values, pa.large_string() if name in _TEXT_COLUMNS else pa.string())

@@ -77,6 +77,23 @@ def json_value(v: Any) -> Any:
     return {"$opaque": type(v).__name__, "text": str(v)}   # pragma: no cover - not decoded
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON of a value (``json_value``), in UTF-8 as it is, except that a text
+    with a lone surrogate (no UTF-8 for it) is written all in ASCII escapes."""
+    v = json_value(value)
+    text = _COMPACT(v)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _ASCII(v)
+    return text
+
+
 def iso_time(ns: int, tz: _dt.tzinfo) -> str:
     """ISO 8601 with nanoseconds and the zone's offset; the raw number if out of range."""
     secs, frac = divmod(ns, 1_000_000_000)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Union
 
-from blogformat.frames import HEADER_SIZE, MAGIC, MAX_PAYLOAD, check_crc, parse_header
+from blogformat.frames import (FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD, check_crc,
+                               parse_header)
 
 CHUNK = 1 << 16
+#: Bytes of an events payload that hold its batch header (five ints take at most 46).
+BATCH_HEAD = 64
 
 
 @dataclass(frozen=True)
@@ -115,3 +118,75 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
         bad_at, reason = base + pos, "truncated frame at end of input"
     if bad_at is not None:
         yield Damage(bad_at, end - bad_at, reason, source)
+
+
+class Skim:
+    """The frames of a seekable input, read as an index needs them: metadata and header
+    frames whole and checked, events frames only the first bytes of their payload (the
+    batch header), the rest seeked over. Frame boundaries are trusted by each header's own
+    CRC; an events payload is checked by the second pass (a damaged one's events are
+    skipped there, so a wrong least time from it can only hold more back). Anything
+    amiss ends the skim with ``clean`` False: the caller reads the input through
+    ``iter_frames`` instead."""
+
+    def __init__(self, f: BinaryIO, start: int) -> None:
+        self.f = f
+        self.start = start
+        self.clean = True
+
+    def frames(self) -> Iterator[Frame]:
+        f, start = self.f, self.start
+        end = f.seek(0, 2)
+        pos = f.seek(start)
+        while pos < end:
+            fields = parse_header(f.read(HEADER_SIZE)) if end - pos >= HEADER_SIZE else None
+            if fields is None or fields[2] > MAX_PAYLOAD or pos + HEADER_SIZE + fields[2] > end:
+                self.clean = False
+                return
+            kind, flags, length, crc = fields
+            if kind == FRAME_EVENTS:
+                payload = f.read(min(length, BATCH_HEAD))
+                f.seek(pos + HEADER_SIZE + length)
+            else:
+                payload = f.read(length)
+                if len(payload) != length or not check_crc(payload, crc):
+                    self.clean = False
+                    return
+            yield Frame(pos - start, kind, payload, flags)
+            pos += HEADER_SIZE + length
+
+
+def span_frames(f: BinaryIO, start: int, end: int, source: str = ""
+                ) -> Iterator[Union[Frame, Damage]]:
+    """The frames of one part of a seekable input: the header and metadata frames before
+    ``start`` (what its events may refer to), then every frame, and every damaged range,
+    that begins in ``[start, end)``. Parts that tile a file give each of its events
+    once: a frame belongs to the part where it begins, wherever it ends. Offsets are
+    from the start of the input (``f`` at 0)."""
+    skim = Skim(f, 0)
+    before: list[Frame] = []
+    first: int | None = None
+    for fr in skim.frames():
+        if fr.offset >= start:
+            first = fr.offset
+            break
+        if fr.kind != FRAME_EVENTS:
+            before.append(fr)
+    if skim.clean:
+        yield from before
+        if first is None:
+            return
+        f.seek(first)
+        for x in iter_frames(f, source):
+            at = x.offset + first
+            if at >= end:
+                return
+            yield Frame(at, x.kind, x.payload, x.flags) if type(x) is Frame \
+                else Damage(at, x.length, x.reason, x.source)
+        return
+    f.seek(0)    # damage before start: every frame read and checked from the beginning
+    for x in iter_frames(f, source):
+        if x.offset >= end:
+            return
+        if x.offset >= start or (type(x) is Frame and x.kind != FRAME_EVENTS):
+            yield x

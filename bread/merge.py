@@ -38,19 +38,17 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 import msgpack
 
 from blogformat.entries import ClockSync, FileHeader
-from blogformat.frames import FRAME_EVENTS, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header
 from blogformat.values import UNPACK_OPTIONS
 
 from . import accel
 from .entries import iter_entries
-from .frames import Frame, iter_frames
+from .frames import BATCH_HEAD, Frame, Skim, iter_frames
 
 #: A block of the index ends after this many events frames, or once its frames hold
 #: BLOCK_EVENTS events: what the merge may hold back beyond the frames that overlap in time.
 BLOCK = 16
 BLOCK_EVENTS = 1024
 _LOW, _HIGH = -(1 << 63), (1 << 63) - 1
-_BATCH_HEAD = 64     # bytes of an events payload that hold its batch header (five ints: <= 46)
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
 
 
@@ -162,7 +160,7 @@ class FrameIndex:
 def _least_time(payload: bytes, sync: ClockSync) -> tuple[int, int]:
     """The time of a frame's least clock (5.1), or _LOW if it does not say; its event count."""
     u = msgpack.Unpacker(**UNPACK_OPTIONS)
-    u.feed(payload[:_BATCH_HEAD])
+    u.feed(payload[:BATCH_HEAD])
     try:
         head = u.unpack()
     except Exception:
@@ -177,55 +175,19 @@ def _least_time(payload: bytes, sync: ClockSync) -> tuple[int, int]:
 
 
 def index(f: BinaryIO, name: str) -> FrameIndex:
-    """The first pass over an input. A file that can seek is skimmed (``skim``); one that
-    cannot, or whose skim meets damage, is read through its checked frames."""
+    """The first pass over an input. A file that can seek is skimmed (``frames.Skim``); one
+    that cannot, or whose skim meets damage, is read through its checked frames."""
     try:
         start = f.tell() if f.seekable() else None
     except (AttributeError, OSError, ValueError):
         start = None
     if start is not None:
-        skim = _Skim(f, start)
+        skim = Skim(f, start)
         idx = _index(iter_entries(skim.frames(), name, raw_events=True))
         if skim.clean:
             return idx
         f.seek(start)
     return _index(iter_entries(iter_frames(f, name), name, raw_events=True))
-
-
-class _Skim:
-    """The frames of a seekable input, read as the index needs them: metadata and header
-    frames whole and checked, events frames only the first bytes of their payload (the
-    batch header), the rest seeked over. Frame boundaries are trusted by each header's own
-    CRC; an events payload is checked by the second pass (a damaged one's events are
-    skipped there, so a wrong least time from it can only hold more back). Anything
-    amiss ends the skim with ``clean`` False: the caller reads the input through
-    ``iter_frames`` instead."""
-
-    def __init__(self, f: BinaryIO, start: int) -> None:
-        self.f = f
-        self.start = start
-        self.clean = True
-
-    def frames(self) -> Iterator[Frame]:
-        f, start = self.f, self.start
-        end = f.seek(0, 2)
-        pos = f.seek(start)
-        while pos < end:
-            fields = parse_header(f.read(HEADER_SIZE)) if end - pos >= HEADER_SIZE else None
-            if fields is None or fields[2] > MAX_PAYLOAD or pos + HEADER_SIZE + fields[2] > end:
-                self.clean = False
-                return
-            kind, flags, length, crc = fields
-            if kind == FRAME_EVENTS:
-                payload = f.read(min(length, _BATCH_HEAD))
-                f.seek(pos + HEADER_SIZE + length)
-            else:
-                payload = f.read(length)
-                if len(payload) != length or not check_crc(payload, crc):
-                    self.clean = False
-                    return
-            yield Frame(pos - start, kind, payload, flags)
-            pos += HEADER_SIZE + length
 
 
 def _index(entries: Iterable[Any]) -> FrameIndex:

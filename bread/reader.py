@@ -11,7 +11,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
-from .frames import Damage, Frame, iter_frames
+from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import STDIN, GzipInput, decompressing, expand, open_path, seekable, spool
 from .filters import NO_FILTER, Filter
 from .merge import SortedInput, event_run, index, merge, merger
@@ -39,9 +39,17 @@ class Reader:
     temporary file, since sorting reads each input twice.
     """
 
-    def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER) -> None:
+    def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER,
+                 span: tuple[int, int] | None = None) -> None:
         self.sort = sort
         self.filter = filter
+        if span is not None:
+            if (not isinstance(span, tuple) or len(span) != 2
+                    or not all(type(x) is int and x >= 0 for x in span)):
+                raise ValueError(f"span must be (start, end) byte offsets, not {span!r}")
+            if sort:
+                raise ValueError("a span is read in file order (sort=False)")
+        self.span = span
         if isinstance(source, (str, os.PathLike)):
             self._inputs: list[Any] = [source]
         elif hasattr(source, "read"):
@@ -54,6 +62,8 @@ class Reader:
             for s in self._inputs:
                 if not isinstance(s, (str, os.PathLike)) and not hasattr(s, "read"):
                     raise TypeError(f"cannot read from {type(s).__name__}")
+        if span is not None and (len(self._inputs) != 1 or hasattr(self._inputs[0], "read")):
+            raise ValueError("a span is a part of one file: give one path")
         self.damage: list[Damage] = []
         self.notices: list[Any] = []
         self.headers: list[Any] = []
@@ -75,7 +85,7 @@ class Reader:
         flt = self.filter
         for f, name in self._files():
             stream = self._stream(())
-            entries = iter_entries(iter_frames(f, name), name, raw_events=True)
+            entries = iter_entries(self._frames(f, name), name, raw_events=True)
             try:
                 if accel.speedups is not None:
                     yield from EventDecoder(stream, name, flt).chunks(entries)
@@ -113,7 +123,7 @@ class Reader:
 
     def _event_runs(self, f: BinaryIO, name: str) -> Iterator[Any]:
         stream = self._stream(())
-        entries = iter_entries(iter_frames(f, name), name, raw_events=True)
+        entries = iter_entries(self._frames(f, name), name, raw_events=True)
         try:
             if accel.speedups is not None:
                 yield from EventDecoder(stream, name, self.filter).runs(entries)
@@ -157,7 +167,7 @@ class Reader:
                 lines = LineRenderer(stream, printer, escape=escape, source=name,
                                      flt=self.filter)
                 try:
-                    yield from lines.runs(iter_entries(iter_frames(f, name), name,
+                    yield from lines.runs(iter_entries(self._frames(f, name), name,
                                                        raw_events=True))
                 finally:
                     self.unknown_sources += stream.unknown_sources
@@ -179,7 +189,7 @@ class Reader:
             try:
                 # Whole frames, on both paths: a frame's lines are given as soon as it is read
                 # (bread -F prints what the consumer has just written).
-                yield from lines.blocks(iter_entries(iter_frames(f, name), name, raw_events=True))
+                yield from lines.blocks(iter_entries(self._frames(f, name), name, raw_events=True))
             finally:
                 self.unknown_sources += stream.unknown_sources
 
@@ -206,7 +216,7 @@ class Reader:
             stream = self._stream(())
             b = BatchReader(stream, cols, batch_size, arrow=arrow, source=name, flt=self.filter)
             try:
-                yield from b.batches(iter_entries(iter_frames(f, name), name, raw_events=b.uses_c))
+                yield from b.batches(iter_entries(self._frames(f, name), name, raw_events=b.uses_c))
             finally:
                 self.unknown_sources += stream.unknown_sources
 
@@ -229,6 +239,14 @@ class Reader:
                 finally:
                     if path != STDIN:
                         f.close()
+
+    def _frames(self, f: BinaryIO, name: str) -> Iterator[Frame | Damage]:
+        """The input's frames: all of them, or those of the span."""
+        if self.span is None:
+            return iter_frames(f, name)
+        if isinstance(f, GzipInput) or not seekable(f):
+            raise ValueError(f"{name}: a span needs an uncompressed file that can seek")
+        return span_frames(f, *self.span, name)
 
     def _after(self, f: Any, name: str) -> None:
         if isinstance(f, (GzipInput, _Unclosed)) and f.error is not None:
@@ -301,6 +319,16 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
 
 
 def read_batches(source: Source, columns: Sequence[str] | None = None, batch_size: int = 65536,
-                 *, arrow: bool | None = None) -> Iterator[Any]:
-    """``bread.read(source).batches(...)``: the events as batches of columns."""
-    return Reader(source).batches(columns, batch_size, arrow=arrow)
+                 *, arrow: bool | None = None, span: tuple[int, int] | None = None,
+                 min_severity: int | str | None = None,
+                 categories: Iterable[str] | str | None = None, since: int | str | None = None,
+                 until: int | str | None = None) -> Iterator[Any]:
+    """``bread.read(source, ...).batches(...)``: the events as batches of columns.
+
+    ``span=(start, end)``: only the events of the frames that begin in that byte range
+    of one uncompressed file (with the metadata before it): parts that tile a file give
+    each event once, so that several workers can read one large file.
+    """
+    flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
+                      until=until)
+    return Reader(source, filter=flt, span=span).batches(columns, batch_size, arrow=arrow)

@@ -12,12 +12,14 @@ from decimal import Decimal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import blog
 import bread
 from blogformat.severity import Severity
 from bread import accel, batches
 from bread.batches import COLUMNS
+from bread.export import json_text, json_value
 
 pa = pytest.importorskip("pyarrow", reason="the Arrow form needs pyarrow (make test installs it)")
 
@@ -25,7 +27,9 @@ pa = pytest.importorskip("pyarrow", reason="the Arrow form needs pyarrow (make t
 def expected(data: bytes, columns=COLUMNS) -> dict[str, list]:
     """The columns built from bread.read's events: what every batch must agree with."""
     out: dict[str, list] = {c: [] for c in columns}
-    for ev in bread.read(io.BytesIO(data)):
+    reader = bread.read(io.BytesIO(data))
+    for ev in reader:
+        head = reader.headers[-1].descriptor if reader.headers else {}
         row = {
             "time": ev.ns, "clock": ev.clock,
             "severity": ev.severity.name if isinstance(ev.severity, Severity) else str(ev.severity),
@@ -33,6 +37,9 @@ def expected(data: bytes, columns=COLUMNS) -> dict[str, list]:
             "writer_id": ev.writer_id, "source_id": ev.source.id, "function": ev.function,
             "file": ev.file, "line": ev.line, "format": ev.format,
             "message": ev.message.encode("utf-8", "backslashreplace").decode(),
+            "args": json_text(list(ev.args)), "fields": json_text(ev.fields),
+            "host": head.get("host"), "pid": head.get("pid"), "program": head.get("program"),
+            "path": "<stream>",
         }
         for c in columns:
             v = row[c]
@@ -176,3 +183,81 @@ def test_random_files_give_the_columns_of_read(data):
     assert collect(data, arrow=False) == want
     if accel.speedups is not None:
         assert collect(data, arrow=False, use_c=False) == want
+
+
+def test_args_and_fields_are_json_that_reads_back_typed():
+    # What Spark SQL and pandas parse: the values' JSON (bread.export.json_value), in UTF-8;
+    # strings escaped as json escapes them, big ints and non-finite floats as $-objects.
+    import json
+    s = blog.Session()
+    log = s.get_logger("j")
+    out = blog.MemoryOutputStream()
+    odd = ['q"uote', "back\\slash", "ctl\x00\x1f\n\t\x7f", "ünï 💡", "\ud800lone", ""]
+    for v in odd + [2**53, 2**53 + 1, -2**63, 2**64 - 1, 1.5, float("nan"), float("-inf"),
+                    -0.0, 1e300, True, None]:
+        log.info("v {}", v, k=v, other=[v])
+    s.consume(out)
+    data = out.getvalue()
+    for use_c in (True, False):
+        got = collect(data, ["args", "fields"], arrow=True, use_c=use_c)
+        evs = list(bread.read(io.BytesIO(data)))
+        assert len(got["args"]) == len(evs) == 17
+        for a, f, ev in zip(got["args"], got["fields"], evs):
+            assert json.loads(a) == json_value(list(ev.args))
+            assert json.loads(f) == json_value(ev.fields)
+            a.encode("utf-8")   # valid UTF-8 (a lone surrogate is escaped)
+    assert json.loads(got["args"][3]) == ["ünï 💡"] and "ünï 💡" in got["args"][3]
+
+
+def _span_rows(path: str, cuts: list[int], use_c: bool = True) -> tuple[list, list]:
+    """The rows of each part [cuts[k], cuts[k+1]) of a file, and the damage they report."""
+    rows, damage = [], []
+    with pytest.MonkeyPatch.context() as m:
+        if not use_c:
+            m.setattr(accel, "speedups", None)
+        for a, b in zip(cuts, cuts[1:]):
+            r = bread.reader.Reader(path, span=(a, b))
+            for batch in r.batches(["clock", "writer", "message", "args", "host"], arrow=False):
+                rows += list(zip(*batch.values()))
+            damage += [(d.offset, d.reason) for d in r.damage]
+    return rows, damage
+
+
+
+def _span_file(tmp_path_factory) -> tuple[str, bytes]:
+    p = tmp_path_factory.mktemp("span") / "x.blog"
+    p.write_bytes(DATA + DATA)     # two streams: a second header mid-file
+    return str(p), p.read_bytes()
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.floats(0, 1), max_size=6), damaged=st.booleans())
+def test_spans_that_tile_a_file_give_each_event_once(tmp_path_factory, cuts, damaged):
+    # Parts cut at any byte (mid-frame too) read the frames that begin in them, with the
+    # metadata before them: together, every event once, in order; damage reported once.
+    path, data = _span_file(tmp_path_factory)
+    if damaged:
+        bad = bytearray(data)
+        for at in (len(data) // 3, len(data) // 3 + 1, 2 * len(data) // 3):
+            bad[at] ^= 0x55
+        with open(path, "wb") as f:
+            f.write(bad)
+    whole, whole_damage = _span_rows(path, [0, len(data)])
+    r = bread.reader.Reader(path)
+    want = []
+    for batch in r.batches(["clock", "writer", "message", "args", "host"], arrow=False):
+        want += list(zip(*batch.values()))
+    assert whole == want and whole_damage == [(d.offset, d.reason) for d in r.damage]
+    points = sorted({0, len(data), *(int(c * len(data)) for c in cuts)})
+    for use_c in ([True, False] if accel.speedups is not None else [False]):
+        assert _span_rows(path, points, use_c) == (want, whole_damage)
+
+
+def test_a_span_is_checked():
+    with pytest.raises(ValueError, match="span"):
+        bread.read_batches(io.BytesIO(DATA), span=(0, 10))
+    with pytest.raises(ValueError, match="span"):
+        bread.reader.Reader("x.blog", span=(5,))
+    with pytest.raises(ValueError, match="sort"):
+        bread.reader.Reader("x.blog", span=(0, 5), sort=True)

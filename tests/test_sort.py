@@ -257,14 +257,14 @@ def test_the_skimmed_index_is_the_checked_one_and_damage_still_sorts():
     # it must give what reading every checked frame gives, and damage anywhere (a frame
     # header, an events payload, a cut tail) must still sort every readable event.
     from bread.entries import iter_entries
-    from bread.frames import iter_frames
-    from bread.merge import _index, _Skim, index
+    from bread.frames import Skim, iter_frames
+    from bread.merge import _index, index
 
     def checked(b: bytes):
         return _index(iter_entries(iter_frames(io.BytesIO(b)), raw_events=True))
 
     def skimmed(b: bytes) -> bool:
-        skim = _Skim(io.BytesIO(b), 0)
+        skim = Skim(io.BytesIO(b), 0)
         for _ in skim.frames():
             pass
         return skim.clean

@@ -374,8 +374,9 @@ typedef struct {
     int windowed;
     /* events mode */
     PyObject *event_type;        /* bread.Event; its slots are at these offsets: */
-    Py_ssize_t off[10];          /* source, writer_prop, clock, ns, tz, args, fields, _texts,
-                                    _message, offset */
+    Py_ssize_t off[11];          /* source, writer_prop, clock, ns, tz, args, fields, _texts,
+                                    _message, offset, origin */
+    PyObject *origin;            /* the Origin of the events of this call */
     PyObject *event_fallback;    /* event_fallback(event bytes, writer id, clock) -> Event */
     PyObject *tz;                /* the zone of the sync in force (borrowed: `keep`) */
     PyObject *utc_tz;            /* the default sync's zone */
@@ -1147,6 +1148,7 @@ event_object(Renderer *self, long long wid, long long sid, long long clock, cons
     Py_INCREF(self->empty_texts); set_slot(ev, self->off[7], self->empty_texts);
     Py_INCREF(Py_None); set_slot(ev, self->off[8], Py_None);
     Py_INCREF(self->frame_offset); set_slot(ev, self->off[9], self->frame_offset);
+    Py_INCREF(self->origin); set_slot(ev, self->off[10], self->origin);
     int r = PyList_Append(self->events, ev);
     Py_DECREF(ev);
     return r < 0 ? -1 : 1;
@@ -1395,14 +1397,16 @@ walk_list(Renderer *self, PyObject *payload, int mode)
 static PyObject *
 renderer_events(Renderer *self, PyObject *args)
 {
-    PyObject *payload, *offset;
-    if (!PyArg_ParseTuple(args, "OO:events", &payload, &offset)) return NULL;
+    PyObject *payload, *offset, *origin = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O:events", &payload, &offset, &origin)) return NULL;
     if (self->event_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "set_event_type() first");
         return NULL;
     }
     Py_INCREF(offset);
     Py_XSETREF(self->frame_offset, offset);
+    Py_INCREF(origin);
+    Py_XSETREF(self->origin, origin);
     return walk_list(self, payload, 2);
 }
 
@@ -1432,17 +1436,17 @@ renderer_take_keys(Renderer *self, PyObject *unused)
 }
 
 /* set_event_type(Event, fallback): the class whose slots events() fills, in the
- * order source, writer_prop, clock, ns, tz, args, fields, _texts, _message, offset;
+ * order source, writer_prop, clock, ns, tz, args, fields, _texts, _message, offset, origin;
  * fallback(event bytes, writer id, clock) makes the Events C leaves to Python. */
 static PyObject *
 renderer_set_event_type(Renderer *self, PyObject *args)
 {
-    static const char *names[10] = {"source", "writer_prop", "clock", "ns", "tz", "args",
-                                    "fields", "_texts", "_message", "offset"};
+    static const char *names[11] = {"source", "writer_prop", "clock", "ns", "tz", "args",
+                                    "fields", "_texts", "_message", "offset", "origin"};
     PyObject *type, *fallback, *utc;
     if (!PyArg_ParseTuple(args, "O!OO:set_event_type", &PyType_Type, &type, &fallback, &utc))
         return NULL;
-    for (int k = 0; k < 10; k++) {
+    for (int k = 0; k < 11; k++) {
         PyObject *d = PyObject_GetAttrString(type, names[k]);
         if (d == NULL) return NULL;
         int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
@@ -1516,6 +1520,7 @@ renderer_traverse(Renderer *self, visitproc visit, void *arg)
     Py_VISIT(self->empty_texts);
     Py_VISIT(self->events);
     Py_VISIT(self->frame_offset);
+    Py_VISIT(self->origin);
     return 0;
 }
 
@@ -1533,6 +1538,7 @@ renderer_clear(Renderer *self)
     Py_CLEAR(self->empty_texts);
     Py_CLEAR(self->events);
     Py_CLEAR(self->frame_offset);
+    Py_CLEAR(self->origin);
     self->tz = NULL;
     return 0;
 }
@@ -1570,7 +1576,7 @@ static PyMethodDef renderer_methods[] = {
     {"columns", (PyCFunction)renderer_columns, METH_O,
      "columns(payload or None) -> rows added to the column buffers; then see state"},
     {"events", (PyCFunction)renderer_events, METH_VARARGS,
-     "events(payload or None, frame offset) -> list of Events; then see state"},
+     "events(payload or None, frame offset[, origin]) -> list of Events; then see state"},
     {"keyed", (PyCFunction)renderer_keyed, METH_O,
      "keyed(payload or None) -> (text, keys: int64 (time, line end) pairs, writer id); "
      "then see state"},

@@ -239,15 +239,8 @@ class BatchReader:
                 yield self._make(n, None, bufs)
 
     def stream_value(self, name: str) -> Any:
-        """A stream column's value: from the stream's file header (untrusted: a value of the
-        wrong type is None), or the input's name."""
-        if name == "path":
-            return self.source
-        head = self.stream.headers[-1].descriptor if self.stream.headers else {}
-        v = head.get(name) if type(head) is dict else None
-        if name == "pid":
-            return _int64(v) if type(v) is int else None
-        return v if type(v) is str else None
+        """A stream column's value: the input's name, or what its file header says."""
+        return getattr(self.stream.origin, name)
 
     def _lookups(self, name: str, ids: Sequence[int]) -> list:
         """Per distinct id, the value of a source or writer column."""

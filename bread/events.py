@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from blogformat.placeholders import FormatError, Template, parse, render, render_safe
@@ -26,6 +27,26 @@ def _severity(value: int) -> Severity | int:
         return value
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where events come from: the input's name, and the host, process id and program
+    that its stream's file header names (None where it does not say)."""
+
+    path: str
+    host: str | None = None
+    pid: int | None = None
+    program: str | None = None
+
+    @classmethod
+    def of(cls, path: str, descriptor: object) -> "Origin":
+        """From a file header's descriptor (untrusted: a value of the wrong type is None)."""
+        d = descriptor if type(descriptor) is dict else {}
+        host, pid, program = d.get("host"), d.get("pid"), d.get("program")
+        return cls(path, host if type(host) is str else None,
+                   pid if type(pid) is int and -(1 << 63) <= pid < (1 << 63) else None,
+                   program if type(program) is str else None)
+
+
 class Event:
     """One log event, as read back.
 
@@ -35,10 +56,11 @@ class Event:
     """
 
     __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "fields", "_texts",
-                 "_message", "offset")
+                 "_message", "offset", "origin")
 
     def __init__(self, source: EventSource, writer: WriterProp, clock: int, ns: int,
-                 tz: _dt.tzinfo, args: tuple, fields: dict, texts: dict, offset: int) -> None:
+                 tz: _dt.tzinfo, args: tuple, fields: dict, texts: dict, offset: int,
+                 origin: Origin = Origin("")) -> None:
         self.source = source
         self.writer_prop = writer
         self.clock = clock
@@ -49,6 +71,7 @@ class Event:
         self._texts = texts
         self._message: str | None = None
         self.offset = offset
+        self.origin = origin
 
     severity = property(lambda self: _severity(self.source.severity), doc="Severity (IntEnum)")
     category = property(lambda self: self.source.category, doc="category of the logger")
@@ -58,6 +81,10 @@ class Event:
     format = property(lambda self: self.source.format, doc="the format string")
     writer = property(lambda self: self.writer_prop.name, doc="name of the writer (thread)")
     writer_id = property(lambda self: self.writer_prop.id, doc="id of the writer")
+    path = property(lambda self: self.origin.path, doc="the input it was read from")
+    host = property(lambda self: self.origin.host, doc="the host its file header names")
+    pid = property(lambda self: self.origin.pid, doc="the process id its file header names")
+    program = property(lambda self: self.origin.program, doc="the program its header names")
 
     @property
     def time(self) -> _dt.datetime:
@@ -153,8 +180,10 @@ class EventStream:
     ``headers`` holds the descriptors of the files read.
     """
 
-    def __init__(self, entries: Iterable[Entry]) -> None:
+    def __init__(self, entries: Iterable[Entry], name: str = "") -> None:
         self._entries = entries
+        self.name = name
+        self.origin = Origin(name)
         self.headers: list[FileHeader] = []
         self.damage: list[Damage] = []
         self.notices: list[Dropped | Lost] = []
@@ -192,7 +221,8 @@ class EventStream:
             fields = {}
         sync = self.sync
         ns = sync.ns_since_epoch + (e.clock - sync.clock_value) * 1_000_000_000 // sync.frequency
-        return Event(src, w, e.clock, ns, self.tz, tuple(args), fields, e.texts, e.offset)
+        return Event(src, w, e.clock, ns, self.tz, tuple(args), fields, e.texts, e.offset,
+                     self.origin)
 
     def frame(self, fr: Frame, keeps: Callable[[Event], bool], source: str = "",
               skip: int = 0) -> Iterator[Event]:
@@ -225,6 +255,7 @@ class EventStream:
         elif t is FileHeader:
             self.headers.append(e)
             self._reset()
+            self.origin = Origin.of(self.name, e.descriptor)
         elif t is Damage:
             self.damage.append(e)
         elif t is Dropped or t is Lost:

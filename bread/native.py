@@ -137,9 +137,9 @@ class EventDecoder:
                 yield self._python_frame(e)
             else:
                 self._offset = e.offset
-                yield c.events(e.payload, e.offset)
+                yield c.events(e.payload, e.offset, self.stream.origin)
                 while c.state == MORE:
-                    yield c.events(None, e.offset)
+                    yield c.events(None, e.offset, self.stream.origin)
                 if c.state == PYTHON:
                     yield self._python_frame(e, skip=c.rendered)
 
@@ -162,9 +162,9 @@ class EventDecoder:
                 self._offset = e.offset
                 c.want_keys = 1
                 try:
-                    evs = c.events(e.payload, e.offset)
+                    evs = c.events(e.payload, e.offset, self.stream.origin)
                     while c.state == MORE:
-                        evs += c.events(None, e.offset)
+                        evs += c.events(None, e.offset, self.stream.origin)
                 finally:
                     c.want_keys = 0
                 keys = c.take_keys()

@@ -84,7 +84,7 @@ class Reader:
             return
         flt = self.filter
         for f, name in self._files():
-            stream = self._stream(())
+            stream = self._stream((), name)
             entries = iter_entries(self._frames(f, name), name, raw_events=True)
             try:
                 if accel.speedups is not None:
@@ -122,7 +122,7 @@ class Reader:
         return start
 
     def _event_runs(self, f: BinaryIO, name: str) -> Iterator[Any]:
-        stream = self._stream(())
+        stream = self._stream((), name)
         entries = iter_entries(self._frames(f, name), name, raw_events=True)
         try:
             if accel.speedups is not None:
@@ -163,7 +163,7 @@ class Reader:
         if self.sort and self.filter.grep is None and printer.zone is None:
             # Lines rendered per frame (by C where it can), then merged by time.
             def runs(f: BinaryIO, name: str) -> Iterator[Any]:
-                stream = self._stream(())
+                stream = self._stream((), name)
                 lines = LineRenderer(stream, printer, escape=escape, source=name,
                                      flt=self.filter)
                 try:
@@ -184,7 +184,7 @@ class Reader:
                 yield join_lines(lines)
             return
         for f, name in self._files():
-            stream = self._stream(())
+            stream = self._stream((), name)
             lines = LineRenderer(stream, printer, escape=escape, source=name, flt=self.filter)
             try:
                 # Whole frames, on both paths: a frame's lines are given as soon as it is read
@@ -213,7 +213,7 @@ class Reader:
         if self.sort:
             raise ValueError("batches come in file order: sort the time column")
         for f, name in self._files():
-            stream = self._stream(())
+            stream = self._stream((), name)
             b = BatchReader(stream, cols, batch_size, arrow=arrow, source=name, flt=self.filter)
             try:
                 yield from b.batches(iter_entries(self._frames(f, name), name, raw_events=b.uses_c))
@@ -252,8 +252,8 @@ class Reader:
         if isinstance(f, (GzipInput, _Unclosed)) and f.error is not None:
             self.damage.append(Damage(f.pos, 0, f.error, name))
 
-    def _stream(self, entries: Iterable[Any]) -> EventStream:
-        stream = EventStream(entries)
+    def _stream(self, entries: Iterable[Any], name: str) -> EventStream:
+        stream = EventStream(entries, name)
         stream.damage = self.damage
         stream.notices = self.notices
         stream.headers = self.headers

@@ -169,3 +169,23 @@ def test_sorted_times_below_64_bits_sort_first_in_file_order_and_none_is_lost():
 def test_relative_times_are_exact():
     from bread.filters import parse_time
     assert parse_time("2.3h", 10**19) == 10**19 - 8_280_000_000_000
+
+
+def test_each_event_knows_its_input_and_the_process_that_wrote_it(tmp_path):
+    # ev.origin: the input's name and the host, pid and program of its stream's header,
+    # sorted or not; a header with values of the wrong type gives None, not an error.
+    import os
+    import socket
+    import sys
+    a, b = tmp_path / "a.blog", tmp_path / "b.blog"
+    write_log(a, 5, "a")
+    forged = frames(fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({"host": 7, "pid": "x"})),
+                    meta(SRC, WriterProp(1, "w")), events(1, [[1, 0, [1]]]))
+    b.write_bytes(forged)
+    for sort in (False, True):
+        got = both_paths(lambda: [(e.path, e.host, e.pid, e.program)
+                                  for e in bread.read([str(a), str(b)], sort=sort)])
+        program = os.path.basename(sys.argv[0])
+        assert set(got) == {(str(a), socket.gethostname(), os.getpid(), program),
+                            (str(b), None, None, None)}
+        assert len(got) == 6

@@ -6,12 +6,12 @@ PY     := $(VENV)/bin/python
 
 .PHONY: demo test bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py blog/_speedups.c bread/_speedups.c
+$(VENV)/.installed: pyproject.toml setup.py blog/_speedups.c bread/_speedups.c bread/_merge.c
 	@rm -f $@
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,arrow]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@
 
 demo: $(VENV)/.installed

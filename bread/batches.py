@@ -91,7 +91,8 @@ class BatchReader:
     """Turns the entries of one input into batches of ``batch_size`` rows at most."""
 
     def __init__(self, stream: EventStream, columns: tuple[str, ...], batch_size: int, *,
-                 arrow: bool, source: str = "", flt: Filter = NO_FILTER) -> None:
+                 arrow: bool, source: str = "", flt: Filter = NO_FILTER,
+                 python: bool = False) -> None:
         self.filter = flt
         self.stream = stream
         self.columns = columns
@@ -104,7 +105,7 @@ class BatchReader:
         self._sids: set[int] = set()           # ids used by the pending batch
         self._wids: set[int] = set()
         self._native: NativeState | None = None
-        if accel.speedups is not None:
+        if accel.speedups is not None and not python:
             c = accel.speedups.Renderer([], self._fallback, False, self._message_fallback)
             c.max_rows = batch_size
             c.want_message = "message" in columns
@@ -129,6 +130,12 @@ class BatchReader:
                 if t is FileHeader or t is EventSource or t is WriterProp:
                     yield from self._flush()
                 apply(e)
+        yield from self._flush()
+
+    def from_events(self, events: Iterable[Event]) -> Iterator[Any]:
+        """Batches of Events already read (by the Python path): sorted reading."""
+        for ev in events:
+            yield from self._python_row(ev)
         yield from self._flush()
 
     # --- Python path: the reference -----------------------------------------
@@ -175,7 +182,7 @@ class BatchReader:
             elif name == "fields":
                 out[name] = [json_text(e.fields) for e in rows]
             elif name in STREAM_COLUMNS:
-                out[name] = [self.stream_value(name)] * len(rows)
+                out[name] = [getattr(e.origin, name) for e in rows]
         return out
 
     # --- C path ----------------------------------------------------------------

@@ -210,8 +210,11 @@ class Reader:
             raise ValueError(f"batch_size must be a positive int, not {batch_size!r}")
         if self.filter.grep is not None:
             raise ValueError("batches take no grep filter: select on the message column")
-        if self.sort:
-            raise ValueError("batches come in file order: sort the time column")
+        if self.sort:    # the sorted Events, made into batches by the Python path
+            b = BatchReader(self._stream((), "<sorted>"), cols, batch_size, arrow=arrow,
+                            python=True)
+            yield from b.from_events(iter(self))
+            return
         for f, name in self._files():
             stream = self._stream((), name)
             b = BatchReader(stream, cols, batch_size, arrow=arrow, source=name, flt=self.filter)

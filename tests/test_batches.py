@@ -261,3 +261,19 @@ def test_a_span_is_checked():
         bread.reader.Reader("x.blog", span=(5,))
     with pytest.raises(ValueError, match="sort"):
         bread.reader.Reader("x.blog", span=(0, 5), sort=True)
+
+
+def test_sorted_batches_are_the_sorted_events(tmp_path):
+    # Sorted batches (what the Spark data source's `sorted` option reads): the columns of
+    # bread.read(..., sort=True), rows in its order, each with its own input's path.
+    a, b = tmp_path / "a.blog", tmp_path / "b.blog"
+    a.write_bytes(DATA)
+    b.write_bytes(a_log())
+    paths = [str(a), str(b)]
+    want = [(e.ns, e.path, e.writer_id, e.message.encode("utf-8", "backslashreplace").decode())
+            for e in bread.read(paths, sort=True)]
+    got = []
+    for batch in bread.reader.Reader(paths, sort=True).batches(
+            ["time", "path", "writer_id", "message"], batch_size=100, arrow=False):
+        got += list(zip(*batch.values()))
+    assert got == want and len({p for _, p, _, _ in got}) == 2

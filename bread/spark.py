@@ -1,0 +1,224 @@
+"""blog logs in PySpark: ``spark.read.format("blog").load(path)``, no conversion step.
+
+A data source on PySpark's Python Data Source API (``pyspark.sql.datasource``,
+PySpark 4.1 or later): one row per event, read by ``bread``'s columnar batch
+reader (``bread.batches``, the C fast path where it is built) and handed to
+Spark as Arrow record batches. Each file is a partition; a file larger than
+``splitBytes`` is split into several at byte offsets, each reading the frames
+that begin in its range (``bread.frames.span_frames``: every event once,
+whatever the cut), so that one big file uses every core. ``docs/spark.md``
+says more: the schema, the options, running on a cluster.
+
+    from pyspark.sql import SparkSession
+    import bread.spark
+    spark = SparkSession.builder.getOrCreate()
+    bread.spark.register(spark)
+    df = spark.read.format("blog").load("logs/")
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from blogformat.frames import HEADER_SIZE, parse_header
+
+from .batches import COLUMNS
+from .filters import Filter as BreadFilter
+from .inputs import GzipInput, expand, open_path
+from .reader import Reader
+
+#: One row per event. ``time`` is UTC, to the microsecond (Spark's precision; ``clock``
+#: keeps every tick); ``args`` and ``fields`` are JSON text (docs/spark.md says why).
+SCHEMA = ("time TIMESTAMP, clock BIGINT, severity STRING, severity_value BIGINT, "
+          "category STRING, writer STRING, writer_id BIGINT, source_id BIGINT, "
+          "function STRING, file STRING, line BIGINT, format STRING, message STRING, "
+          "args STRING, fields STRING, host STRING, pid BIGINT, program STRING, path STRING")
+
+#: Files larger than this are read by several tasks (option ``splitBytes``).
+SPLIT_BYTES = 64 << 20
+#: Rows per Arrow batch handed to Spark (option ``batchSize``).
+BATCH_ROWS = 65536
+DAMAGE = ("report", "fail", "ignore")
+_OPTIONS = {"path", "paths", "sorted", "damage", "splitbytes", "batchsize", "minseverity",
+            "categories", "since", "until"}
+
+
+def register(spark: Any) -> None:
+    """Make ``spark.read.format("blog")`` available in this session."""
+    spark.dataSource.register(BlogDataSource)
+
+
+class FilePart(InputPartition):
+    """A task's share: a byte range ``[start, end)`` of one file, a whole file (None),
+    or, sorted, every input at once (``paths``)."""
+
+    def __init__(self, paths: Sequence[str], start: int | None = None,
+                 end: int | None = None) -> None:
+        super().__init__((tuple(paths), start, end))
+        self.paths = tuple(paths)
+        self.start = start
+        self.end = end
+
+
+class BlogDataSource(DataSource):
+    """The ``blog`` format. Options: ``sorted``, ``damage``, ``splitBytes``, ``batchSize``,
+    and the reader's filters ``minSeverity``, ``categories`` (comma-separated), ``since``,
+    ``until`` (as ``bread.read`` takes them), which skip events before they are decoded."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "blog"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema: Any) -> "BlogReader":
+        return BlogReader(self.options, [f.name for f in schema.fields])
+
+
+class BlogReader(DataSourceReader):
+    """Plans the partitions (on the driver) and reads them (in the tasks)."""
+
+    def __init__(self, options: Mapping[str, str], columns: Sequence[str]) -> None:
+        unknown = sorted(k for k in (k.lower() for k in options) if k not in _OPTIONS)
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)} for format blog; the "
+                             "options are sorted, damage, splitBytes, batchSize, minSeverity, "
+                             "categories, since, until")
+        bad = [c for c in columns if c not in COLUMNS]
+        if bad:
+            raise ValueError(f"no column(s) {', '.join(bad)} in format blog; "
+                             f"its columns are {', '.join(COLUMNS)}")
+        self.columns = list(columns)
+        self.paths = _paths(options)
+        self.sorted = _flag(options.get("sorted", "false"), "sorted")
+        self.damage = str(options.get("damage", "report")).lower()
+        if self.damage not in DAMAGE:
+            raise ValueError(f"option damage must be one of {', '.join(DAMAGE)}, "
+                             f"not {options.get('damage')!r}")
+        self.split = _count(options.get("splitBytes", str(SPLIT_BYTES)), "splitBytes")
+        self.batch_rows = _count(options.get("batchSize", str(BATCH_ROWS)), "batchSize")
+        # Filters the reader applies before decoding (bread.filters): checked here, on
+        # the driver, so that a bad value fails the query at once.
+        self.filter_options = {
+            "min_severity": options.get("minSeverity"),
+            "categories": options.get("categories"),
+            "since": _time(options.get("since")),
+            "until": _time(options.get("until")),
+        }
+        if self.filter_options["categories"] is not None:
+            self.filter_options["categories"] = [
+                c.strip() for c in self.filter_options["categories"].split(",")]
+        try:
+            BreadFilter.make(**self.filter_options)
+        except ValueError as exc:
+            raise ValueError(f"format blog: {exc}") from None
+
+    # --- planning (driver) ---------------------------------------------------------
+
+    def partitions(self) -> list[FilePart]:
+        files = list(expand(self.paths))
+        for path in files:
+            _check_log(path)
+        if self.sorted:    # one task merges every input by time
+            return [FilePart(files)]
+        parts = []
+        for path in files:
+            f = open_path(path)
+            try:
+                size = None if isinstance(f, GzipInput) else f.seek(0, 2)
+            finally:
+                f.close()
+            if size is None or size <= self.split:
+                parts.append(FilePart([path]))
+                continue
+            for start in range(0, size, self.split):
+                parts.append(FilePart([path], start, min(start + self.split, size)))
+        return parts
+
+    # --- reading (tasks) -----------------------------------------------------------
+
+    def read(self, partition: FilePart) -> Iterator[Any]:
+        flt = BreadFilter.make(**self.filter_options)
+        span = None if partition.start is None else (partition.start, partition.end)
+        source = list(partition.paths) if len(partition.paths) != 1 else partition.paths[0]
+        reader = Reader(source, sort=self.sorted, filter=flt, span=span)
+        for batch in reader.batches(self.columns, self.batch_rows, arrow=True):
+            yield _spark_batch(batch)
+        if reader.damage and self.damage != "ignore":
+            lines = "\n".join(str(d) for d in reader.damage)
+            if self.damage == "fail":
+                raise ValueError(f"damaged log (option damage=fail):\n{lines}")
+            print(f"bread: skipped damaged bytes (option damage=report):\n{lines}",
+                  file=sys.stderr)
+
+
+def _spark_batch(batch: Any) -> Any:
+    """A batch of bread's columns in the types of SCHEMA."""
+    arrays = []
+    for name, col in zip(batch.schema.names, batch.columns):
+        if name == "time":
+            col = col.cast(pa.timestamp("us", tz="UTC"), safe=False)
+        elif pa.types.is_large_string(col.type):
+            col = col.cast(pa.string())
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def _paths(options: Mapping[str, str]) -> list[str]:
+    if "paths" in options:      # load([a, b]) passes a JSON list
+        try:
+            paths = json.loads(options["paths"])
+        except ValueError:
+            paths = None
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise ValueError(f"option paths must be a JSON list of paths, not {options['paths']!r}")
+        if "path" in options:
+            paths.append(options["path"])
+        if paths:
+            return paths
+    if "path" in options and options["path"]:
+        return [options["path"]]
+    raise ValueError('format blog needs a path: spark.read.format("blog").load(path)')
+
+
+def _flag(value: str, name: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {name} must be true or false, not {value!r}")
+
+
+def _count(value: str, name: str) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"option {name} must be a positive number, not {value!r}")
+    return n
+
+
+def _time(value: str | None) -> int | str | None:
+    """A time option: ns since the epoch (digits), or what bread.read takes (ISO 8601, 15m)."""
+    if value is not None and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+def _check_log(path: str) -> None:
+    """A file that is not a log fails the query, naming it."""
+    f = open_path(path)
+    try:
+        head = f.read(HEADER_SIZE)
+    finally:
+        f.close()
+    if len(head) < HEADER_SIZE or parse_header(head) is None:
+        raise ValueError(f"{path}: not a blog log file (it does not begin with a frame)")

@@ -1,0 +1,186 @@
+"""The Spark data source (bread.spark): what Spark loads is what bread.read reads.
+
+One local Spark session (local[2], UI off, quiet) for the whole module. Skipped
+only where pyspark or Java is missing, saying which; ``make test`` installs the
+``spark`` extra, and this machine has Java 17.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import sys
+import threading
+from collections import Counter
+
+import pytest
+
+import blog
+import bread
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("Spark needs Java (17 or later): none on PATH or in JAVA_HOME",
+                allow_module_level=True)
+
+import bread.spark  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+    os.environ["PYSPARK_PYTHON"] = sys.executable    # the workers import bread from here
+    s = (SparkSession.builder.master("local[2]").appName("bread-tests")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.driver.extraJavaOptions", "-Dlog4j.rootLogger=ERROR")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    bread.spark.register(s)
+    yield s
+    s.stop()
+
+
+def write(path, tag: str, n: int = 400, threads: int = 2) -> None:
+    """A service's log: several threads, categories, levels, keyword fields."""
+    s = blog.Session()
+    api, db = s.get_logger("api"), s.get_logger("db")
+    out = blog.FileOutputStream(str(path), mode="wb")
+
+    def work(k: int) -> None:
+        s.writer().name = f"{tag}-w{k}"
+        for i in range(n):
+            api.info("request {} took {} ms", i, 0.5 * i + k, route="/orders")
+            if i % 10 == 0:
+                db.warning("slow query {q}", q=f"q{i}", ms=i * 3)
+            if i % 50 == 0:
+                api.error("failed {}", i, code=500 + k)
+            if i % 100 == 99:
+                s.consume(out)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    s.consume(out)
+    out.close()
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("logs")
+    write(d / "a.blog", "a")
+    write(d / "b.blog", "b", n=300, threads=3)
+    with open(d / "a.blog", "rb") as src, gzip.open(d / "c.blog.gz", "wb") as dst:
+        dst.write(src.read())
+    return d
+
+
+def rows(df, *cols):
+    return sorted(tuple(r[c] for c in cols) for r in df.select(*cols).collect())
+
+
+def test_counts_groups_and_sums_equal_bread_read(spark, logs):
+    df = spark.read.format("blog").load(str(logs))          # a directory: all three files
+    events = list(bread.read(str(logs)))
+    assert df.count() == len(events) == 2 * 896 + 1008
+    by = Counter((e.category, e.severity.name) for e in events)
+    got = {(r["category"], r["severity"]): r["count"]
+           for r in df.groupBy("category", "severity").count().collect()}
+    assert got == dict(by)
+    total = sum(e.args[0] for e in events if e.format.startswith("request"))
+    assert df.where("format like 'request%'").selectExpr(
+        "sum(cast(get_json_object(args, '$[0]') as bigint)) as s").first()["s"] == total
+    # fields are JSON: queryable in SQL without string parsing
+    slow = df.where("category = 'db'").selectExpr(
+        "sum(cast(get_json_object(fields, '$.ms') as bigint)) as s").first()["s"]
+    assert slow == sum(e.fields["ms"] for e in events if e.category == "db")
+    assert rows(df, "path", "message", "clock") == sorted(
+        (e.path, e.message, e.clock) for e in events)
+    one = df.where(f"path = '{logs / 'a.blog'}'").select("host", "pid", "program").distinct()
+    (r,) = one.collect()
+    assert (r["host"], r["pid"]) == (next(iter(bread.read(str(logs / "a.blog")))).host,
+                                     os.getpid())
+
+
+def test_paths_globs_lists_and_gzip(spark, logs):
+    a, gz = str(logs / "a.blog"), str(logs / "c.blog.gz")
+    n_a = sum(1 for _ in bread.read(a))
+    assert spark.read.format("blog").load(gz).count() == n_a
+    assert spark.read.format("blog").load([a, gz]).count() == 2 * n_a
+    assert spark.read.format("blog").load(str(logs / "*.blog")).count() == \
+        sum(1 for _ in bread.read(str(logs / "*.blog")))
+
+
+def test_a_split_file_gives_the_rows_of_one_partition(spark, logs):
+    path = str(logs / "b.blog")
+    whole = spark.read.format("blog").load(path)
+    split = spark.read.format("blog").option("splitBytes", "3000").load(path)
+    assert split.rdd.getNumPartitions() > 5 and whole.rdd.getNumPartitions() == 1
+    cols = ("clock", "writer", "message", "args", "fields")
+    assert rows(split, *cols) == rows(whole, *cols)
+    assert split.count() == sum(1 for _ in bread.read(path))
+
+
+def test_sorted_is_bread_s_order(spark, logs):
+    paths = [str(logs / "a.blog"), str(logs / "b.blog")]
+    df = spark.read.format("blog").option("sorted", "true").load(paths)
+    assert df.rdd.getNumPartitions() == 1
+    got = [(r["path"], r["clock"], r["message"]) for r in df.collect()]
+    want = [(e.path, e.clock, e.message) for e in bread.read(paths, sort=True)]
+    assert got == want
+
+
+def test_reader_filters_give_what_bread_filters_give(spark, logs):
+    # minSeverity, categories, since, until: applied by the reader, before decoding.
+    path = str(logs / "a.blog")
+    events = list(bread.read(path))
+    mid = sorted(e.ns for e in events)[len(events) // 2]
+    want = list(bread.read(path, min_severity="WARNING", categories=["api", "db"], since=mid))
+    df = (spark.read.format("blog").option("minSeverity", "WARNING")
+          .option("categories", "api, db").option("since", str(mid)).load(path))
+    assert sorted(r["clock"] for r in df.select("clock").collect()) == \
+        sorted(e.clock for e in want)
+    assert 0 < len(want) < len(events)
+    with pytest.raises(Exception, match="format blog: .*loud"):
+        spark.read.format("blog").option("minSeverity", "loud").load(path).count()
+
+
+def test_one_dataframe_queried_again_without_a_where(spark, logs):
+    # Spark SQL filters are Spark's (see docs/spark.md): a filtered query must not leave
+    # anything behind for the next query of the same DataFrame.
+    df = spark.read.format("blog").load(str(logs / "b.blog"))
+    n = df.count()
+    assert df.where("category = 'db'").count() == 90
+    assert df.count() == n == len(df.select("clock").collect()) == 1008
+
+
+def test_damage_is_reported_failed_or_ignored(spark, logs, tmp_path, capfd):
+    data = bytearray((logs / "a.blog").read_bytes())
+    for k in range(3000, 3040):
+        data[k] ^= 0xFF
+    bad = tmp_path / "bad.blog"
+    bad.write_bytes(bytes(data))
+    readable = sum(1 for _ in bread.read(str(bad)))
+    assert 0 < readable < sum(1 for _ in bread.read(str(logs / "a.blog")))
+    assert spark.read.format("blog").load(str(bad)).count() == readable
+    assert spark.read.format("blog").option("damage", "ignore").load(str(bad)).count() == readable
+    with pytest.raises(Exception, match="damage=fail"):
+        spark.read.format("blog").option("damage", "fail").load(str(bad)).count()
+
+
+def test_bad_input_and_options_fail_with_a_clear_message(spark, logs, tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a log at all\n" * 10)
+    with pytest.raises(Exception, match="notes.txt: not a blog log file"):
+        spark.read.format("blog").load(str(text)).count()
+    with pytest.raises(Exception, match="option damage must be one of"):
+        spark.read.format("blog").option("damage", "loud").load(str(logs)).count()
+    with pytest.raises(Exception, match="unknown option"):
+        spark.read.format("blog").option("sortd", "true").load(str(logs)).count()
+    with pytest.raises(Exception, match="splitBytes"):
+        spark.read.format("blog").option("splitBytes", "-1").load(str(logs)).count()
+    with pytest.raises(Exception, match="needs a path"):
+        spark.read.format("blog").load().count()

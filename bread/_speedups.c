@@ -1435,6 +1435,20 @@ renderer_take_keys(Renderer *self, PyObject *unused)
     return r;
 }
 
+/* The offset of a slot (a T_OBJECT_EX member) of a class. */
+static int
+slot_offset(PyObject *type, const char *name, Py_ssize_t *off)
+{
+    PyObject *d = PyObject_GetAttrString(type, name);
+    if (d == NULL) return -1;
+    int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
+             && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+    if (ok) *off = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_DECREF(d);
+    if (!ok) PyErr_Format(PyExc_TypeError, "%s is not a slot", name);
+    return ok ? 0 : -1;
+}
+
 /* set_event_type(Event, fallback): the class whose slots events() fills, in the
  * order source, writer_prop, clock, ns, tz, args, fields, _texts, _message, offset, origin;
  * fallback(event bytes, writer id, clock) makes the Events C leaves to Python. */
@@ -1446,18 +1460,8 @@ renderer_set_event_type(Renderer *self, PyObject *args)
     PyObject *type, *fallback, *utc;
     if (!PyArg_ParseTuple(args, "O!OO:set_event_type", &PyType_Type, &type, &fallback, &utc))
         return NULL;
-    for (int k = 0; k < 11; k++) {
-        PyObject *d = PyObject_GetAttrString(type, names[k]);
-        if (d == NULL) return NULL;
-        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
-                 && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        if (ok) self->off[k] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_DECREF(d);
-        if (!ok) {
-            PyErr_Format(PyExc_TypeError, "%s is not a slot", names[k]);
-            return NULL;
-        }
-    }
+    for (int k = 0; k < 11; k++)
+        if (slot_offset(type, names[k], &self->off[k]) < 0) return NULL;
     Py_INCREF(type); Py_XSETREF(self->event_type, type);
     Py_INCREF(fallback); Py_XSETREF(self->event_fallback, fallback);
     Py_INCREF(utc); Py_XSETREF(self->utc_tz, utc);
@@ -1793,18 +1797,6 @@ getter_dealloc(MessageGetter *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int
-slot_offset(PyObject *type, const char *name, Py_ssize_t *off)
-{
-    PyObject *d = PyObject_GetAttrString(type, name);
-    if (d == NULL) return -1;
-    int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
-             && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-    if (ok) *off = ((PyMemberDescrObject *)d)->d_member->offset;
-    Py_DECREF(d);
-    if (!ok) PyErr_Format(PyExc_TypeError, "%s is not a slot", name);
-    return ok ? 0 : -1;
-}
 
 /* MessageGetter(Event, fallback) */
 static PyObject *

@@ -17,11 +17,11 @@ from __future__ import annotations
 import array
 from typing import Any, Iterable, Iterator, Sequence
 
-from blogformat.entries import EventSource, FileHeader, RawEvent, WriterProp, decode_events
+from blogformat.entries import EventSource, FileHeader, RawEvent, WriterProp
 from blogformat.severity import Severity
 
 from . import accel
-from .entries import DECODE_ERRORS, Entry, undecodable
+from .entries import Entry
 from .events import Event, EventStream
 from .export import json_text
 from .frames import Frame
@@ -52,6 +52,10 @@ _INT_COLUMNS = {"time", "clock", "severity_value", "writer_id", "source_id", "li
 _TEXT_COLUMNS = ("message", "args", "fields")
 #: What an event of a source the file never described shows (as ``bread.read`` does).
 _UNKNOWN = EventSource(0, 0, "?", "?", "?", 0, "", "")
+
+
+def _keep_all(ev: Event) -> bool:
+    return True
 
 
 def _severity_name(value: int) -> str:
@@ -150,12 +154,8 @@ class BatchReader:
             yield from self._flush()
 
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[Any]:
-        try:
-            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
-                if k >= skip:
-                    yield from self._python_row(self.stream.event(raw))
-        except DECODE_ERRORS as exc:
-            self.stream.apply(undecodable(fr, exc, self.source))
+        for ev in self.stream.frame(fr, _keep_all, self.source, skip):
+            yield from self._python_row(ev)   # filters
 
     def _python_columns(self) -> dict[str, list]:
         rows = self._rows

@@ -14,10 +14,10 @@ from __future__ import annotations
 import array
 from typing import Iterable, Iterator
 
-from blogformat.entries import EventSource, RawEvent, decode_events
+from blogformat.entries import EventSource, RawEvent
 
 from . import accel
-from .entries import DECODE_ERRORS, Entry, undecodable
+from .entries import Entry
 from .events import EventStream
 from .frames import Frame
 from .filters import NO_FILTER, Filter
@@ -85,17 +85,11 @@ class LineRenderer:
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[bytes]:
         """The frame's events from the ``skip``-th on, rendered by Python, in blocks."""
         lines = []
-        try:
-            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
-                if k >= skip:
-                    line = self._line(raw)
-                    if line is not None:
-                        lines.append(line)
-                    if len(lines) >= BLOCK_LINES:
-                        yield join_lines(lines)
-                        lines = []
-        except DECODE_ERRORS as exc:
-            self.stream.apply(undecodable(fr, exc, self.source))
+        for ev in self.stream.frame(fr, self.filter.keeps, self.source, skip):
+            lines.append(self.printer.line(ev, self.escape))
+            if len(lines) >= BLOCK_LINES:
+                yield join_lines(lines)
+                lines = []
         if lines:
             yield join_lines(lines)
 
@@ -137,24 +131,16 @@ class LineRenderer:
         lines: list[bytes] = []
         keys = array.array("q")
         end = wid = 0
-        try:
-            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
-                if k < skip:
-                    continue
-                wid = raw.writer_id
-                ev = self.stream.event(raw)
-                if not self.filter.keeps(ev):
-                    continue
-                line = utf8(self.printer.line(ev, self.escape) + "\n")
-                lines.append(line)
-                end += len(line)
-                keys.append(clamp64(ev.ns))
-                keys.append(end)
-                if end >= self.C_MAX_OUT:
-                    yield wid, b"".join(lines), keys.tobytes()
-                    lines, keys, end = [], array.array("q"), 0
-        except DECODE_ERRORS as exc:
-            self.stream.apply(undecodable(fr, exc, self.source))
+        for ev in self.stream.frame(fr, self.filter.keeps, self.source, skip):
+            wid = ev.writer_prop.id
+            line = utf8(self.printer.line(ev, self.escape) + "\n")
+            lines.append(line)
+            end += len(line)
+            keys.append(clamp64(ev.ns))
+            keys.append(end)
+            if end >= self.C_MAX_OUT:
+                yield wid, b"".join(lines), keys.tobytes()
+                lines, keys, end = [], array.array("q"), 0
         if lines:
             yield wid, b"".join(lines), keys.tobytes()
 

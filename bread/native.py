@@ -19,7 +19,7 @@ from .entries import Entry
 from .events import Event, EventStream, message_plan
 from .filters import NO_FILTER, Filter
 from .frames import Frame
-from .merge import event_run
+from .merge import clamp64, event_run
 
 UTC = _dt.timezone.utc
 
@@ -99,7 +99,7 @@ def raw_event(data: bytes, offset: int, writer_id: int, clock: int) -> RawEvent:
 
 
 def _clamp(v: int | None, default: int) -> int:
-    return default if v is None else max(-(1 << 63), min(v, (1 << 63) - 1))
+    return default if v is None else clamp64(v)
 
 
 class EventDecoder:

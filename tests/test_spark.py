@@ -18,6 +18,7 @@ import pytest
 
 import blog
 import bread
+import bread.batches
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -167,6 +168,14 @@ def test_damage_is_reported_failed_or_ignored(spark, logs, tmp_path, capfd):
     assert 0 < readable < sum(1 for _ in bread.read(str(logs / "a.blog")))
     assert spark.read.format("blog").load(str(bad)).count() == readable
     assert spark.read.format("blog").option("damage", "ignore").load(str(bad)).count() == readable
+    # The report goes to the task's stderr, which Spark keeps (here: the JVM's); the
+    # reader's own read(), run in this process, shows what it says.
+    for damage, said in (("report", True), ("ignore", False)):
+        r = bread.spark.BlogReader({"path": str(bad), "damage": damage}, list(bread.batches.COLUMNS))
+        n = sum(b.num_rows for part in r.partitions() for b in r.read(part))
+        err = capfd.readouterr().err
+        assert n == readable
+        assert ("damage=report" in err and f"{bad}: skipped" in err and "offset" in err) == said
     with pytest.raises(Exception, match="damage=fail"):
         spark.read.format("blog").option("damage", "fail").load(str(bad)).count()
 

@@ -332,3 +332,17 @@ def _arrow_list(name: str, values: list) -> Any:
     if name in _INT_COLUMNS:
         return pa.array([_int64(v) if v is not None else None for v in values], pa.int64())
     return pa.array(values, pa.large_string() if name in _TEXT_COLUMNS else pa.string())
+
+
+def portable(batch: Any) -> Any:
+    """A batch as Spark and Parquet readers take it everywhere: time in microseconds
+    (``clock`` keeps every tick), text as ``string`` rather than ``large_string``."""
+    import pyarrow as pa
+    arrays = []
+    for name, col in zip(batch.schema.names, batch.columns):
+        if name == "time":
+            col = col.cast(pa.timestamp("us", tz="UTC"), safe=False)
+        elif pa.types.is_large_string(col.type):
+            col = col.cast(pa.string())
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)

@@ -16,7 +16,7 @@ from blogformat.severity import to_severity
 from .entries import Dropped, Lost
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
-from . import stats
+from . import parquet, stats
 from .follow import Tail
 from .inputs import STDIN, expand
 from .reader import Reader
@@ -35,6 +35,8 @@ date format placeholders (-d):
   %N nanoseconds  %z UTC offset (+hhmm)  %Z zone name
 exit status: 0 ok, 1 bad option, 2 cannot open an input, 3 damaged input
 (everything readable is printed first).
+bread export --parquet OUT_DIR FILE...: the events table and a typed table per
+call site, as Parquet files (docs/spark.md).
 bread stats [-o json] FILE...: counts by severity, category, call site and
 writer, time range and rate, drops, losses, damage, events over time."""
 
@@ -140,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["stats"]:   # bread stats FILE... (a file named stats: ./stats)
         return stats.main(argv[1:])
+    if argv[:1] == ["export"]:  # bread export --parquet OUT_DIR FILE...
+        return parquet.main(argv[1:])
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # -h, or a bad option (already explained on stderr)

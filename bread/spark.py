@@ -22,14 +22,14 @@ import json
 import sys
 from typing import Any, Iterator, Mapping, Sequence
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from blogformat.frames import HEADER_SIZE, parse_header
 
-from .batches import COLUMNS
+from .batches import COLUMNS, portable
 from .filters import Filter as BreadFilter
 from .inputs import GzipInput, expand, open_path
+from . import tables
 from .reader import Reader
 
 #: One row per event. ``time`` is UTC, to the microsecond (Spark's precision; ``clock``
@@ -45,7 +45,7 @@ SPLIT_BYTES = 64 << 20
 BATCH_ROWS = 65536
 DAMAGE = ("report", "fail", "ignore")
 _OPTIONS = {"path", "paths", "sorted", "damage", "splitbytes", "batchsize", "minseverity",
-            "categories", "since", "until"}
+            "categories", "since", "until", "source", "sourcecolumns"}
 
 
 def register(spark: Any) -> None:
@@ -90,10 +90,17 @@ class BlogReader(DataSourceReader):
             raise ValueError(f"unknown option(s) {', '.join(unknown)} for format blog; the "
                              "options are sorted, damage, splitBytes, batchSize, minSeverity, "
                              "categories, since, until")
-        bad = [c for c in columns if c not in COLUMNS]
-        if bad:
-            raise ValueError(f"no column(s) {', '.join(bad)} in format blog; "
-                             f"its columns are {', '.join(COLUMNS)}")
+        # A typed table of one call site (``events``): the source, and its columns' kinds.
+        self.source: int | str | None = None
+        self.positional = 0
+        self.kinds: list[str] = []
+        if "source" in options:
+            self.source, self.positional, self.kinds = _typed(options)
+        else:
+            bad = [c for c in columns if c not in COLUMNS]
+            if bad:
+                raise ValueError(f"no column(s) {', '.join(bad)} in format blog; "
+                                 f"its columns are {', '.join(COLUMNS)}")
         self.columns = list(columns)
         self.paths = _paths(options)
         self.sorted = _flag(options.get("sorted", "false"), "sorted")
@@ -148,8 +155,11 @@ class BlogReader(DataSourceReader):
         span = None if partition.start is None else (partition.start, partition.end)
         source = list(partition.paths) if len(partition.paths) != 1 else partition.paths[0]
         reader = Reader(source, sort=self.sorted, filter=flt, span=span)
-        for batch in reader.batches(self.columns, self.batch_rows, arrow=True):
-            yield _spark_batch(batch)
+        if self.source is None:
+            for batch in reader.batches(self.columns, self.batch_rows, arrow=True):
+                yield portable(batch)
+        else:
+            yield from self._typed_batches(reader)
         if reader.damage and self.damage != "ignore":
             lines = "\n".join(str(d) for d in reader.damage)
             if self.damage == "fail":
@@ -158,16 +168,60 @@ class BlogReader(DataSourceReader):
                   file=sys.stderr)
 
 
-def _spark_batch(batch: Any) -> Any:
-    """A batch of bread's columns in the types of SCHEMA."""
-    arrays = []
-    for name, col in zip(batch.schema.names, batch.columns):
-        if name == "time":
-            col = col.cast(pa.timestamp("us", tz="UTC"), safe=False)
-        elif pa.types.is_large_string(col.type):
-            col = col.cast(pa.string())
-        arrays.append(col)
-    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+    def _typed_batches(self, reader: Reader) -> Iterator[Any]:
+        names = self.columns[len(tables.COMMON):]
+        rows: list[list] = []
+        p = self.positional
+        for ev in reader:
+            if tables.matches(ev.source, self.source):   # type: ignore[arg-type]
+                args = list(ev.args)[:p]
+                rows.append(tables.common_values(ev) + args + [None] * (p - len(args))
+                            + [ev.fields.get(f) for f in ev.source.field_names])
+                if len(rows) >= self.batch_rows:
+                    yield tables.batch(names, self.kinds, rows)
+                    rows = []
+        if rows:
+            yield tables.batch(names, self.kinds, rows)
+
+
+def events(spark: Any, path: str | Sequence[str], source: int | str, **options: str) -> Any:
+    """A DataFrame of one kind of event: its arguments as typed columns (``bread.tables``).
+
+    ``source`` names the call site: its format string, its function, or its source id.
+    The columns' types are found by a first pass over the files on the driver, then the
+    tasks read them as ``spark.read.format("blog")`` would (``options`` are its options).
+    A source id is an id within one file (each process numbers its own): give it with
+    one file; with several, name the format string.
+    """
+    paths = [path] if isinstance(path, str) else list(path)
+    typer = tables.infer(Reader(paths), source)
+    if typer is None:
+        raise ValueError(f"no event of source {source!r} in {', '.join(paths)}")
+    names = typer.names
+    ddl = ", ".join(["time TIMESTAMP", "writer STRING", "writer_id BIGINT", "host STRING",
+                     "pid BIGINT", "path STRING"]
+                    + [f"`{n.replace('`', '``')}` {tables.spark_type(k)}"
+                       for n, k in zip(names, typer.kinds)])
+    r = spark.read.format("blog").schema(ddl).option("source", json.dumps(source)).option(
+        "sourceColumns", json.dumps({"positional": typer.positional, "kinds": typer.kinds}))
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load(paths)
+
+
+def _typed(options: Mapping[str, str]) -> tuple[int | str, int, list[str]]:
+    try:
+        source = json.loads(options["source"])
+        cols = json.loads(options.get("sourceColumns", "null"))
+        positional, kinds = cols["positional"], cols["kinds"]
+    except (ValueError, TypeError, KeyError):
+        raise ValueError("option source is set by bread.spark.events(...); "
+                         "load typed tables with it") from None
+    if not isinstance(source, (int, str)) or type(positional) is not int \
+            or not all(k in tables.KINDS for k in kinds):
+        raise ValueError("option source is set by bread.spark.events(...); "
+                         "load typed tables with it")
+    return source, positional, kinds
 
 
 def _paths(options: Mapping[str, str]) -> list[str]:

@@ -149,7 +149,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         args = p.parse_args(argv)
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 1
+        return 0 if exc.code == 0 else 1   # --help; a usage error is exit 1, as for bread
     try:
         inputs = expand(args.inputs or [STDIN])
         for path in inputs:

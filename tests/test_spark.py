@@ -19,6 +19,7 @@ import pytest
 import blog
 import bread
 import bread.batches
+import bread.tables
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -193,3 +194,34 @@ def test_bad_input_and_options_fail_with_a_clear_message(spark, logs, tmp_path):
         spark.read.format("blog").option("splitBytes", "-1").load(str(logs)).count()
     with pytest.raises(Exception, match="needs a path"):
         spark.read.format("blog").load().count()
+
+
+def test_typed_tables_per_call_site(spark, logs, tmp_path):
+    path = str(logs / "a.blog")
+    df = bread.spark.events(spark, path, source="request {} took {} ms")
+    types = dict(df.dtypes)
+    assert [c for c in df.columns][:6] == list(bread.tables.COMMON)
+    assert (types["arg0"], types["arg1"], types["route"]) == ("bigint", "double", "string")
+    want = sorted((e.args[0], e.args[1], e.fields["route"], e.writer)
+                  for e in bread.read(path) if e.format == "request {} took {} ms")
+    assert sorted(tuple(r) for r in df.select("arg0", "arg1", "route", "writer").collect()) == want
+    sid = next(e.source.id for e in bread.read(path) if e.category == "db")
+    by_id = bread.spark.events(spark, path, source=sid)
+    assert (dict(by_id.dtypes)["q"], dict(by_id.dtypes)["ms"]) == ("string", "bigint")
+    assert by_id.count() == 80
+    with pytest.raises(ValueError, match="more than one kind of event"):
+        bread.spark.events(spark, path, source="work")    # the function: three formats
+    # A site that logged different types: the widest common type, never a silent null.
+    s = blog.Session()
+    log = s.get_logger("m")
+    out = blog.FileOutputStream(str(tmp_path / "m.blog"), mode="wb")
+    for v, w in ((1, True), (2.5, 3), ("x", None), ([1, 2], 4)):
+        log.info("v {} w {}", v, w, n=7)
+    s.consume(out)
+    out.close()
+    m = bread.spark.events(spark, str(tmp_path / "m.blog"), source="v {} w {}")
+    assert dict(m.dtypes)["arg0"] == "string" and dict(m.dtypes)["arg1"] == "bigint"
+    assert [tuple(r) for r in m.select("arg0", "arg1", "n").collect()] == \
+        [("1", 1, 7), ("2.5", 3, 7), ('"x"', None, 7), ("[1,2]", 4, 7)]
+    with pytest.raises(ValueError, match="no event of source"):
+        bread.spark.events(spark, path, source="nothing like it")

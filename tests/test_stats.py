@@ -47,3 +47,9 @@ def test_text_output_fits_the_terminal(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.startswith("events: ") and "by call site:" in out and "events over time" in out
     assert max(len(line) for line in out.splitlines() if line.startswith("  2")) <= 60
+
+
+def test_a_bad_stats_option_is_exit_1_naming_it(capsys):
+    from bread import cli
+    assert cli.main(["stats", "-o", "xml", "x.blog"]) == 1
+    assert "-o/--output" in capsys.readouterr().err

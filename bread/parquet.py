@@ -1,0 +1,187 @@
+"""``bread export --parquet OUT_DIR FILE...``: the events table and a typed table per call site.
+
+OUT_DIR gets:
+
+- ``events.parquet``: one row per event, the columns of ``bread.batches``
+  (time in microseconds, UTC; ``clock`` keeps every tick);
+- ``sources/NNNN.parquet``: per call site (``bread.tables.site``), its events
+  with one typed column per argument (``bread.tables``);
+- ``sources.json``: which call site each of those files holds, and its columns.
+
+Readable by ``spark.read.parquet``, pyarrow, pandas and DuckDB. Three passes
+over the inputs: the events table (the C batch reader), the column types of
+each call site, then the typed tables. Memory: one batch of rows per call site.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Sequence, TextIO
+
+from .batches import COLUMNS, portable
+from blogformat.frames import FRAME_EVENTS
+from blogformat.values import unpacker
+
+from .frames import Skim
+from .inputs import STDIN, GzipInput, expand, open_path
+from .reader import Reader
+from .render import escape_controls
+from . import tables
+
+ROWS = 65536
+
+
+class Progress:
+    """events done, events/s and an ETA on one line of a terminal (nothing elsewhere)."""
+
+    def __init__(self, total: int | None, out: TextIO | None, passes: int = 3) -> None:
+        self.total = total
+        self.out = out
+        self.passes = passes
+        self.done = 0
+        self.start = self._last = time.monotonic()
+
+    def add(self, n: int, what: str) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.out is None or now - self._last < 0.5:
+            return
+        self._last = now
+        rate = self.done / max(now - self.start, 1e-9)
+        line = f"\rexport: {what}: {self.done:,} events, {rate:,.0f}/s"
+        if self.total:
+            left = max(self.total * self.passes - self.done, 0) / max(rate, 1e-9)
+            line += f", ETA {int(left) // 60}:{int(left) % 60:02d}"
+        self.out.write(line + "   ")
+        self.out.flush()
+
+    def end(self) -> None:
+        if self.out is not None:
+            self.out.write("\n")
+
+
+def count(paths: Sequence[str]) -> int | None:
+    """How many events the files hold, by their batch headers (None if a file is
+    compressed or damaged: no ETA then)."""
+    total = 0
+    for path in paths:
+        f = open_path(path)
+        try:
+            if isinstance(f, GzipInput):
+                return None
+            skim = Skim(f, 0)
+            for fr in skim.frames():
+                if fr.kind == FRAME_EVENTS:
+                    try:
+                        n = unpacker(fr.payload).unpack()[2]
+                    except Exception:    # a damaged batch header: the count is unknown
+                        return None
+                    total += n if type(n) is int and n > 0 else 0
+            if not skim.clean:
+                return None
+        finally:
+            f.close()
+    return total
+
+
+def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) -> dict:
+    """Write the Parquet tables of ``inputs`` into ``out_dir``; a summary of what was written."""
+    import pyarrow.parquet as pq
+
+    paths = list(expand(inputs))
+    os.makedirs(os.path.join(out_dir, "sources"), exist_ok=True)
+    bar = Progress(count(paths), progress)
+    reader = Reader(paths)
+    writer = None
+    n = 0
+    try:
+        for b in reader.batches(COLUMNS, ROWS, arrow=True):
+            b = portable(b)
+            if writer is None:
+                writer = pq.ParquetWriter(os.path.join(out_dir, "events.parquet"), b.schema)
+            writer.write_batch(b)
+            n += b.num_rows
+            bar.add(b.num_rows, "events table")
+    finally:
+        if writer is not None:
+            writer.close()
+    typers: dict[tuple, tables.Typer] = {}
+    for k, ev in enumerate(Reader(paths)):
+        key = tables.site(ev.source)
+        typer = typers.get(key)
+        if typer is None:
+            typer = typers[key] = tables.Typer(ev.source)
+        typer.add(ev)
+        if k % 4096 == 4095:
+            bar.add(4096, "column types")
+    names = {key: f"{i:04d}.parquet" for i, key in enumerate(typers)}
+    pending: dict[tuple, list] = {key: [] for key in typers}
+    writers: dict[tuple, Any] = {}
+
+    def flush(key: tuple) -> None:
+        t = typers[key]
+        b = tables.batch(t.names, t.kinds, pending[key])
+        if key not in writers:
+            writers[key] = pq.ParquetWriter(os.path.join(out_dir, "sources", names[key]),
+                                            b.schema)
+        writers[key].write_batch(b)
+        pending[key] = []
+
+    try:
+        for k, ev in enumerate(Reader(paths)):
+            key = tables.site(ev.source)
+            rows = pending[key]
+            rows.append(tables.common_values(ev) + typers[key].row(ev))
+            if len(rows) >= ROWS:
+                flush(key)
+            if k % 4096 == 4095:
+                bar.add(4096, "typed tables")
+        for key in typers:
+            if pending[key] or key not in writers:
+                flush(key)
+    finally:
+        for w in writers.values():
+            w.close()
+        bar.end()
+    index = [{"file": f"sources/{names[key]}", "category": key[0], "function": key[1],
+              "source_file": key[2], "line": key[3], "format": key[4],
+              "columns": dict(zip(t.names, t.kinds))} for key, t in typers.items()]
+    with open(os.path.join(out_dir, "sources.json"), "w") as f:
+        json.dump(index, f, indent=1)
+    return {"events": n, "sources": len(index),
+            "damage": [str(d) for d in reader.damage]}
+
+
+def main(argv: Sequence[str]) -> int:
+    """``bread export --parquet OUT_DIR FILE...``; the exit codes of bread."""
+    p = argparse.ArgumentParser(prog="bread export", description=__doc__.split("\n")[0])
+    p.add_argument("--parquet", metavar="OUT_DIR", required=True,
+                   help="write events.parquet, sources/*.parquet and sources.json here")
+    p.add_argument("inputs", nargs="+", metavar="FILE")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 1   # --help; a usage error is exit 1, as for bread
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        sys.stderr.write("bread export: Parquet needs pyarrow: pip install 'blog-bread[arrow]'\n")
+        return 1
+    if STDIN in args.inputs:
+        sys.stderr.write("bread export: reads files (three passes), not standard input\n")
+        return 1
+    try:
+        summary = export(args.inputs, args.parquet,
+                         sys.stderr if sys.stderr.isatty() else None)
+    except OSError as exc:
+        sys.stderr.write(f"bread export: {escape_controls(str(exc))}\n")
+        return 2
+    for d in summary["damage"]:
+        sys.stderr.write(f"bread: {escape_controls(d)}\n")
+    sys.stderr.write(f"bread export: {summary['events']:,} events, {summary['sources']} call "
+                     f"site table(s) in {escape_controls(args.parquet)}\n")
+    return 3 if summary["damage"] else 0

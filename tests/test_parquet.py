@@ -1,0 +1,76 @@
+"""bread export --parquet: the events table and typed tables per call site round-trip."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+import blog
+import bread
+from bread import cli, parquet
+
+pq = pytest.importorskip("pyarrow.parquet", reason="Parquet export needs pyarrow")
+
+
+def a_log(path) -> None:
+    s = blog.Session()
+    api = s.get_logger("api")
+    out = blog.FileOutputStream(str(path), mode="wb")
+    for i in range(300):
+        api.info("request {} took {} ms", i, 0.5 * i, route="/orders")
+        if i % 30 == 0:
+            api.warning("odd {}", [i, "x"] if i % 60 else i)     # a list, then an int
+            s.consume(out)
+    s.consume(out)
+    out.close()
+
+
+def test_export_round_trips(tmp_path):
+    a_log(tmp_path / "a.blog")
+    out = tmp_path / "out"
+    assert cli.main(["export", "--parquet", str(out), str(tmp_path / "a.blog")]) == 0
+    events = list(bread.read(str(tmp_path / "a.blog")))
+    t = pq.read_table(out / "events.parquet")
+    assert t.num_rows == len(events) == 310
+    assert t.column("message").to_pylist() == [e.message for e in events]
+    assert t.column("clock").to_pylist() == [e.clock for e in events]
+    assert str(t.schema.field("time").type) == "timestamp[us, tz=UTC]"
+    index = json.loads((out / "sources.json").read_text())
+    assert sorted(s["format"] for s in index) == ["odd {}", "request {} took {} ms"]
+    req = next(s for s in index if s["format"].startswith("request"))
+    assert req["columns"] == {"arg0": "int64", "arg1": "float64", "route": "string"}
+    rt = pq.read_table(out / req["file"])
+    assert rt.column_names == ["time", "writer", "writer_id", "host", "pid", "path",
+                               "arg0", "arg1", "route"]
+    assert rt.column("arg1").to_pylist() == [0.5 * i for i in range(300)]
+    odd = next(s for s in index if s["format"] == "odd {}")
+    assert odd["columns"] == {"arg0": "json"}     # mixed kinds: each value's JSON
+    assert pq.read_table(out / odd["file"]).column("arg0").to_pylist() == \
+        ['0', '[30,"x"]', '60', '[90,"x"]', '120', '[150,"x"]', '180', '[210,"x"]', '240',
+         '[270,"x"]']
+
+
+def test_progress_shows_events_rate_and_eta():
+    out = io.StringIO()
+    p = parquet.Progress(1000, out, passes=1)
+    p._last -= 1
+    p.add(500, "events table")
+    assert "500 events" in out.getvalue() and "/s" in out.getvalue() and "ETA" in out.getvalue()
+    quiet = parquet.Progress(1000, None)
+    quiet.add(10, "x")         # not a terminal: nothing written, nothing raised
+    quiet.end()
+
+
+def test_export_counts_events_for_the_eta(tmp_path):
+    a_log(tmp_path / "a.blog")
+    assert parquet.count([str(tmp_path / "a.blog")]) == 310
+
+
+def test_bad_export_arguments(tmp_path, capsys):
+    assert cli.main(["export", str(tmp_path)]) == 1                      # no --parquet
+    assert cli.main(["export", "--parquet", str(tmp_path / "o"), "-"]) == 1
+    assert "standard input" in capsys.readouterr().err
+    assert cli.main(["export", "--parquet", str(tmp_path / "o"),
+                     str(tmp_path / "missing.blog")]) == 2

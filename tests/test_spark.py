@@ -8,6 +8,7 @@ only where pyspark or Java is missing, saying which; ``make test`` installs the
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import sys
@@ -225,3 +226,37 @@ def test_typed_tables_per_call_site(spark, logs, tmp_path):
         [("1", 1, 7), ("2.5", 3, 7), ('"x"', None, 7), ("[1,2]", 4, 7)]
     with pytest.raises(ValueError, match="no event of source"):
         bread.spark.events(spark, path, source="nothing like it")
+
+
+def test_the_spark_example_answers_from_the_logs(spark, tmp_path):
+    # examples/spark_analysis.py, small: its answers agree with bread.read.
+    examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
+    sys.path.insert(0, examples)    # by name: its service processes are spawned, and import it
+    try:
+        import spark_analysis as ex
+        ex.simulate(str(tmp_path), seconds=0.3, processes=2, threads=1)
+    finally:
+        sys.path.remove(examples)
+    got = ex.analyze(spark, str(tmp_path))
+    events = list(bread.read(str(tmp_path)))
+    handled = Counter(e.fields["route"] for e in events if e.format.startswith("handled"))
+    assert {r["route"]: r["requests"] for r in got["slowest"].collect()} == dict(handled)
+    rates = got["error_rate"].collect()
+    assert sum(r["events"] for r in rates) == sum(e.category in ("api", "db") for e in events)
+    top = got["noisiest"].collect()
+    assert top[0]["count"] == max(Counter((e.function, e.line) for e in events).values())
+
+
+def test_spark_reads_the_parquet_export(spark, logs, tmp_path):
+    from bread import parquet
+    path = str(logs / "a.blog")
+    summary = parquet.export([path], str(tmp_path / "pq"))
+    ev = spark.read.parquet(str(tmp_path / "pq" / "events.parquet"))
+    assert ev.count() == summary["events"] == 896
+    assert rows(ev, "clock", "message") == rows(spark.read.format("blog").load(path),
+                                                "clock", "message")
+    req = next(s for s in json.loads((tmp_path / "pq" / "sources.json").read_text())
+               if s["format"].startswith("request"))
+    t = spark.read.parquet(str(tmp_path / "pq" / req["file"]))
+    assert (dict(t.dtypes)["time"], dict(t.dtypes)["arg0"], dict(t.dtypes)["arg1"]) == \
+        ("timestamp", "bigint", "double")

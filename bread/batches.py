@@ -316,7 +316,9 @@ class BatchReader:
                 arrays.append(pa.Array.from_buffers(pa.large_string(), n,
                                                     [None, pa.py_buffer(off), pa.py_buffer(data)]))
             elif name in STREAM_COLUMNS:
-                arrays.append(_arrow_list(name, [self.stream_value(name)] * n))
+                v = self.stream_value(name)   # one value for the whole batch
+                arrays.append(pa.repeat(pa.scalar(v, pa.int64() if name == "pid" else pa.string()),
+                                        n))
             else:
                 ids = sids if name in SOURCE_COLUMNS else wids
                 distinct = pc.unique(ids)

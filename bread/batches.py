@@ -338,7 +338,8 @@ def _arrow_list(name: str, values: list) -> Any:
 
 def portable(batch: Any) -> Any:
     """A batch as Spark and Parquet readers take it everywhere: time in microseconds
-    (``clock`` keeps every tick), text as ``string`` rather than ``large_string``."""
+    (``clock`` keeps every tick; 64 bits of ns are always within the years 1678-2261),
+    text as ``string`` rather than ``large_string``."""
     import pyarrow as pa
     arrays = []
     for name, col in zip(batch.schema.names, batch.columns):

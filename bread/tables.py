@@ -30,6 +30,8 @@ from .export import json_text
 #: Columns every typed table starts with (then the arguments).
 COMMON = ("time", "writer", "writer_id", "host", "pid", "path")
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+#: Microseconds of the years 1 to 9999, what datetime, Spark and pandas hold.
+TIME_RANGE_US = (-62_135_596_800_000_000, 253_402_300_799_999_999)
 #: Kinds of value, from narrow to wide.
 KINDS = ("null", "bool", "int64", "float64", "string", "timestamp", "date", "json")
 
@@ -150,11 +152,22 @@ def convert(kind: str, values: list) -> list:
                 for v in values]
     if kind == "null":
         return [None] * len(values)
+    if kind == "string":     # a lone surrogate has no UTF-8: written \udXXX, as in messages
+        return [v if v is None or v.isascii() else v.encode("utf-8", "backslashreplace").decode()
+                for v in values]
     return values
 
 
+def _int64(v: int) -> int | None:
+    return v if _INT64[0] <= v <= _INT64[1] else None
+
+
 def common_values(ev: Event) -> list:
-    return [ev.ns // 1000, ev.writer, ev.writer_id, ev.host, ev.pid, ev.path]
+    """The COMMON columns of an event (a time beyond the years 1-9999 or an id beyond
+    64 bits, only in a crafted file: None)."""
+    us = ev.ns // 1000
+    return [us if TIME_RANGE_US[0] <= us <= TIME_RANGE_US[1] else None, ev.writer,
+            _int64(ev.writer_id), ev.host, ev.pid, ev.path]
 
 
 def batch(names: list[str], kinds: list[str], rows: list[list]) -> Any:

@@ -74,3 +74,30 @@ def test_bad_export_arguments(tmp_path, capsys):
     assert "standard input" in capsys.readouterr().err
     assert cli.main(["export", "--parquet", str(tmp_path / "o"),
                      str(tmp_path / "missing.blog")]) == 2
+
+
+def test_typed_tables_of_crafted_values_do_not_break_the_export(tmp_path):
+    # A writer id, a time and an int beyond int64, a lone surrogate:
+    # each row is written, what no column type holds as a null or as JSON.
+    from blogformat import frames as fmt
+    from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
+                                    encode_metadata, header_payload)
+    from blogformat.values import packb
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {} {}", "int,str")
+    meta = [ClockSync(0, 1, 0, 0, "UTC"), src, WriterProp(2**64 - 1, "w")]
+    data = (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({}))
+            + fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))
+            + fmt.frame_bytes(fmt.FRAME_EVENTS, BatchHeader(2**64 - 1, 0, 2, 0, 10**12).encode()
+                              + packb([1, 0, [2**64 - 1, "\ud800"]]) + packb([1, 10**12, [1, "a"]])))
+    (tmp_path / "x.blog").write_bytes(data)
+    out = tmp_path / "out"
+    parquet.export([str(tmp_path / "x.blog")], str(out))
+    index = json.loads((out / "sources.json").read_text())
+    assert index[0]["columns"] == {"arg0": "json", "arg1": "string"}
+    t = pq.read_table(out / index[0]["file"])
+    assert t.num_rows == 2 and t.column("arg0").to_pylist() == ['{"$int":"18446744073709551615"}', "1"]
+    assert t.column("writer_id").to_pylist() == [None, None]
+    assert t.column("time").to_pylist()[1] is None           # 10**21 ns: year 33,658, no datetime holds it
+    assert t.column("arg1").to_pylist() == ["\\ud800", "a"]
+    ev = pq.read_table(out / "events.parquet")
+    assert ev.column("time").to_pylist()[1] is None and ev.num_rows == 2

@@ -89,7 +89,8 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         source = s.add_source(key=None, severity=sev, category=category,
                               function=code.co_qualname, file=code.co_filename,
                               line=code.co_firstlineno, format=fmt, arg_tags=tags,
-                              field_names=field_names, positional=k, template=tpl)
+                              field_names=field_names, positional=k, template=tpl,
+                              arg_names=names[:k])
         sid = source.id
         nparams = len(names)
         run_body = not _has_empty_body(fn)

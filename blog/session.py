@@ -156,7 +156,8 @@ class Session:
     def add_source(self, *, key: tuple | None, severity: int, category: str, function: str,
                    file: str, line: int, format: str, arg_tags: str,
                    field_names: tuple[str, ...] = (), positional: int = 0,
-                   template: Any = None, code: Any = None) -> EventSource:
+                   template: Any = None, code: Any = None,
+                   arg_names: tuple[str, ...] = ()) -> EventSource:
         """Register an EventSource once per ``key``; its metadata is written before its first event.
 
         ``code`` is the call site's code object, when ``key`` holds its id.
@@ -166,7 +167,8 @@ class Session:
                 return self._sites[key]
             src = EventSource(len(self._sources) + 1, severity, _cap(category), _cap(function),
                               _cap(file), line, _cap(format), _cap(arg_tags),
-                              tuple(field_names), positional, template)
+                              tuple(field_names), positional, template,
+                              tuple(_cap(n) for n in arg_names))
             self._sources.append(src)
             self._pending.append(src)
             if key is not None:

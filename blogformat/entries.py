@@ -85,6 +85,8 @@ class EventSource:
     Events carry only the source's ``id``; everything else is written once as
     metadata. ``field_names`` are the keyword fields that follow the
     ``positional`` arguments in every event of this source (-1: not recorded).
+    ``arg_names`` name the positional arguments where the call site knows them (the
+    parameters of an ``@blog.event`` function); empty otherwise.
     ``template`` is the parsed format, kept by whoever parsed it.
     """
 
@@ -101,11 +103,15 @@ class EventSource:
     field_names: tuple[str, ...] = ()
     positional: int = 0
     template: Any = field(default=None, repr=False, compare=False)
+    arg_names: tuple[str, ...] = ()
 
     def array(self) -> list:
-        return [ENTRY_EVENT_SOURCE, self.id, int(self.severity), self.category, self.function,
-                self.file, self.line, self.format, self.arg_tags, list(self.field_names),
-                self.positional]
+        a = [ENTRY_EVENT_SOURCE, self.id, int(self.severity), self.category, self.function,
+             self.file, self.line, self.format, self.arg_tags, list(self.field_names),
+             self.positional]
+        if self.arg_names:     # only then: the bytes of every other source stay as they were
+            a.append(list(self.arg_names))
+        return a
 
 
 @dataclass(frozen=True)
@@ -189,8 +195,14 @@ def _event_source(e: list) -> EventSource:
     if type(names) is not list:
         raise BadEntry("field names must be an array")
     positional = _int(e[10]) if len(e) > 10 else -1
+    # Element 11 came later: anything but an array of str there is ignored, as any
+    # trailing element of an earlier writer would be.
+    arg_names = e[11] if len(e) > 11 else []
+    if type(arg_names) is not list or not all(type(n) is str for n in arg_names):
+        arg_names = []
     return EventSource(_int(sid), _int(sev), _str(cat), _str(func), _str(file), _int(line),
-                       _str(form), _str(tags), tuple(_str(n) for n in names), positional)
+                       _str(form), _str(tags), tuple(_str(n) for n in names), positional,
+                       arg_names=tuple(arg_names))
 
 
 def _clock_sync(e: list) -> ClockSync:

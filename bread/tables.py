@@ -4,9 +4,8 @@ What Parquet export writes beside the events table, and what
 ``bread.spark.events`` loads: the events of one EventSource (a call site) as
 rows whose columns are its arguments, typed, as a columnar log keeps each
 field in its own typed column. Columns are named after the keyword fields,
-and ``arg0``, ``arg1``, ... for the positional values (an ``@blog.event``
-function's positional parameters are not recorded in the file, so they are
-``argN`` too).
+and after an ``@blog.event`` function's parameters, else ``arg0``, ``arg1``,
+... for the positional values.
 
 A column's type is the widest common type of the values the site logged
 (``Typer``): only bools ``bool``; ints (and bools) within 64 bits ``int64``;
@@ -50,8 +49,11 @@ def matches(src: EventSource, which: int | str) -> bool:
 
 
 def argument_names(src: EventSource, positional: int) -> list[str]:
-    """The columns of a source's arguments: ``arg0``... then its keyword fields."""
-    names = [f"arg{i}" for i in range(positional)] + list(src.field_names)
+    """The columns of a source's arguments: the positional ones named as the source
+    names them (an ``@blog.event`` function's parameters), else ``arg0``...; then its
+    keyword fields."""
+    known = src.arg_names if len(src.arg_names) == positional else ()
+    names = list(known or (f"arg{i}" for i in range(positional))) + list(src.field_names)
     seen: set[str] = set(COMMON)
     out = []
     for n in names:     # a field named like a common column, or twice, gets a suffix

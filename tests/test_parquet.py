@@ -101,3 +101,21 @@ def test_typed_tables_of_crafted_values_do_not_break_the_export(tmp_path):
     assert t.column("arg1").to_pylist() == ["\\ud800", "a"]
     ev = pq.read_table(out / "events.parquet")
     assert ev.column("time").to_pylist()[1] is None and ev.num_rows == 2
+
+
+def test_an_event_functions_parameters_name_its_columns(tmp_path):
+    s = blog.Session()
+
+    @blog.event("fill {} at {}", category="orders", session=s)
+    def fill(order_id: int, px: float, venue: str): ...
+
+    for i in range(5):
+        fill(i, 100.5 + i, venue="X")
+    out = blog.MemoryOutputStream()
+    s.consume(out)
+    (tmp_path / "f.blog").write_bytes(out.getvalue())
+    ev = next(iter(bread.read(str(tmp_path / "f.blog")))).source
+    assert ev.arg_names == ("order_id", "px") and ev.field_names == ("venue",)
+    parquet.export([str(tmp_path / "f.blog")], str(tmp_path / "o"))
+    (site,) = json.loads((tmp_path / "o" / "sources.json").read_text())
+    assert site["columns"] == {"order_id": "int64", "px": "float64", "venue": "string"}

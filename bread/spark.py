@@ -39,6 +39,8 @@ SCHEMA = ("time TIMESTAMP, clock BIGINT, severity STRING, severity_value BIGINT,
           "function STRING, file STRING, line BIGINT, format STRING, message STRING, "
           "args STRING, fields STRING, host STRING, pid BIGINT, program STRING, path STRING")
 
+_TYPES = {c.split()[0]: c.split()[1].lower() for c in SCHEMA.split(", ")}
+
 #: Files larger than this are read by several tasks (option ``splitBytes``).
 SPLIT_BYTES = 64 << 20
 #: Rows per Arrow batch handed to Spark (option ``batchSize``).
@@ -78,6 +80,12 @@ class BlogDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: Any) -> "BlogReader":
+        if "source" not in self.options:   # a schema of some columns: only those are read
+            for f in schema.fields:
+                want = _TYPES.get(f.name)
+                if want is not None and f.dataType.simpleString() != want:
+                    raise ValueError(f"column {f.name} of format blog is {want}, "
+                                     f"not {f.dataType.simpleString()}")
         return BlogReader(self.options, [f.name for f in schema.fields])
 
 

@@ -260,3 +260,17 @@ def test_spark_reads_the_parquet_export(spark, logs, tmp_path):
     t = spark.read.parquet(str(tmp_path / "pq" / req["file"]))
     assert (dict(t.dtypes)["time"], dict(t.dtypes)["arg0"], dict(t.dtypes)["arg1"]) == \
         ("timestamp", "bigint", "double")
+
+
+def test_a_schema_of_some_columns_reads_only_those(spark, logs):
+    # Python data sources get no column pruning from Spark: a schema naming the columns a
+    # job needs is how it reads (and hands to Spark) only those.
+    path = str(logs / "a.blog")
+    df = spark.read.format("blog").schema("time timestamp, severity string, message string") \
+        .load(path)
+    assert df.columns == ["time", "severity", "message"]
+    assert sorted(r["message"] for r in df.collect()) == sorted(e.message for e in bread.read(path))
+    with pytest.raises(Exception, match="column clock of format blog is bigint, not string"):
+        spark.read.format("blog").schema("clock string").load(path).count()
+    with pytest.raises(Exception, match="no column.*when"):
+        spark.read.format("blog").schema("when timestamp").load(path).count()

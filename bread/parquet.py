@@ -131,11 +131,16 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
         writers[key].write_batch(b)
         pending[key] = []
 
+    late = 0    # events the type pass did not see (a file still being written)
     try:
         for k, ev in enumerate(Reader(paths)):
             key = tables.site(ev.source)
+            typer = typers.get(key)
+            if typer is None or not typer.fits(ev):
+                late += 1
+                continue
             rows = pending[key]
-            rows.append(tables.common_values(ev) + typers[key].row(ev))
+            rows.append(tables.common_values(ev) + typer.row(ev))
             if len(rows) >= ROWS:
                 flush(key)
             if k % 4096 == 4095:
@@ -152,7 +157,7 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
               "columns": dict(zip(t.names, t.kinds))} for key, t in typers.items()]
     with open(os.path.join(out_dir, "sources.json"), "w") as f:
         json.dump(index, f, indent=1)
-    return {"events": n, "sources": len(index),
+    return {"events": n, "sources": len(index), "late": late,
             "damage": [str(d) for d in reader.damage]}
 
 
@@ -182,6 +187,10 @@ def main(argv: Sequence[str]) -> int:
         return 2
     for d in summary["damage"]:
         sys.stderr.write(f"bread: {escape_controls(d)}\n")
+    if summary["late"]:
+        sys.stderr.write(f"bread export: {summary['late']:,} event(s) that the column-type "
+                         "pass did not see (written while exporting) are not in the typed "
+                         "tables\n")
     sys.stderr.write(f"bread export: {summary['events']:,} events, {summary['sources']} call "
                      f"site table(s) in {escape_controls(args.parquet)}\n")
     return 3 if summary["damage"] else 0

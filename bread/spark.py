@@ -179,17 +179,26 @@ class BlogReader(DataSourceReader):
     def _typed_batches(self, reader: Reader) -> Iterator[Any]:
         names = self.columns[len(tables.COMMON):]
         rows: list[list] = []
-        p = self.positional
+        typer: tables.Typer | None = None
+        late = 0
         for ev in reader:
-            if tables.matches(ev.source, self.source):   # type: ignore[arg-type]
-                args = list(ev.args)[:p]
-                rows.append(tables.common_values(ev) + args + [None] * (p - len(args))
-                            + [ev.fields.get(f) for f in ev.source.field_names])
-                if len(rows) >= self.batch_rows:
-                    yield tables.batch(names, self.kinds, rows)
-                    rows = []
+            if not tables.matches(ev.source, self.source):   # type: ignore[arg-type]
+                continue
+            if typer is None:     # the columns the driver found
+                typer = tables.Typer(ev.source)
+                typer.positional, typer.kinds = self.positional, list(self.kinds)
+            if not typer.fits(ev):   # written after the driver looked
+                late += 1
+                continue
+            rows.append(tables.common_values(ev) + typer.row(ev))
+            if len(rows) >= self.batch_rows:
+                yield tables.batch(names, self.kinds, rows)
+                rows = []
         if rows:
             yield tables.batch(names, self.kinds, rows)
+        if late:
+            print(f"bread: {late} event(s) of source {self.source!r} do not fit the columns "
+                  "found when the query began (written since?): left out", file=sys.stderr)
 
 
 def events(spark: Any, path: str | Sequence[str], source: int | str, **options: str) -> Any:

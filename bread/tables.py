@@ -116,6 +116,13 @@ class Typer:
         for i, v in enumerate(self.row(ev)):
             self.kinds[i] = widest(self.kinds[i], _kind(v))
 
+    def fits(self, ev: Event) -> bool:
+        """The event's values fit the columns as they are (a file that grew after the types
+        were found may hold ones that do not)."""
+        if len(ev.args) > self.positional:
+            return False
+        return all(widest(k, _kind(v)) == k for k, v in zip(self.kinds, self.row(ev)))
+
     @property
     def names(self) -> list[str]:
         return argument_names(self.source, self.positional)

@@ -119,3 +119,20 @@ def test_an_event_functions_parameters_name_its_columns(tmp_path):
     parquet.export([str(tmp_path / "f.blog")], str(tmp_path / "o"))
     (site,) = json.loads((tmp_path / "o" / "sources.json").read_text())
     assert site["columns"] == {"order_id": "int64", "px": "float64", "venue": "string"}
+
+
+def test_a_typer_says_which_events_fit_its_columns(tmp_path):
+    from bread import tables
+    s = blog.Session()
+    log = s.get_logger("t")
+    for v in (1, 2.5, None):
+        log.info("v {}", v)
+    log.info("v {}", "text")
+    out = blog.MemoryOutputStream()
+    s.consume(out)
+    evs = list(bread.read(io.BytesIO(out.getvalue())))
+    t = tables.Typer(evs[0].source)
+    for ev in evs[:3]:
+        t.add(ev)
+    assert t.kinds == ["float64"]
+    assert [t.fits(ev) for ev in evs] == [True, True, True, False]

@@ -1118,7 +1118,8 @@ event_object(Renderer *self, long long wid, long long sid, long long clock, cons
     Py_ssize_t npos = nn && nargs >= nn ? nargs - nn : nargs;
     PyObject *ev = NULL, *tuple = NULL, *fields = NULL;
     tuple = PyTuple_New(npos);
-    fields = PyDict_New();
+    /* No fields: None, and Event.fields makes the dict if it is ever asked for. */
+    fields = npos < nargs ? PyDict_New() : Py_NewRef(Py_None);
     if (tuple == NULL || fields == NULL) goto fail;
     for (Py_ssize_t i = 0; i < nargs; i++) {
         PyObject *v = value_object(&args[i]);
@@ -1450,13 +1451,13 @@ slot_offset(PyObject *type, const char *name, Py_ssize_t *off)
 }
 
 /* set_event_type(Event, fallback): the class whose slots events() fills, in the
- * order source, writer_prop, clock, ns, tz, args, fields, _texts, _message, offset, origin;
+ * order source, writer_prop, clock, ns, tz, args, _fields, _texts, _message, offset, origin;
  * fallback(event bytes, writer id, clock) makes the Events C leaves to Python. */
 static PyObject *
 renderer_set_event_type(Renderer *self, PyObject *args)
 {
     static const char *names[11] = {"source", "writer_prop", "clock", "ns", "tz", "args",
-                                    "fields", "_texts", "_message", "offset", "origin"};
+                                    "_fields", "_texts", "_message", "offset", "origin"};
     PyObject *type, *fallback, *utc;
     if (!PyArg_ParseTuple(args, "O!OO:set_event_type", &PyType_Type, &type, &fallback, &utc))
         return NULL;
@@ -1747,8 +1748,9 @@ getter_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     PyObject *texts = slot(ev, self->off_texts), *src = slot(ev, self->off_source);
     PyObject *a = slot(ev, self->off_args), *f = slot(ev, self->off_fields);
     if (texts == NULL || !PyDict_CheckExact(texts) || PyDict_GET_SIZE(texts) || src == NULL
-        || a == NULL || !PyTuple_CheckExact(a) || f == NULL || !PyDict_Check(f))
+        || a == NULL || !PyTuple_CheckExact(a) || f == NULL || (f != Py_None && !PyDict_Check(f)))
         goto python;
+    if (f == Py_None) f = texts;   /* no fields: the empty dict at hand */
     PyObject *plan = PyObject_GetAttr(src, str_template);
     if (plan == NULL) { PyErr_Clear(); goto python; }
     PyObject *names = PyObject_GetAttr(src, str_field_names);
@@ -1814,7 +1816,7 @@ getter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->type = evtype;
     if (slot_offset(evtype, "source", &self->off_source) < 0
         || slot_offset(evtype, "args", &self->off_args) < 0
-        || slot_offset(evtype, "fields", &self->off_fields) < 0
+        || slot_offset(evtype, "_fields", &self->off_fields) < 0
         || slot_offset(evtype, "_texts", &self->off_texts) < 0
         || slot_offset(evtype, "_message", &self->off_message) < 0) {
         Py_DECREF(self);

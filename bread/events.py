@@ -55,11 +55,11 @@ class Event:
     ``fields`` the keyword fields and ``message`` the rendered text.
     """
 
-    __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "fields", "_texts",
+    __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "_fields", "_texts",
                  "_message", "offset", "origin")
 
     def __init__(self, source: EventSource, writer: WriterProp, clock: int, ns: int,
-                 tz: _dt.tzinfo, args: tuple, fields: dict, texts: dict, offset: int,
+                 tz: _dt.tzinfo, args: tuple, fields: dict | None, texts: dict, offset: int,
                  origin: Origin = Origin("")) -> None:
         self.source = source
         self.writer_prop = writer
@@ -67,7 +67,7 @@ class Event:
         self.ns = ns
         self.tz = tz
         self.args = args
-        self.fields = fields
+        self._fields = fields or None     # made when first asked for: most events have none
         self._texts = texts
         self._message: str | None = None
         self.offset = offset
@@ -87,13 +87,22 @@ class Event:
     program = property(lambda self: self.origin.program, doc="the program its header names")
 
     @property
+    def fields(self) -> dict:
+        """The keyword fields, by name."""
+        f = self._fields
+        if f is None:
+            f = self._fields = {}
+        return f
+
+    @property
     def time(self) -> _dt.datetime:
         """When the event was logged, in the writer's time zone."""
         return (_EPOCH + _dt.timedelta(microseconds=self.ns // 1000)).astimezone(self.tz)
 
     def _render(self) -> str:
         if self._message is None:
-            self._message = render_message(self.source, self.args, self.fields, self._texts)
+            self._message = render_message(self.source, self.args, self._fields or {},
+                                           self._texts)
         return self._message
 
     message = property(_render, doc="The format string rendered with the arguments, "
@@ -218,7 +227,7 @@ class EventStream:
             fields = dict(zip(names, args[n:]))
             args = args[:n]
         else:
-            fields = {}
+            fields = None
         sync = self.sync
         ns = sync.ns_since_epoch + (e.clock - sync.clock_value) * 1_000_000_000 // sync.frequency
         return Event(src, w, e.clock, ns, self.tz, tuple(args), fields, e.texts, e.offset,

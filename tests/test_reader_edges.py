@@ -189,3 +189,14 @@ def test_each_event_knows_its_input_and_the_process_that_wrote_it(tmp_path):
         assert set(got) == {(str(a), socket.gethostname(), os.getpid(), program),
                             (str(b), None, None, None)}
         assert len(got) == 6
+
+
+def test_fields_of_an_event_without_any_are_an_empty_dict_of_its_own():
+    # The dict is made when first asked for (most events have none): it must behave as one.
+    data = frames(meta(SRC, WriterProp(1, "w")), events(1, [[1, 0, [1]], [1, 1, [2]]]))
+
+    def check():
+        a, b = list(bread.read(io.BytesIO(data)))
+        a.fields["x"] = 1
+        return a.fields, b.fields, a.message
+    assert both_paths(check) == ({"x": 1}, {}, "v 1")

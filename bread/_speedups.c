@@ -1721,6 +1721,8 @@ typedef struct {
     Py_ssize_t off_source, off_args, off_fields, off_texts, off_message;
     PyObject *fallback;          /* the Python getter: everything but the common case */
     PyObject *type;              /* the Event class whose slots the offsets are */
+    PyObject *last_src, *last_plan, *last_names;   /* the last source's plan and field names:
+                                    the events of one source come in runs */
 } MessageGetter;
 
 static PyObject *str_template, *str_field_names;
@@ -1751,10 +1753,22 @@ getter_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         || a == NULL || !PyTuple_CheckExact(a) || f == NULL || (f != Py_None && !PyDict_Check(f)))
         goto python;
     if (f == Py_None) f = texts;   /* no fields: the empty dict at hand */
-    PyObject *plan = PyObject_GetAttr(src, str_template);
-    if (plan == NULL) { PyErr_Clear(); goto python; }
-    PyObject *names = PyObject_GetAttr(src, str_field_names);
-    if (names == NULL) { PyErr_Clear(); Py_DECREF(plan); goto python; }
+    PyObject *plan, *names;
+    if (src == self->last_src) {
+        plan = Py_NewRef(self->last_plan);
+        names = Py_NewRef(self->last_names);
+    }
+    else {
+        plan = PyObject_GetAttr(src, str_template);
+        if (plan == NULL) { PyErr_Clear(); goto python; }
+        names = PyObject_GetAttr(src, str_field_names);
+        if (names == NULL) { PyErr_Clear(); Py_DECREF(plan); goto python; }
+        if (PyTuple_CheckExact(plan) && PyTuple_CheckExact(names)) {   /* a plan made: kept */
+            Py_INCREF(src); Py_XSETREF(self->last_src, src);
+            Py_INCREF(plan); Py_XSETREF(self->last_plan, plan);
+            Py_INCREF(names); Py_XSETREF(self->last_names, names);
+        }
+    }
     PyObject *text = NULL;
     if (PyTuple_CheckExact(plan) && PyTuple_CheckExact(names)
         && !(PyTuple_GET_SIZE(plan) == 1 && PyTuple_GET_ITEM(plan, 0) == Py_None)) {
@@ -1780,6 +1794,9 @@ getter_traverse(MessageGetter *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fallback);
     Py_VISIT(self->type);
+    Py_VISIT(self->last_src);
+    Py_VISIT(self->last_plan);
+    Py_VISIT(self->last_names);
     return 0;
 }
 
@@ -1788,6 +1805,9 @@ getter_clear(MessageGetter *self)
 {
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->type);
+    Py_CLEAR(self->last_src);
+    Py_CLEAR(self->last_plan);
+    Py_CLEAR(self->last_names);
     return 0;
 }
 

@@ -801,6 +801,156 @@ static PyTypeObject EventCallType = {
     .tp_dealloc = (destructor)event_dealloc,
 };
 
+/* ---- tally: the events of a channel's bytes, counted per source ---------- */
+
+/* The end of the msgpack value at p (before end), or NULL if it does not fit or
+   nests deeper than 64. The bytes are the channel's own, so this only guards. */
+static const unsigned char *
+skip_value(const unsigned char *p, const unsigned char *end, int depth)
+{
+    if (p >= end || depth > 64)
+        return NULL;
+    unsigned char b = *p++;
+    uint64_t n = 0, items = 0;
+    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+        return p;
+    if ((b & 0xe0) == 0xa0) { n = b & 0x1f; goto bytes; }
+    if ((b & 0xf0) == 0x90) { items = b & 0x0f; goto array; }
+    if ((b & 0xf0) == 0x80) { items = 2 * (uint64_t)(b & 0x0f); goto array; }
+    switch (b) {
+    case 0xcc: case 0xd0: n = 1; goto bytes;
+    case 0xcd: case 0xd1: n = 2; goto bytes;
+    case 0xca: case 0xce: case 0xd2: n = 4; goto bytes;
+    case 0xcb: case 0xcf: case 0xd3: n = 8; goto bytes;
+    case 0xd4: n = 2; goto bytes;
+    case 0xd5: n = 3; goto bytes;
+    case 0xd6: n = 5; goto bytes;
+    case 0xd7: n = 9; goto bytes;
+    case 0xd8: n = 17; goto bytes;
+    case 0xc4: case 0xd9:
+        if (end - p < 1) return NULL;
+        n = p[0]; p += 1; goto bytes;
+    case 0xc5: case 0xda:
+        if (end - p < 2) return NULL;
+        n = (uint64_t)p[0] << 8 | p[1]; p += 2; goto bytes;
+    case 0xc6: case 0xdb:
+        if (end - p < 4) return NULL;
+        n = (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3]; p += 4;
+        goto bytes;
+    case 0xc7:
+        if (end - p < 2) return NULL;
+        n = (uint64_t)p[0] + 1; p += 1; goto bytes;
+    case 0xc8:
+        if (end - p < 3) return NULL;
+        n = ((uint64_t)p[0] << 8 | p[1]) + 1; p += 2; goto bytes;
+    case 0xc9:
+        if (end - p < 5) return NULL;
+        n = ((uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3]) + 1;
+        p += 4; goto bytes;
+    case 0xdc: case 0xde:
+        if (end - p < 2) return NULL;
+        items = (uint64_t)p[0] << 8 | p[1]; p += 2;
+        if (b == 0xde) items *= 2;
+        goto array;
+    case 0xdd: case 0xdf:
+        if (end - p < 4) return NULL;
+        items = (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3]; p += 4;
+        if (b == 0xdf) items *= 2;
+        goto array;
+    default:
+        return NULL;   /* 0xc1: never used */
+    }
+bytes:
+    return (uint64_t)(end - p) < n ? NULL : p + n;
+array:
+    while (items--) {
+        p = skip_value(p, end, depth + 1);
+        if (p == NULL)
+            return NULL;
+    }
+    return p;
+}
+
+static int
+add_count(PyObject *counts, long id, Py_ssize_t n)
+{
+    PyObject *key = PyLong_FromLong(id);
+    if (key == NULL)
+        return -1;
+    PyObject *old = PyDict_GetItemWithError(counts, key);
+    if (old == NULL && PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    Py_ssize_t have = old ? PyLong_AsSsize_t(old) : 0;
+    if (have == -1 && PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    PyObject *val = PyLong_FromSsize_t(have + n);
+    int rc = val ? PyDict_SetItem(counts, key, val) : -1;
+    Py_XDECREF(val);
+    Py_DECREF(key);
+    return rc;
+}
+
+/* tally(data, count, counts) -> None: adds each event's source id of the channel
+   bytes ``data`` (``count`` events) to the dict ``counts`` (id -> events). */
+static PyObject *
+tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    if (nargs != 3 || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "tally(data, count, counts: dict)");
+        return NULL;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *p = view.buf, *end = p + view.len;
+    PyObject *counts = args[2];
+    long last_id = -1;
+    Py_ssize_t run = 0;
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < count && ok; i++) {
+        /* [source_id, delta, args(, texts)]: source ids are positive fixints or uint8..32 */
+        if (p >= end || (*p & 0xf0) != 0x90) { ok = 0; break; }
+        unsigned nitems = *p & 0x0f;
+        const unsigned char *q = p + 1;
+        long id;
+        if (q < end && *q <= 0x7f) { id = *q; q += 1; }
+        else if (q + 2 <= end && *q == 0xcc) { id = q[1]; q += 2; }
+        else if (q + 3 <= end && *q == 0xcd) { id = q[1] << 8 | q[2]; q += 3; }
+        else if (q + 5 <= end && *q == 0xce) {
+            id = (long)((uint32_t)q[1] << 24 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 8 | q[4]);
+            q += 5;
+        }
+        else { ok = 0; break; }
+        for (unsigned k = 1; k < nitems && q; k++)
+            q = skip_value(q, end, 0);
+        if (q == NULL) { ok = 0; break; }
+        p = q;
+        if (id != last_id) {
+            if (run && add_count(counts, last_id, run) < 0) { ok = -1; break; }
+            last_id = id;
+            run = 0;
+        }
+        run++;
+    }
+    if (ok == 1 && run && add_count(counts, last_id, run) < 0)
+        ok = -1;
+    PyBuffer_Release(&view);
+    if (ok == -1)
+        return NULL;
+    if (ok == 0) {
+        PyErr_SetString(PyExc_ValueError, "tally: not a channel's events");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* ---- module ------------------------------------------------------------ */
 
 /* noop(*args, **kwargs) -> None: a disabled level method. */
@@ -813,6 +963,8 @@ noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
 static PyMethodDef module_methods[] = {
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop(*args, **kwargs) -> None"},
+    {"tally", (PyCFunction)(void (*)(void))tally, METH_FASTCALL,
+     "tally(data, count, counts) -> None: count a channel's events per source id"},
     {NULL}
 };
 

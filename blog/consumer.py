@@ -65,7 +65,8 @@ class Consumer:
         self.session.consume(self.stream)
 
     def stop(self) -> None:
-        """Stop the thread after a last consume, detach from the session and flush the stream."""
+        """Stop the thread after a last consume, detach from the session and close the
+        stream's file cleanly (its Summary entry)."""
         if self.running:
             self._stop = True
             self._wake.put(None)
@@ -74,6 +75,7 @@ class Consumer:
             self.running = False
         self.session.detach(self)
         self.session.consume(self.stream)
+        self.session.finish(self.stream)
 
     def _run(self) -> None:
         s = self.session

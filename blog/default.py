@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import atexit
+import datetime as _dt
+import json
 import os
+import sys
 import threading
 from typing import Any
 
@@ -13,6 +16,7 @@ from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
 from .logger import Logger
 from .report import report
+from .rotating import RotatingFile
 from .session import Session
 from .streams import FileOutputStream
 
@@ -28,19 +32,30 @@ def default_session() -> Session:
             if _session is None:
                 _session = Session()
                 atexit.register(_at_exit, _session)
+                _configure_from_env(_session)
     return _session
 
 
 def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str = Severity.TRACE,
                  flush_interval: float = 0.02, flush_bytes: int | None = None,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
-                 fsync: bool = False) -> Session:
+                 fsync: bool = False, rotate_bytes: int | None = None, rotate_every: Any = None,
+                 rotate_at: Any = None, tz: str | None = None, keep_files: int | None = None,
+                 keep_days: float | None = None, keep_bytes: int | None = None,
+                 compress: bool = False) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
     or as soon as a thread has ``flush_bytes`` pending (default: 1 MiB, or the
     channel capacity if smaller). Calling it again moves the
     session to the new output, after writing what is pending to the old one.
+
+    Any of ``rotate_bytes``, ``rotate_every``, ``rotate_at`` (with ``tz``),
+    ``keep_files``, ``keep_days``, ``keep_bytes`` and ``compress`` makes
+    ``output`` the base name of a rotated file set (``blog.RotatingFile``):
+    ``logs/app.blog`` writes ``logs/app.<time>.pid<N>.blog`` files. A forked
+    child, and a ``multiprocessing`` child started by spawn or forkserver,
+    goes on logging into a file set of its own (its pid) with the same options.
     """
     s = default_session()
     check_overflow(overflow)
@@ -57,28 +72,46 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
     if not isinstance(output, (str, os.PathLike)) and not hasattr(output, "write"):
         raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
+    rotation = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every, rotate_at=rotate_at,
+                    tz=tz, keep_files=keep_files, keep_days=keep_days, keep_bytes=keep_bytes,
+                    compress=compress)
+    rotating = any(v not in (None, False) for v in rotation.values())
+    if rotating and not isinstance(output, (str, os.PathLike)):
+        raise TypeError("rotation, retention and compression need a path as output, "
+                        f"not {type(output).__name__}")
     min_severity = to_severity(min_severity)
     old = _consumer(s)
-    same = (old is not None and isinstance(old.stream, FileOutputStream)
-            and isinstance(output, (str, os.PathLike)) and _same_file(old.stream.path, output))
-    if same:
-        _stop_consumer(s)   # the file gets what is pending before it is reopened
-    try:
-        if isinstance(output, (str, os.PathLike)):
-            stream: Any = FileOutputStream(output, mode=mode, fsync=fsync)
-        else:
-            stream = output
-    except BaseException:
-        if same and old is not None:   # give the session its output back
-            Consumer(s, FileOutputStream(old.stream.path, fsync=old.stream.fsync),
-                     interval=old.interval, flush_bytes=old.flush_bytes).start()
-        raise
-    if not same:
-        _stop_consumer(s)   # the old output gets what is pending
+    if rotating:   # a new file of the set: never the old output's file
+        stream: Any = RotatingFile(output, fsync=fsync, **rotation)
+        _stop_consumer(s)
+    else:
+        same = (old is not None and isinstance(old.stream, FileOutputStream)
+                and isinstance(output, (str, os.PathLike)) and _same_file(old.stream.path, output))
+        if same:
+            _stop_consumer(s)   # the file gets what is pending before it is reopened
+        try:
+            if isinstance(output, (str, os.PathLike)):
+                stream = FileOutputStream(output, mode=mode, fsync=fsync)
+            else:
+                stream = output
+        except BaseException:
+            if same and old is not None:   # give the session its output back
+                Consumer(s, FileOutputStream(old.stream.path, fsync=old.stream.fsync),
+                         interval=old.interval, flush_bytes=old.flush_bytes).start()
+            raise
+        if not same:
+            _stop_consumer(s)   # the old output gets what is pending
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes)
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     s.set_min_severity(min_severity)
     consumer.start()
+    if isinstance(output, (str, os.PathLike)):
+        _for_children(os.fspath(output), rotating, dict(
+            rotation if rotating else {}, min_severity=int(min_severity),
+            flush_interval=flush_interval, flush_bytes=flush_bytes,
+            channel_capacity=channel_capacity, overflow=overflow, fsync=fsync))
+    else:
+        os.environ.pop(CONFIG_ENV, None)
     return s
 
 
@@ -123,7 +156,7 @@ def _stop_consumer(s: Session) -> None:
     if c is None:
         return
     c.stop()
-    if isinstance(c.stream, FileOutputStream):
+    if isinstance(c.stream, (FileOutputStream, RotatingFile)):
         c.stream.close()
 
 
@@ -133,3 +166,105 @@ def _at_exit(s: Session) -> None:
     if left:
         report(f"blog: {left} event(s) were logged but never written: "
                 "call blog.basic_config() to give the session an output")
+
+
+# --- child processes: one file set per process ------------------------------------
+
+#: Where basic_config leaves its options for multiprocessing children started by spawn
+#: or forkserver (they do not inherit the parent's memory, only its environment).
+CONFIG_ENV = "BLOG_CONFIG"
+
+
+def child_path(path: str, pid: int) -> str:
+    """A forked child's file beside ``path`` (``app.blog`` -> ``app.pid<N>.blog``)."""
+    root, ext = os.path.splitext(path)
+    return f"{root}.pid{pid}{ext or '.blog'}"
+
+
+def _for_children(path: str, rotating: bool, options: dict) -> None:
+    """Record the configuration for children started by spawn or forkserver."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, _dt.timedelta):
+            return v.total_seconds()
+        if isinstance(v, _dt.time):
+            return v.isoformat()
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+    os.environ[CONFIG_ENV] = json.dumps({"pid": os.getpid(), "output": path,
+                                         "rotating": rotating,
+                                         "options": {k: plain(v) for k, v in options.items()}})
+
+
+def _hook_multiprocessing(s: Session) -> None:
+    """A multiprocessing child ends with os._exit (no atexit): flush it in its exit finalizers.
+
+    Called in the child, before multiprocessing's bootstrap clears the finalizers it
+    inherited and runs its after-fork hooks (of which this makes one).
+    """
+    mpu = sys.modules.get("multiprocessing.util")
+    if mpu is not None:
+        mpu.register_after_fork(s, _in_mp_child)
+
+
+def _in_mp_child(s: Session) -> None:
+    import multiprocessing.util as mpu
+    mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
+
+
+def _configure_from_env(s: Session) -> None:
+    """In a multiprocessing child started by spawn or forkserver: the parent's configuration."""
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw or not ("multiprocessing.spawn" in sys.modules
+                       or "multiprocessing.forkserver" in sys.modules):
+        return
+    try:
+        cfg = json.loads(raw)
+        if cfg["pid"] == os.getpid():
+            return
+        path = cfg["output"] if cfg["rotating"] else child_path(cfg["output"], os.getpid())
+        options = dict(cfg["options"])
+    except (ValueError, KeyError, TypeError):
+        return
+    try:
+        basic_config(path, **options)
+        _hook_multiprocessing(s)
+    except Exception as exc:   # a child must start even if its log cannot be opened
+        report(f"blog: the parent's configuration failed in child {os.getpid()}: "
+               f"{type(exc).__name__}: {exc}")
+
+
+def _after_fork_in_child() -> None:
+    """A forked child goes on logging into its own file (set): same options, its pid."""
+    s = _session
+    if s is None:
+        return
+    old = s.forked_drainer
+    s.forked_drainer = None
+    if not isinstance(old, Consumer):
+        return
+    st = old.stream
+    try:
+        if isinstance(st, RotatingFile):
+            stream: Any = st.for_child()
+        elif isinstance(st, FileOutputStream):
+            stream = FileOutputStream(child_path(st.path, os.getpid()), fsync=st.fsync)
+        else:
+            return   # the application's own stream: the child gives itself an output
+    except Exception as exc:
+        report(f"blog: forked child {os.getpid()} cannot open its log: "
+               f"{type(exc).__name__}: {exc}")
+        return
+    Consumer(s, stream, interval=old.interval, flush_bytes=old.flush_bytes).start()
+    _hook_multiprocessing(s)
+    if CONFIG_ENV in os.environ:
+        try:
+            cfg = json.loads(os.environ[CONFIG_ENV])
+            cfg["pid"] = os.getpid()
+            os.environ[CONFIG_ENV] = json.dumps(cfg)
+        except (ValueError, TypeError):
+            pass
+
+
+if hasattr(os, "register_at_fork"):   # after the session's own hook (registered on its import)
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -4,7 +4,9 @@ The session decides what to write (metadata first, then event batches);
 this module turns it into frames (docs/format.md sections 2 to 5), completes
 short writes, and accounts for a stream that fails: the loss is counted,
 reported once on stderr, and recorded (a Lost entry) in the next write that
-succeeds, which starts a new stream with a header.
+succeeds, which starts a new stream with a header. A stream closed cleanly
+ends with a Summary entry (``finish``); a stream that rotates (``RotatingFile``)
+is finished and started afresh, header and all metadata, in its next file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, frame_
 
 from .report import report
 from .stats import SessionStats
+from .summary import Tally
 
 #: Metadata frames are cut at about this many payload bytes.
 FRAME_TARGET = 1 << 20
@@ -60,18 +63,48 @@ class Output:
         self._lost_events = 0      # lost since the last good write, not yet recorded
         self._lost_bytes = 0
         self._failing = False
+        self.tally = Tally()       # what the current stream holds, for its Summary
 
     def use(self, stream: Any) -> None:
         """Write to ``stream`` from now on (a new stream: header and metadata first)."""
         self.stream = stream
         self.started = False
 
+    def rotate_if_due(self, nbytes: int) -> bool:
+        """If the stream wants a new file before ``nbytes`` more bytes, finish this one and switch.
+
+        A stream rotates if it has ``rotate_due(nbytes)`` and ``rotate()``
+        (``blog.RotatingFile``). Returns True if it did: the next write starts
+        the new file with a header and all metadata.
+        """
+        due = getattr(self.stream, "rotate_due", None)
+        if due is None or not self.started or not due(nbytes):
+            return False
+        self.finish()
+        self.stream.rotate()
+        return True
+
+    def finish(self) -> bool:
+        """End the current stream cleanly: write its Summary entry. Returns True if written.
+
+        The next write starts a new stream (a header and all metadata).
+        """
+        if not self.started or self.stream is None:
+            return False
+        data = b"".join(metadata_frames([self.tally.summary()]))
+        ok = self._write_all(data, 0)
+        self.started = False
+        self.tally = Tally()
+        return ok
+
     def write(self, descriptor: dict, metadata: list[Metadata], batches: list[bytes],
-              n_events: int) -> int:
+              n_events: int, taken: Sequence[Any] = ()) -> int:
         """Write the header (if the stream needs it), ``metadata`` and ``batches``; return bytes written.
 
         ``metadata`` must be all of the session's metadata if ``started`` is
-        False. A write the stream refuses returns 0 and is counted as lost.
+        False; ``taken`` are the channel takes the batches were framed from
+        (counted for the Summary). A write the stream refuses returns 0 and is
+        counted as lost.
         """
         parts: list[bytes] = []
         if not self.started:
@@ -86,7 +119,12 @@ class Output:
         data = b"".join(parts)
         if not self._write_all(data, n_events):
             return 0
+        if not self.started:
+            self.tally = Tally()
         self.started = True
+        self.tally.add_metadata(metadata)
+        for t in taken:
+            self.tally.add_events(t)
         self._lost_events = self._lost_bytes = 0
         self._stats.events_written += n_events
         self._stats.bytes_written += len(data)

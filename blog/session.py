@@ -72,6 +72,7 @@ class Session:
         self._consuming: int | None = None       # ident of the thread inside consume()
         _SESSIONS.add(self)
         self._tz_offset: int | None = None       # of the last ClockSync written
+        self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.start_ns = time.time_ns()
         self.descriptor = {
             "library": "blog", "library_version": __version__,
@@ -256,6 +257,9 @@ class Session:
         # writer were registered before the event was queued, so the metadata
         # taken below covers them and is written ahead of them.
         taken = [(w, w.channel.take()) for w in writers]
+        size = sum(len(t.data) for _, t in taken)
+        if size:
+            out.rotate_if_due(size)   # a RotatingFile's switch: between consumes, never inside one
         with self._lock:
             if not out.started:
                 meta = self._full_metadata()
@@ -275,10 +279,22 @@ class Session:
                 reported[w.id] = w.channel.dropped
                 meta.append(Dropped(w.id, dropped, time.time_ns()))
         self._retire_writers(writers)
-        written = out.write(self.descriptor, meta, batches, n_events)
+        written = out.write(self.descriptor, meta, batches, n_events, [t for _, t in taken])
         if written:
             self._reported_drops.update(reported)
         return written
+
+    def finish(self, stream: Any) -> bool:
+        """Close the stream's current file cleanly: write its Summary entry (after a last consume).
+
+        Returns True if a Summary was written (nothing is written to a stream
+        that has no header yet). The next consume into ``stream`` starts anew.
+        """
+        with self._consume_lock:
+            out = self._output
+            if stream is not out.stream:
+                return False
+            return out.finish()
 
     def _drops(self, w: SessionWriter) -> int:
         """Count ``w``'s new drops in ``stats``; return how many the output has not recorded."""
@@ -330,7 +346,9 @@ class Session:
         self._consuming = None
         self._writers = []   # their channels are the parent's: not touched (their locks may be held)
         self._pending = [e for e in self._pending if not isinstance(e, WriterProp)]
-        # The consumer's thread did not survive the fork: no drainer, no output.
+        # The consumer's thread did not survive the fork: no drainer, no output. What the
+        # parent had is kept for whoever gives the child its own (blog.default does).
+        self.forked_drainer = self.pressure.drainer
         self.pressure = Backpressure(capacity=self.pressure.capacity, policy=self.pressure.policy)
         self._output = Output(self.stats, self.name)
         for name in ("w", "c"):

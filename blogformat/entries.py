@@ -21,6 +21,7 @@ ENTRY_WRITER_PROP = 2
 ENTRY_CLOCK_SYNC = 3
 ENTRY_DROPPED = 4
 ENTRY_LOST = 5
+ENTRY_SUMMARY = 6
 
 #: Array headers of an event with 0 to 15 elements (an event has 3 or 4).
 _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
@@ -181,7 +182,34 @@ class Lost:
         return [ENTRY_LOST, self.events, self.bytes, self.clock]
 
 
-Metadata = EventSource | WriterProp | ClockSync | Dropped | Lost
+@dataclass(frozen=True)
+class Summary:
+    """The last entry of a cleanly closed stream: what the stream holds, counted by the writer.
+
+    ``sources`` maps source id to its events in the stream (severity and
+    category come with each source); ``dropped`` and ``lost`` total the
+    stream's Dropped and Lost entries. ``first_clock``/``last_clock`` bound the
+    events' clocks (0 and 0 when there are none). ``offset`` is where the
+    reader found it (not written).
+    """
+
+    TAG: ClassVar[int] = ENTRY_SUMMARY
+
+    events: int
+    first_clock: int
+    last_clock: int
+    dropped: int
+    lost: int
+    sources: dict = field(default_factory=dict)
+    clock: int = 0
+    offset: int = 0
+
+    def array(self) -> list:
+        return [ENTRY_SUMMARY, self.events, self.first_clock, self.last_clock, self.dropped,
+                self.lost, dict(self.sources), self.clock]
+
+
+Metadata = EventSource | WriterProp | ClockSync | Dropped | Lost | Summary
 
 
 def encode_metadata(entry: Metadata) -> bytes:
@@ -203,6 +231,15 @@ def _event_source(e: list) -> EventSource:
     return EventSource(_int(sid), _int(sev), _str(cat), _str(func), _str(file), _int(line),
                        _str(form), _str(tags), tuple(_str(n) for n in names), positional,
                        arg_names=tuple(arg_names))
+
+
+def _summary(e: list, offset: int) -> Summary:
+    events, first, last, dropped, lost, sources, clock = e[1:8]
+    if type(sources) is not dict:
+        raise BadEntry("summary sources must be a map")
+    counts = {_int(k): _int(v) for k, v in sources.items()}
+    return Summary(_int(events), _int(first), _int(last), _int(dropped), _int(lost), counts,
+                   _int(clock), offset)
 
 
 def _clock_sync(e: list) -> ClockSync:
@@ -231,6 +268,8 @@ def decode_metadata(e: Any, offset: int) -> Metadata | None:
             return Dropped(_int(e[1]), _int(e[2]), _int(e[3]), offset)
         if tag == ENTRY_LOST:
             return Lost(_int(e[1]), _int(e[2]), _int(e[3]), offset)
+        if tag == ENTRY_SUMMARY:
+            return _summary(e, offset)
     except (ValueError, IndexError) as exc:  # too few fields
         raise BadEntry(f"metadata entry tag {tag!r}: {exc}") from None
     return None   # unknown metadata: skipped, as the format promises

@@ -12,7 +12,7 @@ Layers, each usable alone: ``frames`` (bytes -> checked frames), ``entries``
 from blogformat.severity import Severity
 from blogformat.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
 
-from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, WriterProp
+from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, Summary, WriterProp
 from .events import Event, EventStream
 from .frames import Damage, Frame
 from .reader import Reader, read, read_batches
@@ -20,5 +20,5 @@ from .reader import Reader, read, read_batches
 __all__ = [
     "ClockSync", "Damage", "DataclassValue", "Dropped", "EnumValue", "Event", "EventStream",
     "ExceptionValue", "ExtValue", "FileHeader", "Frame", "Lost", "OpaqueValue", "RawEvent", "Reader",
-    "Severity", "WriterProp", "read", "read_batches",
+    "Severity", "Summary", "WriterProp", "read", "read_batches",
 ]

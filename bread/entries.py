@@ -12,17 +12,18 @@ from typing import Iterable, Iterator, Union
 import msgpack
 
 from blogformat.entries import (BadEntry, ClockSync, Dropped, EventSource, FileHeader, Lost,
-                                RawEvent, WriterProp, decode_events, decode_header,
+                                RawEvent, Summary, WriterProp, decode_events, decode_header,
                                 decode_metadata_frame, peek_version)
 from blogformat.frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA,
                                HEADER_SIZE)
 
 from .frames import Damage, Frame
 
-Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, RawEvent, Damage]
+Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, Summary, RawEvent,
+              Damage]
 
 __all__ = ["DECODE_ERRORS", "BadEntry", "ClockSync", "Dropped", "Entry", "EventSource",
-           "FileHeader", "Lost", "RawEvent", "WriterProp", "iter_entries", "undecodable"]
+           "FileHeader", "Lost", "RawEvent", "Summary", "WriterProp", "iter_entries", "undecodable"]
 
 
 #: What decoding a frame raises when its bytes are not what the format says.

@@ -12,7 +12,7 @@ from blogformat.entries import EventSource, decode_events
 
 from . import accel
 from .entries import (DECODE_ERRORS, ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent,
-                      WriterProp, undecodable)
+                      Summary, WriterProp, undecodable)
 from .frames import Damage, Frame
 
 _UTC = _dt.timezone.utc
@@ -185,7 +185,8 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
 class EventStream:
     """Turns a sequence of entries into Events, keeping the metadata state.
 
-    Damage, drops and losses are collected in ``damage`` and ``notices``;
+    Damage, drops and losses are collected in ``damage`` and ``notices``, the
+    Summary entries that close cleanly closed streams in ``summaries``;
     ``headers`` holds the descriptors of the files read.
     """
 
@@ -196,6 +197,7 @@ class EventStream:
         self.headers: list[FileHeader] = []
         self.damage: list[Damage] = []
         self.notices: list[Dropped | Lost] = []
+        self.summaries: list[Summary] = []
         self.unknown_sources = 0
         self._reset()
 
@@ -269,3 +271,5 @@ class EventStream:
             self.damage.append(e)
         elif t is Dropped or t is Lost:
             self.notices.append(e)
+        elif t is Summary:
+            self.summaries.append(e)

@@ -29,7 +29,8 @@ class Reader:
     """Iterates the events of one or more inputs: in file order, or with ``sort`` in time order.
 
     After (or during) iteration, ``damage`` lists skipped byte ranges,
-    ``notices`` the drops and losses the writer recorded, ``headers`` the
+    ``notices`` the drops and losses the writer recorded, ``summaries`` the
+    Summary entries of the cleanly closed streams, ``headers`` the
     descriptors of the files read.
 
     Sorted, the events of all writers and inputs come in order of their wall
@@ -66,6 +67,7 @@ class Reader:
             raise ValueError("a span is a part of one file: give one path")
         self.damage: list[Damage] = []
         self.notices: list[Any] = []
+        self.summaries: list[Any] = []
         self.headers: list[Any] = []
         self.unknown_sources = 0
 
@@ -259,6 +261,7 @@ class Reader:
         stream = EventStream(entries, name)
         stream.damage = self.damage
         stream.notices = self.notices
+        stream.summaries = self.summaries
         stream.headers = self.headers
         return stream
 

@@ -1,0 +1,281 @@
+"""Housekeeping of a file set's closed files: compress them, age them out, finish what a crash cut.
+
+It runs on its own thread (never the consumer's: logging is never blocked by
+it). Only files of the set (their names parse as ``blogformat.fileset``
+names of the set's stem, in its directory) that no process is writing are
+touched: a writer holds an exclusive ``flock`` on the file it writes for as
+long as it writes it, and the kernel releases it when the process dies, even
+by SIGKILL.
+
+Every step leaves only complete files, whenever it is cut (docs/guide.md,
+"Crash-safe switching"):
+
+* compress ``x.blog``: write ``x.blog.gz.tmp``, fsync, rename it to
+  ``x.blog.gz``, fsync the directory, then delete ``x.blog``. A ``.gz.tmp``
+  is incomplete and is deleted at the next start; ``x.blog`` beside
+  ``x.blog.gz`` means the deletion was cut: the ``.gz`` is complete (it was
+  renamed only once durable), so ``x.blog`` is deleted. Readers meanwhile
+  read ``x.blog`` and leave its twin alone.
+* retention deletes whole closed files, oldest first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from blogformat.fileset import COMPRESSED, SetFile, members
+
+from .report import report
+
+TMP = ".tmp"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many closed files to keep: by count, by age (days since last written), by total bytes.
+
+    None keeps without limit. The files being written never count and are never deleted.
+    """
+
+    keep_files: int | None = None
+    keep_days: float | None = None
+    keep_bytes: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return (self.keep_files is not None or self.keep_days is not None
+                or self.keep_bytes is not None)
+
+
+def is_being_written(path: str) -> bool:
+    """True if a process holds the file's writer lock (or the file cannot be opened to check)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)   # closing our descriptor releases what we took
+    return False
+
+
+def fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def compress(directory: str, name: str, level: int = 6) -> str | None:
+    """Compress ``directory/name`` to ``name.gz`` crash-safely (module docstring); its path.
+
+    Returns None, touching nothing, if a process is writing or compressing the
+    file (it holds its lock) or the file is gone.
+    """
+    src = os.path.join(directory, name)
+    dst = src + COMPRESSED
+    tmp = dst + TMP
+    try:
+        f = open(src, "rb")
+    except FileNotFoundError:
+        return None
+    with f:
+        try:   # held while compressing: another process's housekeeper keeps off
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None
+        if not os.path.exists(src):       # compressed meanwhile by another process
+            return None
+        if not os.path.exists(dst):
+            with open(tmp, "wb") as raw:
+                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level,
+                                   mtime=0) as gz:
+                    while chunk := f.read(_CHUNK):
+                        gz.write(chunk)
+                raw.flush()
+                os.fsync(raw.fileno())
+            os.replace(tmp, dst)
+            fsync_dir(directory)
+        os.unlink(src)     # only now: the .gz is complete and durable
+        fsync_dir(directory)
+    return dst
+
+
+def recover(directory: str, stem: str) -> list[str]:
+    """Finish or undo compressions a crash cut (module docstring); the paths removed."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return removed
+    have = set(names)
+    for n in names:
+        if n.startswith(stem + ".") and n.endswith(COMPRESSED + TMP):
+            plain = n[:-len(COMPRESSED + TMP)]
+            # The original is still there and nobody is compressing it: the copy was cut.
+            if plain in have and not is_being_written(os.path.join(directory, plain)):
+                _unlink(os.path.join(directory, n), removed)
+    for f in members(directory, stem):
+        if f.compressed and f.plain_name in have:
+            plain = os.path.join(directory, f.plain_name)
+            if not is_being_written(plain):
+                _unlink(plain, removed)
+    if removed:
+        fsync_dir(directory)
+    return removed
+
+
+def _unlink(path: str, removed: list[str]) -> None:
+    try:
+        os.unlink(path)
+        removed.append(path)
+    except FileNotFoundError:
+        pass
+
+
+def closed_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_result]]:
+    """The set's files that no process is writing, oldest first, with their stat."""
+    out = []
+    for f in members(directory, stem):
+        path = os.path.join(directory, f.name)
+        if is_being_written(path):
+            continue
+        try:
+            out.append((f, os.stat(path)))
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def expired(files: list[tuple[SetFile, os.stat_result]], policy: Retention,
+            now: float) -> list[SetFile]:
+    """Which of ``files`` (oldest first) the policy deletes."""
+    doomed: list[SetFile] = []
+    keep = list(files)
+    if policy.keep_days is not None:
+        limit = now - policy.keep_days * 86400
+        doomed += [f for f, st in keep if st.st_mtime < limit]
+        keep = [(f, st) for f, st in keep if st.st_mtime >= limit]
+    if policy.keep_files is not None and len(keep) > policy.keep_files:
+        cut = len(keep) - policy.keep_files
+        doomed += [f for f, _ in keep[:cut]]
+        keep = keep[cut:]
+    if policy.keep_bytes is not None:
+        total = sum(st.st_size for _, st in keep)
+        while keep and total > policy.keep_bytes:
+            f, st = keep.pop(0)
+            doomed.append(f)
+            total -= st.st_size
+    return doomed
+
+
+class Housekeeper:
+    """A thread that compresses closed files of a set and applies its retention.
+
+    ``closed(name)`` hands it a file the writer has just closed; ``sweep()``
+    asks for a pass over the whole directory (done at start: files left by
+    earlier runs, steps a crash cut). ``wait()`` returns when it is idle.
+    Errors are reported once on stderr (``report``) and never raised.
+    """
+
+    def __init__(self, directory: str, stem: str, *, compress: bool, retention: Retention,
+                 on_delete: Callable[[str], None] | None = None) -> None:
+        self.directory = directory
+        self.stem = stem
+        self.compress = compress
+        self.retention = retention
+        self.on_delete = on_delete
+        self.compressed = 0        # files compressed so far
+        self.deleted = 0           # files deleted so far
+        self.errors = 0
+        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def needed(self) -> bool:
+        return self.compress or self.retention.active
+
+    def closed(self, name: str) -> None:
+        """``name`` (in the directory) was closed by its writer."""
+        if self.needed:
+            self._put(("closed", name))
+
+    def sweep(self) -> None:
+        """Recover, compress and apply retention over the whole set."""
+        if self.needed:
+            self._put(("sweep", ""))
+
+    def wait(self) -> None:
+        """Block until everything handed over so far is done."""
+        self._queue.join()
+
+    def stop(self) -> None:
+        """Finish what was handed over, then end the thread."""
+        if self._thread is not None and self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._thread = None
+
+    def _put(self, task: tuple[str, str]) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="blog-housekeeping",
+                                                daemon=True)
+                self._thread.start()
+        self._queue.put(task)
+
+    def _run(self) -> None:
+        while True:
+            task = self._queue.get()
+            try:
+                if task is None:
+                    return
+                kind, name = task
+                if kind == "sweep":
+                    recover(self.directory, self.stem)
+                    if self.compress:
+                        for f, _ in closed_files(self.directory, self.stem):
+                            if not f.compressed:
+                                self._compress(f.name)
+                elif self.compress:
+                    self._compress(name)
+                self._retain()
+            except Exception as exc:   # never raise on a thread of ours
+                self.errors += 1
+                report(f"blog: housekeeping of {self.directory}/{self.stem}.* failed: "
+                       f"{type(exc).__name__}: {exc}")
+            finally:
+                self._queue.task_done()
+
+    def _compress(self, name: str) -> None:
+        done = compress(self.directory, name)
+        if done is not None:
+            self.compressed += 1
+
+    def _retain(self) -> None:
+        if not self.retention.active:
+            return
+        for f in expired(closed_files(self.directory, self.stem), self.retention, time.time()):
+            path = os.path.join(self.directory, f.name)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            self.deleted += 1
+            if self.on_delete is not None:
+                self.on_delete(path)

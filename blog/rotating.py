@@ -1,0 +1,198 @@
+"""RotatingFile: an OutputStream that writes a file set, switching files by size and time.
+
+``RotatingFile("logs/app.blog", rotate_bytes=64 << 20, rotate_every="1h")``
+writes ``logs/app.<UTC time>.pid<N>.blog`` files (``blogformat.fileset``).
+The session switches between two consumes (``rotate_due``/``rotate``), so no
+event is ever split across files; each new file starts with a header and all
+metadata, and each file closed cleanly ends with a Summary entry. Closed
+files are compressed and aged out by a ``Housekeeper`` on its own thread.
+
+The file being written is held under an exclusive ``flock``: that is how
+housekeeping (of this process or any other) knows not to touch it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from typing import Any
+
+from blogformat.fileset import file_name, split_base
+
+from .housekeeping import Housekeeper, Retention
+from .schedule import Schedule
+
+
+def _positive_int(value: Any, option: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{option} must be a positive int, not {value!r}")
+    return value
+
+
+def _positive_number(value: Any, option: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{option} must be a positive number, not {value!r}")
+    return float(value)
+
+
+class RotatingFile:
+    """Writes the file set of ``path``, one file at a time; see the module docstring.
+
+    Options (any combination; None is off):
+
+    - ``rotate_bytes``: switch before a file would grow beyond this many bytes
+      (a file holds at least one consume, however large);
+    - ``rotate_every``, ``rotate_at``, ``tz``: switch by time (``blog.schedule``);
+    - ``keep_files``, ``keep_days``, ``keep_bytes``: retention of closed files;
+    - ``compress``: gzip closed files in the background;
+    - ``fsync``: fsync the file at every flush and when it is closed.
+
+    Bad options raise ValueError naming the option, before any file is
+    opened; a directory that cannot be created or written raises OSError.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, rotate_bytes: int | None = None,
+                 rotate_every: Any = None, rotate_at: Any = None, tz: str | None = None,
+                 keep_files: int | None = None, keep_days: float | None = None,
+                 keep_bytes: int | None = None, compress: bool = False,
+                 fsync: bool = False) -> None:
+        self.path = os.fspath(path)
+        self.directory, self.stem = split_base(self.path)
+        self.rotate_bytes = _positive_int(rotate_bytes, "rotate_bytes")
+        self.schedule = Schedule(rotate_every, rotate_at, tz)
+        if tz is not None and not self.schedule.active:
+            raise ValueError("tz is the zone of rotate_every and rotate_at: give one of them")
+        self.retention = Retention(_positive_int(keep_files, "keep_files"),
+                                   _positive_number(keep_days, "keep_days"),
+                                   _positive_int(keep_bytes, "keep_bytes"))
+        if not isinstance(compress, bool):
+            raise ValueError(f"compress must be True or False, not {compress!r}")
+        self.compress = compress
+        self.fsync = fsync
+        self.options = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
+                            rotate_at=rotate_at, tz=tz, keep_files=keep_files,
+                            keep_days=keep_days, keep_bytes=keep_bytes, compress=compress,
+                            fsync=fsync)
+        os.makedirs(self.directory, exist_ok=True)
+        if not os.access(self.directory, os.W_OK | os.X_OK):
+            raise PermissionError(f"cannot write in the log directory {self.directory!r}")
+        self.housekeeper = Housekeeper(self.directory, self.stem, compress=compress,
+                                       retention=self.retention)
+        self.pid = os.getpid()
+        self.current: str | None = None      # path of the file being written
+        self.size = 0                        # bytes in it
+        self.files = 0                       # files opened so far
+        self._fd: int | None = None
+        self._last_ms = 0
+        self._switch_at: int | None = None
+        self._closed = False
+        self._open()
+        self.housekeeper.sweep()             # what earlier runs left: retention at start
+
+    # --- the OutputStream -------------------------------------------------
+
+    def write(self, data: bytes) -> int:
+        if self._fd is None:
+            if self._closed:
+                raise ValueError("write to a closed RotatingFile")
+            self._open()     # the last switch could not open the next file: try again
+        assert self._fd is not None
+        n = os.write(self._fd, data)
+        self.size += n
+        return n
+
+    def flush(self) -> None:
+        if self.fsync and self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Close the current file (the session has written its Summary), then finish housekeeping."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_current()
+        self.housekeeper.stop()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- switching (the session calls these between consumes) -------------
+
+    def rotate_due(self, nbytes: int) -> bool:
+        """True if the next ``nbytes`` should go to a new file."""
+        if self._fd is None:
+            return False
+        if self.rotate_bytes is not None and self.size + nbytes > self.rotate_bytes:
+            return True
+        return self._switch_at is not None and time.time_ns() >= self._switch_at
+
+    def rotate(self) -> None:
+        """Close the current file and open the next one.
+
+        If the next one cannot be opened, the error is raised by the next write
+        (the session counts what it could not write) and opening is tried again then.
+        """
+        self._close_current()
+        try:
+            self._open()
+        except OSError:
+            pass
+
+    def for_child(self) -> "RotatingFile":
+        """The same options for a forked child: its own file set (its pid), never the parent's file."""
+        if self._fd is not None:
+            os.close(self._fd)    # our copy only: the parent keeps its file and its lock
+            self._fd = None
+        self._closed = True
+        return RotatingFile(self.path, **self.options)
+
+    def wait(self) -> None:
+        """Return once the housekeeping handed over so far (compression, retention) is done."""
+        self.housekeeper.wait()
+
+    # --- files ---------------------------------------------------------------
+
+    def _open(self) -> None:
+        now = time.time_ns()
+        ms = max(now // 1_000_000, self._last_ms + 1)   # names of one process never repeat
+        while True:
+            path = os.path.join(self.directory, file_name(self.stem, ms * 1_000_000, self.pid))
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+                             | getattr(os, "O_CLOEXEC", 0), 0o644)
+            except FileExistsError:
+                ms += 1
+                continue
+            break
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        self._last_ms = ms
+        self._fd = fd
+        self.current = path
+        self.size = 0
+        self.files += 1
+        self._switch_at = self.schedule.next_after(now) if self.schedule.active else None
+
+    def _close_current(self) -> None:
+        fd, path = self._fd, self.current
+        if fd is None or path is None:
+            return
+        self._fd = None
+        try:
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)    # releases the lock: the file is closed for housekeeping
+        self.housekeeper.closed(os.path.basename(path))
+
+    def __repr__(self) -> str:
+        return f"RotatingFile({self.path!r}, current={self.current!r})"

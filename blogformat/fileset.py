@@ -1,0 +1,83 @@
+"""File sets: the names of the files one configuration writes (docs/format.md section 13).
+
+A rotating output ``logs/app.blog`` writes ``logs/app.<UTC time>.pid<N>.blog``::
+
+    app.2026-11-26T10-00-00.123.pid4242.blog      being written, or closed
+    app.2026-11-26T10-00-00.123.pid4242.blog.gz   closed and compressed
+
+The time is when the file was opened, UTC, to the millisecond; one process
+never gives two of its files the same time, so names sort in the order the
+files were written, and files of several processes interleave by time.
+``blog`` writes these names and ``bread`` and ``blog``'s retention parse them;
+a name that does not parse is never touched by retention.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from typing import NamedTuple
+
+SUFFIX = ".blog"
+COMPRESSED = ".gz"
+
+_NAME = re.compile(r"^(?P<stem>.+)\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3})"
+                   r"\.pid(?P<pid>\d+)(?P<suffix>\.blog)(?P<gz>\.gz)?$")
+
+
+class SetFile(NamedTuple):
+    """One file of a set, as its name says."""
+
+    name: str          # the base name
+    stem: str          # "app"
+    time_ns: int       # when it was opened (ms resolution), ns since the epoch
+    pid: int
+    compressed: bool
+
+    @property
+    def plain_name(self) -> str:
+        """The name of the uncompressed file."""
+        return self.name[:-len(COMPRESSED)] if self.compressed else self.name
+
+
+def split_base(path: str | os.PathLike) -> tuple[str, str]:
+    """``logs/app.blog`` -> (``logs``, ``app``): the directory and the stem of a set."""
+    path = os.fspath(path)
+    directory, base = os.path.split(path)
+    if base.endswith(SUFFIX):
+        base = base[:-len(SUFFIX)]
+    if not base:
+        raise ValueError(f"{path!r} names no file")
+    return directory or ".", base
+
+
+def file_name(stem: str, time_ns: int, pid: int) -> str:
+    """The name of a set's file opened at ``time_ns`` by process ``pid``."""
+    ms = time_ns // 1_000_000
+    t = _dt.datetime.fromtimestamp(ms // 1000, _dt.timezone.utc)
+    return f"{stem}.{t:%Y-%m-%dT%H-%M-%S}.{ms % 1000:03d}.pid{pid}{SUFFIX}"
+
+
+def parse(name: str) -> SetFile | None:
+    """A file name of a set, or None if it is not one."""
+    m = _NAME.match(name)
+    if m is None:
+        return None
+    try:
+        t = _dt.datetime.strptime(m["t"][:19], "%Y-%m-%dT%H-%M-%S").replace(
+            tzinfo=_dt.timezone.utc)
+    except ValueError:
+        return None
+    ns = (int(t.timestamp()) * 1000 + int(m["t"][20:])) * 1_000_000
+    return SetFile(name, m["stem"], ns, int(m["pid"]), m["gz"] is not None)
+
+
+def members(directory: str, stem: str) -> list[SetFile]:
+    """The files of the set ``stem`` in ``directory``, in time order (plain before compressed)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    found = [f for f in map(parse, names) if f is not None and f.stem == stem]
+    return sorted(found, key=lambda f: (f.time_ns, f.pid, f.compressed))

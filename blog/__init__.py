@@ -18,6 +18,7 @@ from .default import (basic_config, default_session, flush, get_logger, set_writ
                       shutdown)
 from .event import event
 from .logger import Logger
+from .rotating import RotatingFile
 from .session import Session, __version__
 from .source import CallSiteError
 from .stats import SessionStats
@@ -26,7 +27,7 @@ from .writer import SessionWriter
 
 __all__ = [
     "BLOCK", "DROP", "CallSiteError", "Consumer", "EventSource", "FileOutputStream",
-    "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "Session", "SessionStats",
+    "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session", "SessionStats",
     "SessionWriter", "Severity", "__version__", "basic_config", "default_session", "event",
     "flush", "get_logger", "set_writer_name", "shutdown",
 ]

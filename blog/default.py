@@ -75,7 +75,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     rotation = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every, rotate_at=rotate_at,
                     tz=tz, keep_files=keep_files, keep_days=keep_days, keep_bytes=keep_bytes,
                     compress=compress)
-    rotating = any(v not in (None, False) for v in rotation.values())
+    rotating = any(v is not None and v is not False for v in rotation.values())
     if rotating and not isinstance(output, (str, os.PathLike)):
         raise TypeError("rotation, retention and compression need a path as output, "
                         f"not {type(output).__name__}")

@@ -159,6 +159,7 @@ class RotatingFile:
     # --- files ---------------------------------------------------------------
 
     def _open(self) -> None:
+        os.makedirs(self.directory, exist_ok=True)   # made again if removed while running
         now = time.time_ns()
         ms = max(now // 1_000_000, self._last_ms + 1)   # names of one process never repeat
         while True:

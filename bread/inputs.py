@@ -1,7 +1,8 @@
 """Inputs: what bread reads. Paths, globs, directories, ``-`` for standard input; gzip by content.
 
 A directory stands for its log files (names ending ``.blog`` or ``.blog.gz``)
-in name order, which for a rotated set is time order. A pattern is expanded
+in name order, which for a rotated set is time order (``blogformat.fileset``);
+of ``x.blog`` and ``x.blog.gz`` (a compression under way) only ``x.blog`` is read. A pattern is expanded
 here too (for shells that do not, and for the library); a path that exists is
 never taken for a pattern. A gzip-compressed input is recognized by its first
 bytes, not its name, and read through ``gzip``; a compressed stream cut short
@@ -51,7 +52,11 @@ def expand(names: Iterable[str | os.PathLike]) -> list[str]:
 
 
 def _directory(path: str) -> list[str]:
-    files = sorted(f for f in os.listdir(path) if f.endswith(LOG_SUFFIXES)
+    names = set(os.listdir(path))
+    # ``x.blog`` beside ``x.blog.gz``: a compression not yet finished (blog.housekeeping);
+    # both are complete copies, so only the original is read.
+    files = sorted(f for f in names if f.endswith(LOG_SUFFIXES)
+                   and not (f.endswith(".gz") and f[:-3] in names)
                    and os.path.isfile(os.path.join(path, f)))
     if not files:
         raise FileNotFoundError(errno.ENOENT, "no log files (*.blog, *.blog.gz) in the directory",

@@ -1,0 +1,475 @@
+"""Rotation, retention and compression of file sets, as a long-running service uses them."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import gzip
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import blog
+import bread
+from blog.housekeeping import Retention, compress, expired, recover
+from blog.schedule import Schedule
+from blog.summary import tally
+from blogformat.fileset import file_name, members, parse
+
+
+def _session(stream, **kw):
+    s = blog.Session(**kw)
+    c = blog.Consumer(s, stream, interval=0.005).start()
+    return s, c
+
+
+def _close(c, stream):
+    c.stop()
+    stream.close()
+
+
+def _files(d, stem="app"):
+    return [os.path.join(d, f.name) for f in members(str(d), stem)]
+
+
+def test_eight_threads_through_a_hundred_rotations_lose_and_repeat_nothing(tmp_path):
+    # Proves: rotation happens between consumes only: across >= 100 switches, every event
+    # of 8 threads is in exactly one file, in its writer's order; each file reads on its
+    # own (header and all metadata again), with no damage and no unknown source; each
+    # ends with a Summary that counts exactly its events per source.
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=2000)
+    s, c = _session(rf)
+    log = s.get_logger("t")
+    rounds, per_round = 110, 25
+    n = rounds * per_round
+    gate = threading.Barrier(9)
+
+    def work(k):
+        for r in range(rounds):
+            for i in range(r * per_round, (r + 1) * per_round):
+                log.info("w {} i {} pad {}", k, i, "x" * 20)
+            gate.wait()            # then logs on while the main thread consumes
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for _ in range(rounds):        # each consume holds > rotate_bytes: a switch each time
+        gate.wait()
+        c.flush()
+    for t in threads:
+        t.join()
+    _close(c, rf)
+    files = _files(tmp_path)
+    assert len(files) >= 100 and len(files) == rf.files
+    seen: dict[int, list[int]] = {k: [] for k in range(8)}
+    for path in files:
+        r = bread.read(path)
+        evs = list(r)
+        assert r.damage == [] and r.unknown_sources == 0 and r.notices == []
+        assert len(r.headers) == 1 and len(r.summaries) == 1
+        summ = r.summaries[0]
+        by_source: dict[int, int] = {}
+        for e in evs:
+            by_source[e.source.id] = by_source.get(e.source.id, 0) + 1
+            k, i = e.args[0], e.args[1]
+            seen[k].append(i)
+        assert summ.events == len(evs) and summ.sources == by_source
+        if evs:
+            assert summ.first_clock == min(e.clock for e in evs)
+            assert summ.last_clock == max(e.clock for e in evs)
+    assert all(seen[k] == list(range(n)) for k in range(8))
+    # The directory reads as one log, in order of the files.
+    assert sum(1 for _ in bread.read(str(tmp_path))) == 8 * n
+
+
+def test_file_names_sort_by_time_and_carry_the_pid(tmp_path):
+    rf = blog.RotatingFile(tmp_path / "logs" / "app.blog", rotate_bytes=1)
+    s, c = _session(rf)
+    log = s.get_logger()
+    for i in range(5):
+        log.info("e {}", i)
+        c.flush()
+    _close(c, rf)
+    names = sorted(os.listdir(tmp_path / "logs"))
+    parsed = [parse(n) for n in names]
+    assert all(p is not None and p.stem == "app" and p.pid == os.getpid() for p in parsed)
+    times = [p.time_ns for p in parsed]
+    assert times == sorted(times) and len(set(times)) == len(times)   # never the same name
+    assert [e.message for e in bread.read(str(tmp_path / "logs"))] == [f"e {i}" for i in range(5)]
+    assert [e.message for e in bread.read(str(tmp_path / "logs" / "app.*"))] == \
+        [f"e {i}" for i in range(5)]
+
+
+def test_the_name_scheme_round_trips():
+    t = 1_764_151_200_123_000_000   # 2025-11-26T10:00:00.123Z
+    name = file_name("app.v2", t, 4242)
+    assert name == "app.v2.2025-11-26T10-00-00.123.pid4242.blog"
+    p = parse(name)
+    assert p is not None and (p.stem, p.time_ns, p.pid, p.compressed) == ("app.v2", t, 4242, False)
+    assert parse(name + ".gz").compressed and parse(name + ".gz").plain_name == name
+    for other in ("app.blog", "app.2025-11-26T10-00-00.pid1.blog", "app.x.pid1.blog",
+                  name + ".gz.tmp", "app.2025-13-26T10-00-00.123.pid1.blog"):
+        assert parse(other) is None
+
+
+# --- the Summary entry --------------------------------------------------------------
+
+
+def test_a_cleanly_closed_file_ends_with_a_summary_and_a_killed_one_does_not(tmp_path):
+    # Proves: shutdown ends the file with a Summary of what it holds (per source, clocks,
+    # drops); a SIGKILLed writer leaves none, which is how a reader tells.
+    code = textwrap.dedent("""
+        import os, signal, sys, blog
+        blog.basic_config(sys.argv[1], flush_interval=0.001)
+        log = blog.get_logger()
+        for i in range(300):
+            log.info("a {}", i)
+        for i in range(200):
+            log.warning("b {}", i)
+        blog.flush()
+        if sys.argv[2] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    for how in ("clean", "kill"):
+        path = tmp_path / f"{how}.blog"
+        subprocess.run([sys.executable, "-c", code, str(path), how], timeout=60)
+        r = bread.read(path)
+        evs = list(r)
+        assert len(evs) == 500
+        if how == "kill":
+            assert r.summaries == []
+            continue
+        (summ,) = r.summaries
+        ids = {e.message.split()[0]: e.source.id for e in evs}
+        assert summ.sources == {ids["a"]: 300, ids["b"]: 200}
+        assert (summ.events, summ.dropped, summ.lost) == (500, 0, 0)
+        assert summ.first_clock == evs[0].clock and summ.last_clock == evs[-1].clock
+
+
+def test_old_readers_skip_the_summary():
+    # Proves: the Summary is a metadata entry of a new tag, which a reader that does not
+    # know it skips (format.md 11): the independent spec decoder, which knows tags 1-5
+    # only, reads such a file to the same events.
+    from test_format_spec import decode
+    out = blog.MemoryOutputStream()
+    s, c = _session(out)
+    s.get_logger().info("x {}", 1)
+    c.stop()
+    data = out.getvalue()
+    assert b"\x96\x06" in data or b"\x98\x06" in data   # a tag-6 entry array is there
+    mine = decode(data)
+    assert [e["args"] for e in mine["events"]] == [(1,)]
+
+
+def test_summary_counts_are_the_same_in_c_and_in_python(monkeypatch):
+    from blog import accel
+    if accel.speedups is None:
+        pytest.skip("pure-Python run: the C counter is not built or not used")
+    sp = accel.speedups
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.tuples(st.integers(1, 70000),
+                              st.lists(st.one_of(st.integers(-2**63, 2**64 - 1), st.floats(),
+                                                 st.text(max_size=40), st.binary(max_size=300),
+                                                 st.lists(st.integers(-2**63, 2**64 - 1), max_size=20),
+                                                 st.dictionaries(st.text(max_size=5),
+                                                                 st.none(), max_size=5)),
+                                       max_size=6),
+                              st.booleans()), max_size=50))
+    def check(events):
+        import msgpack
+        data = b"".join(msgpack.packb([sid, -5, args, {0: "t"}] if texts else [sid, 7, args])
+                        for sid, args, texts in events)
+        c_counts: dict[int, int] = {}
+        sp.tally(data, len(events), c_counts)
+        monkeypatch.setattr(accel, "speedups", None)
+        py_counts: dict[int, int] = {}
+        tally(data, len(events), py_counts)
+        monkeypatch.setattr(accel, "speedups", sp)
+        expect: dict[int, int] = {}
+        for sid, _, _ in events:
+            expect[sid] = expect.get(sid, 0) + 1
+        assert c_counts == py_counts == expect
+
+    check()
+    with pytest.raises(ValueError):
+        sp.tally(b"\x93\x01", 1, {})          # cut short: refused, not read past the end
+
+
+# --- rotation by time -------------------------------------------------------------------
+
+
+def test_rotate_every_switches_on_the_boundaries_of_the_zone():
+    london = Schedule(every="1h", tz="Europe/London")
+    t = int(_dt.datetime(2026, 7, 1, 10, 20, tzinfo=_dt.timezone.utc).timestamp()) * 10**9
+    nxt = london.next_after(t)
+    assert nxt == int(_dt.datetime(2026, 7, 1, 11, 0, tzinfo=_dt.timezone.utc).timestamp()) * 10**9
+    six = Schedule(every="6h", tz="Asia/Kolkata")   # UTC+5:30: boundaries at local 00, 06...
+    nxt = six.next_after(t)
+    local = _dt.datetime.fromtimestamp(nxt / 1e9, _dt.timezone(_dt.timedelta(hours=5.5)))
+    assert (local.hour, local.minute) == (18, 0)
+    seven = Schedule(every="7h", tz="UTC")          # starts afresh at midnight
+    t2 = int(_dt.datetime(2026, 7, 1, 22, 0, tzinfo=_dt.timezone.utc).timestamp()) * 10**9
+    assert seven.next_after(t2) == int(_dt.datetime(2026, 7, 2, tzinfo=_dt.timezone.utc)
+                                       .timestamp()) * 10**9
+
+
+def _utc(*a):
+    return int(_dt.datetime(*a, tzinfo=_dt.timezone.utc).timestamp()) * 10**9
+
+
+def test_rotate_at_is_right_on_daylight_saving_days():
+    # London: 2026-03-29 01:00 GMT -> 02:00 BST; 2026-10-25 02:00 BST -> 01:00 GMT.
+    midnight = Schedule(at="00:00", tz="Europe/London")
+    assert midnight.next_after(_utc(2026, 3, 28, 12)) == _utc(2026, 3, 29, 0)       # GMT
+    assert midnight.next_after(_utc(2026, 3, 29, 12)) == _utc(2026, 3, 29, 23)      # BST
+    assert midnight.next_after(_utc(2026, 10, 25, 12)) == _utc(2026, 10, 26, 0)     # GMT again
+    gap = Schedule(at="01:30", tz="Europe/London")   # does not exist on 29 March: the jump
+    assert gap.next_after(_utc(2026, 3, 28, 12)) == _utc(2026, 3, 29, 1)
+    twice = Schedule(at="01:30", tz="Europe/London")  # twice on 25 October: the first only
+    assert twice.next_after(_utc(2026, 10, 24, 12)) == _utc(2026, 10, 25, 0, 30)
+    assert twice.next_after(_utc(2026, 10, 25, 0, 30)) == _utc(2026, 10, 26, 1, 30)
+    both = Schedule(every="1d", at=["06:00", "18:00"], tz="UTC")   # any combination: the soonest
+    assert both.next_after(_utc(2026, 1, 1, 7)) == _utc(2026, 1, 1, 18)
+    ny = Schedule(at="02:30", tz="America/New_York")  # 2026-03-08 02:00 EST -> 03:00 EDT
+    assert ny.next_after(_utc(2026, 3, 7, 12)) == _utc(2026, 3, 8, 7)
+
+
+def test_rotate_every_switches_files_while_logging(tmp_path):
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_every=1)
+    s, c = _session(rf)
+    log = s.get_logger()
+    end = time.time() + 2.3
+    i = 0
+    while time.time() < end:
+        log.info("e {}", i)
+        i += 1
+        time.sleep(0.002)
+    _close(c, rf)
+    files = _files(tmp_path)
+    assert len(files) >= 3
+    got = [e.args[0] for f in files for e in bread.read(f)]
+    assert got == list(range(i))
+    for f in files[:-1]:      # each file's events end before the next second begins
+        last = max(e.clock for e in bread.read(f))
+        assert last // 10**9 < (parse(os.path.basename(f)).time_ns // 10**9) + 2
+
+
+# --- retention and compression ------------------------------------------------------------
+
+
+def _make_closed(d, stem, k, size=100, pid=1, age_days=0.0):
+    name = file_name(stem, 1_700_000_000_000_000_000 + k * 10**9, pid)
+    p = os.path.join(d, name)
+    with open(p, "wb") as f:
+        f.write(b"x" * size)
+    t = time.time() - age_days * 86400
+    os.utime(p, (t, t))
+    return p
+
+
+def test_retention_by_count_age_and_bytes_deletes_only_closed_files_of_the_set(tmp_path):
+    d = str(tmp_path)
+    files = [_make_closed(d, "app", k, size=100, age_days=10 - k) for k in range(10)]
+    foreign = [os.path.join(d, n) for n in ("app.blog", "notes.txt", "other.2026-01-01T00-00-00"
+                                             ".000.pid1.blog", "app.backup.blog")]
+    for p in foreign:
+        open(p, "w").close()
+    held = open(files[0], "rb")       # another process writing it: holds its lock
+    fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    try:
+        from blog.housekeeping import closed_files
+        closed = closed_files(d, "app")
+        assert [f.name for f, _ in closed] == [os.path.basename(p) for p in files[1:]]
+        now = time.time()
+        by_age = expired(closed, Retention(keep_days=5.5), now)
+        assert [f.name for f in by_age] == [os.path.basename(p) for p in files[1:5]]
+        by_count = expired(closed, Retention(keep_files=3), now)
+        assert len(by_count) == 6 and by_count[-1].name == os.path.basename(files[6])
+        by_bytes = expired(closed, Retention(keep_bytes=250), now)
+        assert [f.name for f in by_bytes] == [os.path.basename(p) for p in files[1:8]]
+        # Through a RotatingFile: at start, the oldest closed files beyond 3 go.
+        rf = blog.RotatingFile(tmp_path / "app.blog", keep_files=3)
+        rf.wait()
+        left = sorted(os.listdir(d))
+        assert os.path.basename(files[0]) in left          # held: never touched
+        assert all(os.path.basename(p) in left for p in foreign)
+        kept = [p for p in files[1:] if os.path.basename(p) in left]
+        assert kept == files[-3:]
+        rf.close()
+    finally:
+        held.close()
+
+
+def test_closed_files_are_compressed_in_the_background_and_read_transparently(tmp_path):
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=3000, compress=True)
+    s, c = _session(rf)
+    log = s.get_logger()
+    for i in range(3000):
+        log.info("order {} filled at {}", i, 101.25)
+        if i % 200 == 0:
+            c.flush()
+    _close(c, rf)             # waits for the housekeeping of the closed files
+    names = sorted(os.listdir(tmp_path))
+    assert len(names) >= 5 and all(n.endswith(".blog.gz") for n in names)
+    assert not any(n.endswith(".tmp") for n in names)
+    r = bread.read(str(tmp_path))
+    assert [e.args[0] for e in r] == list(range(3000)) and r.damage == []
+    assert sum(x.events for x in r.summaries) == 3000
+
+
+def test_an_interrupted_compression_is_finished_or_undone_at_the_next_start(tmp_path):
+    d = str(tmp_path)
+    a = _make_closed(d, "app", 1)
+    b = _make_closed(d, "app", 2)
+    with open(a + ".gz.tmp", "wb") as f:            # cut while writing the copy
+        f.write(gzip.compress(b"x" * 100)[:20])
+    compress(d, os.path.basename(b))               # cut after the rename: both exist
+    with open(b, "wb") as f:
+        f.write(b"x" * 100)
+    assert sorted(os.listdir(d)) == sorted([os.path.basename(p) for p in
+                                            (a, a + ".gz.tmp", b, b + ".gz")])
+    assert bread.inputs.expand([d]) == [a, b]      # meanwhile, each file is read once
+    removed = recover(d, "app")
+    assert sorted(removed) == sorted([a + ".gz.tmp", b])
+    assert sorted(os.listdir(d)) == sorted([os.path.basename(a), os.path.basename(b) + ".gz"])
+
+
+# --- bad configuration ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw, needle", [
+    (dict(rotate_bytes=-1), "rotate_bytes"),
+    (dict(rotate_bytes=0), "rotate_bytes"),
+    (dict(rotate_at="25:00"), "rotate_at"),
+    (dict(rotate_at="12:61"), "rotate_at"),
+    (dict(rotate_every="often"), "rotate_every"),
+    (dict(rotate_every=0.5), "rotate_every"),
+    (dict(rotate_every="1h", tz="Mars/Olympus"), "tz"),
+    (dict(tz="UTC"), "tz"),
+    (dict(keep_files=0), "keep_files"),
+    (dict(keep_days=-2), "keep_days"),
+    (dict(keep_bytes=1.5), "keep_bytes"),
+    (dict(compress="yes"), "compress"),
+])
+def test_bad_rotation_options_are_refused_naming_the_option_before_anything_is_opened(
+        tmp_path, kw, needle):
+    with pytest.raises(ValueError, match=needle):
+        blog.RotatingFile(tmp_path / "logs" / "app.blog", **kw)
+    with pytest.raises(ValueError, match=needle):
+        blog.basic_config(str(tmp_path / "logs" / "app.blog"), **kw)
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_log_directory_that_cannot_be_made_is_a_clear_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OSError):
+        blog.RotatingFile(tmp_path / "file" / "app.blog", rotate_bytes=100)
+    with pytest.raises(TypeError, match="path"):
+        blog.basic_config(blog.MemoryOutputStream(), rotate_bytes=100)
+
+
+def test_a_directory_removed_while_running_is_made_again_and_nothing_is_lost(tmp_path):
+    import shutil
+    d = tmp_path / "logs"
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=2000)
+    s, c = _session(rf)
+    log = s.get_logger()
+    for i in range(300):
+        log.info("e {}", i)
+        if i == 100:
+            c.flush()
+            shutil.rmtree(d)      # an operator cleans up at the wrong moment
+        if i % 20 == 0:
+            c.flush()
+    _close(c, rf)
+    got = [e.args[0] for e in bread.read(str(d))]
+    assert got[-1] == 299 and got == list(range(got[0], 300))
+    assert s.stats.events_lost == 0
+
+
+# --- processes -------------------------------------------------------------------------
+
+
+def _run(code, cwd):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_forked_child_logs_into_its_own_file_set(tmp_path):
+    # Proves: after fork, the child goes on in a set of its own (its pid, same options),
+    # the parent's file is never written by the child, and nothing is duplicated.
+    r = _run("""
+        import os, blog
+        blog.basic_config("logs/app.blog", rotate_bytes=4000, flush_interval=0.005)
+        log = blog.get_logger()
+        for i in range(50):
+            log.info("parent {}", i)
+        kids = []
+        for k in range(3):
+            pid = os.fork()
+            if pid == 0:
+                for i in range(400):
+                    log.info("child {} {}", k, i)
+                blog.shutdown()
+                os._exit(0)
+            kids.append(pid)
+        for pid in kids:
+            os.waitpid(pid, 0)
+        log.info("parent {}", "after")
+        blog.shutdown()
+        print(*kids)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    kids = [int(x) for x in r.stdout.split()]
+    d = tmp_path / "logs"
+    by_pid: dict[int, list[str]] = {}
+    for f in members(str(d), "app"):
+        for e in bread.read(str(d / f.name)):
+            assert e.pid == f.pid
+            by_pid.setdefault(f.pid, []).append(e.message)
+    assert len(by_pid) == 4 and set(kids) < set(by_pid)
+    for k, pid in enumerate(kids):
+        assert by_pid[pid] == [f"child {k} {i}" for i in range(400)]
+    parent = next(p for p in by_pid if p not in kids)
+    assert by_pid[parent] == [f"parent {i}" for i in range(50)] + ["parent after"]
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_multiprocessing_children_log_with_the_same_configuration(tmp_path, method):
+    (tmp_path / "work.py").write_text(textwrap.dedent("""
+        import blog
+        log = blog.get_logger("work")
+        def job(k):
+            for i in range(100):
+                log.info("job {} {}", k, i)
+    """))
+    r = _run(f"""
+        import multiprocessing as mp, os, sys
+        sys.path.insert(0, os.getcwd())
+        import blog, work
+        if __name__ == "__main__":
+            blog.basic_config("logs/app.blog", rotate_bytes=1 << 20, compress=True)
+            ctx = mp.get_context("{method}")
+            ps = [ctx.Process(target=work.job, args=(k,)) for k in range(2)]
+            for p in ps: p.start()
+            for p in ps: p.join()
+            work.log.info("parent done")
+            blog.shutdown()
+            print(*[p.pid for p in ps])
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    kids = [int(x) for x in r.stdout.split()]
+    d = tmp_path / "logs"
+    by_pid: dict[int, list[str]] = {}
+    for f in members(str(d), "app"):
+        by_pid.setdefault(f.pid, []).extend(e.message for e in bread.read(str(d / f.name)))
+    for k, pid in enumerate(kids):
+        assert by_pid.get(pid) == [f"job {k} {i}" for i in range(100)], (method, by_pid.keys())
+    assert [m for p, ms in by_pid.items() if p not in kids for m in ms] == ["parent done"]

@@ -1,8 +1,9 @@
 """``bread stats``: what a set of log files holds, counted, and when.
 
 Counts by severity, category, call site and writer; the first and last time
-and the rate; what the writer recorded as dropped or lost; the damaged
-regions; and a histogram of events over time by severity, sized to the
+and the rate; what the writer recorded as dropped or lost; per file, whether
+its writer closed it cleanly (a Summary entry ends each of its streams) and
+whether the events read agree with the Summary's count; the damaged regions; and a histogram of events over time by severity, sized to the
 terminal. Read through the batch API (no object per event); memory holds one
 count per second of log time, not the events.
 """
@@ -13,6 +14,7 @@ import argparse
 import collections
 import datetime as _dt
 import json
+import os
 import shutil
 import sys
 from typing import Any, Sequence
@@ -29,7 +31,10 @@ _MARKS = {"CRITICAL": "#", "ERROR": "#", "WARNING": "+", "INFO": "=", "DEBUG": "
 
 def collect(source: Any) -> dict:
     """The statistics of ``source`` (what ``bread.read`` takes), as a JSON-ready dict."""
-    reader = Reader(source)
+    if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
+        inputs: list[Any] = [source]
+    else:
+        inputs = list(source)
     by_sev: collections.Counter = collections.Counter()
     by_cat: collections.Counter = collections.Counter()
     by_site: collections.Counter = collections.Counter()
@@ -38,23 +43,35 @@ def collect(source: Any) -> dict:
     first = last = None
     n = 0
     cols = ["time", "severity", "category", "writer", "function", "file", "line"]
-    for b in reader.batches(cols, arrow=False):
-        times, sevs = b["time"], b["severity"]
-        n += len(sevs)
-        by_sev.update(sevs)
-        by_cat.update(b["category"])
-        by_writer.update(b["writer"])
-        by_site.update(zip(b["file"], b["line"], b["function"]))
-        for t, s in zip(times, sevs):
-            if t is None:
-                continue
-            per_second[(t // 1_000_000_000, s)] += 1
-            if first is None or t < first:
-                first = t
-            if last is None or t > last:
-                last = t
-    dropped = sum(x.count for x in reader.notices if isinstance(x, Dropped))
-    lost = sum(x.events for x in reader.notices if isinstance(x, Lost))
+    files: list[dict] = []
+    damage: list = []
+    notices: list = []
+    unknown = 0
+    for one in inputs:   # one reader per input: each file's streams and Summary entries
+        reader = Reader(one)
+        read = 0
+        for b in reader.batches(cols, arrow=False):
+            times, sevs = b["time"], b["severity"]
+            read += len(sevs)
+            by_sev.update(sevs)
+            by_cat.update(b["category"])
+            by_writer.update(b["writer"])
+            by_site.update(zip(b["file"], b["line"], b["function"]))
+            for t, s in zip(times, sevs):
+                if t is None:
+                    continue
+                per_second[(t // 1_000_000_000, s)] += 1
+                if first is None or t < first:
+                    first = t
+                if last is None or t > last:
+                    last = t
+        n += read
+        damage += reader.damage
+        notices += reader.notices
+        unknown += reader.unknown_sources
+        files.append(_closing(one, reader, read))
+    dropped = sum(x.count for x in notices if isinstance(x, Dropped))
+    lost = sum(x.events for x in notices if isinstance(x, Lost))
     span = (last - first) / 1e9 if first is not None and last is not None else 0.0
     return {
         "events": n,
@@ -66,11 +83,25 @@ def collect(source: Any) -> dict:
         "sites": [{"file": f, "line": line, "function": fn, "events": c}
                   for (f, line, fn), c in by_site.most_common()],
         "dropped": dropped, "lost": lost,
-        "unknown_sources": reader.unknown_sources,
+        "unknown_sources": unknown,
         "damage": [{"source": d.source, "offset": d.offset, "length": d.length,
-                    "reason": d.reason} for d in reader.damage],
+                    "reason": d.reason} for d in damage],
+        "files": files,
         "histogram": _histogram(per_second),
     }
+
+
+def _closing(source: Any, reader: Reader, read: int) -> dict:
+    """How a file ended: its streams, how many the writer closed cleanly (a Summary entry
+    ends each), and, if all were, the events their Summaries count against those read."""
+    name = source if isinstance(source, str) else getattr(source, "name", "<stream>")
+    streams, clean = len(reader.headers), len(reader.summaries)
+    out = {"path": os.fspath(name) if isinstance(name, (str, os.PathLike)) else str(name),
+           "streams": streams, "closed_cleanly": streams > 0 and clean >= streams,
+           "events": read, "summary_events": None}
+    if streams and clean >= streams:
+        out["summary_events"] = sum(x.events for x in reader.summaries)
+    return out
 
 
 def _sev_value(name: str) -> int:
@@ -119,6 +150,15 @@ def render(stats: dict, width: int) -> str:
     for s in stats["sites"][:20]:
         lines.append(f"  {s['file']}:{s['line']} ({s['function']}) {s['events']:>12,}")
     lines.append(f"dropped by writers: {stats['dropped']:,}; lost by outputs: {stats['lost']:,}")
+    files = stats.get("files", [])
+    unclean = [f for f in files if not f["closed_cleanly"]]
+    lines.append(f"files: {len(files):,}, closed cleanly: {len(files) - len(unclean):,}")
+    for f in unclean[:20]:
+        lines.append(f"  not closed cleanly (writer killed, or still writing): {f['path']}")
+    for f in files:
+        if f["summary_events"] is not None and f["summary_events"] != f["events"]:
+            lines.append(f"  {f['path']}: the writer's summary counts {f['summary_events']:,} "
+                         f"event(s), {f['events']:,} read")
     if stats["unknown_sources"]:
         lines.append(f"events whose source is unknown: {stats['unknown_sources']:,}")
     for d in stats["damage"]:

@@ -294,3 +294,12 @@ def test_v1_dropped():
         (bread.Dropped, 1, 2), (bread.Dropped, 1, 1)]
     first, second = reader.notices
     assert events[2].clock < first.clock < events[3].clock < second.clock
+
+
+def test_v1_summary_entries_close_each_stream():
+    # The Summary entry (tag 6) of each cleanly closed stream, as first written.
+    r = bread.read(V1 / "summary.blog")
+    assert len(list(r)) == 8 and len(r.headers) == 2
+    assert [(x.events, x.sources, x.dropped, x.lost) for x in r.summaries] == \
+        [(4, {1: 1, 2: 3}, 0, 0)] * 2
+    assert all(x.first_clock <= x.last_clock for x in r.summaries)

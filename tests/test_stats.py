@@ -53,3 +53,39 @@ def test_a_bad_stats_option_is_exit_1_naming_it(capsys):
     from bread import cli
     assert cli.main(["stats", "-o", "xml", "x.blog"]) == 1
     assert "-o/--output" in capsys.readouterr().err
+
+
+def test_stats_tells_which_files_were_closed_cleanly_and_checks_their_summaries(
+        capsys, tmp_path):
+    # Proves: a file whose streams all end with a Summary is closed cleanly and its events
+    # are checked against it (a frame gone missing shows); a torn file is not clean.
+    import blog
+    s = blog.Session()
+    log = s.get_logger()
+    out = blog.MemoryOutputStream()
+    log.info("a {}", 1)
+    s.consume(out)
+    cut_at = out.tell()
+    log.info("b {}", 2)
+    log.info("b {}", 3)
+    s.consume(out)
+    cut_end = out.tell()
+    s.finish(out)
+    whole = out.getvalue()
+    (tmp_path / "clean.blog").write_bytes(whole)
+    (tmp_path / "missing.blog").write_bytes(whole[:cut_at] + whole[cut_end:])
+    (tmp_path / "torn.blog").write_bytes(whole[:cut_end - 3])
+    code, st = stats(capsys, str(tmp_path / "clean.blog"), str(tmp_path / "missing.blog"),
+                     str(tmp_path / "torn.blog"))
+    files = {pathlib.Path(f["path"]).name: f for f in st["files"]}
+    assert files["clean.blog"] == dict(files["clean.blog"], closed_cleanly=True, events=3,
+                                       summary_events=3)
+    assert files["missing.blog"] == dict(files["missing.blog"], closed_cleanly=True, events=1,
+                                         summary_events=3)
+    assert files["torn.blog"]["closed_cleanly"] is False
+    assert files["torn.blog"]["summary_events"] is None and code == 3   # the torn tail
+    cli.main(["stats", str(tmp_path / "missing.blog"), str(tmp_path / "torn.blog")])
+    text = capsys.readouterr().out
+    assert "files: 2, closed cleanly: 1" in text
+    assert "summary counts 3 event(s), 1 read" in text
+    assert "not closed cleanly" in text and "torn.blog" in text

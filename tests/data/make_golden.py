@@ -271,7 +271,23 @@ def dropped() -> bytes:
     return out.getvalue()
 
 
-GOLDEN = {"every_type": every_type, "two_writers": two_writers, "dropped": dropped}
+def summary() -> bytes:
+    # Two streams, as a file that was written by two runs: each closed cleanly with
+    # its Summary entry (tag 6, added in blog 0.1 without a version change).
+    out = blog.MemoryOutputStream()
+    for run in range(2):
+        s = blog.Session(name=f"golden-summary-{run}")
+        log = s.get_logger("run")
+        log.info("run {} starts", run)
+        for i in range(3):
+            log.warning("step {} of run {}", i, run)
+        s.consume(out)
+        s.finish(out)
+    return out.getvalue()
+
+
+GOLDEN = {"every_type": every_type, "two_writers": two_writers, "dropped": dropped,
+          "summary": summary}
 
 
 # --- expected bread output ---------------------------------------------------------------

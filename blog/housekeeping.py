@@ -16,6 +16,8 @@ Every step leaves only complete files, whenever it is cut (docs/guide.md,
   ``x.blog.gz`` means the deletion was cut: the ``.gz`` is complete (it was
   renamed only once durable), so ``x.blog`` is deleted. Readers meanwhile
   read ``x.blog`` and leave its twin alone.
+* open a new file: made as ``x.blog.new``, locked, then renamed to ``x.blog``
+  (a ``.new`` file nobody holds is a writer that died in between: deleted).
 * retention deletes whole closed files, oldest first.
 """
 
@@ -30,11 +32,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from blogformat.fileset import COMPRESSED, SetFile, members
+from blogformat.fileset import COMPRESSED, SUFFIX, SetFile, members
 
 from .report import report
 
 TMP = ".tmp"
+NEW = ".new"    # a file being opened by its writer: renamed to its name once locked
 _CHUNK = 1 << 20
 
 
@@ -124,6 +127,10 @@ def recover(directory: str, stem: str) -> list[str]:
         return removed
     have = set(names)
     for n in names:
+        if n.startswith(stem + ".") and n.endswith(SUFFIX + NEW):
+            # a writer died between making and naming it: it holds no event
+            if not is_being_written(os.path.join(directory, n)):
+                _unlink(os.path.join(directory, n), removed)
         if n.startswith(stem + ".") and n.endswith(COMPRESSED + TMP):
             plain = n[:-len(COMPRESSED + TMP)]
             # The original is still there and nobody is compressing it: the copy was cut.

@@ -7,7 +7,8 @@ event is ever split across files; each new file starts with a header and all
 metadata, and each file closed cleanly ends with a Summary entry. Closed
 files are compressed and aged out by a ``Housekeeper`` on its own thread.
 
-The file being written is held under an exclusive ``flock``: that is how
+A file is opened by the first write after a switch (no empty files). The
+file being written is held under an exclusive ``flock``: that is how
 housekeeping (of this process or any other) knows not to touch it.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from blogformat.fileset import file_name, split_base
 
-from .housekeeping import Housekeeper, Retention
+from .housekeeping import NEW, Housekeeper, Retention
 from .schedule import Schedule
 
 
@@ -91,7 +92,6 @@ class RotatingFile:
         self._last_ms = 0
         self._switch_at: int | None = None
         self._closed = False
-        self._open()
         self.housekeeper.sweep()             # what earlier runs left: retention at start
 
     # --- the OutputStream -------------------------------------------------
@@ -100,7 +100,7 @@ class RotatingFile:
         if self._fd is None:
             if self._closed:
                 raise ValueError("write to a closed RotatingFile")
-            self._open()     # the last switch could not open the next file: try again
+            self._open()     # files are opened by their first write: no empty files
         assert self._fd is not None
         n = os.write(self._fd, data)
         self.size += n
@@ -133,16 +133,12 @@ class RotatingFile:
         return self._switch_at is not None and time.time_ns() >= self._switch_at
 
     def rotate(self) -> None:
-        """Close the current file and open the next one.
+        """Close the current file; the next write opens the next one.
 
-        If the next one cannot be opened, the error is raised by the next write
-        (the session counts what it could not write) and opening is tried again then.
+        If it cannot be opened, that write raises (the session counts what it
+        could not write) and the one after tries again.
         """
         self._close_current()
-        try:
-            self._open()
-        except OSError:
-            pass
 
     def for_child(self) -> "RotatingFile":
         """The same options for a forked child: its own file set (its pid), never the parent's file."""
@@ -159,13 +155,18 @@ class RotatingFile:
     # --- files ---------------------------------------------------------------
 
     def _open(self) -> None:
+        """Open the next file: made as ``NAME.new`` (not a name of the set), locked, then
+        renamed, so that no housekeeper ever sees it unlocked."""
         os.makedirs(self.directory, exist_ok=True)   # made again if removed while running
         now = time.time_ns()
         ms = max(now // 1_000_000, self._last_ms + 1)   # names of one process never repeat
         while True:
             path = os.path.join(self.directory, file_name(self.stem, ms * 1_000_000, self.pid))
+            if os.path.exists(path):
+                ms += 1
+                continue
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+                fd = os.open(path + NEW, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
                              | getattr(os, "O_CLOEXEC", 0), 0o644)
             except FileExistsError:
                 ms += 1
@@ -173,6 +174,7 @@ class RotatingFile:
             break
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(path + NEW, path)
         except OSError:
             os.close(fd)
             raise

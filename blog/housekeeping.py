@@ -1,7 +1,8 @@
 """Housekeeping of a file set's closed files: compress them, age them out, finish what a crash cut.
 
 It runs on its own thread (never the consumer's: logging is never blocked by
-it). Only files of the set (their names parse as ``blogformat.fileset``
+it). No fork happens while it holds a lock for a moment (a probe, the
+manifest's): the child would hold the lock as long as it lives. Only files of the set (their names parse as ``blogformat.fileset``
 names of the set's stem, in its directory) that no process is writing are
 touched: a writer holds an exclusive ``flock`` on the file it writes for as
 long as it writes it, and the kernel releases it when the process dies, even
@@ -30,13 +31,21 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
 
-from blogformat.fileset import COMPRESSED, SUFFIX, SetFile, members
+from blogformat import manifest
+from blogformat.entries import Summary
+from blogformat.fileset import COMPRESSED, SUFFIX, SetFile, members, parse
 
 from .report import report
 
 TMP = ".tmp"
+
+# No fork while this process holds a short-lived lock of a file (a probe, the manifest):
+# a child would inherit the open file description, and with it the lock, for its life.
+_fork_guard = threading.Lock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_fork_guard.acquire, after_in_parent=_fork_guard.release,
+                        after_in_child=_fork_guard.release)
 NEW = ".new"    # a file being opened by its writer: renamed to its name once locked
 _CHUNK = 1 << 20
 
@@ -60,6 +69,11 @@ class Retention:
 
 def is_being_written(path: str) -> bool:
     """True if a process holds the file's writer lock (or the file cannot be opened to check)."""
+    with _fork_guard:
+        return _locked(path)
+
+
+def _locked(path: str) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -191,41 +205,44 @@ def expired(files: list[tuple[SetFile, os.stat_result]], policy: Retention,
 
 
 class Housekeeper:
-    """A thread that compresses closed files of a set and applies its retention.
+    """A thread that compresses closed files of a set, applies its retention and keeps the
+    directory's manifest (``blogformat.manifest``) up to date.
 
-    ``closed(name)`` hands it a file the writer has just closed; ``sweep()``
-    asks for a pass over the whole directory (done at start: files left by
-    earlier runs, steps a crash cut). ``wait()`` returns when it is idle.
-    Errors are reported once on stderr (``report``) and never raised.
+    ``closed(name, summary)`` hands it a file the writer has just closed (with
+    the Summary it ended with, if any); ``sweep()`` asks for a pass over the
+    whole directory (done at start: files left by earlier runs, steps a crash
+    cut). ``wait()`` returns when it is idle. Errors are reported on stderr
+    (``report``) and never raised.
     """
 
     def __init__(self, directory: str, stem: str, *, compress: bool, retention: Retention,
-                 on_delete: Callable[[str], None] | None = None) -> None:
+                 manifest: bool = True) -> None:
         self.directory = directory
         self.stem = stem
         self.compress = compress
         self.retention = retention
-        self.on_delete = on_delete
+        self.manifest = manifest
         self.compressed = 0        # files compressed so far
         self.deleted = 0           # files deleted so far
         self.errors = 0
-        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._known: dict[str, dict] = {}   # manifest entries of files we closed, by name
+        self._queue: queue.Queue[tuple[str, str, Summary | None] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     @property
     def needed(self) -> bool:
-        return self.compress or self.retention.active
+        return self.compress or self.retention.active or self.manifest
 
-    def closed(self, name: str) -> None:
-        """``name`` (in the directory) was closed by its writer."""
+    def closed(self, name: str, summary: Summary | None = None) -> None:
+        """``name`` (in the directory) was closed by its writer, ending with ``summary``."""
         if self.needed:
-            self._put(("closed", name))
+            self._put(("closed", name, summary))
 
     def sweep(self) -> None:
-        """Recover, compress and apply retention over the whole set."""
+        """Recover, compress and apply retention over the whole set; bring the manifest up to date."""
         if self.needed:
-            self._put(("sweep", ""))
+            self._put(("sweep", "", None))
 
     def wait(self) -> None:
         """Block until everything handed over so far is done."""
@@ -238,7 +255,7 @@ class Housekeeper:
             self._thread.join()
         self._thread = None
 
-    def _put(self, task: tuple[str, str]) -> None:
+    def _put(self, task: tuple[str, str, Summary | None]) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="blog-housekeeping",
@@ -252,16 +269,24 @@ class Housekeeper:
             try:
                 if task is None:
                     return
-                kind, name = task
+                kind, name, summary = task
                 if kind == "sweep":
                     recover(self.directory, self.stem)
                     if self.compress:
                         for f, _ in closed_files(self.directory, self.stem):
                             if not f.compressed:
                                 self._compress(f.name)
-                elif self.compress:
-                    self._compress(name)
+                else:
+                    try:
+                        size = os.path.getsize(os.path.join(self.directory, name))
+                        self._known[name] = manifest.entry(summary, size, False)
+                    except OSError:
+                        pass
+                    if self.compress:
+                        self._compress(name)
                 self._retain()
+                if self.manifest:
+                    self._record()
             except Exception as exc:   # never raise on a thread of ours
                 self.errors += 1
                 report(f"blog: housekeeping of {self.directory}/{self.stem}.* failed: "
@@ -273,6 +298,10 @@ class Housekeeper:
         done = compress(self.directory, name)
         if done is not None:
             self.compressed += 1
+            old = self._known.pop(name, None)
+            if old is not None:
+                self._known[os.path.basename(done)] = dict(
+                    old, state="compressed", bytes=os.path.getsize(done))
 
     def _retain(self) -> None:
         if not self.retention.active:
@@ -284,5 +313,27 @@ class Housekeeper:
             except FileNotFoundError:
                 continue
             self.deleted += 1
-            if self.on_delete is not None:
-                self.on_delete(path)
+
+    def _record(self) -> None:
+        """Make the manifest's entries of this set those of its closed files."""
+        closed = {f.name for f, _ in closed_files(self.directory, self.stem)}
+        known = self._known
+
+        def change(m: dict) -> None:
+            files = m["files"]
+            for n in [n for n in files if (p := parse(n)) is not None
+                      and p.stem == self.stem and n not in closed]:
+                del files[n]
+            for n in closed:
+                e = files.get(n)
+                if e is not None and manifest.usable(self.directory, n, e):
+                    continue
+                e = known.get(n)
+                if e is None or not manifest.usable(self.directory, n, e):
+                    e = manifest.describe(os.path.join(self.directory, n))
+                files[n] = e
+
+        with _fork_guard:
+            manifest.update(self.directory, change, lambda path: not _locked(path))
+        for n in [n for n in known if n not in closed]:
+            del known[n]

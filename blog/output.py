@@ -91,10 +91,14 @@ class Output:
         """
         if not self.started or self.stream is None:
             return False
-        data = b"".join(metadata_frames([self.tally.summary()]))
+        summary = self.tally.summary()
+        data = b"".join(metadata_frames([summary]))
         ok = self._write_all(data, 0)
         self.started = False
         self.tally = Tally()
+        finished = getattr(self.stream, "finished", None)
+        if ok and finished is not None:
+            finished(summary)     # a RotatingFile records it in the directory's manifest
         return ok
 
     def write(self, descriptor: dict, metadata: list[Metadata], batches: list[bytes],

@@ -19,6 +19,7 @@ import os
 import time
 from typing import Any
 
+from blogformat.entries import Summary
 from blogformat.fileset import file_name, split_base
 
 from .housekeeping import NEW, Housekeeper, Retention
@@ -92,6 +93,7 @@ class RotatingFile:
         self._last_ms = 0
         self._switch_at: int | None = None
         self._closed = False
+        self._summary: Summary | None = None
         self.housekeeper.sweep()             # what earlier runs left: retention at start
 
     # --- the OutputStream -------------------------------------------------
@@ -139,6 +141,10 @@ class RotatingFile:
         could not write) and the one after tries again.
         """
         self._close_current()
+
+    def finished(self, summary: Summary) -> None:
+        """The session ended the current file with ``summary`` (kept for the manifest)."""
+        self._summary = summary
 
     def for_child(self) -> "RotatingFile":
         """The same options for a forked child: its own file set (its pid), never the parent's file."""
@@ -195,7 +201,8 @@ class RotatingFile:
                 os.fsync(fd)
         finally:
             os.close(fd)    # releases the lock: the file is closed for housekeeping
-        self.housekeeper.closed(os.path.basename(path))
+        summary, self._summary = self._summary, None
+        self.housekeeper.closed(os.path.basename(path), summary)
 
     def __repr__(self) -> str:
         return f"RotatingFile({self.path!r}, current={self.current!r})"

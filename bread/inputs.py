@@ -2,7 +2,9 @@
 
 A directory stands for its log files (names ending ``.blog`` or ``.blog.gz``)
 in name order, which for a rotated set is time order (``blogformat.fileset``);
-of ``x.blog`` and ``x.blog.gz`` (a compression under way) only ``x.blog`` is read. A pattern is expanded
+of ``x.blog`` and ``x.blog.gz`` (a compression under way) only ``x.blog`` is read.
+Reading a time window, files that the directory's manifest
+(``blogformat.manifest``) shows to be outside it are not opened (``prune``). A pattern is expanded
 here too (for shells that do not, and for the library); a path that exists is
 never taken for a pattern. A gzip-compressed input is recognized by its first
 bytes, not its name, and read through ``gzip``; a compressed stream cut short
@@ -19,6 +21,8 @@ import sys
 import tempfile
 import zlib
 from typing import BinaryIO, Iterable
+
+from blogformat import manifest
 
 #: Names of the files a directory stands for.
 LOG_SUFFIXES = (".blog", ".blog.gz")
@@ -49,6 +53,34 @@ def expand(names: Iterable[str | os.PathLike]) -> list[str]:
         else:
             out.append(name)
     return out
+
+
+def prune(paths: list[str], since: int | None, until: int | None,
+          manifests: dict | None = None) -> tuple[list[str], list[str]]:
+    """``paths`` without the files that the manifest of their directory shows to hold no
+    event in ``[since, until)`` (ns): (kept, skipped). A file is skipped only if its
+    manifest entry matches it (same size): the files win over the manifest, and a file
+    without an entry is kept. ``manifests`` caches the manifests loaded, by directory."""
+    if since is None and until is None:
+        return list(paths), []
+    cache = {} if manifests is None else manifests
+    kept, skipped = [], []
+    for p in paths:
+        if p == STDIN:
+            kept.append(p)
+            continue
+        directory, name = os.path.split(p)
+        directory = directory or "."
+        if directory not in cache:
+            cache[directory] = manifest.load(directory)
+        m = cache[directory]
+        e = m["files"].get(name) if m is not None else None
+        if (e is not None and manifest.outside(e, since, until)
+                and manifest.usable(directory, name, e)):
+            skipped.append(p)
+        else:
+            kept.append(p)
+    return kept, skipped
 
 
 def _directory(path: str) -> list[str]:

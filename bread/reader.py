@@ -12,7 +12,8 @@ from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
-from .inputs import STDIN, GzipInput, decompressing, expand, open_path, seekable, spool
+from .inputs import (STDIN, GzipInput, decompressing, expand, open_path, prune, seekable,
+                     spool)
 from .filters import NO_FILTER, Filter
 from .merge import SortedInput, event_run, index, merge, merger
 from . import accel
@@ -31,7 +32,8 @@ class Reader:
     After (or during) iteration, ``damage`` lists skipped byte ranges,
     ``notices`` the drops and losses the writer recorded, ``summaries`` the
     Summary entries of the cleanly closed streams, ``headers`` the
-    descriptors of the files read.
+    descriptors of the files read, ``skipped`` the files not opened because
+    their directory's manifest shows them outside the filter's time window.
 
     Sorted, the events of all writers and inputs come in order of their wall
     time (each file's clock syncs), ties in input order, then writer id,
@@ -68,6 +70,8 @@ class Reader:
         self.damage: list[Damage] = []
         self.notices: list[Any] = []
         self.summaries: list[Any] = []
+        self.skipped: list[str] = []        # files left unread: outside the time window
+        self._manifests: dict = {}
         self.headers: list[Any] = []
         self.unknown_sources = 0
 
@@ -150,7 +154,7 @@ class Reader:
                 raw = inp if seekable(inp) else spool(inp)
                 yield _reopener(raw), name
                 continue
-            for path in expand([inp]):
+            for path in self._paths(inp):
                 if path == STDIN:
                     yield _reopener(spool(sys.stdin.buffer)), path
                 else:
@@ -236,7 +240,7 @@ class Reader:
                 yield f, name
                 self._after(f, name)
                 continue
-            for path in expand([inp]):
+            for path in self._paths(inp):
                 f = open_path(path)
                 try:
                     yield f, path
@@ -244,6 +248,14 @@ class Reader:
                 finally:
                     if path != STDIN:
                         f.close()
+
+    def _paths(self, inp: Any) -> list[str]:
+        """The files a path, pattern or directory stands for, less those its directory's
+        manifest shows to be outside the filter's time window (listed in ``skipped``)."""
+        kept, skipped = prune(expand([inp]), self.filter.since, self.filter.until,
+                              self._manifests)
+        self.skipped += skipped
+        return kept
 
     def _frames(self, f: BinaryIO, name: str) -> Iterator[Frame | Damage]:
         """The input's frames: all of them, or those of the span."""

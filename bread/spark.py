@@ -28,7 +28,7 @@ from blogformat.frames import HEADER_SIZE, parse_header
 
 from .batches import COLUMNS, portable
 from .filters import Filter as BreadFilter
-from .inputs import GzipInput, expand, open_path
+from .inputs import GzipInput, expand, open_path, prune
 from . import tables
 from .reader import Reader
 
@@ -130,14 +130,15 @@ class BlogReader(DataSourceReader):
             self.filter_options["categories"] = [
                 c.strip() for c in self.filter_options["categories"].split(",")]
         try:
-            BreadFilter.make(**self.filter_options)
+            self._window = BreadFilter.make(**self.filter_options)
         except ValueError as exc:
             raise ValueError(f"format blog: {exc}") from None
 
     # --- planning (driver) ---------------------------------------------------------
 
     def partitions(self) -> list[FilePart]:
-        files = list(expand(self.paths))
+        # Files that their directory's manifest shows outside since/until are not opened.
+        files, _ = prune(list(expand(self.paths)), self._window.since, self._window.until)
         for path in files:
             _check_log(path)
         if self.sorted:    # one task merges every input by time

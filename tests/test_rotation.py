@@ -96,7 +96,7 @@ def test_file_names_sort_by_time_and_carry_the_pid(tmp_path):
         log.info("e {}", i)
         c.flush()
     _close(c, rf)
-    names = sorted(os.listdir(tmp_path / "logs"))
+    names = sorted(n for n in os.listdir(tmp_path / "logs") if not n.startswith("blog-manifest"))
     parsed = [parse(n) for n in names]
     assert all(p is not None and p.stem == "app" and p.pid == os.getpid() for p in parsed)
     times = [p.time_ns for p in parsed]
@@ -316,7 +316,7 @@ def test_closed_files_are_compressed_in_the_background_and_read_transparently(tm
         if i % 200 == 0:
             c.flush()
     _close(c, rf)             # waits for the housekeeping of the closed files
-    names = sorted(os.listdir(tmp_path))
+    names = sorted(n for n in os.listdir(tmp_path) if not n.startswith("blog-manifest"))
     assert len(names) >= 5 and all(n.endswith(".blog.gz") for n in names)
     assert not any(n.endswith(".tmp") for n in names)
     r = bread.read(str(tmp_path))
@@ -385,6 +385,7 @@ def test_a_directory_removed_while_running_is_made_again_and_nothing_is_lost(tmp
         log.info("e {}", i)
         if i == 100:
             c.flush()
+            rf.wait()
             shutil.rmtree(d)      # an operator cleans up at the wrong moment
         if i % 20 == 0:
             c.flush()
@@ -473,3 +474,88 @@ def test_multiprocessing_children_log_with_the_same_configuration(tmp_path, meth
     for k, pid in enumerate(kids):
         assert by_pid.get(pid) == [f"job {k} {i}" for i in range(100)], (method, by_pid.keys())
     assert [m for p, ms in by_pid.items() if p not in kids for m in ms] == ["parent done"]
+
+
+# --- the manifest ----------------------------------------------------------------------
+
+def test_the_manifest_lists_each_closed_file_with_its_range_and_count(tmp_path):
+    from blogformat import manifest
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1, compress=True)
+    s, c = _session(rf)
+    log = s.get_logger()
+    for h in range(4):
+        for i in range(50):
+            log.info("batch {} event {}", h, i)
+        c.flush()
+    _close(c, rf)
+    m = manifest.load(str(tmp_path))
+    assert m is not None and m["manifest_version"] == 1 and m["format_version"] == 1
+    files = members(str(tmp_path), "app")
+    assert sorted(m["files"]) == sorted(f.name for f in files) and len(files) == 4
+    for f in files:
+        e = m["files"][f.name]
+        evs = list(bread.read(str(tmp_path / f.name)))
+        assert e["state"] == "compressed" and e["bytes"] == os.path.getsize(tmp_path / f.name)
+        assert e["events"] == len(evs) == 50
+        assert (e["first_ns"], e["last_ns"]) == (min(x.ns for x in evs), max(x.ns for x in evs))
+    # A damaged manifest is rebuilt from the files at the next start, to the same entries.
+    (tmp_path / manifest.NAME).write_text("{not json")
+    assert manifest.load(str(tmp_path)) is None
+    rf2 = blog.RotatingFile(tmp_path / "app.blog")
+    rf2.wait()
+    rf2.close()
+    assert manifest.load(str(tmp_path))["files"] == m["files"]
+
+
+def test_reading_a_time_window_skips_files_the_manifest_puts_outside_it(tmp_path):
+    from blogformat import manifest
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1)
+    s, c = _session(rf)
+    log = s.get_logger()
+    for h in range(4):
+        for i in range(20):
+            log.info("batch {} event {}", h, i)
+        c.flush()
+        time.sleep(0.05)
+    _close(c, rf)
+    files = [f.name for f in members(str(tmp_path), "app")]
+    m = manifest.load(str(tmp_path))
+    since = m["files"][files[2]]["first_ns"]           # from the third file on
+    r = bread.read(str(tmp_path), since=since)
+    got = [e.message for e in r]
+    assert got == [f"batch {h} event {i}" for h in (2, 3) for i in range(20)]
+    assert [os.path.basename(p) for p in r.skipped] == files[:2]
+    until = m["files"][files[1]]["last_ns"] + 1        # up to the second file
+    r = bread.read(str(tmp_path), until=until)
+    assert [e.message for e in r][-1] == "batch 1 event 19"
+    assert [os.path.basename(p) for p in r.skipped] == files[2:]
+    # The files win: an entry whose size does not match its file is not trusted.
+    with open(tmp_path / files[0], "ab") as f:
+        f.write(b"\0")
+    r = bread.read(str(tmp_path), since=since)
+    assert [e.message for e in r] == got and len(r.damage) == 1   # read, found nothing in it
+    assert [os.path.basename(p) for p in r.skipped] == files[1:2]
+    # The CLI reads through the same reader.
+    iso = (_dt.datetime.fromtimestamp(since // 10**9, _dt.timezone.utc)
+           + _dt.timedelta(microseconds=since % 10**9 // 1000)).isoformat()
+    out = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", "--since", iso,
+                          str(tmp_path)], capture_output=True, text=True)
+    assert out.stdout.split("\n")[:2] == ["batch 2 event 0", "batch 2 event 1"]
+
+
+def test_the_service_example_runs_as_documented(tmp_path):
+    # Proves: examples/service.py (a master and 3 forked workers) leaves one set per
+    # process, every file closed cleanly and compressed, which bread -s merges by time.
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "service.py")
+    r = subprocess.run([sys.executable, example, str(tmp_path / "logs"), "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    files = members(str(tmp_path / "logs"), "service")
+    assert len({f.pid for f in files}) == 4 and all(f.compressed for f in files)
+    rd = bread.read(str(tmp_path / "logs"), sort=True)
+    evs = list(rd)
+    assert rd.damage == [] and len(rd.summaries) == len(files)
+    assert [e.ns for e in evs] == sorted(e.ns for e in evs)
+    assert evs[-1].message == "master done"
+    assert sum(e.message.startswith("worker") and e.message.endswith("orders")
+               for e in evs) == 3

@@ -1,0 +1,237 @@
+"""The manifest of a log directory: its closed files, each with its time range and event count.
+
+``DIR/blog-manifest.json`` (docs/format.md section 14) lists the closed files
+of every file set in the directory::
+
+    {"manifest_version": 1, "format_version": 1,
+     "files": {"app.2026-11-26T10-00-00.123.pid42.blog.gz":
+               {"state": "compressed", "bytes": 81234, "events": 50000,
+                "first_ns": 1764151200123000000, "last_ns": 1764151260000000000}}}
+
+Writers (``blog``'s housekeeping) change it under an exclusive ``flock`` of
+``DIR/blog-manifest.lock`` and replace it crash-safely (write a temporary
+file, fsync, rename, fsync the directory). Readers trust an entry only if
+its file exists with exactly the size recorded: the files win over the
+manifest. A missing or damaged manifest is rebuilt from the files (each
+described by its frames: ``describe``). The manifest is a hint for skipping
+files by time; nothing is lost without it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import json
+import os
+from typing import Any, Callable, Iterator
+
+from .entries import BadEntry, ClockSync, Summary, decode_metadata_frame
+from .fileset import members, parse
+from .frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE,
+                     MAX_PAYLOAD, check_crc, parse_header)
+from .values import unpack_plain, unpacker
+
+NAME = "blog-manifest.json"
+LOCK = "blog-manifest.lock"
+VERSION = 1
+#: A manifest larger than this is taken for damaged (it would list millions of files).
+MAX_BYTES = 64 << 20
+_STATES = ("closed", "compressed")
+
+
+def empty() -> dict:
+    return {"manifest_version": VERSION, "format_version": FORMAT_VERSION, "files": {}}
+
+
+def load(directory: str) -> dict | None:
+    """The directory's manifest, checked; None if it is missing, damaged or of another version."""
+    path = os.path.join(directory, NAME)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > MAX_BYTES:
+        return None
+    try:
+        m = json.loads(raw)
+    except ValueError:
+        return None
+    if (type(m) is not dict or m.get("manifest_version") != VERSION
+            or type(m.get("files")) is not dict):
+        return None
+    files = {}
+    for name, e in m["files"].items():
+        if _entry_ok(name, e):
+            files[name] = e
+    m["files"] = files
+    return m
+
+
+def _entry_ok(name: Any, e: Any) -> bool:
+    if type(name) is not str or os.sep in name or parse(name) is None or type(e) is not dict:
+        return False
+    if e.get("state") not in _STATES or type(e.get("bytes")) is not int:
+        return False
+    if type(e.get("events")) is not int:
+        return False
+    for k in ("first_ns", "last_ns"):
+        if e.get(k) is not None and type(e.get(k)) is not int:
+            return False
+    return True
+
+
+def usable(directory: str, name: str, entry: dict) -> bool:
+    """True if the file an entry describes is there with the size recorded (files win)."""
+    try:
+        return os.stat(os.path.join(directory, name)).st_size == entry["bytes"]
+    except OSError:
+        return False
+
+
+def outside(entry: dict, since: int | None, until: int | None) -> bool:
+    """True if no event of the entry's file can be in ``[since, until)`` (ns)."""
+    if entry["events"] == 0:
+        return True
+    first, last = entry.get("first_ns"), entry.get("last_ns")
+    if since is not None and last is not None and last < since:
+        return True
+    if until is not None and first is not None and first >= until:
+        return True
+    return False
+
+
+def write(directory: str, m: dict) -> None:
+    """Replace the manifest crash-safely: a temporary file, fsync, rename, fsync the directory."""
+    path = os.path.join(directory, NAME)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(m, f, indent=0, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def update(directory: str, change: Callable[[dict], None],
+           is_closed: Callable[[str], bool]) -> dict:
+    """Change the manifest under its lock: load it (or rebuild it from the files), drop
+    entries whose file is gone, apply ``change``, write it back. Returns it."""
+    fd = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for n in os.listdir(directory):   # under the lock, any temporary one is a writer's
+            if n.startswith(NAME + ".") and n.endswith(".tmp"):      # that died: stale
+                try:
+                    os.unlink(os.path.join(directory, n))
+                except FileNotFoundError:
+                    pass
+        m = load(directory)
+        if m is None:
+            m = rebuild(directory, is_closed)
+        present = set(os.listdir(directory))
+        m["files"] = {n: e for n, e in m["files"].items() if n in present}
+        change(m)
+        write(directory, m)
+        return m
+    finally:
+        os.close(fd)   # releases the lock
+
+
+def rebuild(directory: str, is_closed: Callable[[str], bool]) -> dict:
+    """A manifest from the files: every closed file of every set in the directory, described."""
+    m = empty()
+    stems = {f.stem for f in map(parse, os.listdir(directory)) if f is not None}
+    for stem in sorted(stems):
+        for f in members(directory, stem):
+            path = os.path.join(directory, f.name)
+            if not is_closed(path):
+                continue
+            try:
+                m["files"][f.name] = describe(path)
+            except OSError:
+                continue
+    return m
+
+
+def entry(summary: Summary | None, nbytes: int, compressed: bool) -> dict:
+    """The entry of a file closed with ``summary`` (its clocks are ns: blog's clock)."""
+    e: dict = {"state": "compressed" if compressed else "closed", "bytes": nbytes,
+               "events": 0, "first_ns": None, "last_ns": None}
+    if summary is not None:
+        e["events"] = summary.events
+        if summary.events:
+            e["first_ns"], e["last_ns"] = summary.first_clock, summary.last_clock
+    return e
+
+
+def describe(path: str) -> dict:
+    """The entry of a file, from its frames: the events and time bounds its batch headers
+    give (converted with the clock sync in force). Damage ends the description there and
+    leaves the bounds open (None): a reader then reads the file."""
+    size = os.path.getsize(path)
+    compressed = path.endswith(".gz")
+    events, lo, hi, complete = 0, None, None, True
+    sync = (0, 1_000_000_000, 0)
+    with (gzip.open(path, "rb") if compressed else open(path, "rb")) as f:
+        try:
+            for kind, payload in _frames(f):
+                if kind == FRAME_HEADER:
+                    sync = (0, 1_000_000_000, 0)
+                elif kind == FRAME_METADATA:
+                    for e in decode_metadata_frame(payload, 0):
+                        if isinstance(e, ClockSync):
+                            sync = (e.clock_value, e.frequency, e.ns_since_epoch)
+                elif kind == FRAME_EVENTS:
+                    head = next(iter(unpacker(payload)))
+                    count = head[2]
+                    if type(count) is not int or count < 0:
+                        raise BadEntry("bad batch header")
+                    events += count
+                    if count and len(head) >= 5 and type(head[3]) is int \
+                            and type(head[4]) is int:
+                        a, b = (_ns(sync, head[3]), _ns(sync, head[4]))
+                        lo = a if lo is None else min(lo, a)
+                        hi = b if hi is None else max(hi, b)
+                    elif count:
+                        complete = False
+        except (ValueError, IndexError, TypeError, EOFError, StopIteration, OSError):
+            complete = False
+    e = {"state": "compressed" if compressed else "closed", "bytes": size, "events": events,
+         "first_ns": lo if complete else None, "last_ns": hi if complete else None}
+    if not complete and events == 0:
+        e["events"] = -1    # unknown: never skipped
+    return e
+
+
+def _ns(sync: tuple[int, int, int], clock: int) -> int:
+    clock_value, freq, ns = sync
+    return ns + (clock - clock_value) * 1_000_000_000 // freq
+
+
+def _frames(f: Any) -> Iterator[tuple[int, bytes]]:
+    """(kind, payload) of each frame, events payloads cut to their batch header. Raises
+    ValueError at the first damage."""
+    while True:
+        head = f.read(HEADER_SIZE)
+        if not head:
+            return
+        fields = parse_header(head) if len(head) == HEADER_SIZE else None
+        if fields is None or fields[2] > MAX_PAYLOAD:
+            raise ValueError("damaged frame")
+        kind, _flags, length, crc = fields
+        if kind == FRAME_EVENTS:
+            payload = f.read(min(length, 64))
+            f.seek(length - len(payload), os.SEEK_CUR)
+            yield kind, payload
+            continue
+        payload = f.read(length)
+        if len(payload) != length or not check_crc(payload, crc):
+            raise ValueError("damaged frame")
+        if kind == FRAME_HEADER:
+            unpack_plain(payload)
+        yield kind, payload

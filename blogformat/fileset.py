@@ -64,9 +64,10 @@ def parse(name: str) -> SetFile | None:
     m = _NAME.match(name)
     if m is None:
         return None
+    t_ = m["t"]   # no strptime: it imports a module lazily, which can deadlock after fork
     try:
-        t = _dt.datetime.strptime(m["t"][:19], "%Y-%m-%dT%H-%M-%S").replace(
-            tzinfo=_dt.timezone.utc)
+        t = _dt.datetime(int(t_[0:4]), int(t_[5:7]), int(t_[8:10]), int(t_[11:13]),
+                         int(t_[14:16]), int(t_[17:19]), tzinfo=_dt.timezone.utc)
     except ValueError:
         return None
     ns = (int(t.timestamp()) * 1000 + int(m["t"][20:])) * 1_000_000

@@ -16,7 +16,7 @@ from blogformat.severity import to_severity
 from .entries import Dropped, Lost
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
-from . import parquet, stats
+from . import compact, parquet, stats
 from .follow import Tail
 from .inputs import STDIN, expand
 from .reader import Reader
@@ -38,7 +38,9 @@ exit status: 0 ok, 1 bad option, 2 cannot open an input, 3 damaged input
 bread export --parquet OUT_DIR FILE...: the events table and a typed table per
 call site, as Parquet files (docs/spark.md).
 bread stats [-o json] FILE...: counts by severity, category, call site and
-writer, time range and rate, drops, losses, damage, events over time."""
+writer, time range and rate, drops, losses, damage, events over time.
+bread compact DIR --older-than AGE [--period 1d] [--dry-run]: closed files
+merged into one time-sorted compressed file per set and period (docs/guide.md)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -142,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["stats"]:   # bread stats FILE... (a file named stats: ./stats)
         return stats.main(argv[1:])
+    if argv[:1] == ["compact"]:  # bread compact DIR --older-than AGE
+        return compact.main(argv[1:])
     if argv[:1] == ["export"]:  # bread export --parquet OUT_DIR FILE...
         return parquet.main(argv[1:])
     try:

@@ -3,7 +3,9 @@
 A directory stands for its log files (names ending ``.blog`` or ``.blog.gz``)
 in name order, which for a rotated set is time order (``blogformat.fileset``);
 of ``x.blog`` and ``x.blog.gz`` (a compression under way) only ``x.blog`` is read.
-Reading a time window, files that the directory's manifest
+Of compacted files and the originals they replace (``bread compact``), one
+or the other is read, never both (``blogformat.catalog``). Reading a time
+window, files that the directory's manifest
 (``blogformat.manifest``) shows to be outside it are not opened (``prune``). A pattern is expanded
 here too (for shells that do not, and for the library); a path that exists is
 never taken for a pattern. A gzip-compressed input is recognized by its first
@@ -22,7 +24,7 @@ import tempfile
 import zlib
 from typing import BinaryIO, Iterable
 
-from blogformat import manifest
+from blogformat import catalog, manifest
 
 #: Names of the files a directory stands for.
 LOG_SUFFIXES = (".blog", ".blog.gz")
@@ -45,7 +47,7 @@ def expand(names: Iterable[str | os.PathLike]) -> list[str]:
         elif os.path.isdir(name):
             out.extend(_directory(name))
         elif not os.path.exists(name) and glob.has_magic(name):
-            matches = sorted(glob.glob(name))
+            matches = _compaction(sorted(glob.glob(name)))
             if not matches:
                 raise FileNotFoundError(errno.ENOENT, "no file matches the pattern", name)
             for m in matches:
@@ -83,11 +85,24 @@ def prune(paths: list[str], since: int | None, until: int | None,
     return kept, skipped
 
 
+def _compaction(paths: list[str]) -> list[str]:
+    """``paths`` without what compaction leaves out (``blogformat.catalog.left_out``)."""
+    by_dir: dict[str, list[str]] = {}
+    for p in paths:
+        d, n = os.path.split(p)
+        by_dir.setdefault(d, []).append(n)
+    skip: set[str] = set()
+    for d, ns in by_dir.items():
+        skip |= {os.path.join(d, n) for n in catalog.left_out(d or ".", ns)}
+    return [p for p in paths if p not in skip]
+
+
 def _directory(path: str) -> list[str]:
     names = set(os.listdir(path))
     # ``x.blog`` beside ``x.blog.gz``: a compression not yet finished (blog.housekeeping);
     # both are complete copies, so only the original is read.
-    files = sorted(f for f in names if f.endswith(LOG_SUFFIXES)
+    skip = catalog.left_out(path, names)     # compaction: originals or compacted, never both
+    files = sorted(f for f in names if f.endswith(LOG_SUFFIXES) and f not in skip
                    and not (f.endswith(".gz") and f[:-3] in names)
                    and os.path.isfile(os.path.join(path, f)))
     if not files:

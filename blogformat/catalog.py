@@ -1,0 +1,135 @@
+"""The compaction catalog of a log directory: which compacted file replaces which originals.
+
+``bread compact`` merges closed files of a directory into time-sorted,
+compressed files named ``STEM.compacted.<UTC period start>.<n>.blog.gz``
+(docs/format.md section 14). ``DIR/blog-compaction.json`` records each::
+
+    {"catalog_version": 1,
+     "compacted": {"app.compacted.2026-11-25T00-00-00.1.blog.gz":
+                   {"state": "done", "replaces": ["app.2026-11-25T...pid42.blog.gz", ...],
+                    "events": 123456}}}
+
+A compacted file is listed as ``"writing"`` before it is made (under a
+temporary name, fsynced, then renamed) and marked ``"done"`` only once it is
+durable; the originals are deleted after that. So a reader reads either the
+originals or the compacted file, never both: the compacted file only when its
+entry is ``"done"``, and then not the originals it replaces. Its header
+descriptor also lists them (``"replaces"``), which is what a reader goes by
+when the catalog is missing or damaged (a compacted file exists under its
+final name only once complete).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from typing import Any, Iterable
+
+from .frames import FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header
+from .values import unpack_plain
+
+NAME = "blog-compaction.json"
+LOCK = "blog-compaction.lock"
+VERSION = 1
+MAX_BYTES = 64 << 20
+_COMPACTED = re.compile(r"^(?P<stem>.+)\.compacted\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)"
+                        r"\.(?P<n>\d+)\.blog\.gz$")
+
+
+def is_compacted(name: str) -> bool:
+    """True if ``name`` is a compacted file's name."""
+    return _COMPACTED.match(name) is not None
+
+
+def compacted_name(stem: str, period_start: str, n: int) -> str:
+    return f"{stem}.compacted.{period_start}.{n}.blog.gz"
+
+
+def empty() -> dict:
+    return {"catalog_version": VERSION, "compacted": {}}
+
+
+def load(directory: str) -> dict | None:
+    """The catalog, checked; None if missing, damaged or of another version."""
+    try:
+        with open(os.path.join(directory, NAME), "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > MAX_BYTES:
+        return None
+    try:
+        c = json.loads(raw)
+    except ValueError:
+        return None
+    if type(c) is not dict or c.get("catalog_version") != VERSION \
+            or type(c.get("compacted")) is not dict:
+        return None
+    good = {}
+    for name, e in c["compacted"].items():
+        if (type(name) is str and is_compacted(name) and type(e) is dict
+                and e.get("state") in ("writing", "done") and type(e.get("replaces")) is list
+                and all(type(r) is str and os.sep not in r for r in e["replaces"])):
+            good[name] = e
+    c["compacted"] = good
+    return c
+
+
+def write(directory: str, c: dict) -> None:
+    """Replace the catalog crash-safely (temporary file, fsync, rename, fsync the directory)."""
+    path = os.path.join(directory, NAME)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(c, f, indent=0, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def header_replaces(path: str) -> list[str] | None:
+    """The originals a compacted file's header says it replaces; None if it cannot tell."""
+    try:
+        with gzip.open(path, "rb") as f:
+            head = f.read(HEADER_SIZE)
+            fields = parse_header(head) if len(head) == HEADER_SIZE else None
+            if fields is None or fields[0] != FRAME_HEADER or fields[2] > min(MAX_PAYLOAD, 1 << 24):
+                return None
+            payload = f.read(fields[2])
+            if len(payload) != fields[2] or not check_crc(payload, fields[3]):
+                return None
+        descriptor = unpack_plain(payload)[1]
+        names = descriptor.get("replaces") if isinstance(descriptor, dict) else None
+    except (OSError, EOFError, ValueError, IndexError, TypeError, KeyError):
+        return None
+    if type(names) is not list or not all(type(n) is str and os.sep not in n for n in names):
+        return None
+    return names
+
+
+def left_out(directory: str, names: Iterable[str]) -> set[str]:
+    """Of the file names in ``directory``, those a reader must leave out: compacted files
+    not yet done, and the originals that done ones replace (catalog, else their header)."""
+    names = list(names)
+    compacted = [n for n in names if is_compacted(n)]
+    if not compacted:
+        return set()
+    c = load(directory)
+    entries: dict[str, Any] = c["compacted"] if c is not None else {}
+    leave: set[str] = set()
+    for n in compacted:
+        e = entries.get(n)
+        if e is not None and e["state"] != "done":
+            leave.add(n)
+            continue
+        replaces = e["replaces"] if e is not None else header_replaces(os.path.join(directory, n))
+        if replaces is None:
+            continue          # cannot tell: read it (its originals, if any, are read too)
+        leave.update(replaces)
+    return leave

@@ -1,0 +1,471 @@
+"""``bread compact DIR --older-than 1d``: closed files merged into time-sorted, compressed files.
+
+Many small files become one file per set and period
+(``STEM.compacted.<UTC period start>.<n>.blog.gz``), which is what ``bread
+-s`` and Spark read fastest. A compacted file holds one stream per process
+whose files it replaces, so that every event keeps its origin (host, pid,
+program): a header (the process's descriptor, marked ``compacted`` and
+listing every original the file replaces), the call sites and writers of all
+of that process's files (the same call site in several files is one source),
+its events in time order in frames of stretches of at most
+``EVENTS_PER_FRAME`` events (one frame per writer of each stretch), and a
+Summary.
+Event bytes (arguments, texts) are copied as they were written, never
+decoded and encoded again; only the source id and the clock delta change.
+
+Memory stays bounded: events are sorted in runs of ``RUN_EVENTS`` spilled
+to temporary files, then merged. The compaction catalog
+(``blogformat.catalog``) makes every step crash-safe: see its docstring and
+docs/guide.md ("Compaction").
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import gzip
+import heapq
+import os
+import sys
+import tempfile
+import time
+from typing import Any, BinaryIO, Iterator, Sequence
+
+import msgpack
+
+from blogformat import catalog, manifest
+from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, FileHeader, Lost,
+                                Summary, WriterProp, encode_metadata, header_payload)
+from blogformat.fileset import members, parse
+from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, frame_bytes
+
+from .entries import iter_entries
+from .frames import Damage, Frame, iter_frames
+from .inputs import open_path
+
+#: Events sorted in memory at once before they are spilled to a run file.
+RUN_EVENTS = 200_000
+#: Events per events frame of a compacted file (one writer's events of a stretch of time).
+EVENTS_PER_FRAME = 4096
+_SEC = 1_000_000_000
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str, option: str) -> int:
+    """``30s``, ``15m``, ``12h``, ``1d``, ``2w`` in ns; ValueError naming ``option``."""
+    t = text.strip()
+    if len(t) >= 2 and t[-1] in _UNITS and t[:-1].isdigit() and int(t[:-1]) > 0:
+        return int(t[:-1]) * _UNITS[t[-1]] * _SEC
+    raise ValueError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
+
+
+def _locked(path: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def recover(directory: str) -> list[str]:
+    """Finish or undo compactions a crash cut; the paths removed. Run under the lock."""
+    c = catalog.load(directory)
+    removed: list[str] = []
+    names = set(os.listdir(directory))
+    for n in names:
+        if n.endswith(".blog.gz.tmp") and ".compacted." in n:
+            _unlink(os.path.join(directory, n), removed)       # never finished
+        elif n.startswith(catalog.NAME + ".") and n.endswith(".tmp"):
+            _unlink(os.path.join(directory, n), removed)       # under the lock: stale
+    if c is None:
+        return removed
+    changed = False
+    for name, e in list(c["compacted"].items()):
+        if e["state"] == "writing":       # not durable yet: the originals stand
+            _unlink(os.path.join(directory, name), removed)
+            del c["compacted"][name]
+            changed = True
+        else:                             # durable: the originals go, if any are left
+            for orig in e["replaces"]:
+                if orig in names and parse(orig) is not None:
+                    _unlink(os.path.join(directory, orig), removed)
+    if changed:
+        catalog.write(directory, c)
+    if removed:
+        _fsync_dir(directory)
+    return removed
+
+
+def _unlink(path: str, removed: list[str]) -> None:
+    try:
+        os.unlink(path)
+        removed.append(path)
+    except FileNotFoundError:
+        pass
+
+
+def candidates(directory: str, older_than_ns: int, now_ns: int) -> list[str]:
+    """Closed files of the sets in ``directory`` last written before ``now - older_than``."""
+    out = []
+    stems = {f.stem for f in map(parse, os.listdir(directory)) if f is not None}
+    for stem in sorted(stems):
+        for f in members(directory, stem):
+            path = os.path.join(directory, f.name)
+            try:
+                mtime = os.stat(path).st_mtime_ns
+            except FileNotFoundError:
+                continue
+            if mtime < now_ns - older_than_ns and not _locked(path):
+                out.append(f.name)
+    return out
+
+
+class _Runs:
+    """Events sorted in bounded memory: runs spilled to temporary files, merged at the end."""
+
+    def __init__(self, tmpdir: str) -> None:
+        self.tmpdir = tmpdir
+        self.buf: list[tuple] = []
+        self.files: list[BinaryIO] = []
+
+    def add(self, rec: tuple) -> None:
+        self.buf.append(rec)
+        if len(self.buf) >= RUN_EVENTS:
+            self._spill()
+
+    def _spill(self) -> None:
+        self.buf.sort(key=lambda r: r[:3])
+        f = tempfile.TemporaryFile(dir=self.tmpdir)
+        pack = msgpack.Packer(use_bin_type=True).pack
+        for r in self.buf:
+            f.write(pack(r))
+        f.seek(0)
+        self.files.append(f)
+        self.buf = []
+
+    def merged(self) -> Iterator[tuple]:
+        if not self.files:
+            self.buf.sort(key=lambda r: r[:3])
+            yield from self.buf
+            return
+        if self.buf:
+            self._spill()
+        its = [iter(msgpack.Unpacker(f, raw=False, use_list=False, max_buffer_size=1 << 30))
+               for f in self.files]
+        yield from heapq.merge(*its, key=lambda r: r[:3])
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+
+class Compactor:
+    """Merges the events of some files into one sorted stream (see the module docstring)."""
+
+    def __init__(self, tmpdir: str) -> None:
+        self.sources: dict[tuple, EventSource] = {}
+        self.writers: dict[tuple, WriterProp] = {}
+        self.runs = _Runs(tmpdir)
+        self.dropped = 0
+        self.lost = 0
+        self.damage: list[Damage] = []
+        self.tz: tuple[int, str] | None = None
+        self.descriptors: list[dict] = []
+        self._seq = 0
+
+    def add_file(self, path: str) -> None:
+        """Take in every event of ``path`` (damaged ranges are skipped and kept in ``damage``)."""
+        f = open_path(path)
+        try:
+            self._add(iter_entries(iter_frames(f, path), path, raw_events=True), path)
+        finally:
+            f.close()
+
+    def _add(self, entries: Iterator[Any], path: str) -> None:
+        sources: dict[int, EventSource] = {}
+        writers: dict[int, WriterProp] = {}
+        sync = (0, _SEC, 0)
+        desc: dict = {}
+        for e in entries:
+            t = type(e)
+            if t is Frame and e.kind == FRAME_EVENTS:
+                self._frame(e, sources, writers, sync, desc, path)
+            elif t is FileHeader:
+                sources, writers, sync, desc = {}, {}, (0, _SEC, 0), e.descriptor
+                self.descriptors.append(desc)
+            elif t is EventSource:
+                sources[e.id] = e
+            elif t is WriterProp:
+                writers[e.id] = e
+            elif t is ClockSync:
+                sync = (e.clock_value, e.frequency, e.ns_since_epoch)
+                if self.tz is None:
+                    self.tz = (e.tz_offset, e.tz_name)
+            elif t is Dropped:
+                self.dropped += e.count
+            elif t is Lost:
+                self.lost += e.events
+            elif t is Damage:
+                self.damage.append(e)
+
+    def _source(self, src: EventSource | None, sid: int) -> int:
+        if src is None:
+            key: tuple = ("?", sid)
+        else:
+            key = (src.severity, src.category, src.function, src.file, src.line, src.format,
+                   src.arg_tags, src.field_names, src.positional, src.arg_names)
+        s = self.sources.get(key)
+        if s is None:
+            if src is None:
+                s = EventSource(len(self.sources) + 1, 0, "?", "?", "?", 0, "", "")
+            else:
+                s = EventSource(len(self.sources) + 1, src.severity, src.category, src.function,
+                                src.file, src.line, src.format, src.arg_tags, src.field_names,
+                                src.positional, arg_names=src.arg_names)
+            self.sources[key] = s
+        return s.id
+
+    def _writer(self, w: WriterProp | None, wid: int, desc: dict) -> int:
+        name = w.name if w is not None else ""
+        key = (desc.get("host"), desc.get("pid"), desc.get("start_time_ns"), wid, name)
+        nw = self.writers.get(key)
+        if nw is None:
+            pid = w.pid if w is not None and w.pid else desc.get("pid", 0)
+            nw = WriterProp(len(self.writers) + 1, name, w.thread_ident if w else 0,
+                            w.native_id if w else 0, pid if type(pid) is int else 0)
+            self.writers[key] = nw
+        return nw.id
+
+    def _frame(self, fr: Frame, sources: dict, writers: dict, sync: tuple, desc: dict,
+               path: str) -> None:
+        u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(fr.payload) + 1)
+        u.feed(fr.payload)
+        try:
+            head = u.unpack()
+            wid, clock, count = head[0], head[1], head[2]
+            new_wid = self._writer(writers.get(wid), wid, desc)
+            cv, freq, ns0 = sync
+            for _ in range(count):
+                n = u.read_array_header()
+                sid = u.unpack()
+                clock += u.unpack()
+                start = u.tell()
+                for _ in range(n - 2):
+                    u.skip()
+                raw = fr.payload[start:u.tell()]
+                ns = ns0 + (clock - cv) * _SEC // freq
+                self._seq += 1
+                self.runs.add((ns, new_wid, self._seq, self._source(sources.get(sid), sid),
+                               n, raw))
+        except (ValueError, TypeError, IndexError, msgpack.OutOfData,
+                msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+            self.damage.append(Damage(fr.offset, len(fr.payload),
+                                      f"undecodable frame: {exc}", path))
+
+    def write(self, out: BinaryIO, replaces: list[str]) -> int:
+        """Write the compacted stream to ``out``; the number of events.
+
+        Its descriptor is the first original's (host, pid, program...: the events'
+        origin), marked ``compacted`` and listing every original the file replaces.
+        """
+        descriptor = dict(self.descriptors[0]) if self.descriptors else {}
+        descriptor.update(compacted=True, replaces=replaces, compacted_by="bread",
+                          compacted_ns=time.time_ns())
+        out.write(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
+        tz = self.tz or (0, "UTC")
+        meta = [ClockSync(0, _SEC, 0, tz[0], tz[1]), *self.sources.values(),
+                *self.writers.values()]
+        if self.dropped:
+            meta.append(Dropped(0, self.dropped, time.time_ns()))
+        if self.lost:
+            meta.append(Lost(self.lost, 0, time.time_ns()))
+        self._metadata(out, meta)
+        counts: dict[int, int] = {}
+        n, lo, hi = 0, None, None
+        chunk: list[tuple] = []
+        for rec in self.runs.merged():
+            chunk.append(rec)
+            if len(chunk) >= EVENTS_PER_FRAME:
+                self._events(out, chunk, counts)
+                chunk = []
+            n += 1
+            lo = rec[0] if lo is None else lo
+            hi = rec[0]
+        if chunk:
+            self._events(out, chunk, counts)
+        self._metadata(out, [Summary(n, lo or 0, hi or 0, self.dropped, self.lost, counts,
+                                     time.time_ns())])
+        self.runs.close()
+        return n
+
+    @staticmethod
+    def _metadata(out: BinaryIO, entries: list) -> None:
+        buf: list[bytes] = []
+        size = 0
+        for e in entries:
+            b = encode_metadata(e)
+            if buf and size + len(b) > 1 << 20:
+                out.write(frame_bytes(FRAME_METADATA, b"".join(buf)))
+                buf, size = [], 0
+            buf.append(b)
+            size += len(b)
+        if buf:
+            out.write(frame_bytes(FRAME_METADATA, b"".join(buf)))
+
+    @staticmethod
+    def _events(out: BinaryIO, chunk: list[tuple], counts: dict[int, int]) -> None:
+        """One frame per writer of a stretch of sorted events, each in time order."""
+        by_writer: dict[int, list[tuple]] = {}
+        for rec in chunk:
+            by_writer.setdefault(rec[1], []).append(rec)
+        pack = msgpack.packb
+        for wid, recs in by_writer.items():
+            base = prev = recs[0][0]
+            parts = []
+            for ns, _w, _s, sid, n, raw in recs:
+                head_n = bytes([0x90 | n]) if n < 16 else b"\xdc" + n.to_bytes(2, "big")
+                parts.append(head_n + pack(sid) + pack(ns - prev) + raw)
+                prev = ns
+                counts[sid] = counts.get(sid, 0) + 1
+            head = BatchHeader(wid, base, len(recs), recs[0][0], recs[-1][0])
+            out.write(frame_bytes(FRAME_EVENTS, head.encode() + b"".join(parts)))
+
+
+def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC,
+            now_ns: int | None = None, dry_run: bool = False,
+            log: Any = None) -> list[dict]:
+    """Compact the closed files of ``directory`` older than ``older_than_ns``; one compacted
+    file per set and period. Returns what was done (or would be, with ``dry_run``).
+
+    Raises BlockingIOError if another compaction of the directory is running.
+    """
+    now = time.time_ns() if now_ns is None else now_ns
+    lock = os.open(os.path.join(directory, catalog.LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not dry_run:
+            recover(directory)
+            _forget(directory, [])    # the manifest's stale entries and temporary files
+        groups: dict[tuple[str, int], list[str]] = {}
+        for name in candidates(directory, older_than_ns, now):
+            f = parse(name)
+            assert f is not None
+            groups.setdefault((f.stem, f.time_ns // period_ns * period_ns), []).append(name)
+        done = []
+        for (stem, start), names in sorted(groups.items()):
+            plan = {"stem": stem, "period_start_ns": start, "replaces": names}
+            if not dry_run:
+                plan.update(_one(directory, stem, start, names))
+            done.append(plan)
+            if log is not None:
+                log(plan)
+        return done
+    finally:
+        os.close(lock)
+
+
+def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
+    period = time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime(start // _SEC))
+    k = 1
+    while True:
+        name = catalog.compacted_name(stem, period, k)
+        if not os.path.exists(os.path.join(directory, name)):
+            break
+        k += 1
+    path = os.path.join(directory, name)
+    c = catalog.load(directory) or catalog.empty()
+    c["compacted"][name] = {"state": "writing", "replaces": names, "events": None}
+    catalog.write(directory, c)                          # 1. announced: readers ignore it
+    by_pid: dict[int, list[str]] = {}
+    for n in names:    # one stream per process: the events keep their origin
+        by_pid.setdefault(parse(n).pid, []).append(n)  # type: ignore[union-attr]
+    expected = events = 0
+    damage: list[Damage] = []
+    with open(path + ".tmp", "wb") as raw:               # 2. made, durable, then named
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz:
+            for pid, group in sorted(by_pid.items()):
+                comp = Compactor(directory)
+                for n in group:
+                    comp.add_file(os.path.join(directory, n))
+                    expected += max(0, manifest.describe(os.path.join(directory, n))["events"])
+                events += comp.write(gz, names)
+                damage += comp.damage
+        raw.flush()
+        os.fsync(raw.fileno())
+    if events != expected and not damage:
+        # Never delete what was not copied: the originals stand, the attempt is undone.
+        os.unlink(path + ".tmp")
+        del c["compacted"][name]
+        catalog.write(directory, c)
+        raise RuntimeError(f"compaction of {len(names)} file(s) into {name} copied {events} "
+                           f"event(s) of {expected}: nothing changed")
+    os.replace(path + ".tmp", path)
+    _fsync_dir(directory)
+    c["compacted"][name] = {"state": "done", "replaces": names, "events": events}
+    catalog.write(directory, c)                          # 3. done: readers switch to it
+    for n in names:                                      # 4. only now the originals go
+        try:
+            os.unlink(os.path.join(directory, n))
+        except FileNotFoundError:
+            pass
+    _fsync_dir(directory)
+    _forget(directory, names)
+    return {"compacted": name, "events": events, "damage": [str(d) for d in damage]}
+
+
+def _forget(directory: str, names: list[str]) -> None:
+    """Drop the originals' entries from the manifest (made again if it is damaged)."""
+    gone = set(names)
+    manifest.update(directory, lambda m: [m["files"].pop(n, None) for n in gone],
+                    lambda p: not _locked(p))
+
+
+def main(argv: Sequence[str]) -> int:
+    """``bread compact DIR --older-than 1d [--period 1d] [--dry-run]``."""
+    p = argparse.ArgumentParser(prog="bread compact", description=__doc__.split("\n")[0])
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--older-than", required=True, metavar="AGE",
+                   help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
+    p.add_argument("--period", default="1d", metavar="LENGTH",
+                   help="one compacted file per set and period of this length (UTC; default 1d)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be done; do nothing")
+    try:
+        args = p.parse_args(argv)
+        older = parse_duration(args.older_than, "--older-than")
+        period = parse_duration(args.period, "--period")
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 1
+    except ValueError as exc:
+        sys.stderr.write(f"bread compact: error: {exc}\n")
+        return 1
+    if not os.path.isdir(args.directory):
+        sys.stderr.write(f"bread compact: not a directory: {args.directory}\n")
+        return 2
+
+    def say(plan: dict) -> None:
+        what = plan.get("compacted", "(dry run)")
+        sys.stdout.write(f"{what}: {len(plan['replaces'])} file(s)"
+                         + (f", {plan['events']:,} events" if "events" in plan else "") + "\n")
+        for d in plan.get("damage", []):
+            sys.stderr.write(f"bread compact: {d}\n")
+
+    try:
+        compact(args.directory, older, period_ns=period, dry_run=args.dry_run, log=say)
+    except BlockingIOError:
+        sys.stderr.write("bread compact: another compaction of this directory is running\n")
+        return 2
+    return 0

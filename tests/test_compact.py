@@ -1,0 +1,229 @@
+"""bread compact: closed files merged into time-sorted compressed files, crash-safely."""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import blog
+import bread
+from blogformat import catalog, manifest
+from blogformat.fileset import members
+from bread import cli
+from bread.compact import compact
+
+_FMT = "%S %C %n %m %r %F %L %P"
+
+
+def _text(path, *opts) -> list[str]:
+    p = subprocess.run([sys.executable, "-m", "bread", "-f", _FMT, *opts, str(path)],
+                       capture_output=True, text=True, timeout=60)
+    return p.stdout.splitlines()
+
+
+def _write_set(d, threads=3, n=2000, forks=1):
+    code = textwrap.dedent(f"""
+        import os, threading, blog
+        blog.basic_config("{d}/app.blog", rotate_bytes=8000, flush_interval=0.002)
+        log = blog.get_logger("x")
+        def work(k):
+            for i in range({n}):
+                log.info("t{{}} {{}}", k, i, pad=[i, "x" * (i % 7)], when=1.5 * i)
+                if i % 500 == 0:
+                    log.warning("w{{}} at {{}}", k, i)
+        ts = [threading.Thread(target=work, args=(k,), name=f"w{{k}}") for k in range({threads})]
+        [t.start() for t in ts]; [t.join() for t in ts]
+        for _ in range({forks}):
+            pid = os.fork()
+            if pid == 0:
+                for i in range(500):
+                    log.error("child {{}}", i)
+                blog.shutdown(); os._exit(0)
+            os.waitpid(pid, 0)
+        blog.shutdown()
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def _old(d, seconds=3600):
+    """Make every file of the directory look last written ``seconds`` ago."""
+    t = time.time() - seconds
+    for n in os.listdir(d):
+        os.utime(os.path.join(d, n), (t, t))
+
+
+def test_compaction_keeps_every_event_and_sorts_them(tmp_path):
+    # Proves: compacting a directory of several processes' sets changes nothing a sorted
+    # read shows (writer names, messages, raw clocks, call sites); the compacted file is
+    # in time order, closed with a Summary; the originals and their manifest entries go.
+    d = tmp_path / "logs"
+    _write_set(d)
+    before = _text(d, "-s")
+    originals = [f.name for f in members(str(d), "app")]
+    assert len(before) == 3 * 2000 + 3 * 4 + 500 and len({f.pid for f in members(str(d), "app")}) == 2
+    _old(d)
+    done = compact(str(d), 60 * 10**9)
+    assert [x["events"] for x in done] == [len(before)] and done[0]["damage"] == []
+    name = done[0]["compacted"]
+    assert sorted(done[0]["replaces"]) == sorted(originals)
+    assert sorted(n for n in os.listdir(d) if n.endswith((".blog", ".gz"))) == [name]
+    assert _text(d, "-s") == before
+    r = bread.read(str(d))
+    evs = list(r)
+    # One stream per process (events keep their pid); in each, stretches of
+    # EVENTS_PER_FRAME events in time order, one frame per writer in each stretch.
+    from bread.compact import EVENTS_PER_FRAME
+    pids = [h.descriptor["pid"] for h in r.headers]
+    assert len(pids) == 2 and [s.events for s in r.summaries] == [6012, 500]
+    assert r.damage == []
+    for pid in pids:
+        mine = [e for e in evs if e.pid == pid]
+        for w in {e.writer for e in mine}:
+            ns = [e.ns for e in mine if e.writer == w]
+            assert ns == sorted(ns)
+        for k in range(0, len(mine) - EVENTS_PER_FRAME, EVENTS_PER_FRAME):
+            assert max(e.ns for e in mine[k:k + EVENTS_PER_FRAME]) <= \
+                min(e.ns for e in mine[k + EVENTS_PER_FRAME:k + 2 * EVENTS_PER_FRAME])
+    assert r.headers[0].descriptor["replaces"] == done[0]["replaces"]
+    c = catalog.load(str(d))
+    assert c["compacted"][name] == {"state": "done", "replaces": done[0]["replaces"],
+                                    "events": len(before)}
+    assert manifest.load(str(d))["files"] == {}
+
+
+def test_only_closed_files_older_than_the_age_are_compacted(tmp_path):
+    d = tmp_path / "logs"
+    _write_set(d, threads=1, n=3000, forks=0)
+    files = [f.name for f in members(str(d), "app")]
+    _old(d)
+    os.utime(d / files[-1])                       # written just now: too young
+    held = open(d / files[0], "rb")               # still being written by someone
+    fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    try:
+        assert compact(str(d), 60 * 10**9, dry_run=True)[0]["replaces"] == files[1:-1]
+        assert sorted(os.listdir(d)) == sorted(os.listdir(d))  # dry run: nothing changed
+        (done,) = compact(str(d), 60 * 10**9)
+        assert done["replaces"] == files[1:-1]
+        left = sorted(n for n in os.listdir(d) if n.endswith((".blog", ".gz")))
+        assert left == sorted([files[0], files[-1], done["compacted"]])
+    finally:
+        held.close()
+    msgs = [e.args[1] for e in bread.read(str(d), sort=True) if e.message.startswith("t0")]
+    assert msgs == list(range(3000))              # each event once, across the three
+
+
+def test_a_reader_reads_the_originals_or_the_compacted_file_never_both(tmp_path):
+    d = tmp_path / "logs"
+    _write_set(d, threads=1, n=1500, forks=0)
+    _old(d)
+    keep = {n: (d / n).read_bytes() for n in os.listdir(d) if n.endswith(".blog")}
+    (done,) = compact(str(d), 60 * 10**9)
+    name = done["compacted"]
+    for n, data in keep.items():                  # a crash before the originals went
+        (d / n).write_bytes(data)
+    count = lambda: sum(1 for _ in bread.read(str(d)))  # noqa: E731
+    assert count() == 1503                         # 1500 events and 3 warnings
+    assert sum(1 for _ in bread.read(str(d / "app.*"))) == 1503     # a pattern too
+    (d / catalog.NAME).write_text("{damaged")        # the compacted file's header says
+    assert count() == 1503
+    c = catalog.empty()                              # announced, not yet done: originals
+    c["compacted"][name] = {"state": "writing", "replaces": list(keep), "events": None}
+    catalog.write(str(d), c)
+    assert count() == 1503
+    assert [e.args[1] for e in bread.read(str(d)) if e.message[0] == "t"] == list(range(1500))
+    # The next compaction recovers: the unfinished one is undone, then done again.
+    _old(d)
+    (again,) = compact(str(d), 60 * 10**9)
+    assert name not in os.listdir(d) or again["compacted"] == name
+    assert count() == 1503 and catalog.load(str(d))["compacted"][again["compacted"]][
+        "state"] == "done"
+
+
+# A zygote forks one compaction per trial, on its own copy of a directory, and kills it
+# with SIGKILL after a random moment: before, during and after each step of the catalog.
+ZYGOTE = textwrap.dedent("""
+    import os, random, signal, sys, time
+    from bread.compact import compact
+    rng = random.Random(int(sys.argv[1]))
+    for d in sys.argv[2:]:
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            compact(d, 60 * 10**9)
+            os._exit(0)
+        time.sleep(rng.uniform(0.0, float(os.environ["SPAN"])))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        print(d, flush=True)
+""")
+
+
+def test_sigkill_anywhere_in_a_compaction_loses_and_doubles_nothing(tmp_path):
+    # Proves: whenever a compaction is killed (24 trials at random moments), reading the
+    # directory gives every event exactly once (originals or compacted file), and after
+    # the next compaction's recovery, still exactly once, with nothing temporary left.
+    def events(d):
+        return collections.Counter((e.writer, e.message, e.clock, e.line, e.pid)
+                                   for e in bread.read(d))
+
+    src = tmp_path / "src"
+    _write_set(src, threads=2, n=1500, forks=1)
+    _old(src)
+    want = events(str(src))
+    probe = tmp_path / "probe"
+    shutil.copytree(src, probe)
+    t = time.perf_counter()
+    compact(str(probe), 60 * 10**9)
+    span = (time.perf_counter() - t) * 1.3
+    dirs = []
+    for k in range(24):
+        shutil.copytree(src, tmp_path / f"t{k}")
+        _old(tmp_path / f"t{k}")
+        dirs.append(str(tmp_path / f"t{k}"))
+    env = dict(os.environ, SPAN=str(span))
+    out = subprocess.run([sys.executable, "-c", ZYGOTE, "7", *dirs], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.split()) == 24
+    states = collections.Counter()
+    for dd in dirs:
+        c = catalog.load(dd)
+        states["done" if c and any(e["state"] == "done" for e in c["compacted"].values())
+               else "writing" if c and c["compacted"] else "none"] += 1
+        got = events(dd)
+        assert got == want, dd
+        compact(dd, 60 * 10**9)
+        assert events(dd) == want, dd
+        assert not any(n.endswith(".tmp") for n in os.listdir(dd)), os.listdir(dd)
+        assert [n for n in os.listdir(dd) if n.endswith(".blog")] == []
+    assert len(states) >= 2, states      # the kills landed in more than one state
+
+
+def test_compact_cli_checks_its_options(tmp_path, capsys):
+    d = tmp_path / "logs"
+    d.mkdir()
+    assert cli.main(["compact", str(d)]) == 1                       # --older-than required
+    assert cli.main(["compact", str(d), "--older-than", "soon"]) == 1
+    assert "--older-than" in capsys.readouterr().err
+    assert cli.main(["compact", str(d), "--older-than", "1d", "--period", "0d"]) == 1
+    assert cli.main(["compact", str(tmp_path / "none"), "--older-than", "1d"]) == 2
+    lock = os.open(d / catalog.LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        assert cli.main(["compact", str(d), "--older-than", "1d"]) == 2
+        assert "another compaction" in capsys.readouterr().err
+    finally:
+        os.close(lock)
+    assert cli.main(["compact", str(d), "--older-than", "1d"]) == 0
+
+
+def test_blog_session_directory_with_nothing_to_compact(tmp_path):
+    rf = blog.RotatingFile(tmp_path / "app.blog")
+    rf.close()
+    assert compact(str(tmp_path), 10**9) == []

@@ -79,6 +79,9 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if rotating and not isinstance(output, (str, os.PathLike)):
         raise TypeError("rotation, retention and compression need a path as output, "
                         f"not {type(output).__name__}")
+    if rotating and mode != "ab":
+        raise ValueError(f"mode={mode!r} applies to one file; a rotated set always starts "
+                         "new files")
     min_severity = to_severity(min_severity)
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
@@ -106,7 +109,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     s.set_min_severity(min_severity)
     consumer.start()
     if isinstance(output, (str, os.PathLike)):
-        _for_children(os.fspath(output), rotating, dict(
+        _for_children(os.path.abspath(os.fspath(output)), rotating, dict(
             rotation if rotating else {}, min_severity=int(min_severity),
             flush_interval=flush_interval, flush_bytes=flush_bytes,
             channel_capacity=channel_capacity, overflow=overflow, fsync=fsync))
@@ -212,11 +215,23 @@ def _in_mp_child(s: Session) -> None:
     mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
 
 
+def _mp_child() -> bool:
+    """True in a multiprocessing child started by spawn or forkserver (not in any program
+    that merely imports multiprocessing)."""
+    mp = sys.modules.get("multiprocessing.process")
+    if mp is None or not ("multiprocessing.spawn" in sys.modules
+                          or "multiprocessing.forkserver" in sys.modules):
+        return False
+    # While a child unpickles its target (and imports its modules) multiprocessing marks
+    # the process as inheriting; once it runs, it has a parent process.
+    return bool(getattr(mp.current_process(), "_inheriting", False)) \
+        or mp.parent_process() is not None
+
+
 def _configure_from_env(s: Session) -> None:
     """In a multiprocessing child started by spawn or forkserver: the parent's configuration."""
     raw = os.environ.get(CONFIG_ENV)
-    if not raw or not ("multiprocessing.spawn" in sys.modules
-                       or "multiprocessing.forkserver" in sys.modules):
+    if not raw or not _mp_child():
         return
     try:
         cfg = json.loads(raw)
@@ -229,6 +244,10 @@ def _configure_from_env(s: Session) -> None:
     try:
         basic_config(path, **options)
         _hook_multiprocessing(s)
+        import multiprocessing.util as mpu   # loaded already: we are its child
+        # Flushed when the child ends (with os._exit): in case its bootstrap is past the
+        # point where it runs the after-fork hooks.
+        mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
     except Exception as exc:   # a child must start even if its log cannot be opened
         report(f"blog: the parent's configuration failed in child {os.getpid()}: "
                f"{type(exc).__name__}: {exc}")

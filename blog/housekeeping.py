@@ -33,7 +33,6 @@ import time
 from dataclasses import dataclass
 
 from blogformat import manifest
-from blogformat.entries import Summary
 from blogformat.fileset import COMPRESSED, SUFFIX, SetFile, members, parse
 
 from .report import report
@@ -125,6 +124,8 @@ def compress(directory: str, name: str, level: int = 6) -> str | None:
                         gz.write(chunk)
                 raw.flush()
                 os.fsync(raw.fileno())
+            st = os.fstat(f.fileno())
+            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))   # its age is the original's
             os.replace(tmp, dst)
             fsync_dir(directory)
         os.unlink(src)     # only now: the .gz is complete and durable
@@ -132,23 +133,40 @@ def compress(directory: str, name: str, level: int = 6) -> str | None:
     return dst
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True     # exists, not ours to signal
+    return True
+
+
 def recover(directory: str, stem: str) -> list[str]:
-    """Finish or undo compressions a crash cut (module docstring); the paths removed."""
-    removed = []
+    """Finish or undo compressions a crash cut, and remove files a writer died making
+    (module docstring); the paths removed."""
+    removed: list[str] = []
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
         return removed
     have = set(names)
     for n in names:
-        if n.startswith(stem + ".") and n.endswith(SUFFIX + NEW):
-            # a writer died between making and naming it: it holds no event
-            if not is_being_written(os.path.join(directory, n)):
-                _unlink(os.path.join(directory, n), removed)
-        if n.startswith(stem + ".") and n.endswith(COMPRESSED + TMP):
+        if n.endswith(SUFFIX + NEW):
+            f = parse(n[:-len(NEW)])
+            # A writer that died between making and naming it (it holds no event); one
+            # still alive is making it now (unless it is old: a pid taken again).
+            path = os.path.join(directory, n)
+            if f is not None and f.stem == stem and not is_being_written(path) and (
+                    not _alive(f.pid) or _age(path) > 60):
+                _unlink(path, removed)
+        elif n.endswith(COMPRESSED + TMP):
             plain = n[:-len(COMPRESSED + TMP)]
+            f = parse(plain)
             # The original is still there and nobody is compressing it: the copy was cut.
-            if plain in have and not is_being_written(os.path.join(directory, plain)):
+            if (f is not None and f.stem == stem and plain in have
+                    and not is_being_written(os.path.join(directory, plain))):
                 _unlink(os.path.join(directory, n), removed)
     for f in members(directory, stem):
         if f.compressed and f.plain_name in have:
@@ -158,6 +176,13 @@ def recover(directory: str, stem: str) -> list[str]:
     if removed:
         fsync_dir(directory)
     return removed
+
+
+def _age(path: str) -> float:
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def _unlink(path: str, removed: list[str]) -> None:
@@ -208,8 +233,7 @@ class Housekeeper:
     """A thread that compresses closed files of a set, applies its retention and keeps the
     directory's manifest (``blogformat.manifest``) up to date.
 
-    ``closed(name, summary)`` hands it a file the writer has just closed (with
-    the Summary it ended with, if any); ``sweep()`` asks for a pass over the
+    ``closed(name)`` hands it a file the writer has just closed; ``sweep()`` asks for a pass over the
     whole directory (done at start: files left by earlier runs, steps a crash
     cut). ``wait()`` returns when it is idle. Errors are reported on stderr
     (``report``) and never raised.
@@ -226,7 +250,7 @@ class Housekeeper:
         self.deleted = 0           # files deleted so far
         self.errors = 0
         self._known: dict[str, dict] = {}   # manifest entries of files we closed, by name
-        self._queue: queue.Queue[tuple[str, str, Summary | None] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -234,15 +258,15 @@ class Housekeeper:
     def needed(self) -> bool:
         return self.compress or self.retention.active or self.manifest
 
-    def closed(self, name: str, summary: Summary | None = None) -> None:
-        """``name`` (in the directory) was closed by its writer, ending with ``summary``."""
+    def closed(self, name: str) -> None:
+        """``name`` (in the directory) was closed by its writer."""
         if self.needed:
-            self._put(("closed", name, summary))
+            self._put(("closed", name))
 
     def sweep(self) -> None:
         """Recover, compress and apply retention over the whole set; bring the manifest up to date."""
         if self.needed:
-            self._put(("sweep", "", None))
+            self._put(("sweep", ""))
 
     def wait(self) -> None:
         """Block until everything handed over so far is done."""
@@ -255,7 +279,7 @@ class Housekeeper:
             self._thread.join()
         self._thread = None
 
-    def _put(self, task: tuple[str, str, Summary | None]) -> None:
+    def _put(self, task: tuple[str, str]) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="blog-housekeeping",
@@ -269,19 +293,23 @@ class Housekeeper:
             try:
                 if task is None:
                     return
-                kind, name, summary = task
+                kind, name = task
                 if kind == "sweep":
                     recover(self.directory, self.stem)
+                    self._retain()       # before compressing what retention deletes anyway
                     if self.compress:
                         for f, _ in closed_files(self.directory, self.stem):
                             if not f.compressed:
                                 self._compress(f.name)
                 else:
-                    try:
-                        size = os.path.getsize(os.path.join(self.directory, name))
-                        self._known[name] = manifest.entry(summary, size, False)
-                    except OSError:
-                        pass
+                    # Described from its frames (a skim), not from the Summary: a file may
+                    # hold several streams (an output that failed and recovered) or none.
+                    if self.manifest:
+                        try:
+                            self._known[name] = manifest.describe(
+                                os.path.join(self.directory, name))
+                        except OSError:
+                            pass
                     if self.compress:
                         self._compress(name)
                 self._retain()
@@ -316,10 +344,11 @@ class Housekeeper:
 
     def _record(self) -> None:
         """Make the manifest's entries of this set those of its closed files."""
-        closed = {f.name for f, _ in closed_files(self.directory, self.stem)}
         known = self._known
+        closed: set[str] = set()
 
         def change(m: dict) -> None:
+            closed.update(f.name for f, _ in closed_files(self.directory, self.stem))
             files = m["files"]
             for n in [n for n in files if (p := parse(n)) is not None
                       and p.stem == self.stem and n not in closed]:
@@ -329,11 +358,14 @@ class Housekeeper:
                 if e is not None and manifest.usable(self.directory, n, e):
                     continue
                 e = known.get(n)
-                if e is None or not manifest.usable(self.directory, n, e):
-                    e = manifest.describe(os.path.join(self.directory, n))
+                try:
+                    if e is None or not manifest.usable(self.directory, n, e):
+                        e = manifest.describe(os.path.join(self.directory, n))
+                except OSError:     # gone meanwhile (another process's housekeeping)
+                    files.pop(n, None)
+                    continue
                 files[n] = e
 
-        with _fork_guard:
-            manifest.update(self.directory, change, lambda path: not _locked(path))
+        manifest.update(self.directory, change, lambda path: not is_being_written(path))
         for n in [n for n in known if n not in closed]:
             del known[n]

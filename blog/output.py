@@ -96,9 +96,6 @@ class Output:
         ok = self._write_all(data, 0)
         self.started = False
         self.tally = Tally()
-        finished = getattr(self.stream, "finished", None)
-        if ok and finished is not None:
-            finished(summary)     # a RotatingFile records it in the directory's manifest
         return ok
 
     def write(self, descriptor: dict, metadata: list[Metadata], batches: list[bytes],

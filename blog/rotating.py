@@ -17,9 +17,9 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+import weakref
 from typing import Any
 
-from blogformat.entries import Summary
 from blogformat.fileset import file_name, split_base
 
 from .housekeeping import NEW, Housekeeper, Retention
@@ -63,7 +63,7 @@ class RotatingFile:
                  keep_files: int | None = None, keep_days: float | None = None,
                  keep_bytes: int | None = None, compress: bool = False,
                  fsync: bool = False) -> None:
-        self.path = os.fspath(path)
+        self.path = os.path.abspath(os.fspath(path))   # a later chdir changes nothing
         self.directory, self.stem = split_base(self.path)
         self.rotate_bytes = _positive_int(rotate_bytes, "rotate_bytes")
         self.schedule = Schedule(rotate_every, rotate_at, tz)
@@ -74,6 +74,8 @@ class RotatingFile:
                                    _positive_int(keep_bytes, "keep_bytes"))
         if not isinstance(compress, bool):
             raise ValueError(f"compress must be True or False, not {compress!r}")
+        if not isinstance(fsync, bool):
+            raise ValueError(f"fsync must be True or False, not {fsync!r}")
         self.compress = compress
         self.fsync = fsync
         self.options = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
@@ -83,6 +85,7 @@ class RotatingFile:
         os.makedirs(self.directory, exist_ok=True)
         if not os.access(self.directory, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write in the log directory {self.directory!r}")
+        _OPEN.add(self)
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=compress,
                                        retention=self.retention)
         self.pid = os.getpid()
@@ -93,7 +96,6 @@ class RotatingFile:
         self._last_ms = 0
         self._switch_at: int | None = None
         self._closed = False
-        self._summary: Summary | None = None
         self.housekeeper.sweep()             # what earlier runs left: retention at start
 
     # --- the OutputStream -------------------------------------------------
@@ -142,16 +144,9 @@ class RotatingFile:
         """
         self._close_current()
 
-    def finished(self, summary: Summary) -> None:
-        """The session ended the current file with ``summary`` (kept for the manifest)."""
-        self._summary = summary
-
     def for_child(self) -> "RotatingFile":
         """The same options for a forked child: its own file set (its pid), never the parent's file."""
-        if self._fd is not None:
-            os.close(self._fd)    # our copy only: the parent keeps its file and its lock
-            self._fd = None
-        self._closed = True
+        self._closed = True   # the parent's file was let go of by _forked()
         return RotatingFile(self.path, **self.options)
 
     def wait(self) -> None:
@@ -180,7 +175,14 @@ class RotatingFile:
             break
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.rename(path + NEW, path)
+            try:
+                os.link(path + NEW, path)   # never over another's file (a rename would be)
+            except FileExistsError:         # the same pid in another pid namespace, say
+                os.unlink(path + NEW)
+                os.close(fd)
+                self._last_ms = ms
+                return self._open()
+            os.unlink(path + NEW)
         except OSError:
             os.close(fd)
             raise
@@ -201,8 +203,30 @@ class RotatingFile:
                 os.fsync(fd)
         finally:
             os.close(fd)    # releases the lock: the file is closed for housekeeping
-        summary, self._summary = self._summary, None
-        self.housekeeper.closed(os.path.basename(path), summary)
+        self.housekeeper.closed(os.path.basename(path))
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's file is not ours (nor its lock); a write opens
+        a file of the child's own (its pid), with housekeeping of its own."""
+        if self._fd is not None:
+            os.close(self._fd)    # our copy only: the parent keeps its file and its lock
+            self._fd = None
+        self.pid = os.getpid()
+        self.housekeeper = Housekeeper(self.directory, self.stem, compress=self.compress,
+                                       retention=self.retention)
 
     def __repr__(self) -> str:
         return f"RotatingFile({self.path!r}, current={self.current!r})"
+
+
+#: Every RotatingFile of the process, so that a forked child lets go of their files.
+_OPEN: weakref.WeakSet[RotatingFile] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for rf in list(_OPEN):
+        rf._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,9 +1,10 @@
 """When a rotating output switches files by time: an interval, times of day, in a zone.
 
 ``rotate_every`` ("90s", "15m", "1h", "1d", seconds, a timedelta) switches at
-the multiples of the interval counted from local midnight (so "1h" is on the
-hour and "6h" at 00:00, 06:00, 12:00 and 18:00), starting afresh at each
-midnight; an interval of a day or more counts from the file's opening.
+the multiples of the interval on the zone's wall clock counted from its
+midnight (so "1h" is on the hour and "6h" at 00:00, 06:00, 12:00 and 18:00,
+daylight saving days included), starting afresh at each midnight; an
+interval of a day or more counts from the file's opening.
 ``rotate_at`` ("00:00", "12:30:15", or a list of them) switches when the
 wall clock of the zone shows that time. ``tz`` is an IANA zone name (pytz);
 None is the process's local zone.
@@ -17,6 +18,7 @@ occurrence only.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from typing import Any, Iterable
 
@@ -39,8 +41,8 @@ def parse_interval(value: Any, option: str = "rotate_every") -> int:
     else:
         raise ValueError(f"{option} must be an interval like '1h', '15m', '1d' or seconds, "
                          f"not {value!r}")
-    if not seconds >= 1:
-        raise ValueError(f"{option} must be at least one second, not {value!r}")
+    if not seconds >= 1 or not math.isfinite(seconds):
+        raise ValueError(f"{option} must be at least one second and finite, not {value!r}")
     return int(seconds * 1_000_000_000)
 
 
@@ -136,15 +138,24 @@ class Schedule:
         return start, end
 
     def _next_interval(self, t_ns: int) -> int:
+        """The next multiple of the interval on the zone's wall clock since its midnight
+        (the next midnight at the latest), as an instant."""
         every = self.every
         assert every is not None
         if every >= _DAY_NS:
             return t_ns + every
-        start, end = self._midnight(t_ns)
-        if start > t_ns:      # a day starting in a gap
-            return start
-        k = (t_ns - start) // every + 1
-        return min(start + k * every, end)
+        wall = self._wall(t_ns)
+        midnight = _dt.datetime.combine(wall.date(), _dt.time())
+        step = _dt.timedelta(microseconds=every // 1000)
+        k = (wall - midnight) // step + 1
+        while True:
+            at = midnight + k * step
+            if at.date() != midnight.date():
+                at = midnight + _dt.timedelta(days=1)
+            t = self._instant(at)
+            if t > t_ns:
+                return t
+            k += 1      # a wall time repeated by the autumn change, seen already
 
     def _next_time_of_day(self, t_ns: int) -> int:
         assert self.at is not None

@@ -27,13 +27,13 @@ import os
 import re
 from typing import Any, Iterable
 
+from .manifest import read_json
 from .frames import FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header
 from .values import unpack_plain
 
 NAME = "blog-compaction.json"
 LOCK = "blog-compaction.lock"
 VERSION = 1
-MAX_BYTES = 64 << 20
 _COMPACTED = re.compile(r"^(?P<stem>.+)\.compacted\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)"
                         r"\.(?P<n>\d+)\.blog\.gz$")
 
@@ -53,17 +53,7 @@ def empty() -> dict:
 
 def load(directory: str) -> dict | None:
     """The catalog, checked; None if missing, damaged or of another version."""
-    try:
-        with open(os.path.join(directory, NAME), "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError:
-        return None
-    if len(raw) > MAX_BYTES:
-        return None
-    try:
-        c = json.loads(raw)
-    except ValueError:
-        return None
+    c = read_json(os.path.join(directory, NAME))
     if type(c) is not dict or c.get("catalog_version") != VERSION \
             or type(c.get("compacted")) is not dict:
         return None
@@ -106,7 +96,7 @@ def header_replaces(path: str) -> list[str] | None:
                 return None
         descriptor = unpack_plain(payload)[1]
         names = descriptor.get("replaces") if isinstance(descriptor, dict) else None
-    except (OSError, EOFError, ValueError, IndexError, TypeError, KeyError):
+    except Exception:   # a damaged or crafted file: cannot tell
         return None
     if type(names) is not list or not all(type(n) is str and os.sep not in n for n in names):
         return None

@@ -23,6 +23,8 @@ import fcntl
 import gzip
 import json
 import os
+import stat
+import threading
 from typing import Any, Callable, Iterator
 
 from .entries import BadEntry, ClockSync, Summary, decode_metadata_frame
@@ -43,19 +45,33 @@ def empty() -> dict:
     return {"manifest_version": VERSION, "format_version": FORMAT_VERSION, "files": {}}
 
 
-def load(directory: str) -> dict | None:
-    """The directory's manifest, checked; None if it is missing, damaged or of another version."""
-    path = os.path.join(directory, NAME)
+def read_json(path: str) -> Any:
+    """A small JSON file of a log directory, or None (missing, not a regular file, too
+    large, not JSON, nested too deep)."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO must not block
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
             raw = f.read(MAX_BYTES + 1)
     except OSError:
         return None
-    if len(raw) > MAX_BYTES:
-        return None
+    finally:
+        os.close(fd)
     try:
-        m = json.loads(raw)
-    except ValueError:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def load(directory: str) -> dict | None:
+    """The directory's manifest, checked; None if it is missing, damaged or of another version."""
+    m = read_json(os.path.join(directory, NAME))
+    if m is None:
         return None
     if (type(m) is not dict or m.get("manifest_version") != VERSION
             or type(m.get("files")) is not dict):
@@ -117,13 +133,34 @@ def write(directory: str, m: dict) -> None:
         os.close(fd)
 
 
+# The lock is a POSIX record lock (lockf): a forked child does not inherit it, so a fork
+# while this process holds it cannot leave it held. Such locks do not exclude the threads
+# of one process: this lock does.
+_in_process = threading.Lock()
+
+
+def _reset_after_fork() -> None:   # a thread of the parent may have held it: not ours
+    global _in_process
+    _in_process = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
 def update(directory: str, change: Callable[[dict], None],
            is_closed: Callable[[str], bool]) -> dict:
     """Change the manifest under its lock: load it (or rebuild it from the files), drop
     entries whose file is gone, apply ``change``, write it back. Returns it."""
-    fd = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    with _in_process:
+        return _update(directory, change, is_closed)
+
+
+def _update(directory: str, change: Callable[[dict], None],
+            is_closed: Callable[[str], bool]) -> dict:
+    fd = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.lockf(fd, fcntl.LOCK_EX)
         for n in os.listdir(directory):   # under the lock, any temporary one is a writer's
             if n.startswith(NAME + ".") and n.endswith(".tmp"):      # that died: stale
                 try:
@@ -153,7 +190,7 @@ def rebuild(directory: str, is_closed: Callable[[str], bool]) -> dict:
                 continue
             try:
                 m["files"][f.name] = describe(path)
-            except OSError:
+            except OSError:   # gone meanwhile
                 continue
     return m
 
@@ -177,7 +214,7 @@ def describe(path: str) -> dict:
     compressed = path.endswith(".gz")
     events, lo, hi, complete = 0, None, None, True
     sync = (0, 1_000_000_000, 0)
-    with (gzip.open(path, "rb") if compressed else open(path, "rb")) as f:
+    with (gzip.open(path, "rb") if compressed else open(path, "rb")) as f:  # OSError: gone
         try:
             for kind, payload in _frames(f):
                 if kind == FRAME_HEADER:
@@ -199,7 +236,7 @@ def describe(path: str) -> dict:
                         hi = b if hi is None else max(hi, b)
                     elif count:
                         complete = False
-        except (ValueError, IndexError, TypeError, EOFError, StopIteration, OSError):
+        except Exception:   # damage of any kind (zlib, msgpack, a map for an array...)
             complete = False
     e = {"state": "compressed" if compressed else "closed", "bytes": size, "events": events,
          "first_ns": lo if complete else None, "last_ns": hi if complete else None}

@@ -86,14 +86,19 @@ def prune(paths: list[str], since: int | None, until: int | None,
 
 
 def _compaction(paths: list[str]) -> list[str]:
-    """``paths`` without what compaction leaves out (``blogformat.catalog.left_out``)."""
+    """The matches of a pattern, by the rules of a directory: no file being made
+    (``.tmp``, ``.new``), no ``x.blog.gz`` beside its ``x.blog``, and compacted files or
+    the originals they replace, never both (``blogformat.catalog.left_out``)."""
     by_dir: dict[str, list[str]] = {}
     for p in paths:
         d, n = os.path.split(p)
         by_dir.setdefault(d, []).append(n)
     skip: set[str] = set()
     for d, ns in by_dir.items():
+        have = set(os.listdir(d or "."))
         skip |= {os.path.join(d, n) for n in catalog.left_out(d or ".", ns)}
+        skip |= {os.path.join(d, n) for n in ns if n.endswith((".tmp", ".new"))
+                 or (n.endswith(".blog.gz") and n[:-3] in have)}
     return [p for p in paths if p not in skip]
 
 

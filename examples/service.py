@@ -4,6 +4,7 @@
     bread -s logs/                 # every process's set, merged by time
     bread stats logs/              # counts, and which files were closed cleanly
     bread --since 10s logs/        # the manifest skips the files before the window
+    bread compact logs/ --older-than 1s   # merged into one sorted file per day
 
 The master configures logging once; each worker it forks goes on logging into
 a file set of its own (``logs/service.<time>.pid<N>.blog``) with the same

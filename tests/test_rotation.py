@@ -239,6 +239,15 @@ def test_rotate_at_is_right_on_daylight_saving_days():
     assert both.next_after(_utc(2026, 1, 1, 7)) == _utc(2026, 1, 1, 18)
     ny = Schedule(at="02:30", tz="America/New_York")  # 2026-03-08 02:00 EST -> 03:00 EDT
     assert ny.next_after(_utc(2026, 3, 7, 12)) == _utc(2026, 3, 8, 7)
+    six = Schedule(every="6h", tz="Europe/London")    # on the wall clock, DST days too
+    t, got = _utc(2026, 3, 28, 22), []
+    for _ in range(4):
+        t = six.next_after(t)
+        got.append(t)
+    assert got == [_utc(2026, 3, 29, 0), _utc(2026, 3, 29, 5), _utc(2026, 3, 29, 11),
+                   _utc(2026, 3, 29, 17)]
+    lord_howe = Schedule(every="1h", tz="Australia/Lord_Howe")    # UTC+10:30: on its hour
+    assert lord_howe.next_after(_utc(2026, 7, 1)) == _utc(2026, 7, 1, 0, 30)
 
 
 def test_rotate_every_switches_files_while_logging(tmp_path):
@@ -357,6 +366,8 @@ def test_an_interrupted_compression_is_finished_or_undone_at_the_next_start(tmp_
     (dict(keep_days=-2), "keep_days"),
     (dict(keep_bytes=1.5), "keep_bytes"),
     (dict(compress="yes"), "compress"),
+    (dict(rotate_every=float("inf")), "rotate_every"),
+    (dict(rotate_bytes=1, fsync="no"), "fsync"),
 ])
 def test_bad_rotation_options_are_refused_naming_the_option_before_anything_is_opened(
         tmp_path, kw, needle):
@@ -559,3 +570,119 @@ def test_the_service_example_runs_as_documented(tmp_path):
     assert evs[-1].message == "master done"
     assert sum(e.message.startswith("worker") and e.message.endswith("orders")
                for e in evs) == 3
+
+
+# --- found by review: each once a defect --------------------------------------------------
+
+def test_a_file_whose_output_failed_midway_is_still_found_by_a_time_window(tmp_path):
+    # Proves: the manifest describes a file from its frames, not from the Summary of its
+    # last stream: events before an output failure (a new stream in the same file) and a
+    # file closed without a Summary are not skipped by a time window.
+    class Flaky(blog.RotatingFile):
+        fail = 0
+
+        def write(self, data):
+            if self.fail:
+                self.fail -= 1
+                raise OSError(28, "No space left on device")
+            return super().write(data)
+
+    rf = Flaky(tmp_path / "app.blog")
+    s, c = _session(rf)
+    log = s.get_logger()
+    log.info("A {}", 1)
+    c.flush()
+    t_mid = time.time_ns()
+    rf.fail = 1
+    log.info("lost {}", 2)
+    c.flush()
+    time.sleep(0.01)
+    log.info("C {}", 3)
+    c.flush()
+    _close(c, rf)
+    r = bread.read(str(tmp_path), until=t_mid)
+    assert [e.message for e in r] == ["A 1"] and r.skipped == []
+
+
+def test_patterns_read_like_directories(tmp_path):
+    d = str(tmp_path)
+    a = _make_closed(d, "app", 1)
+    os.unlink(a)
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1)
+    s, c = _session(rf)
+    log = s.get_logger()
+    for i in range(3):
+        log.info("e {}", i)
+        c.flush()
+    _close(c, rf)
+    first = _files(tmp_path)[0]
+    with open(first, "rb") as f:            # a compression cut after its rename
+        data = f.read()
+    with open(first + ".gz", "wb") as f:
+        f.write(gzip.compress(data))
+    open(first + ".gz.tmp", "wb").close()
+    open(os.path.join(d, "app.2026-01-01T00-00-00.000.pid1.blog.new"), "wb").close()
+    want = [f"e {i}" for i in range(3)]
+    assert [e.message for e in bread.read(str(tmp_path / "app.*"))] == want
+    assert [e.message for e in bread.read(d)] == want
+
+
+def test_recovery_leaves_a_file_another_live_process_is_making(tmp_path):
+    d = str(tmp_path)
+    mine = file_name("app", 1_700_000_000_000_000_000, os.getpid()) + ".new"
+    dead = file_name("app", 1_700_000_001_000_000_000, 2**22 + 7) + ".new"
+    other = file_name("app.x", 1_700_000_001_000_000_000, 2**22 + 7) + ".new"
+    for n in (mine, dead, other):
+        open(os.path.join(d, n), "wb").close()
+    removed = recover(d, "app")
+    assert [os.path.basename(p) for p in removed] == [dead]
+    assert sorted(os.listdir(d)) == sorted([mine, other])
+
+
+def test_compression_keeps_the_age_of_a_file_for_retention(tmp_path):
+    d = str(tmp_path)
+    old = [_make_closed(d, "app", k, age_days=30) for k in range(3)]
+    new = _make_closed(d, "app", 9, age_days=1)
+    rf = blog.RotatingFile(tmp_path / "app.blog", keep_days=7, compress=True)
+    rf.wait()
+    rf.close()
+    left = sorted(n for n in os.listdir(d) if not n.startswith("blog-"))
+    assert left == [os.path.basename(new) + ".gz"]
+    assert 0.9 < (time.time() - os.stat(os.path.join(d, left[0])).st_mtime) / 86400 < 1.1
+    del old
+
+
+def test_a_relative_path_is_taken_where_it_was_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rf = blog.RotatingFile("logs/app.blog", rotate_bytes=1)
+    s, c = _session(rf)
+    log = s.get_logger()
+    log.info("one {}", 1)
+    c.flush()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    log.info("two {}", 2)
+    c.flush()
+    _close(c, rf)
+    assert not (tmp_path / "elsewhere" / "logs").exists()
+    assert [e.message for e in bread.read(str(tmp_path / "logs"))] == ["one 1", "two 2"]
+
+
+def test_the_configuration_reaches_multiprocessing_children_only(tmp_path):
+    # Proves: a program run by the service (a subprocess, not a multiprocessing child)
+    # that imports multiprocessing does not take the service's configuration.
+    (tmp_path / "tool.py").write_text(textwrap.dedent("""
+        import multiprocessing.managers, multiprocessing.shared_memory, blog
+        blog.get_logger().info("tool {}", 1)
+        blog.basic_config("tool.blog")
+    """))
+    r = _run("""
+        import subprocess, sys, blog
+        blog.basic_config("svc/app.blog", rotate_bytes=1 << 20)
+        subprocess.run([sys.executable, "tool.py"], check=True)
+        blog.shutdown()
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    pids = {f.pid for f in members(str(tmp_path / "svc"), "app")}
+    assert len(pids) <= 1              # the service's own file, if any; none of the tool's
+    assert [e.message for e in bread.read(str(tmp_path / "tool.blog"))] == ["tool 1"]

@@ -33,7 +33,8 @@ import time
 from dataclasses import dataclass
 
 from blogformat import manifest
-from blogformat.fileset import COMPRESSED, SUFFIX, SetFile, members, parse
+from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, fsync_dir, is_locked, members,
+                                parse)
 
 from .report import report
 
@@ -69,31 +70,7 @@ class Retention:
 def is_being_written(path: str) -> bool:
     """True if a process holds the file's writer lock (or the file cannot be opened to check)."""
     with _fork_guard:
-        return _locked(path)
-
-
-def _locked(path: str) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)   # closing our descriptor releases what we took
-    return False
-
-
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return is_locked(path)
 
 
 def compress(directory: str, name: str, level: int = 6) -> str | None:

@@ -14,33 +14,12 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from blogformat.entries import BatchHeader, Lost, Metadata, encode_metadata, header_payload
-from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, frame_bytes
+from blogformat.entries import BatchHeader, Lost, Metadata, header_payload, metadata_frames
+from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .report import report
 from .stats import SessionStats
 from .summary import Tally
-
-#: Metadata frames are cut at about this many payload bytes.
-FRAME_TARGET = 1 << 20
-
-
-def metadata_frames(entries: Sequence[Metadata]) -> list[bytes]:
-    """Metadata entries as frames of about FRAME_TARGET bytes each."""
-    frames: list[bytes] = []
-    buf: list[bytes] = []
-    size = 0
-    for entry in entries:
-        b = encode_metadata(entry)
-        if buf and size + len(b) > FRAME_TARGET:
-            frames.append(frame_bytes(FRAME_METADATA, b"".join(buf)))
-            buf, size = [], 0
-        buf.append(b)
-        size += len(b)
-    if buf:
-        frames.append(frame_bytes(FRAME_METADATA, b"".join(buf)))
-    return frames
-
 
 def events_frame(header: BatchHeader, events: bytes) -> bytes:
     """An events frame: the batch header, then events already encoded back to back."""

@@ -18,13 +18,14 @@ import weakref
 from importlib import metadata
 from typing import Any
 
-from blogformat.entries import ClockSync, Dropped, EventSource, Metadata, WriterProp, BatchHeader
+from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, Metadata, WriterProp,
+                                metadata_frames)
 from blogformat.severity import Severity, to_severity
 
 from .backpressure import BLOCK, Backpressure, Drainer
 from .channel import Taken
 from .logger import Logger
-from .output import Output, events_frame, metadata_frames
+from .output import Output, events_frame
 from .stats import SessionStats
 from .writer import SessionWriter
 

@@ -22,12 +22,11 @@ final name only once complete).
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 from typing import Any, Iterable
 
-from .manifest import read_json
+from .manifest import read_json, write_json
 from .frames import FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header
 from .values import unpack_plain
 
@@ -69,18 +68,7 @@ def load(directory: str) -> dict | None:
 
 def write(directory: str, c: dict) -> None:
     """Replace the catalog crash-safely (temporary file, fsync, rename, fsync the directory)."""
-    path = os.path.join(directory, NAME)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(c, f, indent=0, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_json(directory, NAME, c)
 
 
 def header_replaces(path: str) -> list[str] | None:

@@ -10,9 +10,9 @@ else. Decoders take untrusted input: a field of the wrong type raises
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Iterable, Iterator
 
-from .frames import FORMAT_VERSION
+from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
 from .values import pack_plain, unpack_plain, unpacker
 
 # Metadata entry tags: the first element of each entry array (section 4).
@@ -215,6 +215,27 @@ Metadata = EventSource | WriterProp | ClockSync | Dropped | Lost | Summary
 def encode_metadata(entry: Metadata) -> bytes:
     """One metadata entry as packed into a metadata frame."""
     return pack_plain(entry.array())
+
+
+#: Metadata frames are cut at about this many payload bytes (an entry is never split).
+FRAME_TARGET = 1 << 20
+
+
+def metadata_frames(entries: Iterable[Metadata]) -> list[bytes]:
+    """Metadata entries as whole frames of about FRAME_TARGET payload bytes each."""
+    frames: list[bytes] = []
+    buf: list[bytes] = []
+    size = 0
+    for entry in entries:
+        b = encode_metadata(entry)
+        if buf and size + len(b) > FRAME_TARGET:
+            frames.append(frame_bytes(FRAME_METADATA, b"".join(buf)))
+            buf, size = [], 0
+        buf.append(b)
+        size += len(b)
+    if buf:
+        frames.append(frame_bytes(FRAME_METADATA, b"".join(buf)))
+    return frames
 
 
 def _event_source(e: list) -> EventSource:

@@ -15,6 +15,7 @@ a name that does not parse is never touched by retention.
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import os
 import re
 from typing import NamedTuple
@@ -82,3 +83,30 @@ def members(directory: str, stem: str) -> list[SetFile]:
         return []
     found = [f for f in map(parse, names) if f is not None and f.stem == stem]
     return sorted(found, key=lambda f: (f.time_ns, f.pid, f.compressed))
+
+
+def is_locked(path: str) -> bool:
+    """True if a process holds the exclusive ``flock`` a writer keeps on the file it writes
+    (or the file cannot be opened to check); False if it is not there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)   # closing our descriptor releases what we took
+    return False
+
+
+def fsync_dir(directory: str) -> None:
+    """Make the directory's entries (a rename, an unlink) durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

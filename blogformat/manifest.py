@@ -28,7 +28,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 from .entries import BadEntry, ClockSync, Summary, decode_metadata_frame
-from .fileset import members, parse
+from .fileset import fsync_dir, members, parse
 from .frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE,
                      MAX_PAYLOAD, check_crc, parse_header)
 from .values import unpack_plain, unpacker
@@ -118,19 +118,21 @@ def outside(entry: dict, since: int | None, until: int | None) -> bool:
 
 
 def write(directory: str, m: dict) -> None:
-    """Replace the manifest crash-safely: a temporary file, fsync, rename, fsync the directory."""
-    path = os.path.join(directory, NAME)
+    """Replace the manifest crash-safely."""
+    write_json(directory, NAME, m)
+
+
+def write_json(directory: str, name: str, obj: Any) -> None:
+    """Replace ``directory/name`` crash-safely: a temporary file, fsync, rename, fsync the
+    directory (the manifest, the compaction catalog)."""
+    path = os.path.join(directory, name)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(m, f, indent=0, sort_keys=True)
+        json.dump(obj, f, indent=0, sort_keys=True)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(directory)
 
 
 # The lock is a POSIX record lock (lockf): a forked child does not inherit it, so a fork

@@ -35,9 +35,9 @@ import msgpack
 
 from blogformat import catalog, manifest
 from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, FileHeader, Lost,
-                                Summary, WriterProp, encode_metadata, header_payload)
-from blogformat.fileset import members, parse
-from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, frame_bytes
+                                Summary, WriterProp, header_payload, metadata_frames)
+from blogformat.fileset import fsync_dir, is_locked, members, parse
+from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
 from .frames import Damage, Frame, iter_frames
@@ -57,28 +57,6 @@ def parse_duration(text: str, option: str) -> int:
     if len(t) >= 2 and t[-1] in _UNITS and t[:-1].isdigit() and int(t[:-1]) > 0:
         return int(t[:-1]) * _UNITS[t[-1]] * _SEC
     raise ValueError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
-
-
-def _locked(path: str) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def recover(directory: str) -> list[str]:
@@ -106,7 +84,7 @@ def recover(directory: str) -> list[str]:
     if changed:
         catalog.write(directory, c)
     if removed:
-        _fsync_dir(directory)
+        fsync_dir(directory)
     return removed
 
 
@@ -129,7 +107,7 @@ def candidates(directory: str, older_than_ns: int, now_ns: int) -> list[str]:
                 mtime = os.stat(path).st_mtime_ns
             except FileNotFoundError:
                 continue
-            if mtime < now_ns - older_than_ns and not _locked(path):
+            if mtime < now_ns - older_than_ns and not is_locked(path):
                 out.append(f.name)
     return out
 
@@ -314,17 +292,8 @@ class Compactor:
 
     @staticmethod
     def _metadata(out: BinaryIO, entries: list) -> None:
-        buf: list[bytes] = []
-        size = 0
-        for e in entries:
-            b = encode_metadata(e)
-            if buf and size + len(b) > 1 << 20:
-                out.write(frame_bytes(FRAME_METADATA, b"".join(buf)))
-                buf, size = [], 0
-            buf.append(b)
-            size += len(b)
-        if buf:
-            out.write(frame_bytes(FRAME_METADATA, b"".join(buf)))
+        for fr in metadata_frames(entries):
+            out.write(fr)
 
     @staticmethod
     def _events(out: BinaryIO, chunk: list[tuple], counts: dict[int, int]) -> None:
@@ -414,7 +383,7 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
         raise RuntimeError(f"compaction of {len(names)} file(s) into {name} copied {events} "
                            f"event(s) of {expected}: nothing changed")
     os.replace(path + ".tmp", path)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     c["compacted"][name] = {"state": "done", "replaces": names, "events": events}
     catalog.write(directory, c)                          # 3. done: readers switch to it
     for n in names:                                      # 4. only now the originals go
@@ -422,7 +391,7 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
             os.unlink(os.path.join(directory, n))
         except FileNotFoundError:
             pass
-    _fsync_dir(directory)
+    fsync_dir(directory)
     _forget(directory, names)
     return {"compacted": name, "events": events, "damage": [str(d) for d in damage]}
 
@@ -431,7 +400,7 @@ def _forget(directory: str, names: list[str]) -> None:
     """Drop the originals' entries from the manifest (made again if it is damaged)."""
     gone = set(names)
     manifest.update(directory, lambda m: [m["files"].pop(n, None) for n in gone],
-                    lambda p: not _locked(p))
+                    lambda p: not is_locked(p))
 
 
 def main(argv: Sequence[str]) -> int:

@@ -29,7 +29,7 @@ def _text(path, *opts) -> list[str]:
 
 def _write_set(d, threads=3, n=2000, forks=1):
     code = textwrap.dedent(f"""
-        import os, threading, blog
+        import os, threading, time, blog
         blog.basic_config("{d}/app.blog", rotate_bytes=8000, flush_interval=0.002)
         log = blog.get_logger("x")
         def work(k):
@@ -37,6 +37,8 @@ def _write_set(d, threads=3, n=2000, forks=1):
                 log.info("t{{}} {{}}", k, i, pad=[i, "x" * (i % 7)], when=1.5 * i)
                 if i % 500 == 0:
                     log.warning("w{{}} at {{}}", k, i)
+                if i % 250 == 0:
+                    time.sleep(0.01)     # the consumer writes (and switches files) meanwhile
         ts = [threading.Thread(target=work, args=(k,), name=f"w{{k}}") for k in range({threads})]
         [t.start() for t in ts]; [t.join() for t in ts]
         for _ in range({forks}):

@@ -22,7 +22,7 @@ import msgpack
 import pytest
 
 import blog
-import blog.output
+import blogformat.entries
 import bread
 
 # --- the decoder, from docs/format.md --------------------------------------
@@ -372,7 +372,7 @@ def log_everything(log: blog.Logger) -> None:
 def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> None:
     # Small metadata frames, several consumes and an in-band rename, so that metadata
     # and events are split into many frames and clock deltas continue across batches.
-    monkeypatch.setattr(blog.output, "FRAME_TARGET", 200)
+    monkeypatch.setattr(blogformat.entries, "FRAME_TARGET", 200)
     if clock == "stepping-back":
         # A clock that sometimes goes back: the pure-Python logger, whose clock we can replace.
         monkeypatch.setattr(blog.accel, "speedups", None)

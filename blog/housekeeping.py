@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from blogformat import manifest
 from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, fsync_dir, is_locked, members,
-                                parse)
+                                parse, remove)
 
 from .report import report
 
@@ -135,21 +135,21 @@ def recover(directory: str, stem: str) -> list[str]:
             # A writer that died between making and naming it (it holds no event); one
             # still alive is making it now (unless it is old: a pid taken again).
             path = os.path.join(directory, n)
-            if f is not None and f.stem == stem and not is_being_written(path) and (
-                    not _alive(f.pid) or _age(path) > 60):
-                _unlink(path, removed)
+            if f is not None and f.stem == stem and (not _alive(f.pid) or _age(path) > 60) \
+                    and not is_being_written(path):
+                remove(path, removed)
         elif n.endswith(COMPRESSED + TMP):
             plain = n[:-len(COMPRESSED + TMP)]
             f = parse(plain)
             # The original is still there and nobody is compressing it: the copy was cut.
             if (f is not None and f.stem == stem and plain in have
                     and not is_being_written(os.path.join(directory, plain))):
-                _unlink(os.path.join(directory, n), removed)
+                remove(os.path.join(directory, n), removed)
     for f in members(directory, stem):
         if f.compressed and f.plain_name in have:
             plain = os.path.join(directory, f.plain_name)
             if not is_being_written(plain):
-                _unlink(plain, removed)
+                remove(plain, removed)
     if removed:
         fsync_dir(directory)
     return removed
@@ -160,14 +160,6 @@ def _age(path: str) -> float:
         return time.time() - os.stat(path).st_mtime
     except OSError:
         return 0.0
-
-
-def _unlink(path: str, removed: list[str]) -> None:
-    try:
-        os.unlink(path)
-        removed.append(path)
-    except FileNotFoundError:
-        pass
 
 
 def closed_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_result]]:

@@ -174,7 +174,8 @@ class RotatingFile:
                 continue
             break
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # Blocking: a housekeeper may be probing the lock this very moment (briefly).
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 os.link(path + NEW, path)   # never over another's file (a rename would be)
             except FileExistsError:         # the same pid in another pid namespace, say

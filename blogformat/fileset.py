@@ -110,3 +110,12 @@ def fsync_dir(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def remove(path: str, removed: list[str]) -> None:
+    """Delete a file if it is there, noting it in ``removed`` (recovery's steps)."""
+    try:
+        os.unlink(path)
+        removed.append(path)
+    except FileNotFoundError:
+        pass

@@ -36,7 +36,7 @@ import msgpack
 from blogformat import catalog, manifest
 from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, FileHeader, Lost,
                                 Summary, WriterProp, header_payload, metadata_frames)
-from blogformat.fileset import fsync_dir, is_locked, members, parse
+from blogformat.fileset import fsync_dir, is_locked, members, parse, remove
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
@@ -66,34 +66,26 @@ def recover(directory: str) -> list[str]:
     names = set(os.listdir(directory))
     for n in names:
         if n.endswith(".blog.gz.tmp") and ".compacted." in n:
-            _unlink(os.path.join(directory, n), removed)       # never finished
+            remove(os.path.join(directory, n), removed)       # never finished
         elif n.startswith(catalog.NAME + ".") and n.endswith(".tmp"):
-            _unlink(os.path.join(directory, n), removed)       # under the lock: stale
+            remove(os.path.join(directory, n), removed)       # under the lock: stale
     if c is None:
         return removed
     changed = False
     for name, e in list(c["compacted"].items()):
         if e["state"] == "writing":       # not durable yet: the originals stand
-            _unlink(os.path.join(directory, name), removed)
+            remove(os.path.join(directory, name), removed)
             del c["compacted"][name]
             changed = True
         else:                             # durable: the originals go, if any are left
             for orig in e["replaces"]:
                 if orig in names and parse(orig) is not None:
-                    _unlink(os.path.join(directory, orig), removed)
+                    remove(os.path.join(directory, orig), removed)
     if changed:
         catalog.write(directory, c)
     if removed:
         fsync_dir(directory)
     return removed
-
-
-def _unlink(path: str, removed: list[str]) -> None:
-    try:
-        os.unlink(path)
-        removed.append(path)
-    except FileNotFoundError:
-        pass
 
 
 def candidates(directory: str, older_than_ns: int, now_ns: int) -> list[str]:

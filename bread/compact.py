@@ -224,20 +224,29 @@ class Compactor:
                path: str) -> None:
         u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(fr.payload) + 1)
         u.feed(fr.payload)
-        try:
+        try:     # the file is untrusted: anything but the format is damage of the frame
             head = u.unpack()
+            if type(head) is not list or len(head) < 3:
+                raise ValueError("batch header is not an array of 3 or more")
             wid, clock, count = head[0], head[1], head[2]
+            if type(wid) is not int or type(clock) is not int or type(count) is not int:
+                raise ValueError("batch header fields are not integers")
             new_wid = self._writer(writers.get(wid), wid, desc)
             cv, freq, ns0 = sync
             for _ in range(count):
                 n = u.read_array_header()
                 sid = u.unpack()
-                clock += u.unpack()
+                delta = u.unpack()
+                if n < 3 or type(sid) is not int or type(delta) is not int:
+                    raise ValueError("an event is not [source id, clock delta, args...]")
+                clock += delta
                 start = u.tell()
                 for _ in range(n - 2):
                     u.skip()
                 raw = fr.payload[start:u.tell()]
                 ns = ns0 + (clock - cv) * _SEC // freq
+                if not -(1 << 63) <= ns < 1 << 63:
+                    raise ValueError("a time beyond 64 bits of nanoseconds")
                 self._seq += 1
                 self.runs.add((ns, new_wid, self._seq, self._source(sources.get(sid), sid),
                                n, raw))

@@ -911,8 +911,10 @@ tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     const unsigned char *p = view.buf, *end = p + view.len;
     PyObject *counts = args[2];
-    long last_id = -1;
-    Py_ssize_t run = 0;
+    /* Most ids are small: counted in an array, added to the dict once at the end. */
+    enum { SMALL = 1024 };
+    Py_ssize_t small[SMALL];
+    memset(small, 0, sizeof(small));
     int ok = 1;
     for (Py_ssize_t i = 0; i < count && ok; i++) {
         /* [source_id, delta, args(, texts)]: source ids are positive fixints or uint8..32 */
@@ -932,15 +934,14 @@ tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             q = skip_value(q, end, 0);
         if (q == NULL) { ok = 0; break; }
         p = q;
-        if (id != last_id) {
-            if (run && add_count(counts, last_id, run) < 0) { ok = -1; break; }
-            last_id = id;
-            run = 0;
-        }
-        run++;
+        if (id < SMALL)
+            small[id]++;
+        else if (add_count(counts, id, 1) < 0)
+            ok = -1;
     }
-    if (ok == 1 && run && add_count(counts, last_id, run) < 0)
-        ok = -1;
+    for (long id = 0; ok == 1 && id < SMALL; id++)
+        if (small[id] && add_count(counts, id, small[id]) < 0)
+            ok = -1;
     PyBuffer_Release(&view);
     if (ok == -1)
         return NULL;

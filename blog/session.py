@@ -25,6 +25,7 @@ from blogformat.severity import Severity, to_severity
 from .backpressure import BLOCK, Backpressure, Drainer
 from .channel import Taken
 from .logger import Logger
+from .source import MAX_FORMAT
 from .output import Output, events_frame
 from .stats import SessionStats
 from .writer import SessionWriter
@@ -34,7 +35,8 @@ try:
 except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
     __version__ = "0+unknown"
 
-#: Metadata strings are cut at this many characters, so that an entry always fits in a frame.
+#: Metadata strings are cut at this many characters, so that an entry always fits in a frame
+#: (a format string is never cut: check_template refuses one longer than MAX_FORMAT).
 MAX_METADATA_TEXT = 1 << 16
 
 
@@ -168,7 +170,7 @@ class Session:
             if key is not None and key in self._sites:
                 return self._sites[key]
             src = EventSource(len(self._sources) + 1, severity, _cap(category), _cap(function),
-                              _cap(file), line, _cap(format), _cap(arg_tags),
+                              _cap(file), line, _cap(format, MAX_FORMAT), _cap(arg_tags),
                               tuple(field_names), positional, template,
                               tuple(_cap(n) for n in arg_names))
             self._sources.append(src)

@@ -22,8 +22,16 @@ def describe(code: CodeType | None, lineno: int) -> str:
     return f"{code.co_filename}:{lineno} ({code.co_qualname})"
 
 
+#: The longest format string a call site may have, in characters: kept whole up to this,
+#: refused beyond it (a metadata entry always fits in a frame).
+MAX_FORMAT = 1 << 20
+
+
 def check_template(fmt: str, positional: int, fields: tuple[str, ...], where: str) -> Template:
     """Parse ``fmt`` and check it against the call's arguments; raise CallSiteError naming ``where``."""
+    if len(fmt) > MAX_FORMAT:
+        raise CallSiteError(f"{where}: a format string of {len(fmt):,} characters is longer "
+                            f"than the limit of {MAX_FORMAT:,}")
     try:
         tpl = parse(fmt)
     except FormatError as exc:

@@ -98,15 +98,19 @@ def render_safe(value: Any, conversion: str | None, spec: str) -> str:
     """``render_one`` for untrusted input: bounded output, errors rendered as text."""
     if spec and any(len(n) > 5 or int(n) > MAX_WIDTH for n in _NUMBERS.findall(spec)):
         return f"{{!bad spec {spec[:20]!r}}}"
-    if (isinstance(value, Decimal) and value.is_finite() and abs(value.adjusted()) > MAX_WIDTH
-            and conversion is None and spec[-1:] in ("f", "F", "%", "n", "")):
-        # Fixed-point notation of 1E+999999999 would be a billion digits.
-        return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
-            if spec else str(value)
-    try:
+    try:   # type(), never isinstance(): a value's own __class__ may raise
+        if (issubclass(type(value), Decimal) and value.is_finite()
+                and abs(value.adjusted()) > MAX_WIDTH
+                and conversion is None and spec[-1:] in ("f", "F", "%", "n", "")):
+            # Fixed-point notation of 1E+999999999 would be a billion digits.
+            return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
+                if spec else str(value)
         return render_one(value, conversion, spec)
     except Exception as exc:
-        return f"{{!{type(exc).__name__}: {exc}}}"
+        try:
+            return f"{{!{type(exc).__name__}: {exc}}}"
+        except Exception:
+            return f"{{!{type(exc).__name__}}}"
 
 
 def render(tpl: Template, args: Sequence[Any], fields: Mapping[str, Any],

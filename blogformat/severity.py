@@ -35,7 +35,7 @@ NO_LOGS = 0x7FFF
 
 
 def to_severity(value: "Severity | int | str") -> int:
-    """Accept a Severity, its int value or its name ("info", "WARN", ...)."""
+    """Accept a Severity, its int value (0 to NO_LOGS) or its name ("info", "WARN", ...)."""
     if isinstance(value, str):
         key = value.strip().upper()
         for sev in Severity:
@@ -49,4 +49,7 @@ def to_severity(value: "Severity | int | str") -> int:
                          + ", ".join(s.name.lower() for s in Severity))
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"severity must be a Severity, int or name, not {type(value).__name__}")
+    if not 0 <= value <= NO_LOGS:
+        raise ValueError(f"severity {value} out of range: an int severity is 0 to {NO_LOGS} "
+                         "(the C++ binlog's are 16 bits)")
     return value

@@ -750,3 +750,72 @@ def test_the_c_reader_is_built_unless_asked_not_to():
     else:
         assert bread.accel.speedups is not None, "bread/_speedups.c was not built"
         assert bread.accel.merge is not None, "bread/_merge.c was not built"
+
+
+def test_a_severity_out_of_range_is_refused_at_the_call_and_never_poisons_the_session():
+    # Proves: an int severity beyond 0..NO_LOGS raises ValueError where it is given (a
+    # call, a decoration, a minimum), and the session goes on writing every later event.
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    log = s.get_logger()
+    for bad in (2**70, 2**63, 2**31, 0x8000, -1):
+        with pytest.raises(ValueError, match="out of range"):
+            log.log(bad, "x {}", 1)
+        with pytest.raises(ValueError, match="out of range"):
+            blog.event("y {}", severity=bad, session=s)
+        with pytest.raises(ValueError, match="out of range"):
+            s.set_min_severity(bad)
+    log.log(0x7FFF, "top {}", 1)
+    log.info("after {}", 2)
+    s.consume(out)
+    got = [(int(e.severity), e.message) for e in bread.read(io.BytesIO(out.getvalue()))]
+    assert got == [(0x7FFF, "top 1"), (0x80, "after 2")]
+
+
+def test_a_value_whose_attributes_or_class_raise_never_makes_a_log_call_raise():
+    # Proves: capture never trusts a value's __getattribute__ or __class__: the call
+    # returns, and the event is written with the value rendered or marked.
+    class NoAttributes:
+        def __getattribute__(self, name):
+            raise RuntimeError("no attributes")
+
+    class NoClass:
+        @property
+        def __class__(self):
+            raise RuntimeError("no class")
+
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    log = s.get_logger()
+    for v in (NoAttributes(), NoClass()):
+        log.info("v {}", v)
+        log.info("v {!r:>5}", v)
+        log.info("l {}", [v, 1])
+        log.info("f {x}", x=v)
+        log.info("d {}", {"k": v})
+    s.consume(out)
+    evs = list(bread.read(io.BytesIO(out.getvalue())))
+    assert len(evs) == 10
+    assert all(e.message.split()[0] in "vlfd" and "object at" in e.message for e in evs)
+
+
+def test_a_long_literal_format_is_kept_whole_and_one_beyond_the_limit_is_refused():
+    # Proves: a format is never cut (a cut once made placeholders past 64 KiB vanish): one
+    # of 100 KiB renders whole; one beyond MAX_FORMAT raises at its call site.
+    from blog.source import MAX_FORMAT
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    ns = {"log": s.get_logger()}
+    exec(compile(f"def long():\n    log.info({'x' * 100_000 + ' end {}'!r}, 7)\n",
+                 "long.py", "exec"), ns)
+    ns["long"]()
+    exec(compile(f"def huge():\n    log.info({'y' * MAX_FORMAT + ' {}'!r}, 8)\n",
+                 "huge.py", "exec"), ns)
+    with pytest.raises(blog.CallSiteError, match="longer than the limit"):
+        ns["huge"]()
+    with pytest.raises(blog.CallSiteError, match="longer than the limit"):
+        @blog.event("z" * (MAX_FORMAT + 1), session=s)
+        def z() -> None: ...
+    s.consume(out)
+    (ev,) = bread.read(io.BytesIO(out.getvalue()))
+    assert ev.message == "x" * 100_000 + " end 7"

@@ -15,6 +15,8 @@ from .entries import (DECODE_ERRORS, ClockSync, Dropped, Entry, FileHeader, Lost
                       Summary, WriterProp, undecodable)
 from .frames import Damage, Frame
 
+_MAX_TIME = _dt.datetime.max.replace(tzinfo=_dt.timezone.utc)
+_MIN_TIME = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
 _UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
@@ -96,8 +98,13 @@ class Event:
 
     @property
     def time(self) -> _dt.datetime:
-        """When the event was logged, in the writer's time zone."""
-        return (_EPOCH + _dt.timedelta(microseconds=self.ns // 1000)).astimezone(self.tz)
+        """When the event was logged, in the writer's time zone. A time beyond what a
+        datetime holds (only a damaged or crafted file has one) is the first or last
+        datetime (UTC): never an exception. ``ns`` keeps the exact value."""
+        try:
+            return (_EPOCH + _dt.timedelta(microseconds=self.ns // 1000)).astimezone(self.tz)
+        except (OverflowError, ValueError):
+            return _MAX_TIME if self.ns > 0 else _MIN_TIME
 
     def _render(self) -> str:
         if self._message is None:

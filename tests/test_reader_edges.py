@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import io
 import tracemalloc
@@ -200,3 +201,32 @@ def test_fields_of_an_event_without_any_are_an_empty_dict_of_its_own():
         a.fields["x"] = 1
         return a.fields, b.fields, a.message
     assert both_paths(check) == ({"x": 1}, {}, "v 1")
+
+
+def test_extreme_clocks_and_clock_syncs_never_raise():
+    # Proves: a file with valid CRCs whose clock, ClockSync or frequency puts an event far
+    # beyond what a datetime holds reads without an exception: ev.time is the first or
+    # last datetime, ev.ns the exact value, and the README's loop runs to the end.
+    import msgpack
+    from blogformat.entries import header_payload, metadata_frames
+    from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
+
+    def make(sync, base):
+        data = frame_bytes(FRAME_HEADER, header_payload({}))
+        data += b"".join(metadata_frames([sync, EventSource(1, 0x80, "c", "f", "p", 1, "m {}",
+                                                            "int"), WriterProp(1, "w")]))
+        return data + frame_bytes(FRAME_EVENTS, BatchHeader(1, base, 1, base, base).encode()
+                                  + msgpack.packb([1, 0, [5]]))
+
+    utc = dt.timezone.utc
+    cases = [(ClockSync(0, 1, 0, 0, "UTC"), 2**62, dt.datetime.max.replace(tzinfo=utc)),
+             (ClockSync(0, 1, 0, 0, "UTC"), -2**62, dt.datetime.min.replace(tzinfo=utc)),
+             (ClockSync(0, 10**9, 2**63 - 1, 0, "UTC"), 2**63, None),
+             (ClockSync(0, 10**9, 0, 0, "UTC"), 2**64 - 1, None)]
+    for sync, base, want in cases:
+        for sort in (False, True):
+            r = bread.read(io.BytesIO(make(sync, base)), sort=sort)
+            (ev,) = list(r)
+            assert ev.message == "m 5" and repr(ev)
+            assert want is None or ev.time == want
+            assert isinstance(ev.ns, int)

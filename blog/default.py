@@ -104,6 +104,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
             raise
         if not same:
             _stop_consumer(s)   # the old output gets what is pending
+    s.was_shut_down = False
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes)
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     s.set_min_severity(min_severity)
@@ -140,6 +141,8 @@ def flush() -> None:
 def shutdown() -> None:
     """Flush and stop the default session's consumer and close its file. Also runs at exit."""
     if _session is not None:
+        if _consumer(_session) is not None:
+            _session.was_shut_down = True
         _stop_consumer(_session)
 
 
@@ -165,10 +168,12 @@ def _stop_consumer(s: Session) -> None:
 
 def _at_exit(s: Session) -> None:
     _stop_consumer(s)
-    left = s.pending()
-    if left:
-        report(f"blog: {left} event(s) were logged but never written: "
-                "call blog.basic_config() to give the session an output")
+    left, dropped = s.pending(), s.unrecorded_drops()
+    if left or dropped:
+        why = ("after blog.shutdown() (the session had no output any more)" if s.was_shut_down
+               else "without an output: call blog.basic_config() to give the session one")
+        report(f"blog: {left + dropped} event(s) were logged but never written ({left} "
+               f"queued, {dropped} dropped when the queue was full), logged {why}")
 
 
 # --- child processes: one file set per process ------------------------------------

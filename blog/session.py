@@ -76,6 +76,7 @@ class Session:
         _SESSIONS.add(self)
         self._tz_offset: int | None = None       # of the last ClockSync written
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
+        self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
         self.start_ns = time.time_ns()
         self.descriptor = {
             "library": "blog", "library_version": __version__,
@@ -362,6 +363,12 @@ class Session:
         """Events queued in the channels and not yet consumed."""
         with self._lock:
             return sum(w.channel.count for w in self._writers)
+
+    def unrecorded_drops(self) -> int:
+        """Events the channels dropped that no output has recorded (a Dropped entry)."""
+        with self._lock:
+            return sum(max(0, w.channel.dropped - self._reported_drops.get(w.id, 0))
+                       for w in self._writers)
 
 
 _SESSIONS: weakref.WeakSet[Session] = weakref.WeakSet()

@@ -819,3 +819,31 @@ def test_a_long_literal_format_is_kept_whole_and_one_beyond_the_limit_is_refused
     s.consume(out)
     (ev,) = bread.read(io.BytesIO(out.getvalue()))
     assert ev.message == "x" * 100_000 + " end 7"
+
+
+@pytest.mark.parametrize("configured", [True, False])
+def test_events_logged_after_shutdown_or_without_an_output_are_all_accounted_for(
+        tmp_path, configured):
+    # Proves: written + reported at exit = logged, for events logged after shutdown() and
+    # for a session never given an output, with the reason each time.
+    import re
+    r = _run(f"""
+        import blog
+        blog.default_session().configure(channel_capacity=1 << 16)
+        if {configured}:
+            blog.basic_config("x.blog", channel_capacity=1 << 16)
+            blog.get_logger().info("before {{}}", 0)
+            blog.shutdown()
+        log = blog.get_logger()
+        for i in range(100_000):
+            log.info("after {{}}", i)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"(\d+) event\(s\) were logged but never written \((\d+) queued, (\d+) "
+                  r"dropped", r.stderr)
+    assert m is not None, r.stderr
+    total, queued, dropped = map(int, m.groups())
+    assert total == queued + dropped == 100_000 and dropped > 0
+    assert ("after blog.shutdown()" in r.stderr) == configured
+    if configured:
+        assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["before 0"]

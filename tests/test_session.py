@@ -847,3 +847,29 @@ def test_events_logged_after_shutdown_or_without_an_output_are_all_accounted_for
     assert ("after blog.shutdown()" in r.stderr) == configured
     if configured:
         assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["before 0"]
+
+
+def test_shutdown_while_threads_log_accounts_for_every_event(tmp_path):
+    # Proves: with shutdown() called while 4 threads log, the events in the file, the
+    # drops the file records and those the exit report counts are the events logged.
+    import re
+    r = _run("""
+        import threading, time, blog
+        blog.basic_config("x.blog", channel_capacity=1 << 16)
+        log = blog.get_logger()
+        def work(k):
+            for i in range(50_000):
+                log.info("t{} {}", k, i)
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in ts: t.start()
+        time.sleep(0.05)
+        blog.shutdown()
+        for t in ts: t.join()
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    rd = bread.read(tmp_path / "x.blog")
+    written = sum(1 for _ in rd)
+    dropped = sum(n.count for n in rd.notices)        # recorded in the file as Dropped
+    m = re.search(r"(\d+) event\(s\) were logged but never written", r.stderr)
+    reported = int(m.group(1)) if m else 0
+    assert written + dropped + reported == 200_000 and 0 < written

@@ -53,14 +53,22 @@ class Output:
         """If the stream wants a new file before ``nbytes`` more bytes, finish this one and switch.
 
         A stream rotates if it has ``rotate_due(nbytes)`` and ``rotate()``
-        (``blog.RotatingFile``). Returns True if it did: the next write starts
-        the new file with a header and all metadata.
+        (``blog.RotatingFile``; ``FileOutputStream`` when its file was deleted
+        or truncated). Returns True if it did: the next write starts the new
+        file with a header and all metadata.
         """
         due = getattr(self.stream, "rotate_due", None)
         if due is None or not self.started or not due(nbytes):
             return False
-        self.finish()
-        self.stream.rotate()
+        if getattr(self.stream, "rotate_finishes", True):
+            self.finish()
+        else:     # the old file is gone or truncated: nothing to close there
+            self.started = False
+            self.tally = Tally()
+        try:
+            self.stream.rotate()
+        except Exception as exc:   # the next write fails and counts the loss
+            self._stats.last_error = f"{type(exc).__name__}: {exc}"
         return True
 
     def finish(self) -> bool:

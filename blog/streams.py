@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from typing import Any, Protocol
 
 
@@ -18,7 +19,17 @@ class FileOutputStream:
 
     A process killed after a consume loses nothing that consume wrote.
     ``fsync=True`` also asks the OS to put it on disk at every flush.
+
+    Before each consume it checks the path still names its file, as the
+    stdlib's ``WatchedFileHandler`` does: if the file was deleted or replaced
+    (a user's ``rm``, a cleanup job) it opens the path again, and if it was
+    truncated under it (``copytruncate``) it goes on in it; either way the
+    session starts a new stream there, header and all metadata first, so that
+    every later event reads.
     """
+
+    #: A switch of this stream is to a file the old one knows nothing of: no Summary.
+    rotate_finishes = False
 
     def __init__(self, path: str | os.PathLike, *, mode: str = "ab", fsync: bool = False) -> None:
         if mode not in ("ab", "wb", "xb"):
@@ -26,9 +37,33 @@ class FileOutputStream:
         self.path = os.fspath(path)
         self.fsync = fsync
         self._file = open(self.path, mode, buffering=0)
+        self._size = os.fstat(self._file.fileno()).st_size   # the file's size after our writes
+        self.reopened = 0                                      # times the path was opened again
 
     def write(self, data: bytes) -> int:
-        return self._file.write(data)
+        n = self._file.write(data)
+        self._size += n or 0
+        return n
+
+    def rotate_due(self, nbytes: int) -> bool:
+        """True if the path no longer names the file we write, or it was truncated."""
+        try:
+            st = os.stat(self.path)
+            mine = os.fstat(self._file.fileno())
+        except OSError:
+            return True
+        if not stat.S_ISREG(mine.st_mode):
+            return False           # a pipe, a terminal, /dev/null: nothing to watch
+        return (st.st_ino, st.st_dev) != (mine.st_ino, mine.st_dev) or mine.st_size < self._size
+
+    def rotate(self) -> None:
+        """Write to what the path names now (made again if it is gone)."""
+        try:
+            self._file.close()
+        finally:
+            self._file = open(self.path, "ab", buffering=0)
+            self._size = os.fstat(self._file.fileno()).st_size
+            self.reopened += 1
 
     def flush(self) -> None:
         if self.fsync:

@@ -33,8 +33,8 @@ event format placeholders (-f):
 date format placeholders (-d):
   %Y year  %y 2-digit year  %m month  %d day  %H hour  %M minute  %S second
   %N nanoseconds  %z UTC offset (+hhmm)  %Z zone name
-exit status: 0 ok, 1 bad option, 2 cannot open an input, 3 damaged input
-(everything readable is printed first).
+exit status: 0 ok, 1 bad option, 2 cannot open an input, 3 damaged input or
+events whose call site is unknown (everything readable is printed first).
 bread export --parquet OUT_DIR FILE...: the events table and a typed table per
 call site, as Parquet files (docs/spark.md).
 bread stats [-o json] FILE...: counts by severity, category, call site and
@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "metadata is missing\n")
     for d in reader.damage:
         sys.stderr.write(f"bread: {escape_controls(str(d))}\n")
-    if reader.damage:
+    if reader.damage or reader.unknown_sources:   # events without their metadata: damage
         return EXIT_DAMAGED
     return EXIT_OK
 

@@ -204,4 +204,4 @@ def main(argv: Sequence[str]) -> int:
         sys.stdout.write(json.dumps(stats, indent=1) + "\n")
     else:
         sys.stdout.write(render(stats, shutil.get_terminal_size().columns))
-    return 3 if stats["damage"] else 0
+    return 3 if stats["damage"] or stats["unknown_sources"] else 0

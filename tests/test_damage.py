@@ -1075,3 +1075,19 @@ def test_concatenated_files_read_as_both_in_order():
     # the same through a list of inputs
     r2 = bread.read([io.BytesIO(a), io.BytesIO(b)])
     assert [e.message for e in r2] == [e.message for e in got]
+
+
+def test_events_with_unknown_sources_make_bread_exit_3(tmp_path):
+    """Proves: the CLI treats events whose call site is unknown (metadata lost, or a file
+    truncated under its writer) as damage: it prints them, says so, and exits 3."""
+    import subprocess
+    import sys
+    path = tmp_path / "u.blog"
+    path.write_bytes(BASE + events_frame(1, 0, [[99, 0, [5, "x"]], [1, 1, [6]]]))
+    p = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", str(path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 3 and "x 6" in p.stdout
+    assert "1 event(s) refer to sources whose metadata is missing" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "bread", "stats", str(path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 3

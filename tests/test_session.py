@@ -873,3 +873,31 @@ def test_shutdown_while_threads_log_accounts_for_every_event(tmp_path):
     m = re.search(r"(\d+) event\(s\) were logged but never written", r.stderr)
     reported = int(m.group(1)) if m else 0
     assert written + dropped + reported == 200_000 and 0 < written
+
+
+def test_a_log_file_deleted_or_truncated_under_the_writer_goes_on_readable(tmp_path):
+    # Proves: after an rm of the file, later events are in a new file at the same path,
+    # starting with a header and all metadata; after a copytruncate, later events follow
+    # a new header in the truncated file: every later event reads, with its call site.
+    p = tmp_path / "x.blog"
+    s = blog.Session()
+    stream = blog.FileOutputStream(p)
+    c = blog.Consumer(s, stream, interval=60).start()
+    log = s.get_logger()
+    log.info("a {}", 1)
+    c.flush()
+    os.unlink(p)                              # a cleanup job
+    log.info("b {}", 2)
+    c.flush()
+    r = bread.read(p)
+    assert [e.message for e in r] == ["b 2"] and r.unknown_sources == 0
+    copy = p.read_bytes()                     # copytruncate: copy, then truncate in place
+    with open(p, "r+b") as f:
+        f.truncate(0)
+    log.info("c {}", 3)
+    c.stop()
+    stream.close()
+    r = bread.read(p)
+    assert [e.message for e in r] == ["c 3"] and r.damage == [] and r.unknown_sources == 0
+    assert [e.message for e in bread.read(io.BytesIO(copy))] == ["b 2"]
+    assert stream.reopened == 2 and s.stats.events_lost == 0

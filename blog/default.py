@@ -109,6 +109,12 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     s.set_min_severity(min_severity)
     consumer.start()
+    mp = sys.modules.get("multiprocessing.process")
+    if mp is not None and mp.parent_process() is not None:
+        # A multiprocessing child configuring its own output: it ends with os._exit
+        # (no atexit), so it is flushed by multiprocessing's exit finalizers.
+        import multiprocessing.util as mpu
+        mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
     if isinstance(output, (str, os.PathLike)):
         _for_children(os.path.abspath(os.fspath(output)), rotating, dict(
             rotation if rotating else {}, min_severity=int(min_severity),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
 import fcntl
 import gzip
@@ -686,3 +687,36 @@ def test_the_configuration_reaches_multiprocessing_children_only(tmp_path):
     pids = {f.pid for f in members(str(tmp_path / "svc"), "app")}
     assert len(pids) <= 1              # the service's own file, if any; none of the tool's
     assert [e.message for e in bread.read(str(tmp_path / "tool.blog"))] == ["tool 1"]
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_multiprocessing_child_that_configures_its_own_file_loses_nothing(tmp_path, method):
+    # Proves: a Process or a Pool worker that calls basic_config itself is flushed when
+    # multiprocessing ends it with os._exit (no atexit): every event it logged is written.
+    (tmp_path / "job.py").write_text(textwrap.dedent("""
+        import os, blog
+        def job(k):
+            blog.basic_config(f"own{os.getpid()}.blog", flush_interval=60)
+            log = blog.get_logger()
+            for i in range(2000):
+                log.info("job {} {}", k, i)
+            return k
+    """))
+    r = _run(f"""
+        import multiprocessing as mp, os, sys
+        sys.path.insert(0, os.getcwd())
+        import job
+        if __name__ == "__main__":
+            ctx = mp.get_context("{method}")
+            p = ctx.Process(target=job.job, args=(0,))
+            p.start(); p.join()
+            with ctx.Pool(2) as pool:
+                assert pool.map(job.job, [1, 2]) == [1, 2]
+                pool.close(); pool.join()
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = collections.Counter()
+    for f in tmp_path.glob("own*.blog"):
+        for e in bread.read(str(f)):
+            got[e.args[0]] += 1
+    assert got == {0: 2000, 1: 2000, 2: 2000}

@@ -27,7 +27,7 @@ import stat
 import threading
 from typing import Any, Callable, Iterator
 
-from .entries import BadEntry, ClockSync, Summary, decode_metadata_frame
+from .entries import BadEntry, ClockSync, decode_metadata_frame
 from .fileset import fsync_dir, members, parse
 from .frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE,
                      MAX_PAYLOAD, check_crc, parse_header)
@@ -195,17 +195,6 @@ def rebuild(directory: str, is_closed: Callable[[str], bool]) -> dict:
             except OSError:   # gone meanwhile
                 continue
     return m
-
-
-def entry(summary: Summary | None, nbytes: int, compressed: bool) -> dict:
-    """The entry of a file closed with ``summary`` (its clocks are ns: blog's clock)."""
-    e: dict = {"state": "compressed" if compressed else "closed", "bytes": nbytes,
-               "events": 0, "first_ns": None, "last_ns": None}
-    if summary is not None:
-        e["events"] = summary.events
-        if summary.events:
-            e["first_ns"], e["last_ns"] = summary.first_clock, summary.last_clock
-    return e
 
 
 def describe(path: str) -> dict:

@@ -28,7 +28,7 @@ from .logger import Logger
 from .source import MAX_FORMAT
 from .output import Output, events_frame
 from .stats import SessionStats
-from .writer import SessionWriter
+from .writer import SessionWriter, ThreadEnd
 
 try:
     __version__ = metadata.version("blog-bread")
@@ -213,6 +213,7 @@ class Session:
             self._pending.append(w.entry())
         self._local.w = w
         self._local.c = w.channel
+        self._local.end = ThreadEnd(w)
         return w
 
     def writer_renamed(self, w: SessionWriter) -> None:
@@ -331,7 +332,7 @@ class Session:
 
     def _retire_writers(self, writers: list[SessionWriter]) -> None:
         """Forget writers whose thread ended and whose channel is empty."""
-        dead = [w for w in writers if not w.thread.is_alive() and not w.channel.nbytes]
+        dead = [w for w in writers if not w.alive() and not w.channel.nbytes]
         if dead:
             with self._lock:
                 self._writers = [w for w in self._writers if w not in dead]
@@ -355,7 +356,7 @@ class Session:
         self.forked_drainer = self.pressure.drainer
         self.pressure = Backpressure(capacity=self.pressure.capacity, policy=self.pressure.policy)
         self._output = Output(self.stats, self.name)
-        for name in ("w", "c"):
+        for name in ("w", "c", "end"):
             self._local.__dict__.pop(name, None)
         self.descriptor = dict(self.descriptor, pid=os.getpid())
 

@@ -27,7 +27,7 @@ class SessionWriter:
     """
 
     __slots__ = ("id", "_name", "stream_name", "channel", "session", "pressure", "thread",
-                 "ident", "native_id", "pid", "__weakref__")
+                 "ident", "native_id", "pid", "ended", "__weakref__")
 
     def __init__(self, session: Session, writer_id: int, pressure: Backpressure) -> None:
         thread = threading.current_thread()
@@ -41,6 +41,11 @@ class SessionWriter:
         self.ident = thread.ident or 0
         self.native_id = getattr(thread, "native_id", None) or 0
         self.pid = os.getpid()
+        self.ended = False   # set when the thread's locals are freed: it has ended
+
+    def alive(self) -> bool:
+        """True while the writer's thread runs (any thread: ``threading``'s or ``_thread``'s)."""
+        return not self.ended and self.thread.is_alive()
 
     @property
     def name(self) -> str:
@@ -75,3 +80,16 @@ class SessionWriter:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""
         if not self.channel.push_raw(sid, clock, nelems, tail):
             self.pressure.overflow(self.channel, sid, clock, nelems, tail)
+
+
+class ThreadEnd:
+    """Kept in the thread's locals: freed when the thread ends, it marks its writer ended
+    (a thread started with ``_thread`` is a dummy to ``threading``, alive forever)."""
+
+    __slots__ = ("writer",)
+
+    def __init__(self, writer: SessionWriter) -> None:
+        self.writer = writer
+
+    def __del__(self) -> None:
+        self.writer.ended = True

@@ -901,3 +901,49 @@ def test_a_log_file_deleted_or_truncated_under_the_writer_goes_on_readable(tmp_p
     assert [e.message for e in r] == ["c 3"] and r.damage == [] and r.unknown_sources == 0
     assert [e.message for e in bread.read(io.BytesIO(copy))] == ["b 2"]
     assert stream.reopened == 2 and s.stats.events_lost == 0
+
+
+def test_short_lived_threads_leave_no_bookkeeping_behind():
+    # Proves: a server that runs a thread per request keeps bounded memory: the writer of
+    # an ended thread is retired once its events are written, for threads started by
+    # threading and by _thread (to threading a dummy that never ends), and no event is lost.
+    import _thread
+    import gc
+    import tracemalloc
+    class Sink:                         # keeps nothing: only blog's own memory is measured
+        def write(self, data):
+            return len(data)
+
+    s = blog.Session()
+    out = Sink()
+    log = s.get_logger()
+    done = threading.Event()
+
+    def raw(i):
+        log.info("raw {}", i)
+        done.set()
+
+    def run(n, start):
+        for i in range(start, start + n):
+            t = threading.Thread(target=log.info, args=("req {}", i))
+            t.start()
+            t.join()
+            done.clear()
+            _thread.start_new_thread(raw, (i,))
+            done.wait(5)
+        import time as _time
+        _time.sleep(0.1)       # the last _thread thread finishes ending
+        s.consume(out)
+        s.consume(out)          # retired once consumed
+        gc.collect()
+
+    run(200, 0)
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    run(2000, 200)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(d.size_diff for d in after.compare_to(before, "filename")
+                if "blog" in d.traceback[0].filename)
+    assert grown < 2000 * 40, grown        # was ~4.5 KB per _thread thread
+    assert s.stats.events_written == 2 * 2200

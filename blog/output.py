@@ -58,9 +58,11 @@ class Output:
         file with a header and all metadata.
         """
         due = getattr(self.stream, "rotate_due", None)
-        if due is None or not self.started or not due(nbytes):
+        if due is None or not due(nbytes):
             return False
-        if getattr(self.stream, "rotate_finishes", True):
+        if not self.started:
+            pass    # nothing written since the last switch or failure: nothing to close
+        elif getattr(self.stream, "rotate_finishes", True):
             self.finish()
         else:     # the old file is gone or truncated: nothing to close there
             self.started = False

@@ -947,3 +947,32 @@ def test_short_lived_threads_leave_no_bookkeeping_behind():
                 if "blog" in d.traceback[0].filename)
     assert grown < 2000 * 40, grown        # was ~4.5 KB per _thread thread
     assert s.stats.events_written == 2 * 2200
+
+
+def test_a_log_directory_removed_and_made_again_resumes_writing(tmp_path, capsys):
+    # Proves: while the file's directory is gone, writes fail and are counted (the
+    # application sees nothing); once it exists again, the writer opens the path again
+    # and the next file records the loss: written + lost = logged.
+    import shutil
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = blog.Session()
+    stream = blog.FileOutputStream(d / "x.blog")
+    c = blog.Consumer(s, stream, interval=60).start()
+    log = s.get_logger()
+    log.info("a {}", 1)
+    c.flush()
+    shutil.rmtree(d)
+    log.info("b {}", 2)
+    c.flush()                                  # cannot reopen: counted as lost
+    log.info("b {}", 3)
+    c.flush()
+    d.mkdir()
+    log.info("c {}", 4)
+    c.stop()
+    stream.close()
+    r = bread.read(d / "x.blog")
+    assert [e.message for e in r] == ["c 4"]
+    lost = sum(n.events for n in r.notices)
+    assert lost == s.stats.events_lost == 2 and s.stats.events_written == 2
+    assert "failed" in capsys.readouterr().err

@@ -54,11 +54,14 @@ class Consumer:
         """True if the calling thread may wait for this consumer to make room in its channel.
 
         Not the consumer's own thread, nor a thread inside a consume (a
-        ``flush()``): the consumer would wait for it in turn.
+        ``flush()``) or a registration (a gc callback or finalizer logging while
+        the thread registers a call site): the consumer would wait for it in turn.
+        Such a push drops the event and counts it.
         """
         return (self.running and self.thread.is_alive()
                 and threading.current_thread() is not self.thread
-                and not self.session.consuming_here())
+                and not self.session.consuming_here()
+                and not self.session.registering_here())
 
     def flush(self) -> None:
         """Consume now, in the calling thread: when it returns, everything logged before is written."""

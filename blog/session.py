@@ -130,6 +130,12 @@ class Session:
         """True if the calling thread is inside ``consume()`` (a drainer must not wait for itself)."""
         return self._consuming == threading.get_ident()
 
+    def registering_here(self) -> bool:
+        """True if the calling thread holds the session's lock: it is registering a source or
+        writer, and logged again from inside (a gc callback, a finalizer). A drainer needs
+        that lock, so such a thread must not wait for one."""
+        return self._lock._is_owned()   # type: ignore[attr-defined]  # RLock's own check
+
     # --- severity and loggers ----------------------------------------------
 
     @property

@@ -9,5 +9,6 @@ each pointed to by a section of ``docs/format.md``:
   encode and a decode per kind (sections 3 to 5);
 - ``values``: argument values and the msgpack options of the format (section 7);
 - ``placeholders``: format strings, parsed and rendered safely (section 8);
-- ``severity``: the severity values (section 4.1).
+- ``severity``: the severity values (section 4.1);
+- ``guard``: which exceptions a guard around a value's methods may catch.
 """

@@ -14,6 +14,8 @@ from decimal import Decimal
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from blogformat.guard import owned_by_value
+
 #: Largest width or precision rendered; a bigger one in a file is treated as damage.
 MAX_WIDTH = 10_000
 _NUMBERS = re.compile(r"\d+")
@@ -107,9 +109,13 @@ def render_safe(value: Any, conversion: str | None, spec: str) -> str:
                 if spec else str(value)
         return render_one(value, conversion, spec)
     except Exception as exc:
+        if not owned_by_value(exc):
+            raise
         try:
             return f"{{!{type(exc).__name__}: {exc}}}"
-        except Exception:
+        except Exception as inner:
+            if not owned_by_value(inner):
+                raise
             return f"{{!{type(exc).__name__}}}"
 
 

@@ -24,6 +24,8 @@ from typing import Any
 
 import msgpack
 
+from blogformat.guard import owned_by_value
+
 EXT_TUPLE = 1
 EXT_BIGINT = 2
 EXT_SET = 3
@@ -108,6 +110,8 @@ def safe_str(value: Any) -> str:
     try:
         return str(value)
     except Exception as exc:  # a broken __str__ must not break the log call
+        if not owned_by_value(exc):
+            raise
         return f"<unprintable {type_name(type(value))}: {type(exc).__name__}>"
 
 
@@ -212,7 +216,9 @@ def encode(value: Any) -> bytes:
     """Encode one value; a value that cannot be encoded is captured as its text."""
     try:
         return packb(value)
-    except Exception:  # a broken value (a dataclass with an unset field...) never raises here
+    except Exception as exc:  # a broken value (a dataclass with an unset field...) never raises here
+        if not owned_by_value(exc):
+            raise
         # Self-referencing containers and similar: keep what the user would have seen.
         return packb(msgpack.ExtType(EXT_OPAQUE, packb([type_name(type(value)), safe_str(value)])))
 

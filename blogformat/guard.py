@@ -1,0 +1,48 @@
+"""Which exceptions a guard around a value's own methods may catch.
+
+A log call renders and encodes application values by calling their methods
+(``__str__``, ``__format__``, a dataclass's fields...). What those methods
+raise is caught and logged as a marker: a broken value must not break the
+call. An exception raised by a Python signal handler while that code runs
+(``SIGALRM`` raising ``TimeoutError`` is the common timeout pattern) is the
+application's, not the value's: it must reach the application.
+``KeyboardInterrupt`` and ``SystemExit`` are never caught (guards catch
+``Exception`` only).
+"""
+
+from __future__ import annotations
+
+import signal
+
+
+def _handler_codes() -> set:
+    codes = set()
+    for signum in signal.valid_signals():
+        try:
+            handler = signal.getsignal(signum)
+        except (OSError, ValueError):
+            continue
+        func = getattr(handler, "__func__", None) or getattr(handler, "func", None) or handler
+        code = getattr(func, "__code__", None)
+        if code is not None:
+            codes.add(code)
+    return codes
+
+
+def owned_by_value(exc: BaseException) -> bool:
+    """True if ``exc`` came from the value's code, False if a signal handler raised it.
+
+    Called only on the error path: it looks for a frame of an installed Python
+    signal handler in the exception's traceback.
+    """
+    tb = exc.__traceback__
+    if tb is None:
+        return True
+    codes = _handler_codes()
+    if not codes:
+        return True
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            return False
+        tb = tb.tb_next
+    return True

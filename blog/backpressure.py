@@ -13,8 +13,9 @@ channel's limits or counts its drops.
 
 from __future__ import annotations
 
+import threading
 import time
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from blogformat.entries import MAX_EVENT_PREFIX
 from blogformat.frames import MAX_PAYLOAD
@@ -57,6 +58,27 @@ def check_capacity(capacity: int) -> int:
     return capacity
 
 
+class Handover:
+    """Stands in for the drainer while a session moves from one to the next.
+
+    Between the old consumer's detach and the new one's attach, a thread whose
+    channel is full waits (policy "block") instead of dropping. The thread doing
+    the move, and any thread for which ``busy()`` is true (it holds what the move
+    needs), never waits.
+    """
+
+    def __init__(self, busy: Callable[[], bool]) -> None:
+        self._mover = threading.get_ident()
+        self._busy = busy
+
+    def wake(self) -> None:
+        """Nothing to wake: the next drainer consumes as soon as it starts."""
+
+    def can_wait(self) -> bool:
+        """True for any thread but the mover's, unless it is busy."""
+        return threading.get_ident() != self._mover and not self._busy()
+
+
 class Backpressure:
     """A session's channel limits, overflow policy and drainer."""
 
@@ -65,6 +87,7 @@ class Backpressure:
         self.policy = check_overflow(policy)
         self.wake_bytes = capacity       # a channel holding this much wakes the drainer
         self._drainer: Drainer | None = None
+        self._handover: Handover | None = None
 
     @property
     def drainer(self) -> Drainer | None:
@@ -72,16 +95,27 @@ class Backpressure:
         return self._drainer
 
     def attach(self, drainer: Drainer, wake_bytes: int) -> None:
-        """Let ``drainer`` be woken when a channel holds ``wake_bytes``."""
-        if self._drainer is not None and self._drainer is not drainer:
+        """Let ``drainer`` be woken when a channel holds ``wake_bytes`` (it replaces a handover)."""
+        d = self._drainer
+        if d is not None and d is not drainer and d is not self._handover:
             raise RuntimeError("the session already has a running consumer")
         self._drainer = drainer
         self.wake_bytes = wake_bytes
 
     def detach(self, drainer: Drainer) -> None:
-        """Forget ``drainer`` (if it is the one attached)."""
+        """Forget ``drainer`` (if it is the one attached); a handover, if begun, stands in."""
         if self._drainer is drainer:
+            self._drainer = self._handover
+
+    def begin_handover(self, handover: Handover) -> None:
+        """From the current drainer's detach to the next one's attach, ``handover`` stands in."""
+        self._handover = handover
+
+    def end_handover(self) -> None:
+        """The move is over (done or failed): the handover no longer stands in."""
+        if self._drainer is self._handover:
             self._drainer = None
+        self._handover = None
 
     def configure(self, *, capacity: int | None = None, policy: str | None = None) -> None:
         """Change the capacity of channels or the policy (checked first, applied together)."""

@@ -33,6 +33,7 @@ class Consumer:
         # signal handler or a finalizer that logs while the thread is inside a put.
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._stop = False
+        self._stopping = False
         self.running = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -41,8 +42,12 @@ class Consumer:
 
         Raises RuntimeError if the session already has another consumer.
         """
-        self.session.attach(self, wake_bytes=self.flush_bytes)
-        self.running = True
+        self.running = True          # before attach: a full channel waits from the start
+        try:
+            self.session.attach(self, wake_bytes=self.flush_bytes)
+        except BaseException:
+            self.running = False
+            raise
         self.thread.start()
         return self
 
@@ -58,10 +63,12 @@ class Consumer:
         the thread registers a call site): the consumer would wait for it in turn.
         Such a push drops the event and counts it.
         """
-        return (self.running and self.thread.is_alive()
-                and threading.current_thread() is not self.thread
-                and not self.session.consuming_here()
-                and not self.session.registering_here())
+        if (threading.current_thread() is self.thread or self.session.consuming_here()
+                or self.session.registering_here()):
+            return False
+        if self._stopping:
+            return True     # stop() consumes what is pending before it detaches
+        return self.running and (self.thread.ident is None or self.thread.is_alive())
 
     def flush(self) -> None:
         """Consume now, in the calling thread: when it returns, everything logged before is written."""
@@ -70,6 +77,13 @@ class Consumer:
     def stop(self) -> None:
         """Stop the thread after a last consume, detach from the session and close the
         stream's file cleanly (its Summary entry)."""
+        self._stopping = True
+        try:
+            self._stop_and_detach()
+        finally:
+            self._stopping = False
+
+    def _stop_and_detach(self) -> None:
         if self.running:
             self._stop = True
             self._wake.put(None)

@@ -83,6 +83,30 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         raise ValueError(f"mode={mode!r} applies to one file; a rotated set always starts "
                          "new files")
     min_severity = to_severity(min_severity)
+    with s.handover():   # threads whose channel fills meanwhile wait for the new consumer
+        _move(s, output, mode, fsync, rotating, rotation, flush_interval, flush_bytes,
+              channel_capacity, overflow, min_severity)
+    mp = sys.modules.get("multiprocessing.process")
+    if mp is not None and mp.parent_process() is not None:
+        # A multiprocessing child configuring its own output: it ends with os._exit
+        # (no atexit), so it is flushed by multiprocessing's exit finalizers.
+        import multiprocessing.util as mpu
+        mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
+    if isinstance(output, (str, os.PathLike)):
+        _for_children(os.path.abspath(os.fspath(output)), rotating, dict(
+            rotation if rotating else {}, min_severity=int(min_severity),
+            flush_interval=flush_interval, flush_bytes=flush_bytes,
+            channel_capacity=channel_capacity, overflow=overflow, fsync=fsync))
+    else:
+        os.environ.pop(CONFIG_ENV, None)
+    return s
+
+
+def _move(s: Session, output: Any, mode: str, fsync: bool, rotating: bool, rotation: dict,
+          flush_interval: float, flush_bytes: int, channel_capacity: int, overflow: str,
+          min_severity: int) -> None:
+    """Stop the session's consumer (what is pending goes to the old output) and start one
+    writing to ``output``."""
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
         stream: Any = RotatingFile(output, fsync=fsync, **rotation)
@@ -109,20 +133,6 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     s.set_min_severity(min_severity)
     consumer.start()
-    mp = sys.modules.get("multiprocessing.process")
-    if mp is not None and mp.parent_process() is not None:
-        # A multiprocessing child configuring its own output: it ends with os._exit
-        # (no atexit), so it is flushed by multiprocessing's exit finalizers.
-        import multiprocessing.util as mpu
-        mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
-    if isinstance(output, (str, os.PathLike)):
-        _for_children(os.path.abspath(os.fspath(output)), rotating, dict(
-            rotation if rotating else {}, min_severity=int(min_severity),
-            flush_interval=flush_interval, flush_bytes=flush_bytes,
-            channel_capacity=channel_capacity, overflow=overflow, fsync=fsync))
-    else:
-        os.environ.pop(CONFIG_ENV, None)
-    return s
 
 
 def _same_file(a: str, b: str | os.PathLike) -> bool:

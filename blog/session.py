@@ -12,17 +12,18 @@ import itertools
 import os
 import socket
 import sys
+import contextlib
 import threading
 import time
 import weakref
 from importlib import metadata
-from typing import Any
+from typing import Any, Iterator
 
 from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, Metadata, WriterProp,
                                 metadata_frames)
 from blogformat.severity import Severity, to_severity
 
-from .backpressure import BLOCK, Backpressure, Drainer
+from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
 from .logger import Logger
 from .source import MAX_FORMAT
@@ -123,8 +124,21 @@ class Session:
 
     @property
     def drainer(self) -> Drainer | None:
-        """The attached drainer (a Consumer), or None."""
+        """The attached drainer (a Consumer, or a Handover during a move), or None."""
         return self.pressure.drainer
+
+    @contextlib.contextmanager
+    def handover(self) -> Iterator[None]:
+        """Move the session from one drainer to the next: inside the block, threads whose
+        channel is full wait for the next drainer (policy "block") instead of dropping."""
+        with self._lock:
+            self.pressure.begin_handover(Handover(
+                lambda: self.registering_here() or self.consuming_here()))
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.pressure.end_handover()
 
     def consuming_here(self) -> bool:
         """True if the calling thread is inside ``consume()`` (a drainer must not wait for itself)."""

@@ -10,6 +10,7 @@ import sys
 import threading
 from typing import Any
 
+from blogformat.fileset import pid_path
 from blogformat.severity import Severity, to_severity
 
 from .backpressure import BLOCK, check_capacity, check_overflow
@@ -113,7 +114,10 @@ def _move(s: Session, output: Any, mode: str, fsync: bool, rotating: bool, rotat
         _stop_consumer(s)
     else:
         same = (old is not None and isinstance(old.stream, FileOutputStream)
-                and isinstance(output, (str, os.PathLike)) and _same_file(old.stream.path, output))
+                and isinstance(output, (str, os.PathLike))
+                and any(_same_file(a, b) for a, b in (
+                    (old.stream.path, output), (old.stream.requested, output),
+                    (old.stream.path, pid_path(os.fspath(output), os.getpid())))))
         if same:
             _stop_consumer(s)   # the file gets what is pending before it is reopened
         try:
@@ -199,12 +203,6 @@ def _at_exit(s: Session) -> None:
 CONFIG_ENV = "BLOG_CONFIG"
 
 
-def child_path(path: str, pid: int) -> str:
-    """A forked child's file beside ``path`` (``app.blog`` -> ``app.pid<N>.blog``)."""
-    root, ext = os.path.splitext(path)
-    return f"{root}.pid{pid}{ext or '.blog'}"
-
-
 def _for_children(path: str, rotating: bool, options: dict) -> None:
     """Record the configuration for children started by spawn or forkserver."""
     def plain(v: Any) -> Any:
@@ -258,7 +256,7 @@ def _configure_from_env(s: Session) -> None:
         cfg = json.loads(raw)
         if cfg["pid"] == os.getpid():
             return
-        path = cfg["output"] if cfg["rotating"] else child_path(cfg["output"], os.getpid())
+        path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
         options = dict(cfg["options"])
     except (ValueError, KeyError, TypeError):
         return
@@ -288,7 +286,7 @@ def _after_fork_in_child() -> None:
         if isinstance(st, RotatingFile):
             stream: Any = st.for_child()
         elif isinstance(st, FileOutputStream):
-            stream = FileOutputStream(child_path(st.path, os.getpid()), fsync=st.fsync)
+            stream = FileOutputStream(pid_path(st.path, os.getpid()), fsync=st.fsync)
         else:
             return   # the application's own stream: the child gives itself an output
     except Exception as exc:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import stat
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
+
+from blogformat.fileset import pid_path
+
+from .report import report
 
 
 class OutputStream(Protocol):
@@ -19,6 +24,13 @@ class FileOutputStream:
 
     A process killed after a consume loses nothing that consume wrote.
     ``fsync=True`` also asks the OS to put it on disk at every flush.
+
+    The file is one writer's: the stream holds an exclusive ``flock`` on it
+    (never released while the file is open, inherited by no other open). If
+    another process or session holds ``path``, the stream writes its own file
+    beside it, ``app.pid<N>.blog``, and says so on stderr: two streams never
+    interleave in one file (their events would take each other's call sites).
+    ``path`` keeps what was asked; ``self.path`` is the file written.
 
     Before each consume it checks the path still names its file, as the
     stdlib's ``WatchedFileHandler`` does: if the file was deleted or replaced
@@ -34,9 +46,9 @@ class FileOutputStream:
     def __init__(self, path: str | os.PathLike, *, mode: str = "ab", fsync: bool = False) -> None:
         if mode not in ("ab", "wb", "xb"):
             raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
-        self.path = os.fspath(path)
         self.fsync = fsync
-        self._file = open(self.path, mode, buffering=0)
+        self.requested = os.fspath(path)
+        self._file, self.path = _open_own(self.requested, mode)
         self._size = os.fstat(self._file.fileno()).st_size   # the file's size after our writes
         self.reopened = 0                                      # times the path was opened again
 
@@ -61,7 +73,7 @@ class FileOutputStream:
         try:
             self._file.close()
         finally:
-            self._file = open(self.path, "ab", buffering=0)
+            self._file, self.path = _open_own(self.path, "ab")
             self._size = os.fstat(self._file.fileno()).st_size
             self.reopened += 1
 
@@ -78,6 +90,33 @@ class FileOutputStream:
 
     def __repr__(self) -> str:
         return f"FileOutputStream({self.path!r})"
+
+
+def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, str]:
+    """Open ``path`` for appending and lock it; if another writer holds it, this
+    process's ``pid_path`` instead. Truncated ("wb") only once locked."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_EXCL if mode == "xb" else 0)
+    fd = os.open(path, flags, 0o666)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):   # a pipe or /dev/null is nobody's
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not fallback:
+                    raise OSError(f"{path} is being written by another writer") from None
+                own = pid_path(path, os.getpid())
+                os.close(fd)
+                fd = -1
+                report(f"blog: {path} is being written by another process or session; "
+                       f"this one writes {own}")
+                return _open_own(own, "ab", fallback=False)
+            if mode == "wb":
+                os.ftruncate(fd, 0)
+        return open(fd, "ab", buffering=0), path
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
 
 
 class MemoryOutputStream(io.BytesIO):

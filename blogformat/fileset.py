@@ -60,6 +60,16 @@ def file_name(stem: str, time_ns: int, pid: int) -> str:
     return f"{stem}.{t:%Y-%m-%dT%H-%M-%S}.{ms % 1000:03d}.pid{pid}{SUFFIX}"
 
 
+def pid_path(path: str, pid: int) -> str:
+    """One process's own file beside a plain output: ``app.blog`` -> ``app.pid<N>.blog``.
+
+    Used by a forked child, and by a process that finds ``path`` being written
+    by another (each process writes its own file; streams never interleave).
+    """
+    root, ext = os.path.splitext(path)
+    return f"{root}.pid{pid}{ext or SUFFIX}"
+
+
 def parse(name: str) -> SetFile | None:
     """A file name of a set, or None if it is not one."""
     m = _NAME.match(name)

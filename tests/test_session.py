@@ -452,6 +452,65 @@ def test_logging_from_finalizers_and_gc_callbacks_does_not_deadlock(tmp_path):
     assert r.stdout.strip() == "True"
 
 
+def test_two_processes_given_the_same_path_never_share_a_stream(tmp_path):
+    # Proves: a forked child and an unrelated process that call basic_config with the
+    # parent's file (which interleaved streams: a third of the parent's events read back
+    # with the child's call sites) each write a file of their own beside it, say so on
+    # stderr, and every event of every process reads back with its own call site.
+    r = _run("""
+        import os, subprocess, sys, blog
+        blog.basic_config("x.blog", flush_interval=0.001)
+        log = blog.get_logger()
+        pid = os.fork()
+        if pid == 0:
+            blog.basic_config("x.blog")
+            for i in range(1000):
+                blog.get_logger("child").warning("child says {}", i)
+            blog.shutdown()
+            os._exit(0)
+        other = subprocess.Popen([sys.executable, "-c", "import blog; blog.basic_config('x.blog'); "
+                                  "[blog.get_logger('other').error('other {} {}', i, 0) "
+                                  "for i in range(1000)]"], stderr=subprocess.PIPE, text=True)
+        for i in range(1000):
+            log.info("parent {}", i)
+        os.waitpid(pid, 0)
+        _, err = other.communicate()
+        blog.shutdown()
+        print(pid, other.pid)
+        print(err, file=sys.stderr)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    child, other = map(int, r.stdout.split())
+    parent = [(e.category, e.message) for e in bread.read(tmp_path / "x.blog")]
+    assert parent == [("main", f"parent {i}") for i in range(1000)]
+    rc = bread.read(tmp_path / f"x.pid{child}.blog")
+    assert [(e.category, e.message) for e in rc] == [("child", f"child says {i}")
+                                                    for i in range(1000)]
+    ro = bread.read(tmp_path / f"x.pid{other}.blog")
+    assert [(e.category, e.message) for e in ro] == [("other", f"other {i} 0")
+                                                    for i in range(1000)]
+    assert not rc.damage and not ro.damage
+    assert f"x.blog is being written by another process or session; this one writes " \
+           f"x.pid{other}.blog" in r.stderr
+    assert f"this one writes x.pid{child}.blog" in r.stderr
+
+
+def test_a_second_session_on_the_same_file_in_one_process_gets_its_own(tmp_path):
+    # Proves: the lock is per open file: two FileOutputStreams of one process on one path
+    # never interleave either; mode "wb" truncates only a file the stream has locked.
+    path = tmp_path / "s.blog"
+    a = blog.FileOutputStream(path)
+    a.write(b"held")
+    b = blog.FileOutputStream(path, mode="wb")
+    assert b.path == str(tmp_path / f"s.pid{os.getpid()}.blog") and b.requested == str(path)
+    assert path.read_bytes() == b"held"
+    a.close()
+    b.close()
+    c = blog.FileOutputStream(path, mode="wb")   # free again: truncated and taken
+    assert c.path == str(path) and path.read_bytes() == b""
+    c.close()
+
+
 def test_basic_config_again_moves_the_output_without_loss(tmp_path):
     r = _run("""
         import blog

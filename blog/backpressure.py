@@ -24,8 +24,8 @@ from blogformat.frames import MAX_PAYLOAD
 BLOCK = "block"
 DROP = "drop"
 
-#: The largest channel: what one channel holds goes into one frame.
-MAX_CHANNEL_CAPACITY = MAX_PAYLOAD // 2
+#: The largest channel: what one channel holds goes into one frame (escaped, twice its size).
+MAX_CHANNEL_CAPACITY = MAX_PAYLOAD // 2 - 1024
 MIN_CHANNEL_CAPACITY = 64
 
 #: How long a blocked push sleeps between tries, in seconds.

@@ -27,7 +27,7 @@ import re
 from typing import Any, Iterable
 
 from .manifest import read_json, write_json
-from .frames import FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header
+from .frames import FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header, unescape
 from .values import unpack_plain
 
 NAME = "blog-compaction.json"
@@ -82,6 +82,7 @@ def header_replaces(path: str) -> list[str] | None:
             payload = f.read(fields[2])
             if len(payload) != fields[2] or not check_crc(payload, fields[3]):
                 return None
+            payload = unescape(fields[1], payload)[1]
         descriptor = unpack_plain(payload)[1]
         names = descriptor.get("replaces") if isinstance(descriptor, dict) else None
     except Exception:   # a damaged or crafted file: cannot tell

@@ -14,6 +14,11 @@ header followed by a payload::
 The header CRC lets a reader that resynchronizes after damage reject a false
 frame marker at once, without reading the length it claims.
 
+No payload holds the magic: one that would (a logged ``bytes`` value holding
+a blog file, say) is escaped and flagged ``FLAG_ESCAPED``. So the magic marks
+frame starts only, and a reader resynchronizing after damage can never take
+a frame inside a payload for a real one (section 2.3).
+
 Payloads are msgpack; ``entries`` defines what each kind of frame holds.
 """
 
@@ -32,22 +37,53 @@ FRAME_EVENTS = 3
 #: Largest payload a writer produces and a reader accepts; a larger length is damage.
 MAX_PAYLOAD = 64 * 1024 * 1024
 
+#: flags bit: the payload is escaped (every 9e byte written as 9e 01), so it holds no magic.
+FLAG_ESCAPED = 0x01
+_ESC = b"\x9e"
+_ESCAPED = b"\x9e\x01"
+
 _HEAD = struct.Struct("<4sBBHIII")
 HEADER_SIZE = _HEAD.size  # 20
 _FIELDS = struct.Struct("<BBHII")
 
 
-def frame(kind: int, payload: bytes) -> bytes:
-    """The 20-byte header of a frame of ``kind`` holding ``payload``."""
+def frame(kind: int, payload: bytes, flags: int = 0) -> bytes:
+    """The 20-byte header of a frame of ``kind`` holding ``payload`` (as stored)."""
     if len(payload) > MAX_PAYLOAD:
         raise ValueError(f"frame payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
-    fields = _FIELDS.pack(kind, 0, 0, len(payload), zlib.crc32(payload))
+    fields = _FIELDS.pack(kind, flags, 0, len(payload), zlib.crc32(payload))
     return MAGIC + fields + struct.pack("<I", zlib.crc32(fields))
 
 
 def frame_bytes(kind: int, payload: bytes) -> bytes:
-    """A whole frame: header and payload."""
+    """A whole frame: header and payload, the payload escaped if it holds the magic."""
+    if holds_magic(payload):
+        payload = payload.replace(_ESC, _ESCAPED)
+        return frame(kind, payload, FLAG_ESCAPED) + payload
     return frame(kind, payload) + payload
+
+
+def holds_magic(payload: bytes) -> bool:
+    """True if the magic occurs in ``payload`` (memchr for its first byte, which is rare
+    in what blog writes; a general search where it is not)."""
+    find = payload.find
+    i = find(_ESC)
+    budget = 16 + (len(payload) >> 8)
+    while i >= 0:
+        if payload[i + 1:i + 4] == b"BLG":
+            return True
+        budget -= 1
+        if not budget:
+            return MAGIC in payload
+        i = find(_ESC, i + 1)
+    return False
+
+
+def unescape(flags: int, payload: bytes) -> tuple[int, bytes]:
+    """(the flags left, the payload as written) of a stored payload: undoes FLAG_ESCAPED."""
+    if flags & FLAG_ESCAPED:
+        return flags & ~FLAG_ESCAPED, payload.replace(_ESCAPED, _ESC)
+    return flags, payload
 
 
 def parse_header(head: bytes) -> tuple[int, int, int, int] | None:

@@ -29,8 +29,8 @@ from typing import Any, Callable, Iterator
 
 from .entries import BadEntry, ClockSync, decode_metadata_frame
 from .fileset import fsync_dir, members, parse
-from .frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE,
-                     MAX_PAYLOAD, check_crc, parse_header)
+from .frames import (FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA,
+                     HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header, unescape)
 from .values import unpack_plain, unpacker
 
 NAME = "blog-manifest.json"
@@ -251,15 +251,16 @@ def _frames(f: Any) -> Iterator[tuple[int, bytes]]:
         fields = parse_header(head) if len(head) == HEADER_SIZE else None
         if fields is None or fields[2] > MAX_PAYLOAD:
             raise ValueError("damaged frame")
-        kind, _flags, length, crc = fields
-        if kind == FRAME_EVENTS:
-            payload = f.read(min(length, 64))
+        kind, flags, length, crc = fields
+        if kind == FRAME_EVENTS:   # an escaped head may take twice the bytes
+            payload = f.read(min(length, 128 if flags & FLAG_ESCAPED else 64))
             f.seek(length - len(payload), os.SEEK_CUR)
-            yield kind, payload
+            yield kind, unescape(flags, payload)[1]
             continue
         payload = f.read(length)
         if len(payload) != length or not check_crc(payload, crc):
             raise ValueError("damaged frame")
+        payload = unescape(flags, payload)[1]
         if kind == FRAME_HEADER:
             unpack_plain(payload)
         yield kind, payload

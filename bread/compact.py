@@ -252,7 +252,7 @@ class Compactor:
                                n, raw))
         except (ValueError, TypeError, IndexError, msgpack.OutOfData,
                 msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-            self.damage.append(Damage(fr.offset, len(fr.payload),
+            self.damage.append(Damage(fr.offset, fr.size,
                                       f"undecodable frame: {exc}", path))
 
     def write(self, out: BinaryIO, replaces: list[str]) -> int:

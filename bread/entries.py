@@ -14,8 +14,7 @@ import msgpack
 from blogformat.entries import (BadEntry, ClockSync, Dropped, EventSource, FileHeader, Lost,
                                 RawEvent, Summary, WriterProp, decode_events, decode_header,
                                 decode_metadata_frame, peek_version)
-from blogformat.frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA,
-                               HEADER_SIZE)
+from blogformat.frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA)
 
 from .frames import Damage, Frame
 
@@ -32,7 +31,7 @@ DECODE_ERRORS = (ValueError, TypeError, msgpack.UnpackException, RecursionError)
 
 def undecodable(fr: Frame, exc: BaseException, source: str) -> Damage:
     """The Damage of a frame whose payload did not decode."""
-    return Damage(fr.offset, HEADER_SIZE + len(fr.payload),
+    return Damage(fr.offset, fr.size,
                   f"undecodable frame: {str(exc) or type(exc).__name__}", source)
 
 
@@ -54,12 +53,12 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
             if version is not None and version != FORMAT_VERSION:
                 unsupported = version
         if unsupported is not None:
-            yield Damage(fr.offset, HEADER_SIZE + len(fr.payload),
+            yield Damage(fr.offset, fr.size,
                          f"format version {unsupported} not supported by this reader", source)
             continue
         if fr.flags:
             # A feature this reader does not know (compression, say): not readable here.
-            yield Damage(fr.offset, HEADER_SIZE + len(fr.payload),
+            yield Damage(fr.offset, fr.size,
                          f"frame flags {fr.flags:#x} not supported by this reader", source)
             continue
         try:

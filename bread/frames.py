@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Union
 
-from blogformat.frames import (FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD, check_crc,
-                               parse_header)
+from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
+                               check_crc, parse_header, unescape)
 
 CHUNK = 1 << 16
 #: Bytes of an events payload that hold its batch header (five ints take at most 46).
@@ -15,12 +15,14 @@ BATCH_HEAD = 64
 
 @dataclass(frozen=True)
 class Frame:
-    """A frame whose checksum matched: where it starts, its kind and its payload."""
+    """A frame whose checksum matched: where it starts, its kind and its payload (unescaped,
+    docs/format.md 2.3); ``size`` is the frame's length in the input, header included."""
 
     offset: int
     kind: int
     payload: bytes
     flags: int = 0
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,12 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
 
     Memory stays bounded by the largest frame accepted (``MAX_PAYLOAD``); a
     truncated tail (the writer died mid-write) comes out as a final Damage.
+
+    Time is linear in the input, whatever it holds (docs/format.md section 10):
+    after damage, a frame is taken only if its payload holds no frame marker
+    (writers escape every payload that would), which is checked before its CRC,
+    so no two payload CRCs of a resynchronization cover the same bytes but for
+    frames that begin within one header of each other.
     """
     buf = bytearray()
     base = 0            # input offset of buf[0]
@@ -102,7 +110,13 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
                 bad_at, reason = base + pos, "truncated frame at end of input"
             pos += 1
             continue
-        payload = bytes(buf[pos + HEADER_SIZE:pos + HEADER_SIZE + length])
+        start = pos + HEADER_SIZE
+        if bad_at is not None and buf.find(MAGIC, start, start + length) >= 0:
+            # Resynchronizing: a payload never holds a marker, so this is no frame (a fake
+            # header, or a frame of a file logged as a bytes value). Rejected before its CRC.
+            pos += 1
+            continue
+        payload = bytes(buf[start:start + length])
         if not check_crc(payload, crc):
             if bad_at is None:
                 bad_at, reason = base + pos, "checksum mismatch"
@@ -111,8 +125,10 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
         if bad_at is not None:
             yield Damage(bad_at, base + pos - bad_at, reason, source)
             bad_at = None
-        yield Frame(base + pos, kind, payload, flags)
-        pos += HEADER_SIZE + length
+        if flags & FLAG_ESCAPED:
+            flags, payload = unescape(flags, payload)
+        yield Frame(base + pos, kind, payload, flags, HEADER_SIZE + length)
+        pos = start + length
     end = base + len(buf)
     if bad_at is None and pos < len(buf):
         bad_at, reason = base + pos, "truncated frame at end of input"
@@ -144,15 +160,17 @@ class Skim:
                 self.clean = False
                 return
             kind, flags, length, crc = fields
-            if kind == FRAME_EVENTS:
-                payload = f.read(min(length, BATCH_HEAD))
+            if kind == FRAME_EVENTS:   # an escaped head may take twice the bytes
+                payload = f.read(min(length, 2 * BATCH_HEAD if flags & FLAG_ESCAPED else BATCH_HEAD))
                 f.seek(pos + HEADER_SIZE + length)
             else:
                 payload = f.read(length)
                 if len(payload) != length or not check_crc(payload, crc):
                     self.clean = False
                     return
-            yield Frame(pos - start, kind, payload, flags)
+            if flags & FLAG_ESCAPED:
+                flags, payload = unescape(flags, payload)
+            yield Frame(pos - start, kind, payload, flags, HEADER_SIZE + length)
             pos += HEADER_SIZE + length
 
 
@@ -181,7 +199,7 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = ""
             at = x.offset + first
             if at >= end:
                 return
-            yield Frame(at, x.kind, x.payload, x.flags) if type(x) is Frame \
+            yield Frame(at, x.kind, x.payload, x.flags, x.size) if type(x) is Frame \
                 else Damage(at, x.length, x.reason, x.source)
         return
     f.seek(0)    # damage before start: every frame read and checked from the beginning

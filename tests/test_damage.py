@@ -158,7 +158,7 @@ def frame_table(data: bytes) -> list[tuple[int, int, int]]:
     table = []
     for fr in iter_frames(io.BytesIO(data)):
         assert isinstance(fr, Frame), fr
-        table.append((fr.offset, fr.offset + HS + len(fr.payload), fr.kind))
+        table.append((fr.offset, fr.offset + fr.size, fr.kind))
     assert (table[-1][1] if table else 0) == len(data)
     return table
 
@@ -170,7 +170,7 @@ def assert_tiles(data: bytes, chunked: int | None = None) -> list:
     items = list(iter_frames(f))
     for it in items:
         start = it.offset
-        length = HS + len(it.payload) if isinstance(it, Frame) else it.length
+        length = it.size if isinstance(it, Frame) else it.length
         assert start == pos, (items, pos)
         assert length > 0
         pos += length
@@ -511,6 +511,148 @@ def test_resync_over_false_markers_is_linear(monkeypatch):
     assert elapsed < 3, f"resynchronizing over 1 MiB of false markers took {elapsed:.1f} s"
 
 
+def _valid_fake(at_end: int, claimed: int, crc: int) -> bytes:
+    """A fake header whose header CRC is right, claiming ``claimed`` payload bytes."""
+    return raw_frame(fmt.FRAME_EVENTS, length=claimed, payload_crc=crc)
+
+
+def _read_counting(monkeypatch, data: bytes):
+    counter = _CountingZlib()
+    monkeypatch.setattr(fmt, "zlib", counter)
+    t0 = time.perf_counter()
+    r, got = read_all(data)
+    elapsed = time.perf_counter() - t0
+    monkeypatch.undo()
+    return r, got, counter.nbytes, elapsed
+
+
+def test_resync_over_valid_fake_headers_claiming_to_the_end_is_linear(monkeypatch):
+    """Proves (docs/format.md 10, step 6): fake headers with right header CRCs, each claiming
+    a payload that runs to the end of the file (8 s per MiB when each claim was
+    checksummed), are rejected from the marker of the next one inside the claim, before any
+    CRC: one Damage, a few checksummed bytes per input byte, the good frames around read."""
+    n = (1 << 20) // HS
+    tail = len(GOOD_TAIL)
+    fakes = b"".join(_valid_fake(0, (n - 1 - i) * HS + tail, i) for i in range(n))
+    data = BASE + fakes + GOOD_TAIL
+    r, got, crc_bytes, elapsed = _read_counting(monkeypatch, data)
+    assert [e.message for e in got] == ["x 42"]
+    assert [(d.offset, d.length) for d in r.damage] == [(len(BASE), len(fakes))]
+    assert crc_bytes < 4 * len(data)
+    assert elapsed < 3, f"1 MiB of valid fake headers took {elapsed:.1f} s"
+
+
+def test_resync_over_hundreds_of_huge_claims_is_linear(monkeypatch):
+    """Proves: 300 valid fake headers spread over 16 MiB of bytes without a marker, each
+    claiming what is left of the file (each claim was checksummed: 27 s in 64 MiB), cost
+    one pass: every claim but the last holds the next marker, and the last is checksummed
+    once."""
+    gap = (16 << 20) // 300
+    filler = bytes(range(256)) * (gap // 256 + 1)
+    parts, size = [], len(BASE)
+    for i in range(300):
+        parts.append(None)
+        size += HS + gap
+    size += len(GOOD_TAIL)
+    out, at = [], len(BASE)
+    for i in range(300):
+        claimed = size - at - HS
+        out.append(_valid_fake(0, claimed, i) + filler[:gap])
+        at += HS + gap
+    data = BASE + b"".join(out) + GOOD_TAIL
+    assert len(data) == size
+    r, got, crc_bytes, elapsed = _read_counting(monkeypatch, data)
+    assert [e.message for e in got] == ["x 42"]
+    assert len(r.damage) == 1 and r.damage[0].offset == len(BASE)
+    assert crc_bytes < 3 * len(data)
+    assert elapsed < 8 * 16 * 0.5 + 8, f"16 MiB of huge claims took {elapsed:.1f} s"
+
+
+@FAST
+@given(layout=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40),
+                                 st.sampled_from(["end", "short", "any"])),
+                       min_size=10, max_size=60),
+       data=st.data())
+def test_resync_work_is_linear_for_any_layout_of_valid_fake_headers(layout, data):
+    """Proves (docs/format.md 10): whatever valid fake headers a file holds (packed within
+    a header of each other, claims that overlap, run to the end, or fall short), bread
+    checksums a bounded number of bytes per input byte and never reads a fake as a frame."""
+    junk = data.draw(st.binary(min_size=300, max_size=300))
+    positions, at = [], len(BASE)
+    for gap, _, _ in layout:
+        at += gap
+        positions.append(at)
+        at += HS
+    size = at + len(GOOD_TAIL)
+    body = bytearray(BASE)
+    for (gap, k, mode), p in zip(layout, positions):
+        body += (junk * 2)[:gap].replace(fmt.MAGIC, b"xxxx")
+        left = size - p - HS
+        claimed = {"end": max(left - k, 0), "short": min(k * 7, left), "any": left // (k + 1)}[mode]
+        body += _valid_fake(0, claimed, p)
+    data_ = bytes(body) + GOOD_TAIL
+    assert len(data_) == size
+    counter = _CountingZlib()
+    old = fmt.zlib
+    fmt.zlib = counter
+    try:
+        r, got = read_all(data_)
+    finally:
+        fmt.zlib = old
+    assert [e.message for e in got][-1:] == ["x 42"]
+    assert counter.nbytes <= 3 * len(data_) + 4096
+
+
+def _embedded_blog_file() -> bytes:
+    s = blog.Session(name="inner")
+    log = s.get_logger("inner")
+    for i in range(5):
+        log.info("inner {}", i)
+    out = blog.MemoryOutputStream()
+    s.consume(out)
+    return out.getvalue()
+
+
+def test_a_logged_blog_file_is_a_value_and_never_becomes_events_when_its_frame_is_damaged():
+    """Proves (docs/format.md 2.3): a bytes value holding a whole blog file is stored escaped
+    (its frames' markers never appear in the file) and reads back exactly; with any of
+    150 single-bit flips in the frame that carries it (66 of 150 once turned the embedded
+    file's frames into events), no embedded event appears and every later event keeps its
+    own call site."""
+    inner = _embedded_blog_file()
+    s = blog.Session(name="outer")
+    log = s.get_logger("outer")
+    out = blog.MemoryOutputStream()
+    log.info("before {}", 1)
+    s.consume(out)
+    start = len(out.getvalue())
+    log.info("carrier {!r:.10}", inner)
+    s.consume(out)
+    end = len(out.getvalue())
+    for i in range(3):
+        log.warning("after {} {}", i, "x")
+    s.consume(out)
+    data = out.getvalue()
+    carrier = [fr for fr in iter_frames(io.BytesIO(data)) if start <= fr.offset < end]
+    assert data[start:end].count(fmt.MAGIC) == len(carrier)     # the frames' own markers only
+    assert any(fr.flags == 0 and fr.size > len(inner) for fr in carrier)   # unescaped for us
+    r, full = read_all(data)
+    assert r.damage == [] and [e.args[0] for e in full if e.message.startswith("carrier")] == [inner]
+    expected = ["before 1"] + [f"after {i} x" for i in range(3)]
+    step = max(1, (end - start) * 8 // 150)
+    flips = range(start * 8, end * 8, step)
+    assert len(flips) >= 150
+    for bit in flips:
+        bad = bytearray(data)
+        bad[bit // 8] ^= 1 << (bit % 8)
+        r, got = read_all(bytes(bad))
+        msgs = [e.message for e in got]
+        assert not any("inner" in m for m in msgs), bit
+        # The carrier itself is lost, or unknown ("") if its source's frame was hit.
+        assert [m for m in msgs if m and not m.startswith("carrier")] == expected, bit
+        assert r.damage, bit
+
+
 @pytest.mark.parametrize("chunk", [None, 7])
 def test_genuine_header_with_payload_cut_at_eof_is_truncated(chunk):
     """Proves (docs/format.md 10, step 5): a header whose header CRC is right but whose
@@ -729,7 +871,7 @@ def test_frame_with_nonzero_flags_costs_only_itself(kind):
     that frame, and its neighbours are read normally. The spare field is ignored."""
     payload = (msgpack.packb([1, 0, 1]) + msgpack.packb([1, 0, [7]]) if kind == fmt.FRAME_EVENTS
                else msgpack.packb(source_entry(1, "replaced {}")))
-    flagged = raw_frame(kind, payload, flags=0x01)
+    flagged = raw_frame(kind, payload, flags=0x02)   # bit 0 is FLAG_ESCAPED (2.3)
     r, got = read_all(BASE + flagged + GOOD_TAIL)
     assert [e.message for e in got] == ["x 42"]
     assert [(d.offset, d.length) for d in r.damage] == [(len(BASE), len(flagged))]

@@ -58,20 +58,25 @@ def scan(data: bytes) -> list[tuple]:
                 break
             p = j
             continue
-        _magic, kind, _flags, _spare, length, payload_crc, header_crc = HEAD.unpack_from(data, p)
+        _magic, kind, flags, _spare, length, payload_crc, header_crc = HEAD.unpack_from(data, p)
         if zlib.crc32(data[p + 4:p + 16]) != header_crc:             # 3
             reason = "bad frame header"
         elif length > MAX_PAYLOAD:                                   # 4
             reason = f"frame length {length} out of range"
         elif n - p - 20 < length:                                    # 5
             reason = "truncated frame at end of input"
-        elif zlib.crc32(data[p + 20:p + 20 + length]) != payload_crc:  # 6
+        elif bad is not None and MAGIC in data[p + 20:p + 20 + length]:  # 6: a marker inside
+            reason = "marker in payload"
+        elif zlib.crc32(data[p + 20:p + 20 + length]) != payload_crc:  # 7
             reason = "checksum mismatch"
-        else:                                                        # 7
+        else:                                                        # 8
             if bad is not None:
                 out.append(("damage", bad[0], p - bad[0], bad[1]))
                 bad = None
-            out.append(("frame", p, kind, data[p + 20:p + 20 + length]))
+            payload = data[p + 20:p + 20 + length]
+            if flags & 1:                                            # 2.3: escaped
+                payload = payload.replace(b"\x9e\x01", b"\x9e")
+            out.append(("frame", p, kind, payload))
             p += 20 + length
             continue
         damage(reason)
@@ -516,7 +521,7 @@ def test_unknown_frame_flags_are_not_decoded():
     data = bytearray(out.getvalue())
     # set a flag on the last (events) frame and fix its header CRC, as a future writer would
     last = data.rfind(MAGIC)
-    data[last + 5] = 1
+    data[last + 5] = 2     # bit 0 is FLAG_ESCAPED (2.3); bit 1 is nobody's yet
     data[last + 16:last + 20] = struct.pack("<I", zlib.crc32(bytes(data[last + 4:last + 16])))
     r = bread.read(io.BytesIO(bytes(data)))
     assert list(r) == [] and "flags" in r.damage[0].reason

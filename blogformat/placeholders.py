@@ -18,6 +18,10 @@ from blogformat.guard import owned_by_value
 
 #: Largest width or precision rendered; a bigger one in a file is treated as damage.
 MAX_WIDTH = 10_000
+#: Longest message rendered, in characters: the rest is cut and CUT_MARK appended
+#: (docs/format.md 8). A file cannot make one event render more.
+MAX_MESSAGE = 1 << 20
+CUT_MARK = f"[... cut: message longer than {MAX_MESSAGE} characters]"
 _NUMBERS = re.compile(r"\d+")
 
 
@@ -121,17 +125,29 @@ def render_safe(value: Any, conversion: str | None, spec: str) -> str:
 
 def render(tpl: Template, args: Sequence[Any], fields: Mapping[str, Any],
            texts: Mapping[int, str] | None = None) -> str:
-    """Render a template; ``texts`` maps placeholder index to text captured at call time."""
-    out = [tpl.literals[0]]
+    """Render a template; ``texts`` maps placeholder index to text captured at call time.
+
+    At most MAX_MESSAGE characters, then CUT_MARK: rendering stops there.
+    """
+    lit = tpl.literals[0]
+    out = [lit]
+    size = len(lit)
     for i, ph in enumerate(tpl.placeholders):
+        if size > MAX_MESSAGE:
+            break
         if texts and i in texts:
-            out.append(str(texts[i]))
+            text = str(texts[i])
         else:
             key = ph.key
             if isinstance(key, int):
                 value = args[key] if key < len(args) else "{!missing argument}"
             else:
                 value = fields.get(key, f"{{!missing field {key}}}")
-            out.append(render_safe(value, ph.conversion, ph.spec))
-        out.append(tpl.literals[i + 1])
+            text = render_safe(value, ph.conversion, ph.spec)
+        lit = tpl.literals[i + 1]
+        out.append(text)
+        out.append(lit)
+        size += len(text) + len(lit)
+    if size > MAX_MESSAGE:
+        return "".join(out)[:MAX_MESSAGE] + CUT_MARK
     return "".join(out)

@@ -948,10 +948,15 @@ escape_line(Buf *o, Py_ssize_t start)
 
 /* The message of an event: 1 done, 0 Python must render it (the buffer may
  * hold part of it), -1 error. Keyword fields are the last nnames args. */
+/* Longest message rendered here, in bytes; a longer one is Python's to cut
+ * (blogformat.placeholders.MAX_MESSAGE characters, never more than as many bytes). */
+#define MAX_MESSAGE (1 << 20)
+
 static int
 put_message(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs)
 {
     if (src->msg == NULL) return 0;
+    Py_ssize_t start = o->len;
     Py_ssize_t npos = nargs, nn = src->nnames;
     int have_fields = nn && nargs >= nn;
     if (have_fields) npos = nargs - nn;
@@ -972,8 +977,9 @@ put_message(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs)
         }
         int r = put_value(o, &args[at]);
         if (r <= 0) return r;
+        if (o->len - start > MAX_MESSAGE) return 0;
     }
-    return 1;
+    return o->len - start > MAX_MESSAGE ? 0 : 1;
 }
 
 /* Render one event; 1 done, 0 Python must render it, -1 error. On 0 the
@@ -1668,6 +1674,7 @@ module_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
     Py_ssize_t n = PyTuple_GET_SIZE(plan);
     PyObject *parts = PyList_New(n);
     if (parts == NULL) return NULL;
+    Py_ssize_t size = 0;   /* characters so far: a message longer than MAX_MESSAGE is Python's to cut */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *it = PyTuple_GET_ITEM(plan, i), *text;
         if (PyUnicode_Check(it)) {
@@ -1698,6 +1705,8 @@ module_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
             }
         }
         PyList_SET_ITEM(parts, i, text);
+        size += PyUnicode_GET_LENGTH(text);
+        if (size > MAX_MESSAGE) goto python;
     }
     PyObject *empty = PyUnicode_FromStringAndSize("", 0);
     if (empty == NULL) goto fail;
@@ -1878,7 +1887,8 @@ PyInit__speedups(void)
     if (PyType_Ready(&RendererType) < 0 || PyType_Ready(&MessageGetterType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Renderer", (PyObject *)&RendererType) < 0
+    if (PyModule_AddIntConstant(m, "MAX_MESSAGE", MAX_MESSAGE) < 0
+        || PyModule_AddObjectRef(m, "Renderer", (PyObject *)&RendererType) < 0
         || PyModule_AddObjectRef(m, "MessageGetter", (PyObject *)&MessageGetterType) < 0) {
         Py_DECREF(m);
         return NULL;

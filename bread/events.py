@@ -6,7 +6,8 @@ import datetime as _dt
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-from blogformat.placeholders import FormatError, Template, parse, render, render_safe
+from blogformat.placeholders import (CUT_MARK, MAX_MESSAGE, FormatError, Template, parse, render,
+                                     render_safe)
 from blogformat.severity import Severity
 from blogformat.entries import EventSource, decode_events
 
@@ -183,9 +184,16 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
             tpl = None
         if len(_templates) < _CACHE_MAX:
             _templates[source.format] = tpl
-    if tpl is None:
-        return source.format + (" " + " ".join(render_safe(a, "r", "") for a in args)
-                                if args else "")
+    if tpl is None:   # as the format, then the values' reprs: cut as render() cuts
+        parts = [source.format[:MAX_MESSAGE + 1]]
+        size = len(parts[0])
+        for a in args:
+            if size > MAX_MESSAGE:
+                break
+            parts.append(" " + render_safe(a, "r", ""))
+            size += len(parts[-1])
+        text = "".join(parts)
+        return text[:MAX_MESSAGE] + CUT_MARK if size > MAX_MESSAGE else text
     return render(tpl, args, fields, texts)  # type: ignore[arg-type]
 
 

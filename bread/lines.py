@@ -85,11 +85,15 @@ class LineRenderer:
     def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[bytes]:
         """The frame's events from the ``skip``-th on, rendered by Python, in blocks."""
         lines = []
+        size = 0
         for ev in self.stream.frame(fr, self.filter.keeps, self.source, skip):
-            lines.append(self.printer.line(ev, self.escape))
-            if len(lines) >= BLOCK_LINES:
+            line = self.printer.line(ev, self.escape)
+            lines.append(line)
+            size += len(line)
+            if len(lines) >= BLOCK_LINES or size >= self.C_MAX_OUT:
                 yield join_lines(lines)
                 lines = []
+                size = 0
         if lines:
             yield join_lines(lines)
 

@@ -230,3 +230,70 @@ def test_extreme_clocks_and_clock_syncs_never_raise():
             assert ev.message == "m 5" and repr(ev)
             assert want is None or ev.time == want
             assert isinstance(ev.ns, int)
+
+
+def test_one_event_never_renders_more_than_max_message():
+    # Proves: output amplification is bounded per event. A format of 6,000 `{:10000}`
+    # placeholders (60 MB of text per zero-argument event: 60 GB from a 52 KB file) renders
+    # MAX_MESSAGE characters and the cut mark, on both paths; ev.args stay whole.
+    from blogformat.placeholders import CUT_MARK, MAX_MESSAGE
+    wide = EventSource(1, 0x80, "c", "f", "x.py", 1, "{:10000}" * 6000, "")
+    data = frames(meta(wide, WriterProp(1, "w")), events(1, [[1, 1, []]] * 50))
+    assert len(data) < 60_000
+
+    def read():
+        msgs = [ev.message for ev in bread.read(io.BytesIO(data))]
+        return len(msgs), {len(m) for m in msgs}, {m[-len(CUT_MARK):] for m in msgs}
+    assert both_paths(read) == (50, {MAX_MESSAGE + len(CUT_MARK)}, {CUT_MARK})
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1, 5000])
+@pytest.mark.parametrize("char", ["a", "é"])
+def test_messages_at_the_limit_are_cut_alike_by_c_and_python(extra, char):
+    # Proves: at the edge of MAX_MESSAGE, plain values rendered by C (for the CLI line and for
+    # ev.message) and by Python give the same text, cut at the same character.
+    from blogformat.placeholders import CUT_MARK, MAX_MESSAGE
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "<{}>{}{}", "")
+    half = MAX_MESSAGE // 2
+    v = char * (half - 1)
+    data = frames(meta(src, WriterProp(1, "w")),
+                  events(1, [[1, 1, [v, "z" * (extra + 1), v]]]))
+    text = f"<{v}>" + "z" * (extra + 1) + v
+    want = text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + CUT_MARK
+
+    def read():
+        (ev,) = bread.read(io.BytesIO(data))
+        out = io.BytesIO()
+        out.write(b"".join(bread.read(io.BytesIO(data)).text(PrettyPrinter("%m", "%Y"))))
+        return ev.message, out.getvalue().decode()
+    msg, line = both_paths(read)
+    assert msg == want and line == want + "\n"
+
+
+def test_the_cli_prints_an_amplifying_file_in_bounded_memory(tmp_path):
+    # Proves: bread never buffers more than a bounded amount of output: 100 events of a
+    # 6,000-placeholder format (each cut at MAX_MESSAGE) print 100 cut lines with the
+    # process staying far below their total size (it once buffered them and died with
+    # MemoryError), on both paths.
+    import os
+    import subprocess
+    import sys
+    from blogformat.placeholders import CUT_MARK, MAX_MESSAGE
+    wide = EventSource(1, 0x80, "c", "f", "x.py", 1, "{:10000}" * 6000, "")
+    path = tmp_path / "wide.blog"
+    path.write_bytes(frames(meta(wide, WriterProp(1, "w")), events(1, [[1, 1, []]] * 100)))
+    # The peak is VmHWM (ru_maxrss would count the forked pytest process's memory too).
+    code = ("import sys\nfrom bread.cli import main\n"
+            "try:\n    main(['-f', '%m', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+            "sys.stdout.flush()\n"
+            "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
+            "print(hwm.split()[1], file=sys.stderr)")
+    for pure in ("", "1"):
+        env = dict(os.environ, BREAD_PURE_PYTHON=pure) if pure else dict(os.environ)
+        r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, timeout=120,
+                           capture_output=True)
+        lines = r.stdout.split(b"\n")
+        assert len(lines) == 101 and lines[-1] == b"", r.stderr[-500:]
+        assert all(len(ln) == MAX_MESSAGE + len(CUT_MARK) for ln in lines[:-1])
+        peak_kib = int(r.stderr.split()[-1])
+        assert peak_kib < 40 * 1024 + MAX_MESSAGE * 12 // 1024, (pure, peak_kib)

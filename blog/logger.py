@@ -13,7 +13,7 @@ from blogformat.values import PLAIN_TYPES, pack_args, type_name
 
 from . import accel
 from .report import report
-from .source import CallSiteError, check_template, describe
+from .source import CallSiteError, TooManySources, check_template, describe
 
 if TYPE_CHECKING:
     from .session import Session
@@ -187,7 +187,14 @@ class Logger:
         if source is None:
             source = self._register(key, level, f, fmt, args, values, names)
         tpl = source.template
-        if source.format is DYNAMIC_FORMAT:
+        if session.is_overflow(source):   # past the session's sources: all of it as text
+            message = _render_dynamic(fmt, args, fields)
+            extra = [f"{k}={v!r}" for k, v in fields.items() if "{" + k not in fmt]
+            values = (f"[{self.category}] {describe(code, f.f_lineno)}: {message}"
+                      + (" " + " ".join(extra) if extra else ""),)
+            names = ()
+            tpl = None
+        elif source.format is DYNAMIC_FORMAT:
             message = _render_dynamic(fmt, args, fields)
             values = (message,) + tuple(fields.values())
             tpl = None
@@ -216,19 +223,26 @@ class Logger:
             return self.session.add_site(key, self._dynamic(key, level, f, names), code)
         seen.add(fmt)
         tags = ",".join(type_name(type(v)) for v in values)
-        return self.session.add_source(
-            key=key, severity=level, category=self.category, function=code.co_qualname,
-            file=code.co_filename, line=f.f_lineno, format=fmt, arg_tags=tags,
-            field_names=names, positional=len(args), template=tpl, code=code)
+        try:
+            return self.session.add_source(
+                key=key, severity=level, category=self.category, function=code.co_qualname,
+                file=code.co_filename, line=f.f_lineno, format=fmt, arg_tags=tags,
+                field_names=names, positional=len(args), template=tpl, code=code)
+        except TooManySources:
+            seen.discard(fmt)   # nothing kept for it: the limit bounds what is kept
+            return self.session.overflow_source(level)
 
     def _dynamic(self, key: tuple, level: int, f: Any, names: tuple[str, ...]) -> Any:
         """The site's source for messages rendered at call time (format ``{}``)."""
         code = f.f_code
         dyn_key = key[:4] + (DYNAMIC_FORMAT, names)
-        return self.session.site(dyn_key) or self.session.add_source(
-            key=dyn_key, severity=level, category=self.category, function=code.co_qualname,
-            file=code.co_filename, line=f.f_lineno, format=DYNAMIC_FORMAT, arg_tags="str",
-            field_names=names, positional=1, template=parse(DYNAMIC_FORMAT), code=code)
+        try:
+            return self.session.site(dyn_key) or self.session.add_source(
+                key=dyn_key, severity=level, category=self.category, function=code.co_qualname,
+                file=code.co_filename, line=f.f_lineno, format=DYNAMIC_FORMAT, arg_tags="str",
+                field_names=names, positional=1, template=parse(DYNAMIC_FORMAT), code=code)
+        except TooManySources:
+            return self.session.overflow_source(level)
 
 
 def _render_dynamic(fmt: str, args: tuple, fields: dict) -> str:

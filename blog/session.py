@@ -8,11 +8,11 @@ the framing and writing of a consume in ``blog.output``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket
 import sys
-import contextlib
 import threading
 import time
 import weakref
@@ -21,13 +21,19 @@ from typing import Any, Iterator
 
 from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, Metadata, WriterProp,
                                 metadata_frames)
+from blogformat.placeholders import parse
 from blogformat.severity import Severity, to_severity
 
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
 from .logger import Logger
-from .source import MAX_FORMAT
+from .source import MAX_FORMAT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
+
+#: The category of the sources of call sites past MAX_SOURCES (their own category is
+#: in the message).
+OVERFLOW_CATEGORY = "blog.overflow"
 from .output import Output, events_frame
+from .report import report
 from .stats import SessionStats
 from .writer import SessionWriter, ThreadEnd
 
@@ -62,6 +68,7 @@ class Session:
         self._consume_lock = threading.RLock()   # one consume at a time
         self._local = threading.local()          # .w: this thread's SessionWriter, .c its Channel
         self._sources: list[EventSource] = []
+        self._overflow: dict[int, EventSource] = {}   # by severity: sources past MAX_SOURCES
         self._sites: dict[tuple, EventSource] = {}
         # Site keys hold id(code) (hashing a code object hashes all of it); the code
         # objects are kept alive here so that no other code object can take their id.
@@ -190,6 +197,9 @@ class Session:
         with self._lock:
             if key is not None and key in self._sites:
                 return self._sites[key]
+            if len(self._sources) >= MAX_SOURCES:
+                raise TooManySources(f"{file}:{line} ({function}): the session has "
+                                     f"{MAX_SOURCES} sources, the most a stream holds")
             src = EventSource(len(self._sources) + 1, severity, _cap(category), _cap(function),
                               _cap(file), line, _cap(format, MAX_FORMAT), _cap(arg_tags),
                               tuple(field_names), positional, template,
@@ -201,6 +211,30 @@ class Session:
                 if code is not None:
                     self._site_codes.add(code)
             return src
+
+    def overflow_source(self, severity: int) -> EventSource:
+        """A source for call sites that come after the session has MAX_SOURCES: format
+        ``{}``, the message rendered at call time; one per severity (up to
+        OVERFLOW_SOURCES, then the nearest)."""
+        with self._lock:
+            src = self._overflow.get(severity)
+            if src is None:
+                if len(self._overflow) >= OVERFLOW_SOURCES:
+                    return self._overflow[min(self._overflow, key=lambda s: abs(s - severity))]
+                if not self._overflow:
+                    report(f"blog: the session has {MAX_SOURCES} call sites, the most a "
+                           f"stream holds: later ones are logged as text (category, call "
+                           f"site and message) in category {OVERFLOW_CATEGORY!r}")
+                src = EventSource(len(self._sources) + 1, severity, OVERFLOW_CATEGORY, "", "",
+                                  0, "{}", "str", (), 1, parse("{}"))
+                self._sources.append(src)
+                self._pending.append(src)
+                self._overflow[severity] = src
+            return src
+
+    def is_overflow(self, source: EventSource) -> bool:
+        """True for a source ``overflow_source`` made."""
+        return self._overflow.get(source.severity) is source
 
     def add_site(self, key: tuple, source: EventSource, code: Any = None) -> EventSource:
         """Let ``key`` find ``source`` too (unless it finds one already); return what it finds."""

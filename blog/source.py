@@ -8,11 +8,22 @@ from __future__ import annotations
 
 from types import CodeType
 
+from blogformat.entries import MAX_SOURCE_ID
 from blogformat.placeholders import FormatError, Template, parse
 
 
 class CallSiteError(FormatError):
     """A format string that does not fit the arguments of its call site."""
+
+
+class TooManySources(CallSiteError):
+    """The session has as many sources as a stream may hold (``MAX_SOURCES``)."""
+
+
+#: Sources of one session for call sites; OVERFLOW_SOURCES more are kept for the call
+#: sites that come after (docs/format.md 9.1: a stream holds at most MAX_SOURCE_ID).
+OVERFLOW_SOURCES = 64
+MAX_SOURCES = MAX_SOURCE_ID - OVERFLOW_SOURCES
 
 
 def describe(code: CodeType | None, lineno: int) -> str:

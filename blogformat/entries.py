@@ -79,6 +79,26 @@ def decode_header(payload: bytes, offset: int) -> FileHeader:
 
 # --- metadata entries (section 4) -------------------------------------------
 
+#: Limits of one stream (docs/format.md 9.1): a writer stays within them, and a reader
+#: treats a metadata entry beyond them as damage, so that no file can make it hold more.
+#: Source ids run from 1 to MAX_SOURCE_ID.
+MAX_SOURCE_ID = 65_535
+#: Distinct writer ids described in one stream.
+MAX_WRITERS = 1 << 20
+#: Characters of text (category, function, file, format, tags, field and argument names,
+#: writer names) the sources and writers in force in one stream hold together.
+MAX_METADATA_TEXT = 64 << 20
+
+
+def text_size(e: "EventSource | WriterProp") -> int:
+    """The characters of text an entry holds, as MAX_METADATA_TEXT counts them."""
+    if type(e) is WriterProp:
+        return len(e.name)
+    return (len(e.category) + len(e.function) + len(e.file) + len(e.format) + len(e.arg_tags)
+            + sum(len(n) for n in e.field_names) + sum(len(n) for n in e.arg_names))
+
+
+
 @dataclass
 class EventSource:
     """Severity, category, function, file, line, format and argument tags of a call site.
@@ -105,6 +125,7 @@ class EventSource:
     positional: int = 0
     template: Any = field(default=None, repr=False, compare=False)
     arg_names: tuple[str, ...] = ()
+    offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
 
     def array(self) -> list:
         a = [ENTRY_EVENT_SOURCE, self.id, int(self.severity), self.category, self.function,
@@ -126,6 +147,7 @@ class WriterProp:
     thread_ident: int = 0
     native_id: int = 0
     pid: int = 0
+    offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
 
     def array(self) -> list:
         return [ENTRY_WRITER_PROP, self.id, self.name, self.thread_ident, self.native_id,
@@ -279,10 +301,12 @@ def decode_metadata(e: Any, offset: int) -> Metadata | None:
         return None   # not a tag this format defines: skipped like an unknown one
     try:
         if tag == ENTRY_EVENT_SOURCE:
-            return _event_source(e)
+            src = _event_source(e)
+            src.offset = offset
+            return src
         if tag == ENTRY_WRITER_PROP:
             wid, name = e[1:3]
-            return WriterProp(_int(wid), _str(name), *[_int(x) for x in e[3:6]])
+            return WriterProp(_int(wid), _str(name), *[_int(x) for x in e[3:6]], offset=offset)
         if tag == ENTRY_CLOCK_SYNC:
             return _clock_sync(e)
         if tag == ENTRY_DROPPED:

@@ -9,7 +9,8 @@ from typing import Callable, Iterable, Iterator
 from blogformat.placeholders import (CUT_MARK, MAX_MESSAGE, FormatError, Template, parse, render,
                                      render_safe)
 from blogformat.severity import Severity
-from blogformat.entries import EventSource, decode_events
+from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
+                                decode_events, text_size)
 
 from . import accel
 from .entries import (DECODE_ERRORS, ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent,
@@ -219,6 +220,7 @@ class EventStream:
     def _reset(self) -> None:
         self.sources: dict[int, EventSource] = {}
         self.writers: dict[int, WriterProp] = {}
+        self._text = 0                 # characters held by sources and writers (9.1)
         self.sync = _DEFAULT_SYNC
         self.tz: _dt.tzinfo = _UTC     # the zone of the sync in force
 
@@ -264,13 +266,15 @@ class EventStream:
         except DECODE_ERRORS as exc:
             self.apply(undecodable(fr, exc, source))
 
-    def apply(self, e: Entry) -> None:
-        """Take in an entry that is not an event: metadata, a header, damage, a notice."""
+    def apply(self, e: Entry) -> bool:
+        """Take in an entry that is not an event: metadata, a header, damage, a notice.
+
+        False if it was a source or writer beyond the stream's limits (docs/format.md
+        9.1): it is reported as damage and not kept.
+        """
         t = type(e)
-        if t is EventSource:
-            self.sources[e.id] = e
-        elif t is WriterProp:
-            self.writers[e.id] = e
+        if t is EventSource or t is WriterProp:
+            return self._describe(e)   # type: ignore[arg-type]
         elif t is ClockSync:
             self.sync = e
             try:
@@ -288,3 +292,21 @@ class EventStream:
             self.notices.append(e)
         elif t is Summary:
             self.summaries.append(e)
+        return True
+
+    def _describe(self, e: EventSource | WriterProp) -> bool:
+        table: dict = self.sources if type(e) is EventSource else self.writers
+        old = table.get(e.id)
+        text = self._text + text_size(e) - (text_size(old) if old is not None else 0)
+        if type(e) is EventSource and not 1 <= e.id <= MAX_SOURCE_ID:
+            why = f"source id {e.id} out of range 1..{MAX_SOURCE_ID}"
+        elif old is None and type(e) is WriterProp and len(table) >= MAX_WRITERS:
+            why = f"more than {MAX_WRITERS} writers in one stream"
+        elif text > MAX_METADATA_TEXT:
+            why = f"more than {MAX_METADATA_TEXT} characters of metadata in one stream"
+        else:
+            table[e.id] = e
+            self._text = text
+            return True
+        self.damage.append(Damage(e.offset, 0, f"metadata beyond the limits: {why}", self.name))
+        return False

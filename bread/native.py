@@ -63,7 +63,8 @@ class NativeState:
             renderer.set_window(_clamp(flt.since, -(1 << 63)), _clamp(flt.until, (1 << 63) - 1))
 
     def apply(self, e: Entry) -> None:
-        self.stream.apply(e)
+        if not self.stream.apply(e):
+            return       # beyond the stream's limits: damage, not kept
         c = self.renderer
         t = type(e)
         if t is EventSource:

@@ -297,3 +297,38 @@ def test_the_cli_prints_an_amplifying_file_in_bounded_memory(tmp_path):
         assert all(len(ln) == MAX_MESSAGE + len(CUT_MARK) for ln in lines[:-1])
         peak_kib = int(r.stderr.split()[-1])
         assert peak_kib < 40 * 1024 + MAX_MESSAGE * 12 // 1024, (pure, peak_kib)
+
+
+def test_metadata_beyond_the_limits_of_a_stream_is_damage(monkeypatch):
+    # Proves (docs/format.md 9.1): a reader keeps at most MAX_SOURCE_ID sources, MAX_WRITERS
+    # writers and MAX_METADATA_TEXT characters of metadata per stream (3 million call sites
+    # once took 1.27 GiB): an entry beyond them is one Damage naming the limit, its events
+    # read as of an unknown source or writer, and a new header starts a stream afresh.
+    import bread.events as events_mod
+    from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
+    monkeypatch.setattr(events_mod, "MAX_WRITERS", 2)
+    big = "x" * (4 << 20)
+    srcs = [EventSource(i, 0x80, "c", "f", "x.py", 1, "s{} " + big, "int")
+            for i in range(1, MAX_METADATA_TEXT // len(big) + 2)]
+    data = frames(meta(EventSource(MAX_SOURCE_ID + 1, 0x80, "c", "f", "x.py", 1, "far {}", ""),
+                       EventSource(0, 0x80, "c", "f", "x.py", 1, "zero {}", ""),
+                       SRC, WriterProp(1, "a"), WriterProp(2, "b"), WriterProp(3, "c"),
+                       WriterProp(1, "a2")),
+                  events(1, [[MAX_SOURCE_ID + 1, 1, [1]], [1, 1, [2]]]),
+                  events(3, [[1, 1, [3]]]))
+    data += b"".join(meta(s) for s in srcs) + events(2, [[srcs[-1].id, 1, [4]]])
+    data += fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({})) + meta(SRC, WriterProp(3, "c")) \
+        + events(3, [[1, 1, [5]]])
+
+    def read():
+        r = bread.read(io.BytesIO(data))
+        got = [(e.writer, e.message) for e in r]
+        return got, sorted(d.reason for d in r.damage), r.unknown_sources
+    got, reasons, unknown = both_paths(read)
+    assert got[:3] == [("a2", ""), ("a2", "v 2"), ("", "v 3")]
+    assert got[3] == ("b", "") and got[4] == ("c", "v 5")
+    assert unknown == 2
+    assert any(f"source id {MAX_SOURCE_ID + 1} out of range" in x for x in reasons)
+    assert any("source id 0 out of range" in x for x in reasons)
+    assert any("more than 2 writers" in x for x in reasons)
+    assert any(f"more than {MAX_METADATA_TEXT} characters" in x for x in reasons)

@@ -1170,3 +1170,36 @@ def test_reconfiguring_while_threads_log_with_overflow_block_drops_nothing(tmp_p
     assert sorted(seen) == [0, 1, 2, 3]
     for k, got in seen.items():
         assert sorted(got) == list(range(counts[k])), k
+
+
+def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, capfd):
+    # Proves: a session never describes more sources than a stream may hold (a category per
+    # user once made millions, and readers a GiB): call sites past MAX_SOURCES are logged
+    # through one overflow source per severity, their category, call site, message and
+    # fields kept as text, reported once on stderr; nothing is lost, and the C and Python
+    # hot paths agree. A decorated event past the limit raises at decoration.
+    import blog.session as session_mod
+    monkeypatch.setattr(session_mod, "MAX_SOURCES", 5)
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    ns: dict = {"s": s}
+    exec(compile("def site(k, cat):\n"
+                 "    log = s.get_logger(cat)\n"
+                 "    log.info('n {}', k)\n"
+                 "    log.warning('w {} {x}', k, x=k * 2, y='why')\n", "sites.py", "exec"), ns)
+    for k in range(6):
+        ns["site"](k, f"user.{k}")
+    with pytest.raises(blog.CallSiteError, match="5 sources"):
+        @blog.event("e {}", session=s)
+        def e(v: int) -> None: ...
+    s.consume(out)
+    evs = list(bread.read(io.BytesIO(out.getvalue())))
+    assert len(evs) == 12
+    normal = [(e.category, e.message) for e in evs if e.category != "blog.overflow"]
+    assert normal == [("user.0", "n 0"), ("user.0", "w 0 0"), ("user.1", "n 1"),
+                      ("user.1", "w 1 2"), ("user.2", "n 2")]
+    over = [(int(e.severity), e.message) for e in evs if e.category == "blog.overflow"]
+    assert over[0] == (blog.Severity.WARNING, "[user.2] sites.py:4 (site): w 2 4 y='why'")
+    assert over[1] == (blog.Severity.INFO, "[user.3] sites.py:3 (site): n 3")
+    assert len(over) == 7 and len({e.source.id for e in evs}) == 7
+    assert capfd.readouterr().err.count("later ones are logged as text") == 1

@@ -34,6 +34,7 @@ class Consumer:
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._stop = False
         self._stopping = False
+        self._stopper: threading.Thread | None = None
         self.running = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -48,7 +49,12 @@ class Consumer:
         except BaseException:
             self.running = False
             raise
-        self.thread.start()
+        try:
+            self.thread.start()
+        except BaseException:        # no thread (can't start new thread): nobody to wait for
+            self.running = False
+            self.session.detach(self)
+            raise
         return self
 
     def wake(self) -> None:
@@ -63,11 +69,12 @@ class Consumer:
         the thread registers a call site): the consumer would wait for it in turn.
         Such a push drops the event and counts it.
         """
-        if (threading.current_thread() is self.thread or self.session.consuming_here()
+        me = threading.current_thread()
+        if (me is self.thread or self.session.consuming_here()
                 or self.session.registering_here()):
             return False
-        if self._stopping:
-            return True     # stop() consumes what is pending before it detaches
+        if self._stopping:  # stop() consumes what is pending before it detaches
+            return me is not self._stopper
         return self.running and (self.thread.ident is None or self.thread.is_alive())
 
     def flush(self) -> None:
@@ -77,6 +84,7 @@ class Consumer:
     def stop(self) -> None:
         """Stop the thread after a last consume, detach from the session and close the
         stream's file cleanly (its Summary entry)."""
+        self._stopper = threading.current_thread()   # it must never wait for itself
         self._stopping = True
         try:
             self._stop_and_detach()

@@ -22,10 +22,11 @@ def _handler_codes() -> set:
             handler = signal.getsignal(signum)
         except (OSError, ValueError):
             continue
-        func = getattr(handler, "__func__", None) or getattr(handler, "func", None) or handler
-        code = getattr(func, "__code__", None)
-        if code is not None:
-            codes.add(code)
+        for func in (handler, getattr(handler, "__func__", None), getattr(handler, "func", None),
+                     getattr(type(handler), "__call__", None)):   # function, method, partial,
+            code = getattr(func, "__code__", None)                # callable object
+            if code is not None:
+                codes.add(code)
     return codes
 
 
@@ -33,7 +34,9 @@ def owned_by_value(exc: BaseException) -> bool:
     """True if ``exc`` came from the value's code, False if a signal handler raised it.
 
     Called only on the error path: it looks for a frame of an installed Python
-    signal handler in the exception's traceback.
+    signal handler (a function, method, ``functools.partial`` or callable object)
+    in the exception's traceback. A handler that uninstalls itself before it
+    raises is not recognised: its exception is taken for the value's.
     """
     tb = exc.__traceback__
     if tb is None:

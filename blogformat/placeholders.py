@@ -136,7 +136,9 @@ def render(tpl: Template, args: Sequence[Any], fields: Mapping[str, Any],
         if size > MAX_MESSAGE:
             break
         if texts and i in texts:
-            text = str(texts[i])
+            text = texts[i]
+            if type(text) is not str:   # a crafted file's: rendered safely like a value
+                text = render_safe(text, None, "")
         else:
             key = ph.key
             if isinstance(key, int):

@@ -47,10 +47,10 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
     truncated tail (the writer died mid-write) comes out as a final Damage.
 
     Time is linear in the input, whatever it holds (docs/format.md section 10):
-    after damage, a frame is taken only if its payload holds no frame marker
-    (writers escape every payload that would), which is checked before its CRC,
-    so no two payload CRCs of a resynchronization cover the same bytes but for
-    frames that begin within one header of each other.
+    a claimed payload that holds no frame marker is checksummed, and a failed one
+    is then passed over by the scan for the next marker; one that holds a marker
+    (writers escape every payload that would) is checksummed only while the
+    checks that failed on such claims have cost less than twice the input so far.
     """
     buf = bytearray()
     base = 0            # input offset of buf[0]
@@ -58,6 +58,7 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
     eof = False
     bad_at: int | None = None   # input offset where the current damaged range began
     reason = ""
+    wasted = 0          # payload bytes checksummed in vain over claims holding a marker
 
     def fill(need: int) -> bool:
         """Make buf[pos:] hold at least ``need`` bytes; False at end of input."""
@@ -111,15 +112,21 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
             pos += 1
             continue
         start = pos + HEADER_SIZE
-        if bad_at is not None and buf.find(MAGIC, start, start + length) >= 0:
-            # Resynchronizing: a payload never holds a marker, so this is no frame (a fake
-            # header, or a frame of a file logged as a bytes value). Rejected before its CRC.
+        marked = buf.find(MAGIC, start, start + length) >= 0
+        if marked and wasted + length > 2 * (base + start + length):
+            # A claim holding a marker (no payload does since writers escape them; only
+            # an older writer's payload with a logged marker in it can), once failed
+            # checks have cost twice the input so far: no frame, rejected before its CRC.
+            if bad_at is None:
+                bad_at, reason = base + pos, "marker inside the claimed payload"
             pos += 1
             continue
         payload = bytes(buf[start:start + length])
         if not check_crc(payload, crc):
             if bad_at is None:
                 bad_at, reason = base + pos, "checksum mismatch"
+            if marked:
+                wasted += length
             pos += 1
             continue
         if bad_at is not None:

@@ -603,6 +603,44 @@ def test_resync_work_is_linear_for_any_layout_of_valid_fake_headers(layout, data
     assert counter.nbytes <= 3 * len(data_) + 4096
 
 
+def test_fakes_between_good_frames_cost_linear_time(monkeypatch):
+    """Proves (docs/format.md 10): a good frame, then a fake header (right header CRC, wrong
+    payload CRC) claiming the rest of the file, again and again (each claim was checksummed:
+    7.6 s per MiB), costs a bounded number of checksummed bytes per input byte, and every
+    good frame is read."""
+    good = fmt.frame_bytes(fmt.FRAME_METADATA, b"\x90")
+    k = (1 << 20) // (len(good) + HS)
+    size = k * (len(good) + HS)
+    parts, at = [], 0
+    for _ in range(k):
+        parts.append(good)
+        at += len(good)
+        parts.append(_valid_fake(0, size - at - HS, 1))     # never the right CRC
+        at += HS
+    data = b"".join(parts)
+    counter = _CountingZlib()
+    monkeypatch.setattr(fmt, "zlib", counter)
+    frames_ = [x for x in iter_frames(io.BytesIO(data)) if isinstance(x, Frame)]
+    assert len(frames_) == k
+    assert counter.nbytes < 4 * len(data)
+
+
+def test_an_older_writers_unescaped_blog_file_after_damage_stays_a_value():
+    """Proves: a file of a writer that predates escaping (a carrier frame whose payload
+    holds a whole blog file, unescaped) with the frame before the carrier damaged: the
+    carrier is still checked and read whole, so the embedded file's events never appear."""
+    inner = _embedded_blog_file()
+    body = msgpack.packb([1, 0, 1]) + msgpack.packb([1, 0, [inner]])
+    carrier = fmt.frame(fmt.FRAME_EVENTS, body) + body      # as an older writer framed it
+    assert fmt.MAGIC in body
+    data = BASE + GOOD_TAIL + carrier + GOOD_TAIL
+    bad = bytearray(data)
+    bad[len(BASE) + len(GOOD_TAIL) - 1] ^= 0x40              # the frame before the carrier
+    r, got = read_all(bytes(bad))
+    assert [e.args[0] for e in got] == [inner, 42]          # the damaged frame's 42 is lost
+    assert len(r.damage) == 1 and len(r.headers) == 1
+
+
 def _embedded_blog_file() -> bytes:
     s = blog.Session(name="inner")
     log = s.get_logger("inner")

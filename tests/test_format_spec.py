@@ -40,6 +40,7 @@ def scan(data: bytes) -> list[tuple]:
     out: list[tuple] = []
     p, n = 0, len(data)
     bad = None                               # (start, reason) of the open damaged range
+    wasted = 0                               # failed CRC bytes over claims holding the magic
 
     def damage(reason: str) -> None:
         nonlocal bad
@@ -65,10 +66,13 @@ def scan(data: bytes) -> list[tuple]:
             reason = f"frame length {length} out of range"
         elif n - p - 20 < length:                                    # 5
             reason = "truncated frame at end of input"
-        elif bad is not None and MAGIC in data[p + 20:p + 20 + length]:  # 6: a marker inside
-            reason = "marker in payload"
+        elif (MAGIC in data[p + 20:p + 20 + length]                  # 6: a marker inside,
+              and wasted + length > 2 * (p + 20 + length)):          # allowance spent
+            reason = "marker inside the claimed payload"
         elif zlib.crc32(data[p + 20:p + 20 + length]) != payload_crc:  # 7
             reason = "checksum mismatch"
+            if MAGIC in data[p + 20:p + 20 + length]:
+                wasted += length
         else:                                                        # 8
             if bad is not None:
                 out.append(("damage", bad[0], p - bad[0], bad[1]))

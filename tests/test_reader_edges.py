@@ -332,3 +332,21 @@ def test_metadata_beyond_the_limits_of_a_stream_is_damage(monkeypatch):
     assert any("source id 0 out of range" in x for x in reasons)
     assert any("more than 2 writers" in x for x in reasons)
     assert any(f"more than {MAX_METADATA_TEXT} characters" in x for x in reasons)
+
+
+def test_a_captured_text_that_is_not_a_str_renders_safely():
+    # Proves: a crafted texts map whose value is an int too big to print (10**5000, past
+    # Python's digit limit) renders as a marker: iterating bread.read and the CLI's line
+    # rendering never raise.
+    from blogformat.values import pack_args
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {}", "int")
+    ev = b"\x94\x01\x01" + pack_args((1,)) + packb({0: 10**5000})
+    head = BatchHeader(1, 0, 1, 1, 1).encode()
+    data = frames(meta(src, WriterProp(1, "w")), fmt.frame_bytes(fmt.FRAME_EVENTS, head + ev))
+
+    def read():
+        (e,) = bread.read(io.BytesIO(data))
+        lines = b"".join(bread.read(io.BytesIO(data)).text(PrettyPrinter("%m", "%Y")))
+        return e.message, lines
+    msg, lines = both_paths(read)
+    assert msg.startswith("v {!ValueError") and lines.decode() == msg + "\n"

@@ -1054,8 +1054,15 @@ def _raises_alarm_while_rendered(kind: str):
     return {"plain": v, "list": [1, v], "dict": {"k": v}, "field": v}[kind]
 
 
+class _AlarmObject:
+    def __call__(self, signum, frame):
+        raise TimeoutError("deadline")
+
+
+@pytest.mark.parametrize("shape", ["function", "callable object"])
 @pytest.mark.parametrize("kind", ["plain", "list", "dict", "field"])
-def test_an_exception_from_a_signal_handler_during_a_log_call_reaches_the_application(kind):
+def test_an_exception_from_a_signal_handler_during_a_log_call_reaches_the_application(
+        kind, shape):
     # Proves: capture guards catch what a value's methods raise, never what a signal
     # handler raises meanwhile: the handler's TimeoutError leaves the log call (its
     # deadline fires), while a value whose __str__ itself raises is still only marked.
@@ -1067,7 +1074,7 @@ def test_an_exception_from_a_signal_handler_during_a_log_call_reaches_the_applic
     def on_alarm(signum, frame):
         raise TimeoutError("deadline")
 
-    old = signal.signal(signal.SIGALRM, on_alarm)
+    old = signal.signal(signal.SIGALRM, on_alarm if shape == "function" else _AlarmObject())
     try:
         v = _raises_alarm_while_rendered(kind)
         with pytest.raises(TimeoutError, match="deadline"):
@@ -1203,3 +1210,27 @@ def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, ca
     assert over[1] == (blog.Severity.INFO, "[user.3] sites.py:3 (site): n 3")
     assert len(over) == 7 and len({e.source.id for e in evs}) == 7
     assert capfd.readouterr().err.count("later ones are logged as text") == 1
+
+
+def test_a_consumer_whose_thread_cannot_start_leaves_nobody_waiting(monkeypatch):
+    # Proves: if the consumer's thread cannot start (RuntimeError: can't start new thread),
+    # start() raises and detaches, so a thread whose channel is full drops and counts
+    # instead of waiting forever for a consumer that does not exist.
+    s = blog.Session(channel_capacity=4096)
+    c = blog.Consumer(s, blog.MemoryOutputStream())
+    monkeypatch.setattr(c.thread, "start", lambda: (_ for _ in ()).throw(
+        RuntimeError("can't start new thread")))
+    with pytest.raises(RuntimeError, match="can't start"):
+        c.start()
+    assert s.drainer is None and not c.can_wait()
+    log = s.get_logger()
+    done = threading.Event()
+
+    def fill():
+        for i in range(2000):
+            log.info("x {}", "y" * 50)
+        done.set()
+    t = threading.Thread(target=fill, daemon=True)
+    t.start()
+    assert done.wait(30)
+    assert s.unrecorded_drops() > 0

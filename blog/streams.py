@@ -6,6 +6,8 @@ import fcntl
 import io
 import os
 import stat
+import time
+import weakref
 from typing import Any, BinaryIO, Protocol
 
 from blogformat.fileset import pid_path
@@ -49,6 +51,7 @@ class FileOutputStream:
         self.fsync = fsync
         self.requested = os.fspath(path)
         self._file, self.path = _open_own(self.requested, mode)
+        _open_streams.add(self)
         self._size = os.fstat(self._file.fileno()).st_size   # the file's size after our writes
         self.reopened = 0                                      # times the path was opened again
 
@@ -62,7 +65,7 @@ class FileOutputStream:
         try:
             st = os.stat(self.path)
             mine = os.fstat(self._file.fileno())
-        except OSError:
+        except (OSError, ValueError):   # gone, or closed (a forked child's inherited one)
             return True
         if not stat.S_ISREG(mine.st_mode):
             return False           # a pipe, a terminal, /dev/null: nothing to watch
@@ -92,6 +95,48 @@ class FileOutputStream:
         return f"FileOutputStream({self.path!r})"
 
 
+#: Every FileOutputStream, so that a forked child lets go of their files (below).
+_open_streams: "weakref.WeakSet[FileOutputStream]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child closes the files it inherited: their lock is shared with the parent
+    (flock belongs to the open file), so an fd kept here would hold the parent's file
+    locked after the parent let go of it (a copytruncate, basic_config again). The
+    child's streams write nowhere from now on (counted as lost); the default session
+    gives the child a file of its own."""
+    for st in list(_open_streams):
+        try:
+            st._file.close()     # close, never unlock: the parent holds the lock still
+        except OSError:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+#: How long a writer waits for a lock before it takes a file of its own: a child just
+#: forked holds the parent's lock until its at-fork hook closes what it inherited.
+LOCK_WAIT = 0.25
+
+
+def _lock(fd: int) -> None:
+    """Take the exclusive flock of ``fd``, waiting up to LOCK_WAIT; BlockingIOError if held.
+    A file system without flock (some network mounts) is written unlocked."""
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
+        except OSError:          # ENOLCK, EOPNOTSUPP...: no locks here
+            return
+
+
 def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, str]:
     """Open ``path`` for appending and lock it; if another writer holds it, this
     process's ``pid_path`` instead. Truncated ("wb") only once locked."""
@@ -100,7 +145,7 @@ def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, st
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode):   # a pipe or /dev/null is nobody's
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _lock(fd)
             except BlockingIOError:
                 if not fallback:
                     raise OSError(f"{path} is being written by another writer") from None

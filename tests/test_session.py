@@ -495,6 +495,39 @@ def test_two_processes_given_the_same_path_never_share_a_stream(tmp_path):
     assert f"this one writes x.pid{child}.blog" in r.stderr
 
 
+def test_a_forked_child_does_not_keep_the_parents_file_locked(tmp_path):
+    # Proves: the lock of the parent's file is not held by a forked child's inherited fd
+    # (it once was: after a copytruncate, or basic_config again, the parent found its own
+    # file "being written by another process" and moved to app.pid<N>.blog).
+    r = _run("""
+        import os, time, blog
+        blog.basic_config("x.blog", flush_interval=0.01)
+        log = blog.get_logger()
+        log.info("before {}", 1)
+        blog.flush()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.read(r, 1)          # idle until the parent is done
+            os._exit(0)
+        os.truncate("x.blog", 0)   # logrotate's copytruncate
+        log.info("after truncate {}", 2)
+        blog.flush()
+        blog.basic_config("x.blog", flush_interval=0.01)
+        log.info("after reconfigure {}", 3)
+        blog.shutdown()
+        os.write(w, b"x")
+        os.waitpid(pid, 0)
+        print(pid)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "being written by another" not in r.stderr
+    child = int(r.stdout)      # the child's own file (it logged nothing) beside the parent's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.blog", f"x.pid{child}.blog"]
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == [
+        "after truncate 2", "after reconfigure 3"]
+
+
 def test_a_second_session_on_the_same_file_in_one_process_gets_its_own(tmp_path):
     # Proves: the lock is per open file: two FileOutputStreams of one process on one path
     # never interleave either; mode "wb" truncates only a file the stream has locked.

@@ -14,12 +14,27 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from blogformat.entries import BatchHeader, Lost, Metadata, header_payload, metadata_frames
+from blogformat.entries import (MAX_METADATA_TEXT, MAX_WRITERS, BatchHeader, EventSource, Lost,
+                                Metadata, WriterProp, header_payload, metadata_frames,
+                                text_size)
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .report import report
 from .stats import SessionStats
 from .summary import Tally
+
+def _described(metadata: Sequence[Metadata]) -> tuple[int, int]:
+    """(WriterProps, characters of source and writer text) in ``metadata``."""
+    writers = text = 0
+    for m in metadata:
+        t = type(m)
+        if t is WriterProp:
+            writers += 1
+            text += text_size(m)
+        elif t is EventSource:
+            text += text_size(m)
+    return writers, text
+
 
 def events_frame(header: BatchHeader, events: bytes) -> bytes:
     """An events frame: the batch header, then events already encoded back to back."""
@@ -43,6 +58,8 @@ class Output:
         self._lost_bytes = 0
         self._failing = False
         self.tally = Tally()       # what the current stream holds, for its Summary
+        self._writers = 0          # WriterProps and text described in the current stream,
+        self._text = 0             # against the limits of a stream (format.md 9.1)
 
     def use(self, stream: Any) -> None:
         """Write to ``stream`` from now on (a new stream: header and metadata first)."""
@@ -72,6 +89,12 @@ class Output:
         except Exception as exc:   # the next write fails and counts the loss
             self._stats.last_error = f"{type(exc).__name__}: {exc}"
         return True
+
+    def passes_limits(self, metadata: Sequence[Metadata]) -> bool:
+        """True if writing ``metadata`` would describe more writers or text than one stream
+        may hold: the session then starts a new stream (live writers only) instead."""
+        writers, text = _described(metadata)
+        return self._writers + writers > MAX_WRITERS or self._text + text > MAX_METADATA_TEXT
 
     def finish(self) -> bool:
         """End the current stream cleanly: write its Summary entry. Returns True if written.
@@ -111,7 +134,11 @@ class Output:
             return 0
         if not self.started:
             self.tally = Tally()
+            self._writers = self._text = 0
         self.started = True
+        writers, text = _described(metadata)
+        self._writers += writers
+        self._text += text
         self.tally.add_metadata(metadata)
         for t in taken:
             self.tally.add_events(t)

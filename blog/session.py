@@ -27,7 +27,7 @@ from blogformat.severity import Severity, to_severity
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
 from .logger import Logger
-from .source import MAX_FORMAT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
+from .source import MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
 
 #: The category of the sources of call sites past MAX_SOURCES (their own category is
 #: in the message).
@@ -69,6 +69,7 @@ class Session:
         self._local = threading.local()          # .w: this thread's SessionWriter, .c its Channel
         self._sources: list[EventSource] = []
         self._overflow: dict[int, EventSource] = {}   # by severity: sources past MAX_SOURCES
+        self._source_text = 0                          # their text, against MAX_SOURCE_TEXT
         self._sites: dict[tuple, EventSource] = {}
         # Site keys hold id(code) (hashing a code object hashes all of it); the code
         # objects are kept alive here so that no other code object can take their id.
@@ -197,9 +198,13 @@ class Session:
         with self._lock:
             if key is not None and key in self._sites:
                 return self._sites[key]
-            if len(self._sources) >= MAX_SOURCES:
-                raise TooManySources(f"{file}:{line} ({function}): the session has "
-                                     f"{MAX_SOURCES} sources, the most a stream holds")
+            text = (len(category) + len(function) + len(file) + min(len(format), MAX_FORMAT)
+                    + len(arg_tags) + sum(map(len, field_names)) + sum(map(len, arg_names)))
+            if len(self._sources) >= MAX_SOURCES or self._source_text + text > MAX_SOURCE_TEXT:
+                raise TooManySources(f"{file}:{line} ({function}): the session's call sites "
+                                     f"fill a stream (at most {MAX_SOURCES} sources and "
+                                     f"{MAX_SOURCE_TEXT} characters of their text)")
+            self._source_text += text
             src = EventSource(len(self._sources) + 1, severity, _cap(category), _cap(function),
                               _cap(file), line, _cap(format, MAX_FORMAT), _cap(arg_tags),
                               tuple(field_names), positional, template,
@@ -222,9 +227,10 @@ class Session:
                 if len(self._overflow) >= OVERFLOW_SOURCES:
                     return self._overflow[min(self._overflow, key=lambda s: abs(s - severity))]
                 if not self._overflow:
-                    report(f"blog: the session has {MAX_SOURCES} call sites, the most a "
-                           f"stream holds: later ones are logged as text (category, call "
-                           f"site and message) in category {OVERFLOW_CATEGORY!r}")
+                    report(f"blog: the session has as many call sites ({len(self._sources)}) "
+                           f"or as much of their text as a stream holds: later ones are "
+                           f"logged as text (category, call site and message) in category "
+                           f"{OVERFLOW_CATEGORY!r}")
                 src = EventSource(len(self._sources) + 1, severity, OVERFLOW_CATEGORY, "", "",
                                   0, "{}", "str", (), 1, parse("{}"))
                 self._sources.append(src)
@@ -327,6 +333,12 @@ class Session:
                 meta, self._pending = self._pending, []
                 if time.localtime().tm_gmtoff != self._tz_offset:
                     meta.insert(0, self._clock_sync())   # DST began or ended: new zone from here on
+        if out.started and out.passes_limits(meta):
+            # More writers or text than a stream holds (threads come and go): end this
+            # stream cleanly and start one that describes only what is in force.
+            out.finish()
+            with self._lock:
+                meta = self._full_metadata()
         batches: list[bytes] = []
         n_events = 0
         reported: dict[int, int] = {}

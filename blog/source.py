@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import CodeType
 
-from blogformat.entries import MAX_SOURCE_ID
+from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
 from blogformat.placeholders import FormatError, Template, parse
 
 
@@ -24,6 +24,8 @@ class TooManySources(CallSiteError):
 #: sites that come after (docs/format.md 9.1: a stream holds at most MAX_SOURCE_ID).
 OVERFLOW_SOURCES = 64
 MAX_SOURCES = MAX_SOURCE_ID - OVERFLOW_SOURCES
+#: The text of a session's sources: half of what a stream holds, the rest for writers.
+MAX_SOURCE_TEXT = MAX_METADATA_TEXT // 2
 
 
 def describe(code: CodeType | None, lineno: int) -> str:

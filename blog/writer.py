@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from .session import Session
 
 
+#: A writer's name is written cut to this many characters (docs/format.md 9.1).
+MAX_WRITER_NAME = 4096
+
+
 class SessionWriter:
     """Owns the calling thread's Channel; named after the thread unless renamed.
 
@@ -66,8 +70,10 @@ class SessionWriter:
 
     def entry(self, name: str | None = None) -> WriterProp:
         """The WriterProp metadata entry (with the current name unless given)."""
-        return WriterProp(self.id, self._name if name is None else name, self.ident,
-                          self.native_id, self.pid)
+        name = self._name if name is None else name
+        if len(name) > MAX_WRITER_NAME:
+            name = name[:MAX_WRITER_NAME]
+        return WriterProp(self.id, name, self.ident, self.native_id, self.pid)
 
     def push_event(self, sid: int, clock: int, tpl: Template | None, values: tuple,
                    field_names: Sequence[str]) -> None:

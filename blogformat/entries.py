@@ -88,6 +88,24 @@ MAX_WRITERS = 1 << 20
 #: Characters of text (category, function, file, format, tags, field and argument names,
 #: writer names) the sources and writers in force in one stream hold together.
 MAX_METADATA_TEXT = 64 << 20
+#: Characters of one format (blog writes at most 1 Mi: blog.source.MAX_FORMAT).
+MAX_FORMAT_TEXT = 2 << 20
+#: Characters of any other one text of a source or writer (blog writes at most 64 Ki).
+MAX_FIELD_TEXT = 128 << 10
+
+
+def oversized(e: "EventSource | WriterProp") -> str | None:
+    """The name of a text of ``e`` past its limit (MAX_FORMAT_TEXT, MAX_FIELD_TEXT), or None."""
+    if type(e) is WriterProp:
+        return "name" if len(e.name) > MAX_FIELD_TEXT else None
+    if len(e.format) > MAX_FORMAT_TEXT:
+        return "format"
+    for name in ("category", "function", "file", "arg_tags"):
+        if len(getattr(e, name)) > MAX_FIELD_TEXT:
+            return name
+    if any(len(n) > MAX_FIELD_TEXT for n in (*e.field_names, *e.arg_names)):
+        return "a field or argument name"
+    return None
 
 
 def text_size(e: "EventSource | WriterProp") -> int:

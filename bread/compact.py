@@ -34,8 +34,9 @@ from typing import Any, BinaryIO, Iterator, Sequence
 import msgpack
 
 from blogformat import catalog, manifest
-from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, FileHeader, Lost,
-                                Summary, WriterProp, header_payload, metadata_frames)
+from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, BatchHeader,
+                                ClockSync, Dropped, EventSource, FileHeader, Lost, Summary,
+                                WriterProp, header_payload, metadata_frames, text_size)
 from blogformat.fileset import fsync_dir, is_locked, members, parse, remove
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
@@ -156,6 +157,7 @@ class Compactor:
         self.tz: tuple[int, str] | None = None
         self.descriptors: list[dict] = []
         self._seq = 0
+        self._text = 0     # characters of the sources' and writers' text (format.md 9.1)
 
     def add_file(self, path: str) -> None:
         """Take in every event of ``path`` (damaged ranges are skipped and kept in ``damage``)."""
@@ -200,6 +202,10 @@ class Compactor:
                    src.arg_tags, src.field_names, src.positional, src.arg_names)
         s = self.sources.get(key)
         if s is None:
+            size = text_size(src) if src is not None else 1
+            if len(self.sources) >= MAX_SOURCE_ID or self._text + size > MAX_METADATA_TEXT:
+                raise TooBig("more sources than one stream holds (format.md 9.1)")
+            self._text += size
             if src is None:
                 s = EventSource(len(self.sources) + 1, 0, "?", "?", "?", 0, "", "")
             else:
@@ -214,6 +220,9 @@ class Compactor:
         key = (desc.get("host"), desc.get("pid"), desc.get("start_time_ns"), wid, name)
         nw = self.writers.get(key)
         if nw is None:
+            if len(self.writers) >= MAX_WRITERS or self._text + len(name) > MAX_METADATA_TEXT:
+                raise TooBig("more writers than one stream holds (format.md 9.1)")
+            self._text += len(name)
             pid = w.pid if w is not None and w.pid else desc.get("pid", 0)
             nw = WriterProp(len(self.writers) + 1, name, w.thread_ident if w else 0,
                             w.native_id if w else 0, pid if type(pid) is int else 0)
@@ -348,6 +357,10 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
         os.close(lock)
 
 
+class TooBig(RuntimeError):
+    """What one process's files hold passes the limits of one stream (format.md 9.1)."""
+
+
 def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
     period = time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime(start // _SEC))
     k = 1
@@ -365,24 +378,31 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
         by_pid.setdefault(parse(n).pid, []).append(n)  # type: ignore[union-attr]
     expected = events = 0
     damage: list[Damage] = []
+    too_big = None
     with open(path + ".tmp", "wb") as raw:               # 2. made, durable, then named
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz:
             for pid, group in sorted(by_pid.items()):
                 comp = Compactor(directory)
-                for n in group:
-                    comp.add_file(os.path.join(directory, n))
-                    expected += max(0, manifest.describe(os.path.join(directory, n))["events"])
+                try:
+                    for n in group:
+                        comp.add_file(os.path.join(directory, n))
+                        expected += max(0, manifest.describe(os.path.join(directory, n))["events"])
+                except TooBig as exc:
+                    too_big = exc
+                    break
                 events += comp.write(gz, names)
                 damage += comp.damage
         raw.flush()
         os.fsync(raw.fileno())
-    if events != expected and not damage:
+    if too_big is not None or (events != expected and not damage):
         # Never delete what was not copied: the originals stand, the attempt is undone.
         os.unlink(path + ".tmp")
         del c["compacted"][name]
         catalog.write(directory, c)
-        raise RuntimeError(f"compaction of {len(names)} file(s) into {name} copied {events} "
-                           f"event(s) of {expected}: nothing changed")
+        why = (f"pid {pid} has {too_big}" if too_big is not None
+               else f"copied {events} event(s) of {expected}")
+        raise RuntimeError(f"compaction of {len(names)} file(s) into {name}: {why}: "
+                           "nothing changed")
     os.replace(path + ".tmp", path)
     fsync_dir(directory)
     c["compacted"][name] = {"state": "done", "replaces": names, "events": events}

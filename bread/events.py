@@ -10,7 +10,7 @@ from blogformat.placeholders import (CUT_MARK, MAX_MESSAGE, FormatError, Templat
                                      render_safe)
 from blogformat.severity import Severity
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
-                                decode_events, text_size)
+                                decode_events, oversized, text_size)
 
 from . import accel
 from .entries import (DECODE_ERRORS, ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent,
@@ -298,8 +298,11 @@ class EventStream:
         table: dict = self.sources if type(e) is EventSource else self.writers
         old = table.get(e.id)
         text = self._text + text_size(e) - (text_size(old) if old is not None else 0)
+        big = oversized(e)
         if type(e) is EventSource and not 1 <= e.id <= MAX_SOURCE_ID:
             why = f"source id {e.id} out of range 1..{MAX_SOURCE_ID}"
+        elif big is not None:
+            why = f"{type(e).__name__} {e.id}: {big} longer than its limit"
         elif old is None and type(e) is WriterProp and len(table) >= MAX_WRITERS:
             why = f"more than {MAX_WRITERS} writers in one stream"
         elif text > MAX_METADATA_TEXT:

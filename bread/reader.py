@@ -181,11 +181,15 @@ class Reader:
             return
         if self.sort or self.filter.grep is not None or printer.zone is not None:   # one by one
             lines: list[str] = []
+            size = 0
             for ev in self:
-                lines.append(printer.line(ev, escape))
-                if len(lines) >= BLOCK_LINES:
+                line = printer.line(ev, escape)
+                lines.append(line)
+                size += len(line)
+                if len(lines) >= BLOCK_LINES or size >= LineRenderer.C_MAX_OUT:
                     yield join_lines(lines)
                     lines = []
+                    size = 0
             if lines:
                 yield join_lines(lines)
             return

@@ -253,3 +253,22 @@ def test_compaction_of_damaged_files_never_raises_nor_writes_damage(tmp_path):
         r = bread.read(str(d))
         got = collections.Counter((e.message, e.clock) for e in r)
         assert r.damage == [] and got == want, k
+
+
+def test_compaction_past_the_limits_of_a_stream_changes_nothing(tmp_path, monkeypatch):
+    # Proves: a process whose files hold more distinct sources than one stream may
+    # (format.md 9.1; limit lowered to 3 here) is not compacted into a file a reader would
+    # find damaged: compact raises saying why, and every original is still there and read.
+    import pytest
+    import bread.compact as compact_mod
+    d = tmp_path / "logs"
+    _write_set(d, threads=1, n=600, forks=0)
+    before = _text(d, "-s")
+    names = sorted(os.listdir(d))
+    _old(d)
+    monkeypatch.setattr(compact_mod, "MAX_SOURCE_ID", 1)
+    with pytest.raises(RuntimeError, match="more sources than one stream holds.*nothing changed"):
+        compact(str(d), 60 * 10**9)
+    assert set(names) <= set(os.listdir(d))
+    assert not any(n.endswith(".tmp") for n in os.listdir(d))
+    assert _text(d, "-s") == before

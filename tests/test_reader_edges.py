@@ -307,13 +307,13 @@ def test_metadata_beyond_the_limits_of_a_stream_is_damage(monkeypatch):
     import bread.events as events_mod
     from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
     monkeypatch.setattr(events_mod, "MAX_WRITERS", 2)
-    big = "x" * (4 << 20)
+    big = "x" * (3 << 19)      # 1.5 Mi: under MAX_FORMAT_TEXT, 43 of them pass the total
     srcs = [EventSource(i, 0x80, "c", "f", "x.py", 1, "s{} " + big, "int")
             for i in range(1, MAX_METADATA_TEXT // len(big) + 2)]
     data = frames(meta(EventSource(MAX_SOURCE_ID + 1, 0x80, "c", "f", "x.py", 1, "far {}", ""),
                        EventSource(0, 0x80, "c", "f", "x.py", 1, "zero {}", ""),
                        SRC, WriterProp(1, "a"), WriterProp(2, "b"), WriterProp(3, "c"),
-                       WriterProp(1, "a2")),
+                       WriterProp(1, "a2"), WriterProp(2, "n" * (200 << 10))),
                   events(1, [[MAX_SOURCE_ID + 1, 1, [1]], [1, 1, [2]]]),
                   events(3, [[1, 1, [3]]]))
     data += b"".join(meta(s) for s in srcs) + events(2, [[srcs[-1].id, 1, [4]]])
@@ -332,6 +332,7 @@ def test_metadata_beyond_the_limits_of_a_stream_is_damage(monkeypatch):
     assert any("source id 0 out of range" in x for x in reasons)
     assert any("more than 2 writers" in x for x in reasons)
     assert any(f"more than {MAX_METADATA_TEXT} characters" in x for x in reasons)
+    assert any("WriterProp 2: name longer than its limit" in x for x in reasons)
 
 
 def test_a_captured_text_that_is_not_a_str_renders_safely():

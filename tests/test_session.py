@@ -1229,7 +1229,7 @@ def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, ca
                  "    log.warning('w {} {x}', k, x=k * 2, y='why')\n", "sites.py", "exec"), ns)
     for k in range(6):
         ns["site"](k, f"user.{k}")
-    with pytest.raises(blog.CallSiteError, match="5 sources"):
+    with pytest.raises(blog.CallSiteError, match="fill a stream"):
         @blog.event("e {}", session=s)
         def e(v: int) -> None: ...
     s.consume(out)
@@ -1243,6 +1243,32 @@ def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, ca
     assert over[1] == (blog.Severity.INFO, "[user.3] sites.py:3 (site): n 3")
     assert len(over) == 7 and len({e.source.id for e in evs}) == 7
     assert capfd.readouterr().err.count("later ones are logged as text") == 1
+
+
+def test_a_stream_that_would_describe_too_many_writers_starts_anew(monkeypatch):
+    # Proves: a session whose threads come and go never describes more writers in one
+    # stream than a reader keeps (format.md 9.1): it ends the stream cleanly and starts
+    # one describing only the live writers, so every event reads with its writer's name
+    # and nothing is damage. (Limit lowered to 3 for the test, on both sides.)
+    import blog.output
+    import bread.events
+    monkeypatch.setattr(blog.output, "MAX_WRITERS", 3)
+    monkeypatch.setattr(bread.events, "MAX_WRITERS", 3)
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    log = s.get_logger()
+    for k in range(10):
+        t = threading.Thread(target=lambda k=k: log.info("from {}", k), name=f"t{k}")
+        t.start()
+        t.join()
+        s.consume(out)
+    s.consume(out)
+    r = bread.read(io.BytesIO(out.getvalue()))
+    got = [(e.writer, e.message) for e in r]
+    assert got == [(f"t{k}", f"from {k}") for k in range(10)]
+    assert r.damage == [] and len(r.headers) >= 3
+    assert len(r.summaries) == len(r.headers) - 1          # each ended cleanly
+    assert all(x.events <= 3 for x in r.summaries)
 
 
 def test_a_consumer_whose_thread_cannot_start_leaves_nobody_waiting(monkeypatch):

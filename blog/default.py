@@ -23,6 +23,7 @@ from .streams import FileOutputStream
 
 _session: Session | None = None      # the only global state: the default session
 _lock = threading.Lock()
+_config_lock = threading.RLock()     # one move of the default session at a time (flush waits)
 
 
 def default_session() -> Session:
@@ -84,7 +85,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         raise ValueError(f"mode={mode!r} applies to one file; a rotated set always starts "
                          "new files")
     min_severity = to_severity(min_severity)
-    with s.handover():   # threads whose channel fills meanwhile wait for the new consumer
+    with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, fsync, rotating, rotation, flush_interval, flush_bytes,
               channel_capacity, overflow, min_severity)
     mp = sys.modules.get("multiprocessing.process")
@@ -153,17 +154,20 @@ def get_logger(category: str = "main") -> Logger:
 
 def flush() -> None:
     """Write everything logged so far to the output; when it returns, it is there."""
-    c = _consumer(default_session())
-    if c is not None:
-        c.flush()
+    s = default_session()
+    with _config_lock:       # not halfway through a basic_config: its new output gets it
+        c = _consumer(s)
+        if c is not None:
+            c.flush()
 
 
 def shutdown() -> None:
     """Flush and stop the default session's consumer and close its file. Also runs at exit."""
     if _session is not None:
-        if _consumer(_session) is not None:
-            _session.was_shut_down = True
-        _stop_consumer(_session)
+        with _config_lock:
+            if _consumer(_session) is not None:
+                _session.was_shut_down = True
+            _stop_consumer(_session)
 
 
 def set_writer_name(name: str) -> None:
@@ -274,6 +278,8 @@ def _configure_from_env(s: Session) -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child goes on logging into its own file (set): same options, its pid."""
+    global _config_lock
+    _config_lock = threading.RLock()   # may have been held by a thread that is gone
     s = _session
     if s is None:
         return

@@ -137,6 +137,21 @@ def _lock(fd: int) -> None:
             return
 
 
+def _open_free(path: str, mode: str) -> tuple[BinaryIO, str]:
+    """This process's own file beside ``path``: ``app.pid<N>.blog``, or if another session
+    of this process (or a process of the same pid, in another container) holds that,
+    ``app.pid<N>-2.blog`` and on."""
+    own = pid_path(path, os.getpid())
+    root, ext = os.path.splitext(own)
+    for k in range(1, 100):
+        try:
+            return _open_own(own if k == 1 else f"{root}-{k}{ext}", mode, fallback=False)
+        except OSError as exc:
+            if k == 99 or "being written" not in str(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
 def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, str]:
     """Open ``path`` for appending and lock it; if another writer holds it, this
     process's ``pid_path`` instead. Truncated ("wb") only once locked."""
@@ -149,12 +164,12 @@ def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, st
             except BlockingIOError:
                 if not fallback:
                     raise OSError(f"{path} is being written by another writer") from None
-                own = pid_path(path, os.getpid())
                 os.close(fd)
                 fd = -1
+                own = _open_free(path, "xb" if mode == "xb" else "wb" if mode == "wb" else "ab")
                 report(f"blog: {path} is being written by another process or session; "
-                       f"this one writes {own}")
-                return _open_own(own, "ab", fallback=False)
+                       f"this one writes {own[1]}")
+                return own
             if mode == "wb":
                 os.ftruncate(fd, 0)
         return open(fd, "ab", buffering=0), path

@@ -541,7 +541,12 @@ def test_a_second_session_on_the_same_file_in_one_process_gets_its_own(tmp_path)
     b.close()
     c = blog.FileOutputStream(path, mode="wb")   # free again: truncated and taken
     assert c.path == str(path) and path.read_bytes() == b""
-    c.close()
+    d = blog.FileOutputStream(path)              # a second and a third writer of this pid
+    e = blog.FileOutputStream(path)
+    assert d.path == str(tmp_path / f"s.pid{os.getpid()}.blog")
+    assert e.path == str(tmp_path / f"s.pid{os.getpid()}-2.blog")
+    for st in (c, d, e):
+        st.close()
 
 
 def test_basic_config_again_moves_the_output_without_loss(tmp_path):

@@ -13,6 +13,7 @@ from typing import Any
 from blogformat.fileset import pid_path
 from blogformat.severity import Severity, to_severity
 
+from . import exits
 from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
 from .logger import Logger
@@ -88,6 +89,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, fsync, rotating, rotation, flush_interval, flush_bytes,
               channel_capacity, overflow, min_severity)
+    exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k))
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:
         # A multiprocessing child configuring its own output: it ends with os._exit

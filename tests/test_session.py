@@ -1298,3 +1298,55 @@ def test_a_consumer_whose_thread_cannot_start_leaves_nobody_waiting(monkeypatch)
     t.start()
     assert done.wait(30)
     assert s.unrecorded_drops() > 0
+
+
+def test_sigterm_flushes_then_ends_the_process_as_it_would_have(tmp_path):
+    # Proves: SIGTERM (kill, systemd, a container runtime), whose default action skips
+    # atexit, loses nothing logged before it: blog flushes, then the process still dies by
+    # the signal; an application's own SIGTERM handler still runs after the flush.
+    import signal
+    for own in (False, True):
+        code = textwrap.dedent(f"""
+            import signal, sys, time, blog
+            if {own}:
+                signal.signal(signal.SIGTERM, lambda s, f: sys.exit(7))
+            blog.basic_config("t.blog", flush_interval=60)
+            log = blog.get_logger()
+            for i in range(1000):
+                log.info("e {{}}", i)
+            print("ready", flush=True)
+            time.sleep(60)
+        """)
+        p = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path,
+                             stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "ready"
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == (7 if own else -signal.SIGTERM)
+        p.stdout.close()
+        got = [e.args[0] for e in bread.read(tmp_path / "t.blog")]
+        assert got == list(range(1000)) * (2 if own else 1)
+
+
+def test_an_unhandled_exception_is_logged_with_its_traceback_and_flushed(tmp_path):
+    # Proves: an exception nobody catches, in a thread or in the main thread, is logged at
+    # CRITICAL with its traceback before the usual hook prints it (still printed), and
+    # what was logged before it is in the file.
+    r = _run("""
+        import threading, blog
+        blog.basic_config("u.blog", flush_interval=60)
+        log = blog.get_logger()
+        log.info("before {}", 1)
+        def work():
+            raise ValueError("in a thread")
+        t = threading.Thread(target=work, name="worker"); t.start(); t.join()
+        raise KeyError("in main")
+    """, tmp_path)
+    assert r.returncode == 1
+    assert "ValueError: in a thread" in r.stderr and "KeyError: 'in main'" in r.stderr
+    evs = list(bread.read(tmp_path / "u.blog"))
+    assert [e.message for e in evs] == [
+        "before 1", "unhandled ValueError in thread worker: in a thread",
+        "unhandled KeyError in the main thread: 'in main'"]
+    assert [int(e.severity) for e in evs[1:]] == [blog.Severity.CRITICAL] * 2
+    tb = evs[1].fields["exception"]
+    assert tb.type == "ValueError" and "Traceback" in tb.traceback and "in work" in tb.traceback

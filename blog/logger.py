@@ -187,16 +187,15 @@ class Logger:
         if source is None:
             source = self._register(key, level, f, fmt, args, values, names)
         tpl = source.template
-        if session.is_overflow(source):   # past the session's sources: all of it as text
+        if source.format is DYNAMIC_FORMAT:
             message = _render_dynamic(fmt, args, fields)
-            extra = [f"{k}={v!r}" for k, v in fields.items() if "{" + k not in fmt]
-            values = (f"[{self.category}] {describe(code, f.f_lineno)}: {message}"
-                      + (" " + " ".join(extra) if extra else ""),)
-            names = ()
-            tpl = None
-        elif source.format is DYNAMIC_FORMAT:
-            message = _render_dynamic(fmt, args, fields)
-            values = (message,) + tuple(fields.values())
+            if session.is_overflow(source):   # past the session's sources: all of it as text
+                extra = [f"{k}={v!r}" for k, v in fields.items() if "{" + k not in fmt]
+                values = (f"[{self.category}] {describe(code, f.f_lineno)}: {message}"
+                          + (" " + " ".join(extra) if extra else ""),)
+                names = ()
+            else:
+                values = (message,) + tuple(fields.values())
             tpl = None
         elif sites is not None and not fields:
             sites[site_key(code, lasti)] = (code, fmt, source.id, len(args))

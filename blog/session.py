@@ -26,7 +26,7 @@ from blogformat.severity import Severity, to_severity
 
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
-from .logger import Logger
+from .logger import DYNAMIC_FORMAT, Logger
 from .source import MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
 
 #: The category of the sources of call sites past MAX_SOURCES (their own category is
@@ -232,7 +232,7 @@ class Session:
                            f"logged as text (category, call site and message) in category "
                            f"{OVERFLOW_CATEGORY!r}")
                 src = EventSource(len(self._sources) + 1, severity, OVERFLOW_CATEGORY, "", "",
-                                  0, "{}", "str", (), 1, parse("{}"))
+                                  0, DYNAMIC_FORMAT, "str", (), 1, parse(DYNAMIC_FORMAT))
                 self._sources.append(src)
                 self._pending.append(src)
                 self._overflow[severity] = src

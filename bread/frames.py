@@ -112,7 +112,9 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
             pos += 1
             continue
         start = pos + HEADER_SIZE
-        marked = buf.find(MAGIC, start, start + length) >= 0
+        marked = None   # a clean file never needs to know: looked for after damage only
+        if bad_at is not None or wasted:
+            marked = buf.find(MAGIC, start, start + length) >= 0
         if marked and wasted + length > 2 * (base + start + length):
             # A claim holding a marker (no payload does since writers escape them; only
             # an older writer's payload with a logged marker in it can), once failed
@@ -125,6 +127,8 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
         if not check_crc(payload, crc):
             if bad_at is None:
                 bad_at, reason = base + pos, "checksum mismatch"
+            if marked is None:
+                marked = buf.find(MAGIC, start, start + length) >= 0
             if marked:
                 wasted += length
             pos += 1

@@ -121,10 +121,11 @@ if hasattr(os, "register_at_fork"):
 LOCK_WAIT = 0.25
 
 
-def _lock(fd: int) -> None:
-    """Take the exclusive flock of ``fd``, waiting up to LOCK_WAIT; BlockingIOError if held.
-    A file system without flock (some network mounts) is written unlocked."""
-    deadline = time.monotonic() + LOCK_WAIT
+def _lock(fd: int, wait: float) -> None:
+    """Take the exclusive flock of ``fd``, waiting up to ``wait`` seconds; BlockingIOError
+    if another holds it. A file system without flock (some network mounts) is written
+    unlocked."""
+    deadline = time.monotonic() + wait
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -146,27 +147,27 @@ def _open_free(path: str, mode: str) -> tuple[BinaryIO, str]:
     for k in range(1, 100):
         try:
             return _open_own(own if k == 1 else f"{root}-{k}{ext}", mode, fallback=False)
-        except OSError as exc:
-            if k == 99 or "being written" not in str(exc):
-                raise
-    raise AssertionError("unreachable")
+        except BlockingIOError:
+            continue
+    raise OSError(f"{path}: it and 99 files of this process beside it are being written")
 
 
 def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, str]:
     """Open ``path`` for appending and lock it; if another writer holds it, this
-    process's ``pid_path`` instead. Truncated ("wb") only once locked."""
+    process's own file beside it (``fallback``), else BlockingIOError. Truncated
+    ("wb") only once locked."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_EXCL if mode == "xb" else 0)
     fd = os.open(path, flags, 0o666)
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode):   # a pipe or /dev/null is nobody's
-            try:
-                _lock(fd)
+            try:   # only the asked-for path is worth a wait (a just-forked child's lock)
+                _lock(fd, LOCK_WAIT if fallback else 0)
             except BlockingIOError:
                 if not fallback:
-                    raise OSError(f"{path} is being written by another writer") from None
+                    raise
                 os.close(fd)
                 fd = -1
-                own = _open_free(path, "xb" if mode == "xb" else "wb" if mode == "wb" else "ab")
+                own = _open_free(path, mode)
                 report(f"blog: {path} is being written by another process or session; "
                        f"this one writes {own[1]}")
                 return own

@@ -495,6 +495,25 @@ def test_two_processes_given_the_same_path_never_share_a_stream(tmp_path):
     assert f"this one writes x.pid{child}.blog" in r.stderr
 
 
+def test_a_file_system_without_locks_is_written_unlocked(tmp_path, monkeypatch):
+    # Proves: where flock is not supported (ENOLCK on some network mounts) the stream still
+    # opens its path and writes, instead of failing to open the log.
+    import errno
+    import blog.streams as streams
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(streams.fcntl, "flock", no_locks)
+    path = tmp_path / "n.blog"
+    a = blog.FileOutputStream(path)
+    b = blog.FileOutputStream(path)     # nothing to tell them apart: both write the path
+    assert a.path == b.path == str(path)
+    a.write(b"ok")
+    a.close()
+    b.close()
+    assert path.read_bytes() == b"ok"
+
+
 def test_a_forked_child_does_not_keep_the_parents_file_locked(tmp_path):
     # Proves: the lock of the parent's file is not held by a forked child's inherited fd
     # (it once was: after a copytruncate, or basic_config again, the parent found its own

@@ -31,6 +31,7 @@ typedef struct {
     Py_ssize_t nheap, cap;
     long long seq;
     Py_ssize_t held;             /* items added and not yet emitted */
+    Py_ssize_t held_bytes;       /* text: the size of the runs not wholly emitted */
     Py_ssize_t max_out;          /* bytes (text) or items (list) per emit() call, about */
     char *buf;                   /* emit()'s text, kept between calls */
     Py_ssize_t bufcap;
@@ -160,6 +161,7 @@ merger_add(Merger *self, PyObject *args)
     self->heap[self->nheap++] = r;
     sift_up(self, self->nheap - 1);
     self->held += n;
+    if (self->text) self->held_bytes += PyBytes_GET_SIZE(items);
     PyBuffer_Release(&keys);
     Py_RETURN_NONE;
 fail:
@@ -245,6 +247,7 @@ merger_emit(Merger *self, PyObject *args)
         self->held -= at - r->at;
         r->at = at;
         if (at == r->n) {
+            if (self->text) self->held_bytes -= PyBytes_GET_SIZE(r->items);
             self->heap[0] = self->heap[--self->nheap];
             run_free(r);
         }
@@ -313,6 +316,8 @@ static PyMethodDef merger_methods[] = {
 
 static PyMemberDef merger_members[] = {
     {"held", T_PYSSIZET, offsetof(Merger, held), READONLY, "items added and not yet emitted"},
+    {"held_bytes", T_PYSSIZET, offsetof(Merger, held_bytes), READONLY,
+     "text: the size of the runs held (a run is freed once wholly emitted); 0 for items"},
     {NULL}
 };
 

@@ -1259,7 +1259,9 @@ walk(Renderer *self, PyObject *arg, int columns)
         }
         for (long long k = 3; k < ne; k++)
             if (read_value(&r, &tmp, 0) < 0) goto python;
-        if (__builtin_add_overflow(self->prev, delta, &prev)) goto python;
+        long long ns;   /* a time beyond 64 bits: Python reports it as damage (format.md 4.3) */
+        if (__builtin_add_overflow(self->prev, delta, &prev) || !event_ns(self, prev, &ns))
+            goto python;
         if (left_out(self, self->wid, sid, prev)) {   /* the filter: nothing to make */
             self->prev = prev;
             self->rd = r;

@@ -22,6 +22,8 @@ _MIN_TIME = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
 _UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
+#: The times bread keeps exactly everywhere (sort keys, columns): 64-bit ns since the epoch.
+_NS_MIN, _NS_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def _severity(value: int) -> Severity | int:
@@ -215,6 +217,7 @@ class EventStream:
         self.notices: list[Dropped | Lost] = []
         self.summaries: list[Summary] = []
         self.unknown_sources = 0
+        self._clock_damage_at = -1     # the frame whose clock damage was reported last
         self._reset()
 
     def _reset(self) -> None:
@@ -249,6 +252,8 @@ class EventStream:
             fields = None
         sync = self.sync
         ns = sync.ns_since_epoch + (e.clock - sync.clock_value) * 1_000_000_000 // sync.frequency
+        if not _NS_MIN <= ns <= _NS_MAX:
+            self._clock_out_of_range(e, ns)
         return Event(src, w, e.clock, ns, self.tz, tuple(args), fields, e.texts, e.offset,
                      self.origin)
 
@@ -293,6 +298,15 @@ class EventStream:
         elif t is Summary:
             self.summaries.append(e)
         return True
+
+    def _clock_out_of_range(self, e: RawEvent, ns: int) -> None:
+        """An event whose time does not fit in 64 bits (only a damaged or crafted file has one)
+        is kept, with its time clamped where it is shown or sorted, and reported as damage:
+        once per frame (docs/format.md 4.3)."""
+        if self._clock_damage_at != e.offset:
+            self._clock_damage_at = e.offset
+            self.damage.append(Damage(e.offset, 0, f"an event time beyond 64-bit ns ({ns}); "
+                                      "shown and sorted clamped", self.name))
 
     def _describe(self, e: EventSource | WriterProp) -> bool:
         table: dict = self.sources if type(e) is EventSource else self.writers

@@ -27,7 +27,8 @@ class Frame:
 
 @dataclass(frozen=True)
 class Damage:
-    """A byte range that was skipped: ``offset`` and ``length`` in the input, and why."""
+    """A byte range that was skipped: ``offset`` and ``length`` in the input, and why. A
+    ``length`` of 0 marks a wrong entry or value inside a frame that was read."""
 
     offset: int
     length: int
@@ -36,6 +37,8 @@ class Damage:
 
     def __str__(self) -> str:
         where = f"{self.source}: " if self.source else ""
+        if not self.length:   # nothing skipped: something in a frame read was wrong
+            return f"{where}damage at offset {self.offset} ({self.reason})"
         return (f"{where}skipped {self.length} damaged byte(s) at offset {self.offset} "
                 f"({self.reason})")
 

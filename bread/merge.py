@@ -48,6 +48,12 @@ from .frames import BATCH_HEAD, Frame, Skim, iter_frames
 #: BLOCK_EVENTS events: what the merge may hold back beyond the frames that overlap in time.
 BLOCK = 16
 BLOCK_EVENTS = 1024
+#: What a text merge (``bread -s``) holds back at most, in bytes of rendered lines, beyond
+#: the runs of the frame just read. Past it, the least lines held are given out early, and
+#: the lines that follow may then not be in order (``merge``'s ``early`` tells). A file of
+#: blog's reaches it only if one consume's frames overlap by that much text; a crafted one
+#: (events of the greatest message, all at one time) would otherwise hold gigabytes.
+MAX_HELD = 256 << 20
 _LOW, _HIGH = -(1 << 63), (1 << 63) - 1
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
 
@@ -67,6 +73,8 @@ class Merger:
         self.text = text
         self.max_out = max_out
         self.held = 0
+        #: text: the size of the runs held (a run is freed once wholly emitted); 0 for items.
+        self.held_bytes = 0
         self._heap: list[list] = []
         self._seq = 0
 
@@ -102,6 +110,8 @@ class Merger:
         self._seq += 1
         heapq.heappush(self._heap, run)
         self.held += n
+        if self.text:
+            self.held_bytes += len(items)
 
     def emit(self, limit: int | None = None) -> Any:
         """The items held whose time is below ``limit`` (all with None), in order, as one
@@ -124,6 +134,8 @@ class Merger:
             self.held -= 1
             if at + 1 == len(entries):
                 heapq.heappop(heap)
+                if self.text:
+                    self.held_bytes -= len(items)
             else:
                 run[4] = at + 1
                 run[0] = entries[at + 1][0]
@@ -239,32 +251,43 @@ class SortedInput:
     offset (before its runs), then its runs ``(writer id, items, keys)``.
     """
 
-    def __init__(self, idx: FrameIndex, position: int, start: Callable[[], Iterator[Any]]) -> None:
+    def __init__(self, idx: FrameIndex, position: int, start: Callable[[], Iterator[Any]],
+                 name: str = "") -> None:
         self.idx = idx
         self.position = position
+        self.name = name
+        #: The offset of the events frame read last.
+        self.offset = 0
         self._start = start
         self._runs: Iterator[Any] | None = None
         #: No event of this input not yet added to the merger has a time below this.
         self.limit = idx.first
 
     def advance(self, m: Any) -> bool:
-        """Add the runs of the next frame to ``m``; False once the input is read."""
+        """Read on: the next frame's offset (its limit), or add its next run to ``m``; False
+        once the input is read."""
         if self._runs is None:
             self._runs = self._start()
         for item in self._runs:
             if type(item) is int:
+                self.offset = item
                 self.limit = self.idx.limit(item)
-                return True
-            wid, items, keys = item
-            m.add(items, keys, self.position, clamp64(wid))
+            else:
+                wid, items, keys = item
+                m.add(items, keys, self.position, clamp64(wid))
+            return True
         return False
 
 
-def merge(inputs: list[SortedInput], m: Any) -> Iterator[Any]:
+def merge(inputs: list[SortedInput], m: Any, max_held: int | None = None,
+          early: Callable[[SortedInput, int], None] | None = None) -> Iterator[Any]:
     """What the inputs give, merged by ``m`` (a Merger): blocks of lines or lists of items.
 
     The input whose limit is least is read on, a frame at a time; what the
-    merger holds below that limit is given out (nothing can precede it).
+    merger holds below that limit is given out (nothing can precede it). With
+    ``max_held`` (a text merger), once the runs held pass that many bytes the
+    least lines are given out until they do not, and ``early(input, lines)`` is
+    told: the input read last and how many lines went out before their time.
     """
     heap = [(inp.limit, inp.position) for inp in inputs]
     heapq.heapify(heap)
@@ -279,6 +302,12 @@ def merge(inputs: list[SortedInput], m: Any) -> Iterator[Any]:
             heapq.heapreplace(heap, (inp.limit, position))
         else:
             heapq.heappop(heap)
+        if max_held is not None and m.held_bytes > max_held:
+            held = m.held
+            while m.held_bytes > max_held:   # each call frees the least lines: it ends
+                yield m.emit()
+            if early is not None:
+                early(inp, held - m.held)
     out = m.emit()
     while out:
         yield out

@@ -15,7 +15,7 @@ from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import (STDIN, GzipInput, decompressing, expand, open_path, prune, seekable,
                      spool)
 from .filters import NO_FILTER, Filter
-from .merge import SortedInput, event_run, index, merge, merger
+from .merge import MAX_HELD, SortedInput, event_run, index, merge, merger
 from . import accel
 from .lines import BLOCK_LINES, LineRenderer, join_lines
 from .native import EventDecoder
@@ -112,9 +112,21 @@ class Reader:
                 idx = index(f, name)
             finally:
                 f.close()
-            inputs.append(SortedInput(idx, position, self._input_runs(opener, name, runs)))
-        yield from merge(inputs, merger(text=True) if text is not None
-                         else merger(text=False, max_out=EventDecoder.CHUNK))
+            inputs.append(SortedInput(idx, position, self._input_runs(opener, name, runs),
+                                      name))
+        if text is None:
+            yield from merge(inputs, merger(text=False, max_out=EventDecoder.CHUNK))
+            return
+        told: set[int] = set()
+
+        def early(inp: SortedInput, lines: int) -> None:   # once per input
+            if inp.position not in told:
+                told.add(inp.position)
+                self.damage.append(Damage(
+                    inp.offset, 0, f"sorting held more than {MAX_HELD >> 20} MiB of lines: "
+                    f"{lines} line(s) printed early, the order may be broken from here on",
+                    inp.name))
+        yield from merge(inputs, merger(text=True), MAX_HELD, early)
 
     def _input_runs(self, opener: Callable[[], BinaryIO], name: str,
                     runs: Callable[[BinaryIO, str], Iterator[Any]]) -> Callable[[], Iterator[Any]]:

@@ -17,7 +17,7 @@ from blogformat.values import packb
 from bread import accel
 from bread.render import PrettyPrinter
 
-from test_inputs import write_log
+from test_inputs import run_cli, write_log
 
 
 def frames(*parts: bytes) -> bytes:
@@ -203,10 +203,12 @@ def test_fields_of_an_event_without_any_are_an_empty_dict_of_its_own():
     assert both_paths(check) == ({"x": 1}, {}, "v 1")
 
 
-def test_extreme_clocks_and_clock_syncs_never_raise():
+def test_extreme_clocks_and_clock_syncs_never_raise(tmp_path, capsys):
     # Proves: a file with valid CRCs whose clock, ClockSync or frequency puts an event far
     # beyond what a datetime holds reads without an exception: ev.time is the first or
-    # last datetime, ev.ns the exact value, and the README's loop runs to the end.
+    # last datetime, ev.ns the exact value, and the README's loop runs to the end. The
+    # clamping is reported as damage, once per frame (two such events here), never for a
+    # time that fits; the CLI prints it and exits 3.
     import msgpack
     from blogformat.entries import header_payload, metadata_frames
     from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
@@ -215,21 +217,35 @@ def test_extreme_clocks_and_clock_syncs_never_raise():
         data = frame_bytes(FRAME_HEADER, header_payload({}))
         data += b"".join(metadata_frames([sync, EventSource(1, 0x80, "c", "f", "p", 1, "m {}",
                                                             "int"), WriterProp(1, "w")]))
-        return data + frame_bytes(FRAME_EVENTS, BatchHeader(1, base, 1, base, base).encode()
-                                  + msgpack.packb([1, 0, [5]]))
+        return data + frame_bytes(FRAME_EVENTS, BatchHeader(1, base, 2, base, base).encode()
+                                  + msgpack.packb([1, 0, [5]]) + msgpack.packb([1, 0, [5]]))
 
     utc = dt.timezone.utc
     cases = [(ClockSync(0, 1, 0, 0, "UTC"), 2**62, dt.datetime.max.replace(tzinfo=utc)),
              (ClockSync(0, 1, 0, 0, "UTC"), -2**62, dt.datetime.min.replace(tzinfo=utc)),
              (ClockSync(0, 10**9, 2**63 - 1, 0, "UTC"), 2**63, None),
-             (ClockSync(0, 10**9, 0, 0, "UTC"), 2**64 - 1, None)]
+             (ClockSync(0, 10**9, 0, 0, "UTC"), 2**64 - 1, None),
+             (ClockSync(0, 10**9, 0, 0, "UTC"), 2**63 - 1, "fits")]
     for sync, base, want in cases:
         for sort in (False, True):
-            r = bread.read(io.BytesIO(make(sync, base)), sort=sort)
-            (ev,) = list(r)
-            assert ev.message == "m 5" and repr(ev)
-            assert want is None or ev.time == want
-            assert isinstance(ev.ns, int)
+            def read():
+                r = bread.read(io.BytesIO(make(sync, base)), sort=sort)
+                evs = list(r)
+                return ([ev.message for ev in evs], [ev.ns for ev in evs], evs[0].time,
+                        repr(evs[0]), [d.reason for d in r.damage])
+            messages, nss, time, _, reasons = both_paths(read)
+            assert messages == ["m 5", "m 5"] and all(isinstance(ns, int) for ns in nss)
+            assert want in (None, "fits") or time == want
+            if want == "fits":
+                assert reasons == [] and nss[0] == 2**63 - 1
+            else:
+                assert len(reasons) == 1 and "beyond 64-bit ns" in reasons[0], reasons
+        path = tmp_path / "x.blog"
+        path.write_bytes(make(sync, base))
+        for args in ([], ["-s"], ["-f", "%d %m"]):
+            code, out, err = run_cli(args + [str(path)], capsys)
+            assert out.count("m 5") == 2
+            assert code == (0 if want == "fits" else 3), (args, err)
 
 
 def test_one_event_never_renders_more_than_max_message():
@@ -351,3 +367,41 @@ def test_a_captured_text_that_is_not_a_str_renders_safely():
         return e.message, lines
     msg, lines = both_paths(read)
     assert msg.startswith("v {!ValueError") and lines.decode() == msg + "\n"
+
+
+def test_sorting_holds_a_bounded_amount_of_lines(tmp_path):
+    # Proves: `bread -s` never holds back more than MAX_HELD bytes of rendered lines (made
+    # 16 MiB here). 60 events of the greatest message (about 1 MiB each), all at one time,
+    # of writer 2, come before writer 1's one event at that time, which sorts first: all 60
+    # would be held (60 MiB; with crafted files gigabytes) until the end. Past the bound the
+    # least lines are printed early, every line is printed once, the damage says so (exit 3)
+    # and the process stays below the bound plus a baseline, on both paths.
+    import os
+    import subprocess
+    import sys
+    from blogformat.placeholders import MAX_MESSAGE
+    wide = EventSource(1, 0x80, "c", "f", "x.py", 1, "{} " + "{:10000}" * 6000, "")
+    path = tmp_path / "wide.blog"
+    path.write_bytes(frames(meta(wide, WriterProp(1, "one"), WriterProp(2, "two")),
+                            *[events(2, [[1, 0, [f"a{k}"]] for k in range(6)], base=7)
+                              for _ in range(10)],
+                            events(1, [[1, 0, ["first"]]], base=7)))
+    code = ("import sys\nimport bread.reader\nbread.reader.MAX_HELD = 16 << 20\n"
+            "from bread.cli import main\n"
+            "code = main(['-s', '-f', '%t %m', sys.argv[1]])\n"
+            "sys.stdout.flush()\n"
+            "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
+            "print(code, hwm.split()[1], file=sys.stderr)")
+    for pure in ("", "1"):
+        env = dict(os.environ, BREAD_PURE_PYTHON=pure) if pure else dict(os.environ)
+        r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, timeout=120,
+                           capture_output=True)
+        lines = r.stdout.split(b"\n")
+        assert len(lines) == 62 and lines[-1] == b"", r.stderr[-500:]
+        assert sorted(ln.split()[:2] for ln in lines[:-1]) == (
+            [[b"1", b"first"]] + [[b"2", f"a{k}".encode()] for k in range(6) for _ in range(10)])
+        err = r.stderr.decode()
+        assert "sorting held more than 16 MiB of lines" in err, err[-500:]
+        code_, peak_kib = map(int, err.split()[-2:])
+        assert code_ == 3
+        assert peak_kib < 40 * 1024 + 16 * 1024 + MAX_MESSAGE * 12 // 1024, (pure, peak_kib)

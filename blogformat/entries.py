@@ -391,6 +391,36 @@ def event_prefix(nelems: int, sid: int, delta: int) -> bytes:
     return _ARRAY_HEADERS[nelems] + pack_plain(sid) + pack_plain(delta)
 
 
+def complete_events(payload: bytes) -> tuple[bytes, int] | None:
+    """The first part of an events payload cut short (a torn frame, 5.4) as a payload of its
+    own: the batch header with the count of the events wholly present, then those events.
+    None if not even the batch header is whole."""
+    u = unpacker(payload)
+    try:
+        head = u.unpack()
+    except Exception:
+        return None
+    if type(head) is not list or len(head) < 3 or type(head[2]) is not int:
+        return None
+    start = end = u.tell()
+    count = 0
+    while count < head[2]:
+        try:
+            ev = u.unpack()
+        except Exception:   # the cut (or damage): what follows is not read
+            break
+        if (type(ev) is not list or len(ev) < 3 or type(ev[0]) is not int
+                or type(ev[1]) is not int or type(ev[2]) is not list):
+            break
+        count += 1
+        end = u.tell()
+    try:
+        head = pack_plain([head[0], head[1], count, *head[3:]])
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return head + payload[start:end], count
+
+
 def decode_events(payload: bytes, offset: int) -> Iterator[RawEvent]:
     """The events of an events frame's payload, clocks reconstructed (5.3)."""
     u = unpacker(payload)

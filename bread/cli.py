@@ -82,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="only these call sites: function, file name or file:line (comma-separated)")
     p.add_argument("-g", "--grep", metavar="REGEX",
                    help="only events whose message matches REGEX (Python syntax)")
+    p.add_argument("--verified-only", action="store_true",
+                   help="leave out the events of a frame cut short by the end of a file "
+                        "(complete, but their checksum cannot be checked)")
     p.add_argument("-o", "--output", choices=("text", "jsonl", "csv"), default="text",
                    help="text (-f, -d), jsonl (one JSON object per event), csv (RFC 4180, "
                         "with a header row)")
@@ -178,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format, zone, color)
     source = [Tail(inputs[0])] if args.follow else inputs
-    reader = Reader(source, sort=args.sort, filter=flt)
+    reader = Reader(source, sort=args.sort, filter=flt, verified_only=args.verified_only)
     stdout = sys.stdout.buffer
     try:
         if args.output == "text":
@@ -210,6 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "metadata is missing\n")
     for d in reader.damage:
         sys.stderr.write(f"bread: {escape_controls(str(d))}\n")
+    if reader.unverified:
+        sys.stderr.write(f"bread: {reader.unverified} event(s) printed unverified: their "
+                         "frame is cut short by the end of the file (--verified-only "
+                         "leaves them out)\n")
     if reader.damage or reader.unknown_sources:   # events without their metadata: damage
         return EXIT_DAMAGED
     return EXIT_OK

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from blogformat.placeholders import (CUT_MARK, MAX_MESSAGE, FormatError, Template, parse, render,
@@ -42,6 +42,8 @@ class Origin:
     host: str | None = None
     pid: int | None = None
     program: str | None = None
+    #: The offsets of its events frames cut short by the end of the input (5.4).
+    unverified: set = field(default_factory=set, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, path: str, descriptor: object) -> "Origin":
@@ -88,6 +90,9 @@ class Event:
     writer = property(lambda self: self.writer_prop.name, doc="name of the writer (thread)")
     writer_id = property(lambda self: self.writer_prop.id, doc="id of the writer")
     path = property(lambda self: self.origin.path, doc="the input it was read from")
+    verified = property(lambda self: self.offset not in self.origin.unverified,
+                        doc="False for an event of a frame cut short by the end of its input "
+                            "(complete, but its frame's checksum could not be checked)")
     host = property(lambda self: self.origin.host, doc="the host its file header names")
     pid = property(lambda self: self.origin.pid, doc="the process id its file header names")
     program = property(lambda self: self.origin.program, doc="the program its header names")
@@ -293,6 +298,8 @@ class EventStream:
             self.origin = Origin.of(self.name, e.descriptor)
         elif t is Damage:
             self.damage.append(e)
+            if e.unverified:
+                self.origin.unverified.add(e.offset)
         elif t is Dropped or t is Lost:
             self.notices.append(e)
         elif t is Summary:

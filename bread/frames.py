@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Union
 
 from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
                                check_crc, parse_header, unescape)
+from blogformat.entries import complete_events
 
 CHUNK = 1 << 16
 #: Bytes of an events payload that hold its batch header (five ints take at most 46).
@@ -16,13 +18,17 @@ BATCH_HEAD = 64
 @dataclass(frozen=True)
 class Frame:
     """A frame whose checksum matched: where it starts, its kind and its payload (unescaped,
-    docs/format.md 2.3); ``size`` is the frame's length in the input, header included."""
+    docs/format.md 2.3); ``size`` is the frame's length in the input, header included.
+
+    Not ``verified``: an events frame cut short by the end of the input, its checksum
+    unchecked; its payload is the events wholly present (``complete_events``, 5.4)."""
 
     offset: int
     kind: int
     payload: bytes
     flags: int = 0
     size: int = 0
+    verified: bool = True
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,9 @@ class Damage:
     length: int
     reason: str
     source: str = ""
+    #: The events read, unverified, from the frame at ``offset`` (cut short by the end of
+    #: the input, docs/format.md 5.4): its Events have ``verified`` False.
+    unverified: int = 0
 
     def __str__(self) -> str:
         where = f"{self.source}: " if self.source else ""
@@ -43,11 +52,14 @@ class Damage:
                 f"({self.reason})")
 
 
-def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]:
+def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False
+                ) -> Iterator[Union[Frame, Damage]]:
     """Yield the good frames of ``f`` in order, and a Damage for each skipped range.
 
-    Memory stays bounded by the largest frame accepted (``MAX_PAYLOAD``); a
-    truncated tail (the writer died mid-write) comes out as a final Damage.
+    Memory stays bounded by the largest frame accepted (``MAX_PAYLOAD``). An
+    events frame cut short by the end of the input (the writer died mid-write)
+    gives its complete events as a Frame not ``verified``, and a Damage (length
+    0) that says how many; with ``verified_only``, it is a Damage only.
 
     Time is linear in the input, whatever it holds (docs/format.md section 10):
     a claimed payload that holds no frame marker is checksummed, and a failed one
@@ -109,10 +121,22 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
             pos += 1
             continue
         if not fill(HEADER_SIZE + length):
-            # A genuine header whose payload is cut short: the writer died mid-write.
-            if bad_at is None:
-                bad_at, reason = base + pos, "truncated frame at end of input"
-            pos += 1
+            # A genuine header whose payload is cut short: the writer died mid-write, or
+            # the input is a copy taken meanwhile. An events frame gives the events wholly
+            # present, unverified (5.4); up to a marker, should another frame begin there.
+            torn = torn_frame(base + pos, kind, flags, buf[pos + HEADER_SIZE:], source) \
+                if kind == FRAME_EVENTS and not verified_only else None
+            if torn is None:
+                if bad_at is None:
+                    bad_at, reason = base + pos, "truncated frame at end of input"
+                pos += 1
+                continue
+            if bad_at is not None:
+                yield Damage(bad_at, base + pos - bad_at, reason, source)
+                bad_at = None
+            yield from torn
+            cut = buf.find(MAGIC, pos + HEADER_SIZE)
+            pos = len(buf) if cut < 0 else cut
             continue
         start = pos + HEADER_SIZE
         marked = None   # a clean file never needs to know: looked for after damage only
@@ -148,6 +172,23 @@ def iter_frames(f: BinaryIO, source: str = "") -> Iterator[Union[Frame, Damage]]
         bad_at, reason = base + pos, "truncated frame at end of input"
     if bad_at is not None:
         yield Damage(bad_at, end - bad_at, reason, source)
+
+
+def torn_frame(offset: int, kind: int, flags: int, stored: bytes | bytearray, source: str
+               ) -> tuple[Damage, Frame] | None:
+    """An events frame whose payload the input cuts short after ``stored`` bytes (up to the
+    next marker, if one begins there): the Damage that reports it, then its complete events
+    as a Frame not ``verified``; None if not even one event is whole."""
+    cut = stored.find(MAGIC)
+    stored = bytes(stored if cut < 0 else stored[:cut])
+    flags, payload = unescape(flags, stored)
+    got = complete_events(payload)
+    if got is None or got[1] == 0:
+        return None
+    payload, count = got
+    return (Damage(offset, 0, f"frame cut short by the end of input: {count} complete "
+                              "event(s) read unverified, the rest lost", source, count),
+            Frame(offset, kind, payload, flags, HEADER_SIZE + len(stored), verified=False))
 
 
 class Skim:
@@ -188,8 +229,8 @@ class Skim:
             pos += HEADER_SIZE + length
 
 
-def span_frames(f: BinaryIO, start: int, end: int, source: str = ""
-                ) -> Iterator[Union[Frame, Damage]]:
+def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
+                verified_only: bool = False) -> Iterator[Union[Frame, Damage]]:
     """The frames of one part of a seekable input: the header and metadata frames before
     ``start`` (what its events may refer to), then every frame, and every damaged range,
     that begins in ``[start, end)``. Parts that tile a file give each of its events
@@ -209,15 +250,14 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = ""
         if first is None:
             return
         f.seek(first)
-        for x in iter_frames(f, source):
+        for x in iter_frames(f, source, verified_only):
             at = x.offset + first
             if at >= end:
                 return
-            yield Frame(at, x.kind, x.payload, x.flags, x.size) if type(x) is Frame \
-                else Damage(at, x.length, x.reason, x.source)
+            yield dataclasses.replace(x, offset=at)
         return
     f.seek(0)    # damage before start: every frame read and checked from the beginning
-    for x in iter_frames(f, source):
+    for x in iter_frames(f, source, verified_only):
         if x.offset >= end:
             return
         if x.offset >= start or (type(x) is Frame and x.kind != FRAME_EVENTS):

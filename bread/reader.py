@@ -35,6 +35,11 @@ class Reader:
     descriptors of the files read, ``skipped`` the files not opened because
     their directory's manifest shows them outside the filter's time window.
 
+    The complete events of a frame that the end of an input cuts short (a
+    writer killed mid-write, a copy taken meanwhile) are read, with
+    ``ev.verified`` False (``unverified`` counts them), unless
+    ``verified_only``; the cut itself is reported in ``damage``.
+
     Sorted, the events of all writers and inputs come in order of their wall
     time (each file's clock syncs), ties in input order, then writer id,
     then position; memory stays bounded (``bread.merge`` says by what). A
@@ -43,9 +48,10 @@ class Reader:
     """
 
     def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER,
-                 span: tuple[int, int] | None = None) -> None:
+                 span: tuple[int, int] | None = None, verified_only: bool = False) -> None:
         self.sort = sort
         self.filter = filter
+        self.verified_only = verified_only
         if span is not None:
             if (not isinstance(span, tuple) or len(span) != 2
                     or not all(type(x) is int and x >= 0 for x in span)):
@@ -74,6 +80,11 @@ class Reader:
         self._manifests: dict = {}
         self.headers: list[Any] = []
         self.unknown_sources = 0
+
+    @property
+    def unverified(self) -> int:
+        """Events read from frames cut short by the end of their input (checksum unchecked)."""
+        return sum(d.unverified for d in self.damage)
 
     def __iter__(self) -> Iterator[Event]:
         # The events come in chunks (lists from the C decoder, or a Python generator) that
@@ -276,10 +287,10 @@ class Reader:
     def _frames(self, f: BinaryIO, name: str) -> Iterator[Frame | Damage]:
         """The input's frames: all of them, or those of the span."""
         if self.span is None:
-            return iter_frames(f, name)
+            return iter_frames(f, name, self.verified_only)
         if isinstance(f, GzipInput) or not seekable(f):
             raise ValueError(f"{name}: a span needs an uncompressed file that can seek")
-        return span_frames(f, *self.span, name)
+        return span_frames(f, *self.span, name, self.verified_only)
 
     def _after(self, f: Any, name: str) -> None:
         if isinstance(f, (GzipInput, _Unclosed)) and f.error is not None:
@@ -335,7 +346,8 @@ def _reopener(raw: BinaryIO) -> Callable[[], BinaryIO]:
 def read(source: Source, *, sort: bool = False, min_severity: int | str | None = None,
          categories: Iterable[str] | str | None = None, since: int | str | None = None,
          until: int | str | None = None, writers: Iterable[str] | str | None = None,
-         sites: Iterable[str] | str | None = None, grep: str | None = None) -> Reader:
+         sites: Iterable[str] | str | None = None, grep: str | None = None,
+         verified_only: bool = False) -> Reader:
     """Read events from paths (files, directories, glob patterns, "-"), or a binary file object.
 
     In file order, or with ``sort`` in time order across writers and inputs
@@ -345,11 +357,13 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
     writer names, call sites (function, file name, or ``file:line``), a regular
     expression searched in the message. Never raises on damaged input:
     damaged ranges are skipped and listed in the returned reader's
-    ``damage``. Opening a missing file raises OSError; a bad filter ValueError.
+    ``damage``. The complete events of a frame cut short by the end of a file
+    are read with ``ev.verified`` False; ``verified_only`` leaves them out.
+    Opening a missing file raises OSError; a bad filter ValueError.
     """
     flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
                       until=until, writers=writers, sites=sites, grep=grep)
-    return Reader(source, sort=sort, filter=flt)
+    return Reader(source, sort=sort, filter=flt, verified_only=verified_only)
 
 
 def read_batches(source: Source, columns: Sequence[str] | None = None, batch_size: int = 65536,

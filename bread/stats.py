@@ -46,7 +46,7 @@ def collect(source: Any) -> dict:
     files: list[dict] = []
     damage: list = []
     notices: list = []
-    unknown = 0
+    unknown = unverified = 0
     for one in inputs:   # one reader per input: each file's streams and Summary entries
         reader = Reader(one)
         read = 0
@@ -69,6 +69,7 @@ def collect(source: Any) -> dict:
         damage += reader.damage
         notices += reader.notices
         unknown += reader.unknown_sources
+        unverified += reader.unverified
         files.append(_closing(one, reader, read))
     dropped = sum(x.count for x in notices if isinstance(x, Dropped))
     lost = sum(x.events for x in notices if isinstance(x, Lost))
@@ -84,6 +85,7 @@ def collect(source: Any) -> dict:
                   for (f, line, fn), c in by_site.most_common()],
         "dropped": dropped, "lost": lost,
         "unknown_sources": unknown,
+        "unverified": unverified,
         "damage": [{"source": d.source, "offset": d.offset, "length": d.length,
                     "reason": d.reason} for d in damage],
         "files": files,
@@ -159,6 +161,9 @@ def render(stats: dict, width: int) -> str:
         if f["summary_events"] is not None and f["summary_events"] != f["events"]:
             lines.append(f"  {f['path']}: the writer's summary counts {f['summary_events']:,} "
                          f"event(s), {f['events']:,} read")
+    if stats.get("unverified"):
+        lines.append(f"events read unverified (their frame cut short by the end of a file): "
+                     f"{stats['unverified']:,}")
     if stats["unknown_sources"]:
         lines.append(f"events whose source is unknown: {stats['unknown_sources']:,}")
     for d in stats["damage"]:

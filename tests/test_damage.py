@@ -168,15 +168,21 @@ def assert_tiles(data: bytes, chunked: int | None = None) -> list:
     f = Trickle(data, chunked) if chunked else io.BytesIO(data)
     pos = 0
     items = list(iter_frames(f))
-    for it in items:
+    for i, it in enumerate(items):
         start = it.offset
         length = it.size if isinstance(it, Frame) else it.length
         assert start == pos, (items, pos)
+        if isinstance(it, Damage) and it.unverified:   # reports the torn frame that follows
+            nxt = items[i + 1]
+            assert length == 0 and (nxt.offset, nxt.verified) == (start, False), items
+            continue
         assert length > 0
+        assert isinstance(it, Damage) or it.verified or i == len(items) - 1
         pos += length
     assert pos == len(data)
     # never two damage ranges in a row: a damaged run is reported as one range
-    for a, b in zip(items, items[1:]):
+    ranges = [it for it in items if not (isinstance(it, Damage) and it.unverified)]
+    for a, b in zip(ranges, ranges[1:]):
         assert not (isinstance(a, Damage) and isinstance(b, Damage))
     return items
 
@@ -257,28 +263,64 @@ def _draw_offset(data, table, label: str) -> int:
     return start + off % (end - start + 1)
 
 
+def complete_before(data: bytes, start: int, end: int, cut: int) -> int | None:
+    """How many events of the events frame at ``start`` end at or before ``cut`` (counted in
+    stored, escaped bytes, independently of bread); None for none."""
+    stored = data[start + HS:end]
+    escaped = data[start + 5] & fmt.FLAG_ESCAPED
+    payload = stored.replace(b"\x9e\x01", b"\x9e") if escaped else stored
+    u = msgpack.Unpacker(raw=True, strict_map_key=False)
+    u.feed(payload)
+    ends = []
+    try:
+        while True:
+            u.skip()
+            end = u.tell()
+            ends.append(end + (payload[:end].count(b"\x9e") if escaped else 0))
+    except msgpack.OutOfData:
+        pass
+    return sum(start + HS + e <= cut for e in ends[1:]) or None
+
+
 def check_cut(data: bytes, full: list, table: list, cut: int) -> None:
+    """A file cut at ``cut``: every event of a frame wholly before the cut, verified; the
+    complete events of a cut events frame, unverified, with one Damage that counts them;
+    any other cut frame, one Damage from its start to the end."""
     r, got = read_all(data[:cut])
     ends = {start: end for start, end, _ in table}
     expected = [summary(e) for e in full if ends[e.offset] <= cut]
-    assert [summary(e) for e in got] == expected
+    assert all(e.verified for e in got[:len(expected)])
     boundaries = {0} | set(ends.values())
     if cut in boundaries:
-        assert r.damage == []
-    else:
-        start = max(s for s, _, _ in table if s < cut)
+        assert [summary(e) for e in got] == expected
+        assert r.damage == [] and r.unverified == 0
+        return
+    start, end, kind = max(t for t in table if t[0] < cut)
+    n = complete_before(data, start, end, cut) if kind == fmt.FRAME_EVENTS and cut >= start + HS \
+        else None
+    if n is None:
+        assert [summary(e) for e in got] == expected
         assert [(d.offset, d.length) for d in r.damage] == [(start, cut - start)]
-        assert "truncated" in r.damage[0].reason
+        assert "truncated" in r.damage[0].reason and r.unverified == 0
+    else:
+        torn = [summary(e) for e in full if e.offset == start][:n]
+        assert [summary(e) for e in got] == expected + torn
+        assert not any(e.verified for e in got[len(expected):])
+        assert [(d.offset, d.length, d.unverified) for d in r.damage] == [(start, 0, n)]
+        assert "cut short" in r.damage[0].reason and r.unverified == n
+        assert [summary(e) for e in bread.read(io.BytesIO(data[:cut]), verified_only=True)] \
+            == expected
 
 
 @FAST
 @given(script=scripts, data=st.data())
 def test_truncation_at_any_offset(script, data):
-    """Proves: a file cut at any byte (writer killed mid-write) never makes bread raise,
-    every event of a frame that ends at or before the cut is read back identically (same
-    message, args, fields, writer, clock), nothing of the cut frame leaks out, and the cut
-    is reported as exactly one Damage from the start of the cut frame to the end of input,
-    unless the cut is exactly on a frame boundary (then there is no damage)."""
+    """Proves: a file cut at any byte (writer killed mid-write, a copy taken meanwhile) never
+    makes bread raise, every event of a frame that ends at or before the cut is read back
+    identically (same message, args, fields, writer, clock), and so is every event of the
+    cut events frame whose bytes are whole (marked unverified, counted in one Damage;
+    verified_only leaves them out); any other cut frame is one Damage from its start to
+    the end of input; a cut exactly on a frame boundary is no damage."""
     blob = write_log(script)
     table = frame_table(blob)
     r, full = read_all(blob)
@@ -302,7 +344,8 @@ def test_truncation_every_offset_of_small_file():
 def test_truncated_then_appended_file():
     """Proves: a writer that died mid-frame followed by a new session appending to the same
     file (FileOutputStream mode 'ab') loses only the torn frame: the first file's complete
-    events, then damage, then all of the second file's events with its own sources."""
+    events, then damage, then all of the second file's events with its own sources. (Cut
+    short by another frame, not by the end of input, a frame is damage as a whole.)"""
     a = write_log(SMALL_SCRIPT)
     b = write_log([(False, [(3, None), (0, "second")]), (False, [(4, 9)])])
     table = frame_table(a)
@@ -332,6 +375,7 @@ def check_flip(blob: bytes, full: list, table: list, pos: int, xor: int) -> None
     # Resynchronized: only the flipped frame is lost; every other frame's events still read.
     start, end, kind = next(t for t in table if t[0] <= pos < t[1])
     assert [(d.offset, d.length) for d in r.damage] == [(start, end - start)]
+    assert r.unverified == 0 and all(e.verified for e in got)   # a flip is never "torn"
     survivors = [e for e in full if e.offset != start]
     if kind == fmt.FRAME_METADATA:
         # Sources/writers described there are gone: messages may change, raw data may not.
@@ -1271,3 +1315,44 @@ def test_events_with_unknown_sources_make_bread_exit_3(tmp_path):
     p = subprocess.run([sys.executable, "-m", "bread", "stats", str(path)],
                        capture_output=True, text=True)
     assert p.returncode == 3
+
+
+def test_a_copy_cut_3_bytes_short_keeps_all_but_the_last_event(tmp_path, capsys):
+    """Proves the issue's case: a short file of 60 events (one events frame) cut 3 bytes
+    before its end once lost all 60; now 59 come back, marked unverified, through the API
+    (sorted or not, and as batches) and the CLI, whose report counts them (exit 3);
+    --verified-only leaves them out; stats counts them."""
+    import json
+
+    from bread import cli
+    path = tmp_path / "app.blog"
+    s = blog.Session(name="torn")
+    out = blog.FileOutputStream(str(path))
+    log = s.get_logger("app")
+    for i in range(60):
+        log.info("order {} filled", i)
+    s.consume(out)
+    out.close()
+    data = path.read_bytes()
+    cut = tmp_path / "cut.blog"
+    cut.write_bytes(data[:-3])
+    want = [f"order {i} filled" for i in range(59)]
+    for sort in (False, True):
+        r = bread.read(str(cut), sort=sort)
+        evs = list(r)
+        assert [e.message for e in evs] == want and not any(e.verified for e in evs)
+        assert r.unverified == 59 and len(r.damage) == 1
+    assert list(bread.read(str(cut), verified_only=True)) == []
+    batches = list(bread.read(str(cut)).batches(["message"], arrow=False))
+    assert [m for b in batches for m in b["message"]] == want
+    assert all(e.verified for e in bread.read(str(path)))
+    assert cli.main(["-f", "%m", str(cut)]) == 3
+    o, err = capsys.readouterr()
+    assert o.splitlines() == want
+    assert "59 event(s) printed unverified" in err and "cut short" in err
+    assert cli.main(["-f", "%m", "--verified-only", str(cut)]) == 3
+    o, err = capsys.readouterr()
+    assert o == "" and "unverified" not in err.split("\n")[-2]
+    assert cli.main(["stats", "-o", "json", str(cut)]) == 3
+    st_ = json.loads(capsys.readouterr().out)
+    assert st_["events"] == 59 and st_["unverified"] == 59

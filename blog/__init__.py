@@ -14,8 +14,8 @@ from blogformat.severity import Severity
 
 from .backpressure import BLOCK, DROP
 from .consumer import Consumer
-from .default import (basic_config, default_session, flush, get_logger, set_writer_name,
-                      shutdown)
+from .default import (basic_config, default_session, flush, flush_async, get_logger,
+                      set_writer_name, shutdown)
 from .event import event
 from .logger import Logger
 from .rotating import RotatingFile
@@ -29,5 +29,5 @@ __all__ = [
     "BLOCK", "DROP", "CallSiteError", "Consumer", "EventSource", "FileOutputStream",
     "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session", "SessionStats",
     "SessionWriter", "Severity", "__version__", "basic_config", "default_session", "event",
-    "flush", "get_logger", "set_writer_name", "shutdown",
+    "flush", "flush_async", "get_logger", "set_writer_name", "shutdown",
 ]

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 from blogformat.fileset import pid_path
@@ -16,6 +17,7 @@ from blogformat.severity import Severity, to_severity
 from . import exits
 from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
+from .durability import fsync_policy
 from .logger import Logger
 from .report import report
 from .rotating import RotatingFile
@@ -42,7 +44,7 @@ def default_session() -> Session:
 def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str = Severity.TRACE,
                  flush_interval: float = 0.02, flush_bytes: int | None = None,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
-                 fsync: bool = False, rotate_bytes: int | None = None, rotate_every: Any = None,
+                 fsync: bool | str | float = False, rotate_bytes: int | None = None, rotate_every: Any = None,
                  rotate_at: Any = None, tz: str | None = None, keep_files: int | None = None,
                  keep_days: float | None = None, keep_bytes: int | None = None,
                  compress: bool = False) -> Session:
@@ -59,8 +61,14 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     ``logs/app.blog`` writes ``logs/app.<time>.pid<N>.blog`` files. A forked
     child, and a ``multiprocessing`` child started by spawn or forkserver,
     goes on logging into a file set of its own (its pid) with the same options.
+
+    ``fsync`` is the durability policy (``blog.durability``): ``False`` (the OS
+    writes back when it likes), ``"rotation"`` (each file when it is closed),
+    ``True`` (after every consume) or a number of seconds (group commit: at
+    most that often while there is something new, and at close).
     """
     s = default_session()
+    policy, fsync_interval = fsync_policy(fsync)
     check_overflow(overflow)
     check_capacity(channel_capacity)
     if flush_bytes is None:
@@ -87,8 +95,8 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
                          "new files")
     min_severity = to_severity(min_severity)
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
-        _move(s, output, mode, fsync, rotating, rotation, flush_interval, flush_bytes,
-              channel_capacity, overflow, min_severity)
+        _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
+              flush_bytes, channel_capacity, overflow, min_severity)
     exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k))
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:
@@ -106,9 +114,9 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     return s
 
 
-def _move(s: Session, output: Any, mode: str, fsync: bool, rotating: bool, rotation: dict,
-          flush_interval: float, flush_bytes: int, channel_capacity: int, overflow: str,
-          min_severity: int) -> None:
+def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float | None,
+          rotating: bool, rotation: dict, flush_interval: float, flush_bytes: int,
+          channel_capacity: int, overflow: str, min_severity: int) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``."""
     old = _consumer(s)
@@ -131,12 +139,14 @@ def _move(s: Session, output: Any, mode: str, fsync: bool, rotating: bool, rotat
         except BaseException:
             if same and old is not None:   # give the session its output back
                 Consumer(s, FileOutputStream(old.stream.path, fsync=old.stream.fsync),
-                         interval=old.interval, flush_bytes=old.flush_bytes).start()
+                         interval=old.interval, flush_bytes=old.flush_bytes,
+                         fsync_interval=old.fsync_interval).start()
             raise
         if not same:
             _stop_consumer(s)   # the old output gets what is pending
     s.was_shut_down = False
-    consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes)
+    consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes,
+                        fsync_interval=fsync_interval)
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     s.set_min_severity(min_severity)
     consumer.start()
@@ -154,13 +164,35 @@ def get_logger(category: str = "main") -> Logger:
     return default_session().get_logger(category)
 
 
-def flush() -> None:
-    """Write everything logged so far to the output; when it returns, it is there."""
+def flush(durable: bool = False) -> None:
+    """Write everything logged so far to the output; when it returns, it is there (handed
+    to the OS: it survives the process). With ``durable``, it is also on stable storage
+    (it survives the machine), or OSError says it is not (the output or the device
+    failed); durable flushes at once share one fsync."""
     s = default_session()
     with _config_lock:       # not halfway through a basic_config: its new output gets it
         c = _consumer(s)
-        if c is not None:
-            c.flush()
+        if c is None:
+            return
+        errors = s.stats.write_errors
+        c.flush()
+    if durable:              # outside the lock: concurrent callers share the fsync
+        c.check_output(errors)
+        c.sync()
+
+
+def flush_async(durable: bool = False) -> "Future[None]":
+    """A ``concurrent.futures.Future`` that completes once everything logged before this
+    call is written (with ``durable``, on stable storage): the caller never waits
+    (``await asyncio.wrap_future(blog.flush_async(durable=True))`` in a coroutine). It
+    fails with OSError if the output or the device failed. Many at once share one
+    consume and one fsync."""
+    c = _consumer(default_session())
+    if c is None:             # no output: nothing will be written (the exit report counts it)
+        fut: Future[None] = Future()
+        fut.set_result(None)
+        return fut
+    return c.flush_async(durable)
 
 
 def shutdown() -> None:

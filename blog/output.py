@@ -61,6 +61,11 @@ class Output:
         self._writers = 0          # WriterProps and text described in the current stream,
         self._text = 0             # against the limits of a stream (format.md 9.1)
 
+    @property
+    def failing(self) -> bool:
+        """True from a failed write until a write succeeds."""
+        return self._failing
+
     def use(self, stream: Any) -> None:
         """Write to ``stream`` from now on (a new stream: header and metadata first)."""
         self.stream = stream

@@ -22,7 +22,9 @@ from typing import Any
 
 from blogformat.fileset import file_name, split_base
 
+from .durability import FLUSH, NEVER, fsync_fd, stream_policy
 from .housekeeping import NEW, Housekeeper, Retention
+from .report import report
 from .schedule import Schedule
 
 
@@ -52,7 +54,8 @@ class RotatingFile:
     - ``rotate_every``, ``rotate_at``, ``tz``: switch by time (``blog.schedule``);
     - ``keep_files``, ``keep_days``, ``keep_bytes``: retention of closed files;
     - ``compress``: gzip closed files in the background;
-    - ``fsync``: fsync the file at every flush and when it is closed.
+    - ``fsync``: ``True`` or ``"flush"``: fsync the file at every flush and when it is
+      closed; ``"rotation"``: when it is closed (``blog.durability``).
 
     Bad options raise ValueError naming the option, before any file is
     opened; a directory that cannot be created or written raises OSError.
@@ -62,7 +65,7 @@ class RotatingFile:
                  rotate_every: Any = None, rotate_at: Any = None, tz: str | None = None,
                  keep_files: int | None = None, keep_days: float | None = None,
                  keep_bytes: int | None = None, compress: bool = False,
-                 fsync: bool = False) -> None:
+                 fsync: bool | str = False) -> None:
         self.path = os.path.abspath(os.fspath(path))   # a later chdir changes nothing
         self.directory, self.stem = split_base(self.path)
         self.rotate_bytes = _positive_int(rotate_bytes, "rotate_bytes")
@@ -74,10 +77,8 @@ class RotatingFile:
                                    _positive_int(keep_bytes, "keep_bytes"))
         if not isinstance(compress, bool):
             raise ValueError(f"compress must be True or False, not {compress!r}")
-        if not isinstance(fsync, bool):
-            raise ValueError(f"fsync must be True or False, not {fsync!r}")
         self.compress = compress
-        self.fsync = fsync
+        self.fsync = stream_policy(fsync)
         self.options = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
                             rotate_at=rotate_at, tz=tz, keep_files=keep_files,
                             keep_days=keep_days, keep_bytes=keep_bytes, compress=compress,
@@ -93,6 +94,7 @@ class RotatingFile:
         self.size = 0                        # bytes in it
         self.files = 0                       # files opened so far
         self._fd: int | None = None
+        self._unsynced = False     # written since the last sync
         self._last_ms = 0
         self._switch_at: int | None = None
         self._closed = False
@@ -106,13 +108,26 @@ class RotatingFile:
                 raise ValueError("write to a closed RotatingFile")
             self._open()     # files are opened by their first write: no empty files
         assert self._fd is not None
+        self._unsynced = True
         n = os.write(self._fd, data)
         self.size += n
         return n
 
     def flush(self) -> None:
-        if self.fsync and self._fd is not None:
-            os.fsync(self._fd)
+        if self.fsync == FLUSH:
+            self.sync()
+
+    def sync(self) -> None:
+        """Put what was written to the current file on stable storage (fsync); nothing to
+        do if nothing was written since the last sync (a file closed is synced then)."""
+        if self._fd is None or not self._unsynced:
+            return
+        self._unsynced = False     # before: a write meanwhile makes the next sync do it
+        try:
+            fsync_fd(self._fd)
+        except BaseException:
+            self._unsynced = True
+            raise
 
     def close(self) -> None:
         """Close the current file (the session has written its Summary), then finish housekeeping."""
@@ -200,8 +215,11 @@ class RotatingFile:
             return
         self._fd = None
         try:
-            if self.fsync:
-                os.fsync(fd)
+            if self.fsync != NEVER and self._unsynced:
+                self._unsynced = False
+                fsync_fd(fd)
+        except OSError as exc:    # closing never raises into the application
+            report(f"blog: {path}: fsync at close failed: {exc}")
         finally:
             os.close(fd)    # releases the lock: the file is closed for housekeeping
         self.housekeeper.closed(os.path.basename(path))

@@ -355,6 +355,10 @@ class Session:
             self._reported_drops.update(reported)
         return written
 
+    def output_failing(self) -> bool:
+        """True while the output refuses writes (events are being lost)."""
+        return self._output.failing
+
     def finish(self, stream: Any) -> bool:
         """Close the stream's current file cleanly: write its Summary entry (after a last consume).
 

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO, Protocol
 
 from blogformat.fileset import pid_path
 
+from .durability import FLUSH, NEVER, fsync_fd, stream_policy
 from .report import report
 
 
@@ -24,8 +25,10 @@ class OutputStream(Protocol):
 class FileOutputStream:
     """Appends to a file, unbuffered: each consume is handed to the OS at once.
 
-    A process killed after a consume loses nothing that consume wrote.
-    ``fsync=True`` also asks the OS to put it on disk at every flush.
+    A process killed after a consume loses nothing that consume wrote. For
+    power loss, ``fsync`` (``blog.durability``): ``True`` or ``"flush"`` puts it
+    on disk at every flush, ``"rotation"`` when the file is closed; ``sync()``
+    does it now.
 
     The file is one writer's: the stream holds an exclusive ``flock`` on it
     (never released while the file is open, inherited by no other open). If
@@ -45,17 +48,20 @@ class FileOutputStream:
     #: A switch of this stream is to a file the old one knows nothing of: no Summary.
     rotate_finishes = False
 
-    def __init__(self, path: str | os.PathLike, *, mode: str = "ab", fsync: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, mode: str = "ab",
+                 fsync: bool | str = False) -> None:
         if mode not in ("ab", "wb", "xb"):
             raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
-        self.fsync = fsync
+        self.fsync = stream_policy(fsync)
         self.requested = os.fspath(path)
         self._file, self.path = _open_own(self.requested, mode)
         _open_streams.add(self)
         self._size = os.fstat(self._file.fileno()).st_size   # the file's size after our writes
         self.reopened = 0                                      # times the path was opened again
+        self._unsynced = False                                 # written since the last sync
 
     def write(self, data: bytes) -> int:
+        self._unsynced = True
         n = self._file.write(data)
         self._size += n or 0
         return n
@@ -74,18 +80,41 @@ class FileOutputStream:
     def rotate(self) -> None:
         """Write to what the path names now (made again if it is gone)."""
         try:
-            self._file.close()
+            self._close()
         finally:
             self._file, self.path = _open_own(self.path, "ab")
             self._size = os.fstat(self._file.fileno()).st_size
             self.reopened += 1
 
     def flush(self) -> None:
-        if self.fsync:
-            os.fsync(self._file.fileno())
+        if self.fsync == FLUSH:
+            self.sync()
+
+    def sync(self) -> None:
+        """Put what was written on stable storage (fsync); OSError if the device fails.
+        Nothing to do if nothing was written since the last sync."""
+        if not self._unsynced:
+            return
+        self._unsynced = False     # before: a write meanwhile makes the next sync do it
+        try:
+            fsync_fd(self._file.fileno())
+        except BaseException:
+            self._unsynced = True
+            raise
 
     def close(self) -> None:
-        self._file.close()
+        self._close()
+
+    def _close(self) -> None:
+        if self._file.closed:
+            return
+        try:
+            if self.fsync != NEVER:
+                self.sync()
+        except OSError as exc:    # closing never raises into the application
+            report(f"blog: {self.path}: fsync at close failed: {exc}")
+        finally:
+            self._file.close()
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,275 @@
+"""Durability: the fsync policy, durable flushes (sync and async) and their shared fsyncs.
+
+fsync itself is replaced by a recorder (``os.fsync`` of the test process): what is proved
+is when blog asks for stable storage and what it tells its callers, not what the disk does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import blog
+import bread
+from blog.durability import GroupSync, fsync_policy
+
+
+class Fsyncs:
+    """os.fsync, recorded: the size of each log file synced (housekeeping's syncs of its
+    manifest and directory are not counted); ``gate`` (when set) holds calls until opened;
+    ``fail`` makes calls raise EIO."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.real = os.fsync
+        self.sizes: list[int] = []
+        self.gate: threading.Event | None = None
+        self.entered = threading.Event()
+        self.fail = False
+        monkeypatch.setattr(os, "fsync", self)
+
+    def __call__(self, fd: int) -> None:
+        if ".blog" not in os.readlink(f"/proc/self/fd/{fd}"):
+            return self.real(fd)
+        self.entered.set()
+        if self.gate is not None:
+            assert self.gate.wait(30)
+        self.sizes.append(os.fstat(fd).st_size)
+        if self.fail:
+            raise OSError(errno.EIO, "Input/output error")
+
+
+def consumer(tmp_path, fsync=False, fsync_interval=None, interval=60.0):
+    s = blog.Session(name="durable")
+    stream = blog.FileOutputStream(tmp_path / "x.blog", fsync=fsync)
+    c = blog.Consumer(s, stream, interval=interval, fsync_interval=fsync_interval).start()
+    return s, c
+
+
+def test_fsync_policies_are_checked():
+    assert fsync_policy(False) == fsync_policy("never") == ("never", None)
+    assert fsync_policy(True) == fsync_policy("flush") == ("flush", None)
+    assert fsync_policy("rotation") == ("rotation", None)
+    assert fsync_policy(0.05) == ("rotation", 0.05)
+    for bad in ("sometimes", 0, -1, float("nan"), float("inf"), None, [1]):
+        with pytest.raises(ValueError, match="fsync"):
+            fsync_policy(bad)
+    with pytest.raises(ValueError, match="fsync"):
+        blog.FileOutputStream(os.devnull, fsync=0.5)   # an interval is the consumer's
+    with pytest.raises(ValueError, match="fsync_interval"):
+        blog.Consumer(blog.Session(), blog.MemoryOutputStream(), fsync_interval=0)
+
+
+@pytest.mark.parametrize("policy, at_flush, at_close", [
+    (False, 0, 0), ("never", 0, 0), ("rotation", 0, 1), (True, 1, 1), ("flush", 1, 1)])
+def test_each_policy_syncs_when_it_says(tmp_path, monkeypatch, policy, at_flush, at_close):
+    # Proves: "never" never syncs, "rotation" only when the file closes, "flush" after
+    # every consume that wrote (and at close), each after the bytes were written.
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path, fsync=policy)
+    log = s.get_logger("d")
+    for k in range(3):
+        log.info("e {}", k)
+        c.flush()
+    assert len(fs.sizes) == 3 * at_flush
+    c.stop()
+    c.stream.close()
+    size = os.path.getsize(tmp_path / "x.blog")
+    assert len(fs.sizes) == 3 * at_flush + at_close
+    if at_close:
+        assert fs.sizes[-1] == size     # the last sync covers the whole file
+
+
+def test_a_rotated_set_syncs_each_file_it_closes(tmp_path, monkeypatch):
+    fs = Fsyncs(monkeypatch)
+    s = blog.Session(name="rot")
+    stream = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1, fsync="rotation")
+    log = s.get_logger("d")
+    for k in range(3):
+        log.info("e {}", k)
+        s.consume(stream)       # a file per consume (rotate_bytes=1)
+    s.finish(stream)
+    stream.close()
+    assert stream.files == 3 and len(fs.sizes) == 3
+
+
+def test_group_commit_syncs_at_most_every_interval_while_there_are_writes(tmp_path,
+                                                                        monkeypatch):
+    # Proves: with fsync_interval, the consumer syncs while the file grows, about once per
+    # interval (never once per consume), and not at all while nothing is written.
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path, fsync_interval=0.2, interval=0.01)
+    log = s.get_logger("d")
+    t0 = time.monotonic()
+    n = 0
+    while time.monotonic() - t0 < 1.0:
+        log.info("e {}", n)
+        n += 1
+        time.sleep(0.001)
+    busy = len(fs.sizes)
+    elapsed = time.monotonic() - t0
+    time.sleep(0.5)                       # idle: nothing new to sync
+    idle = len(fs.sizes) - busy
+    c.stop()
+    assert 2 <= busy <= elapsed / 0.2 + 2, busy    # about 5, and far fewer than consumes
+    assert idle <= 1                                # at most the one for the last writes
+    assert len(list(bread.read(str(tmp_path / "x.blog")))) == n
+
+
+def test_flush_durable_syncs_after_writing_what_was_logged(tmp_path, monkeypatch):
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path)
+    log = s.get_logger("d")
+    for k in range(100):
+        log.info("e {}", k)
+    c.flush(durable=True)
+    assert len(fs.sizes) == 1 and fs.sizes[0] == os.path.getsize(tmp_path / "x.blog")
+    assert len(list(bread.read(str(tmp_path / "x.blog")))) == 100
+    c.stop()
+
+
+def test_flush_async_never_blocks_and_concurrent_waiters_share_one_fsync(tmp_path,
+                                                                        monkeypatch):
+    # Proves: flush_async returns while an fsync is held (it never waits for one); 40
+    # threads asking at once while one fsync runs are all answered by one more fsync;
+    # each future completes only after an fsync that covers its events.
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path)
+    log = s.get_logger("d")
+    log.info("first {}", 0)
+    fs.gate = threading.Event()
+    first = c.flush_async(durable=True)      # its fsync will hold at the gate
+    assert fs.entered.wait(10) and not first.done()
+    futures = []
+
+    def ask(k):
+        log.info("e {}", k)
+        futures.append(c.flush_async(durable=True))
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()                             # every flush_async returned: none waited
+    assert len(futures) == 40 and not any(f.done() for f in futures)
+    fs.gate.set()
+    first.result(10)
+    for f in futures:
+        f.result(10)
+    assert len(fs.sizes) == 2, fs.sizes      # the held one, then one for all 40
+    assert fs.sizes[-1] == os.path.getsize(tmp_path / "x.blog")
+    c.stop()
+    assert len(list(bread.read(str(tmp_path / "x.blog")))) == 41
+
+
+def test_flush_async_is_awaitable(tmp_path, monkeypatch):
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path)
+    log = s.get_logger("d")
+
+    async def main():
+        log.info("from a coroutine {}", 1)
+        await asyncio.wrap_future(c.flush_async(durable=True))
+        return os.path.getsize(tmp_path / "x.blog")
+    size = asyncio.run(main())
+    assert fs.sizes == [size]
+    assert [e.message for e in bread.read(str(tmp_path / "x.blog"))] == ["from a coroutine 1"]
+    c.stop()
+
+
+def test_a_failed_sync_is_told_to_durable_callers_only(tmp_path, monkeypatch, capsys):
+    # Proves: an fsync that fails (EIO) makes flush(durable=True) raise OSError and a
+    # durable future fail; non-durable flushes still succeed; logging goes on; the
+    # group-commit interval reports the failure on stderr instead of raising.
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path)
+    log = s.get_logger("d")
+    log.info("e {}", 1)
+    fs.fail = True
+    with pytest.raises(OSError, match="could not be synced"):
+        c.flush(durable=True)
+    log.info("e {}", 2)
+    with pytest.raises(OSError, match="could not be synced"):
+        c.flush_async(durable=True).result(10)
+    log.info("e {}", 3)
+    c.flush()
+    assert c.flush_async().result(10) is None
+    fs.fail = False
+    c.flush(durable=True)                      # the device works again: a new sync holds
+    c.stop()
+    assert [e.args[0] for e in bread.read(str(tmp_path / "x.blog"))] == [1, 2, 3]
+
+
+class Broken:
+    """A stream that refuses every write."""
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_flushes_fail_while_the_output_fails(monkeypatch, capsys):
+    s = blog.Session(name="broken")
+    c = blog.Consumer(s, Broken(), interval=60).start()
+    s.get_logger("d").info("e {}", 1)
+    with pytest.raises(OSError, match="output failed"):
+        c.flush_async().result(10)
+    s.get_logger("d").info("e {}", 2)
+    with pytest.raises(OSError, match="output failed"):
+        c.flush(durable=True)
+    c.flush()                                 # a plain flush never raises
+    c.stop()
+    assert s.stats.events_lost == 2
+    capsys.readouterr()
+
+
+def test_group_sync_never_hides_a_failure_since_the_call():
+    # After a failed fsync a later one may succeed though the data is gone (Linux drops
+    # the dirty pages): a caller whose window saw a failure is told so.
+    calls = []
+
+    def sync():
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(errno.EIO, "EIO")
+    g = GroupSync(sync)
+    with pytest.raises(OSError):
+        g.sync()
+    g.sync()                                   # a new call after the failure: a clean sync
+    assert len(calls) == 2
+
+
+def test_the_default_session_flushes_durably(tmp_path):
+    code = textwrap.dedent("""
+        import asyncio, os, blog
+        calls = []
+        real = os.fsync
+        os.fsync = lambda fd: (calls.append(os.fstat(fd).st_size), real(fd))
+        blog.basic_config("x.blog", flush_interval=60, fsync="rotation")
+        log = blog.get_logger("d")
+        log.info("a {}", 1)
+        blog.flush(durable=True)
+        assert calls == [os.path.getsize("x.blog")], calls
+        log.info("b {}", 2)
+        async def main():
+            await asyncio.wrap_future(blog.flush_async(durable=True))
+        asyncio.run(main())
+        assert len(calls) == 2 and calls[-1] == os.path.getsize("x.blog"), calls
+        blog.shutdown()
+        assert len(calls) == 3                   # "rotation": the file closed
+        assert blog.flush_async(durable=True).result() is None   # no output: nothing to do
+        try:
+            blog.basic_config("y.blog", fsync="sometimes")
+        except ValueError as e:
+            print("refused:", e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "refused: fsync must be" in r.stdout
+    assert [e.message for e in bread.read(str(tmp_path / "x.blog"))] == ["a 1", "b 2"]

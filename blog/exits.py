@@ -5,13 +5,20 @@
   flushes, then does what was there before: calls the application's handler,
   ignores the signal if it was ignored, or ends the process by the signal as
   the default action would (the exit status still says "killed by SIGTERM").
-- An unhandled exception, in the main thread (``sys.excepthook``) or in any
-  other (``threading.excepthook``): it is logged first, at CRITICAL with its
-  traceback in the ``exception`` field, flushed, and then handed to the hook
-  that was there before (which prints it, as usual).
+- ``SIGINT`` whose handler is not Python's own (``SIG_DFL``: Ctrl-C ends the
+  process at once; or a handler the application installed): the same. Python's
+  own handler raises ``KeyboardInterrupt``, which reaches ``atexit`` or the
+  hook below, so it is left in place (``asyncio.run`` and others look for it).
+- An unhandled exception, in the main thread (``sys.excepthook``), in any
+  other (``threading.excepthook``) or in an asyncio event loop (its default
+  exception handler: a task's exception never retrieved, a callback that
+  raised): it is logged first, at CRITICAL with its traceback in the
+  ``exception`` field, flushed, and then handed to the hook that was there
+  before (which prints it, as usual).
 
-``install`` is called by ``basic_config``; it installs each hook once, and
-the signal handler only from the main thread (Python allows no other).
+``install`` is called by ``basic_config``; it installs each hook once, the
+signal handlers only from the main thread (Python allows no other), and the
+asyncio hook if asyncio is imported by then (it is not imported for it).
 """
 
 from __future__ import annotations
@@ -25,14 +32,14 @@ from typing import Any, Callable
 
 _flush: Callable[[], None] | None = None
 _log: Callable[..., None] | None = None
-_previous_term: Any = None
-_installed = {"term": False, "sys": False, "threading": False}
+_previous: dict[int, Any] = {}     # signal -> the handler that was there before ours
+_installed = {"sys": False, "threading": False, "asyncio": False}
 
 
 def install(flush: Callable[[], None], log_critical: Callable[..., None]) -> None:
     """Flush with ``flush`` on SIGTERM and unhandled exceptions, logging them with
     ``log_critical(fmt, *args, exception=exc)`` first."""
-    global _flush, _log, _previous_term
+    global _flush, _log
     _flush, _log = flush, log_critical
     if not _installed["sys"]:
         _installed["sys"] = True
@@ -53,12 +60,29 @@ def install(flush: Callable[[], None], log_critical: Callable[..., None]) -> Non
                 _report(args.exc_value, f"thread {name}")
             previous_threading(args)
         threading.excepthook = thread_hook
-    if not _installed["term"] and threading.current_thread() is threading.main_thread():
-        try:
-            _previous_term = signal.signal(signal.SIGTERM, _on_sigterm)
-            _installed["term"] = True
-        except (ValueError, OSError):   # no signals here (an embedded interpreter...)
-            pass
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            if signum in _previous:
+                continue
+            try:
+                current = signal.getsignal(signum)
+                if signum == signal.SIGINT and current is signal.default_int_handler:
+                    continue   # KeyboardInterrupt: atexit or the excepthook flushes
+                _previous[signum] = signal.signal(signum, _on_signal)
+            except (ValueError, OSError, TypeError):   # no signals here (embedded...)
+                pass
+    aio = sys.modules.get("asyncio.base_events")
+    if aio is not None and not _installed["asyncio"]:
+        _installed["asyncio"] = True
+        loop_class = aio.BaseEventLoop
+        previous_aio = loop_class.default_exception_handler
+
+        def default_exception_handler(self: Any, context: dict) -> None:
+            exc = context.get("exception")
+            if isinstance(exc, BaseException):
+                _report(exc, f"an asyncio event loop ({context.get('message', '')})")
+            previous_aio(self, context)
+        loop_class.default_exception_handler = default_exception_handler
 
 
 def _report(exc: BaseException | None, where: str) -> None:
@@ -71,13 +95,13 @@ def _report(exc: BaseException | None, where: str) -> None:
         pass
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
+def _on_signal(signum: int, frame: Any) -> None:
     try:
         if _flush is not None:
             _flush()
     except Exception:
         pass
-    prev = _previous_term
+    prev = _previous.get(signum, signal.SIG_DFL)
     if callable(prev):
         prev(signum, frame)
     elif prev == signal.SIG_IGN:

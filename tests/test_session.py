@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -1345,6 +1346,86 @@ def test_sigterm_flushes_then_ends_the_process_as_it_would_have(tmp_path):
         p.stdout.close()
         got = [e.args[0] for e in bread.read(tmp_path / "t.blog")]
         assert got == list(range(1000)) * (2 if own else 1)
+
+
+@pytest.mark.parametrize("setup, signame, status", [
+    ("signal.signal(signal.SIGINT, signal.SIG_DFL)", "SIGINT", "killed"),   # Ctrl-C kills
+    ("signal.signal(signal.SIGINT, lambda s, f: sys.exit(7))", "SIGINT", 7),
+    ("pass", "SIGINT", "killed"),    # Python's own: KeyboardInterrupt, atexit, then by SIGINT
+    ("signal.signal(signal.SIGTERM, signal.SIG_IGN)", "SIGTERM", "alive"),
+])
+def test_signals_flush_and_keep_what_they_did(tmp_path, setup, signame, status):
+    # Proves: SIGINT (any handler) and an ignored SIGTERM lose nothing logged before them:
+    # blog flushes, then the signal does what it did before: the default action ends
+    # the process by the signal, an application's handler runs, Python's own raises
+    # KeyboardInterrupt (left in place: asyncio.run and others look for it), an ignored
+    # signal is still ignored (the process goes on, and its file has the events).
+    import signal
+    code = textwrap.dedent(f"""
+        import signal, sys, time, blog
+        {setup}
+        blog.basic_config("t.blog", flush_interval=60)
+        assert (signal.getsignal(signal.SIGINT) is signal.default_int_handler) == {"SIGINT" not in setup}
+        log = blog.get_logger()
+        for i in range(1000):
+            log.info("e {{}}", i)
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        p.send_signal(getattr(signal, signame))
+        if status == "alive":
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not os.path.getsize(tmp_path / "t.blog"):
+                time.sleep(0.05)
+            time.sleep(0.2)
+            assert p.poll() is None
+        else:
+            want = -getattr(signal, signame) if status == "killed" else status
+            assert p.wait(30) == want
+        got = [e.args[0] for e in bread.read(tmp_path / "t.blog")
+               if e.category != "blog"]
+        assert got == list(range(1000))
+    finally:
+        p.kill()
+        p.communicate()
+
+
+def test_an_asyncio_exception_nobody_retrieves_is_logged_and_flushed(tmp_path):
+    # Proves: an exception that only asyncio's loop exception handler sees (a task whose
+    # exception is never retrieved, a callback that raises) is logged at CRITICAL with its
+    # traceback and flushed, and asyncio still prints it as before.
+    r = _run("""
+        import asyncio, gc, blog
+        blog.basic_config("a.blog", flush_interval=60)
+        log = blog.get_logger()
+        async def fails():
+            raise ValueError("in a task")
+        def callback():
+            raise KeyError("in a callback")
+        async def main():
+            log.info("before {}", 1)
+            t = asyncio.ensure_future(fails())
+            await asyncio.sleep(0.01)
+            del t
+            gc.collect()
+            asyncio.get_running_loop().call_soon(callback)
+            await asyncio.sleep(0.01)
+        asyncio.run(main())
+        import os
+        os._exit(0)            # no atexit: only the hook's own flush saves them
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Task exception was never retrieved" in r.stderr and "in a callback" in r.stderr
+    evs = list(bread.read(tmp_path / "a.blog"))
+    assert [e.message.split(" (")[0] for e in evs] == [
+        "before 1", "unhandled ValueError in an asyncio event loop",
+        "unhandled KeyError in an asyncio event loop"]
+    assert all(int(e.severity) == blog.Severity.CRITICAL for e in evs[1:])
+    assert "in fails" in evs[1].fields["exception"].traceback
 
 
 def test_an_unhandled_exception_is_logged_with_its_traceback_and_flushed(tmp_path):

@@ -56,6 +56,7 @@ class Output:
         self._name = name
         self._lost_events = 0      # lost since the last good write, not yet recorded
         self._lost_bytes = 0
+        self._lost_since = 0       # the clock of the first write lost since the last good one
         self._failing = False
         self.tally = Tally()       # what the current stream holds, for its Summary
         self._writers = 0          # WriterProps and text described in the current stream,
@@ -128,7 +129,8 @@ class Output:
         if not self.started:
             parts.append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
         if self._lost_events or self._lost_bytes:
-            metadata = [*metadata, Lost(self._lost_events, self._lost_bytes, time.time_ns())]
+            metadata = [*metadata, Lost(self._lost_events, self._lost_bytes, time.time_ns(),
+                                        since=self._lost_since)]
         if metadata:
             parts.extend(metadata_frames(metadata))
         parts.extend(batches)
@@ -171,6 +173,8 @@ class Output:
             stats.events_lost += n_events
             stats.bytes_lost += len(data)
             stats.last_error = f"{type(exc).__name__}: {exc}"
+            if not (self._lost_events or self._lost_bytes):
+                self._lost_since = time.time_ns()
             self._lost_events += n_events
             self._lost_bytes += len(data)
             self.started = False   # the next good write starts with a header and all metadata

@@ -209,7 +209,8 @@ class Dropped:
 
 @dataclass(frozen=True)
 class Lost:
-    """The writer's output failed: ``events`` events (``bytes`` bytes) did not reach this file."""
+    """The writer's output failed: ``events`` events (``bytes`` bytes) did not reach this file,
+    from ``since`` (the clock of the first failed write, if the writer says) until ``clock``."""
 
     TAG: ClassVar[int] = ENTRY_LOST
 
@@ -217,9 +218,11 @@ class Lost:
     bytes: int
     clock: int
     offset: int = 0
+    since: int | None = None
 
     def array(self) -> list:
-        return [ENTRY_LOST, self.events, self.bytes, self.clock]
+        head = [ENTRY_LOST, self.events, self.bytes, self.clock]
+        return head if self.since is None else [*head, self.since]
 
 
 @dataclass(frozen=True)
@@ -330,7 +333,8 @@ def decode_metadata(e: Any, offset: int) -> Metadata | None:
         if tag == ENTRY_DROPPED:
             return Dropped(_int(e[1]), _int(e[2]), _int(e[3]), offset)
         if tag == ENTRY_LOST:
-            return Lost(_int(e[1]), _int(e[2]), _int(e[3]), offset)
+            since = e[4] if len(e) > 4 and type(e[4]) is int else None
+            return Lost(_int(e[1]), _int(e[2]), _int(e[3]), offset, since)
         if tag == ENTRY_SUMMARY:
             return _summary(e, offset)
     except (ValueError, IndexError) as exc:  # too few fields

@@ -21,6 +21,7 @@ from .follow import Tail
 from .inputs import STDIN, expand
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
+from .stats import iso_time
 
 EXIT_OK, EXIT_USAGE, EXIT_OPEN, EXIT_DAMAGED = 0, 1, 2, 3
 
@@ -206,8 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"bread: writer {n.writer_id} dropped {n.count} event(s) "
                              f"(channel full) before clock {n.clock}\n")
         elif isinstance(n, Lost):
+            when = (f" from {iso_time(n.since)} to {iso_time(n.clock)}" if n.since is not None
+                    else f" before {iso_time(n.clock)}")
             sys.stderr.write(f"bread: {n.events} event(s) ({n.bytes} bytes) never reached "
-                             f"this file: the writer's output failed\n")
+                             f"this file: the writer's output failed{when}\n")
     if reader.unknown_sources:
         sys.stderr.write(f"bread: {reader.unknown_sources} event(s) refer to sources whose "
                          "metadata is missing\n")

@@ -76,7 +76,7 @@ def collect(source: Any) -> dict:
     span = (last - first) / 1e9 if first is not None and last is not None else 0.0
     return {
         "events": n,
-        "first": _iso(first), "last": _iso(last), "seconds": span,
+        "first": iso_time(first), "last": iso_time(last), "seconds": span,
         "events_per_second": n / span if span > 0 else None,
         "severity": dict(sorted(by_sev.items(), key=lambda kv: _sev_value(kv[0]))),
         "category": dict(by_cat.most_common()),
@@ -113,7 +113,9 @@ def _sev_value(name: str) -> int:
         return int(name) if name.lstrip("-").isdigit() else 0
 
 
-def _iso(ns: int | None) -> str | None:
+def iso_time(ns: int | None) -> str | None:
+    """ns since the epoch as ISO 8601 UTC with nanoseconds (the number itself beyond what a
+    datetime holds); None for None."""
     if ns is None:
         return None
     secs, frac = divmod(ns, 1_000_000_000)
@@ -134,7 +136,7 @@ def _histogram(per_second: collections.Counter, bins: int = 24) -> list[dict]:
     out: dict[int, collections.Counter] = {}
     for (sec, sev), c in per_second.items():
         out.setdefault((sec - lo) // width, collections.Counter())[sev] += c
-    return [{"start": _iso((lo + k * width) * 1_000_000_000), "seconds": width,
+    return [{"start": iso_time((lo + k * width) * 1_000_000_000), "seconds": width,
              "severity": dict(out.get(k, {}))} for k in range((hi - lo + width - 1) // width)]
 
 

@@ -265,6 +265,73 @@ def test_failing_stream_never_raises_and_loss_is_reported(capsys):
     assert "recovered" in capsys.readouterr().err
 
 
+def test_a_full_disk_costs_one_write_per_consume_and_is_recorded_with_its_time(tmp_path,
+                                                                               capsys):
+    # Proves: while the output fails (ENOSPC), logging goes on at its usual cost: the
+    # session tries one write per consume, never one per event (no retry storm); every
+    # event is counted lost; once the output works, the file records how many and from
+    # when to when, and bread says so.
+    import time as _time
+    from bread import cli
+
+    class Counting(FlakyStream):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attempts = 0
+
+        def write(self, b) -> int:
+            self.attempts += 1
+            return super().write(b)
+    s = blog.Session()
+    log = s.get_logger()
+    out = Counting()
+    log.info("before {}", 0)
+    s.consume(out)
+    out.broken, out.attempts = True, 0
+    t0 = _time.time_ns()
+    for k in range(20):
+        for i in range(5000):
+            log.info("lost {}", i)
+        s.consume(out)
+    assert out.attempts == 20                       # one per consume: 100,000 events
+    assert s.stats.events_lost == 100_000
+    out.broken = False
+    log.info("after {}", 1)
+    s.consume(out)
+    t1 = _time.time_ns()
+    path = tmp_path / "full.blog"
+    path.write_bytes(bytes(out.data))
+    r = bread.read(str(path))
+    assert [e.message for e in r] == ["before 0", "after 1"]
+    [lost] = r.notices
+    assert lost.events == 100_000 and t0 <= lost.since <= lost.clock <= t1
+    capsys.readouterr()
+    assert cli.main([str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "100000 event(s)" in err and " from 20" in err and " to 20" in err
+
+
+def test_dev_full_never_reaches_the_application(tmp_path):
+    # Proves: a real device that refuses every write (/dev/full: ENOSPC) costs the
+    # application nothing but the loss: its log calls and flushes return, the loss is
+    # counted and reported once on stderr, and it exits 0.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    r = _run("""
+        import blog
+        blog.basic_config("/dev/full", flush_interval=0.005)
+        log = blog.get_logger()
+        for i in range(50_000):
+            log.info("e {}", i)
+        blog.flush()
+        st = blog.default_session().stats
+        print(st.events_lost, st.write_errors > 0)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["50000", "True"]
+    assert r.stderr.count("No space left on device") == 1, r.stderr
+
+
 def test_writer_is_named_after_its_thread_and_renamable(logged):
     def work():
         logged.log.info("from {}", "thread")

@@ -158,7 +158,25 @@ typedef struct {
     char woken;
     PyObject *writer;
     PyObject *marks;         /* [(offset, count, prev, entry)]: in-band metadata */
+    /* The crash buffer (blog/crashbuf.py, docs/format.md 15): buf mirrored into the
+     * active half of a shared file mapping, its length stored after the bytes. */
+    PyObject *slot_map;      /* the mmap, or NULL */
+    Py_buffer view;
+    char *map;
+    Py_ssize_t half;         /* bytes per half */
+    int active;              /* the half the thread appends to */
+    Py_ssize_t mirrored;     /* bytes of buf in the active half */
 } Channel;
+
+#define SLOT_PAGE 4096
+#define SLOT_ACTIVE_AT 24
+#define SLOT_HALF_AT(h) (32 + 24 * (h))
+
+static inline void
+slot_store(char *at, unsigned long long v)
+{
+    __atomic_store_n((unsigned long long *)at, v, __ATOMIC_RELEASE);
+}
 
 static PyTypeObject ChannelType;
 
@@ -200,8 +218,21 @@ begin_event(Channel *self, int nelems, long long sid, long long clock)
 }
 
 static inline void
+mirror(Channel *self)
+{
+    Py_ssize_t n = self->buf.len - self->mirrored;
+    if (n <= 0 || self->buf.len > self->half)
+        return;                     /* nothing new, or past the slack: not mirrored */
+    memcpy(self->map + SLOT_PAGE + self->active * self->half + self->mirrored,
+           self->buf.p + self->mirrored, n);
+    self->mirrored = self->buf.len;
+    slot_store(self->map + SLOT_HALF_AT(self->active), (unsigned long long)self->mirrored);
+}
+
+static inline void
 end_event(Channel *self, long long clock)
 {
+    if (self->map != NULL) mirror(self);
     self->prev = clock;
     if (clock < self->lo) self->lo = clock;
     if (clock > self->hi) self->hi = clock;
@@ -368,8 +399,15 @@ channel_mark(Channel *self, PyObject *entry)
 }
 
 static PyObject *
-channel_take(Channel *self, PyObject *unused)
+channel_take(Channel *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    long long seq = 0;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "take(seq=0)");
+        return NULL;
+    }
+    if (nargs == 1 && (seq = PyLong_AsLongLong(args[0])) == -1 && PyErr_Occurred())
+        return NULL;
     /* GC allocations first (they can run Python code); then read and reset the channel
      * with nothing in between that can: bytes and ints are not GC objects, and a failure
      * leaves the channel as it was. */
@@ -402,7 +440,63 @@ channel_take(Channel *self, PyObject *unused)
         self->buf.cap = 0;
     }
     channel_reset(self);
+    if (self->map != NULL) {      /* the half is taken by consume seq; on in the other */
+        int old = self->active, nw = 1 - old;
+        slot_store(self->map + SLOT_HALF_AT(old) + 16, (unsigned long long)seq);
+        slot_store(self->map + SLOT_HALF_AT(nw), 0);
+        slot_store(self->map + SLOT_HALF_AT(nw) + 8, (unsigned long long)self->base);
+        slot_store(self->map + SLOT_HALF_AT(nw) + 16, 0);
+        __atomic_store_n((unsigned int *)(self->map + SLOT_ACTIVE_AT), (unsigned int)nw,
+                         __ATOMIC_RELEASE);
+        self->active = nw;
+        self->mirrored = 0;
+    }
     return r;
+}
+
+/* use_slot(slot): mirror the channel into slot.map (a blog.crashbuf.Slot) from now on,
+ * starting with what it holds, in slot.active. */
+static PyObject *
+channel_use_slot(Channel *self, PyObject *slot)
+{
+    if (slot == Py_None) {
+        if (self->slot_map != NULL) {
+            self->map = NULL;
+            PyBuffer_Release(&self->view);
+            Py_CLEAR(self->slot_map);
+        }
+        Py_RETURN_NONE;
+    }
+    PyObject *map = PyObject_GetAttrString(slot, "map");
+    if (map == NULL) return NULL;
+    PyObject *h = PyObject_GetAttrString(slot, "half");
+    PyObject *a = h != NULL ? PyObject_GetAttrString(slot, "active") : NULL;
+    Py_ssize_t half = h != NULL ? PyLong_AsSsize_t(h) : -1;
+    long active = a != NULL ? PyLong_AsLong(a) : -1;
+    Py_XDECREF(h); Py_XDECREF(a);
+    if (PyErr_Occurred()) { Py_DECREF(map); return NULL; }
+    Py_buffer view;
+    if (PyObject_GetBuffer(map, &view, PyBUF_WRITABLE) < 0) { Py_DECREF(map); return NULL; }
+    if (half < 0 || (active != 0 && active != 1) || view.len < SLOT_PAGE + 2 * half) {
+        PyBuffer_Release(&view);
+        Py_DECREF(map);
+        PyErr_SetString(PyExc_ValueError, "not a channel file mapping");
+        return NULL;
+    }
+    if (self->slot_map != NULL) {
+        PyBuffer_Release(&self->view);
+        Py_CLEAR(self->slot_map);
+    }
+    self->view = view;
+    self->slot_map = map;
+    self->map = view.buf;
+    self->half = half;
+    self->active = (int)active;
+    self->mirrored = 0;
+    slot_store(self->map + SLOT_HALF_AT(self->active), 0);
+    slot_store(self->map + SLOT_HALF_AT(self->active) + 8, (unsigned long long)self->base);
+    mirror(self);
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -451,6 +545,11 @@ channel_clear(Channel *self)
 {
     Py_CLEAR(self->writer);
     Py_CLEAR(self->marks);
+    if (self->slot_map != NULL) {
+        self->map = NULL;
+        PyBuffer_Release(&self->view);
+        Py_CLEAR(self->slot_map);
+    }
     return 0;
 }
 
@@ -472,8 +571,11 @@ static PyMethodDef channel_methods[] = {
      "elements after the clock delta are already encoded; False if over the limit"},
     {"mark", (PyCFunction)channel_mark, METH_O,
      "mark(entry): metadata that applies from this point of the channel on"},
-    {"take", (PyCFunction)channel_take, METH_NOARGS,
-     "take() -> (data, count, base, lo, hi, marks), and start afresh"},
+    {"take", (PyCFunction)(void (*)(void))channel_take, METH_FASTCALL,
+     "take(seq=0) -> (data, count, base, lo, hi, marks), and start afresh (a crash "
+     "buffer's half is marked taken by consume seq)"},
+    {"use_slot", (PyCFunction)channel_use_slot, METH_O,
+     "use_slot(slot): mirror the channel into a crash buffer's channel file from now on"},
     {NULL}
 };
 

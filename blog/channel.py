@@ -55,6 +55,7 @@ class PyChannel:
         self._pack_event = plain_packer().pack
         self._busy = False          # a push is in progress on the owning thread
         self._nested: list[tuple] = []
+        self.slot: Any = None       # the crash buffer's mirror (blog.crashbuf.Slot), if any
         self._reset()
 
     def _reset(self) -> None:
@@ -123,6 +124,8 @@ class PyChannel:
     def _append(self, event: bytes, clock: int) -> None:
         # With the lock held, right after _encode.
         self._buf += event
+        if self.slot is not None:
+            self.slot.append(event)
         self.prev = clock
         if clock < self.lo:
             self.lo = clock
@@ -135,12 +138,23 @@ class PyChannel:
         with self._lock:
             self.marks.append((len(self._buf), self.count, self.prev, entry))
 
-    def take(self) -> Taken:
-        """Everything so far, and the channel starts afresh."""
+    def take(self, seq: int = 0) -> Taken:
+        """Everything so far, and the channel starts afresh. With a crash buffer, the
+        mirrored half is marked taken by consume ``seq`` and the thread goes on in the other."""
         with self._lock:
             r = Taken(bytes(self._buf), self.count, self.base, self.lo, self.hi, self.marks)
             self._reset()
+            if self.slot is not None:
+                self.slot.take(seq, self.prev)
             return r
+
+    def use_slot(self, slot: Any) -> None:
+        """Mirror the channel into ``slot`` (a crash buffer's channel file) from now on,
+        starting with what it holds; None stops."""
+        with self._lock:
+            if slot is not None:
+                slot.load(bytes(self._buf), self.base)
+            self.slot = slot
 
 
 def new_channel(capacity: int, wake_at: int, writer: Any, clock: int) -> Any:

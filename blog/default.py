@@ -17,8 +17,10 @@ from blogformat.severity import Severity, to_severity
 from . import exits
 from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
+from .crashbuf import CrashBuffer, buffer_directory
 from .durability import fsync_policy
 from .logger import Logger
+from .recovery import recover
 from .report import report
 from .rotating import RotatingFile
 from .session import Session
@@ -47,7 +49,8 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
                  fsync: bool | str | float = False, rotate_bytes: int | None = None, rotate_every: Any = None,
                  rotate_at: Any = None, tz: str | None = None, keep_files: int | None = None,
                  keep_days: float | None = None, keep_bytes: int | None = None,
-                 compress: bool = False) -> Session:
+                 compress: bool = False, crash_buffer: bool = False,
+                 crash_dir: str | os.PathLike | None = None) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
@@ -66,6 +69,13 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     writes back when it likes), ``"rotation"`` (each file when it is closed),
     ``True`` (after every consume) or a number of seconds (group commit: at
     most that often while there is something new, and at close).
+
+    ``crash_buffer=True`` (a file output) mirrors every thread's channel into
+    file-backed shared memory (``blog.crashbuf``: in ``.<name>.buffers`` beside
+    the file, or under ``crash_dir``), so that a process killed at any moment
+    (kill -9, the OOM killer) loses no event a log call returned from: the next
+    ``basic_config`` of the same file (or ``bread --recover FILE``) appends what a
+    dead process left, marked as recovered.
     """
     s = default_session()
     policy, fsync_interval = fsync_policy(fsync)
@@ -93,10 +103,20 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if rotating and mode != "ab":
         raise ValueError(f"mode={mode!r} applies to one file; a rotated set always starts "
                          "new files")
+    if not isinstance(crash_buffer, bool):
+        raise ValueError(f"crash_buffer must be True or False, not {crash_buffer!r}")
+    if crash_buffer and not isinstance(output, (str, os.PathLike)):
+        raise TypeError("crash_buffer needs a file path as output, "
+                        f"not {type(output).__name__}")
+    if crash_buffer and rotating:
+        raise ValueError("crash_buffer is for one file; a rotated set has no crash buffer yet")
+    if crash_dir is not None and not crash_buffer:
+        raise ValueError("crash_dir is where crash_buffer=True keeps its files: give both")
     min_severity = to_severity(min_severity)
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
-              flush_bytes, channel_capacity, overflow, min_severity)
+              flush_bytes, channel_capacity, overflow, min_severity,
+              os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False)
     exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k))
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:
@@ -108,7 +128,9 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         _for_children(os.path.abspath(os.fspath(output)), rotating, dict(
             rotation if rotating else {}, min_severity=int(min_severity),
             flush_interval=flush_interval, flush_bytes=flush_bytes,
-            channel_capacity=channel_capacity, overflow=overflow, fsync=fsync))
+            channel_capacity=channel_capacity, overflow=overflow, fsync=fsync,
+            crash_buffer=crash_buffer,
+            crash_dir=os.fspath(crash_dir) if crash_dir is not None else None))
     else:
         os.environ.pop(CONFIG_ENV, None)
     return s
@@ -116,9 +138,10 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
 
 def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float | None,
           rotating: bool, rotation: dict, flush_interval: float, flush_bytes: int,
-          channel_capacity: int, overflow: str, min_severity: int) -> None:
+          channel_capacity: int, overflow: str, min_severity: int,
+          crash: str | None | bool = False) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
-    writing to ``output``."""
+    writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
         stream: Any = RotatingFile(output, fsync=fsync, **rotation)
@@ -145,11 +168,31 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
         if not same:
             _stop_consumer(s)   # the old output gets what is pending
     s.was_shut_down = False
+    s.configure(channel_capacity=channel_capacity, overflow=overflow)
+    _use_crash_buffer(s, stream, output, crash)
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes,
                         fsync_interval=fsync_interval)
-    s.configure(channel_capacity=channel_capacity, overflow=overflow)
     s.set_min_severity(min_severity)
     consumer.start()
+
+
+#: The default session's crash buffer option: False (none), or its crash_dir (None: beside).
+_crash_option: str | None | bool = False
+
+
+def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | bool) -> None:
+    """Recover what dead writers of this file left, then mirror the channels (``crash`` not
+    False), or stop mirroring."""
+    global _crash_option
+    _crash_option = crash
+    if crash is False or not isinstance(stream, FileOutputStream):
+        s.use_crash_buffer(None)
+        return
+    directory = buffer_directory(os.fspath(output), crash)   # type: ignore[arg-type]
+    for r in recover(directory, stream):
+        report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but did not "
+               f"write before it died, into {stream.path}")
+    s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
 
 
 def _same_file(a: str, b: str | os.PathLike) -> bool:
@@ -220,6 +263,7 @@ def _stop_consumer(s: Session) -> None:
     if c is None:
         return
     c.stop()
+    s.use_crash_buffer(None)      # everything is written: the buffer goes
     if isinstance(c.stream, (FileOutputStream, RotatingFile)):
         c.stream.close()
 
@@ -333,7 +377,14 @@ def _after_fork_in_child() -> None:
         report(f"blog: forked child {os.getpid()} cannot open its log: "
                f"{type(exc).__name__}: {exc}")
         return
-    Consumer(s, stream, interval=old.interval, flush_bytes=old.flush_bytes).start()
+    if _crash_option is not False and isinstance(stream, FileOutputStream):
+        try:
+            s.use_crash_buffer(CrashBuffer(buffer_directory(st.requested, _crash_option),
+                                           stream.path, s.descriptor))
+        except OSError as exc:
+            report(f"blog: forked child {os.getpid()} has no crash buffer: {exc}")
+    Consumer(s, stream, interval=old.interval, flush_bytes=old.flush_bytes,
+             fsync_interval=old.fsync_interval).start()
     _hook_multiprocessing(s)
     if CONFIG_ENV in os.environ:
         try:

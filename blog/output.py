@@ -12,7 +12,7 @@ is finished and started afresh, header and all metadata, in its next file.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_WRITERS, BatchHeader, EventSource, Lost,
                                 Metadata, WriterProp, header_payload, metadata_frames,
@@ -117,13 +117,15 @@ class Output:
         return ok
 
     def write(self, descriptor: dict, metadata: list[Metadata], batches: list[bytes],
-              n_events: int, taken: Sequence[Any] = ()) -> int:
+              n_events: int, taken: Sequence[Any] = (),
+              before: Callable[[int], None] | None = None) -> int:
         """Write the header (if the stream needs it), ``metadata`` and ``batches``; return bytes written.
 
         ``metadata`` must be all of the session's metadata if ``started`` is
         False; ``taken`` are the channel takes the batches were framed from
         (counted for the Summary). A write the stream refuses returns 0 and is
-        counted as lost.
+        counted as lost. ``before(length)`` is told the length about to be written (the
+        crash buffer's record of the write in progress).
         """
         parts: list[bytes] = []
         if not self.started:
@@ -137,6 +139,8 @@ class Output:
         if not batches and not metadata:
             return 0
         data = b"".join(parts)
+        if before is not None:
+            before(len(data))
         if not self._write_all(data, n_events):
             return 0
         if not self.started:

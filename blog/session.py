@@ -26,6 +26,7 @@ from blogformat.severity import Severity, to_severity
 
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
+from .crashbuf import CrashBuffer, file_position
 from .logger import DYNAMIC_FORMAT, Logger
 from .source import MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
 
@@ -84,6 +85,7 @@ class Session:
         self._consuming: int | None = None       # ident of the thread inside consume()
         _SESSIONS.add(self)
         self._tz_offset: int | None = None       # of the last ClockSync written
+        self._crash: CrashBuffer | None = None
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
         self.start_ns = time.time_ns()
@@ -210,7 +212,7 @@ class Session:
                               tuple(field_names), positional, template,
                               tuple(_cap(n) for n in arg_names))
             self._sources.append(src)
-            self._pending.append(src)
+            self._note(src)
             if key is not None:
                 self._sites[key] = src
                 if code is not None:
@@ -234,7 +236,7 @@ class Session:
                 src = EventSource(len(self._sources) + 1, severity, OVERFLOW_CATEGORY, "", "",
                                   0, DYNAMIC_FORMAT, "str", (), 1, parse(DYNAMIC_FORMAT))
                 self._sources.append(src)
-                self._pending.append(src)
+                self._note(src)
                 self._overflow[severity] = src
             return src
 
@@ -270,7 +272,10 @@ class Session:
         with self._lock:
             w = SessionWriter(self, next(self._writer_ids), self.pressure)
             self._writers.append(w)
-            self._pending.append(w.entry())
+            self._note(w.entry())
+            if self._crash is not None:
+                w.channel.use_slot(self._crash.slot(w.id, self.pressure.capacity,
+                                                    w.channel.prev))
         self._local.w = w
         self._local.c = w.channel
         self._local.end = ThreadEnd(w)
@@ -279,7 +284,42 @@ class Session:
     def writer_renamed(self, w: SessionWriter) -> None:
         """Record ``w``'s new name (a rename from another thread: not in band)."""
         with self._lock:
-            self._pending.append(w.entry())
+            self._note(w.entry())
+
+    def _note(self, entry: Metadata) -> None:
+        """Metadata to write before the events that need it (with ``_lock`` held); a crash
+        buffer keeps it too."""
+        self._pending.append(entry)
+        if self._crash is not None:
+            self._crash.describe([entry])
+
+    def described(self, entry: Metadata) -> None:
+        """In-band metadata (a thread renaming itself), for the crash buffer."""
+        if self._crash is not None:
+            self._crash.describe([entry])
+
+    # --- the crash buffer -------------------------------------------------
+
+    @property
+    def crash_buffer(self) -> CrashBuffer | None:
+        """Where the channels are mirrored so that kill -9 loses nothing, if anywhere."""
+        return self._crash
+
+    def use_crash_buffer(self, cb: CrashBuffer | None) -> None:
+        """Mirror every channel into ``cb`` (``blog.crashbuf``) from now on; None stops
+        (the old one is removed: call it once everything is written)."""
+        with self._consume_lock, self._lock:
+            old, self._crash = self._crash, cb
+            if cb is not None:
+                cb.describe([self._clock_sync(), *self._sources]
+                            + [w.entry() for w in self._writers])
+            for w in self._writers:
+                if cb is not None:
+                    w.channel.use_slot(cb.slot(w.id, self.pressure.capacity, w.channel.prev))
+                elif old is not None:
+                    w.channel.use_slot(None)
+        if old is not None and old is not cb:
+            old.close()
 
     # --- consuming ----------------------------------------------------------
 
@@ -321,7 +361,9 @@ class Session:
         # Drain first, then take the metadata: every drained event's source and
         # writer were registered before the event was queued, so the metadata
         # taken below covers them and is written ahead of them.
-        taken = [(w, w.channel.take()) for w in writers]
+        crash = self._crash
+        seq = crash.next_seq() if crash is not None else 0
+        taken = [(w, w.channel.take(seq)) for w in writers]
         size = sum(len(t.data) for _, t in taken)
         if size:
             out.rotate_if_due(size)   # a RotatingFile's switch: between consumes, never inside one
@@ -349,8 +391,16 @@ class Session:
             if dropped:   # recorded as written only once the write succeeds (below)
                 reported[w.id] = w.channel.dropped
                 meta.append(Dropped(w.id, dropped, time.time_ns()))
-        self._retire_writers(writers)
-        written = out.write(self.descriptor, meta, batches, n_events, [t for _, t in taken])
+        retired = self._retire_writers(writers)
+        before = None
+        if crash is not None:
+            before = lambda n: crash.writing(seq, file_position(stream), n)  # noqa: E731
+        written = out.write(self.descriptor, meta, batches, n_events, [t for _, t in taken],
+                            before=before)
+        if crash is not None:
+            crash.written(seq)          # written, or its loss counted: the halves are free
+            for w in retired:
+                crash.retire(w.id)
         if written:
             self._reported_drops.update(reported)
         return written
@@ -400,12 +450,13 @@ class Session:
                                                 taken.hi), data[pos:]))
         return taken.count
 
-    def _retire_writers(self, writers: list[SessionWriter]) -> None:
-        """Forget writers whose thread ended and whose channel is empty."""
+    def _retire_writers(self, writers: list[SessionWriter]) -> list[SessionWriter]:
+        """Forget writers whose thread ended and whose channel is empty; return them."""
         dead = [w for w in writers if not w.alive() and not w.channel.nbytes]
         if dead:
             with self._lock:
                 self._writers = [w for w in self._writers if w not in dead]
+        return dead
 
     # --- lifetime -------------------------------------------------------
 
@@ -426,6 +477,7 @@ class Session:
         self.forked_drainer = self.pressure.drainer
         self.pressure = Backpressure(capacity=self.pressure.capacity, policy=self.pressure.policy)
         self._output = Output(self.stats, self.name)
+        self._crash = None   # the parent's (blog.crashbuf lets go of it in the child)
         for name in ("w", "c", "end"):
             self._local.__dict__.pop(name, None)
         self.descriptor = dict(self.descriptor, pid=os.getpid())

@@ -66,6 +66,16 @@ class FileOutputStream:
         self._size += n or 0
         return n
 
+    def position(self) -> tuple[int, int, int]:
+        """(device, inode, size) of the file written (the crash buffer's record of a write)."""
+        st = os.fstat(self._file.fileno())
+        return st.st_dev, st.st_ino, st.st_size
+
+    def truncate(self, size: int) -> None:
+        """Cut the file to ``size`` bytes (recovery: a write a killed process left torn)."""
+        os.ftruncate(self._file.fileno(), size)
+        self._size = size
+
     def rotate_due(self, nbytes: int) -> bool:
         """True if the path no longer names the file we write, or it was truncated."""
         try:

@@ -64,6 +64,7 @@ class SessionWriter:
         if threading.current_thread() is self.thread:
             # In band: events queued before the rename keep the old name in the file.
             self.channel.mark(self.entry())
+            self.session.described(self.entry())
         else:
             self.stream_name = value
             self.session.writer_renamed(self)

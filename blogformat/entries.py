@@ -22,6 +22,7 @@ ENTRY_CLOCK_SYNC = 3
 ENTRY_DROPPED = 4
 ENTRY_LOST = 5
 ENTRY_SUMMARY = 6
+ENTRY_RECOVERED = 7
 
 #: Array headers of an event with 0 to 15 elements (an event has 3 or 4).
 _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
@@ -252,7 +253,23 @@ class Summary:
                 self.lost, dict(self.sources), self.clock]
 
 
-Metadata = EventSource | WriterProp | ClockSync | Dropped | Lost | Summary
+@dataclass(frozen=True)
+class Recovered:
+    """The events of this stream were recovered from the crash buffer of process ``pid``
+    (killed before it wrote them): ``events`` of them, recovered at ``clock``."""
+
+    TAG: ClassVar[int] = ENTRY_RECOVERED
+
+    events: int
+    pid: int
+    clock: int
+    offset: int = 0
+
+    def array(self) -> list:
+        return [ENTRY_RECOVERED, self.events, self.pid, self.clock]
+
+
+Metadata = EventSource | WriterProp | ClockSync | Dropped | Lost | Summary | Recovered
 
 
 def encode_metadata(entry: Metadata) -> bytes:
@@ -337,6 +354,8 @@ def decode_metadata(e: Any, offset: int) -> Metadata | None:
             return Lost(_int(e[1]), _int(e[2]), _int(e[3]), offset, since)
         if tag == ENTRY_SUMMARY:
             return _summary(e, offset)
+        if tag == ENTRY_RECOVERED:
+            return Recovered(_int(e[1]), _int(e[2]), _int(e[3]), offset)
     except (ValueError, IndexError) as exc:  # too few fields
         raise BadEntry(f"metadata entry tag {tag!r}: {exc}") from None
     return None   # unknown metadata: skipped, as the format promises

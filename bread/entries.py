@@ -12,17 +12,17 @@ from typing import Iterable, Iterator, Union
 import msgpack
 
 from blogformat.entries import (BadEntry, ClockSync, Dropped, EventSource, FileHeader, Lost,
-                                RawEvent, Summary, WriterProp, decode_events, decode_header,
-                                decode_metadata_frame, peek_version)
+                                RawEvent, Recovered, Summary, WriterProp, decode_events,
+                                decode_header, decode_metadata_frame, peek_version)
 from blogformat.frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA)
 
 from .frames import Damage, Frame
 
-Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, Summary, RawEvent,
-              Damage]
+Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, Recovered, Summary,
+              RawEvent, Damage]
 
 __all__ = ["DECODE_ERRORS", "BadEntry", "ClockSync", "Dropped", "Entry", "EventSource",
-           "FileHeader", "Lost", "RawEvent", "Summary", "WriterProp", "iter_entries", "undecodable"]
+           "FileHeader", "Lost", "RawEvent", "Recovered", "Summary", "WriterProp", "iter_entries", "undecodable"]
 
 
 #: What decoding a frame raises when its bytes are not what the format says.

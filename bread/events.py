@@ -14,6 +14,7 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, E
 
 from . import accel
 from .entries import (DECODE_ERRORS, ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent,
+                      Recovered,
                       Summary, WriterProp, undecodable)
 from .frames import Damage, Frame
 
@@ -219,7 +220,7 @@ class EventStream:
         self.origin = Origin(name)
         self.headers: list[FileHeader] = []
         self.damage: list[Damage] = []
-        self.notices: list[Dropped | Lost] = []
+        self.notices: list[Dropped | Lost | Recovered] = []
         self.summaries: list[Summary] = []
         self.unknown_sources = 0
         self._clock_damage_at = -1     # the frame whose clock damage was reported last
@@ -300,7 +301,7 @@ class EventStream:
             self.damage.append(e)
             if e.unverified:
                 self.origin.unverified.add(e.offset)
-        elif t is Dropped or t is Lost:
+        elif t is Dropped or t is Lost or t is Recovered:
             self.notices.append(e)
         elif t is Summary:
             self.summaries.append(e)

@@ -1,0 +1,287 @@
+"""Recovery: the events a killed process left in its crash buffer, appended to the log.
+
+A buffer is abandoned when its control file's lock can be taken (its process is
+gone). Its events are those of each channel file's halves that no finished write
+covers: a half taken by a consume whose write did not complete, and the half the
+thread was appending to. They are appended to the log as a stream of their own:
+the dead process's header and metadata, its events writer by writer in order, and a
+Recovered entry saying how many (docs/format.md 15). A write the process was in the
+middle of is cut off the log first (its events are among those recovered), so every
+event is in the log once. Recovery records what it appends before it does, so that a
+recovery killed midway is finished or redone by the next, never done twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import mmap
+import os
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from blogformat.entries import (BatchHeader, ClockSync, EventSource, Recovered, WriterProp,
+                                decode_header, decode_metadata_frame, header_payload,
+                                metadata_frames)
+from blogformat.frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE,
+                               MAX_PAYLOAD, check_crc, frame_bytes, parse_header, unescape)
+from blogformat.values import UNPACK_OPTIONS
+
+from .crashbuf import CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, PAGE, PATH_AT, REC
+
+#: Events per recovered frame at most (a half holds a channel's worth).
+_FRAME_EVENTS = 65536
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What one abandoned buffer gave: its process, and how many events were appended."""
+
+    pid: int
+    events: int
+
+
+def recover(directory: str, stream: Any) -> list[Recovery]:
+    """Append the events of every abandoned buffer in ``directory`` to ``stream`` (a
+    ``FileOutputStream``, not yet written by this process's session), then remove them."""
+    done: list[Recovery] = []
+    for meta in sorted(glob.glob(os.path.join(glob.escape(directory), "*.meta"))):
+        try:
+            fd = os.open(meta, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue          # its process lives (or another recovers it now)
+            if os.fstat(fd).st_nlink == 0:
+                continue          # removed meanwhile by whoever held it
+            r = _recover_one(meta, fd, stream)
+            if r is not None:
+                done.append(r)
+        finally:
+            os.close(fd)
+    return done
+
+
+def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
+    size = os.fstat(fd).st_size
+    if size < PAGE:
+        _remove(meta, [])
+        return None
+    with mmap.mmap(fd, PAGE) as ctl:
+        magic, version, pid, written, writing, dev, ino, offset, length = CTL.unpack_from(ctl, 0)
+        if magic != CTL_MAGIC or version != 1:
+            return None           # not ours to judge: left alone
+        rstate, rdev, rino, roffset, rlength = REC.unpack_from(ctl, 64)
+        (plen,) = struct.unpack_from("<H", ctl, PATH_AT)
+        log_path = bytes(ctl[PATH_AT + 2:PATH_AT + 2 + min(plen, PAGE - PATH_AT - 2)]).decode(
+            "utf-8", "surrogateescape")
+        chans = sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(meta)),
+                                              f"{pid}-*.chan")))
+        here = stream.position()
+        if rstate == 2 or (rstate == 1 and here[:2] == (rdev, rino)
+                           and here[2] >= roffset + rlength):
+            _remove(meta, chans)      # appended before; only the removal was left undone
+            return None
+        if rstate == 1 and here[:2] == (rdev, rino) and here[2] > roffset:
+            stream.truncate(roffset)  # a recovery killed midway: its part goes, redone below
+        _cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length)
+        complete = _write_complete(stream, log_path, writing, written, dev, ino, offset, length)
+        header, entries = _metadata(fd, size)
+        batches: list[bytes] = []
+        writers: set[int] = set()
+        events = 0
+        for chan in chans:
+            got = _channel(chan, written, writing if complete else 0)
+            if got is None:
+                continue
+            wid, runs = got
+            for base, data in runs:
+                n, frames = _frames(wid, base, data)
+                if n:
+                    writers.add(wid)
+                    events += n
+                    batches.extend(frames)
+        if events:
+            names = {}
+            sources = []
+            sync = None
+            for e in entries:
+                t = type(e)
+                if t is EventSource:
+                    sources.append(e)
+                elif t is WriterProp and e.id in writers:
+                    names[e.id] = e
+                elif t is ClockSync:
+                    sync = e
+            meta_entries = ([sync] if sync is not None else []) + sources + list(names.values())
+            descriptor = dict(header.descriptor if header is not None else {}, recovered=True)
+            data = (frame_bytes(FRAME_HEADER, header_payload(descriptor))
+                    + b"".join(metadata_frames(meta_entries)) + b"".join(batches)
+                    + b"".join(metadata_frames([Recovered(events, pid, time.time_ns())])))
+            here = stream.position()
+            REC.pack_into(ctl, 64, 1, here[0], here[1], here[2], len(data))
+            _write_all(stream, data)
+            if hasattr(stream, "sync"):
+                stream.sync()
+            struct.pack_into("<Q", ctl, 64, 2)
+        _remove(meta, chans)
+    return Recovery(pid, events) if events else None
+
+
+def _write_all(stream: Any, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = stream.write(view)
+        if n is None:
+            break
+        view = view[n:]
+
+
+def _remove(meta: str, chans: list[str]) -> None:
+    for p in chans + [meta]:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def _file_size(path: str, dev: int, ino: int, stream: Any) -> int | None:
+    """The size of the file the dead process was writing, if it is still the one there."""
+    here = stream.position()
+    if here[:2] == (dev, ino):
+        return here[2]
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if (st.st_dev, st.st_ino) == (dev, ino) else None
+
+
+def _write_complete(stream: Any, path: str, writing: int, written: int, dev: int, ino: int,
+                    offset: int, length: int) -> bool:
+    """Did the write of consume ``writing`` (in progress at the kill) reach the file whole?"""
+    if writing == 0 or writing <= written:
+        return False
+    size = _file_size(path, dev, ino, stream)
+    return size is not None and size >= offset + length
+
+
+def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: int, ino: int,
+                       offset: int, length: int) -> None:
+    """A write cut short by the kill: its bytes go (its events are recovered whole)."""
+    if writing == 0 or writing <= written:
+        return
+    here = stream.position()
+    if here[:2] == (dev, ino):
+        if offset < here[2] < offset + length:
+            stream.truncate(offset)
+        return
+    try:
+        f = os.open(path, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        st = os.fstat(f)
+        if (st.st_dev, st.st_ino) != (dev, ino) or not offset < st.st_size < offset + length:
+            return
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return        # another writer has it now: left as it is (a torn frame)
+        os.ftruncate(f, offset)
+    finally:
+        os.close(f)
+
+
+def _metadata(fd: int, size: int) -> tuple[Any, list]:
+    """The header and the metadata entries the dead process recorded (whole frames only)."""
+    data = os.pread(fd, size - PAGE, PAGE)
+    pos, header, entries = 0, None, []
+    while pos + HEADER_SIZE <= len(data):
+        fields = parse_header(data[pos:pos + HEADER_SIZE])
+        if fields is None or fields[2] > MAX_PAYLOAD:
+            break
+        kind, flags, n, crc = fields
+        payload = data[pos + HEADER_SIZE:pos + HEADER_SIZE + n]
+        if len(payload) != n or not check_crc(payload, crc):
+            break             # killed mid-append: what follows was never described
+        flags, payload = unescape(flags, payload)
+        try:
+            if kind == FRAME_HEADER and header is None:
+                header = decode_header(payload, pos)
+            elif kind == FRAME_METADATA:
+                entries.extend(decode_metadata_frame(payload, pos))
+        except (ValueError, TypeError, msgpack.UnpackException):
+            break
+        pos += HEADER_SIZE + n
+    return header, entries
+
+
+def _channel(path: str, written: int, skip: int) -> tuple[int, list[tuple[int, bytes]]] | None:
+    """A channel file's writer id and what must be recovered of it: (base, events) per half,
+    the taken one (unless consume ``skip`` wrote it whole) before the active one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(PAGE)
+            if len(head) < PAGE:
+                return None
+            magic, wid, half, active = CHAN.unpack_from(head, 0)
+            if magic != CHAN_MAGIC or active not in (0, 1) or half <= 0:
+                return None
+            halves = [HALF.unpack_from(head, HALF_AT + HALF.size * h) for h in (0, 1)]
+            taken = sorted((seq, h) for h, (_, _, seq) in enumerate(halves)
+                           if seq > written and seq != skip)
+            order = [h for _, h in taken]
+            if halves[active][2] == 0:
+                order.append(active)
+            runs = []
+            for h in order:
+                n, base, _ = halves[h]
+                if not 0 < n <= half:
+                    continue
+                f.seek(PAGE + h * half)
+                runs.append((base, f.read(n)))
+            return wid, runs
+    except (OSError, struct.error):
+        return None
+
+
+def _frames(wid: int, base: int, data: bytes) -> tuple[int, list[bytes]]:
+    """Events frames of the whole events in ``data`` (deltas from ``base``): (count, frames)."""
+    u = msgpack.Unpacker(None, **UNPACK_OPTIONS)
+    u.feed(data)
+    frames: list[bytes] = []
+    total = 0
+    start = end = 0
+    clock = first = base
+    lo = hi = None
+    count = 0
+    while True:
+        try:
+            ev = u.unpack()
+        except Exception:     # the end (or a cut: the length is stored after the bytes)
+            break
+        if type(ev) is not list or len(ev) < 3 or type(ev[1]) is not int:
+            break
+        clock += ev[1]
+        lo = clock if lo is None or clock < lo else lo
+        hi = clock if hi is None or clock > hi else hi
+        count += 1
+        end = u.tell()
+        if count == _FRAME_EVENTS:
+            frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(wid, first, count, lo, hi).encode()
+                                      + data[start:end]))
+            total += count
+            start, first, count, lo, hi = end, clock, 0, None, None
+    if count:
+        frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(wid, first, count, lo, hi).encode()
+                                  + data[start:end]))
+        total += count
+    return total, frames

@@ -35,7 +35,8 @@ class FileOutputStream:
     another process or session holds ``path``, the stream writes its own file
     beside it, ``app.pid<N>.blog``, and says so on stderr: two streams never
     interleave in one file (their events would take each other's call sites).
-    ``path`` keeps what was asked; ``self.path`` is the file written.
+    ``path`` keeps what was asked; ``self.path`` is the file written. With
+    ``fallback=False`` a held file raises BlockingIOError instead.
 
     Before each consume it checks the path still names its file, as the
     stdlib's ``WatchedFileHandler`` does: if the file was deleted or replaced
@@ -49,12 +50,12 @@ class FileOutputStream:
     rotate_finishes = False
 
     def __init__(self, path: str | os.PathLike, *, mode: str = "ab",
-                 fsync: bool | str = False) -> None:
+                 fsync: bool | str = False, fallback: bool = True) -> None:
         if mode not in ("ab", "wb", "xb"):
             raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
         self.fsync = stream_policy(fsync)
         self.requested = os.fspath(path)
-        self._file, self.path = _open_own(self.requested, mode)
+        self._file, self.path = _open_own(self.requested, mode, fallback)
         _open_streams.add(self)
         self._size = os.fstat(self._file.fileno()).st_size   # the file's size after our writes
         self.reopened = 0                                      # times the path was opened again

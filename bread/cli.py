@@ -13,7 +13,7 @@ import pytz
 
 from blogformat.severity import to_severity
 
-from .entries import Dropped, Lost
+from .entries import Dropped, Lost, Recovered
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
 from . import compact, parquet, stats
@@ -41,7 +41,9 @@ call site, as Parquet files (docs/spark.md).
 bread stats [-o json] FILE...: counts by severity, category, call site and
 writer, time range and rate, drops, losses, damage, events over time.
 bread compact DIR --older-than AGE [--period 1d] [--dry-run]: closed files
-merged into one time-sorted compressed file per set and period (docs/guide.md)."""
+merged into one time-sorted compressed file per set and period (docs/guide.md).
+bread --recover FILE [--crash-dir DIR]: append to FILE the events its killed writers
+left in their crash buffers (basic_config(crash_buffer=True))."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return compact.main(argv[1:])
     if argv[:1] == ["export"]:  # bread export --parquet OUT_DIR FILE...
         return parquet.main(argv[1:])
+    if argv[:1] == ["--recover"]:  # bread --recover FILE: what dead writers left
+        from . import recover
+        return recover.main(argv[1:])
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # -h, or a bad option (already explained on stderr)
@@ -206,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(n, Dropped):
             sys.stderr.write(f"bread: writer {n.writer_id} dropped {n.count} event(s) "
                              f"(channel full) before clock {n.clock}\n")
+        elif isinstance(n, Recovered):
+            sys.stderr.write(f"bread: {n.events} event(s) recovered from the crash buffer of "
+                             f"process {n.pid}, which died before writing them\n")
         elif isinstance(n, Lost):
             when = (f" from {iso_time(n.since)} to {iso_time(n.clock)}" if n.since is not None
                     else f" before {iso_time(n.clock)}")

@@ -5,12 +5,28 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from .durability import GroupSync, sync_stream
 from .report import report
 from .session import Session
+
+
+def _settle(fut: "Future[None]", error: BaseException | None) -> None:
+    """Complete ``fut`` (unless it was cancelled); what its callbacks raise never reaches
+    the consumer's thread."""
+    try:
+        if not fut.set_running_or_notify_cancel():
+            return
+        if error is None:
+            fut.set_result(None)
+        else:
+            fut.set_exception(error)
+    except InvalidStateError:
+        pass
+    except BaseException as exc:   # a done-callback that raised SystemExit, say
+        report(f"blog: a flush_async callback raised {type(exc).__name__}: {exc}")
 
 
 class Consumer:
@@ -50,9 +66,12 @@ class Consumer:
         self._group = GroupSync(lambda: sync_stream(self.stream))
         self._synced_bytes = 0       # stats.bytes_written at the last interval sync
         self._synced_at = time.monotonic()
-        # flush_async's futures: (future, durable), answered by the next consume.
+        # flush_async's futures: (future, durable), answered by the next consume. Reentrant:
+        # a finalizer (asyncio's hook) may ask for a flush on a thread that holds it.
         self._waiting: list[tuple[Future, bool]] = []
-        self._waiting_lock = threading.Lock()
+        self._waiting_lock = threading.RLock()
+        self._closed = False         # stop() has answered its last futures
+        self._lost_told = session.stats.events_lost   # losses a flush was told of
 
     def start(self) -> "Consumer":
         """Attach to the session and start the thread.
@@ -97,10 +116,9 @@ class Consumer:
         """Consume now, in the calling thread: when it returns, everything logged before is
         written (handed to the OS); with ``durable``, also on stable storage (OSError if
         the output failed, so that it is not)."""
-        errors = self.session.stats.write_errors
         self.session.consume(self.stream)
         if durable:
-            self.check_output(errors)
+            self.check_output()
             self.sync()
 
     def sync(self) -> None:
@@ -114,30 +132,48 @@ class Consumer:
         at once share one consume and one fsync."""
         fut: Future[None] = Future()
         with self._waiting_lock:
-            alive = self.running and not self._stop
-            if alive:
+            closed = self._closed
+            if not closed:     # answered by the thread's next consume, or by stop()'s last
                 self._waiting.append((fut, durable))
-        if not alive:          # stopped: what was logged before was written by stop()
-            fut.set_result(None)
+        if closed:
+            _settle(fut, self._after_stop())
+            return fut
+        if not self.thread.is_alive() and self.thread.ident is not None and not self._stop:
+            with self._waiting_lock:   # the thread is gone: nobody else will answer it
+                if (fut, durable) in self._waiting:
+                    self._waiting.remove((fut, durable))
+                    _settle(fut, OSError("blog: the consumer's thread is not running"))
             return fut
         self.wake()
         return fut
 
-    def check_output(self, errors_before: int) -> None:
-        """OSError if a write failed since ``stats.write_errors`` was ``errors_before``, or the
-        output still fails: what was logged is then not all written."""
-        st = self.session.stats
-        if st.write_errors != errors_before or self.session.output_failing():
-            raise OSError(f"blog: the output failed, events were lost: {st.last_error}")
+    def _after_stop(self) -> OSError | None:
+        pending = self.session.pending()
+        if pending:
+            return OSError(f"blog: {pending} event(s) were logged after the output was "
+                           "stopped: they are not written")
+        return None
 
-    def _answer(self, waiting: list[tuple[Future, bool]], errors_before: int) -> None:
+    def check_output(self) -> None:
+        """OSError if events were lost (a failed write) since the last time a flush was
+        told, or the output fails now: what was logged is then not all written. Each
+        loss is told to the flushes that come during it or next."""
+        st = self.session.stats
+        with self._waiting_lock:
+            lost = st.events_lost - self._lost_told
+            self._lost_told = st.events_lost
+        if lost > 0 or self.session.output_failing():
+            raise OSError(f"blog: the output failed, {lost} event(s) were lost: "
+                          f"{st.last_error}")
+
+    def _answer(self, waiting: list[tuple[Future, bool]]) -> None:
         """After a consume: complete the futures that waited for it (one sync for all)."""
         if not waiting:
             return
         failed: OSError | None = None       # the output: every future fails
         unsynced: OSError | None = None     # the sync: the durable ones fail
         try:
-            self.check_output(errors_before)
+            self.check_output()
         except OSError as exc:
             failed = exc
         if failed is None and any(durable for _, durable in waiting):
@@ -146,13 +182,7 @@ class Consumer:
             except OSError as exc:
                 unsynced = exc
         for fut, durable in waiting:
-            if not fut.set_running_or_notify_cancel():
-                continue
-            error = failed or (unsynced if durable else None)
-            if error is not None:
-                fut.set_exception(error)
-            else:
-                fut.set_result(None)
+            _settle(fut, failed or (unsynced if durable else None))
 
     def _take_waiting(self) -> list[tuple[Future, bool]]:
         with self._waiting_lock:
@@ -168,6 +198,8 @@ class Consumer:
         if written == self._synced_bytes or now - self._synced_at < self.fsync_interval:
             return
         self._synced_bytes, self._synced_at = written, now
+        if self._group.failed:
+            return                     # told once; durable flushes say it from now on
         try:
             self.sync()
         except OSError as exc:
@@ -192,9 +224,12 @@ class Consumer:
             self.running = False
         self.session.detach(self)
         waiting = self._take_waiting()
-        errors = self.session.stats.write_errors
         self.session.consume(self.stream)
-        self._answer(waiting, errors)
+        self._answer(waiting)
+        with self._waiting_lock:       # from now on flush_async answers at once
+            self._closed = True
+            late, self._waiting = self._waiting, []
+        self._answer(late)             # asked during the last consume: it covered them
         self.session.finish(self.stream)
 
     def _run(self) -> None:
@@ -208,15 +243,13 @@ class Consumer:
                 except queue.Empty:
                     pass
                 waiting = self._take_waiting()
-                errors = s.stats.write_errors
                 try:
                     s.consume(self.stream)
-                    self._answer(waiting, errors)
+                    self._answer(waiting)
                     self._sync_if_due()
                 except Exception as exc:  # a bug here must not kill logging silently
                     report(f"blog: consumer error: {type(exc).__name__}: {exc}")
                     for fut, _ in waiting:
-                        if not fut.done():
-                            fut.set_exception(exc)
+                        _settle(fut, exc)
         finally:
             self.running = False

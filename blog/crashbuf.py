@@ -8,7 +8,8 @@ directory next to the log: a control file ``<pid>.meta`` (locked while the proce
 a lock that can be taken marks an abandoned buffer) holding the consume record and the
 metadata (call sites, writers), and per writer a channel file ``<pid>-<writer>.chan``
 with two halves: the one the thread appends to, and the one the consumer took and is
-writing. ``blog.recovery`` reads what a dead process left. Layout: docs/format.md 15.
+writing. ``blogformat.crashfiles`` has their layout (docs/format.md 15) and reads what a
+dead process left.
 
 Power loss is another matter: only what was fsynced survives it (``blog.durability``).
 """
@@ -23,33 +24,12 @@ import threading
 import weakref
 from typing import Any, Iterable
 
+from blogformat.crashfiles import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, MAX_PATH,
+                                   PAGE, PATH_AT, SLACK, VERSION, buffer_directory)
 from blogformat.entries import Metadata, header_payload, metadata_frames
 from blogformat.frames import FRAME_HEADER, frame_bytes
 
-PAGE = 4096
-CTL_MAGIC = b"BLOGBUF1"
-CHAN_MAGIC = b"BLOGCHN1"
-VERSION = 1
-#: Control page: magic, version, pid, written, writing, dev, ino, offset, length, then the
-#: recovery record (state, dev, ino, offset, length), then the log path (u16 length, UTF-8).
-CTL = struct.Struct("<8sIIQQQQQQ")           # 64 bytes at 0
-REC = struct.Struct("<QQQQQ")                # 40 bytes at 64
-PATH_AT = 128
-MAX_PATH = PAGE - PATH_AT - 2
-#: Channel file header: magic, writer id, half size, active half; each half: len, base, seq.
-CHAN = struct.Struct("<8sQQI4x")             # 32 bytes at 0
-HALF = struct.Struct("<QqQ")                 # 24 bytes at 32 + 24 * half
-HALF_AT = 32
-#: Room beyond the channel capacity in each half: an event a full channel takes anyway.
-SLACK = 64 << 10
-
-
-def buffer_directory(log_path: str, crash_dir: str | None = None) -> str:
-    """Where the crash buffers of ``log_path``'s writers live: ``.<name>.buffers`` beside it,
-    or a directory of that name under ``crash_dir``."""
-    log_path = os.path.abspath(log_path)
-    name = f".{os.path.basename(log_path)}.buffers"
-    return os.path.join(crash_dir if crash_dir is not None else os.path.dirname(log_path), name)
+__all__ = ["CrashBuffer", "Slot", "buffer_directory", "file_position"]
 
 
 class Slot:

@@ -11,6 +11,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+from blogformat.crashfiles import recover
 from blogformat.fileset import pid_path
 from blogformat.severity import Severity, to_severity
 
@@ -20,7 +21,6 @@ from .consumer import Consumer
 from .crashbuf import CrashBuffer, buffer_directory
 from .durability import fsync_policy
 from .logger import Logger
-from .recovery import recover
 from .report import report
 from .rotating import RotatingFile
 from .session import Session
@@ -117,7 +117,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,
               os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False)
-    exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k))
+    exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k), flush_async)
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:
         # A multiprocessing child configuring its own output: it ends with os._exit
@@ -215,13 +215,22 @@ def flush(durable: bool = False) -> None:
     s = default_session()
     with _config_lock:       # not halfway through a basic_config: its new output gets it
         c = _consumer(s)
-        if c is None:
-            return
-        errors = s.stats.write_errors
-        c.flush()
-    if durable:              # outside the lock: concurrent callers share the fsync
-        c.check_output(errors)
-        c.sync()
+        if c is not None:
+            c.flush()
+    if not durable:
+        return
+    if c is None:
+        _no_output(s)
+        return
+    c.check_output()         # outside the lock: concurrent callers share the fsync
+    c.sync()
+
+
+def _no_output(s: Session) -> None:
+    """A durable flush with no output: fine if nothing waits to be written."""
+    if s.pending():
+        raise OSError(f"blog: no output: {s.pending()} event(s) are queued, not written "
+                      "(call blog.basic_config)")
 
 
 def flush_async(durable: bool = False) -> "Future[None]":
@@ -230,10 +239,15 @@ def flush_async(durable: bool = False) -> "Future[None]":
     (``await asyncio.wrap_future(blog.flush_async(durable=True))`` in a coroutine). It
     fails with OSError if the output or the device failed. Many at once share one
     consume and one fsync."""
-    c = _consumer(default_session())
-    if c is None:             # no output: nothing will be written (the exit report counts it)
+    s = default_session()
+    c = _consumer(s)
+    if c is None:             # no output: done only if nothing waits to be written
         fut: Future[None] = Future()
-        fut.set_result(None)
+        try:
+            _no_output(s)
+            fut.set_result(None)
+        except OSError as exc:
+            fut.set_exception(exc)
         return fut
     return c.flush_async(durable)
 

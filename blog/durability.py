@@ -83,9 +83,10 @@ class GroupSync:
     """Calls ``sync`` so that each caller returns once a sync that began after its call has
     ended, and callers that arrive while one runs share the next one (group commit).
 
-    A caller raises if any sync since its call failed: after a failed fsync, a later one
-    may succeed though the data it should have written is gone (Linux drops dirty pages
-    on a write-back error), so only a caller that saw no failure is told it is durable.
+    Once a sync has failed, every later call raises too: after a failed fsync, a later
+    one may succeed though the data it should have written is gone (Linux drops dirty
+    pages on a write-back error), so nothing written before is known to be durable. A
+    new output (``basic_config`` again) starts a new GroupSync.
     """
 
     def __init__(self, sync: Callable[[], None]) -> None:
@@ -97,8 +98,13 @@ class GroupSync:
         self._error: BaseException | None = None
         self._running = False
 
+    @property
+    def failed(self) -> bool:
+        """True once a sync has failed (every later call raises)."""
+        return self._failed > 0
+
     def sync(self) -> None:
-        """Return once a sync begun after this call has ended; OSError if one since failed."""
+        """Return once a sync begun after this call has ended; OSError if any sync failed."""
         with self._cv:
             want = self._started + 1
             while self._done < want:
@@ -121,6 +127,6 @@ class GroupSync:
                     if error is not None:
                         self._failed, self._error = mine, error
                     self._cv.notify_all()
-            if self._failed >= want:
+            if self._failed:
                 raise OSError(f"blog: the output could not be synced: {self._error}") \
                     from self._error

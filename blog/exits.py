@@ -3,10 +3,12 @@
 - ``SIGTERM`` (what ``kill``, systemd and container runtimes send): the
   default action ends the process at once, without ``atexit``. blog's handler
   flushes, then does what was there before: calls the application's handler,
-  ignores the signal if it was ignored, or ends the process by the signal as
-  the default action would (the exit status still says "killed by SIGTERM").
+  or ends the process by the signal as the default action would (the exit
+  status still says "killed by SIGTERM").
 - ``SIGINT`` whose handler is not Python's own (``SIG_DFL``: Ctrl-C ends the
-  process at once; or a handler the application installed): the same. Python's
+  process at once; or a handler the application installed): the same. An
+  ignored signal (``SIG_IGN``) is left alone: the process goes on, and programs
+  it execs inherit the ignoring, as before. Python's
   own handler raises ``KeyboardInterrupt``, which reaches ``atexit`` or the
   hook below, so it is left in place (``asyncio.run`` and others look for it).
 - An unhandled exception, in the main thread (``sys.excepthook``), in any
@@ -31,16 +33,19 @@ from types import TracebackType
 from typing import Any, Callable
 
 _flush: Callable[[], None] | None = None
+_flush_soon: Callable[[], Any] | None = None
 _log: Callable[..., None] | None = None
 _previous: dict[int, Any] = {}     # signal -> the handler that was there before ours
 _installed = {"sys": False, "threading": False, "asyncio": False}
 
 
-def install(flush: Callable[[], None], log_critical: Callable[..., None]) -> None:
+def install(flush: Callable[[], None], log_critical: Callable[..., None],
+            flush_soon: Callable[[], Any] | None = None) -> None:
     """Flush with ``flush`` on SIGTERM and unhandled exceptions, logging them with
-    ``log_critical(fmt, *args, exception=exc)`` first."""
-    global _flush, _log
-    _flush, _log = flush, log_critical
+    ``log_critical(fmt, *args, exception=exc)`` first; ``flush_soon`` asks for a flush
+    without waiting (from asyncio's handler, which may run in a finalizer)."""
+    global _flush, _log, _flush_soon
+    _flush, _log, _flush_soon = flush, log_critical, flush_soon
     if not _installed["sys"]:
         _installed["sys"] = True
         previous_sys = sys.excepthook
@@ -66,6 +71,8 @@ def install(flush: Callable[[], None], log_critical: Callable[..., None]) -> Non
                 continue
             try:
                 current = signal.getsignal(signum)
+                if current == signal.SIG_IGN:
+                    continue   # ignored: the process goes on (and so do exec'd children)
                 if signum == signal.SIGINT and current is signal.default_int_handler:
                     continue   # KeyboardInterrupt: atexit or the excepthook flushes
                 _previous[signum] = signal.signal(signum, _on_signal)
@@ -79,18 +86,22 @@ def install(flush: Callable[[], None], log_critical: Callable[..., None]) -> Non
 
         def default_exception_handler(self: Any, context: dict) -> None:
             exc = context.get("exception")
-            if isinstance(exc, BaseException):
-                _report(exc, f"an asyncio event loop ({context.get('message', '')})")
+            if isinstance(exc, BaseException):   # often in a finalizer: never blocks
+                _report(exc, f"an asyncio event loop ({context.get('message', '')})",
+                        soon=True)
             previous_aio(self, context)
         loop_class.default_exception_handler = default_exception_handler
 
 
-def _report(exc: BaseException | None, where: str) -> None:
+def _report(exc: BaseException | None, where: str, soon: bool = False) -> None:
+    """Log ``exc`` and flush; with ``soon`` (a finalizer may be running: blog's locks may
+    be held on this thread) only ask the consumer to flush."""
     try:
         if _log is not None and exc is not None:
             _log("unhandled {} in {}: {}", type(exc).__name__, where, str(exc), exception=exc)
-        if _flush is not None:
-            _flush()
+        flush = _flush_soon if soon else _flush
+        if flush is not None:
+            flush()
     except Exception:   # the application's own hook must still run
         pass
 

@@ -94,7 +94,9 @@ class RotatingFile:
         self.size = 0                        # bytes in it
         self.files = 0                       # files opened so far
         self._fd: int | None = None
-        self._unsynced = False     # written since the last sync
+        self._writes = self._synced = 0    # writes to the current file, and writes synced
+        self._closed_unsynced: list[str] = []   # files closed unsynced (fsync "never")
+        self._close_error: OSError | None = None   # an fsync at close that failed
         self._last_ms = 0
         self._switch_at: int | None = None
         self._closed = False
@@ -108,8 +110,8 @@ class RotatingFile:
                 raise ValueError("write to a closed RotatingFile")
             self._open()     # files are opened by their first write: no empty files
         assert self._fd is not None
-        self._unsynced = True
         n = os.write(self._fd, data)
+        self._writes += 1          # after the bytes: a sync that saw it covers them
         self.size += n
         return n
 
@@ -120,14 +122,24 @@ class RotatingFile:
     def sync(self) -> None:
         """Put what was written to the current file on stable storage (fsync); nothing to
         do if nothing was written since the last sync (a file closed is synced then)."""
-        if self._fd is None or not self._unsynced:
+        error, self._close_error = self._close_error, None
+        if error is not None:      # a file closed unsynced: its data may be gone
+            raise OSError(f"fsync of a file closed earlier failed: {error}")
+        closed, self._closed_unsynced = self._closed_unsynced, []
+        for path in closed:        # files closed since the last sync (rotation, "never")
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:        # compressed or removed by housekeeping meanwhile
+                continue
+            try:
+                fsync_fd(fd)
+            finally:
+                os.close(fd)
+        writes = self._writes
+        if self._fd is None or writes == self._synced:
             return
-        self._unsynced = False     # before: a write meanwhile makes the next sync do it
-        try:
-            fsync_fd(self._fd)
-        except BaseException:
-            self._unsynced = True
-            raise
+        fsync_fd(self._fd)
+        self._synced = writes      # a write during the fsync is left to the next sync
 
     def close(self) -> None:
         """Close the current file (the session has written its Summary), then finish housekeeping."""
@@ -215,12 +227,16 @@ class RotatingFile:
             return
         self._fd = None
         try:
-            if self.fsync != NEVER and self._unsynced:
-                self._unsynced = False
-                fsync_fd(fd)
-        except OSError as exc:    # closing never raises into the application
+            if self._writes != self._synced:
+                if self.fsync != NEVER:
+                    fsync_fd(fd)
+                else:              # a durable flush may still need it: sync() does it then
+                    self._closed_unsynced = [*self._closed_unsynced[-63:], path]
+        except OSError as exc:    # closing never raises into the application; sync() will
             report(f"blog: {path}: fsync at close failed: {exc}")
+            self._close_error = exc
         finally:
+            self._writes = self._synced = 0
             os.close(fd)    # releases the lock: the file is closed for housekeeping
         self.housekeeper.closed(os.path.basename(path))
 

@@ -35,8 +35,7 @@ class FileOutputStream:
     another process or session holds ``path``, the stream writes its own file
     beside it, ``app.pid<N>.blog``, and says so on stderr: two streams never
     interleave in one file (their events would take each other's call sites).
-    ``path`` keeps what was asked; ``self.path`` is the file written. With
-    ``fallback=False`` a held file raises BlockingIOError instead.
+    ``path`` keeps what was asked; ``self.path`` is the file written.
 
     Before each consume it checks the path still names its file, as the
     stdlib's ``WatchedFileHandler`` does: if the file was deleted or replaced
@@ -50,21 +49,21 @@ class FileOutputStream:
     rotate_finishes = False
 
     def __init__(self, path: str | os.PathLike, *, mode: str = "ab",
-                 fsync: bool | str = False, fallback: bool = True) -> None:
+                 fsync: bool | str = False) -> None:
         if mode not in ("ab", "wb", "xb"):
             raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
         self.fsync = stream_policy(fsync)
         self.requested = os.fspath(path)
-        self._file, self.path = _open_own(self.requested, mode, fallback)
+        self._file, self.path = _open_own(self.requested, mode)
         _open_streams.add(self)
         self._size = os.fstat(self._file.fileno()).st_size   # the file's size after our writes
         self.reopened = 0                                      # times the path was opened again
-        self._unsynced = False                                 # written since the last sync
+        self._writes = self._synced = 0                        # writes, and writes synced
 
     def write(self, data: bytes) -> int:
-        self._unsynced = True
         n = self._file.write(data)
         self._size += n or 0
+        self._writes += 1          # after the bytes: a sync that saw it covers them
         return n
 
     def position(self) -> tuple[int, int, int]:
@@ -104,14 +103,11 @@ class FileOutputStream:
     def sync(self) -> None:
         """Put what was written on stable storage (fsync); OSError if the device fails.
         Nothing to do if nothing was written since the last sync."""
-        if not self._unsynced:
+        writes = self._writes
+        if writes == self._synced:
             return
-        self._unsynced = False     # before: a write meanwhile makes the next sync do it
-        try:
-            fsync_fd(self._file.fileno())
-        except BaseException:
-            self._unsynced = True
-            raise
+        fsync_fd(self._file.fileno())
+        self._synced = writes      # a write during the fsync is left to the next sync
 
     def close(self) -> None:
         self._close()

@@ -16,7 +16,7 @@ from blogformat.severity import to_severity
 from .entries import Dropped, Lost, Recovered
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
-from . import compact, parquet, stats
+from . import compact, parquet, recover, stats
 from .follow import Tail
 from .inputs import STDIN, expand
 from .reader import Reader
@@ -155,7 +155,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["export"]:  # bread export --parquet OUT_DIR FILE...
         return parquet.main(argv[1:])
     if argv[:1] == ["--recover"]:  # bread --recover FILE: what dead writers left
-        from . import recover
         return recover.main(argv[1:])
     try:
         args = _parser().parse_args(argv)
@@ -225,9 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for d in reader.damage:
         sys.stderr.write(f"bread: {escape_controls(str(d))}\n")
     if reader.unverified:
-        sys.stderr.write(f"bread: {reader.unverified} event(s) printed unverified: their "
-                         "frame is cut short by the end of the file (--verified-only "
-                         "leaves them out)\n")
+        sys.stderr.write(f"bread: {reader.unverified} complete event(s) of frames cut short "
+                         "by the end of a file read unverified (before any filter; "
+                         "--verified-only leaves them out)\n")
     if reader.damage or reader.unknown_sources:   # events without their metadata: damage
         return EXIT_DAMAGED
     return EXIT_OK

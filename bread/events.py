@@ -223,13 +223,13 @@ class EventStream:
         self.notices: list[Dropped | Lost | Recovered] = []
         self.summaries: list[Summary] = []
         self.unknown_sources = 0
-        self._clock_damage_at = -1     # the frame whose clock damage was reported last
         self._reset()
 
     def _reset(self) -> None:
         self.sources: dict[int, EventSource] = {}
         self.writers: dict[int, WriterProp] = {}
         self._text = 0                 # characters held by sources and writers (9.1)
+        self._clock_damage = False     # an event time beyond 64 bits reported in this stream
         self.sync = _DEFAULT_SYNC
         self.tz: _dt.tzinfo = _UTC     # the zone of the sync in force
 
@@ -310,11 +310,12 @@ class EventStream:
     def _clock_out_of_range(self, e: RawEvent, ns: int) -> None:
         """An event whose time does not fit in 64 bits (only a damaged or crafted file has one)
         is kept, with its time clamped where it is shown or sorted, and reported as damage:
-        once per frame (docs/format.md 4.3)."""
-        if self._clock_damage_at != e.offset:
-            self._clock_damage_at = e.offset
+        once per stream (docs/format.md 4.3), so that the reports stay bounded."""
+        if not self._clock_damage:
+            self._clock_damage = True
             self.damage.append(Damage(e.offset, 0, f"an event time beyond 64-bit ns ({ns}); "
-                                      "shown and sorted clamped", self.name))
+                                      "shown and sorted clamped (reported once per stream)",
+                                      self.name))
 
     def _describe(self, e: EventSource | WriterProp) -> bool:
         table: dict = self.sources if type(e) is EventSource else self.writers

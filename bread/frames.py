@@ -125,7 +125,7 @@ def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False
             # the input is a copy taken meanwhile. An events frame gives the events wholly
             # present, unverified (5.4); up to a marker, should another frame begin there.
             torn = torn_frame(base + pos, kind, flags, buf[pos + HEADER_SIZE:], source) \
-                if kind == FRAME_EVENTS and not verified_only else None
+                if kind == FRAME_EVENTS and not verified_only and clean_end(f) else None
             if torn is None:
                 if bad_at is None:
                     bad_at, reason = base + pos, "truncated frame at end of input"
@@ -135,8 +135,7 @@ def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False
                 yield Damage(bad_at, base + pos - bad_at, reason, source)
                 bad_at = None
             yield from torn
-            cut = buf.find(MAGIC, pos + HEADER_SIZE)
-            pos = len(buf) if cut < 0 else cut
+            pos = len(buf)
             continue
         start = pos + HEADER_SIZE
         marked = None   # a clean file never needs to know: looked for after damage only
@@ -176,11 +175,13 @@ def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False
 
 def torn_frame(offset: int, kind: int, flags: int, stored: bytes | bytearray, source: str
                ) -> tuple[Damage, Frame] | None:
-    """An events frame whose payload the input cuts short after ``stored`` bytes (up to the
-    next marker, if one begins there): the Damage that reports it, then its complete events
-    as a Frame not ``verified``; None if not even one event is whole."""
-    cut = stored.find(MAGIC)
-    stored = bytes(stored if cut < 0 else stored[:cut])
+    """An events frame whose payload the input cuts short after ``stored`` bytes: the Damage
+    that reports it, then its complete events as a Frame not ``verified``; None if not even
+    one event is whole, or if a frame marker follows in those bytes (a torn frame with
+    another stream after it is damage as a whole, however long the other stream)."""
+    if MAGIC in stored:
+        return None
+    stored = bytes(stored)
     flags, payload = unescape(flags, stored)
     got = complete_events(payload)
     if got is None or got[1] == 0:
@@ -189,6 +190,13 @@ def torn_frame(offset: int, kind: int, flags: int, stored: bytes | bytearray, so
     return (Damage(offset, 0, f"frame cut short by the end of input: {count} complete "
                               "event(s) read unverified, the rest lost", source, count),
             Frame(offset, kind, payload, flags, HEADER_SIZE + len(stored), verified=False))
+
+
+def clean_end(f: BinaryIO) -> bool:
+    """True unless the input says its end is not the end of its data: a compressed input
+    whose decompression failed gives out bytes nothing has checked, so a frame it cuts
+    short is damage, never unverified events."""
+    return getattr(f, "error", None) is None
 
 
 class Skim:

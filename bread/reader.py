@@ -83,7 +83,8 @@ class Reader:
 
     @property
     def unverified(self) -> int:
-        """Events read from frames cut short by the end of their input (checksum unchecked)."""
+        """The complete events of frames cut short by the end of their input (checksum
+        unchecked), before any filter: how many the input holds, not how many were kept."""
         return sum(d.unverified for d in self.damage)
 
     def __iter__(self) -> Iterator[Event]:

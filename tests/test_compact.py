@@ -272,3 +272,31 @@ def test_compaction_past_the_limits_of_a_stream_changes_nothing(tmp_path, monkey
     assert set(names) <= set(os.listdir(d))
     assert not any(n.endswith(".tmp") for n in os.listdir(d))
     assert _text(d, "-s") == before
+
+
+def test_a_file_cut_short_is_never_compacted(tmp_path):
+    # Proves: compaction never turns the unverified events of a frame cut short (a crash
+    # mid-write) into checksummed ones, nor deletes them: the file is left as it is, and
+    # the command says why (exit 3).
+    import glob
+    import subprocess
+    import sys
+    import blog
+    d = tmp_path / "logs"
+    s = blog.Session()
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=1 << 20)
+    log = s.get_logger("a")
+    for i in range(60):
+        log.info("order {} filled", i)
+    s.consume(rf)
+    rf.close()
+    (f,) = glob.glob(str(d / "app.*.blog"))
+    with open(f, "r+b") as fh:
+        fh.truncate(os.path.getsize(f) - 3)
+    _old(d)
+    r = subprocess.run([sys.executable, "-m", "bread", "compact", str(d), "--older-than", "1m"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and "cut short" in r.stderr and "nothing changed" in r.stderr
+    assert os.path.exists(f)
+    evs = list(bread.read(f))
+    assert len(evs) == 59 and not any(e.verified for e in evs)

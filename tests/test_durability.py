@@ -185,8 +185,9 @@ def test_flush_async_is_awaitable(tmp_path, monkeypatch):
 
 def test_a_failed_sync_is_told_to_durable_callers_only(tmp_path, monkeypatch, capsys):
     # Proves: an fsync that fails (EIO) makes flush(durable=True) raise OSError and a
-    # durable future fail; non-durable flushes still succeed; logging goes on; the
-    # group-commit interval reports the failure on stderr instead of raising.
+    # durable future fail, and every later durable flush too (after a failed fsync the
+    # data written before it may be gone, whatever later fsyncs say); non-durable flushes
+    # still succeed; logging goes on and every event is written.
     fs = Fsyncs(monkeypatch)
     s, c = consumer(tmp_path)
     log = s.get_logger("d")
@@ -201,7 +202,8 @@ def test_a_failed_sync_is_told_to_durable_callers_only(tmp_path, monkeypatch, ca
     c.flush()
     assert c.flush_async().result(10) is None
     fs.fail = False
-    c.flush(durable=True)                      # the device works again: a new sync holds
+    with pytest.raises(OSError, match="could not be synced"):
+        c.flush(durable=True)                  # the device works again: still not trusted
     c.stop()
     assert [e.args[0] for e in bread.read(str(tmp_path / "x.blog"))] == [1, 2, 3]
 
@@ -228,20 +230,39 @@ def test_flushes_fail_while_the_output_fails(monkeypatch, capsys):
     capsys.readouterr()
 
 
-def test_group_sync_never_hides_a_failure_since_the_call():
+def test_group_sync_never_hides_a_failure():
     # After a failed fsync a later one may succeed though the data is gone (Linux drops
-    # the dirty pages): a caller whose window saw a failure is told so.
+    # the dirty pages): every caller from then on is told, including one that arrived
+    # while the failing sync ran and then ran a sync of its own that succeeded.
     calls = []
+    entered, go = threading.Event(), threading.Event()
 
     def sync():
         calls.append(1)
         if len(calls) == 1:
+            entered.set()
+            assert go.wait(10)
             raise OSError(errno.EIO, "EIO")
     g = GroupSync(sync)
+    errors = []
+
+    def call():
+        try:
+            g.sync()
+        except OSError as exc:
+            errors.append(exc)
+    first = threading.Thread(target=call)
+    first.start()
+    assert entered.wait(10)
+    second = threading.Thread(target=call)     # arrives while the failing sync runs
+    second.start()
+    time.sleep(0.05)
+    go.set()
+    first.join()
+    second.join()
+    assert len(errors) == 2 and len(calls) == 2 and g.failed
     with pytest.raises(OSError):
         g.sync()
-    g.sync()                                   # a new call after the failure: a clean sync
-    assert len(calls) == 2
 
 
 def test_the_default_session_flushes_durably(tmp_path):
@@ -262,7 +283,13 @@ def test_the_default_session_flushes_durably(tmp_path):
         assert len(calls) == 2 and calls[-1] == os.path.getsize("x.blog"), calls
         blog.shutdown()
         assert len(calls) == 3                   # "rotation": the file closed
-        assert blog.flush_async(durable=True).result() is None   # no output: nothing to do
+        assert blog.flush_async(durable=True).result() is None   # no output, nothing queued
+        log.info("after {}", 3)
+        try:
+            blog.flush(durable=True)
+        except OSError as e:
+            print("refused:", e)
+        assert isinstance(blog.flush_async(durable=True).exception(), OSError)
         try:
             blog.basic_config("y.blog", fsync="sometimes")
         except ValueError as e:
@@ -271,5 +298,45 @@ def test_the_default_session_flushes_durably(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+    assert "refused: blog: no output: 1 event(s) are queued" in r.stdout
     assert "refused: fsync must be" in r.stdout
     assert [e.message for e in bread.read(str(tmp_path / "x.blog"))] == ["a 1", "b 2"]
+
+
+def test_flush_async_asked_while_stopping_is_answered(tmp_path):
+    # Proves: futures asked for while stop() runs are answered by its last consume (or
+    # told what was not written), never left pending; after stop they are answered at once.
+    s, c = consumer(tmp_path)
+    log = s.get_logger("d")
+    futures = []
+    done = threading.Event()
+
+    def ask():
+        while not done.is_set():
+            log.info("e {}", 1)
+            futures.append(c.flush_async())
+    t = threading.Thread(target=ask)
+    t.start()
+    time.sleep(0.05)
+    c.stop()
+    done.set()
+    t.join()
+    for f in futures:
+        f.exception(10)          # each one answered (a TimeoutError here would fail)
+    assert all(f.done() for f in futures)
+    late = c.flush_async()
+    assert late.done()
+
+
+def test_a_callback_that_raises_never_stops_the_consumer(tmp_path, capsys):
+    s, c = consumer(tmp_path)
+    log = s.get_logger("d")
+    log.info("e {}", 1)
+    f1 = c.flush_async()
+    f1.add_done_callback(lambda f: sys.exit(3))
+    f2 = c.flush_async()
+    assert f1.result(10) is None and f2.result(10) is None
+    log.info("e {}", 2)
+    assert c.flush_async().result(10) is None and c.thread.is_alive()
+    c.stop()
+    assert "flush_async callback raised SystemExit" in capsys.readouterr().err

@@ -207,7 +207,7 @@ def test_extreme_clocks_and_clock_syncs_never_raise(tmp_path, capsys):
     # Proves: a file with valid CRCs whose clock, ClockSync or frequency puts an event far
     # beyond what a datetime holds reads without an exception: ev.time is the first or
     # last datetime, ev.ns the exact value, and the README's loop runs to the end. The
-    # clamping is reported as damage, once per frame (two such events here), never for a
+    # clamping is reported as damage, once per stream (two such events here), never for a
     # time that fits; the CLI prints it and exits 3.
     import msgpack
     from blogformat.entries import header_payload, metadata_frames

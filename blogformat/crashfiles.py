@@ -1,4 +1,8 @@
-"""Recovery: the events a killed process left in its crash buffer, appended to the log.
+"""The crash buffer's files (docs/format.md 15): their layout, and recovery, which appends
+the events a killed process left in its crash buffer to the log.
+
+The writer (``blog.crashbuf``) makes the files; ``basic_config`` and ``bread --recover``
+recover them. Recovery:
 
 A buffer is abandoned when its control file's lock can be taken (its process is
 gone). Its events are those of each channel file's halves that no finished write
@@ -24,14 +28,38 @@ from typing import Any
 
 import msgpack
 
-from blogformat.entries import (BatchHeader, ClockSync, EventSource, Recovered, WriterProp,
-                                decode_header, decode_metadata_frame, header_payload,
-                                metadata_frames)
-from blogformat.frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE,
-                               MAX_PAYLOAD, check_crc, frame_bytes, parse_header, unescape)
-from blogformat.values import UNPACK_OPTIONS
+from .entries import (BatchHeader, ClockSync, EventSource, Recovered, WriterProp, decode_header,
+                      decode_metadata_frame, header_payload, metadata_frames)
+from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAX_PAYLOAD,
+                     check_crc, frame_bytes, parse_header, unescape)
+from .values import UNPACK_OPTIONS
 
-from .crashbuf import CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, PAGE, PATH_AT, REC
+PAGE = 4096
+CTL_MAGIC = b"BLOGBUF1"
+CHAN_MAGIC = b"BLOGCHN1"
+VERSION = 1
+#: Control page: magic, version, pid, written, writing, dev, ino, offset, length, then the
+#: recovery record (state, dev, ino, offset, length), then the log path (u16 length, UTF-8).
+CTL = struct.Struct("<8sIIQQQQQQ")           # 64 bytes at 0
+REC = struct.Struct("<QQQQQ")                # 40 bytes at 64
+PATH_AT = 128
+MAX_PATH = PAGE - PATH_AT - 2
+#: Channel file header: magic, writer id, half size, active half; each half: len, base, seq.
+CHAN = struct.Struct("<8sQQI4x")             # 32 bytes at 0
+HALF = struct.Struct("<QqQ")                 # 24 bytes at 32 + 24 * half
+HALF_AT = 32
+#: Room beyond the channel capacity in each half: an event a full channel takes anyway.
+SLACK = 64 << 10
+
+
+def buffer_directory(log_path: str, crash_dir: str | None = None) -> str:
+    """Where the crash buffers of ``log_path``'s writers live: ``.<name>.buffers`` beside it,
+    or a directory of that name under ``crash_dir``."""
+    log_path = os.path.abspath(log_path)
+    name = f".{os.path.basename(log_path)}.buffers"
+    return os.path.join(crash_dir if crash_dir is not None else os.path.dirname(log_path), name)
+
+
 
 #: Events per recovered frame at most (a half holds a channel's worth).
 _FRAME_EVENTS = 65536
@@ -46,8 +74,10 @@ class Recovery:
 
 
 def recover(directory: str, stream: Any) -> list[Recovery]:
-    """Append the events of every abandoned buffer in ``directory`` to ``stream`` (a
-    ``FileOutputStream``, not yet written by this process's session), then remove them."""
+    """Append the events of every abandoned buffer in ``directory`` to ``stream``, then
+    remove them. ``stream`` is the log, locked by the caller and not yet written by its
+    session: ``write(bytes)``, ``position()`` (device, inode, size), ``truncate(size)``
+    and ``sync()``, as ``blog.FileOutputStream``."""
     done: list[Recovery] = []
     for meta in sorted(glob.glob(os.path.join(glob.escape(directory), "*.meta"))):
         try:

@@ -239,9 +239,19 @@ def setup_blog(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]
 
     counter = Counted()
     w0, d0 = s.stats.events_written, s.stats.events_dropped
+    # The same call into a session whose channels are mirrored into a crash buffer
+    # (blog.crashbuf: kill -9 loses nothing), side by side.
+    from blog.crashbuf import CrashBuffer, buffer_directory
+    cs = blog.Session(name="crash")
+    cpath = os.path.join(tmp, "blog-crash.blog")
+    cstream = blog.FileOutputStream(cpath, mode="wb")
+    cs.use_crash_buffer(CrashBuffer(buffer_directory(cpath), cstream.path, cs.descriptor))
+    cconsumer = blog.Consumer(cs, cstream).start()
+    clog = cs.get_logger("bench")
     rows = [
         Case("(b) blog log.info", loop_blog_info, log, n, flush_after("(b) blog log.info"),
              counter=counter),
+        Case("(b2) blog log.info, crash buffer", loop_blog_info, clog, n, cconsumer.flush),
         Case("(b) blog log.info, gc disabled (reference)", loop_blog_info, log, n,
              flush_after("(b) blog log.info, gc off"), gc_off=True, counter=counter),
         Case("(c) blog @event", loop_blog_event, order_filled, n,
@@ -251,6 +261,9 @@ def setup_blog(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]
     ]
 
     def finish() -> None:
+        cconsumer.stop()
+        cs.use_crash_buffer(None)
+        cstream.close()
         blog.flush()
         out["bytes"]["(b,c) blog log.info + @event"] = dict(
             file_stats(path, counter.events), written=s.stats.events_written - w0,
@@ -507,6 +520,9 @@ def report(out: dict, cfg: dict) -> list[dict]:
                f"{fmt_ns(x)} ns vs stdlib {fmt_ns(std)} ns: {std / x:.1f}x faster (need >= 25x); "
                f"calling thread's CPU alone: {fmt_ns(x_cpu)} vs {fmt_ns(std_cpu)} ns, "
                f"{std_cpu / x_cpu:.1f}x")
+    b, b2 = pc["(b) blog log.info"]["ns_per_call"], pc["(b2) blog log.info, crash buffer"]["ns_per_call"]
+    target("crash buffer costs <= 10% of log.info", b2 / b <= 1.10,
+           f"{fmt_ns(b2)} ns vs {fmt_ns(b)} ns: {b2 / b:.3f}x (need <= 1.10x)")
     target("end-to-end CPU <= 1/12 of stdlib", std_e / blog_e >= 12,
            f"{fmt_ns(blog_e)} ns vs stdlib {fmt_ns(std_e)} ns per event: "
            f"{std_e / blog_e:.1f}x less (need >= 12x)")

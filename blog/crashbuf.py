@@ -21,6 +21,7 @@ import mmap
 import os
 import struct
 import threading
+import time
 import weakref
 from typing import Any, Iterable
 
@@ -29,26 +30,46 @@ from blogformat.crashfiles import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_
 from blogformat.entries import Metadata, header_payload, metadata_frames
 from blogformat.frames import FRAME_HEADER, frame_bytes
 
+from .report import report
+
 __all__ = ["CrashBuffer", "Slot", "buffer_directory", "file_position"]
 
 
+_MASK = (1 << 64) - 1
+
+
 class Slot:
-    """One channel's file: two halves of ``half`` bytes, mapped shared."""
+    """One channel's file: two halves of ``half`` bytes, mapped shared. Its header fields are
+    stored one aligned 8-byte word at a time (``struct.pack_into`` zeroes a field before it
+    writes it: a kill in between would read as an empty half)."""
 
     def __init__(self, path: str, writer_id: int, half: int, base: int) -> None:
         self.path = path
         self.half = half
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.ftruncate(fd, PAGE + 2 * half)
+            # Blocks allocated now: a shared mapping of a sparse file whose file system
+            # fills would kill the process with SIGBUS at a store (ENOSPC here instead).
+            os.posix_fallocate(fd, 0, PAGE + 2 * half)
             self.map = mmap.mmap(fd, PAGE + 2 * half)
-        finally:
+        except BaseException:
             os.close(fd)
-        HALF.pack_into(self.map, HALF_AT, 0, base, 0)
-        HALF.pack_into(self.map, HALF_AT + HALF.size, 0, base, 0)
-        CHAN.pack_into(self.map, 0, CHAN_MAGIC, writer_id, half, 0)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            raise
+        os.close(fd)
+        self.words = memoryview(self.map).cast("Q")
+        CHAN.pack_into(self.map, 0, CHAN_MAGIC, writer_id, half, 0)   # not yet found by anyone
+        for h in (0, 1):
+            HALF.pack_into(self.map, HALF_AT + HALF.size * h, 0, base, 0)
         self.active = 0
         self.len = 0
+
+    def _word(self, h: int, field: int, value: int) -> None:
+        """Half ``h``'s field (0 len, 1 base, 2 seq) in one store."""
+        self.words[(HALF_AT + HALF.size * h) // 8 + field] = value & _MASK
 
     # The Python channel's mirror (the C channel writes the same bytes itself).
 
@@ -60,27 +81,31 @@ class Slot:
         at = PAGE + self.active * self.half + self.len
         self.map[at:at + len(data)] = data
         self.len = end
-        struct.pack_into("<Q", self.map, HALF_AT + HALF.size * self.active, end)
+        self._word(self.active, 0, end)
 
     def load(self, data: bytes, base: int) -> None:
         """Start the active half afresh with ``data`` (what a channel held when it got its slot)."""
-        struct.pack_into("<Q", self.map, HALF_AT + HALF.size * self.active, 0)
-        struct.pack_into("<q", self.map, HALF_AT + HALF.size * self.active + 8, base)
+        self._word(self.active, 0, 0)
+        self._word(self.active, 1, base)
         self.len = 0
         self.append(data)
 
     def take(self, seq: int, base: int) -> None:
         """The active half is taken by consume ``seq``; the thread goes on in the other one,
-        its events' deltas relative to ``base``. Each step leaves a state recovery reads right."""
+        its events' deltas relative to ``base``. Each store leaves a state recovery reads
+        right (docs/format.md 15)."""
         old, new = self.active, 1 - self.active
-        struct.pack_into("<Q", self.map, HALF_AT + HALF.size * old + 16, seq)
-        HALF.pack_into(self.map, HALF_AT + HALF.size * new, 0, base, 0)
-        struct.pack_into("<I", self.map, 24, new)
+        self._word(old, 2, seq)
+        self._word(new, 0, 0)
+        self._word(new, 1, base)
+        self._word(new, 2, 0)
+        self.words[3] = new          # the active half: a u32 and its padding, one word
         self.active = new
         self.len = 0
 
     def close(self, unlink: bool = True) -> None:
         try:
+            self.words.release()
             self.map.close()
         except (BufferError, ValueError):   # the C channel still holds a view: it goes with it
             pass
@@ -92,32 +117,47 @@ class Slot:
 
 
 class CrashBuffer:
-    """A process's crash buffer in ``directory`` for the log at ``log_path``."""
+    """A process's crash buffer in ``directory`` for the log at ``log_path``.
+
+    Its files are named after the process and its start (``<pid>-<ns>``), so that
+    neither a process that reuses a dead one's pid nor one of another pid namespace
+    ever takes over (or truncates) a buffer still to be recovered.
+    """
 
     def __init__(self, directory: str, log_path: str, descriptor: dict) -> None:
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
+        self.log_path = log_path
         self.pid = os.getpid()
-        self.path = os.path.join(directory, f"{self.pid}.meta")
+        self.prefix = f"{self.pid}-{time.time_ns()}"
+        self.path = os.path.join(directory, f"{self.prefix}.meta")
         self._lock = threading.Lock()
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        # Made under a temporary name and locked before it is named: a recovery never
+        # sees a control file of a live process unlocked.
+        tmp = os.path.join(directory, f"{self.prefix}.new")
+        fd = self._fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # a dead one of our pid: ours now
-            os.ftruncate(fd, 0)
-            os.ftruncate(fd, PAGE)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.posix_fallocate(fd, 0, PAGE)
             self._ctl = mmap.mmap(fd, PAGE)
+            self._words = memoryview(self._ctl).cast("Q")
+            raw = os.path.abspath(log_path).encode("utf-8", "surrogateescape")[:MAX_PATH]
+            struct.pack_into("<H", self._ctl, PATH_AT, len(raw))
+            self._ctl[PATH_AT + 2:PATH_AT + 2 + len(raw)] = raw
+            CTL.pack_into(self._ctl, 0, CTL_MAGIC, VERSION, self.pid, 0, 0, 0, 0, 0, 0)
+            self._end = PAGE
+            self._append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
+            os.rename(tmp, self.path)
         except BaseException:
             os.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
             raise
-        self._fd = fd
-        raw = os.path.abspath(log_path).encode("utf-8", "surrogateescape")[:MAX_PATH]
-        struct.pack_into("<H", self._ctl, PATH_AT, len(raw))
-        self._ctl[PATH_AT + 2:PATH_AT + 2 + len(raw)] = raw
-        CTL.pack_into(self._ctl, 0, CTL_MAGIC, VERSION, self.pid, 0, 0, 0, 0, 0, 0)
-        self._end = PAGE
-        self._append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
         self._seq = 0
         self._slots: dict[int, Slot] = {}
+        self._failed = False         # reported a file that could not be made or written
         self.closed = False
         _BUFFERS.add(self)
 
@@ -125,18 +165,32 @@ class CrashBuffer:
         os.pwrite(self._fd, data, self._end)
         self._end += len(data)
 
+    def _report_once(self, what: str, exc: OSError) -> None:
+        if not self._failed:
+            self._failed = True
+            report(f"blog: crash buffer {self.directory}: {what}: {exc}; events it cannot "
+                   "hold are not protected from a kill")
+
     def describe(self, entries: Iterable[Metadata]) -> None:
         """Metadata the buffered events may need (call sites, writers, clock sync)."""
         data = b"".join(metadata_frames(list(entries)))
         if data:
             with self._lock:
                 if not self.closed:
-                    self._append(data)
+                    try:
+                        self._append(data)
+                    except OSError as exc:      # a full disk: never into a log call
+                        self._report_once("metadata not recorded", exc)
 
-    def slot(self, writer_id: int, capacity: int, base: int) -> Slot:
-        """A channel file for writer ``writer_id`` (halves of ``capacity`` bytes and some slack)."""
-        s = Slot(os.path.join(self.directory, f"{self.pid}-{writer_id}.chan"), writer_id,
-                 capacity + SLACK, base)
+    def slot(self, writer_id: int, capacity: int, base: int) -> Slot | None:
+        """A channel file for writer ``writer_id`` (halves of ``capacity`` bytes and some
+        slack); None (reported once) if it cannot be made: the channel is then not mirrored."""
+        try:
+            s = Slot(os.path.join(self.directory, f"{self.prefix}-{writer_id}.chan"), writer_id,
+                     capacity + SLACK, base)
+        except OSError as exc:            # EMFILE, ENOSPC, the directory removed...
+            self._report_once("a channel file could not be made", exc)
+            return None
         with self._lock:
             self._slots[writer_id] = s
         return s
@@ -147,13 +201,18 @@ class CrashBuffer:
         return self._seq
 
     def writing(self, seq: int, where: tuple[int, int, int] | None, length: int) -> None:
-        """Consume ``seq`` is about to write ``length`` bytes at ``where`` (dev, inode, offset)."""
+        """Consume ``seq`` is about to write ``length`` bytes at ``where`` (dev, inode, offset).
+        The place first, ``writing`` last: each a single store."""
         dev, ino, offset = where or (0, 0, 0)
-        struct.pack_into("<QQQQQ", self._ctl, 24, seq, dev, ino, offset, length)
+        w = self._words
+        w[4], w[5], w[6], w[7] = dev, ino, offset, length
+        w[3] = seq
 
     def written(self, seq: int) -> None:
-        """Consume ``seq`` is written (or its loss counted): its halves are free."""
-        struct.pack_into("<QQ", self._ctl, 16, seq, 0)
+        """Consume ``seq`` is written (or its loss counted): its halves are free. ``written``
+        first, then ``writing`` cleared."""
+        self._words[2] = seq
+        self._words[3] = 0
 
     def retire(self, writer_id: int) -> None:
         """Writer ``writer_id`` ended and its events are written: its file goes."""
@@ -176,6 +235,11 @@ class CrashBuffer:
         except OSError:
             pass
         try:
+            os.rmdir(self.directory)      # if no other process's buffer is in it
+        except OSError:
+            pass
+        try:
+            self._words.release()
             self._ctl.close()
         finally:
             os.close(self._fd)
@@ -188,6 +252,7 @@ class CrashBuffer:
             s.close(unlink=False)
         self._slots = {}
         try:
+            self._words.release()
             self._ctl.close()
         except (BufferError, ValueError):
             pass
@@ -211,6 +276,10 @@ if hasattr(os, "register_at_fork"):
 
 
 def file_position(stream: Any) -> tuple[int, int, int] | None:
-    """(device, inode, size) of the file a stream writes, or None if it is not a file."""
+    """(device, inode, size) of the file a stream writes, or None if it is not a file (or
+    is closed: the write then fails, and is counted, where writes are)."""
     where = getattr(stream, "position", None)
-    return where() if where is not None else None
+    try:
+        return where() if where is not None else None
+    except (OSError, ValueError):
+        return None

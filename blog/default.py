@@ -145,7 +145,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
         stream: Any = RotatingFile(output, fsync=fsync, **rotation)
-        _stop_consumer(s)
+        _stop_consumer(s, keep_buffer=True)
     else:
         same = (old is not None and isinstance(old.stream, FileOutputStream)
                 and isinstance(output, (str, os.PathLike))
@@ -153,7 +153,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
                     (old.stream.path, output), (old.stream.requested, output),
                     (old.stream.path, pid_path(os.fspath(output), os.getpid())))))
         if same:
-            _stop_consumer(s)   # the file gets what is pending before it is reopened
+            _stop_consumer(s, keep_buffer=True)   # the file gets what is pending before it is reopened
         try:
             if isinstance(output, (str, os.PathLike)):
                 stream = FileOutputStream(output, mode=mode, fsync=fsync)
@@ -166,7 +166,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
                          fsync_interval=old.fsync_interval).start()
             raise
         if not same:
-            _stop_consumer(s)   # the old output gets what is pending
+            _stop_consumer(s, keep_buffer=True)   # the old output gets what is pending
     s.was_shut_down = False
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     _use_crash_buffer(s, stream, output, crash)
@@ -272,12 +272,16 @@ def _consumer(s: Session) -> Consumer | None:
     return c if isinstance(c, Consumer) else None
 
 
-def _stop_consumer(s: Session) -> None:
+def _stop_consumer(s: Session, keep_buffer: bool = False) -> None:
+    """Stop the consumer (a last consume, the file closed cleanly); its crash buffer goes
+    too, unless ``keep_buffer`` (a move: it mirrors the channels until the next output's
+    buffer takes over)."""
     c = _consumer(s)
     if c is None:
         return
     c.stop()
-    s.use_crash_buffer(None)      # everything is written: the buffer goes
+    if not keep_buffer:
+        s.use_crash_buffer(None)      # everything is written: the buffer goes
     if isinstance(c.stream, (FileOutputStream, RotatingFile)):
         c.stream.close()
 

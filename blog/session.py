@@ -86,6 +86,7 @@ class Session:
         _SESSIONS.add(self)
         self._tz_offset: int | None = None       # of the last ClockSync written
         self._crash: CrashBuffer | None = None
+        self._crash_capacity = 0                 # the channel capacity its files were made for
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
         self.start_ns = time.time_ns()
@@ -114,6 +115,10 @@ class Session:
             self.pressure.configure(capacity=channel_capacity, policy=overflow)
             for w in self._writers:
                 self.pressure.apply(w.channel)
+            cb = self._crash
+        if cb is not None and self.pressure.capacity > self._crash_capacity:
+            # Channels larger than their files: a new buffer of the new size takes over.
+            self.use_crash_buffer(CrashBuffer(cb.directory, cb.log_path, self.descriptor))
 
     # --- who drains it ------------------------------------------------------
 
@@ -310,6 +315,7 @@ class Session:
         (the old one is removed: call it once everything is written)."""
         with self._consume_lock, self._lock:
             old, self._crash = self._crash, cb
+            self._crash_capacity = self.pressure.capacity
             if cb is not None:
                 cb.describe([self._clock_sync(), *self._sources]
                             + [w.entry() for w in self._writers])

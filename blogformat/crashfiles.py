@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import fcntl
 import glob
+import hashlib
 import mmap
 import os
+import re
 import struct
 import time
 from dataclasses import dataclass
@@ -53,11 +55,20 @@ SLACK = 64 << 10
 
 
 def buffer_directory(log_path: str, crash_dir: str | None = None) -> str:
-    """Where the crash buffers of ``log_path``'s writers live: ``.<name>.buffers`` beside it,
-    or a directory of that name under ``crash_dir``."""
+    """Where the crash buffers of ``log_path``'s writers live: ``.<name>.buffers`` beside it
+    (a process's own ``app.pid<N>.blog`` shares ``app.blog``'s: the next start of
+    ``app.blog`` recovers it), or under ``crash_dir`` with a hash of the log's path in the
+    name (two logs of one name in different directories never share one)."""
     log_path = os.path.abspath(log_path)
-    name = f".{os.path.basename(log_path)}.buffers"
-    return os.path.join(crash_dir if crash_dir is not None else os.path.dirname(log_path), name)
+    base = _PID_FILE.sub("", os.path.basename(log_path))
+    if crash_dir is None:
+        return os.path.join(os.path.dirname(log_path), f".{base}.buffers")
+    where = os.path.join(os.path.dirname(log_path), base).encode("utf-8", "surrogateescape")
+    return os.path.join(crash_dir, f".{base}-{hashlib.sha1(where).hexdigest()[:12]}.buffers")
+
+
+#: A process's own file beside a plain output (blogformat.fileset.pid_path): its part.
+_PID_FILE = re.compile(r"\.pid\d+(?:-\d+)?(?=\.[^.]*$|$)")
 
 
 
@@ -96,7 +107,32 @@ def recover(directory: str, stream: Any) -> list[Recovery]:
                 done.append(r)
         finally:
             os.close(fd)
+    _sweep(directory)
     return done
+
+
+def _sweep(directory: str) -> None:
+    """What no recovery will read: a control file whose process died while making it
+    (``.new``, unlocked), and channel files whose control file is gone."""
+    for p in glob.glob(os.path.join(glob.escape(directory), "*.new")):
+        try:
+            fd = os.open(p, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(p)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    for p in glob.glob(os.path.join(glob.escape(directory), "*.chan")):
+        prefix = p[:-len(".chan")].rsplit("-", 1)[0]
+        if not (os.path.exists(prefix + ".meta") or os.path.exists(prefix + ".new")):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
 
 
 def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
@@ -112,8 +148,9 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
         (plen,) = struct.unpack_from("<H", ctl, PATH_AT)
         log_path = bytes(ctl[PATH_AT + 2:PATH_AT + 2 + min(plen, PAGE - PATH_AT - 2)]).decode(
             "utf-8", "surrogateescape")
+        prefix = os.path.basename(meta)[:-len(".meta")]
         chans = sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(meta)),
-                                              f"{pid}-*.chan")))
+                                              f"{glob.escape(prefix)}-*.chan")))
         here = stream.position()
         if rstate == 2 or (rstate == 1 and here[:2] == (rdev, rino)
                            and here[2] >= roffset + rlength):
@@ -156,11 +193,16 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
                     + b"".join(metadata_frames(meta_entries)) + b"".join(batches)
                     + b"".join(metadata_frames([Recovered(events, pid, time.time_ns())])))
             here = stream.position()
-            REC.pack_into(ctl, 64, 1, here[0], here[1], here[2], len(data))
-            _write_all(stream, data)
-            if hasattr(stream, "sync"):
-                stream.sync()
-            struct.pack_into("<Q", ctl, 64, 2)
+            words = memoryview(ctl).cast("Q")     # single stores: never a zeroed field
+            try:
+                words[9], words[10], words[11], words[12] = here[0], here[1], here[2], len(data)
+                words[8] = 1
+                _write_all(stream, data)
+                if hasattr(stream, "sync"):
+                    stream.sync()
+                words[8] = 2
+            finally:
+                words.release()
         _remove(meta, chans)
     return Recovery(pid, events) if events else None
 
@@ -196,11 +238,39 @@ def _file_size(path: str, dev: int, ino: int, stream: Any) -> int | None:
 
 def _write_complete(stream: Any, path: str, writing: int, written: int, dev: int, ino: int,
                     offset: int, length: int) -> bool:
-    """Did the write of consume ``writing`` (in progress at the kill) reach the file whole?"""
-    if writing == 0 or writing <= written:
+    """Did the write of consume ``writing`` (in progress at the kill) reach the file whole:
+    do its ``length`` bytes at ``offset`` hold whole frames whose checksums hold?"""
+    if writing == 0 or writing <= written or length == 0:
         return False
     size = _file_size(path, dev, ino, stream)
-    return size is not None and size >= offset + length
+    if size is None or size < offset + length:
+        return False
+    for name in (getattr(stream, "path", None), path):
+        try:
+            with open(name, "rb") as f:   # type: ignore[arg-type]
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) != (dev, ino):
+                    continue
+                f.seek(offset)
+                return _whole_frames(f.read(length))
+        except (OSError, TypeError):
+            continue
+    return False
+
+
+def _whole_frames(data: bytes) -> bool:
+    """True if ``data`` is frames, back to back, each with its checksums right."""
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < HEADER_SIZE:
+            return False
+        fields = parse_header(data[pos:pos + HEADER_SIZE])
+        if fields is None or pos + HEADER_SIZE + fields[2] > len(data):
+            return False
+        if not check_crc(data[pos + HEADER_SIZE:pos + HEADER_SIZE + fields[2]], fields[3]):
+            return False
+        pos += HEADER_SIZE + fields[2]
+    return True
 
 
 def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: int, ino: int,

@@ -18,7 +18,8 @@ class LockedLog:
     take it): what recovery writes through. BlockingIOError if a live writer holds it."""
 
     def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)   # a log: never made here
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BaseException:

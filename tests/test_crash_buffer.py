@@ -42,16 +42,17 @@ def _child(path: str, counters: mmap.mmap, capacity: int) -> None:
         blog.Consumer(s, stream, interval=0.005, flush_bytes=capacity // 2).start()
         log = s.get_logger("t")
 
+        words = memoryview(counters).cast("q")   # one store each (pack_into zeroes first)
+
         def work(k: int) -> None:
-            at = 8 * k
             i = 0
             while True:
                 log.info("w {} {}", k, i)
                 i += 1
-                struct.pack_into("<q", counters, at, i)   # calls returned so far
+                words[k] = i                       # calls returned so far
         for k in range(THREADS):
             threading.Thread(target=work, args=(k,), daemon=True).start()
-        struct.pack_into("<q", counters, 8 * THREADS, 1)     # started
+        words[THREADS] = 1                         # started
         while True:
             time.sleep(1)
     finally:
@@ -169,7 +170,7 @@ def test_a_clean_shutdown_leaves_no_buffer_and_nothing_to_recover(tmp_path):
     """)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert [e.args[0] for e in bread.read(path)] == list(range(1000))
-    assert os.listdir(buffer_directory(path)) == []
+    assert not os.path.exists(buffer_directory(path))     # files and directory gone
 
 
 def test_the_next_start_recovers_and_says_so(tmp_path):
@@ -279,6 +280,7 @@ def _abandon(cb: CrashBuffer) -> None:
     for slot in cb._slots.values():
         slot.map.flush()
     cb.closed = True
+    cb._words.release()
     cb._ctl.close()           # (an mmap holds a descriptor of its own: the lock with it)
     os.close(cb._fd)
 
@@ -304,3 +306,44 @@ def test_the_c_and_python_channels_mirror_the_same_bytes(tmp_path, monkeypatch):
         ch.push_values(1, 111, ("after",))
         files.append(bytes(slot.map))
     assert files[0] == files[1]
+
+
+def test_buffer_directories_never_mix_logs(tmp_path):
+    # Beside the log, one per log name (a process's own app.pid<N>.blog shares app.blog's:
+    # the next start of app.blog recovers it); under a shared crash_dir, two logs of one
+    # name in different directories get different ones.
+    a, b = str(tmp_path / "a" / "app.blog"), str(tmp_path / "b" / "app.blog")
+    assert buffer_directory(a) == str(tmp_path / "a" / ".app.blog.buffers")
+    assert buffer_directory(str(tmp_path / "a" / "app.pid123.blog")) == buffer_directory(a)
+    assert buffer_directory(str(tmp_path / "a" / "app.pid7-2.blog")) == buffer_directory(a)
+    shared = str(tmp_path / "shm")
+    assert buffer_directory(a, shared) != buffer_directory(b, shared)
+    assert os.path.dirname(buffer_directory(a, shared)) == shared
+
+
+def test_a_channel_file_that_cannot_be_made_never_fails_a_log_call(tmp_path, capsys):
+    # Proves: a crash buffer that cannot make a thread's file (its directory removed by a
+    # cleaner, no descriptors left, a full disk) costs that thread its protection, said
+    # once on stderr, never an exception in a log call or a lost event.
+    import shutil
+    path = str(tmp_path / "x.blog")
+    s = blog.Session(name="nodir")
+    stream = blog.FileOutputStream(path)
+    s.use_crash_buffer(CrashBuffer(buffer_directory(path), stream.path, s.descriptor))
+    log = s.get_logger("t")
+    log.info("main {}", 1)
+    shutil.rmtree(buffer_directory(path))
+
+    def work():
+        for i in range(3):
+            log.info("thread {}", i)
+    for _ in range(2):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    s.consume(stream)
+    s.use_crash_buffer(None)
+    stream.close()
+    assert [e.message for e in bread.read(path)] == ["main 1"] + ["thread 0", "thread 1",
+                                                                   "thread 2"] * 2
+    assert capsys.readouterr().err.count("could not be made") == 1

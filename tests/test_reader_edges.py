@@ -291,28 +291,34 @@ def test_the_cli_prints_an_amplifying_file_in_bounded_memory(tmp_path):
     # 6,000-placeholder format (each cut at MAX_MESSAGE) print 100 cut lines with the
     # process staying far below their total size (it once buffered them and died with
     # MemoryError), on both paths.
-    import os
-    import subprocess
-    import sys
     from blogformat.placeholders import CUT_MARK, MAX_MESSAGE
     wide = EventSource(1, 0x80, "c", "f", "x.py", 1, "{:10000}" * 6000, "")
     path = tmp_path / "wide.blog"
     path.write_bytes(frames(meta(wide, WriterProp(1, "w")), events(1, [[1, 1, []]] * 100)))
-    # The peak is VmHWM (ru_maxrss would count the forked pytest process's memory too).
-    code = ("import sys\nfrom bread.cli import main\n"
-            "try:\n    main(['-f', '%m', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+    for pure in (False, True):
+        lines, err, _, peak_kib = cli_peak(["-f", "%m", str(path)], pure)
+        assert len(lines) == 101 and lines[-1] == b"", err[-500:]
+        assert all(len(ln) == MAX_MESSAGE + len(CUT_MARK) for ln in lines[:-1])
+        assert peak_kib < 40 * 1024 + MAX_MESSAGE * 12 // 1024, (pure, peak_kib)
+
+
+def cli_peak(argv: list[str], pure: bool, setup: str = "") -> tuple[list[bytes], bytes, int, int]:
+    """``bread argv`` in a process of its own (after ``setup``, Python code), on the C or the
+    Python reader: (its output lines, stderr, exit status, peak memory in KiB). The peak is
+    VmHWM (ru_maxrss would count the forked pytest process's memory too)."""
+    import os
+    import subprocess
+    import sys
+    code = (f"import sys\n{setup}\nfrom bread.cli import main\n"
+            "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
             "sys.stdout.flush()\n"
             "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
-            "print(hwm.split()[1], file=sys.stderr)")
-    for pure in ("", "1"):
-        env = dict(os.environ, BREAD_PURE_PYTHON=pure) if pure else dict(os.environ)
-        r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, timeout=120,
-                           capture_output=True)
-        lines = r.stdout.split(b"\n")
-        assert len(lines) == 101 and lines[-1] == b"", r.stderr[-500:]
-        assert all(len(ln) == MAX_MESSAGE + len(CUT_MARK) for ln in lines[:-1])
-        peak_kib = int(r.stderr.split()[-1])
-        assert peak_kib < 40 * 1024 + MAX_MESSAGE * 12 // 1024, (pure, peak_kib)
+            "print(code, hwm.split()[1], file=sys.stderr)")
+    env = dict(os.environ, BREAD_PURE_PYTHON="1") if pure else dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", code, *argv], env=env, timeout=120,
+                       capture_output=True)
+    status, peak = r.stderr.split()[-2:]
+    return r.stdout.split(b"\n"), r.stderr, int(status), int(peak)
 
 
 def test_metadata_beyond_the_limits_of_a_stream_is_damage(monkeypatch):
@@ -376,9 +382,6 @@ def test_sorting_holds_a_bounded_amount_of_lines(tmp_path):
     # would be held (60 MiB; with crafted files gigabytes) until the end. Past the bound the
     # least lines are printed early, every line is printed once, the damage says so (exit 3)
     # and the process stays below the bound plus a baseline, on both paths.
-    import os
-    import subprocess
-    import sys
     from blogformat.placeholders import MAX_MESSAGE
     wide = EventSource(1, 0x80, "c", "f", "x.py", 1, "{} " + "{:10000}" * 6000, "")
     path = tmp_path / "wide.blog"
@@ -386,22 +389,14 @@ def test_sorting_holds_a_bounded_amount_of_lines(tmp_path):
                             *[events(2, [[1, 0, [f"a{k}"]] for k in range(6)], base=7)
                               for _ in range(10)],
                             events(1, [[1, 0, ["first"]]], base=7)))
-    code = ("import sys\nimport bread.reader\nbread.reader.MAX_HELD = 16 << 20\n"
-            "from bread.cli import main\n"
-            "code = main(['-s', '-f', '%t %m', sys.argv[1]])\n"
-            "sys.stdout.flush()\n"
-            "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
-            "print(code, hwm.split()[1], file=sys.stderr)")
-    for pure in ("", "1"):
-        env = dict(os.environ, BREAD_PURE_PYTHON=pure) if pure else dict(os.environ)
-        r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, timeout=120,
-                           capture_output=True)
-        lines = r.stdout.split(b"\n")
-        assert len(lines) == 62 and lines[-1] == b"", r.stderr[-500:]
+    for pure in (False, True):
+        lines, err_, code_, peak_kib = cli_peak(["-s", "-f", "%t %m", str(path)], pure,
+                                                "import bread.reader\n"
+                                                "bread.reader.MAX_HELD = 16 << 20")
+        assert len(lines) == 62 and lines[-1] == b"", err_[-500:]
         assert sorted(ln.split()[:2] for ln in lines[:-1]) == (
             [[b"1", b"first"]] + [[b"2", f"a{k}".encode()] for k in range(6) for _ in range(10)])
-        err = r.stderr.decode()
+        err = err_.decode()
         assert "sorting held more than 16 MiB of lines" in err, err[-500:]
-        code_, peak_kib = map(int, err.split()[-2:])
         assert code_ == 3
         assert peak_kib < 40 * 1024 + 16 * 1024 + MAX_MESSAGE * 12 // 1024, (pure, peak_kib)

@@ -17,8 +17,8 @@ def _settle(fut: "Future[None]", error: BaseException | None) -> None:
     """Complete ``fut`` (unless it was cancelled); what its callbacks raise never reaches
     the consumer's thread."""
     try:
-        if not fut.set_running_or_notify_cancel():
-            return
+        if fut.done() or not fut.set_running_or_notify_cancel():
+            return                 # answered already, or cancelled
         if error is None:
             fut.set_result(None)
         else:

@@ -189,10 +189,15 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | 
         s.use_crash_buffer(None)
         return
     directory = buffer_directory(os.fspath(output), crash)   # type: ignore[arg-type]
-    for r in recover(directory, stream):
-        report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but did not "
-               f"write before it died, into {stream.path}")
-    s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
+    try:
+        for r in recover(directory, stream):
+            report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but "
+                   f"did not write before it died, into {stream.path}")
+        s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
+    except OSError as exc:   # the output is moved already: it goes on, unprotected
+        s.use_crash_buffer(None)
+        report(f"blog: the crash buffer in {directory} cannot be used ({exc}); logging goes "
+               "on to the file without it")
 
 
 def _same_file(a: str, b: str | os.PathLike) -> bool:

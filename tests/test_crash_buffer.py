@@ -347,3 +347,18 @@ def test_a_channel_file_that_cannot_be_made_never_fails_a_log_call(tmp_path, cap
     assert [e.message for e in bread.read(path)] == ["main 1"] + ["thread 0", "thread 1",
                                                                    "thread 2"] * 2
     assert capsys.readouterr().err.count("could not be made") == 1
+
+
+def test_a_crash_buffer_that_cannot_be_made_leaves_logging_to_the_file(tmp_path):
+    # Proves: basic_config(crash_buffer=True) where the buffer cannot be made (a file in
+    # the way of its directory) says so and logs to the file all the same.
+    path = tmp_path / "x.blog"
+    (tmp_path / ".x.blog.buffers").write_text("in the way")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import blog
+        blog.basic_config({str(path)!r}, crash_buffer=True)
+        blog.get_logger().info("e {{}}", 1)
+    """)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "crash buffer" in r.stderr and "cannot be used" in r.stderr
+    assert [e.message for e in bread.read(str(path))] == ["e 1"]

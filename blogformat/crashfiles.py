@@ -70,8 +70,6 @@ def buffer_directory(log_path: str, crash_dir: str | None = None) -> str:
 #: A process's own file beside a plain output (blogformat.fileset.pid_path): its part.
 _PID_FILE = re.compile(r"\.pid\d+(?:-\d+)?(?=\.[^.]*$|$)")
 
-
-
 #: Events per recovered frame at most (a half holds a channel's worth).
 _FRAME_EVENTS = 65536
 
@@ -213,6 +211,8 @@ def _write_all(stream: Any, data: bytes) -> None:
         n = stream.write(view)
         if n is None:
             break
+        if n <= 0:      # never spin on a stream that takes nothing: the buffer stays
+            raise OSError("the log accepted no bytes")
         view = view[n:]
 
 

@@ -65,6 +65,10 @@ def main(argv: Sequence[str]) -> int:
         return 2
     try:
         done = recover(buffer_directory(args.file, args.crash_dir), log)
+    except OSError as exc:   # the disk, say: the buffer stays for the next try
+        sys.stderr.write(f"bread: recovering into {args.file} failed: {exc}; the crash "
+                         "buffer is kept\n")
+        return 2
     finally:
         log.close()
     for r in done:

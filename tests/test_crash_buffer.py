@@ -362,3 +362,35 @@ def test_a_crash_buffer_that_cannot_be_made_leaves_logging_to_the_file(tmp_path)
     assert r.returncode == 0, r.stderr
     assert "crash buffer" in r.stderr and "cannot be used" in r.stderr
     assert [e.message for e in bread.read(str(path))] == ["e 1"]
+
+
+def test_a_log_that_takes_nothing_keeps_the_buffer_for_the_next_recovery(tmp_path):
+    # Proves: a recovery whose log refuses its bytes (writes of 0) fails with OSError
+    # instead of spinning, and the buffer stays: the next recovery appends every event.
+    path = str(tmp_path / "x.blog")
+    s = blog.Session(name="zero")
+    stream = blog.FileOutputStream(path)
+    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
+    s.use_crash_buffer(cb)
+    for i in range(20):
+        s.get_logger("t").info("e {}", i)
+    _abandon(cb)
+    stream.close()
+
+    class Refusing:
+        def __init__(self, real):
+            self.real = real
+            self.position = real.position
+            self.truncate = real.truncate
+
+        def write(self, data):
+            return 0
+    out = blog.FileOutputStream(path)
+    try:
+        with pytest.raises(OSError, match="accepted no bytes"):
+            recover(buffer_directory(path), Refusing(out))
+        [got] = recover(buffer_directory(path), out)
+    finally:
+        out.close()
+    assert got.events == 20
+    assert [e.message for e in bread.read(path)] == [f"e {i}" for i in range(20)]

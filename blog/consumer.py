@@ -163,7 +163,9 @@ class Consumer:
             lost = st.events_lost - self._lost_told
             self._lost_told = st.events_lost
         if lost > 0 or self.session.output_failing():
-            raise OSError(f"blog: the output failed, {lost} event(s) were lost: "
+            held = (f", {st.events_held} are kept in the crash buffer until it works"
+                    if st.events_held else "")
+            raise OSError(f"blog: the output failed, {lost} event(s) were lost{held}: "
                           f"{st.last_error}")
 
     def _answer(self, waiting: list[tuple[Future, bool]]) -> None:
@@ -232,16 +234,27 @@ class Consumer:
         self._answer(late)             # asked during the last consume: it covered them
         self.session.finish(self.stream)
 
+    def _sleep(self, held: bool) -> None:
+        """Until a wake-up or ``interval`` has passed. While the output refuses writes (their
+        events ``held`` in the crash buffer), only ``stop`` cuts the interval short: a
+        blocked log call that wakes the consumer again and again never makes it retry more
+        often than that."""
+        end = time.monotonic() + self.interval
+        while True:
+            try:
+                self._wake.get(timeout=max(0.0, end - time.monotonic()))
+                while not self._wake.empty():   # one consume answers every wake-up
+                    self._wake.get_nowait()
+            except queue.Empty:
+                return
+            if not held or self._stop:
+                return
+
     def _run(self) -> None:
         s = self.session
         try:
             while not self._stop:
-                try:
-                    self._wake.get(timeout=self.interval)
-                    while not self._wake.empty():   # one consume answers every wake-up
-                        self._wake.get_nowait()
-                except queue.Empty:
-                    pass
+                self._sleep(s.held)
                 waiting = self._take_waiting()
                 try:
                     s.consume(self.stream)

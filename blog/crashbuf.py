@@ -103,6 +103,30 @@ class Slot:
         self.active = new
         self.len = 0
 
+    def hold(self, data: bytes, base: int, seq: int) -> None:
+        """Put ``data`` (events whose write the output refused) in the idle half, as taken by
+        consume ``seq``: recovery reads it before the active half. The bytes first, ``seq``
+        last: until then the half is one recovery skips."""
+        h = 1 - self.active
+        if len(data) > self.half:
+            return                  # larger than a half of this buffer: not mirrored
+        self.map[PAGE + h * self.half:PAGE + h * self.half + len(data)] = data
+        self._word(h, 1, base)
+        self._word(h, 0, len(data))
+        self._word(h, 2, seq)
+
+    def keep(self, data: bytes) -> bool:
+        """After the channel stopped mirroring into this file: make its active half hold all
+        of ``data``, the channel's events since its last take (the half holds a prefix of
+        them). False if they do not fit."""
+        h = self.words[3] & 0xFFFFFFFF
+        at = self.words[(HALF_AT + HALF.size * h) // 8]
+        if h not in (0, 1) or at > len(data) or len(data) > self.half:
+            return False
+        self.map[PAGE + h * self.half + at:PAGE + h * self.half + len(data)] = data[at:]
+        self._word(h, 0, len(data))
+        return True
+
     def close(self, unlink: bool = True) -> None:
         try:
             self.words.release()
@@ -214,6 +238,11 @@ class CrashBuffer:
         self._words[2] = seq
         self._words[3] = 0
 
+    def failed(self, seq: int) -> None:
+        """Consume ``seq``'s write was refused and its events are held: its halves stay taken
+        (recovery appends them), and no write is in progress."""
+        self._words[3] = 0
+
     def retire(self, writer_id: int) -> None:
         """Writer ``writer_id`` ended and its events are written: its file goes."""
         with self._lock:
@@ -238,6 +267,28 @@ class CrashBuffer:
             os.rmdir(self.directory)      # if no other process's buffer is in it
         except OSError:
             pass
+        try:
+            self._words.release()
+            self._ctl.close()
+        finally:
+            os.close(self._fd)
+
+    def keep(self, writer_id: int, data: bytes) -> bool:
+        """Writer ``writer_id``'s channel events since its last take, kept whole in its file
+        (``Slot.keep``); False if it has no file or they do not fit."""
+        s = self._slots.get(writer_id)
+        return s is not None and not self.closed and s.keep(data)
+
+    def leave(self) -> None:
+        """Let go of the buffer but leave its files (events the output refused): unlocked, it
+        is an abandoned buffer that the next start of the log recovers."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            slots, self._slots = list(self._slots.values()), {}
+        for s in slots:
+            s.close(unlink=False)
         try:
             self._words.release()
             self._ctl.close()

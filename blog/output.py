@@ -118,14 +118,15 @@ class Output:
 
     def write(self, descriptor: dict, metadata: list[Metadata], batches: list[bytes],
               n_events: int, taken: Sequence[Any] = (),
-              before: Callable[[int], None] | None = None) -> int:
+              before: Callable[[int], None] | None = None, hold: bool = False) -> int:
         """Write the header (if the stream needs it), ``metadata`` and ``batches``; return bytes written.
 
         ``metadata`` must be all of the session's metadata if ``started`` is
         False; ``taken`` are the channel takes the batches were framed from
         (counted for the Summary). A write the stream refuses returns 0 and is
         counted as lost. ``before(length)`` is told the length about to be written (the
-        crash buffer's record of the write in progress).
+        crash buffer's record of the write in progress). With ``hold``, a refused write is
+        not counted lost: the caller keeps its events (in the crash buffer) and tries again.
         """
         parts: list[bytes] = []
         if not self.started:
@@ -141,7 +142,7 @@ class Output:
         data = b"".join(parts)
         if before is not None:
             before(len(data))
-        if not self._write_all(data, n_events):
+        if not self._write_all(data, 0 if hold else n_events, hold):
             return 0
         if not self.started:
             self.tally = Tally()
@@ -158,7 +159,7 @@ class Output:
         self._stats.bytes_written += len(data)
         return len(data)
 
-    def _write_all(self, data: bytes, n_events: int) -> bool:
+    def _write_all(self, data: bytes, n_events: int, hold: bool = False) -> bool:
         stats = self._stats
         try:
             view = memoryview(data)
@@ -174,18 +175,22 @@ class Output:
                 flush()
         except Exception as exc:  # never raise into the application
             stats.write_errors += 1
-            stats.events_lost += n_events
-            stats.bytes_lost += len(data)
             stats.last_error = f"{type(exc).__name__}: {exc}"
-            if not (self._lost_events or self._lost_bytes):
-                self._lost_since = time.time_ns()
-            self._lost_events += n_events
-            self._lost_bytes += len(data)
+            if not hold:
+                stats.events_lost += n_events
+                stats.bytes_lost += len(data)
+                if not (self._lost_events or self._lost_bytes):
+                    self._lost_since = time.time_ns()
+                self._lost_events += n_events
+                self._lost_bytes += len(data)
             self.started = False   # the next good write starts with a header and all metadata
             if not self._failing:
                 self._failing = True
                 report(f"blog: writing session {self._name!r} failed ({stats.last_error}); "
-                       "events are being lost until the output recovers")
+                       + ("its events are kept in the crash buffer until the output "
+                          "recovers (a full channel then blocks or drops, as its overflow "
+                          "policy says)" if hold else
+                          "events are being lost until the output recovers"))
             return False
         if self._failing:
             self._failing = False

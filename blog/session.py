@@ -87,6 +87,10 @@ class Session:
         self._tz_offset: int | None = None       # of the last ClockSync written
         self._crash: CrashBuffer | None = None
         self._crash_capacity = 0                 # the channel capacity its files were made for
+        # A consume the output refused, kept with the crash buffer: ([(writer, Taken)], seq),
+        # and where the file ended before its first try (device, inode, size).
+        self._held: tuple[list[tuple[SessionWriter, Taken]], int] | None = None
+        self._held_at: tuple[int, int, int] | None = None
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
         self.start_ns = time.time_ns()
@@ -312,20 +316,55 @@ class Session:
 
     def use_crash_buffer(self, cb: CrashBuffer | None) -> None:
         """Mirror every channel into ``cb`` (``blog.crashbuf``) from now on; None stops
-        (the old one is removed: call it once everything is written)."""
+        (the old one is removed: call it once everything is written).
+
+        Events a refused write left held move to ``cb`` with the channels, and are written
+        by the next consume; with None they stay in the old buffer, left on disk for the
+        next start of its log (or ``bread --recover``) to append."""
+        left = 0
         with self._consume_lock, self._lock:
             old, self._crash = self._crash, cb
             self._crash_capacity = self.pressure.capacity
             if cb is not None:
                 cb.describe([self._clock_sync(), *self._sources]
                             + [w.entry() for w in self._writers])
+            slots = {}
             for w in self._writers:
                 if cb is not None:
-                    w.channel.use_slot(cb.slot(w.id, self.pressure.capacity, w.channel.prev))
+                    slots[w.id] = cb.slot(w.id, self.pressure.capacity, w.channel.prev)
+                    w.channel.use_slot(slots[w.id])
                 elif old is not None:
                     w.channel.use_slot(None)
+            if self._held is not None and old is not cb:
+                taken, _ = self._held
+                if cb is not None:
+                    seq = cb.next_seq()
+                    for w, t in taken:
+                        slot = slots.get(w.id)
+                        if slot is not None and t.data:
+                            slot.hold(t.data, t.base, seq)
+                    self._held = (taken, seq)
+                else:
+                    # Left with the old buffer, and so are the events logged since (what
+                    # its mirror missed is added): taken from the channels, never written
+                    # twice. The next start of its log appends them all.
+                    left = sum(t.count for _, t in taken)
+                    for w in self._writers:
+                        rest = w.channel.take()
+                        if old is not None and old.keep(w.id, rest.data):
+                            left += rest.count
+                        else:
+                            self.stats.events_lost += rest.count
+                    self._held = self._held_at = None
+                    self.stats.events_held = 0
         if old is not None and old is not cb:
-            old.close()
+            if left:
+                old.leave()
+                report(f"blog: {left} event(s) the output refused are left in the crash buffer "
+                       f"{old.directory}: the next start of {old.log_path} with crash_buffer=True "
+                       f"(or bread --recover {old.log_path}) appends them")
+            else:
+                old.close()
 
     # --- consuming ----------------------------------------------------------
 
@@ -368,8 +407,16 @@ class Session:
         # writer were registered before the event was queued, so the metadata
         # taken below covers them and is written ahead of them.
         crash = self._crash
-        seq = crash.next_seq() if crash is not None else 0
-        taken = [(w, w.channel.take(seq)) for w in writers]
+        held = self._held
+        if held is not None:
+            # A write the output refused, kept (crash buffer) rather than lost: it is tried
+            # again, whole, and nothing more is taken from the channels until it is written.
+            taken, seq = held
+            if crash is None or not self._cut_back(stream):
+                return 0
+        else:
+            seq = crash.next_seq() if crash is not None else 0
+            taken = [(w, w.channel.take(seq)) for w in writers]
         size = sum(len(t.data) for _, t in taken)
         if size:
             out.rotate_if_due(size)   # a RotatingFile's switch: between consumes, never inside one
@@ -397,12 +444,26 @@ class Session:
             if dropped:   # recorded as written only once the write succeeds (below)
                 reported[w.id] = w.channel.dropped
                 meta.append(Dropped(w.id, dropped, time.time_ns()))
-        retired = self._retire_writers(writers)
         before = None
+        hold = crash is not None and n_events > 0
         if crash is not None:
-            before = lambda n: crash.writing(seq, file_position(stream), n)  # noqa: E731
+            where = file_position(stream)
+            self._held_at = where
+            before = lambda n: crash.writing(seq, where, n)  # noqa: E731
         written = out.write(self.descriptor, meta, batches, n_events, [t for _, t in taken],
-                            before=before)
+                            before=before, hold=hold)
+        if hold and not written:
+            # Kept: the halves stay taken in the crash buffer (a kill now recovers them);
+            # what the refused write left in the file is cut, so that none is written twice.
+            self._held = (taken, seq)
+            self.stats.events_held = n_events
+            crash.failed(seq)
+            self._cut_back(stream)
+            return 0
+        self._held = None
+        self._held_at = None
+        self.stats.events_held = 0
+        retired = self._retire_writers(writers)
         if crash is not None:
             crash.written(seq)          # written, or its loss counted: the halves are free
             for w in retired:
@@ -410,6 +471,28 @@ class Session:
         if written:
             self._reported_drops.update(reported)
         return written
+
+    def _cut_back(self, stream: Any) -> bool:
+        """Cut what a refused write left in the file (it was one writer's: the stream's lock);
+        True if the file ends where it did before that write (or is not a file)."""
+        at = self._held_at
+        position = getattr(stream, "position", None)
+        truncate = getattr(stream, "truncate", None)
+        if at is None or position is None or truncate is None:
+            return True
+        try:
+            here = position()
+            if here[:2] == at[:2] and here[2] > at[2]:
+                truncate(at[2])
+            return True
+        except (OSError, ValueError) as exc:
+            self.stats.last_error = f"{type(exc).__name__}: {exc}"
+            return False
+
+    @property
+    def held(self) -> bool:
+        """True while a refused write's events are kept in the crash buffer, to write later."""
+        return self._held is not None
 
     def output_failing(self) -> bool:
         """True while the output refuses writes (events are being lost)."""
@@ -484,6 +567,7 @@ class Session:
         self.pressure = Backpressure(capacity=self.pressure.capacity, policy=self.pressure.policy)
         self._output = Output(self.stats, self.name)
         self._crash = None   # the parent's (blog.crashbuf lets go of it in the child)
+        self._held = self._held_at = None
         for name in ("w", "c", "end"):
             self._local.__dict__.pop(name, None)
         self.descriptor = dict(self.descriptor, pid=os.getpid())

@@ -14,5 +14,6 @@ class SessionStats:
     events_dropped: int = 0     # channel full (overflow="drop") or event too large
     events_lost: int = 0        # in writes that the output stream refused
     bytes_lost: int = 0
+    events_held: int = 0        # refused by the output, kept in the crash buffer to write later
     write_errors: int = 0
     last_error: str | None = None

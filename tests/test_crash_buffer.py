@@ -394,3 +394,209 @@ def test_a_log_that_takes_nothing_keeps_the_buffer_for_the_next_recovery(tmp_pat
         out.close()
     assert got.events == 20
     assert [e.message for e in bread.read(path)] == [f"e {i}" for i in range(20)]
+
+
+# --- An output that fails: its events are kept in the crash buffer, not lost -------------
+
+
+class _Filling(blog.FileOutputStream):
+    """A log file on a disk that fills on demand: while ``full``, a write puts half of its
+    bytes in the file, then fails with ENOSPC (as a real disk does), so that part of a
+    refused write is left in the file."""
+
+    full = False
+    attempts = 0
+
+    def write(self, data):
+        if not self.full:
+            return super().write(data)
+        self.attempts += 1
+        if self.attempts % 2:         # the first call of a write: half of it lands
+            return super().write(bytes(data[:len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+
+def _held_session(path: str, capacity: int = 1 << 20, overflow: str = "block"):
+    s = blog.Session(name="held", channel_capacity=capacity, overflow=overflow)
+    stream = _Filling(path)
+    s.use_crash_buffer(CrashBuffer(buffer_directory(path), stream.path, s.descriptor))
+    return s, stream
+
+
+def test_a_refused_write_is_kept_retried_once_per_consume_and_written_once(tmp_path, capsys):
+    # Proves: with the crash buffer, events whose write the output refuses (a full disk)
+    # are kept, not lost: nothing is counted lost, each consume tries the write once (no
+    # retry storm), the half that landed in the file is cut off, and once the disk has
+    # room every event is in the file exactly once, in order, with no Lost notice.
+    path = str(tmp_path / "x.blog")
+    s, stream = _held_session(path)
+    log = s.get_logger("t")
+    log.info("a {}", 0)
+    s.consume(stream)
+    stream.full = True
+    size = os.path.getsize(path)
+    for k in range(5):
+        for i in range(1000):
+            log.info("b {} {}", k, i)
+        assert s.consume(stream) == 0
+        assert os.path.getsize(path) == size          # the torn half is cut each time
+    assert stream.attempts == 2 * 5                   # one write (and its completion) per consume
+    assert s.stats.events_lost == 0 and s.stats.events_held == 1000 and s.held
+    err = capsys.readouterr().err
+    assert err.count("kept in the crash buffer") == 1, err
+    stream.full = False
+    log.info("c {}", 1)
+    s.consume(stream)          # the held write
+    s.consume(stream)          # then what was logged meanwhile
+    assert not s.held and s.stats.events_held == 0 and s.stats.events_lost == 0
+    rd = bread.read(path)
+    want = ["a 0"] + [f"b {k} {i}" for k in range(5) for i in range(1000)] + ["c 1"]
+    assert [e.message for e in rd] == want
+    assert rd.notices == [] and rd.damage == []
+    s.use_crash_buffer(None)
+    stream.close()
+
+
+def test_a_kill_while_the_disk_is_full_loses_nothing(tmp_path):
+    # Proves: the held events are in the crash buffer, not only in memory: a process
+    # killed while its output refuses writes (and its channels have filled meanwhile) has
+    # every event whose log call returned recovered, once, in order.
+    path = str(tmp_path / "x.blog")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            s, stream = _held_session(path, capacity=64 << 10, overflow="drop")
+            log = s.get_logger("t")
+            for i in range(100):
+                log.info("e {}", i)
+            s.consume(stream)
+            stream.full = True
+            for i in range(100, 1100):
+                log.info("e {}", i)
+            s.consume(stream)             # refused: held
+            for i in range(1100, 1600):
+                log.info("e {}", i)       # in the channel's other half
+            s.consume(stream)             # refused again: still held, nothing more taken
+            os.kill(os.getpid(), signal.SIGKILL)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert [e.args[0] for e in bread.read(path)] == list(range(100))
+    stream = blog.FileOutputStream(path)
+    try:
+        [r] = recover(buffer_directory(path), stream)
+        assert r.events == 1500
+    finally:
+        stream.close()
+    assert [e.args[0] for e in bread.read(path)] == list(range(1600))
+
+
+def test_a_full_channel_while_held_follows_its_overflow_policy(tmp_path):
+    # Proves what happens when the held events fill the buffer: with "drop" a log call
+    # returns at once and the event is dropped and counted (the file says how many once
+    # it works); with "block" it waits until the output works again, and nothing is lost.
+    path = str(tmp_path / "d.blog")
+    s, stream = _held_session(path, capacity=64 << 10, overflow="drop")
+    c = blog.Consumer(s, stream, interval=0.01).start()
+    log = s.get_logger("t")
+    stream.full = True
+    for i in range(20_000):            # far more than two 64 KiB halves hold
+        log.info("e {}", i)
+    assert s.stats.events_dropped > 0 or s.pending()
+    stream.full = False
+    c.stop()
+    dropped = s.stats.events_dropped
+    assert dropped > 0 and s.stats.events_lost == 0
+    rd = bread.read(path)
+    got = [e.args[0] for e in rd]
+    assert len(got) + dropped == 20_000 and got == sorted(got)
+    assert sum(n.count for n in rd.notices) == dropped
+    s.use_crash_buffer(None)
+    stream.close()
+
+    path = str(tmp_path / "b.blog")
+    s, stream = _held_session(path, capacity=64 << 10, overflow="block")
+    c = blog.Consumer(s, stream, interval=0.01).start()
+    log = s.get_logger("t")
+    stream.full = True
+    done = threading.Event()
+
+    def work() -> None:
+        for i in range(20_000):
+            log.info("e {}", i)
+        done.set()
+    t = threading.Thread(target=work)
+    t.start()
+    assert not done.wait(0.5)          # blocked: the buffer is full and the disk too
+    stream.full = False
+    assert done.wait(30)
+    t.join()
+    c.stop()
+    assert [e.args[0] for e in bread.read(path)] == list(range(20_000))
+    assert s.stats.events_dropped == 0 and s.stats.events_lost == 0
+    s.use_crash_buffer(None)
+    stream.close()
+
+
+def test_an_exit_while_the_disk_is_full_leaves_the_events_for_the_next_start(tmp_path):
+    # Proves: a process that exits while its output still refuses writes leaves its held
+    # events, and those logged since, in the crash buffer (and says so) instead of losing
+    # them; the next start of the same file appends them once.
+    path = str(tmp_path / "app.blog")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import blog
+        blog.basic_config({path!r}, crash_buffer=True)
+        log = blog.get_logger()
+        for i in range(100):
+            log.info("e {{}}", i)
+        blog.flush()
+        stream = blog.default_session().drainer.stream
+        def full(data):
+            raise OSError(28, "No space left on device")
+        stream.write = full
+        for i in range(100, 3000):
+            log.info("e {{}}", i)
+        blog.flush()
+        for i in range(3000, 3500):
+            log.info("e {{}}", i)
+    """)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "3400 event(s) the output refused are left in the crash buffer" in r.stderr, r.stderr
+    assert "never written" not in r.stderr
+    assert [e.args[0] for e in bread.read(path)] == list(range(100))
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import blog
+        blog.basic_config({path!r}, crash_buffer=True)
+        blog.get_logger().info("e {{}}", 3500)
+    """)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "recovered 3400 event(s)" in r.stderr, r.stderr
+    assert [e.args[0] for e in bread.read(path)] == list(range(3501))
+
+
+def test_a_move_while_the_disk_is_full_writes_the_held_events_to_the_new_output(tmp_path):
+    # Proves: basic_config to another file while the first one's disk is full moves the
+    # held events with the channels (into the new crash buffer): the new file gets them
+    # once, in order, and nothing is left for the old file's next start to append again.
+    old, new = str(tmp_path / "old.blog"), str(tmp_path / "new.blog")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import blog
+        blog.basic_config({old!r}, crash_buffer=True)
+        log = blog.get_logger()
+        log.info("e {{}}", 0)
+        blog.flush()
+        def full(data):
+            raise OSError(28, "No space left on device")
+        blog.default_session().drainer.stream.write = full
+        for i in range(1, 1000):
+            log.info("e {{}}", i)
+        blog.flush()
+        assert blog.default_session().held
+        blog.basic_config({new!r}, crash_buffer=True)
+        for i in range(1000, 1100):
+            log.info("e {{}}", i)
+    """)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert [e.args[0] for e in bread.read(old)] == [0]
+    assert [e.args[0] for e in bread.read(new)] == list(range(1, 1100))
+    assert not os.path.exists(buffer_directory(old)) and not os.path.exists(buffer_directory(new))

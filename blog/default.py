@@ -108,8 +108,6 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if crash_buffer and not isinstance(output, (str, os.PathLike)):
         raise TypeError("crash_buffer needs a file path as output, "
                         f"not {type(output).__name__}")
-    if crash_buffer and rotating:
-        raise ValueError("crash_buffer is for one file; a rotated set has no crash buffer yet")
     if crash_dir is not None and not crash_buffer:
         raise ValueError("crash_dir is where crash_buffer=True keeps its files: give both")
     min_severity = to_severity(min_severity)
@@ -185,14 +183,19 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | 
     False), or stop mirroring."""
     global _crash_option
     _crash_option = crash
-    if crash is False or not isinstance(stream, FileOutputStream):
+    if crash is False or not isinstance(stream, (FileOutputStream, RotatingFile)):
         s.use_crash_buffer(None)
         return
     directory = buffer_directory(os.fspath(output), crash)   # type: ignore[arg-type]
     try:
-        for r in recover(directory, stream):
+        if isinstance(stream, RotatingFile):
+            stream.housekeeper.buffers.append(directory)
+        recovered = recover(directory, stream)
+        for r in recovered:
             report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but "
-                   f"did not write before it died, into {stream.path}")
+                   f"did not write before it died, into {r.path}")
+        if recovered and isinstance(stream, RotatingFile):
+            stream.housekeeper.sweep()    # their files may be compressed now
         s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
     except OSError as exc:   # the output is moved already: it goes on, unprotected
         s.use_crash_buffer(None)
@@ -400,10 +403,13 @@ def _after_fork_in_child() -> None:
         report(f"blog: forked child {os.getpid()} cannot open its log: "
                f"{type(exc).__name__}: {exc}")
         return
-    if _crash_option is not False and isinstance(stream, FileOutputStream):
+    if _crash_option is not False and isinstance(stream, (FileOutputStream, RotatingFile)):
         try:
-            s.use_crash_buffer(CrashBuffer(buffer_directory(st.requested, _crash_option),
-                                           stream.path, s.descriptor))
+            directory = buffer_directory(st.requested if isinstance(st, FileOutputStream)
+                                         else st.path, _crash_option)
+            if isinstance(stream, RotatingFile):
+                stream.housekeeper.buffers.append(directory)
+            s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
         except OSError as exc:
             report(f"blog: forked child {os.getpid()} has no crash buffer: {exc}")
     Consumer(s, stream, interval=old.interval, flush_bytes=old.flush_bytes,

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 
 from blogformat import manifest
+from blogformat.crashfiles import buffer_directory, pending_pids
 from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, fsync_dir, is_locked, members,
                                 parse, remove)
 
@@ -222,6 +223,9 @@ class Housekeeper:
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        #: Where crash buffers of the set may be (beside it, and a ``crash_dir``): the files
+        #: of a process whose buffer waits for recovery are not compressed.
+        self.buffers = [buffer_directory(os.path.join(directory, stem + SUFFIX))]
 
     @property
     def needed(self) -> bool:
@@ -292,6 +296,10 @@ class Housekeeper:
                 self._queue.task_done()
 
     def _compress(self, name: str) -> None:
+        f = parse(name)
+        if f is not None and any(f.pid in pending_pids(d) for d in self.buffers):
+            return       # its process died with events in its crash buffer: recovery
+                         # cuts and appends this file first (a later pass compresses it)
         done = compress(self.directory, name)
         if done is not None:
             self.compressed += 1

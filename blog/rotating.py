@@ -115,6 +115,24 @@ class RotatingFile:
         self.size += n
         return n
 
+    def position(self) -> tuple[int, int, int]:
+        """(device, inode, size) of the file the next write goes to (opened now if none is:
+        the crash buffer records where a write begins, and recovery appends here)."""
+        if self._fd is None:
+            if self._closed:
+                raise ValueError("position of a closed RotatingFile")
+            self._open()
+        assert self._fd is not None
+        st = os.fstat(self._fd)
+        return st.st_dev, st.st_ino, st.st_size
+
+    def truncate(self, size: int) -> None:
+        """Cut the current file to ``size`` bytes (what a refused or killed write left)."""
+        if self._fd is None:
+            raise ValueError("no file is open")
+        os.ftruncate(self._fd, size)
+        self.size = size
+
     def flush(self) -> None:
         if self.fsync == FLUSH:
             self.sync()

@@ -447,9 +447,9 @@ class Session:
         before = None
         hold = crash is not None and n_events > 0
         if crash is not None:
-            where = file_position(stream)
-            self._held_at = where
-            before = lambda n: crash.writing(seq, where, n)  # noqa: E731
+            def before(n: int) -> None:   # only when there is something to write
+                self._held_at = where = file_position(stream)
+                crash.writing(seq, where, n)
         written = out.write(self.descriptor, meta, batches, n_events, [t for _, t in taken],
                             before=before, hold=hold)
         if hold and not written:
@@ -470,6 +470,8 @@ class Session:
                 crash.retire(w.id)
         if written:
             self._reported_drops.update(reported)
+        if held is not None and written:
+            return written + self._consume(stream)   # then what was logged meanwhile
         return written
 
     def _cut_back(self, stream: Any) -> bool:

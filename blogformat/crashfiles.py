@@ -23,6 +23,7 @@ import hashlib
 import mmap
 import os
 import re
+import stat
 import struct
 import time
 from dataclasses import dataclass
@@ -80,14 +81,55 @@ class Recovery:
 
     pid: int
     events: int
+    path: str = ""        # the file they were appended to
+
+
+class LockedFile:
+    """A log file opened for appending under its writer's lock (``flock``, as blog's
+    writers take it): what recovery writes through when it is not the caller's own
+    stream. BlockingIOError if a live writer holds it; ``create`` makes it (exclusively)."""
+
+    def __init__(self, path: str, create: bool = False) -> None:
+        self.path = path
+        flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(path, flags | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def write(self, data: bytes) -> int:
+        return os.write(self.fd, data)
+
+    def position(self) -> tuple[int, int, int]:
+        st = os.fstat(self.fd)
+        return st.st_dev, st.st_ino, st.st_size
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self.fd, size)
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def recover(directory: str, stream: Any) -> list[Recovery]:
-    """Append the events of every abandoned buffer in ``directory`` to ``stream``, then
-    remove them. ``stream`` is the log, locked by the caller and not yet written by its
-    session: ``write(bytes)``, ``position()`` (device, inode, size), ``truncate(size)``
-    and ``sync()``, as ``blog.FileOutputStream``."""
+    """Append the events of every abandoned buffer in ``directory`` to the file its process
+    was writing when it died (it is no longer locked: a file of a rotated set, say), or
+    else to ``stream``; then remove the buffer. ``stream`` is the log, locked by the
+    caller and not yet written by its session: ``write(bytes)``, ``position()`` (device,
+    inode, size), ``truncate(size)`` and ``sync()``, as ``blog.FileOutputStream``; a
+    callable gives such a stream when it is first needed (and is not called otherwise)."""
     done: list[Recovery] = []
+    given: list[Any] = []
+
+    def fallback() -> Any:
+        if not given:
+            given.append(stream() if callable(stream) else stream)
+        return given[0]
     for meta in sorted(glob.glob(os.path.join(glob.escape(directory), "*.meta"))):
         try:
             fd = os.open(meta, os.O_RDWR)
@@ -100,13 +142,86 @@ def recover(directory: str, stream: Any) -> list[Recovery]:
                 continue          # its process lives (or another recovers it now)
             if os.fstat(fd).st_nlink == 0:
                 continue          # removed meanwhile by whoever held it
-            r = _recover_one(meta, fd, stream)
+            own = _own_file(fd)
+            try:
+                r = _recover_one(meta, fd, own if own is not None else fallback())
+            finally:
+                if own is not None:
+                    own.close()
             if r is not None:
                 done.append(r)
         finally:
             os.close(fd)
     _sweep(directory)
     return done
+
+
+def _own_file(fd: int) -> LockedFile | None:
+    """The file the buffer's process last wrote (the control page's device and inode, found
+    in its log's directory), opened and locked, if it is there and nobody writes it."""
+    try:
+        head = os.pread(fd, PAGE, 0)
+        _, _, _, _, _, dev, ino, _, _ = CTL.unpack_from(head, 0)
+        (plen,) = struct.unpack_from("<H", head, PATH_AT)
+    except (OSError, struct.error):
+        return None
+    if ino == 0:
+        return None               # it never wrote
+    log_path = head[PATH_AT + 2:PATH_AT + 2 + min(plen, MAX_PATH)].decode(
+        "utf-8", "surrogateescape")
+    path = _find(os.path.dirname(log_path) or ".", dev, ino)
+    if path is None:
+        return None
+    try:
+        f = LockedFile(path)
+    except OSError:               # a live writer has it (this caller's stream, say)
+        return None
+    st = os.fstat(f.fd)
+    if (st.st_dev, st.st_ino) != (dev, ino):
+        f.close()                 # renamed over meanwhile
+        return None
+    return f
+
+
+def _find(directory: str, dev: int, ino: int) -> str | None:
+    """The path of the regular file ``(dev, ino)`` in ``directory``, if it is there."""
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                if e.inode() == ino:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if st.st_dev == dev and stat.S_ISREG(st.st_mode):
+                        return e.path
+    except OSError:
+        pass
+    return None
+
+
+def pending_pids(directory: str) -> set[int]:
+    """The processes whose buffers in ``directory`` may wait for recovery: their process is
+    gone. Their files must be left as they are (not compressed) until recovery has cut
+    and appended them. A pid that is alive (or taken again) counts as live. No lock is
+    probed: a probe could make a recovery that runs at this moment take the buffer for a
+    live one."""
+    out: set[int] = set()
+    for meta in glob.glob(os.path.join(glob.escape(directory), "*.meta")):
+        m = re.fullmatch(r"(\d+)-\d+\.meta", os.path.basename(meta))
+        if m is not None and not _alive(int(m[1])):
+            out.add(int(m[1]))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _sweep(directory: str) -> None:
@@ -202,7 +317,8 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
             finally:
                 words.release()
         _remove(meta, chans)
-    return Recovery(pid, events) if events else None
+    path = getattr(stream, "current", None) or getattr(stream, "path", "")
+    return Recovery(pid, events, str(path)) if events else None
 
 
 def _write_all(stream: Any, data: bytes) -> None:

@@ -5,42 +5,13 @@ their crash buffers, as the next ``basic_config(FILE, crash_buffer=True)`` would
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import sys
-from typing import Sequence
+import time
+from typing import Any, Sequence
 
-from blogformat.crashfiles import buffer_directory, recover
-
-
-class LockedLog:
-    """FILE opened for appending under its writer's lock (``flock``, as blog's writers
-    take it): what recovery writes through. BlockingIOError if a live writer holds it."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)   # a log: never made here
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BaseException:
-            os.close(self.fd)
-            raise
-
-    def write(self, data: bytes) -> int:
-        return os.write(self.fd, data)
-
-    def position(self) -> tuple[int, int, int]:
-        st = os.fstat(self.fd)
-        return st.st_dev, st.st_ino, st.st_size
-
-    def truncate(self, size: int) -> None:
-        os.ftruncate(self.fd, size)
-
-    def sync(self) -> None:
-        os.fsync(self.fd)
-
-    def close(self) -> None:
-        os.close(self.fd)
+from blogformat.crashfiles import LockedFile, buffer_directory, recover
+from blogformat.fileset import file_name, split_base
 
 
 def main(argv: Sequence[str]) -> int:
@@ -54,25 +25,44 @@ def main(argv: Sequence[str]) -> int:
         args = p.parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
+    directory = buffer_directory(args.file, args.crash_dir)
+    opened: list[Any] = []
+    if os.path.exists(args.file) or not os.path.isdir(directory):
+        try:
+            log: Any = LockedFile(args.file)
+        except BlockingIOError:
+            sys.stderr.write(f"bread: {args.file} is being written by a live process; it "
+                             "recovers what dead writers left when it starts with "
+                             "crash_buffer=True\n")
+            return 2
+        except OSError as exc:
+            sys.stderr.write(f"bread: cannot open {args.file}: {exc}\n")
+            return 2
+        opened.append(log)
+    else:
+        # The base name of a rotated set: each dead writer's events go to the file it was
+        # writing; one whose file is gone gets a new file of the set, made when needed.
+        def log() -> LockedFile:
+            where, stem = split_base(args.file)
+            f = LockedFile(os.path.join(where, file_name(stem, time.time_ns(), os.getpid())),
+                           create=True)
+            opened.append(f)
+            return f
     try:
-        log = LockedLog(args.file)
-    except BlockingIOError:
-        sys.stderr.write(f"bread: {args.file} is being written by a live process; it recovers "
-                         "what dead writers left when it starts with crash_buffer=True\n")
-        return 2
-    except OSError as exc:
-        sys.stderr.write(f"bread: cannot open {args.file}: {exc}\n")
-        return 2
-    try:
-        done = recover(buffer_directory(args.file, args.crash_dir), log)
+        done = recover(directory, log)
     except OSError as exc:   # the disk, say: the buffer stays for the next try
         sys.stderr.write(f"bread: recovering into {args.file} failed: {exc}; the crash "
                          "buffer is kept\n")
         return 2
     finally:
-        log.close()
+        for f in opened:
+            f.close()
+    try:
+        os.rmdir(directory)      # emptied (a writer's next start makes it again)
+    except OSError:
+        pass
     for r in done:
-        print(f"bread: recovered {r.events} event(s) of process {r.pid} into {args.file}")
+        print(f"bread: recovered {r.events} event(s) of process {r.pid} into {r.path}")
     if not done:
         print(f"bread: no abandoned crash buffer of {args.file}")
     return 0

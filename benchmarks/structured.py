@@ -1,0 +1,484 @@
+#!/usr/bin/env python3
+"""Structured hot path: keyword fields and rich values against the positional call and the stdlib.
+
+The table of issue 8: each call shape as its own loop (the call written out, as
+in application code), its cost per call on the calling thread (best of
+repeats), its ratio to blog's positional call with as many values, and the
+stdlib's FileHandler beside it; then process CPU per event, end to end (calling
+thread plus consumer, until ``flush()`` returns), of a mixed workload of those
+calls against the stdlib doing the same. ``benchmarks/hot_path.py`` runs it
+after its own tables; alone:
+
+    python benchmarks/structured.py [--quick] [--json out.json]
+
+Values that an application builds anyway (a datetime, a dataclass instance, an
+exception with its traceback) are built once before the loop, except where the
+issue's table writes a literal (a list, a dict, a set): its construction is
+part of the call as the application writes it. The exception rows raise and
+catch through 10 frames in the loop, for blog and the stdlib alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import enum
+import gc
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+import uuid
+from decimal import Decimal
+from typing import Any, Callable, NamedTuple
+from zoneinfo import ZoneInfo
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
+
+import blog  # noqa: E402
+
+perf_ns = time.perf_counter_ns
+process_ns = time.process_time_ns
+
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: float
+
+
+@dataclasses.dataclass
+class Fill:
+    order_id: int
+    price: float
+    qty: int
+    symbol: str
+    venue: str
+    side: str
+    account: int
+    urgent: bool
+
+
+class Leg(NamedTuple):
+    symbol: str
+    qty: int
+
+
+AWARE = dt.datetime(2026, 11, 26, 14, 30, 5, 123456, tzinfo=ZoneInfo("Europe/Paris"))
+DATE = dt.date(2026, 11, 26)
+TIME = dt.time(14, 30, 5, 123456)
+DELTA = dt.timedelta(seconds=3, microseconds=250)
+DEC = Decimal("101.25")
+UID = uuid.UUID("12345678-1234-5678-1234-567812345678")
+POINT = Point(1, 2.0)
+FILL = Fill(12345, 101.25, 100, "AAPL", "XNAS", "buy", 7, False)
+LEG = Leg("AAPL", 100)
+
+
+def _raise(depth: int) -> None:
+    if depth <= 1:
+        raise ValueError("bad fill")
+    _raise(depth - 1)
+
+
+# --- blog's loops: one per call shape, the call written out -----------------------
+
+def b_positional(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
+    return perf_ns() - t0
+
+
+def b_positional2(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("order {} filled at {}", 12345, 101.25)
+    return perf_ns() - t0
+
+
+def b_positional1(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("legs {}", 12345)
+    return perf_ns() - t0
+
+
+def b_started(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("started")
+    return perf_ns() - t0
+
+
+def b_kw_in_format(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("order {oid} filled at {px}", oid=12345, px=101.25)
+    return perf_ns() - t0
+
+
+def b_kw_fields(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("order filled", oid=12345, px=101.25, sym="AAPL")
+    return perf_ns() - t0
+
+
+def b_list(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("legs {}", [1, 2, 3])
+    return perf_ns() - t0
+
+
+def b_list16(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("legs {}", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])
+    return perf_ns() - t0
+
+
+def b_tuple(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("legs {}", (1, 2, 3))
+    return perf_ns() - t0
+
+
+def b_dict(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("d {}", {"a": 1, "b": 2})
+    return perf_ns() - t0
+
+
+def b_set(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("s {}", {1, 2, 3})
+    return perf_ns() - t0
+
+
+def b_datetime(n: int, log: Any) -> int:
+    v = AWARE
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("at {}", v)
+    return perf_ns() - t0
+
+
+def b_date(n: int, log: Any) -> int:
+    v = DATE
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("on {}", v)
+    return perf_ns() - t0
+
+
+def b_time(n: int, log: Any) -> int:
+    v = TIME
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("at {}", v)
+    return perf_ns() - t0
+
+
+def b_timedelta(n: int, log: Any) -> int:
+    v = DELTA
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("took {}", v)
+    return perf_ns() - t0
+
+
+def b_decimal(n: int, log: Any) -> int:
+    v = DEC
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("px {}", v)
+    return perf_ns() - t0
+
+
+def b_uuid(n: int, log: Any) -> int:
+    v = UID
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("id {}", v)
+    return perf_ns() - t0
+
+
+def b_enum(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("c {}", Color.RED)
+    return perf_ns() - t0
+
+
+def b_dataclass(n: int, log: Any) -> int:
+    v = POINT
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("p {}", v)
+    return perf_ns() - t0
+
+
+def b_dataclass8(n: int, log: Any) -> int:
+    v = FILL
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("f {}", v)
+    return perf_ns() - t0
+
+
+def b_namedtuple(n: int, log: Any) -> int:
+    v = LEG
+    t0 = perf_ns()
+    for _ in range(n):
+        log.info("leg {}", v)
+    return perf_ns() - t0
+
+
+def b_exception(n: int, log: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        try:
+            _raise(10)
+        except ValueError:
+            log.exception("boom")
+    return perf_ns() - t0
+
+
+def s_positional(n: int, lg: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        lg.info("order %s filled at %s qty %s", 12345, 101.25, "AAPL")
+    return perf_ns() - t0
+
+
+def s_exception(n: int, lg: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        try:
+            _raise(10)
+        except ValueError:
+            lg.exception("boom")
+    return perf_ns() - t0
+
+
+def raise_only(n: int, _: Any) -> int:
+    t0 = perf_ns()
+    for _ in range(n):
+        try:
+            _raise(10)
+        except ValueError:
+            pass
+    return perf_ns() - t0
+
+
+#: (row, loop, values it passes (for the ratio to the positional call of as many), target
+#: as a ratio to that call, or None). The targets are issue 8's.
+ROWS: list[tuple[str, Callable[[int, Any], int], int, float | None]] = [
+    ('log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")', b_positional, 3, None),
+    ('log.info("order {} filled at {}", 12345, 101.25)', b_positional2, 2, None),
+    ('log.info("legs {}", 12345)', b_positional1, 1, None),
+    ('log.info("started")', b_started, 0, None),
+    ('log.info("order {oid} filled at {px}", oid=12345, px=101.25)', b_kw_in_format, 2, 1.5),
+    ('log.info("order filled", oid=12345, px=101.25, sym="AAPL")', b_kw_fields, 3, 1.5),
+    ('log.info("legs {}", [1, 2, 3])', b_list, 1, 2.0),
+    ('log.info("legs {}", [16 ints])', b_list16, 1, 2.0),
+    ('log.info("legs {}", (1, 2, 3))', b_tuple, 1, 2.0),
+    ('log.info("d {}", {"a": 1, "b": 2})', b_dict, 1, 2.0),
+    ('log.info("s {}", {1, 2, 3})', b_set, 1, 2.0),
+    ('log.info("at {}", aware_datetime)', b_datetime, 1, 2.0),
+    ('log.info("on {}", date)', b_date, 1, 2.0),
+    ('log.info("at {}", time)', b_time, 1, 2.0),
+    ('log.info("took {}", timedelta)', b_timedelta, 1, 2.0),
+    ('log.info("px {}", Decimal)', b_decimal, 1, 2.0),
+    ('log.info("id {}", UUID)', b_uuid, 1, 2.0),
+    ('log.info("c {}", Color.RED)', b_enum, 1, 2.0),
+    ('log.info("p {}", Point(1, 2.0))  (dataclass)', b_dataclass, 1, 3.0),
+    ('log.info("f {}", Fill(8 fields))  (dataclass)', b_dataclass8, 1, 3.0),
+    ('log.info("leg {}", Leg("AAPL", 100))  (NamedTuple)', b_namedtuple, 1, 3.0),
+    ('log.exception("boom"), 10-frame traceback', b_exception, 1, None),
+]
+STDLIB = "stdlib FileHandler: logger.info(%-format, 3 values)"
+STDLIB_EXC = "stdlib FileHandler: logger.exception, 10-frame traceback"
+RAISE = "(raise and catch through 10 frames alone)"
+
+
+def mixed_blog(n: int, log: Any) -> None:
+    """One of each row per iteration (n iterations)."""
+    for _ in range(n):
+        log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
+        log.info("order filled", oid=12345, px=101.25, sym="AAPL")
+        log.info("legs {}", [1, 2, 3])
+        log.info("d {}", {"a": 1, "b": 2})
+        log.info("at {}", AWARE)
+        log.info("c {}", Color.RED)
+        log.info("p {}", POINT)
+        log.info("leg {}", LEG)
+        try:
+            _raise(10)
+        except ValueError:
+            log.exception("boom")
+
+
+def mixed_stdlib(n: int, lg: Any) -> None:
+    for _ in range(n):
+        lg.info("order %s filled at %s qty %s", 12345, 101.25, "AAPL")
+        lg.info("order filled oid=%s px=%s sym=%s", 12345, 101.25, "AAPL")
+        lg.info("legs %s", [1, 2, 3])
+        lg.info("d %s", {"a": 1, "b": 2})
+        lg.info("at %s", AWARE)
+        lg.info("c %s", Color.RED)
+        lg.info("p %s", POINT)
+        lg.info("leg %s", LEG)
+        try:
+            _raise(10)
+        except ValueError:
+            lg.exception("boom")
+
+
+MIXED_EVENTS = 9
+
+
+def _stdlib(path: str) -> tuple[logging.Logger, logging.Handler]:
+    lg = logging.getLogger("bench.structured")
+    lg.handlers.clear()
+    lg.propagate = False
+    lg.setLevel(logging.INFO)
+    h = logging.FileHandler(path, mode="w", encoding="utf-8")
+    h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    lg.addHandler(h)
+    return lg, h
+
+
+def run(cfg: dict, tmp: str) -> dict:
+    """Measure every row and the mixed workload; the figures as a dict."""
+    path = os.path.join(tmp, "structured.blog")
+    blog.basic_config(path, mode="wb")
+    log = blog.get_logger("bench")
+    lg, h = _stdlib(os.path.join(tmp, "structured.log"))
+    cases: list[tuple[str, Callable, Any, int]] = [
+        (name, loop, log, cfg["n"]) for name, loop, _, _ in ROWS]
+    cases += [(STDLIB, s_positional, lg, cfg["n_stdlib"]),
+              (STDLIB_EXC, s_exception, lg, cfg["n_stdlib"]),
+              (RAISE, raise_only, None, cfg["n_stdlib"])]
+    times: dict[str, list[float]] = {name: [] for name, *_ in cases}
+    for name, loop, obj, _ in cases:
+        loop(500, obj)                    # registration, specialization
+    blog.flush()
+    for _ in range(cfg["repeats"]):       # round-robin: a slow spell falls on every row
+        for name, loop, obj, n in cases:
+            gc.collect()
+            times[name].append(loop(n, obj) / n)
+            blog.flush()
+            h.flush()
+    per_call = {name: {"ns_per_call": min(t), "all": [round(x, 1) for x in t]}
+                for name, t in times.items()}
+
+    e2e: dict[str, list[float]] = {"blog": [], "stdlib": []}
+    for _ in range(cfg["e2e_repeats"]):
+        for who, fn, obj, flush, m in (("blog", mixed_blog, log, blog.flush, cfg["n_mixed"]),
+                                       ("stdlib", mixed_stdlib, lg, h.flush,
+                                        cfg["n_mixed_stdlib"])):
+            gc.collect()
+            c0 = process_ns()
+            fn(m, obj)
+            flush()
+            e2e[who].append((process_ns() - c0) / (m * MIXED_EVENTS))
+    h.close()
+    lg.removeHandler(h)
+    blog.shutdown()
+    return {"per_call": per_call,
+            "e2e": {k: {"cpu_ns_per_event": min(v), "all": [round(x, 1) for x in v]}
+                    for k, v in e2e.items()}}
+
+
+def report(res: dict) -> list[dict]:
+    """Print the table and the targets; return the targets."""
+    pc = res["per_call"]
+    std = pc[STDLIB]["ns_per_call"]
+    by_values = {k: pc[ROWS[i][0]]["ns_per_call"] for i, k in ((0, 3), (1, 2), (2, 1))}
+    by_values[0] = pc[ROWS[3][0]]["ns_per_call"]
+    w = max(len(r[0]) for r in ROWS) + 2
+    print()
+    print("Structured calls: ns per call on the calling thread (best of repeats, loop included)")
+    print()
+    print(f"{'call':<{w}}{'ns/call':>10}{'x positional':>14}{'x stdlib':>10}{'target':>9}")
+    print("-" * (w + 43))
+    targets = []
+    for name, _, nvalues, target in ROWS:
+        x = pc[name]["ns_per_call"]
+        pos = by_values.get(nvalues, by_values[1])
+        print(f"{name:<{w}}{x:>10,.1f}{x / pos:>13.2f}x{x / std:>9.3f}x"
+              f"{'' if target is None else f'<= {target:.1f}x':>9}")
+        if target is not None:
+            targets.append({"target": f"{name} <= {target}x positional",
+                            "pass": x / pos <= target,
+                            "detail": f"{x:,.1f} ns vs {pos:,.1f} ns: {x / pos:.2f}x"})
+    for name in (STDLIB, STDLIB_EXC, RAISE):
+        x = pc[name]["ns_per_call"]
+        print(f"{name:<{w}}{x:>10,.1f}{'':>14}{x / std:>9.3f}x")
+    p = pc[ROWS[0][0]]["ns_per_call"]
+    targets.insert(0, {"target": "positional call <= 0.01x the stdlib FileHandler",
+                       "pass": p / std <= 0.01,
+                       "detail": f"{p:,.1f} ns vs {std:,.1f} ns: {p / std:.4f}x"})
+    exc, std_exc = pc[ROWS[-1][0]]["ns_per_call"], pc[STDLIB_EXC]["ns_per_call"]
+    targets.append({"target": "log.exception (10 frames) <= 0.1x the stdlib's logger.exception",
+                    "pass": exc / std_exc <= 0.1,
+                    "detail": f"{exc:,.1f} ns vs {std_exc:,.1f} ns: {exc / std_exc:.3f}x "
+                              f"(raising and catching alone: {pc[RAISE]['ns_per_call']:,.1f} ns)"})
+    e = res["e2e"]
+    b, s = e["blog"]["cpu_ns_per_event"], e["stdlib"]["cpu_ns_per_event"]
+    print()
+    print(f"Mixed workload ({MIXED_EVENTS} calls of the rows above per round), process CPU per "
+          f"event until flush() returns: blog {b:,.1f} ns, stdlib {s:,.1f} ns ({b / s:.3f}x)")
+    targets.append({"target": "mixed workload end-to-end CPU <= 0.05x the stdlib's",
+                    "pass": b / s <= 0.05, "detail": f"{b:,.1f} ns vs {s:,.1f} ns: {b / s:.3f}x"})
+    print()
+    print("Targets (issue 8)")
+    print()
+    for t in targets:
+        print(f"  [{'PASS' if t['pass'] else 'FAIL'}] {t['target']}: {t['detail']}")
+    return targets
+
+
+def config(quick: bool) -> dict:
+    if quick:
+        return dict(n=5_000, n_stdlib=1_000, repeats=3, n_mixed=2_000, n_mixed_stdlib=300,
+                    e2e_repeats=1)
+    return dict(n=30_000, n_stdlib=3_000, repeats=7, n_mixed=20_000, n_mixed_stdlib=2_000,
+                e2e_repeats=3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small N: a smoke run")
+    ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
+    args = ap.parse_args(argv)
+    cfg = config(args.quick)
+    print(f"structured benchmark: Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()}; config {cfg}")
+    with tempfile.TemporaryDirectory(prefix="blog-structured-") as tmp:
+        res = run(cfg, tmp)
+    res["targets"] = report(res)
+    res["config"] = cfg
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

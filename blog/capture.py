@@ -19,11 +19,12 @@ from blogformat.values import (all_plain, encode, pack_args, pack_array_header, 
 
 
 def capture(tpl: Template | None, values: Sequence[Any],
-            field_names: Sequence[str]) -> tuple[int, bytes]:
+            field_names: Sequence[str], source_lines: bool = False) -> tuple[int, bytes]:
     """Encode an event's values now: (element count of the event array, what follows the delta).
 
     What follows the clock delta is the msgpack args array and, if any
     placeholder's text had to be kept, the texts map ``{placeholder index: text}``.
+    With ``source_lines``, an exception's frames keep their source lines.
     """
     texts: dict[int, str] = {}
     if tpl is not None:
@@ -33,15 +34,15 @@ def capture(tpl: Template | None, values: Sequence[Any],
             v = values[key] if isinstance(key, int) else values[positional + field_names.index(key)]
             if not reproducible(v):
                 texts[i] = render_safe(v, ph.conversion, ph.spec)
-    body = pack_array_header(len(values)) + b"".join([encode(v) for v in values])
+    body = pack_array_header(len(values)) + b"".join([encode(v, source_lines) for v in values])
     if texts:
         return EVENT_FIELDS_WITH_TEXTS, body + packb(texts)
     return EVENT_FIELDS, body
 
 
-def encode_values(tpl: Template | None, values: tuple,
-                  field_names: Sequence[str]) -> tuple[int, bytes]:
+def encode_values(tpl: Template | None, values: tuple, field_names: Sequence[str],
+                  source_lines: bool = False) -> tuple[int, bytes]:
     """(element count, encoded elements after the clock delta) for an event's values."""
     if all_plain(values):
         return EVENT_FIELDS, pack_args(values)
-    return capture(tpl, values, field_names)
+    return capture(tpl, values, field_names, source_lines)

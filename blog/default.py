@@ -50,7 +50,8 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
                  rotate_at: Any = None, tz: str | None = None, keep_files: int | None = None,
                  keep_days: float | None = None, keep_bytes: int | None = None,
                  compress: bool = False, crash_buffer: bool = False,
-                 crash_dir: str | os.PathLike | None = None) -> Session:
+                 crash_dir: str | os.PathLike | None = None,
+                 keep_source_lines: bool = False) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
@@ -76,6 +77,11 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     (kill -9, the OOM killer) loses no event a log call returned from: the next
     ``basic_config`` of the same file (or ``bread --recover FILE``) appends what a
     dead process left, marked as recovered.
+
+    A logged exception keeps its traceback as frames (file, line, function), which
+    cost almost nothing at the call; ``bread`` shows each frame's source line from
+    the file where it is available. ``keep_source_lines=True`` stores the lines too
+    (read at the call: for logs read where the sources are not).
     """
     s = default_session()
     policy, fsync_interval = fsync_policy(fsync)
@@ -108,6 +114,8 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if crash_buffer and not isinstance(output, (str, os.PathLike)):
         raise TypeError("crash_buffer needs a file path as output, "
                         f"not {type(output).__name__}")
+    if not isinstance(keep_source_lines, bool):
+        raise ValueError(f"keep_source_lines must be True or False, not {keep_source_lines!r}")
     if crash_dir is not None and not crash_buffer:
         raise ValueError("crash_dir is where crash_buffer=True keeps its files: give both")
     min_severity = to_severity(min_severity)
@@ -115,6 +123,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,
               os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False)
+    s.keep_source_lines = keep_source_lines
     exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k), flush_async)
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:
@@ -127,7 +136,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
             rotation if rotating else {}, min_severity=int(min_severity),
             flush_interval=flush_interval, flush_bytes=flush_bytes,
             channel_capacity=channel_capacity, overflow=overflow, fsync=fsync,
-            crash_buffer=crash_buffer,
+            crash_buffer=crash_buffer, keep_source_lines=keep_source_lines,
             crash_dir=os.fspath(crash_dir) if crash_dir is not None else None))
     else:
         os.environ.pop(CONFIG_ENV, None)

@@ -93,6 +93,10 @@ class Session:
         self._held_at: tuple[int, int, int] | None = None
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
+        #: Keep the source line of each traceback frame of a logged exception (read from its
+        #: file at the call); by default only file, line and function are kept, and the
+        #: reader shows the line from the file where it has it.
+        self.keep_source_lines = False
         self.start_ns = time.time_ns()
         self.descriptor = {
             "library": "blog", "library_version": __version__,

@@ -81,7 +81,8 @@ class SessionWriter:
         """Queue an event of the Python path: plain values straight into the channel,
         anything else encoded (and captured) now."""
         if not (all_plain(values) and self.channel.push_values(sid, clock, values)):
-            self.push(sid, clock, *encode_values(tpl, values, field_names))
+            self.push(sid, clock, *encode_values(tpl, values, field_names,
+                                                 self.session.keep_source_lines))
 
     def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""

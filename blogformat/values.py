@@ -16,7 +16,6 @@ import datetime as _dt
 import enum
 import re
 import threading
-import traceback
 import uuid
 from decimal import Decimal
 from functools import partial
@@ -24,6 +23,7 @@ from typing import Any
 
 import msgpack
 
+from blogformat import tracebacks
 from blogformat.guard import owned_by_value
 
 EXT_TUPLE = 1
@@ -77,11 +77,21 @@ class DataclassValue:
 
 @dataclasses.dataclass(frozen=True)
 class ExceptionValue:
-    """An exception as logged: type name, ``str(exc)`` and the formatted traceback (or None)."""
+    """An exception as logged: type name, ``str(exc)`` and its traceback as text (or None).
+
+    ``frames`` are the traceback's ``(file, line, function[, source])``, most recent call
+    last; ``notes`` its ``__notes__``; ``chain`` the exceptions printed before it (causes
+    and contexts), oldest first, each ``(type, message, frames, notes, link)``. Files
+    written since frames are kept render ``traceback`` from them (``blogformat.tracebacks``);
+    older files stored the text.
+    """
 
     type: str
     message: str
     traceback: str | None = None
+    frames: tuple = ()
+    notes: tuple = ()
+    chain: tuple = ()
 
     def __str__(self) -> str:
         return self.message
@@ -174,9 +184,11 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     if isinstance(obj, uuid.UUID):
         return msgpack.ExtType(EXT_UUID, obj.bytes)
     if isinstance(obj, BaseException):
-        tb = obj.__traceback__
-        text = "".join(traceback.format_exception(t, obj, tb)) if tb is not None else None
-        return msgpack.ExtType(EXT_EXCEPTION, packb([type_name(t), safe_str(obj), text]))
+        # Structured frames, not text: nothing is read or formatted at the call.
+        lines = getattr(_state, "source_lines", False)
+        return msgpack.ExtType(EXT_EXCEPTION, packb([
+            type_name(t), safe_str(obj), None, tracebacks.frames(obj.__traceback__, lines),
+            tracebacks.notes(obj, safe_str), tracebacks.chain(obj, type_name, safe_str, lines)]))
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
         return msgpack.ExtType(EXT_DATACLASS, packb([type_name(t), fields]))
@@ -212,9 +224,16 @@ def plain_packer() -> msgpack.Packer:
     return msgpack.Packer(**PACK_OPTIONS)
 
 
-def encode(value: Any) -> bytes:
-    """Encode one value; a value that cannot be encoded is captured as its text."""
+def encode(value: Any, source_lines: bool = False) -> bytes:
+    """Encode one value; a value that cannot be encoded is captured as its text. With
+    ``source_lines``, an exception's frames keep their source lines (read now)."""
     try:
+        if source_lines:
+            _state.source_lines = True
+            try:
+                return packb(value)
+            finally:
+                _state.source_lines = False
         return packb(value)
     except Exception as exc:  # a broken value (a dataclass with an unset field...) never raises here
         if not owned_by_value(exc):
@@ -359,6 +378,21 @@ def ext_hook(code: int, data: bytes) -> Any:
         _state.depth = depth
 
 
+#: Source lines of tracebacks, read where the files are (bounded: blogformat.tracebacks).
+_SOURCE = tracebacks.SourceLines()
+
+
+def _frames(frames: Any) -> tuple:
+    """Decoded traceback frames as tuples: (file, line, function[, source])."""
+    if not isinstance(frames, list):
+        return ()
+    return tuple(tuple(f[:4]) for f in frames if isinstance(f, list) and len(f) >= 3)
+
+
+def _strs(items: Any) -> tuple:
+    return tuple(str(x) for x in items) if isinstance(items, list) else ()
+
+
 def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_TUPLE:
         return tuple(unpackb(data))
@@ -391,8 +425,17 @@ def _decode_ext(code: int, data: bytes) -> Any:
         t, fields = unpackb(data)[:2]
         return DataclassValue(str(t), dict(fields))
     if code == EXT_EXCEPTION:
-        t, msg, tb = unpackb(data)[:3]
-        return ExceptionValue(str(t), str(msg), tb if isinstance(tb, str) else None)
+        items = unpackb(data)
+        t, msg, tb = items[:3]
+        frames, notes, chain = (items[3:6] + [None] * 3)[:3]
+        frames, notes = _frames(frames), _strs(notes)
+        chain = tuple((str(c[0]), str(c[1]), _frames(c[2]), _strs(c[3]), c[4])
+                      for c in chain if isinstance(c, list) and len(c) >= 5
+                      ) if isinstance(chain, list) else ()
+        if not isinstance(tb, str):
+            tb = (tracebacks.render(str(t), str(msg), frames, notes, chain, _SOURCE)
+                  if frames or chain else None)
+        return ExceptionValue(str(t), str(msg), tb, frames, notes, chain)
     if code == EXT_OPAQUE:
         t, text = unpackb(data)[:2]
         return OpaqueValue(str(t), str(text))

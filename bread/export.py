@@ -69,7 +69,10 @@ def json_value(v: Any) -> Any:
     if isinstance(v, DataclassValue):
         return {"$dataclass": v.type, "fields": json_value(v.fields)}
     if isinstance(v, ExceptionValue):
-        return {"$exception": v.type, "message": v.message, "traceback": v.traceback}
+        return {"$exception": v.type, "message": v.message, "traceback": v.traceback,
+                "frames": [list(f) for f in v.frames], "notes": list(v.notes),
+                "chain": [[t, m, [list(f) for f in fr], list(no), link]
+                          for t, m, fr, no, link in v.chain]}
     if isinstance(v, OpaqueValue):
         return {"$opaque": v.type, "text": v.text}
     if isinstance(v, ExtValue):

@@ -43,7 +43,10 @@ def from_json(v):
             "$uuid": lambda: uuid.UUID(x),
             "$enum": lambda: bread.EnumValue(x, v["name"], from_json(v["value"])),
             "$dataclass": lambda: bread.DataclassValue(x, from_json(v["fields"])),
-            "$exception": lambda: bread.ExceptionValue(x, v["message"], v["traceback"]),
+            "$exception": lambda: bread.ExceptionValue(
+                x, v["message"], v["traceback"], tuple(map(tuple, v["frames"])),
+                tuple(v["notes"]), tuple((t, m, tuple(map(tuple, fr)), tuple(no), link)
+                                         for t, m, fr, no, link in v["chain"])),
             "$opaque": lambda: bread.OpaqueValue(x, v["text"]),
             "$ext": lambda: bread.ExtValue(x, base64.b64decode(v["data"])),
             "$map": lambda: {_hashable(from_json(k)): from_json(val) for k, val in x},

@@ -1,0 +1,195 @@
+"""Exceptions as structured frames: what the writer keeps of a traceback, and how a reader
+renders it back as text (docs/format.md 7, extension 13).
+
+The writer walks the traceback and keeps each frame's file, line and function (and the
+source line only when asked): no source file is read and nothing is formatted where the
+exception is logged, which is what makes ``log.exception`` cheap. Chained exceptions
+(``__cause__``, ``__context__``) are kept the same way. A reader renders the text as
+``traceback.format_exception`` lays it out (without the 3.11 position carets), reading
+each source line from the file where it is available: only a regular ``.py`` file of
+bounded size, whatever path an (untrusted) log names.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+#: How many chained exceptions (causes and contexts) are kept at most, and how many frames
+#: of one traceback (the most recent ones; a RecursionError has a thousand).
+MAX_CHAIN = 32
+MAX_FRAMES = 1024
+
+#: What separates a chained exception from the one after it (the chain's ``link``).
+CAUSE, CONTEXT = 1, 2
+SEPARATORS = {
+    CAUSE: "\nThe above exception was the direct cause of the following exception:\n\n",
+    CONTEXT: "\nDuring handling of the above exception, another exception occurred:\n\n",
+}
+
+
+def frames(tb: Any, source_lines: bool = False) -> list | None:
+    """``[[file, line, function(, source)], ...]`` of a traceback, most recent call last;
+    None without one. Only the last MAX_FRAMES frames are kept."""
+    if tb is None:
+        return None
+    out = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        lineno = tb.tb_lineno
+        f = [code.co_filename, lineno if lineno is not None else 0, code.co_name]
+        if source_lines:
+            f.append(_writer_line(code.co_filename, f[1]))
+        out.append(f)
+        tb = tb.tb_next
+    return out[-MAX_FRAMES:]
+
+
+def _writer_line(filename: str, lineno: int) -> str:
+    import linecache          # only when the application asked for source lines
+    return linecache.getline(filename, lineno).strip()
+
+
+def notes(exc: BaseException, text: Callable[[Any], str]) -> list | None:
+    """``exc.__notes__`` as strs (3.11), or None."""
+    n = getattr(exc, "__notes__", None)
+    if not isinstance(n, (list, tuple)) or not n:
+        return None
+    return [x if type(x) is str else text(x) for x in n[:MAX_CHAIN]]
+
+
+def chain(exc: BaseException, type_name: Callable[[type], str], text: Callable[[Any], str],
+          source_lines: bool = False) -> list | None:
+    """The exceptions printed before ``exc`` (its cause or context, theirs...), oldest first:
+    ``[[type, message, frames, notes, link], ...]``, ``link`` being how the next one
+    relates to it (CAUSE or CONTEXT). None if there are none."""
+    out: list = []
+    seen = {id(exc)}
+    e = exc
+    while len(out) < MAX_CHAIN:
+        cause = e.__cause__
+        if cause is not None:
+            nxt, link = cause, CAUSE
+        elif e.__context__ is not None and not e.__suppress_context__:
+            nxt, link = e.__context__, CONTEXT
+        else:
+            break
+        if not isinstance(nxt, BaseException) or id(nxt) in seen:
+            break
+        seen.add(id(nxt))
+        out.append([type_name(type(nxt)), text(nxt), frames(nxt.__traceback__, source_lines),
+                    notes(nxt, text), link])
+        e = nxt
+    out.reverse()
+    return out or None
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+class SourceLines:
+    """Source lines of ``.py`` files, read where they are: regular files of at most
+    ``max_file`` bytes, at most ``max_files`` of them kept (least recently used out)."""
+
+    def __init__(self, max_files: int = 64, max_file: int = 1 << 20) -> None:
+        self.max_files = max_files
+        self.max_file = max_file
+        self._files: OrderedDict[str, list[str] | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def line(self, filename: str, lineno: int) -> str | None:
+        """The stripped line, or None if the file is not there (or not one to read)."""
+        with self._lock:
+            known = filename in self._files
+            lines = self._files.get(filename)
+            if known:
+                self._files.move_to_end(filename)
+        if not known:
+            lines = self._load(filename)
+            with self._lock:
+                self._files[filename] = lines
+                while len(self._files) > self.max_files:
+                    self._files.popitem(last=False)
+        if lines is None or not 1 <= lineno <= len(lines):
+            return None
+        return lines[lineno - 1].strip() or None
+
+    def _load(self, filename: str) -> list[str] | None:
+        if type(filename) is not str or not filename.endswith(".py") or "\0" in filename:
+            return None
+        try:
+            fd = os.open(filename, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_CLOEXEC", 0))
+        except (OSError, ValueError):
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_file:
+                return None
+            data = os.read(fd, self.max_file + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return data.decode("utf-8", "replace").splitlines()
+
+
+def shown_type(name: str) -> str:
+    """A type as ``traceback`` prints it (``__main__.`` and ``builtins.`` left out)."""
+    for prefix in ("__main__.", "builtins."):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def render(type_: str, message: str, frames_: Any, notes_: Any, chain_: Any,
+           lines: SourceLines | None) -> str:
+    """The text ``traceback.format_exception`` gives (without position carets)."""
+    parts: list[str] = []
+    for entry in chain_ if isinstance(chain_, (list, tuple)) else ():
+        if not isinstance(entry, (list, tuple)):
+            continue
+        t, m, fr, no, link = (list(entry) + [None] * 5)[:5]
+        parts.append(_one(t, m, fr, no, lines))
+        parts.append(SEPARATORS[link] if link in (CAUSE, CONTEXT) else SEPARATORS[CONTEXT])
+    parts.append(_one(type_, message, frames_, notes_, lines))
+    return "".join(parts)
+
+
+def _one(type_: Any, message: Any, frames_: Any, notes_: Any, lines: SourceLines | None) -> str:
+    out = []
+    if isinstance(frames_, (list, tuple)) and frames_:
+        out.append("Traceback (most recent call last):\n")
+        last, count = None, 0
+        for f in frames_:
+            if not isinstance(f, (list, tuple)) or len(f) < 3:
+                continue
+            file, lineno, func = f[0], f[1], f[2]
+            if (file, lineno, func) != last:     # as traceback collapses a recursion
+                if count > 3:
+                    out.append(_repeated(count - 3))
+                last, count = (file, lineno, func), 0
+            count += 1
+            if count > 3:
+                continue
+            out.append(f'  File "{file}", line {lineno}, in {func}\n')
+            src = f[3] if len(f) > 3 and isinstance(f[3], str) else None
+            if src is None and lines is not None and isinstance(file, str) \
+                    and isinstance(lineno, int):
+                src = lines.line(file, lineno)
+            if src:
+                out.append(f"    {src}\n")
+        if count > 3:
+            out.append(_repeated(count - 3))
+    t = shown_type(str(type_))
+    out.append(f"{t}: {message}\n" if message else f"{t}\n")
+    for n in notes_ if isinstance(notes_, (list, tuple)) else ():
+        out.append(f"{n}\n")
+    return "".join(out)
+
+
+def _repeated(n: int) -> str:
+    return f"  [Previous line repeated {n} more time{'s' if n > 1 else ''}]\n"

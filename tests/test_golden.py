@@ -303,3 +303,33 @@ def test_v1_summary_entries_close_each_stream():
     assert [(x.events, x.sources, x.dropped, x.lost) for x in r.summaries] == \
         [(4, {1: 1, 2: 3}, 0, 0)] * 2
     assert all(x.first_clock <= x.last_clock for x in r.summaries)
+
+
+def test_v1_exceptions_kept_as_frames():
+    # Extension 13 with frames, notes and chain (written since 2026-11-26). The paths in
+    # the file are those of the machine that wrote it: source lines come from the file
+    # only where they were kept, so the text checked here does not depend on this machine.
+    a, b, c = bread.read(V1 / "exceptions.blog")
+    exc = a.fields["exception"]
+    assert (a.message, exc.type, exc.message) == ("order 7 failed", "RuntimeError",
+                                                   "order failed")
+    assert [f[2] for f in exc.frames] == ["exceptions"]
+    assert [(t, m, link) for t, m, _, _, link in exc.chain] == [
+        ("KeyError", "'k'", 2), ("ValueError", "bad fill", 1)]
+    inner = exc.chain[1]
+    assert [f[2] for f in inner[2]] == ["exceptions"] + ["_nested"] * 6
+    assert inner[3] == ("order 7",)
+    text = exc.traceback
+    assert text.startswith("Traceback (most recent call last):\n  File ")
+    assert "KeyError: 'k'\n\nDuring handling of the above exception" in text
+    assert "[Previous line repeated 2 more times]\n" in text
+    assert "ValueError: bad fill\norder 7\n\nThe above exception was the direct cause" in text
+    assert text.endswith("RuntimeError: order failed\n")
+    kept = b.fields["exception"]
+    assert [f[3] for f in kept.frames] == ['raise RuntimeError("order failed") from exc']
+    assert kept.chain[1][2][-1][3] == "raise err"
+    assert "    raise RuntimeError(\"order failed\") from exc\n" in kept.traceback
+    bare = c.args[0]
+    assert (bare.type, bare.message, bare.frames, bare.traceback) == (
+        "KeyError", "'never raised'", (), None)
+    assert c.message == "bare KeyError('never raised')"

@@ -286,8 +286,40 @@ def summary() -> bytes:
     return out.getvalue()
 
 
+def _nested(n: int) -> None:
+    if n == 0:
+        err = ValueError("bad fill")
+        err.add_note("order 7")
+        raise err
+    _nested(n - 1)
+
+
+def exceptions() -> bytes:
+    # Exceptions kept as structured frames (extension 13's elements 3-5, added on
+    # 2026-11-26 without a version change): a chain of a context and a cause, notes, a
+    # repeated frame, and one value with its source lines kept (keep_source_lines).
+    s = blog.Session(name="golden-exceptions")
+    log = s.get_logger("exc")
+    out = blog.MemoryOutputStream()
+    try:
+        try:
+            {}["k"]
+        except KeyError:
+            try:
+                _nested(5)
+            except ValueError as exc:
+                raise RuntimeError("order failed") from exc
+    except RuntimeError:
+        log.exception("order {} failed", 7)
+        s.keep_source_lines = True
+        log.exception("kept {}", 8)
+    log.info("bare {!r}", KeyError("never raised"))
+    s.consume(out)
+    return out.getvalue()
+
+
 GOLDEN = {"every_type": every_type, "two_writers": two_writers, "dropped": dropped,
-          "summary": summary}
+          "summary": summary, "exceptions": exceptions}
 
 
 # --- expected bread output ---------------------------------------------------------------

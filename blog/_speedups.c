@@ -637,17 +637,35 @@ thread_channel(PyObject *local)
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *sites;     /* dict: site key -> (code, fmt, sid, nargs), shared with the Python method */
+    PyObject *sites;     /* dict: site key -> (code, fmt, sid, nargs, kwnames), shared with
+                            the Python method */
     PyObject *local;     /* the session's threading.local: .c is the thread's Channel */
     PyObject *fallback;  /* the Python method: handles everything else */
 } Method;
+
+/* The site's keyword names (a tuple, empty without keywords) are the call's. A call
+ * site's kwnames is a constant of its code object; the site entry's tuple is built by
+ * the Python method from the same strs: compared item by item, by identity. */
+static inline int
+same_names(PyObject *names, PyObject *kwnames, Py_ssize_t nkw)
+{
+    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != nkw)
+        return 0;
+    if (names == kwnames)
+        return 1;
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyTuple_GET_ITEM(names, i) != PyTuple_GET_ITEM(kwnames, i))
+            return 0;
+    return 1;
+}
 
 static PyObject *
 method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Method *self = (Method *)op;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs < 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0))
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs < 1)
         goto slow;
     /* No Python frame is pushed for this C call: the current frame is the caller's. */
     PyFrameObject *frame = PyEval_GetFrame();
@@ -664,10 +682,11 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
     Py_XINCREF(site);
-    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 4
+    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 5
                && (PyObject *)code == PyTuple_GET_ITEM(site, 0)
                && args[0] == PyTuple_GET_ITEM(site, 1)
-               && PyLong_AsSsize_t(PyTuple_GET_ITEM(site, 3)) == nargs - 1;
+               && PyLong_AsSsize_t(PyTuple_GET_ITEM(site, 3)) == nargs - 1
+               && same_names(PyTuple_GET_ITEM(site, 4), kwnames, nkw);
     Py_DECREF(code);
     if (!same) {
         Py_XDECREF(site);
@@ -682,7 +701,9 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
             return NULL;
         goto slow;
     }
-    int pushed = push_plain(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1, LLONG_MIN);
+    /* The keywords' values follow the arguments in args: the event's values, in order. */
+    int pushed = push_plain(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1 + nkw,
+                            LLONG_MIN);
     Py_DECREF(ch);
     Py_DECREF(site);
     if (pushed < 0)

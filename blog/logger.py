@@ -59,10 +59,11 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups).
 
     ``sites`` maps ``site_key(code, f_lasti)`` of the caller to (code,
-    format, source id, argument count); an entry is used only if the code
-    object and the format object are the same and as many arguments are passed.
-    This is the reference for the C ``Method``, which calls it for anything
-    but the common case.
+    format, source id, argument count, keyword names); an entry is used only if
+    the code object and the format object are the same, as many arguments are
+    passed and the same keywords in the same order. The event's values are the
+    arguments, then the keywords' values. This is the reference for the C
+    ``Method``, which calls it for anything but the common case.
     """
     local = lg.session.local
     new_writer = lg.session.new_writer
@@ -84,19 +85,20 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
         # calls on one line. The code and the format object confirm the entry.
         code = f.f_code
         site = sites.get(key_of(code, f.f_lasti))
-        if (site is None or site[0] is not code or site[1] is not fmt or fields
-                or site[3] != len(args)):
+        if (site is None or site[0] is not code or site[1] is not fmt or site[3] != len(args)
+                or (site[4] != tuple(fields) if fields else site[4])):
             return slow(level, sites, f, fmt, args, fields)
         clock = clock_ns()
-        for a in args:
+        values = args + tuple(fields.values()) if fields else args
+        for a in values:
             if type(a) not in plain:   # mutable or rich: capture now, off the fast path
                 return slow(level, sites, f, fmt, args, fields, clock)
         try:
             ch = local.c
         except AttributeError:
             ch = new_writer().channel
-        if not ch.push_values(site[2], clock, args):   # at the limit, or not encodable in C
-            ch.writer.push(site[2], clock, 3, pack(args))
+        if not ch.push_values(site[2], clock, values):   # at the limit, or not encodable in C
+            ch.writer.push(site[2], clock, 3, pack(values))
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method
@@ -197,8 +199,8 @@ class Logger:
             else:
                 values = (message,) + tuple(fields.values())
             tpl = None
-        elif sites is not None and not fields:
-            sites[site_key(code, lasti)] = (code, fmt, source.id, len(args))
+        elif sites is not None:
+            sites[site_key(code, lasti)] = (code, fmt, source.id, len(args), names)
         session.writer().push_event(source.id, clock, tpl, values, names)
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,

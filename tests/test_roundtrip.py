@@ -200,6 +200,36 @@ def test_keyword_fields(logged):
     assert ev.message == "disk / at 93.5% on db1"
 
 
+def test_keyword_calls_after_the_first_take_the_fast_path(monkeypatch, make_logged):
+    # Proves: a call site with keyword fields registers once; its later calls (plain
+    # values) never reach the slow path, on the C path and the Python one, and each is
+    # read back with its own values. A call with other keywords, or the same ones in
+    # another order, is another source.
+    import blog.logger
+    slow_calls = []
+    real = blog.logger.Logger._slow
+
+    def counting(self, *a, **k):
+        slow_calls.append(a[3])
+        return real(self, *a, **k)
+    monkeypatch.setattr(blog.logger.Logger, "_slow", counting)
+    logged = make_logged()        # its level methods are made with the counting _slow
+    for i in range(5):
+        logged.log.info("order {oid} filled", oid=i, px=1.5 * i, venue="X")
+        logged.log.info("order filled", oid=i, venue="X", px=1.5 * i)
+    assert slow_calls == ["order {oid} filled", "order filled"]
+    d = {"b": 2, "a": 1}
+    logged.log.info("kw {a} {b}", **d)
+    logged.log.info("kw {a} {b}", **dict(reversed(d.items())))
+    evs = logged.read()
+    assert [(e.fields["oid"], e.fields["px"], e.fields["venue"]) for e in evs[:10]] == [
+        (i, 1.5 * i, "X") for i in range(5) for _ in range(2)]
+    assert [e.message for e in evs[:2]] == ["order 0 filled", "order filled"]
+    assert [list(e.fields) for e in evs[10:]] == [["b", "a"], ["a", "b"]]
+    assert [e.message for e in evs[10:]] == ["kw 1 2", "kw 1 2"]
+    assert evs[10].source.id != evs[11].source.id
+
+
 def test_literal_braces_and_conversions(logged):
     logged.log.info("{{literal}} {!r} {!a} {name!r:>8}", "x", "é", name="n")
     [ev] = logged.read()

@@ -688,7 +688,11 @@ def test_sigkill_mid_flight_leaves_a_readable_file(tmp_path):
         assert seq == list(range(len(seq))) and len(seq) > 100
     assert len(r.damage) <= 1
     if r.damage:
-        assert r.damage[0].offset + r.damage[0].length == (tmp_path / "k.blog").stat().st_size
+        d, size = r.damage[0], (tmp_path / "k.blog").stat().st_size
+        if d.unverified:     # the last frame torn: its complete events read, unverified
+            assert d.length == 0 and d.offset < size
+        else:                # or a tail too short for one event: skipped to the end
+            assert d.offset + d.length == size
 
 
 def test_values_the_c_path_leaves_to_python_are_not_dropped(logged):

@@ -43,7 +43,7 @@ def _caught(fn, *args) -> BaseException:
 def _chained() -> None:
     try:
         {}["k"]
-    except KeyError as e:
+    except KeyError:
         try:
             raise RuntimeError("while handling")
         except RuntimeError as r:

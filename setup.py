@@ -11,7 +11,7 @@ from setuptools import Extension, setup
 ext = []
 if sys.implementation.name == "cpython" and sys.platform != "win32":
     ext.append(Extension("blog._speedups", ["blog/_speedups.c"], optional=True,
-                         extra_compile_args=["-O2"]))
+                         depends=["blog/_encode.h"], extra_compile_args=["-O2"]))
     ext.append(Extension("bread._speedups", ["bread/_speedups.c"], optional=True,
                          extra_compile_args=["-O2"]))
     ext.append(Extension("bread._merge", ["bread/_merge.c"], optional=True,

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "_encode.h"
+
 static PyObject *str_c, *str_min, *str_name;
 
 /* Wall clock in ns, as time.time_ns() on POSIX. */
@@ -32,114 +34,6 @@ clock_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* ---- a growable byte buffer and msgpack encoders ----------------------- */
-
-typedef struct { char *p; Py_ssize_t len, cap; } Buf;
-
-static int
-buf_reserve(Buf *b, Py_ssize_t more)
-{
-    if (b->len + more <= b->cap)
-        return 0;
-    Py_ssize_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + more)
-        cap *= 2;
-    char *p = PyMem_Realloc(b->p, cap);
-    if (p == NULL) { PyErr_NoMemory(); return -1; }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static inline void
-put_be(Buf *b, unsigned char tag, unsigned long long v, int n)
-{
-    b->p[b->len++] = (char)tag;
-    for (int i = n - 1; i >= 0; i--)
-        b->p[b->len++] = (char)((v >> (8 * i)) & 0xff);
-}
-
-/* msgpack's smallest encoding of an integer, as msgpack-python writes it. */
-static int
-put_int(Buf *b, long long v)
-{
-    if (buf_reserve(b, 9) < 0) return -1;
-    if (v >= 0) {
-        if (v < 0x80) b->p[b->len++] = (char)v;
-        else if (v <= 0xff) put_be(b, 0xcc, v, 1);
-        else if (v <= 0xffff) put_be(b, 0xcd, v, 2);
-        else if (v <= 0xffffffffLL) put_be(b, 0xce, v, 4);
-        else put_be(b, 0xcf, (unsigned long long)v, 8);
-    } else {
-        if (v >= -32) b->p[b->len++] = (char)(unsigned char)(0xe0 | (v + 32));
-        else if (v >= -128) put_be(b, 0xd0, (unsigned long long)v, 1);
-        else if (v >= -32768) put_be(b, 0xd1, (unsigned long long)v, 2);
-        else if (v >= -2147483648LL) put_be(b, 0xd2, (unsigned long long)v, 4);
-        else put_be(b, 0xd3, (unsigned long long)v, 8);
-    }
-    return 0;
-}
-
-static int
-put_raw(Buf *b, unsigned char fix, unsigned char t8, unsigned char t16, unsigned char t32,
-        const char *data, Py_ssize_t n, int has_fix)
-{
-    if (buf_reserve(b, n + 5) < 0) return -1;
-    if (has_fix && n < 32) b->p[b->len++] = (char)(fix | n);
-    else if (n <= 0xff) put_be(b, t8, n, 1);
-    else if (n <= 0xffff) put_be(b, t16, n, 2);
-    else put_be(b, t32, n, 4);
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    return 0;
-}
-
-/* Encode one plain scalar: 1 done, 0 not a plain scalar (or not encodable
- * here: ints beyond 64 bits, lone surrogates), -1 error. */
-static int
-put_scalar(Buf *b, PyObject *a)
-{
-    PyTypeObject *t = Py_TYPE(a);
-    if (t == &PyLong_Type) {
-        int overflow;
-        long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
-        if (overflow) {
-            if (overflow > 0) {   /* 2**63 .. 2**64-1 is still a msgpack uint64 */
-                unsigned long long u = PyLong_AsUnsignedLongLong(a);
-                if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-                if (buf_reserve(b, 9) < 0) return -1;
-                put_be(b, 0xcf, u, 8);
-                return 1;
-            }
-            return 0;
-        }
-        if (v == -1 && PyErr_Occurred()) return -1;
-        return put_int(b, v) < 0 ? -1 : 1;
-    }
-    if (t == &PyFloat_Type) {
-        union { double d; unsigned long long u; } x;
-        x.d = PyFloat_AS_DOUBLE(a);
-        if (buf_reserve(b, 9) < 0) return -1;
-        put_be(b, 0xcb, x.u, 8);
-        return 1;
-    }
-    if (t == &PyUnicode_Type) {
-        Py_ssize_t n;
-        const char *s = PyUnicode_AsUTF8AndSize(a, &n);
-        if (s == NULL) { PyErr_Clear(); return 0; }
-        return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, s, n, 1) < 0 ? -1 : 1;
-    }
-    if (a == Py_None || t == &PyBool_Type) {
-        if (buf_reserve(b, 1) < 0) return -1;
-        b->p[b->len++] = (char)(a == Py_None ? 0xc0 : a == Py_True ? 0xc3 : 0xc2);
-        return 1;
-    }
-    if (t == &PyBytes_Type)
-        return put_raw(b, 0, 0xc4, 0xc5, 0xc6, PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), 0)
-               < 0 ? -1 : 1;
-    return 0;
 }
 
 /* ---- Channel: one thread's encoded events, waiting for the consumer ----- */
@@ -312,6 +206,72 @@ push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n
     }
     end_event(self, now);
     return 1;
+}
+
+/* The scratch buffer of push_rich (the GIL makes it one caller's at a time; nothing in
+ * put_value() can call back into a log call, and a busy flag says so if it ever did). */
+static Buf scratch;
+static int scratch_busy;
+
+/* The fast path for values beyond the plain scalars (_encode.h put_value): they are
+ * encoded first into a scratch buffer, then the event is copied into the channel, so
+ * that nothing between the first write into the channel and the end can fail or run
+ * Python code. 1 pushed, 0 not here (the Python path), -1 error. */
+static int
+push_rich(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
+          long long clock)
+{
+    long long sid = PyLong_AsLongLong(sid_obj);
+    if (sid == -1 && PyErr_Occurred())
+        return -1;
+    if (scratch_busy || n > 0xffff)
+        return 0;
+    scratch_busy = 1;
+    scratch.len = 0;
+    int r = put_items(&scratch, args, n, 0);
+    scratch_busy = 0;
+    if (r <= 0) {
+        if (scratch.cap > (1 << 20)) {   /* a huge value: give its memory back */
+            PyMem_Free(scratch.p);
+            scratch.p = NULL;
+            scratch.cap = 0;
+        }
+        if (r < 0 && PyErr_ExceptionMatches(PyExc_MemoryError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    /* Each of the event's header values takes at most 9 bytes, at least 1. */
+    if (self->buf.len + 3 + scratch.len > self->limit)
+        return 0;
+    if (buf_reserve(&self->buf, 1 + 9 + 9 + scratch.len) < 0)
+        return -1;
+    /* From here on: no allocation, no failure. */
+    Py_ssize_t mark = self->buf.len;
+    long long now = clock == LLONG_MIN ? clock_ns() : clock;
+    if (begin_event(self, 3, sid, now) < 0)
+        return -1;   /* cannot happen: reserved */
+    memcpy(self->buf.p + self->buf.len, scratch.p, scratch.len);
+    self->buf.len += scratch.len;
+    if (self->buf.len > self->limit) {
+        self->buf.len = mark;
+        return 0;
+    }
+    end_event(self, now);
+    return 1;
+}
+
+/* The call paths' push: plain scalars straight into the channel, else push_rich. */
+static inline int
+push_call(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n)
+{
+    int r = push_plain(self, sid_obj, args, n, LLONG_MIN);
+    if (r != 0)
+        return r;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (scalar_size(args[i]) < 0)
+            return push_rich(self, sid_obj, args, n, LLONG_MIN);
+    return 0;                    /* all plain: refused for its size (the Python path decides) */
 }
 
 static PyObject *
@@ -702,8 +662,7 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         goto slow;
     }
     /* The keywords' values follow the arguments in args: the event's values, in order. */
-    int pushed = push_plain(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1 + nkw,
-                            LLONG_MIN);
+    int pushed = push_call(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1 + nkw);
     Py_DECREF(ch);
     Py_DECREF(site);
     if (pushed < 0)
@@ -818,7 +777,7 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
                 return NULL;
             goto slow;
         }
-        int pushed = push_plain(ch, self->sid, args, nargs, LLONG_MIN);
+        int pushed = push_call(ch, self->sid, args, nargs);
         Py_DECREF(ch);
         if (pushed < 0)
             return NULL;
@@ -1084,7 +1043,29 @@ noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
     Py_RETURN_NONE;
 }
 
+/* encode_values(values: tuple) -> bytes | None: the msgpack array of the values as the
+ * call paths encode them (None: not here, the Python path's). For the parity tests. */
+static PyObject *
+encode_values(PyObject *module, PyObject *values)
+{
+    if (!PyTuple_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "encode_values(values: tuple)");
+        return NULL;
+    }
+    Buf b = {NULL, 0, 0};
+    int r = put_items(&b, ((PyTupleObject *)values)->ob_item, PyTuple_GET_SIZE(values), 0);
+    PyObject *out = r > 0 ? PyBytes_FromStringAndSize(b.p, b.len) : NULL;
+    PyMem_Free(b.p);
+    if (r < 0)
+        return NULL;
+    if (r == 0)
+        Py_RETURN_NONE;
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"encode_values", (PyCFunction)encode_values, METH_O,
+     "encode_values(values) -> bytes | None: the values as the C call paths encode them"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop(*args, **kwargs) -> None"},
     {"tally", (PyCFunction)(void (*)(void))tally, METH_FASTCALL,
@@ -1115,7 +1096,7 @@ PyInit__speedups(void)
     str_c = PyUnicode_InternFromString("c");
     str_min = PyUnicode_InternFromString("threshold");
     str_name = PyUnicode_InternFromString("__name__");
-    if (!str_c || !str_min || !str_name)
+    if (!str_c || !str_min || !str_name || encode_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)

@@ -1,0 +1,373 @@
+/* blog/_encode.h: argument values as msgpack, byte for byte as blogformat/values.py
+ * encodes them (docs/format.md 7), for the C fast path (included by _speedups.c).
+ *
+ * put_scalar() encodes the plain scalars (None, bool, int within 64 bits, float, str
+ * without lone surrogates, bytes). put_value() adds the values whose text a reader
+ * derives from the value itself (blogformat.values.reproducible), so that an event of
+ * them needs no texts map: list, tuple, dict (of such values, nested up to
+ * MAX_NEST), naive or UTC datetime and time, date, timedelta, Decimal and UUID, each
+ * of exactly that type. Anything else (a subclass, a set, an enum, a zone-aware
+ * datetime...) answers "not here" and the Python path encodes the whole event.
+ *
+ * Nothing here runs Python code: exact builtin types only, read through their C API.
+ */
+#ifndef BLOG_ENCODE_H
+#define BLOG_ENCODE_H
+
+#include <Python.h>
+#include <datetime.h>
+#include <string.h>
+
+/* ---- a growable byte buffer and msgpack encoders ----------------------- */
+
+typedef struct { char *p; Py_ssize_t len, cap; } Buf;
+
+static int
+buf_reserve(Buf *b, Py_ssize_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = PyMem_Realloc(b->p, cap);
+    if (p == NULL) { PyErr_NoMemory(); return -1; }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline void
+put_be(Buf *b, unsigned char tag, unsigned long long v, int n)
+{
+    b->p[b->len++] = (char)tag;
+    for (int i = n - 1; i >= 0; i--)
+        b->p[b->len++] = (char)((v >> (8 * i)) & 0xff);
+}
+
+/* msgpack's smallest encoding of an integer, as msgpack-python writes it. */
+static int
+put_int(Buf *b, long long v)
+{
+    if (buf_reserve(b, 9) < 0) return -1;
+    if (v >= 0) {
+        if (v < 0x80) b->p[b->len++] = (char)v;
+        else if (v <= 0xff) put_be(b, 0xcc, v, 1);
+        else if (v <= 0xffff) put_be(b, 0xcd, v, 2);
+        else if (v <= 0xffffffffLL) put_be(b, 0xce, v, 4);
+        else put_be(b, 0xcf, (unsigned long long)v, 8);
+    } else {
+        if (v >= -32) b->p[b->len++] = (char)(unsigned char)(0xe0 | (v + 32));
+        else if (v >= -128) put_be(b, 0xd0, (unsigned long long)v, 1);
+        else if (v >= -32768) put_be(b, 0xd1, (unsigned long long)v, 2);
+        else if (v >= -2147483648LL) put_be(b, 0xd2, (unsigned long long)v, 4);
+        else put_be(b, 0xd3, (unsigned long long)v, 8);
+    }
+    return 0;
+}
+
+static int
+put_raw(Buf *b, unsigned char fix, unsigned char t8, unsigned char t16, unsigned char t32,
+        const char *data, Py_ssize_t n, int has_fix)
+{
+    if (buf_reserve(b, n + 5) < 0) return -1;
+    if (has_fix && n < 32) b->p[b->len++] = (char)(fix | n);
+    else if (n <= 0xff) put_be(b, t8, n, 1);
+    else if (n <= 0xffff) put_be(b, t16, n, 2);
+    else put_be(b, t32, n, 4);
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+/* Encode one plain scalar: 1 done, 0 not a plain scalar (or not encodable
+ * here: ints beyond 64 bits, lone surrogates), -1 error. */
+static int
+put_scalar(Buf *b, PyObject *a)
+{
+    PyTypeObject *t = Py_TYPE(a);
+    if (t == &PyLong_Type) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (overflow) {
+            if (overflow > 0) {   /* 2**63 .. 2**64-1 is still a msgpack uint64 */
+                unsigned long long u = PyLong_AsUnsignedLongLong(a);
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+                if (buf_reserve(b, 9) < 0) return -1;
+                put_be(b, 0xcf, u, 8);
+                return 1;
+            }
+            return 0;
+        }
+        if (v == -1 && PyErr_Occurred()) return -1;
+        return put_int(b, v) < 0 ? -1 : 1;
+    }
+    if (t == &PyFloat_Type) {
+        union { double d; unsigned long long u; } x;
+        x.d = PyFloat_AS_DOUBLE(a);
+        if (buf_reserve(b, 9) < 0) return -1;
+        put_be(b, 0xcb, x.u, 8);
+        return 1;
+    }
+    if (t == &PyUnicode_Type) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(a, &n);
+        if (s == NULL) { PyErr_Clear(); return 0; }
+        return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, s, n, 1) < 0 ? -1 : 1;
+    }
+    if (a == Py_None || t == &PyBool_Type) {
+        if (buf_reserve(b, 1) < 0) return -1;
+        b->p[b->len++] = (char)(a == Py_None ? 0xc0 : a == Py_True ? 0xc3 : 0xc2);
+        return 1;
+    }
+    if (t == &PyBytes_Type)
+        return put_raw(b, 0, 0xc4, 0xc5, 0xc6, PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), 0)
+               < 0 ? -1 : 1;
+    return 0;
+}
+
+/* ---- values beyond the scalars ------------------------------------------ */
+
+/* The extension codes of docs/format.md 7 (blogformat.values). */
+#define EXT_TUPLE 1
+#define EXT_DATETIME 5
+#define EXT_DATE 6
+#define EXT_TIME 7
+#define EXT_TIMEDELTA 8
+#define EXT_DECIMAL 9
+#define EXT_UUID 10
+
+/* Containers nest this deep at most here (the Python path takes deeper ones). */
+#define MAX_NEST 16
+
+static PyTypeObject *DecimalType, *UUIDType;
+static PyObject *str_int;
+
+/* Import what put_value() needs; 0 done, -1 error. Called once, at module init. */
+static int
+encode_init(void)
+{
+    PyDateTime_IMPORT;
+    if (PyDateTimeAPI == NULL)
+        return -1;
+    PyObject *m = PyImport_ImportModule("decimal");
+    if (m == NULL) return -1;
+    DecimalType = (PyTypeObject *)PyObject_GetAttrString(m, "Decimal");
+    Py_DECREF(m);
+    m = PyImport_ImportModule("uuid");
+    if (m == NULL) return -1;
+    UUIDType = (PyTypeObject *)PyObject_GetAttrString(m, "UUID");
+    Py_DECREF(m);
+    str_int = PyUnicode_InternFromString("int");
+    if (DecimalType == NULL || UUIDType == NULL || str_int == NULL
+        || !PyType_Check(DecimalType) || !PyType_Check(UUIDType))
+        return -1;
+    return 0;
+}
+
+static int
+put_header(Buf *b, unsigned char fix, unsigned char t16, unsigned char t32, Py_ssize_t n)
+{
+    if (buf_reserve(b, 5) < 0) return -1;
+    if (n < 16) b->p[b->len++] = (char)(fix | n);
+    else if (n <= 0xffff) put_be(b, t16, n, 2);
+    else put_be(b, t32, n, 4);
+    return 0;
+}
+
+/* Room for the longest extension header (ext 32: c9, length, code), kept before a
+ * payload whose length is known only once it is encoded. */
+#define EXT_ROOM 6
+
+/* The extension header of a payload of n bytes written at b->p[at + EXT_ROOM...]: the
+ * payload moves back to right after it, as msgpack-python lays an ExtType out. */
+static void
+close_ext(Buf *b, Py_ssize_t at, int code)
+{
+    Py_ssize_t n = b->len - at - EXT_ROOM;
+    unsigned char h[EXT_ROOM];
+    int k = 0;
+    switch (n) {
+    case 1: h[k++] = 0xd4; break;
+    case 2: h[k++] = 0xd5; break;
+    case 4: h[k++] = 0xd6; break;
+    case 8: h[k++] = 0xd7; break;
+    case 16: h[k++] = 0xd8; break;
+    default:
+        if (n <= 0xff) { h[k++] = 0xc7; h[k++] = (unsigned char)n; }
+        else if (n <= 0xffff) { h[k++] = 0xc8; h[k++] = (unsigned char)(n >> 8);
+                                h[k++] = (unsigned char)n; }
+        else { h[k++] = 0xc9; for (int i = 3; i >= 0; i--) h[k++] = (unsigned char)(n >> (8 * i)); }
+    }
+    h[k++] = (unsigned char)code;
+    memmove(b->p + at + k, b->p + at + EXT_ROOM, n);
+    memcpy(b->p + at, h, k);
+    b->len = at + k + n;
+}
+
+static int
+open_ext(Buf *b, Py_ssize_t *at)
+{
+    if (buf_reserve(b, EXT_ROOM) < 0) return -1;
+    *at = b->len;
+    b->len += EXT_ROOM;
+    return 0;
+}
+
+/* Encode ints into an array: [a, b, ...]. */
+static int
+put_ints(Buf *b, const long long *v, int n)
+{
+    if (buf_reserve(b, 1) < 0) return -1;
+    b->p[b->len++] = (char)(0x90 | n);
+    for (int i = 0; i < n; i++)
+        if (put_int(b, v[i]) < 0) return -1;
+    return 0;
+}
+
+/* tz of a datetime or time: nil if naive, [0, nil, nil] for UTC (as values._tz writes the
+ * timezone.utc singleton); 1 done, 0 any other zone (the Python path), -1 error. */
+static int
+put_tz(Buf *b, PyObject *tz)
+{
+    if (tz == Py_None) {
+        if (buf_reserve(b, 1) < 0) return -1;
+        b->p[b->len++] = (char)0xc0;
+        return 1;
+    }
+    if (tz == PyDateTime_TimeZone_UTC) {
+        if (buf_reserve(b, 4) < 0) return -1;
+        memcpy(b->p + b->len, "\x93\x00\xc0\xc0", 4);
+        b->len += 4;
+        return 1;
+    }
+    return 0;
+}
+
+static int put_value(Buf *b, PyObject *v, int depth);
+
+static int
+put_items(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
+{
+    if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = put_value(b, items[i], depth + 1);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
+/* Encode a value: 1 done, 0 not here (the Python path encodes it), -1 error. On 0 and -1,
+ * what was written is garbage: the caller drops the whole buffer. */
+static int
+put_value(Buf *b, PyObject *v, int depth)
+{
+    int r = put_scalar(b, v);
+    if (r != 0)
+        return r;
+    if (depth >= MAX_NEST)
+        return 0;
+    PyTypeObject *t = Py_TYPE(v);
+    Py_ssize_t at;
+    if (t == &PyList_Type)
+        return put_items(b, ((PyListObject *)v)->ob_item, PyList_GET_SIZE(v), depth);
+    if (t == &PyTuple_Type) {
+        if (open_ext(b, &at) < 0) return -1;
+        r = put_items(b, ((PyTupleObject *)v)->ob_item, PyTuple_GET_SIZE(v), depth);
+        if (r <= 0) return r;
+        close_ext(b, at, EXT_TUPLE);
+        return 1;
+    }
+    if (t == &PyDict_Type) {
+        if (put_header(b, 0x80, 0xde, 0xdf, PyDict_GET_SIZE(v)) < 0) return -1;
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(v, &pos, &key, &value)) {
+            if ((r = put_value(b, key, depth + 1)) <= 0) return r;
+            if ((r = put_value(b, value, depth + 1)) <= 0) return r;
+        }
+        return 1;
+    }
+    if (t == PyDateTimeAPI->DateTimeType) {
+        if (open_ext(b, &at) < 0) return -1;
+        long long f[8] = {
+            PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
+            PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v),
+            PyDateTime_DATE_GET_SECOND(v), PyDateTime_DATE_GET_MICROSECOND(v),
+            PyDateTime_DATE_GET_FOLD(v)};
+        if (buf_reserve(b, 1) < 0) return -1;
+        b->p[b->len++] = (char)0x99;
+        for (int i = 0; i < 8; i++)
+            if (put_int(b, f[i]) < 0) return -1;
+        if ((r = put_tz(b, PyDateTime_DATE_GET_TZINFO(v))) <= 0) return r;
+        close_ext(b, at, EXT_DATETIME);
+        return 1;
+    }
+    if (t == PyDateTimeAPI->DateType) {
+        if (open_ext(b, &at) < 0) return -1;
+        long long f[3] = {PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)};
+        if (put_ints(b, f, 3) < 0) return -1;
+        close_ext(b, at, EXT_DATE);
+        return 1;
+    }
+    if (t == PyDateTimeAPI->TimeType) {
+        if (open_ext(b, &at) < 0) return -1;
+        long long f[5] = {
+            PyDateTime_TIME_GET_HOUR(v), PyDateTime_TIME_GET_MINUTE(v),
+            PyDateTime_TIME_GET_SECOND(v), PyDateTime_TIME_GET_MICROSECOND(v),
+            PyDateTime_TIME_GET_FOLD(v)};
+        if (buf_reserve(b, 1) < 0) return -1;
+        b->p[b->len++] = (char)0x96;
+        for (int i = 0; i < 5; i++)
+            if (put_int(b, f[i]) < 0) return -1;
+        if ((r = put_tz(b, PyDateTime_TIME_GET_TZINFO(v))) <= 0) return r;
+        close_ext(b, at, EXT_TIME);
+        return 1;
+    }
+    if (t == PyDateTimeAPI->DeltaType) {
+        if (open_ext(b, &at) < 0) return -1;
+        long long f[3] = {PyDateTime_DELTA_GET_DAYS(v), PyDateTime_DELTA_GET_SECONDS(v),
+                          PyDateTime_DELTA_GET_MICROSECONDS(v)};
+        if (put_ints(b, f, 3) < 0) return -1;
+        close_ext(b, at, EXT_TIMEDELTA);
+        return 1;
+    }
+    if (t == DecimalType) {      /* raw ASCII of str(d): the C decimal's own __str__ */
+        PyObject *s = PyObject_Str(v);
+        if (s == NULL) return -1;
+        Py_ssize_t n;
+        const char *p = PyUnicode_AsUTF8AndSize(s, &n);
+        if (p == NULL || open_ext(b, &at) < 0 || buf_reserve(b, n) < 0) {
+            Py_DECREF(s);
+            return -1;
+        }
+        memcpy(b->p + b->len, p, n);
+        b->len += n;
+        Py_DECREF(s);
+        close_ext(b, at, EXT_DECIMAL);
+        return 1;
+    }
+    if (t == UUIDType) {         /* raw 16 bytes, big-endian: its int, read from the slot */
+        PyObject *i = PyObject_GetAttr(v, str_int);
+        if (i == NULL) return -1;
+        if (!PyLong_CheckExact(i) || open_ext(b, &at) < 0 || buf_reserve(b, 16) < 0) {
+            Py_DECREF(i);
+            return PyErr_Occurred() ? -1 : 0;
+        }
+#if PY_VERSION_HEX >= 0x030D0000
+        int bad = _PyLong_AsByteArray((PyLongObject *)i, (unsigned char *)b->p + b->len, 16,
+                                      0, 0, 1);
+#else
+        int bad = _PyLong_AsByteArray((PyLongObject *)i, (unsigned char *)b->p + b->len, 16,
+                                      0, 0);
+#endif
+        Py_DECREF(i);
+        if (bad < 0) { PyErr_Clear(); return 0; }
+        b->len += 16;
+        close_ext(b, at, EXT_UUID);
+        return 1;
+    }
+    return 0;
+}
+
+#endif

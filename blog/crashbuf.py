@@ -103,17 +103,23 @@ class Slot:
         self.active = new
         self.len = 0
 
-    def hold(self, data: bytes, base: int, seq: int) -> None:
+    def hold(self, data: bytes, base: int, seq: int) -> bool:
         """Put ``data`` (events whose write the output refused) in the idle half, as taken by
         consume ``seq``: recovery reads it before the active half. The bytes first, ``seq``
-        last: until then the half is one recovery skips."""
+        last: until then the half is one recovery skips. False if it does not fit."""
         h = 1 - self.active
         if len(data) > self.half:
-            return                  # larger than a half of this buffer: not mirrored
+            return False            # larger than a half of this buffer: not mirrored
         self.map[PAGE + h * self.half:PAGE + h * self.half + len(data)] = data
         self._word(h, 1, base)
         self._word(h, 0, len(data))
         self._word(h, 2, seq)
+        return True
+
+    def forget(self) -> None:
+        """Both halves emptied: another buffer holds what they held (a move)."""
+        for h in (0, 1):
+            self._word(h, 0, 0)
 
     def keep(self, data: bytes) -> bool:
         """After the channel stopped mirroring into this file: make its active half hold all
@@ -278,6 +284,20 @@ class CrashBuffer:
         (``Slot.keep``); False if it has no file or they do not fit."""
         s = self._slots.get(writer_id)
         return s is not None and not self.closed and s.keep(data)
+
+    def has_slot(self, writer_id: int) -> bool:
+        """True if writer ``writer_id``'s channel is mirrored here."""
+        return writer_id in self._slots
+
+    def release(self) -> None:
+        """Claim nothing any more: another buffer took over every channel (a move). Until
+        its files are removed, a recovery of this one appends nothing."""
+        with self._lock:
+            slots = list(self._slots.values()) if not self.closed else []
+        for s in slots:
+            s.forget()
+        if not self.closed:
+            self._words[3] = 0
 
     def leave(self) -> None:
         """Let go of the buffer but leave its files (events the output refused): unlocked, it

@@ -151,7 +151,9 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
-        stream: Any = RotatingFile(output, fsync=fsync, **rotation)
+        stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
+            [] if crash is None or crash is False else [buffer_directory(os.fspath(output),
+                                                                         crash)]))
         _stop_consumer(s, keep_buffer=True)
     else:
         same = (old is not None and isinstance(old.stream, FileOutputStream)
@@ -197,8 +199,6 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | 
         return
     directory = buffer_directory(os.fspath(output), crash)   # type: ignore[arg-type]
     try:
-        if isinstance(stream, RotatingFile):
-            stream.housekeeper.buffers.append(directory)
         recovered = recover(directory, stream)
         for r in recovered:
             report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but "
@@ -416,8 +416,6 @@ def _after_fork_in_child() -> None:
         try:
             directory = buffer_directory(st.requested if isinstance(st, FileOutputStream)
                                          else st.path, _crash_option)
-            if isinstance(stream, RotatingFile):
-                stream.housekeeper.buffers.append(directory)
             s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
         except OSError as exc:
             report(f"blog: forked child {os.getpid()} has no crash buffer: {exc}")

@@ -31,9 +31,10 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+from typing import Sequence
 
 from blogformat import manifest
-from blogformat.crashfiles import buffer_directory, pending_pids
+from blogformat.crashfiles import pending_pids
 from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, fsync_dir, is_locked, members,
                                 parse, remove)
 
@@ -210,7 +211,7 @@ class Housekeeper:
     """
 
     def __init__(self, directory: str, stem: str, *, compress: bool, retention: Retention,
-                 manifest: bool = True) -> None:
+                 manifest: bool = True, buffers: Sequence[str] = ()) -> None:
         self.directory = directory
         self.stem = stem
         self.compress = compress
@@ -225,7 +226,7 @@ class Housekeeper:
         self._lock = threading.Lock()
         #: Where crash buffers of the set may be (beside it, and a ``crash_dir``): the files
         #: of a process whose buffer waits for recovery are not compressed.
-        self.buffers = [buffer_directory(os.path.join(directory, stem + SUFFIX))]
+        self.buffers = list(buffers)
 
     @property
     def needed(self) -> bool:

@@ -58,6 +58,7 @@ class Output:
         self._lost_bytes = 0
         self._lost_since = 0       # the clock of the first write lost since the last good one
         self._failing = False
+        self._told: set[str] = set()   # what this spell of failure was said to do to events
         self.tally = Tally()       # what the current stream holds, for its Summary
         self._writers = 0          # WriterProps and text described in the current stream,
         self._text = 0             # against the limits of a stream (format.md 9.1)
@@ -184,16 +185,22 @@ class Output:
                 self._lost_events += n_events
                 self._lost_bytes += len(data)
             self.started = False   # the next good write starts with a header and all metadata
-            if not self._failing:
-                self._failing = True
+            # Said once per spell of failure, and once more for what it does to events
+            # (lost, or held in the crash buffer) when the first failed write held none.
+            kind = "held" if hold else "lost" if n_events else ""
+            if not self._failing or (kind and kind not in self._told):
+                self._told.add(kind)
                 report(f"blog: writing session {self._name!r} failed ({stats.last_error}); "
-                       + ("its events are kept in the crash buffer until the output "
-                          "recovers (a full channel then blocks or drops, as its overflow "
-                          "policy says)" if hold else
-                          "events are being lost until the output recovers"))
+                       + {"held": "its events are kept in the crash buffer until the output "
+                                  "recovers (a full channel then blocks or drops, as its "
+                                  "overflow policy says)",
+                          "lost": "events are being lost until the output recovers",
+                          "": "it is tried again with the next write"}[kind])
+            self._failing = True
             return False
         if self._failing:
             self._failing = False
+            self._told = set()
             report(f"blog: session {self._name!r} output recovered; "
                    f"{stats.events_lost} event(s) lost in total")
         return True

@@ -18,8 +18,9 @@ import fcntl
 import os
 import time
 import weakref
-from typing import Any
+from typing import Any, Sequence
 
+from blogformat.crashfiles import buffer_directory
 from blogformat.fileset import file_name, split_base
 
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy
@@ -55,7 +56,9 @@ class RotatingFile:
     - ``keep_files``, ``keep_days``, ``keep_bytes``: retention of closed files;
     - ``compress``: gzip closed files in the background;
     - ``fsync``: ``True`` or ``"flush"``: fsync the file at every flush and when it is
-      closed; ``"rotation"``: when it is closed (``blog.durability``).
+      closed; ``"rotation"``: when it is closed (``blog.durability``);
+    - ``crash_dirs``: where crash buffers of the set are kept besides the default
+      (``basic_config``'s ``crash_dir``): see ``blog.crashbuf``.
 
     Bad options raise ValueError naming the option, before any file is
     opened; a directory that cannot be created or written raises OSError.
@@ -65,7 +68,7 @@ class RotatingFile:
                  rotate_every: Any = None, rotate_at: Any = None, tz: str | None = None,
                  keep_files: int | None = None, keep_days: float | None = None,
                  keep_bytes: int | None = None, compress: bool = False,
-                 fsync: bool | str = False) -> None:
+                 fsync: bool | str = False, crash_dirs: Sequence[str] = ()) -> None:
         self.path = os.path.abspath(os.fspath(path))   # a later chdir changes nothing
         self.directory, self.stem = split_base(self.path)
         self.rotate_bytes = _positive_int(rotate_bytes, "rotate_bytes")
@@ -82,13 +85,16 @@ class RotatingFile:
         self.options = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
                             rotate_at=rotate_at, tz=tz, keep_files=keep_files,
                             keep_days=keep_days, keep_bytes=keep_bytes, compress=compress,
-                            fsync=fsync)
+                            fsync=fsync, crash_dirs=tuple(crash_dirs))
+        # Crash buffers of the set (beside its base name, and crash_dirs): housekeeping
+        # leaves the files of a dead writer whose buffer waits for recovery as they are.
+        self.crash_dirs = [buffer_directory(self.path), *crash_dirs]
         os.makedirs(self.directory, exist_ok=True)
         if not os.access(self.directory, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write in the log directory {self.directory!r}")
         _OPEN.add(self)
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=compress,
-                                       retention=self.retention)
+                                       retention=self.retention, buffers=self.crash_dirs)
         self.pid = os.getpid()
         self.current: str | None = None      # path of the file being written
         self.size = 0                        # bytes in it
@@ -174,8 +180,10 @@ class RotatingFile:
     # --- switching (the session calls these between consumes) -------------
 
     def rotate_due(self, nbytes: int) -> bool:
-        """True if the next ``nbytes`` should go to a new file."""
-        if self._fd is None:
+        """True if the next ``nbytes`` should go to a new file (never while the current one
+        is empty: a file holds at least one consume, and a refused write that was cut off
+        is tried again in the same file)."""
+        if self._fd is None or self.size == 0:
             return False
         if self.rotate_bytes is not None and self.size + nbytes > self.rotate_bytes:
             return True
@@ -266,7 +274,7 @@ class RotatingFile:
             self._fd = None
         self.pid = os.getpid()
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=self.compress,
-                                       retention=self.retention)
+                                       retention=self.retention, buffers=self.crash_dirs)
 
     def __repr__(self) -> str:
         return f"RotatingFile({self.path!r}, current={self.current!r})"

@@ -126,7 +126,13 @@ class Session:
             cb = self._crash
         if cb is not None and self.pressure.capacity > self._crash_capacity:
             # Channels larger than their files: a new buffer of the new size takes over.
-            self.use_crash_buffer(CrashBuffer(cb.directory, cb.log_path, self.descriptor))
+            try:
+                bigger = CrashBuffer(cb.directory, cb.log_path, self.descriptor)
+            except OSError as exc:   # a full disk, say: the old one goes on (events past
+                report(f"blog: the crash buffer cannot grow ({exc}); events beyond its "
+                       "old size are not protected from a kill")     # its size: unmirrored)
+                return
+            self.use_crash_buffer(bigger)
 
     # --- who drains it ------------------------------------------------------
 
@@ -325,7 +331,7 @@ class Session:
         Events a refused write left held move to ``cb`` with the channels, and are written
         by the next consume; with None they stay in the old buffer, left on disk for the
         next start of its log (or ``bread --recover``) to append."""
-        left = 0
+        left = bare = 0
         with self._consume_lock, self._lock:
             old, self._crash = self._crash, cb
             self._crash_capacity = self.pressure.capacity
@@ -343,24 +349,37 @@ class Session:
                 taken, _ = self._held
                 if cb is not None:
                     seq = cb.next_seq()
-                    for w, t in taken:
-                        slot = slots.get(w.id)
-                        if slot is not None and t.data:
-                            slot.hold(t.data, t.base, seq)
+                    unheld = sum(t.count for w, t in taken if t.data and not (
+                        slots.get(w.id) is not None and slots[w.id].hold(t.data, t.base, seq)))
                     self._held = (taken, seq)
+                    if unheld:
+                        report(f"blog: {unheld} held event(s) do not fit in the new crash "
+                               "buffer: they are written when the output works, but a kill "
+                               "before that loses them")
                 else:
                     # Left with the old buffer, and so are the events logged since (what
                     # its mirror missed is added): taken from the channels, never written
-                    # twice. The next start of its log appends them all.
-                    left = sum(t.count for _, t in taken)
+                    # twice. The next start of its log appends them all. Those of a
+                    # writer the buffer has no file for are in no file: lost, and counted.
+                    for w, t in taken:
+                        if old is not None and old.has_slot(w.id):
+                            left += t.count
+                        else:
+                            bare += t.count
                     for w in self._writers:
                         rest = w.channel.take()
                         if old is not None and old.keep(w.id, rest.data):
                             left += rest.count
                         else:
-                            self.stats.events_lost += rest.count
+                            bare += rest.count
+                    self.stats.events_lost += bare
                     self._held = self._held_at = None
                     self.stats.events_held = 0
+            if old is not None and old is not cb and cb is not None:
+                old.release()     # the new buffer has it all: the old one claims nothing
+        if bare:
+            report(f"blog: {bare} event(s) the output refused are lost: the crash buffer had "
+                   "no file for their threads")
         if old is not None and old is not cb:
             if left:
                 old.leave()
@@ -405,6 +424,7 @@ class Session:
         out = self._output
         if stream is not out.stream:
             out.use(stream)
+            self._held_at = None      # another stream (or the file opened again): not ours to cut
         with self._lock:
             writers = list(self._writers)
         # Drain first, then take the metadata: every drained event's source and
@@ -461,8 +481,8 @@ class Session:
             # what the refused write left in the file is cut, so that none is written twice.
             self._held = (taken, seq)
             self.stats.events_held = n_events
-            crash.failed(seq)
-            self._cut_back(stream)
+            if self._cut_back(stream):
+                crash.failed(seq)       # only once cut: until then recovery must cut it
             return 0
         self._held = None
         self._held_at = None
@@ -574,6 +594,7 @@ class Session:
         self._output = Output(self.stats, self.name)
         self._crash = None   # the parent's (blog.crashbuf lets go of it in the child)
         self._held = self._held_at = None
+        self.stats.events_held = 0
         for name in ("w", "c", "end"):
             self._local.__dict__.pop(name, None)
         self.descriptor = dict(self.descriptor, pid=os.getpid())

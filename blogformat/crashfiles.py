@@ -33,8 +33,9 @@ import msgpack
 
 from .entries import (BatchHeader, ClockSync, EventSource, Recovered, WriterProp, decode_header,
                       decode_metadata_frame, header_payload, metadata_frames)
-from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAX_PAYLOAD,
-                     check_crc, frame_bytes, parse_header, unescape)
+from .fileset import parse, split_base
+from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAGIC,
+                     MAX_PAYLOAD, check_crc, frame_bytes, parse_header, unescape)
 from .values import UNPACK_OPTIONS
 
 PAGE = 4096
@@ -161,7 +162,7 @@ def _own_file(fd: int) -> LockedFile | None:
     in its log's directory), opened and locked, if it is there and nobody writes it."""
     try:
         head = os.pread(fd, PAGE, 0)
-        _, _, _, _, _, dev, ino, _, _ = CTL.unpack_from(head, 0)
+        _, _, pid, _, _, dev, ino, _, _ = CTL.unpack_from(head, 0)
         (plen,) = struct.unpack_from("<H", head, PATH_AT)
     except (OSError, struct.error):
         return None
@@ -170,8 +171,8 @@ def _own_file(fd: int) -> LockedFile | None:
     log_path = head[PATH_AT + 2:PATH_AT + 2 + min(plen, MAX_PATH)].decode(
         "utf-8", "surrogateescape")
     path = _find(os.path.dirname(log_path) or ".", dev, ino)
-    if path is None:
-        return None
+    if path is None or not _log_file(log_path, os.path.basename(path), pid):
+        return None               # gone (its inode may be another file's now)
     try:
         f = LockedFile(path)
     except OSError:               # a live writer has it (this caller's stream, say)
@@ -181,6 +182,48 @@ def _own_file(fd: int) -> LockedFile | None:
         f.close()                 # renamed over meanwhile
         return None
     return f
+
+
+def _log_file(log_path: str, name: str, pid: int | None) -> bool:
+    """True if ``name`` (in ``log_path``'s directory) is a file of that log: the log itself,
+    or a file of its set, of process ``pid`` if given (never a compressed one). An inode
+    number alone is not enough: a file system gives a freed one to the next new file."""
+    if name == os.path.basename(log_path):
+        return True
+    f = parse(name)
+    return (f is not None and not f.compressed and f.stem == split_base(log_path)[1]
+            and (pid is None or f.pid == pid))
+
+
+def _settle_elsewhere(log_path: str, dev: int, ino: int, offset: int, length: int) -> int:
+    """A recovery that died appending ``length`` bytes at ``offset`` of file (dev, ino),
+    not the stream recovery writes now: 2 if that append is whole there, else 0 once its
+    part is cut off there (or the file is gone: nothing of it is left to read twice)."""
+    path = _find(os.path.dirname(log_path) or ".", dev, ino)
+    if path is None or not _log_file(log_path, os.path.basename(path), None):
+        return 0
+    try:
+        f = LockedFile(path)
+    except OSError:
+        return 0                  # a live writer has it: left as it is
+    try:
+        size = os.fstat(f.fd).st_size
+        if size >= offset + length:
+            f.sync()
+            return 2
+        if size > offset and _frame_at(f.fd, offset):
+            f.truncate(offset)
+        return 0
+    finally:
+        f.close()
+
+
+def _frame_at(fd: int, offset: int) -> bool:
+    """True if a frame begins at ``offset`` (what a write or an append begins with)."""
+    try:
+        return os.pread(fd, len(MAGIC), offset) == MAGIC
+    except OSError:
+        return False
 
 
 def _find(directory: str, dev: int, ino: int) -> str | None:
@@ -265,6 +308,10 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
         chans = sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(meta)),
                                               f"{glob.escape(prefix)}-*.chan")))
         here = stream.position()
+        if rstate == 1 and here[:2] != (rdev, rino):
+            # The recovery that died appended elsewhere (a new file of a set): finished
+            # there, or its part cut off there, before it is redone here.
+            rstate = _settle_elsewhere(log_path, rdev, rino, roffset, rlength)
         if rstate == 2 or (rstate == 1 and here[:2] == (rdev, rino)
                            and here[2] >= roffset + rlength):
             _remove(meta, chans)      # appended before; only the removal was left undone
@@ -310,9 +357,19 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
             try:
                 words[9], words[10], words[11], words[12] = here[0], here[1], here[2], len(data)
                 words[8] = 1
-                _write_all(stream, data)
-                if hasattr(stream, "sync"):
-                    stream.sync()
+                try:
+                    _write_all(stream, data)
+                    if hasattr(stream, "sync"):
+                        stream.sync()
+                except OSError:
+                    # A full disk, say: what was appended goes (the buffer stays, for a
+                    # later recovery), so that no later write follows a torn part of it.
+                    try:
+                        stream.truncate(here[2])
+                        words[8] = 0
+                    except OSError:
+                        pass
+                    raise
                 words[8] = 2
             finally:
                 words.release()
@@ -396,7 +453,7 @@ def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: 
         return
     here = stream.position()
     if here[:2] == (dev, ino):
-        if offset < here[2] < offset + length:
+        if offset < here[2] < offset + length and _stream_frame_at(stream, dev, ino, offset):
             stream.truncate(offset)
         return
     try:
@@ -405,7 +462,8 @@ def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: 
         return
     try:
         st = os.fstat(f)
-        if (st.st_dev, st.st_ino) != (dev, ino) or not offset < st.st_size < offset + length:
+        if ((st.st_dev, st.st_ino) != (dev, ino) or not offset < st.st_size < offset + length
+                or not _frame_at(f, offset)):
             return
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -414,6 +472,20 @@ def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: 
         os.ftruncate(f, offset)
     finally:
         os.close(f)
+
+
+def _stream_frame_at(stream: Any, dev: int, ino: int, offset: int) -> bool:
+    """True if a frame begins at ``offset`` of the file (dev, ino) that ``stream`` writes."""
+    name = getattr(stream, "current", None) or getattr(stream, "path", None)
+    try:
+        fd = os.open(name, os.O_RDONLY)     # type: ignore[arg-type]
+    except (OSError, TypeError, ValueError):
+        return False
+    try:
+        st = os.fstat(fd)
+        return (st.st_dev, st.st_ino) == (dev, ino) and _frame_at(fd, offset)
+    finally:
+        os.close(fd)
 
 
 def _metadata(fd: int, size: int) -> tuple[Any, list]:

@@ -11,7 +11,7 @@ import time
 from typing import Any, Sequence
 
 from blogformat.crashfiles import LockedFile, buffer_directory, recover
-from blogformat.fileset import file_name, split_base
+from blogformat.fileset import file_name, members, split_base
 
 
 def main(argv: Sequence[str]) -> int:
@@ -27,7 +27,9 @@ def main(argv: Sequence[str]) -> int:
         return exc.code if isinstance(exc.code, int) else 1
     directory = buffer_directory(args.file, args.crash_dir)
     opened: list[Any] = []
-    if os.path.exists(args.file) or not os.path.isdir(directory):
+    where, stem = split_base(args.file)
+    if os.path.exists(args.file) or not os.path.isdir(directory) \
+            or not members(where or ".", stem):
         try:
             log: Any = LockedFile(args.file)
         except BlockingIOError:
@@ -43,7 +45,6 @@ def main(argv: Sequence[str]) -> int:
         # The base name of a rotated set: each dead writer's events go to the file it was
         # writing; one whose file is gone gets a new file of the set, made when needed.
         def log() -> LockedFile:
-            where, stem = split_base(args.file)
             f = LockedFile(os.path.join(where, file_name(stem, time.time_ns(), os.getpid())),
                            create=True)
             opened.append(f)
@@ -56,6 +57,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     finally:
         for f in opened:
+            if f.path != args.file and f.position()[2] == 0:
+                os.unlink(f.path)      # made for a recovery that appended nothing
             f.close()
     try:
         os.rmdir(directory)      # emptied (a writer's next start makes it again)

@@ -749,3 +749,170 @@ def test_a_forked_child_of_a_rotated_set_has_a_crash_buffer_of_its_own(tmp_path)
     assert r.returncode == 0 and "recovered 2000 event(s)" in r.stderr, r.stderr
     msgs = sorted(e.message for e in bread.read(_set_files(path)))
     assert msgs == sorted(["parent 0"] + [f"child {i}" for i in range(2000)])
+
+
+# --- What a review found: each of these lost or duplicated events before its fix --------
+
+
+def test_a_refused_write_that_cannot_be_cut_is_cut_by_recovery(tmp_path):
+    # Proves: when what a refused write left in the file cannot be cut (the truncate
+    # fails too), the record of the write stays, so that a kill then has recovery cut it:
+    # every event once.
+    path = str(tmp_path / "x.blog")
+
+    class Stuck(blog.FileOutputStream):
+        full = False
+
+        def write(self, data):
+            if self.full:
+                super().write(bytes(data[:len(data) * 3 // 4]))   # whole frames land
+                raise OSError(28, "No space left on device")
+            return super().write(data)
+
+        def truncate(self, size):
+            if self.full:
+                raise OSError(5, "Input/output error")
+            super().truncate(size)
+    s = blog.Session(name="stuck")
+    stream = Stuck(path)
+    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
+    s.use_crash_buffer(cb)
+    log = s.get_logger("t")
+
+    def work(k: int) -> None:          # a frame per thread: whole ones land before the cut
+        for i in range(500):
+            log.info("e {} {}", k, i)
+    for k in range(4):
+        t = threading.Thread(target=work, args=(k,))
+        t.start()
+        t.join()
+    stream.full = True
+    assert s.consume(stream) == 0 and s.held
+    assert os.path.getsize(path) > 0     # part of the write is in the file
+    _abandon(cb)
+    stream.close()
+    out = blog.FileOutputStream(path)
+    try:
+        recover(buffer_directory(path), out)
+    finally:
+        out.close()
+    r = bread.read(path)
+    assert sorted(tuple(e.args) for e in r) == [(k, i) for k in range(4) for i in range(500)]
+    assert r.damage == []
+
+
+def test_a_rotated_set_recovery_killed_after_its_append_is_not_redone(tmp_path):
+    # Proves: a recovery killed after appending (in its fsync) into a new file of a set
+    # is found finished by the next one, which appends nothing again.
+    path = str(tmp_path / "app.blog")
+    code = textwrap.dedent(f"""
+        import os, signal, blog
+        blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True, flush_interval=60)
+        log = blog.get_logger("t")
+        for i in range(1000):
+            log.info("w {{}}", i)
+        os.kill(os.getpid(), signal.SIGKILL)      # before its first write: no file of its own
+    """)
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == -9
+    code = textwrap.dedent(f"""
+        import os, signal, blog
+        def sync(self):
+            os.kill(os.getpid(), signal.SIGKILL)  # killed in the fsync after the append
+        blog.RotatingFile.sync = sync
+        blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True)
+    """)
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == -9
+    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "no abandoned crash buffer" in r.stdout, (r.stdout, r.stderr)
+    assert sorted(e.args[0] for e in bread.read(_set_files(path))) == list(range(1000))
+
+
+def test_recovery_never_writes_into_a_file_that_took_the_dead_files_inode(tmp_path):
+    # Proves: the dead writer's file removed (retention, rm) and its inode number given
+    # to a new file (a file system reuses a freed inode at once): recovery appends to a
+    # new file of the set, never into that one, whether or not it looks like a log file.
+    path, dead = _torn_set(tmp_path)
+    ino = os.stat(dead).st_ino
+    os.unlink(dead)
+    taker = None
+    for k in range(50):
+        for name in (f"app.2000-01-01T00-00-00.000.pid{k + 1}.blog", f"notes{k}.txt"):
+            p = tmp_path / name
+            p.write_bytes(b"not yours\n" * 100)
+            if p.stat().st_ino == ino:
+                taker = p
+                break
+        if taker is not None:
+            break
+    if taker is None:
+        pytest.skip("this file system did not give the freed inode to a new file")
+    rf = blog.RotatingFile(path)
+    try:
+        [got] = recover(buffer_directory(path), rf)
+    finally:
+        rf.close()
+    assert taker.read_bytes() == b"not yours\n" * 100
+    assert got.events == 100 and got.path != str(taker)   # the torn write's ("a" are gone)
+    assert [e.message for e in bread.read(got.path)] == [f"b {i}" for i in range(100)]
+
+
+def test_housekeeping_leaves_a_dead_writers_file_under_any_buffer_directory(tmp_path):
+    # Proves: the constructor's first sweep already knows where the set's buffers are:
+    # beside a base name of any suffix, and under a crash_dir.
+    for base, crash_dir in (("app.blog", None), ("app.log", None), ("app.blog", "crash")):
+        d = tmp_path / f"{base}-{crash_dir}"
+        d.mkdir()
+        path = str(d / base)
+        cd = str(d / crash_dir) if crash_dir else None
+        code = textwrap.dedent(f"""
+            import os, signal, blog
+            from blog.crashbuf import CrashBuffer, buffer_directory
+            s = blog.Session(name="cut")
+            stream = blog.RotatingFile({path!r}, compress=True)
+            s.use_crash_buffer(CrashBuffer(buffer_directory({path!r}, {cd!r}), stream.path,
+                                           s.descriptor))
+            log = s.get_logger("t")
+            log.info("a {{}}", 1)
+            s.consume(stream)
+            os.kill(os.getpid(), signal.SIGKILL)
+        """)
+        assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == -9
+        rf = blog.RotatingFile(path, compress=True,
+                               crash_dirs=[buffer_directory(path, cd)] if cd else [])
+        rf.wait()
+        rf.close()
+        names = [n for n in os.listdir(d) if ".pid" in n]
+        assert len(names) == 1 and not names[0].endswith(".gz"), (base, crash_dir, names)
+
+
+def test_a_held_write_in_a_rotated_set_is_retried_in_one_file(tmp_path):
+    # Proves: a held write larger than rotate_bytes does not open a new (empty) file at
+    # each retry (which retention would then count against the files with events).
+    path = str(tmp_path / "app.blog")
+
+    class Full(blog.RotatingFile):
+        full = False
+
+        def write(self, data):
+            if self.full:
+                raise OSError(28, "No space left on device")
+            return super().write(data)
+    s = blog.Session(name="held")
+    rf = Full(path, rotate_bytes=64 << 10, keep_files=2)
+    s.use_crash_buffer(CrashBuffer(buffer_directory(path), rf.path, s.descriptor))
+    log = s.get_logger("t")
+    log.info("a {}", 0)
+    s.consume(rf)
+    rf.full = True
+    for i in range(5000):
+        log.info("b {} {}", i, "x" * 100)
+    for _ in range(20):
+        s.consume(rf)
+    assert s.held and rf.files == 2
+    rf.full = False
+    s.consume(rf)
+    s.use_crash_buffer(None)
+    rf.close()
+    msgs = [e.message for e in bread.read(_set_files(path))]
+    assert msgs[0] == "a 0" and len(msgs) == 5001

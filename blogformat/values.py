@@ -207,12 +207,34 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     return msgpack.ExtType(EXT_OPAQUE, packb([type_name(t), safe_str(obj)]))
 
 
+def _pooled(**options: Any) -> Any:
+    """A ``packb(obj)`` like msgpack's, with the same ``options``, that reuses its Packers.
+
+    ``msgpack.packb`` makes a Packer per call, and a Packer allocates its buffer (a MiB)
+    when it is made: that was most of what a value beyond the plain scalars cost. Each
+    thread keeps its own Packers, free ones in a list: a nested pack (the hook encoding
+    an extension's data, a finalizer logging meanwhile) takes another one. A Packer
+    whose pack raised may hold a part of it: it is dropped.
+    """
+    pool = threading.local()
+
+    def packb(obj: Any) -> bytes:
+        free = getattr(pool, "free", None)
+        if free is None:
+            free = pool.free = []
+        p = free.pop() if free else msgpack.Packer(autoreset=True, **options)
+        out = p.pack(obj)        # if it raises, p is dropped
+        free.append(p)
+        return out
+    return packb
+
+
 #: Packs the format's own structures (entries, headers): ints, strs, arrays and maps only.
-pack_plain = partial(msgpack.packb, **PACK_OPTIONS)
+pack_plain = _pooled(**PACK_OPTIONS)
 #: Packs one argument value, extensions included (a tuple is EXT_TUPLE, not an array).
-packb = partial(msgpack.packb, default=_default, strict_types=True, **PACK_OPTIONS)
+packb = _pooled(default=_default, strict_types=True, **PACK_OPTIONS)
 #: Packs a tuple of plain scalars as the args array of an event (big ints through the hook).
-pack_args = partial(msgpack.packb, default=_default, **PACK_OPTIONS)
+pack_args = _pooled(default=_default, **PACK_OPTIONS)
 
 
 #: The header of a msgpack array of n elements.

@@ -4,12 +4,14 @@
  * put_scalar() encodes the plain scalars (None, bool, int within 64 bits, float, str
  * without lone surrogates, bytes). put_value() adds the values whose text a reader
  * derives from the value itself (blogformat.values.reproducible), so that an event of
- * them needs no texts map: list, tuple, dict (of such values, nested up to
- * MAX_NEST), naive or UTC datetime and time, date, timedelta, Decimal and UUID, each
- * of exactly that type. Anything else (a subclass, a set, an enum, a zone-aware
- * datetime...) answers "not here" and the Python path encodes the whole event.
+ * them needs no texts map: list, tuple, dict, set, frozenset (of such values, nested up
+ * to MAX_NEST), naive or UTC datetime and time, a datetime in a zoneinfo zone (at the
+ * top of an argument that no !r or !a placeholder shows), date, timedelta, Decimal and
+ * UUID, each of exactly that type. Anything else (a subclass, an enum, a dataclass, a
+ * pytz datetime...) answers "not here" and the Python path encodes the whole event.
  *
- * Nothing here runs Python code: exact builtin types only, read through their C API.
+ * Exact builtin types only, read through their C API; the zoneinfo zone's utcoffset and
+ * tzname are its C methods.
  */
 #ifndef BLOG_ENCODE_H
 #define BLOG_ENCODE_H
@@ -130,6 +132,8 @@ put_scalar(Buf *b, PyObject *a)
 
 /* The extension codes of docs/format.md 7 (blogformat.values). */
 #define EXT_TUPLE 1
+#define EXT_SET 3
+#define EXT_FROZENSET 4
 #define EXT_DATETIME 5
 #define EXT_DATE 6
 #define EXT_TIME 7
@@ -140,8 +144,8 @@ put_scalar(Buf *b, PyObject *a)
 /* Containers nest this deep at most here (the Python path takes deeper ones). */
 #define MAX_NEST 16
 
-static PyTypeObject *DecimalType, *UUIDType;
-static PyObject *str_int;
+static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
+static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname;
 
 /* Import what put_value() needs; 0 done, -1 error. Called once, at module init. */
 static int
@@ -158,9 +162,17 @@ encode_init(void)
     if (m == NULL) return -1;
     UUIDType = (PyTypeObject *)PyObject_GetAttrString(m, "UUID");
     Py_DECREF(m);
+    m = PyImport_ImportModule("zoneinfo");
+    if (m == NULL) return -1;
+    ZoneInfoType = (PyTypeObject *)PyObject_GetAttrString(m, "ZoneInfo");
+    Py_DECREF(m);
     str_int = PyUnicode_InternFromString("int");
-    if (DecimalType == NULL || UUIDType == NULL || str_int == NULL
-        || !PyType_Check(DecimalType) || !PyType_Check(UUIDType))
+    str_key = PyUnicode_InternFromString("key");
+    str_utcoffset = PyUnicode_InternFromString("utcoffset");
+    str_tzname = PyUnicode_InternFromString("tzname");
+    if (DecimalType == NULL || UUIDType == NULL || ZoneInfoType == NULL || str_int == NULL
+        || str_key == NULL || str_utcoffset == NULL || str_tzname == NULL
+        || !PyType_Check(DecimalType) || !PyType_Check(UUIDType) || !PyType_Check(ZoneInfoType))
         return -1;
     return 0;
 }
@@ -225,11 +237,55 @@ put_ints(Buf *b, const long long *v, int n)
     return 0;
 }
 
-/* tz of a datetime or time: nil if naive, [0, nil, nil] for UTC (as values._tz writes the
- * timezone.utc singleton); 1 done, 0 any other zone (the Python path), -1 error. */
+/* [offset_us, tzname, key] of a datetime in a zoneinfo zone, as values._tz writes it;
+ * nil if its utcoffset is None. 1 done, 0 not here, -1 error. */
 static int
-put_tz(Buf *b, PyObject *tz)
+put_zone(Buf *b, PyObject *tz, PyObject *dt)
 {
+    PyObject *off = PyObject_CallMethodOneArg(tz, str_utcoffset, dt);
+    if (off == NULL) return -1;
+    if (off == Py_None) {
+        Py_DECREF(off);
+        if (buf_reserve(b, 1) < 0) return -1;
+        b->p[b->len++] = (char)0xc0;
+        return 1;
+    }
+    if (!PyDelta_Check(off)) { Py_DECREF(off); return 0; }
+    long long us = ((long long)PyDateTime_DELTA_GET_DAYS(off) * 86400
+                    + PyDateTime_DELTA_GET_SECONDS(off)) * 1000000LL
+                   + PyDateTime_DELTA_GET_MICROSECONDS(off);
+    Py_DECREF(off);
+    PyObject *name = PyObject_CallMethodOneArg(tz, str_tzname, dt);
+    if (name == NULL) return -1;
+    PyObject *key = PyObject_GetAttr(tz, str_key);
+    if (key == NULL) { Py_DECREF(name); return -1; }
+    int r = -1;
+    if (buf_reserve(b, 1) < 0 || (b->p[b->len++] = (char)0x93, put_int(b, us) < 0))
+        goto done;
+    PyObject *parts[2] = {name, key};
+    r = 1;
+    for (int i = 0; i < 2 && r == 1; i++) {
+        if (PyUnicode_CheckExact(parts[i]))
+            r = put_scalar(b, parts[i]);       /* 0: a lone surrogate, the Python path's */
+        else if (buf_reserve(b, 1) < 0)
+            r = -1;
+        else
+            b->p[b->len++] = (char)0xc0;     /* not a str: nil, as values._tz writes it */
+    }
+done:
+    Py_DECREF(name);
+    Py_DECREF(key);
+    return r;
+}
+
+/* tz of a datetime or time: nil if naive, [0, nil, nil] for UTC (as values._tz writes the
+ * timezone.utc singleton), a zoneinfo zone's if ``zone`` (a datetime allowed one); 1 done,
+ * 0 any other zone (the Python path), -1 error. */
+static int
+put_tz(Buf *b, PyObject *tz, PyObject *dt, int zone)
+{
+    if (zone && Py_TYPE(tz) == ZoneInfoType)
+        return put_zone(b, tz, dt);
     if (tz == Py_None) {
         if (buf_reserve(b, 1) < 0) return -1;
         b->p[b->len++] = (char)0xc0;
@@ -244,23 +300,39 @@ put_tz(Buf *b, PyObject *tz)
     return 0;
 }
 
-static int put_value(Buf *b, PyObject *v, int depth);
+static int put_value(Buf *b, PyObject *v, int depth, int zone);
 
 static int
 put_items(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
 {
     if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int r = put_value(b, items[i], depth + 1);
+        int r = put_value(b, items[i], depth + 1, 0);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
+/* An event's values: the array of them. Bit i of ``shown_by_repr`` says a !r or !a
+ * placeholder shows value i: a zoneinfo datetime there is the Python path's (its text is
+ * kept), as is one past the 64th value. */
+static int
+put_args(Buf *b, PyObject *const *items, Py_ssize_t n, unsigned long long shown_by_repr)
+{
+    if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int zone = i < 64 && !((shown_by_repr >> i) & 1);
+        int r = put_value(b, items[i], 1, zone);
         if (r <= 0) return r;
     }
     return 1;
 }
 
 /* Encode a value: 1 done, 0 not here (the Python path encodes it), -1 error. On 0 and -1,
- * what was written is garbage: the caller drops the whole buffer. */
+ * what was written is garbage: the caller drops the whole buffer. ``zone``: a datetime in
+ * a zoneinfo zone may be encoded here (the top of an argument no !r shows). */
 static int
-put_value(Buf *b, PyObject *v, int depth)
+put_value(Buf *b, PyObject *v, int depth, int zone)
 {
     int r = put_scalar(b, v);
     if (r != 0)
@@ -278,13 +350,24 @@ put_value(Buf *b, PyObject *v, int depth)
         close_ext(b, at, EXT_TUPLE);
         return 1;
     }
+    if (t == &PySet_Type || t == &PyFrozenSet_Type) {   /* in iteration order, as list(s) */
+        if (open_ext(b, &at) < 0) return -1;
+        if (put_header(b, 0x90, 0xdc, 0xdd, PySet_GET_SIZE(v)) < 0) return -1;
+        Py_ssize_t pos = 0;
+        PyObject *key;
+        Py_hash_t hash;
+        while (_PySet_NextEntry(v, &pos, &key, &hash))
+            if ((r = put_value(b, key, depth + 1, 0)) <= 0) return r;
+        close_ext(b, at, t == &PySet_Type ? EXT_SET : EXT_FROZENSET);
+        return 1;
+    }
     if (t == &PyDict_Type) {
         if (put_header(b, 0x80, 0xde, 0xdf, PyDict_GET_SIZE(v)) < 0) return -1;
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         while (PyDict_Next(v, &pos, &key, &value)) {
-            if ((r = put_value(b, key, depth + 1)) <= 0) return r;
-            if ((r = put_value(b, value, depth + 1)) <= 0) return r;
+            if ((r = put_value(b, key, depth + 1, 0)) <= 0) return r;
+            if ((r = put_value(b, value, depth + 1, 0)) <= 0) return r;
         }
         return 1;
     }
@@ -299,7 +382,7 @@ put_value(Buf *b, PyObject *v, int depth)
         b->p[b->len++] = (char)0x99;
         for (int i = 0; i < 8; i++)
             if (put_int(b, f[i]) < 0) return -1;
-        if ((r = put_tz(b, PyDateTime_DATE_GET_TZINFO(v))) <= 0) return r;
+        if ((r = put_tz(b, PyDateTime_DATE_GET_TZINFO(v), v, zone)) <= 0) return r;
         close_ext(b, at, EXT_DATETIME);
         return 1;
     }
@@ -320,7 +403,7 @@ put_value(Buf *b, PyObject *v, int depth)
         b->p[b->len++] = (char)0x96;
         for (int i = 0; i < 5; i++)
             if (put_int(b, f[i]) < 0) return -1;
-        if ((r = put_tz(b, PyDateTime_TIME_GET_TZINFO(v))) <= 0) return r;
+        if ((r = put_tz(b, PyDateTime_TIME_GET_TZINFO(v), Py_None, 0)) <= 0) return r;
         close_ext(b, at, EXT_TIME);
         return 1;
     }

@@ -219,7 +219,7 @@ static int scratch_busy;
  * Python code. 1 pushed, 0 not here (the Python path), -1 error. */
 static int
 push_rich(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
-          long long clock)
+          long long clock, unsigned long long shown_by_repr)
 {
     long long sid = PyLong_AsLongLong(sid_obj);
     if (sid == -1 && PyErr_Occurred())
@@ -228,7 +228,7 @@ push_rich(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
         return 0;
     scratch_busy = 1;
     scratch.len = 0;
-    int r = put_items(&scratch, args, n, 0);
+    int r = put_args(&scratch, args, n, shown_by_repr);
     scratch_busy = 0;
     if (r <= 0) {
         if (scratch.cap > (1 << 20)) {   /* a huge value: give its memory back */
@@ -263,14 +263,15 @@ push_rich(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
 
 /* The call paths' push: plain scalars straight into the channel, else push_rich. */
 static inline int
-push_call(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n)
+push_call(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
+          unsigned long long shown_by_repr)
 {
     int r = push_plain(self, sid_obj, args, n, LLONG_MIN);
     if (r != 0)
         return r;
     for (Py_ssize_t i = 0; i < n; i++)
         if (scalar_size(args[i]) < 0)
-            return push_rich(self, sid_obj, args, n, LLONG_MIN);
+            return push_rich(self, sid_obj, args, n, LLONG_MIN, shown_by_repr);
     return 0;                    /* all plain: refused for its size (the Python path decides) */
 }
 
@@ -597,8 +598,8 @@ thread_channel(PyObject *local)
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *sites;     /* dict: site key -> (code, fmt, sid, nargs, kwnames), shared with
-                            the Python method */
+    PyObject *sites;     /* dict: site key -> (code, fmt, sid, nargs, kwnames, shown by !r),
+                            shared with the Python method */
     PyObject *local;     /* the session's threading.local: .c is the thread's Channel */
     PyObject *fallback;  /* the Python method: handles everything else */
 } Method;
@@ -642,7 +643,7 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
     Py_XINCREF(site);
-    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 5
+    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 6
                && (PyObject *)code == PyTuple_GET_ITEM(site, 0)
                && args[0] == PyTuple_GET_ITEM(site, 1)
                && PyLong_AsSsize_t(PyTuple_GET_ITEM(site, 3)) == nargs - 1
@@ -662,7 +663,12 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         goto slow;
     }
     /* The keywords' values follow the arguments in args: the event's values, in order. */
-    int pushed = push_call(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1 + nkw);
+    unsigned long long shown = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(site, 5));
+    if (shown == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        shown = ~0ULL;
+    }
+    int pushed = push_call(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1 + nkw, shown);
     Py_DECREF(ch);
     Py_DECREF(site);
     if (pushed < 0)
@@ -777,7 +783,7 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
                 return NULL;
             goto slow;
         }
-        int pushed = push_call(ch, self->sid, args, nargs);
+        int pushed = push_call(ch, self->sid, args, nargs, ~0ULL);   /* zoned: Python's */
         Py_DECREF(ch);
         if (pushed < 0)
             return NULL;
@@ -1046,14 +1052,21 @@ noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
 /* encode_values(values: tuple) -> bytes | None: the msgpack array of the values as the
  * call paths encode them (None: not here, the Python path's). For the parity tests. */
 static PyObject *
-encode_values(PyObject *module, PyObject *values)
+encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!PyTuple_CheckExact(values)) {
-        PyErr_SetString(PyExc_TypeError, "encode_values(values: tuple)");
+    if (nargs < 1 || nargs > 2 || !PyTuple_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "encode_values(values: tuple, shown_by_repr=0)");
         return NULL;
     }
+    PyObject *values = args[0];
+    unsigned long long shown = 0;
+    if (nargs == 2) {
+        shown = PyLong_AsUnsignedLongLongMask(args[1]);
+        if (shown == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+    }
     Buf b = {NULL, 0, 0};
-    int r = put_items(&b, ((PyTupleObject *)values)->ob_item, PyTuple_GET_SIZE(values), 0);
+    int r = put_args(&b, ((PyTupleObject *)values)->ob_item, PyTuple_GET_SIZE(values), shown);
     PyObject *out = r > 0 ? PyBytes_FromStringAndSize(b.p, b.len) : NULL;
     PyMem_Free(b.p);
     if (r < 0)
@@ -1064,8 +1077,9 @@ encode_values(PyObject *module, PyObject *values)
 }
 
 static PyMethodDef module_methods[] = {
-    {"encode_values", (PyCFunction)encode_values, METH_O,
-     "encode_values(values) -> bytes | None: the values as the C call paths encode them"},
+    {"encode_values", (PyCFunction)(void (*)(void))encode_values, METH_FASTCALL,
+     "encode_values(values, shown_by_repr=0) -> bytes | None: the values as the C call "
+     "paths encode them"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop(*args, **kwargs) -> None"},
     {"tally", (PyCFunction)(void (*)(void))tally, METH_FASTCALL,

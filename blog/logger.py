@@ -59,7 +59,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups).
 
     ``sites`` maps ``site_key(code, f_lasti)`` of the caller to (code,
-    format, source id, argument count, keyword names); an entry is used only if
+    format, source id, argument count, keyword names, the values shown by ``!r``
+    or ``!a`` as a bit mask (for the C path)); an entry is used only if
     the code object and the format object are the same, as many arguments are
     passed and the same keywords in the same order. The event's values are the
     arguments, then the keywords' values. This is the reference for the C
@@ -200,7 +201,8 @@ class Logger:
                 values = (message,) + tuple(fields.values())
             tpl = None
         elif sites is not None:
-            sites[site_key(code, lasti)] = (code, fmt, source.id, len(args), names)
+            sites[site_key(code, lasti)] = (code, fmt, source.id, len(args), names,
+                                             _shown_by_repr(tpl, len(args), names))
         session.writer().push_event(source.id, clock, tpl, values, names)
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,
@@ -244,6 +246,18 @@ class Logger:
                 field_names=names, positional=1, template=parse(DYNAMIC_FORMAT), code=code)
         except TooManySources:
             return self.session.overflow_source(level)
+
+
+def _shown_by_repr(tpl: Any, positional: int, names: tuple[str, ...]) -> int:
+    """Bit i set: a ``!r`` or ``!a`` placeholder shows value i (the C path leaves a zoned
+    datetime there to the Python one, which keeps its text: values.reproducible)."""
+    mask = 0
+    for ph in tpl.placeholders if tpl is not None else ():
+        if ph.conversion in ("r", "a"):
+            key = ph.key
+            i = key if isinstance(key, int) else positional + names.index(key)
+            mask |= 1 << i
+    return mask
 
 
 def _render_dynamic(fmt: str, args: tuple, fields: dict) -> str:

@@ -20,6 +20,7 @@ import uuid
 from decimal import Decimal
 from functools import partial
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import msgpack
 
@@ -106,6 +107,69 @@ class OpaqueValue:
 
     def __str__(self) -> str:
         return self.text
+
+
+class SetValue(set):
+    """A set as logged: equal to the set, and shown (``str``, ``repr``, ``format``, iterated)
+    in the order its elements were logged in, which is the order the writer's ``str()``
+    showed them in. Mutated after decoding, it is shown as any set."""
+
+    __slots__ = ("_order",)
+
+    def __init__(self, items: Any = ()) -> None:
+        order = tuple(dict.fromkeys(items))
+        super().__init__(order)
+        self._order = order
+
+    def _logged(self) -> bool:
+        return len(self._order) == len(self) and all(x in self for x in self._order)
+
+    def __iter__(self) -> Any:
+        return iter(self._order) if self._logged() else super().__iter__()
+
+    def __repr__(self) -> str:
+        if not self._logged():
+            return set.__repr__(set(self))
+        return "{" + ", ".join(map(repr, self._order)) + "}" if self._order else "set()"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise TypeError("unsupported format string passed to set.__format__")
+        return repr(self)
+
+    def __reduce__(self) -> Any:
+        return (SetValue, (list(self),))
+
+
+class FrozenSetValue(frozenset):
+    """A frozenset as logged: equal to it, shown in the order its elements were logged in."""
+
+    __slots__ = ("_order",)
+
+    def __new__(cls, items: Any = ()) -> "FrozenSetValue":
+        order = tuple(dict.fromkeys(items))
+        self = super().__new__(cls, order)
+        self._order = order
+        return self
+
+    def __iter__(self) -> Any:
+        return iter(self._order)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(map(repr, self._order))
+        return f"frozenset({{{inner}}})" if self._order else "frozenset()"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise TypeError("unsupported format string passed to frozenset.__format__")
+        return repr(self)
+
+    def __reduce__(self) -> Any:
+        return (FrozenSetValue, (list(self),))
 
 
 def type_name(t: type) -> str:
@@ -277,23 +341,32 @@ def all_plain(values: tuple) -> bool:
     return True
 
 
-def reproducible(value: Any, _depth: int = 0) -> bool:
-    """True if ``format(decode(encode(value)), spec)`` equals ``format(value, spec)`` for any spec.
+def reproducible(value: Any, conversion: str | None = None, _depth: int = 0) -> bool:
+    """True if a reader renders ``value`` from the file as the writer renders it now, with
+    ``conversion`` and any spec. Otherwise the writer keeps the text it rendered at call
+    time next to the value.
 
-    Otherwise the writer keeps the text it rendered at call time next to the value.
+    Sets and frozensets (of such values) are: the reader shows them in the logged order
+    (SetValue). A datetime in a zoneinfo zone is at the top of a placeholder, but not
+    under ``!r`` or ``!a`` (its repr names the zone's tzinfo, which the reader may not
+    have), nor inside a container (shown by repr).
     """
     t = type(value)
     if t in _PLAIN_ATOMS:
         return True
     if _depth > 32:
         return False
-    if t is list or t is tuple:
-        return all(reproducible(v, _depth + 1) for v in value)
+    if t is list or t is tuple or t is set or t is frozenset:
+        return all(reproducible(v, None, _depth + 1) for v in value)
     if t is dict:
-        return all(reproducible(k, _depth + 1) and reproducible(v, _depth + 1)
+        return all(reproducible(k, None, _depth + 1) and reproducible(v, None, _depth + 1)
                    for k, v in value.items())
     if t is _dt.datetime or t is _dt.time:
-        return value.tzinfo is None or type(value.tzinfo) is _dt.timezone
+        tz = value.tzinfo
+        if tz is None or type(tz) is _dt.timezone:
+            return True
+        return (t is _dt.datetime and type(tz) is ZoneInfo and _depth == 0
+                and conversion not in ("r", "a"))
     return False
 
 
@@ -421,14 +494,21 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_BIGINT:
         return int.from_bytes(data, "little", signed=True)
     if code == EXT_SET:
-        return set(map(hashable, unpackb(data)))
+        return SetValue(map(hashable, unpackb(data)))
     if code == EXT_FROZENSET:
-        return frozenset(map(hashable, unpackb(data)))
+        return FrozenSetValue(map(hashable, unpackb(data)))
     if code == EXT_DATETIME:
         y, mo, d, h, mi, s, us, fold, tz = unpackb(data)[:9]
         value = _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_fixed_tz(tz), fold=fold)
         zone = _zone(tz)
-        return value.astimezone(zone) if zone is not None else value
+        if zone is None:
+            return value
+        named = value.astimezone(zone)
+        # In its zone, unless this machine's zone rules give it another offset or name
+        # than the writer's did: the logged text is the fixed form's (values.reproducible).
+        if (named.utcoffset(), named.tzname()) != (value.utcoffset(), value.tzname()):
+            return value
+        return named
     if code == EXT_DATE:
         return _dt.date(*unpackb(data)[:3])
     if code == EXT_TIME:

@@ -10,7 +10,8 @@ Layers, each usable alone: ``frames`` (bytes -> checked frames), ``entries``
 """
 
 from blogformat.severity import Severity
-from blogformat.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
+from blogformat.values import (DataclassValue, EnumValue, ExceptionValue, ExtValue,
+                               FrozenSetValue, OpaqueValue, SetValue)
 
 from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, Summary, WriterProp
 from .events import Event, EventStream
@@ -19,6 +20,6 @@ from .reader import Reader, read, read_batches
 
 __all__ = [
     "ClockSync", "Damage", "DataclassValue", "Dropped", "EnumValue", "Event", "EventStream",
-    "ExceptionValue", "ExtValue", "FileHeader", "Frame", "Lost", "OpaqueValue", "RawEvent", "Reader",
-    "Severity", "Summary", "WriterProp", "read", "read_batches",
+    "ExceptionValue", "ExtValue", "FileHeader", "Frame", "FrozenSetValue", "Lost", "OpaqueValue",
+    "RawEvent", "Reader", "SetValue", "Severity", "Summary", "WriterProp", "read", "read_batches",
 ]

@@ -46,8 +46,8 @@ def json_value(v: Any) -> Any:
         return {"$map": [[json_value(k), json_value(x)] for k, x in v.items()]}
     if t is tuple:
         return {"$tuple": [json_value(x) for x in v]}
-    if t is set or t is frozenset:
-        return {"$" + t.__name__: [json_value(x) for x in v]}
+    if isinstance(v, (set, frozenset)):   # SetValue, FrozenSetValue: in the logged order
+        return {"$frozenset" if isinstance(v, frozenset) else "$set": [json_value(x) for x in v]}
     if isinstance(v, (bytes, bytearray)):
         return {"$bytes": base64.b64encode(v).decode("ascii")}
     if isinstance(v, _dt.datetime):

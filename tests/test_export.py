@@ -72,6 +72,8 @@ def same(a, b) -> bool:
                  == b.replace(tzinfo=None) - (b.utcoffset() or dt.timedelta(0)))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (set, frozenset)) and isinstance(b, (set, frozenset)):
+        return isinstance(a, frozenset) == isinstance(b, frozenset) and a == b
     return type(a) is type(b) and a == b
 
 

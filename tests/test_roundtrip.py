@@ -13,7 +13,8 @@ from decimal import Decimal
 import pytest
 import pytz
 
-from bread import DataclassValue, EnumValue, ExceptionValue, OpaqueValue
+from bread import (DataclassValue, EnumValue, ExceptionValue, FrozenSetValue, OpaqueValue,
+                   SetValue)
 
 
 class Color(enum.Enum):
@@ -67,7 +68,9 @@ def _same(a, b) -> bool:
         return isinstance(b, float) and math.isnan(b)
     if isinstance(a, Decimal) and a.is_nan():
         return isinstance(b, Decimal) and b.is_nan()
-    return type(a) is type(b) and a == b
+    # Sets read back as bread.SetValue / FrozenSetValue: equal, shown in the logged order.
+    base = {SetValue: set, FrozenSetValue: frozenset}.get(type(a), type(a))
+    return base is type(b) and a == b
 
 
 @pytest.mark.parametrize("value", PLAIN_VALUES, ids=repr)
@@ -234,3 +237,56 @@ def test_literal_braces_and_conversions(logged):
     logged.log.info("{{literal}} {!r} {!a} {name!r:>8}", "x", "é", name="n")
     [ev] = logged.read()
     assert ev.message == "{literal} 'x' '\\xe9'      'n'"
+
+
+def test_sets_read_back_in_the_order_they_were_logged_under_any_hash_seed(tmp_path):
+    # Proves: a set's text is not stored (it costs nothing per call) yet the message is
+    # exactly str(set) at call time, read by a process whose string hashes differ (the
+    # order of a set of strs depends on the hash seed).
+    import subprocess
+    import sys
+    import textwrap
+    path = tmp_path / "s.blog"
+    code = textwrap.dedent(f"""
+        import blog
+        blog.basic_config({str(path)!r})
+        log = blog.get_logger()
+        for k in range(20):
+            s = {{f"w{{i}}" for i in range(k)}}
+            log.info("set {{}} frozen {{!r}} in {{}}", s, frozenset(s), [s])
+            print(f"set {{s}} frozen {{frozenset(s)!r}} in {{[s]}}")
+    """)
+    want = []
+    for seed in ("1", "2"):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": seed})
+        assert r.returncode == 0, r.stderr
+        want += r.stdout.splitlines()
+    import bread
+    evs = list(bread.read(str(path)))
+    assert [e.message for e in evs] == want
+    assert evs[5].args[0] == {f"w{i}" for i in range(5)}
+    assert len(set(want[:20]) ^ set(want[20:])) > 0    # the seeds did order them apart
+
+
+def test_zoned_datetimes_render_as_logged_even_where_the_zone_rules_differ(logged,
+                                                                          monkeypatch):
+    # Proves: a datetime in a zoneinfo zone needs no stored text under {} and {:spec}
+    # (its str and strftime come from the file); under !r its text is kept. A reader
+    # whose zone rules give another offset keeps the logged (fixed) form, so the message
+    # stays exact.
+    import blogformat.values as values
+    paris = zoneinfo.ZoneInfo("Europe/Paris")
+    when = dt.datetime(2026, 11, 26, 14, 30, 5, 123456, tzinfo=paris)
+    logged.log.info("at {} {:%H:%M %Z} {!r}", when, when, when)
+    logged.log.info("at {}", when)
+    want = "at {} {:%H:%M %Z} {!r}".format(when, when, when)
+    a, b = logged.read()
+    assert a.message == want and b.message == f"at {when}"
+    assert a.args[0] == when and a.args[0].tzinfo is paris
+    monkeypatch.setattr(values, "_zone", lambda tz: zoneinfo.ZoneInfo("Asia/Tokyo"))
+    import bread
+    import io
+    [_, b2] = bread.read(io.BytesIO(logged.out.getvalue()))
+    assert b2.message == f"at {when}" and b2.args[0] == when
+    assert b2.args[0].utcoffset() == when.utcoffset()

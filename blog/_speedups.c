@@ -60,6 +60,7 @@ typedef struct {
     Py_ssize_t half;         /* bytes per half */
     int active;              /* the half the thread appends to */
     Py_ssize_t mirrored;     /* bytes of buf in the active half */
+    PyObject *weakrefs;      /* the thread state's entry finds it by a weak reference */
 } Channel;
 
 #define SLOT_PAGE 4096
@@ -518,6 +519,8 @@ static void
 channel_dealloc(Channel *self)
 {
     PyObject_GC_UnTrack(self);
+    if (self->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)self);
     channel_clear(self);
     PyMem_Free(self->buf.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -568,18 +571,37 @@ static PyTypeObject ChannelType = {
     .tp_traverse = (traverseproc)channel_traverse,
     .tp_clear = (inquiry)channel_clear,
     .tp_dealloc = (destructor)channel_dealloc,
+    .tp_weaklistoffset = offsetof(Channel, weakrefs),
     .tp_methods = channel_methods,
     .tp_members = channel_members,
     .tp_getset = channel_getset,
 };
 
-/* The calling thread's Channel for a session: local.c (a new reference), or NULL
- * without an error if the thread has no C channel yet (the Python path makes one).
- * Not cached anywhere else: a cache in the thread state would keep every session
- * that ever logged alive, and would survive a fork. */
+/* The calling thread's Channel for a session (a new reference), or NULL without an error
+ * if the thread has no C channel yet (the Python path makes one).
+ *
+ * Found in the thread state's dict under the session's ``key`` (a str made of the
+ * local's id): an entry (weakref to the local, weakref to the channel), made from
+ * local.c the first time. Weak both ways, so that it keeps neither the session nor the
+ * channel alive, and checked against ``local`` (an id can be a later object's). A
+ * forked child forgets the entry (forget_thread_channel) with the parent's channels. */
 static Channel *
-thread_channel(PyObject *local)
+thread_channel(PyObject *local, PyObject *key)
 {
+    PyObject *d = PyThreadState_GetDict();     /* borrowed; NULL: no thread state dict */
+    if (d != NULL) {
+        PyObject *e = PyDict_GetItemWithError(d, key);
+        if (e != NULL && PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 2
+            && PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(e, 0)) == local) {
+            PyObject *ch = PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(e, 1));
+            if (Py_IS_TYPE(ch, &ChannelType)) {
+                Py_INCREF(ch);
+                return (Channel *)ch;
+            }
+        }
+        if (e == NULL && PyErr_Occurred())
+            PyErr_Clear();
+    }
     PyObject *ch = PyObject_GetAttr(local, str_c);
     if (ch == NULL) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError))
@@ -590,10 +612,44 @@ thread_channel(PyObject *local)
         Py_DECREF(ch);
         return NULL;
     }
+    if (d != NULL) {      /* the entry for the next calls: an error here only costs speed */
+        PyObject *lref = PyWeakref_NewRef(local, NULL);
+        PyObject *cref = lref != NULL ? PyWeakref_NewRef(ch, NULL) : NULL;
+        PyObject *e = cref != NULL ? PyTuple_Pack(2, lref, cref) : NULL;
+        if (e == NULL || PyDict_SetItem(d, key, e) < 0)
+            PyErr_Clear();
+        Py_XDECREF(lref);
+        Py_XDECREF(cref);
+        Py_XDECREF(e);
+    }
     return (Channel *)ch;
 }
 
+/* The thread state dict's key of a session's local: "blog.channel:<id>". */
+static PyObject *
+thread_key(PyObject *local)
+{
+    return PyUnicode_FromFormat("blog.channel:%p", (void *)local);
+}
+
+/* forget_thread_channel(local): the calling thread's entry goes (a forked child, whose
+ * channels of the parent are not its own). */
+static PyObject *
+forget_thread_channel(PyObject *module, PyObject *local)
+{
+    PyObject *d = PyThreadState_GetDict();
+    PyObject *key = thread_key(local);
+    if (key == NULL)
+        return NULL;
+    if (d != NULL && PyDict_DelItem(d, key) < 0)
+        PyErr_Clear();
+    Py_DECREF(key);
+    Py_RETURN_NONE;
+}
+
 /* ---- Method: a logger's level method (log.info and friends) ------------ */
+
+#define SITE_CACHE 64
 
 typedef struct {
     PyObject_HEAD
@@ -602,6 +658,12 @@ typedef struct {
                             shared with the Python method */
     PyObject *local;     /* the session's threading.local: .c is the thread's Channel */
     PyObject *fallback;  /* the Python method: handles everything else */
+    PyObject *key;       /* the thread state dict's key of the local (thread_channel) */
+    /* The sites of the last calls, by (code, instruction offset), direct-mapped: a hit
+     * skips making the key int and the dict lookup. An entry holds its site tuple, which
+     * holds the code object and the format: neither can be freed (and its address
+     * taken by another) while it is cached; every check of the tuple still applies. */
+    struct { void *code; int lasti; PyObject *site; } cache[SITE_CACHE];
 } Method;
 
 /* The site's keyword names (a tuple, empty without keywords) are the call's. A call
@@ -620,6 +682,22 @@ same_names(PyObject *names, PyObject *kwnames, Py_ssize_t nkw)
     return 1;
 }
 
+/* The site entry (code, fmt, sid, nargs, kwnames, shown by !r) is this call's. */
+static inline int
+site_fits(PyObject *site, PyCodeObject *code, PyObject *fmt, Py_ssize_t nargs,
+          PyObject *kwnames, Py_ssize_t nkw)
+{
+    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 6
+        || (PyObject *)code != PyTuple_GET_ITEM(site, 0) || fmt != PyTuple_GET_ITEM(site, 1))
+        return 0;
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(site, 3));
+    if (n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return n == nargs - 1 && same_names(PyTuple_GET_ITEM(site, 4), kwnames, nkw);
+}
+
 static PyObject *
 method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -635,27 +713,39 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     /* The site key: the code object's address (shifted, as id(code) >> 4) xor the
      * instruction offset. Its twin is blog.logger.site_key(): they must agree. */
     PyCodeObject *code = PyFrame_GetCode(frame);
-    PyObject *key = PyLong_FromSize_t(((size_t)code >> 4) ^ (size_t)PyFrame_GetLasti(frame));
-    if (key == NULL) {
-        Py_DECREF(code);
-        return NULL;
+    int lasti = PyFrame_GetLasti(frame);
+    size_t h = ((size_t)code >> 4) ^ (size_t)lasti;
+    int slot = (int)((h ^ (h >> 7)) & (SITE_CACHE - 1));
+    PyObject *site = NULL;
+    if (self->cache[slot].code == (void *)code && self->cache[slot].lasti == lasti
+        && site_fits(self->cache[slot].site, code, args[0], nargs, kwnames, nkw)) {
+        site = self->cache[slot].site;
+        Py_INCREF(site);
     }
-    PyObject *site = PyDict_GetItemWithError(self->sites, key);
-    Py_DECREF(key);
-    Py_XINCREF(site);
-    int same = site != NULL && PyTuple_CheckExact(site) && PyTuple_GET_SIZE(site) == 6
-               && (PyObject *)code == PyTuple_GET_ITEM(site, 0)
-               && args[0] == PyTuple_GET_ITEM(site, 1)
-               && PyLong_AsSsize_t(PyTuple_GET_ITEM(site, 3)) == nargs - 1
-               && same_names(PyTuple_GET_ITEM(site, 4), kwnames, nkw);
+    else {
+        PyObject *key = PyLong_FromSize_t(h);
+        if (key == NULL) {
+            Py_DECREF(code);
+            return NULL;
+        }
+        site = PyDict_GetItemWithError(self->sites, key);
+        Py_DECREF(key);
+        if (site != NULL && site_fits(site, code, args[0], nargs, kwnames, nkw)) {
+            Py_INCREF(site);
+            Py_XSETREF(self->cache[slot].site, Py_NewRef(site));
+            self->cache[slot].code = (void *)code;
+            self->cache[slot].lasti = lasti;
+        }
+        else
+            site = NULL;
+    }
     Py_DECREF(code);
-    if (!same) {
-        Py_XDECREF(site);
+    if (site == NULL) {
         if (PyErr_Occurred())
             return NULL;
         goto slow;
     }
-    Channel *ch = thread_channel(self->local);
+    Channel *ch = thread_channel(self->local, self->key);
     if (ch == NULL) {
         Py_DECREF(site);
         if (PyErr_Occurred())
@@ -685,6 +775,8 @@ method_traverse(Method *self, visitproc visit, void *arg)
     Py_VISIT(self->sites);
     Py_VISIT(self->local);
     Py_VISIT(self->fallback);
+    for (int i = 0; i < SITE_CACHE; i++)
+        Py_VISIT(self->cache[i].site);
     return 0;
 }
 
@@ -694,6 +786,11 @@ method_clear(Method *self)
     Py_CLEAR(self->sites);
     Py_CLEAR(self->local);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->key);
+    for (int i = 0; i < SITE_CACHE; i++) {
+        Py_CLEAR(self->cache[i].site);
+        self->cache[i].code = NULL;
+    }
     return 0;
 }
 
@@ -718,6 +815,11 @@ method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(sites); self->sites = sites;
     Py_INCREF(local); self->local = local;
     Py_INCREF(fallback); self->fallback = fallback;
+    self->key = thread_key(local);
+    if (self->key == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
@@ -755,6 +857,7 @@ typedef struct {
     PyObject *logger;    /* its threshold is the minimum severity in force */
     PyObject *sid;       /* the EventSource id */
     PyObject *local;     /* the session's threading.local */
+    PyObject *key;       /* the thread state dict's key of the local (thread_channel) */
     PyObject *body;      /* the decorated function, or None if its body is empty */
     PyObject *fallback;  /* the Python wrapper: handles everything else */
     PyObject *dict;      /* __wrapped__, __name__, source, ... (functools.wraps) */
@@ -777,7 +880,7 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     if (m == -1 && PyErr_Occurred())
         return NULL;
     if (m <= self->severity) {
-        Channel *ch = thread_channel(self->local);
+        Channel *ch = thread_channel(self->local, self->key);
         if (ch == NULL) {
             if (PyErr_Occurred())
                 return NULL;
@@ -825,6 +928,7 @@ event_clear(EventCall *self)
     Py_CLEAR(self->logger);
     Py_CLEAR(self->sid);
     Py_CLEAR(self->local);
+    Py_CLEAR(self->key);
     Py_CLEAR(self->body);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->dict);
@@ -860,6 +964,11 @@ event_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(body); self->body = body;
     Py_INCREF(fallback); self->fallback = fallback;
     self->dict = NULL;
+    self->key = thread_key(local);
+    if (self->key == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
@@ -1077,6 +1186,9 @@ encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef module_methods[] = {
+    {"forget_thread_channel", (PyCFunction)forget_thread_channel, METH_O,
+     "forget_thread_channel(local): the calling thread forgets its channel of that session "
+     "(a forked child)"},
     {"encode_values", (PyCFunction)(void (*)(void))encode_values, METH_FASTCALL,
      "encode_values(values, shown_by_repr=0) -> bytes | None: the values as the C call "
      "paths encode them"},

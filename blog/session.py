@@ -24,6 +24,7 @@ from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, Me
 from blogformat.placeholders import parse
 from blogformat.severity import Severity, to_severity
 
+from . import accel
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
 from .crashbuf import CrashBuffer, file_position
@@ -597,6 +598,8 @@ class Session:
         self.stats.events_held = 0
         for name in ("w", "c", "end"):
             self._local.__dict__.pop(name, None)
+        if accel.speedups is not None:   # the C call paths' entry of this thread: gone too
+            accel.speedups.forget_thread_channel(self._local)
         self.descriptor = dict(self.descriptor, pid=os.getpid())
 
     def pending(self) -> int:

@@ -1497,3 +1497,24 @@ def test_an_unhandled_exception_is_logged_with_its_traceback_and_flushed(tmp_pat
     assert [int(e.severity) for e in evs[1:]] == [blog.Severity.CRITICAL] * 2
     tb = evs[1].fields["exception"]
     assert tb.type == "ValueError" and "Traceback" in tb.traceback and "in work" in tb.traceback
+
+
+def test_a_session_that_logged_is_freed_with_its_channels(hot_path):
+    # Proves: the C call paths find a thread's channel through the thread state (weakly):
+    # a session that logged, and its channel, are freed once the application drops them,
+    # and a new session (whose local may get the old one's id) logs into its own channel.
+    import gc
+    import weakref
+    refs = []
+    for k in range(3):
+        s = blog.Session(name=f"gone{k}")
+        log = s.get_logger()
+        for i in range(3):
+            log.info("e {} {}", k, i)
+        out = blog.MemoryOutputStream()
+        s.consume(out)
+        assert [e.args for e in bread.read(io.BytesIO(out.getvalue()))] == [(k, i) for i in range(3)]
+        refs.append((weakref.ref(s), weakref.ref(s.writer().channel)))
+        del s, log
+        gc.collect()
+    assert all(r() is None and c() is None for r, c in refs)

@@ -145,7 +145,13 @@ put_scalar(Buf *b, PyObject *a)
 #define MAX_NEST 16
 
 static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
-static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname;
+static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname, *str_name_, *str_value_;
+/* blogformat.values.ENUM_TYPES: enum class -> (type name, style), filled by the Python
+ * path the first time it meets a class (set by use_registries: NULL until then). */
+static PyObject *enum_types;
+#define EXT_ENUM 11
+#define ENUM_NAMED 1
+#define ENUM_VALUE 2
 
 /* Import what put_value() needs; 0 done, -1 error. Called once, at module init. */
 static int
@@ -170,6 +176,10 @@ encode_init(void)
     str_key = PyUnicode_InternFromString("key");
     str_utcoffset = PyUnicode_InternFromString("utcoffset");
     str_tzname = PyUnicode_InternFromString("tzname");
+    str_name_ = PyUnicode_InternFromString("_name_");
+    str_value_ = PyUnicode_InternFromString("_value_");
+    if (str_name_ == NULL || str_value_ == NULL)
+        return -1;
     if (DecimalType == NULL || UUIDType == NULL || ZoneInfoType == NULL || str_int == NULL
         || str_key == NULL || str_utcoffset == NULL || str_tzname == NULL
         || !PyType_Check(DecimalType) || !PyType_Check(UUIDType) || !PyType_Check(ZoneInfoType))
@@ -449,6 +459,38 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
         b->len += 16;
         close_ext(b, at, EXT_UUID);
         return 1;
+    }
+    if (enum_types != NULL) {    /* an enum member whose class shows it in a known style */
+        PyObject *info = PyDict_GetItemWithError(enum_types, (PyObject *)t);
+        if (info == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 2)
+            return 0;
+        long style = PyLong_AsLong(PyTuple_GET_ITEM(info, 1));
+        if (style != ENUM_NAMED && style != ENUM_VALUE) {
+            PyErr_Clear();
+            return 0;
+        }
+        PyObject *name = PyObject_GetAttr(v, str_name_);
+        if (name == NULL) return -1;
+        PyObject *value = PyObject_GetAttr(v, str_value_);
+        if (value == NULL) { Py_DECREF(name); return -1; }
+        r = 0;
+        if (style == ENUM_VALUE && !PyLong_CheckExact(value) && !PyUnicode_CheckExact(value))
+            goto enum_done;                  /* shown as a value of another type: Python's */
+        if (open_ext(b, &at) < 0) { r = -1; goto enum_done; }
+        if (buf_reserve(b, 1) < 0) { r = -1; goto enum_done; }
+        b->p[b->len++] = (char)0x94;
+        if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 0))) <= 0) goto enum_done;
+        if ((r = put_scalar(b, name)) <= 0) goto enum_done;
+        if ((r = put_value(b, value, depth + 1, 0)) <= 0) goto enum_done;
+        if (put_int(b, style) < 0) { r = -1; goto enum_done; }
+        close_ext(b, at, EXT_ENUM);
+        r = 1;
+    enum_done:
+        Py_DECREF(name);
+        Py_DECREF(value);
+        return r;
     }
     return 0;
 }

@@ -1185,7 +1185,21 @@ encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* use_registries(enum_types): blogformat.values.ENUM_TYPES, read by put_value(). */
+static PyObject *
+use_registries(PyObject *module, PyObject *enums)
+{
+    if (!PyDict_CheckExact(enums)) {
+        PyErr_SetString(PyExc_TypeError, "use_registries(enum_types: dict)");
+        return NULL;
+    }
+    Py_XSETREF(enum_types, Py_NewRef(enums));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"use_registries", (PyCFunction)use_registries, METH_O,
+     "use_registries(enum_types): the per-class facts the Python path records"},
     {"forget_thread_channel", (PyCFunction)forget_thread_channel, METH_O,
      "forget_thread_channel(local): the calling thread forgets its channel of that session "
      "(a forked child)"},

@@ -52,16 +52,39 @@ UNPACK_OPTIONS: dict[str, Any] = {"raw": False, "strict_map_key": False,
                                   "unicode_errors": UNICODE_ERRORS}
 
 
+#: How an enum's members show (docs/format.md 7, extension 11's ``style``): 0 as the
+#: writer's text (kept per call), 1 as ``Enum`` shows them (``Color.RED``, formatted as
+#: that text), 2 as their value (``IntEnum``, ``StrEnum``: ``str`` and ``format`` of it).
+ENUM_TEXT, ENUM_NAMED, ENUM_VALUE = 0, 1, 2
+
+
 @dataclasses.dataclass(frozen=True)
 class EnumValue:
-    """An enum member as logged: its class's qualified name, member name and value."""
+    """An enum member as logged: its class's qualified name, member name and value; and
+    ``style``, how its class shows its members (ENUM_NAMED, ENUM_VALUE), from which
+    ``str``, ``repr`` and ``format`` give what the writer's gave (0: not known)."""
 
     type: str
     name: str
     value: Any
+    style: int = dataclasses.field(default=ENUM_TEXT, compare=False)
 
     def __str__(self) -> str:
+        if self.style == ENUM_VALUE:
+            return str(self.value)
         return f"{self.type.rsplit('.', 1)[-1]}.{self.name}"
+
+    def __repr__(self) -> str:
+        if self.style in (ENUM_NAMED, ENUM_VALUE):
+            return f"<{self.type.rsplit('.', 1)[-1]}.{self.name}: {self.value!r}>"
+        return (f"EnumValue(type={self.type!r}, name={self.name!r}, value={self.value!r})")
+
+    def __format__(self, spec: str) -> str:
+        if self.style == ENUM_VALUE:
+            return format(self.value, spec)
+        if self.style == ENUM_NAMED:
+            return format(str(self), spec)
+        return object.__format__(self, spec)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +195,38 @@ class FrozenSetValue(frozenset):
         return (FrozenSetValue, (list(self),))
 
 
+#: Per enum class: (type name, style), for the C call paths too (blog/_encode.h). Classes
+#: are kept (a class is long-lived); at most MAX_TYPES of them.
+ENUM_TYPES: dict[type, tuple[str, int]] = {}
+MAX_TYPES = 4096
+
+
+def enum_type(cls: type) -> tuple[str, int]:
+    """(type name, style) of an enum class (ENUM_TYPES)."""
+    got = ENUM_TYPES.get(cls)
+    if got is None:
+        got = (type_name(cls), _enum_style(cls))
+        if len(ENUM_TYPES) < MAX_TYPES:
+            ENUM_TYPES[cls] = got
+    return got
+
+
+def _enum_style(cls: Any) -> int:
+    """ENUM_NAMED if its members show as ``Enum``'s do, ENUM_VALUE as ``IntEnum``'s or
+    ``StrEnum``'s do, else ENUM_TEXT (a Flag, an override of __str__, __format__, __repr__)."""
+    try:
+        if issubclass(cls, enum.Flag) or cls.__repr__ is not enum.Enum.__repr__:
+            return ENUM_TEXT
+        shown = (cls.__str__, cls.__format__)
+    except Exception:
+        return ENUM_TEXT
+    if shown == (enum.Enum.__str__, enum.Enum.__format__):
+        return ENUM_NAMED
+    if shown in ((int.__repr__, int.__format__), (str.__str__, str.__format__)):
+        return ENUM_VALUE
+    return ENUM_TEXT
+
+
 def type_name(t: type) -> str:
     """``module.QualName`` of a type (just the name for builtins)."""
     mod = getattr(t, "__module__", None)
@@ -228,7 +283,11 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         n = (obj.bit_length() + 8) // 8
         return msgpack.ExtType(EXT_BIGINT, obj.to_bytes(n, "little", signed=True))
     if isinstance(obj, enum.Enum):
-        return msgpack.ExtType(EXT_ENUM, packb([type_name(t), obj.name, obj.value]))
+        name, style = enum_type(t)
+        value = obj._value_
+        if style == ENUM_VALUE and type(value) is not int and type(value) is not str:
+            style = ENUM_TEXT
+        return msgpack.ExtType(EXT_ENUM, packb([name, obj._name_, value, style]))
     if t is set or t is frozenset or isinstance(obj, (set, frozenset)):
         code = EXT_FROZENSET if isinstance(obj, frozenset) else EXT_SET
         return msgpack.ExtType(code, packb(list(obj)))
@@ -356,6 +415,11 @@ def reproducible(value: Any, conversion: str | None = None, _depth: int = 0) -> 
         return True
     if _depth > 32:
         return False
+    if issubclass(t, enum.Enum):         # shown by its class's style, its value by repr
+        style = enum_type(t)[1]
+        v = value._value_
+        return (style == ENUM_NAMED or (style == ENUM_VALUE and type(v) in (int, str))) \
+            and reproducible(v, None, _depth + 1)
     if t is list or t is tuple or t is set or t is frozenset:
         return all(reproducible(v, None, _depth + 1) for v in value)
     if t is dict:
@@ -521,8 +585,12 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_UUID:
         return uuid.UUID(bytes=bytes(data))
     if code == EXT_ENUM:
-        t, name, value = unpackb(data)[:3]
-        return EnumValue(str(t), str(name), value)
+        items = unpackb(data)
+        t, name, value = items[:3]
+        style = items[3] if len(items) > 3 and items[3] in (ENUM_NAMED, ENUM_VALUE) else 0
+        if style == ENUM_VALUE and type(value) is not int and type(value) is not str:
+            style = ENUM_TEXT
+        return EnumValue(str(t), str(name), value, style)
     if code == EXT_DATACLASS:
         t, fields = unpackb(data)[:2]
         return DataclassValue(str(t), dict(fields))

@@ -16,18 +16,37 @@ from hypothesis import strategies as st
 
 from blog import accel
 from blog.capture import capture
+from blogformat.values import enum_type
 
 pytestmark = pytest.mark.skipif(accel.speedups is None, reason="the C fast path is not built")
 
 UTC = dt.timezone.utc
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1),
                     st.floats(allow_nan=True), st.text(max_size=40), st.binary(max_size=40))
+class Shade(enum.Enum):
+    DARK = 1
+    LIGHT = "light"
+
+
+class Size(enum.IntEnum):
+    S = 1
+    L = 3
+
+
+class Tone(enum.StrEnum):
+    LOW = "low"
+
+
+MEMBERS = [*Shade, *Size, *Tone]
+for _cls in (Shade, Size, Tone):
+    enum_type(_cls)                       # as the Python path records a class it meets
+
 atoms = st.one_of(
-    scalars, st.datetimes(timezones=st.sampled_from([None, UTC])), st.dates(),
+    scalars, st.sampled_from(MEMBERS), st.datetimes(timezones=st.sampled_from([None, UTC])), st.dates(),
     st.times(timezones=st.sampled_from([None, UTC])), st.timedeltas(),
     st.decimals(allow_nan=True, allow_infinity=True), st.uuids())
 keys = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.text(max_size=10),
-                 st.dates(), st.uuids())
+                 st.dates(), st.uuids(), st.sampled_from([Shade.DARK, Size.L]))
 values = st.recursive(atoms, lambda inner: st.one_of(
     st.lists(inner, max_size=20), st.lists(inner, max_size=20).map(tuple),
     st.dictionaries(keys, inner, max_size=10), st.sets(keys, max_size=10),
@@ -66,8 +85,12 @@ def test_a_zoned_datetime_shown_by_repr_or_nested_is_left_to_python():
     assert _c(([when],)) is None and _c(((when,),)) is None
 
 
-class Color(enum.Enum):
+class Color(enum.Enum):         # never met by the Python path: not known to C
     RED = 1
+
+
+class Flagged(enum.Flag):
+    A = 1
 
 
 class MyList(list):
@@ -75,7 +98,7 @@ class MyList(list):
 
 
 @pytest.mark.parametrize("value", [
-    Color.RED, 2**64, -2**63 - 1, "lone \ud800", MyList([1]),
+    Color.RED, Flagged.A, 2**64, -2**63 - 1, "lone \ud800", MyList([1]),
     bytearray(b"x"), dt.datetime(2024, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1))),
     dt.time(1, tzinfo=dt.timezone(dt.timedelta(hours=-3))), [[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]],
     [1, {2.5j}], ({"a": Color.RED},), object(), {Color.RED}, type("S", (set,), {})()])

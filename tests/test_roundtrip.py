@@ -13,6 +13,8 @@ from decimal import Decimal
 import pytest
 import pytz
 
+import bread
+
 from bread import (DataclassValue, EnumValue, ExceptionValue, FrozenSetValue, OpaqueValue,
                    SetValue)
 
@@ -290,3 +292,51 @@ def test_zoned_datetimes_render_as_logged_even_where_the_zone_rules_differ(logge
     [_, b2] = bread.read(io.BytesIO(logged.out.getvalue()))
     assert b2.message == f"at {when}" and b2.args[0] == when
     assert b2.args[0].utcoffset() == when.utcoffset()
+
+
+class Plain(enum.Enum):
+    ONE = 1
+    TWO = "two"
+
+
+class Named(str, enum.Enum):
+    A = "a"
+
+
+class Num(enum.IntEnum):
+    N = 7
+
+
+class Word(enum.StrEnum):
+    W = "w"
+
+
+class Perm(enum.Flag):
+    R = 1
+    W = 2
+
+
+class Loud(enum.Enum):
+    X = 1
+
+    def __str__(self) -> str:
+        return "LOUD"
+
+
+ENUM_CASES = [Plain.ONE, Plain.TWO, Named.A, Num.N, Word.W, Perm.R, Perm.R | Perm.W, Loud.X]
+
+
+@pytest.mark.parametrize("member", ENUM_CASES, ids=repr)
+def test_enum_members_show_as_logged(logged, member):
+    # Proves: every way of showing an enum member reads back as the writer showed it;
+    # for Enum, IntEnum and StrEnum members without any text stored per call (the
+    # value's style says how its class shows it), for a Flag or an overriding class
+    # with the text kept.
+    fmt = "{} {!r} {!s} {!a} {:>12} [{}]"
+    logged.log.info(fmt, member, member, member, member, member, [member])
+    [ev] = logged.read()
+    assert ev.message == fmt.format(member, member, member, member, member, [member])
+    assert ev.args[0] == bread.EnumValue(f"{__name__}.{type(member).__name__}",
+                                         member.name, member.value)
+    derived = not isinstance(member, (Perm, Loud))
+    assert (not ev._texts) == derived, ev._texts      # no text per call where derived

@@ -149,7 +149,11 @@ static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname, *str_name_, *st
 /* blogformat.values.ENUM_TYPES: enum class -> (type name, style), filled by the Python
  * path the first time it meets a class (set by use_registries: NULL until then). */
 static PyObject *enum_types;
+/* blogformat.values.RECORD_TYPES: dataclass or named tuple class -> (type name, repr name
+ * or None, field names, shown mask, is a named tuple). */
+static PyObject *record_types;
 #define EXT_ENUM 11
+#define EXT_DATACLASS 12
 #define ENUM_NAMED 1
 #define ENUM_VALUE 2
 
@@ -311,6 +315,7 @@ put_tz(Buf *b, PyObject *tz, PyObject *dt, int zone)
 }
 
 static int put_value(Buf *b, PyObject *v, int depth, int zone);
+static int put_record(Buf *b, PyObject *v, PyObject *info, int depth);
 
 static int
 put_items(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
@@ -324,17 +329,63 @@ put_items(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
 }
 
 /* An event's values: the array of them. Bit i of ``shown_by_repr`` says a !r or !a
- * placeholder shows value i: a zoneinfo datetime there is the Python path's (its text is
- * kept), as is one past the 64th value. */
+ * placeholder, or one with a spec, shows value i: a zoneinfo datetime or a dataclass
+ * there is the Python path's (its text may be kept), as is one past the 64th value. */
 static int
 put_args(Buf *b, PyObject *const *items, Py_ssize_t n, unsigned long long shown_by_repr)
 {
     if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int zone = i < 64 && !((shown_by_repr >> i) & 1);
-        int r = put_value(b, items[i], 1, zone);
+        int plain = i < 64 && !((shown_by_repr >> i) & 1);
+        if (!plain && record_types != NULL && PyDict_Contains(record_types,
+                                                              (PyObject *)Py_TYPE(items[i])))
+            return 0;
+        int r = put_value(b, items[i], 1, plain);
         if (r <= 0) return r;
     }
+    return 1;
+}
+
+/* [type, {field: value}, repr name or nil, shown mask] (extension 12), as
+ * blogformat.values encodes a class of RECORD_TYPES. */
+static int
+put_record(Buf *b, PyObject *v, PyObject *info, int depth)
+{
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 5)
+        return 0;
+    PyObject *names = PyTuple_GET_ITEM(info, 2);
+    int is_tuple = PyTuple_GET_ITEM(info, 4) == Py_True;
+    if (!PyTuple_CheckExact(names) || !PyUnicode_CheckExact(PyTuple_GET_ITEM(info, 0))
+        || !PyLong_CheckExact(PyTuple_GET_ITEM(info, 3)))
+        return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (is_tuple && (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != n))
+        return 0;
+    Py_ssize_t at;
+    int r;
+    if (open_ext(b, &at) < 0 || buf_reserve(b, 1) < 0) return -1;
+    b->p[b->len++] = (char)0x94;
+    if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 0))) <= 0) return r;
+    if (put_header(b, 0x80, 0xde, 0xdf, n) < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (!PyUnicode_CheckExact(name)) return 0;
+        if ((r = put_scalar(b, name)) <= 0) return r;
+        PyObject *x = is_tuple ? Py_NewRef(PyTuple_GET_ITEM(v, i)) : PyObject_GetAttr(v, name);
+        if (x == NULL) return -1;       /* a deleted field: the Python path marks it */
+        r = put_value(b, x, depth + 1, 0);
+        Py_DECREF(x);
+        if (r <= 0) return r;
+    }
+    PyObject *repr_name = PyTuple_GET_ITEM(info, 1);
+    if (repr_name == Py_None) {
+        if (buf_reserve(b, 1) < 0) return -1;
+        b->p[b->len++] = (char)0xc0;
+    }
+    else if ((r = put_scalar(b, repr_name)) <= 0)
+        return r;
+    if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 3))) <= 0) return r;
+    close_ext(b, at, EXT_DATACLASS);
     return 1;
 }
 
@@ -459,6 +510,13 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
         b->len += 16;
         close_ext(b, at, EXT_UUID);
         return 1;
+    }
+    if (record_types != NULL) {  /* a dataclass or named tuple: its fields by name */
+        PyObject *info = PyDict_GetItemWithError(record_types, (PyObject *)t);
+        if (info == NULL && PyErr_Occurred())
+            return -1;
+        if (info != NULL)
+            return put_record(b, v, info, depth);
     }
     if (enum_types != NULL) {    /* an enum member whose class shows it in a known style */
         PyObject *info = PyDict_GetItemWithError(enum_types, (PyObject *)t);

@@ -1185,21 +1185,23 @@ encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
-/* use_registries(enum_types): blogformat.values.ENUM_TYPES, read by put_value(). */
+/* use_registries(enum_types, record_types): blogformat.values.ENUM_TYPES and
+ * RECORD_TYPES, read by put_value(). */
 static PyObject *
-use_registries(PyObject *module, PyObject *enums)
+use_registries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!PyDict_CheckExact(enums)) {
-        PyErr_SetString(PyExc_TypeError, "use_registries(enum_types: dict)");
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "use_registries(enum_types: dict, record_types: dict)");
         return NULL;
     }
-    Py_XSETREF(enum_types, Py_NewRef(enums));
+    Py_XSETREF(enum_types, Py_NewRef(args[0]));
+    Py_XSETREF(record_types, Py_NewRef(args[1]));
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
-    {"use_registries", (PyCFunction)use_registries, METH_O,
-     "use_registries(enum_types): the per-class facts the Python path records"},
+    {"use_registries", (PyCFunction)(void (*)(void))use_registries, METH_FASTCALL,
+     "use_registries(enum_types, record_types): the per-class facts the Python path records"},
     {"forget_thread_channel", (PyCFunction)forget_thread_channel, METH_O,
      "forget_thread_channel(local): the calling thread forgets its channel of that session "
      "(a forked child)"},

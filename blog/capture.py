@@ -32,7 +32,7 @@ def capture(tpl: Template | None, values: Sequence[Any],
         for i, ph in enumerate(tpl.placeholders):
             key = ph.key
             v = values[key] if isinstance(key, int) else values[positional + field_names.index(key)]
-            if not reproducible(v, ph.conversion):
+            if not reproducible(v, ph.conversion, ph.spec):
                 texts[i] = render_safe(v, ph.conversion, ph.spec)
     body = pack_array_header(len(values)) + b"".join([encode(v, source_lines) for v in values])
     if texts:

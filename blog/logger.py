@@ -249,11 +249,12 @@ class Logger:
 
 
 def _shown_by_repr(tpl: Any, positional: int, names: tuple[str, ...]) -> int:
-    """Bit i set: a ``!r`` or ``!a`` placeholder shows value i (the C path leaves a zoned
-    datetime there to the Python one, which keeps its text: values.reproducible)."""
+    """Bit i set: a ``!r`` or ``!a`` placeholder, or one with a spec, shows value i (the C
+    path leaves a zoned datetime or a dataclass there to the Python one, which keeps its
+    text where the reader could not derive it: values.reproducible)."""
     mask = 0
     for ph in tpl.placeholders if tpl is not None else ():
-        if ph.conversion in ("r", "a"):
+        if ph.conversion in ("r", "a") or ph.spec:
             key = ph.key
             i = key if isinstance(key, int) else positional + names.index(key)
             mask |= 1 << i

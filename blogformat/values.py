@@ -11,10 +11,12 @@ Every packer and unpacker of the format is made here (``PACK_OPTIONS``,
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as _dt
 import enum
 import re
+import reprlib
 import threading
 import uuid
 from decimal import Decimal
@@ -89,14 +91,26 @@ class EnumValue:
 
 @dataclasses.dataclass(frozen=True)
 class DataclassValue:
-    """A dataclass instance as logged: its class's qualified name and its fields."""
+    """A dataclass instance or a named tuple as logged: its class's qualified name and
+    its fields; and, where its class's repr is the generated one, the name that repr
+    shows and the fields it shows (``str`` and ``repr`` then give what the writer's did)."""
 
     type: str
     fields: dict
+    repr_name: str | None = dataclasses.field(default=None, compare=False)
+    shown: tuple = dataclasses.field(default=(), compare=False)
 
     def __str__(self) -> str:
+        if self.repr_name is not None:
+            inner = ", ".join(f"{k}={self.fields[k]!r}" for k in self.shown)
+            return f"{self.repr_name}({inner})"
         inner = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
         return f"{self.type.rsplit('.', 1)[-1]}({inner})"
+
+    def __repr__(self) -> str:
+        if self.repr_name is not None:
+            return str(self)
+        return f"DataclassValue(type={self.type!r}, fields={self.fields!r})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,6 +225,52 @@ def enum_type(cls: type) -> tuple[str, int]:
     return got
 
 
+#: Per dataclass or named tuple class: (type name, repr name or None, field names, shown
+#: mask, is a named tuple), for the C call paths too. The repr name is None unless the
+#: class shows its instances by the generated repr (and str and format are object's).
+RECORD_TYPES: dict[type, tuple] = {}
+
+
+def record_type(cls: Any) -> tuple | None:
+    """RECORD_TYPES' entry of a dataclass or named tuple class; None for another class."""
+    got = RECORD_TYPES.get(cls)
+    if got is None:
+        got = _record_type(cls)
+        if got is None:
+            return None
+        if len(RECORD_TYPES) < MAX_TYPES:
+            RECORD_TYPES[cls] = got
+    return got
+
+
+def _record_type(cls: Any) -> tuple | None:
+    try:
+        plain = cls.__str__ is object.__str__ and cls.__format__ is object.__format__
+        rep = cls.__repr__
+        if issubclass(cls, tuple) and type(getattr(cls, "_fields", None)) is tuple:
+            names = cls._fields
+            if not all(type(n) is str for n in names):
+                return None
+            generated = plain and getattr(rep, "__code__", None) is not None \
+                and rep.__code__.co_filename == collections.__file__
+            return (type_name(cls), cls.__name__ if generated else None, names,
+                    (1 << len(names)) - 1, True)
+        if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
+            return None
+        fields = dataclasses.fields(cls)
+        inner = getattr(rep, "__wrapped__", None)
+        generated = (plain and getattr(cls, "__dataclass_params__", None) is not None
+                     and cls.__dataclass_params__.repr and inner is not None
+                     and getattr(rep, "__code__", None) is not None
+                     and rep.__code__.co_filename in (dataclasses.__file__, reprlib.__file__)
+                     and getattr(inner, "__qualname__", "").startswith("__create_fn__."))
+        mask = sum(1 << i for i, f in enumerate(fields) if f.repr)
+        return (type_name(cls), cls.__qualname__ if generated else None,
+                tuple(f.name for f in fields), mask, False)
+    except Exception:
+        return None
+
+
 def _enum_style(cls: Any) -> int:
     """ENUM_NAMED if its members show as ``Enum``'s do, ENUM_VALUE as ``IntEnum``'s or
     ``StrEnum``'s do, else ENUM_TEXT (a Flag, an override of __str__, __format__, __repr__)."""
@@ -312,9 +372,12 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         return msgpack.ExtType(EXT_EXCEPTION, packb([
             type_name(t), safe_str(obj), None, tracebacks.frames(obj.__traceback__, lines),
             tracebacks.notes(obj, safe_str), tracebacks.chain(obj, type_name, safe_str, lines)]))
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        return msgpack.ExtType(EXT_DATACLASS, packb([type_name(t), fields]))
+    info = record_type(t) if (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
+        or (issubclass(t, tuple) and hasattr(t, "_fields")) else None
+    if info is not None:
+        name, repr_name, names, mask, is_tuple = info
+        fields = dict(zip(names, obj)) if is_tuple else {n: getattr(obj, n) for n in names}
+        return msgpack.ExtType(EXT_DATACLASS, packb([name, fields, repr_name, mask]))
     # Subclasses of plain types (numpy scalars, str subclasses...) keep their base value.
     for base in (bool, int, float, str, bytes):
         if isinstance(obj, base):
@@ -400,31 +463,47 @@ def all_plain(values: tuple) -> bool:
     return True
 
 
-def reproducible(value: Any, conversion: str | None = None, _depth: int = 0) -> bool:
+def reproducible(value: Any, conversion: str | None = None, spec: str = "",
+                 _depth: int = 0) -> bool:
     """True if a reader renders ``value`` from the file as the writer renders it now, with
     ``conversion`` and any spec. Otherwise the writer keeps the text it rendered at call
     time next to the value.
 
     Sets and frozensets (of such values) are: the reader shows them in the logged order
-    (SetValue). A datetime in a zoneinfo zone is at the top of a placeholder, but not
-    under ``!r`` or ``!a`` (its repr names the zone's tzinfo, which the reader may not
-    have), nor inside a container (shown by repr).
+    (SetValue). So are enum members of a known style (EnumValue), and dataclasses and
+    named tuples shown by their generated repr, but not with a spec. A datetime in a
+    zoneinfo zone is at the top of a placeholder, but not under ``!r`` or ``!a`` (its
+    repr names the zone's tzinfo, which the reader may not have), nor inside a
+    container (shown by repr).
     """
     t = type(value)
     if t in _PLAIN_ATOMS:
         return True
     if _depth > 32:
         return False
+    if t is list or t is tuple or t is set or t is frozenset:
+        return all(reproducible(v, None, "", _depth + 1) for v in value)
+    if t is dict:
+        return all(reproducible(k, None, "", _depth + 1)
+                   and reproducible(v, None, "", _depth + 1) for k, v in value.items())
+    if issubclass(t, tuple) or dataclasses.is_dataclass(t):   # by the generated repr
+        info = record_type(t)
+        if info is None or info[1] is None or spec:
+            return False
+        names, mask = info[2], info[3]
+        try:
+            values = value if info[4] else [getattr(value, n) for n in names]
+        except Exception as exc:     # a field deleted, a property that raises
+            if not owned_by_value(exc):
+                raise
+            return False
+        return all(reproducible(v, None, "", _depth + 1)
+                   for i, v in enumerate(values) if mask >> i & 1)
     if issubclass(t, enum.Enum):         # shown by its class's style, its value by repr
         style = enum_type(t)[1]
         v = value._value_
         return (style == ENUM_NAMED or (style == ENUM_VALUE and type(v) in (int, str))) \
-            and reproducible(v, None, _depth + 1)
-    if t is list or t is tuple or t is set or t is frozenset:
-        return all(reproducible(v, None, _depth + 1) for v in value)
-    if t is dict:
-        return all(reproducible(k, None, _depth + 1) and reproducible(v, None, _depth + 1)
-                   for k, v in value.items())
+            and reproducible(v, None, "", _depth + 1)
     if t is _dt.datetime or t is _dt.time:
         tz = value.tzinfo
         if tz is None or type(tz) is _dt.timezone:
@@ -592,8 +671,14 @@ def _decode_ext(code: int, data: bytes) -> Any:
             style = ENUM_TEXT
         return EnumValue(str(t), str(name), value, style)
     if code == EXT_DATACLASS:
-        t, fields = unpackb(data)[:2]
-        return DataclassValue(str(t), dict(fields))
+        items = unpackb(data)
+        t, fields = items[:2]
+        fields = dict(fields)
+        repr_name, mask = (items[2:4] + [None, None])[:2]
+        if isinstance(repr_name, str) and type(mask) is int and mask >= 0:
+            shown = tuple(k for i, k in enumerate(fields) if mask >> i & 1)
+            return DataclassValue(str(t), fields, repr_name, shown)
+        return DataclassValue(str(t), fields)
     if code == EXT_EXCEPTION:
         items = unpackb(data)
         t, msg, tb = items[:3]

@@ -4,8 +4,10 @@ property test over random nested values, and the values it leaves to Python."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
+import typing
 import uuid
 import zoneinfo
 from decimal import Decimal
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 
 from blog import accel
 from blog.capture import capture
-from blogformat.values import enum_type
+from blogformat.values import enum_type, record_type
 
 pytestmark = pytest.mark.skipif(accel.speedups is None, reason="the C fast path is not built")
 
@@ -37,9 +39,23 @@ class Tone(enum.StrEnum):
     LOW = "low"
 
 
+@dataclasses.dataclass
+class Fill:
+    oid: int
+    px: float
+    tag: str = dataclasses.field(default="t", repr=False)
+
+
+class Leg(typing.NamedTuple):
+    sym: str
+    qty: int
+
+
 MEMBERS = [*Shade, *Size, *Tone]
 for _cls in (Shade, Size, Tone):
     enum_type(_cls)                       # as the Python path records a class it meets
+for _cls in (Fill, Leg):
+    record_type(_cls)
 
 atoms = st.one_of(
     scalars, st.sampled_from(MEMBERS), st.datetimes(timezones=st.sampled_from([None, UTC])), st.dates(),
@@ -48,6 +64,8 @@ atoms = st.one_of(
 keys = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.text(max_size=10),
                  st.dates(), st.uuids(), st.sampled_from([Shade.DARK, Size.L]))
 values = st.recursive(atoms, lambda inner: st.one_of(
+    st.builds(Fill, st.integers(0, 10**6), st.floats(allow_nan=False), st.text(max_size=5)),
+    st.builds(Leg, st.text(max_size=5), st.integers(-5, 5)),
     st.lists(inner, max_size=20), st.lists(inner, max_size=20).map(tuple),
     st.dictionaries(keys, inner, max_size=10), st.sets(keys, max_size=10),
     st.frozensets(keys, max_size=10)), max_leaves=60)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
 import enum
 import math
+import typing
 import uuid
 import zoneinfo
 from decimal import Decimal
@@ -340,3 +342,61 @@ def test_enum_members_show_as_logged(logged, member):
                                          member.name, member.value)
     derived = not isinstance(member, (Perm, Loud))
     assert (not ev._texts) == derived, ev._texts      # no text per call where derived
+
+
+@dataclasses.dataclass
+class Order:
+    oid: int
+    px: float
+    secret: str = dataclasses.field(default="s3", repr=False)
+    legs: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Custom_repr:
+    a: int
+
+    def __repr__(self) -> str:
+        return f"CR<{self.a}>"
+
+
+@dataclasses.dataclass
+class Custom_str:
+    a: int
+
+    def __str__(self) -> str:
+        return "CS"
+
+
+class Leg(typing.NamedTuple):
+    sym: str
+    qty: int
+
+
+Pair = collections.namedtuple("Pair", "left right")
+
+
+class LegR(typing.NamedTuple):
+    sym: str
+
+    def __repr__(self) -> str:
+        return "LEG!"
+
+
+RECORD_CASES = [Order(7, 101.25, legs=[Leg("A", 1)]), Custom_repr(1), Custom_str(2),
+                Leg("AAPL", 100), Pair(Order(1, 2.0), {3}), LegR("X")]
+
+
+@pytest.mark.parametrize("value", RECORD_CASES, ids=lambda v: type(v).__name__)
+def test_dataclasses_and_named_tuples_show_as_logged(logged, value):
+    # Proves: a dataclass or named tuple shown by its generated repr needs no text per
+    # call (the value carries the name its repr shows and which fields); one whose
+    # class overrides __repr__ or __str__ keeps its text; all read back as their fields.
+    fmt = "{} {!r} {!s} [{}]"
+    logged.log.info(fmt, value, value, value, [value])
+    evs = logged.read()
+    assert evs[0].message == fmt.format(value, value, value, [value])
+    v = evs[0].args[0]
+    assert isinstance(v, bread.DataclassValue) and v.type == f"{__name__}.{type(value).__qualname__}"
+    derived = type(value) not in (Custom_repr, Custom_str, LegR)
+    assert (not evs[0]._texts) == derived, evs[0]._texts

@@ -152,6 +152,11 @@ static PyObject *enum_types;
 /* blogformat.values.RECORD_TYPES: dataclass or named tuple class -> (type name, repr name
  * or None, field names, shown mask, is a named tuple). */
 static PyObject *record_types;
+/* The encodings of the enum members met last, by address (direct-mapped): a member's
+ * encoding never changes, and the entry holds the member, so that its address is not
+ * another object's while it is cached. */
+#define MEMBER_CACHE 128
+static struct { PyObject *member; PyObject *bytes; } member_cache[MEMBER_CACHE];
 #define EXT_ENUM 11
 #define EXT_DATACLASS 12
 #define ENUM_NAMED 1
@@ -256,7 +261,9 @@ put_ints(Buf *b, const long long *v, int n)
 static int
 put_zone(Buf *b, PyObject *tz, PyObject *dt)
 {
-    PyObject *off = PyObject_CallMethodOneArg(tz, str_utcoffset, dt);
+    PyObject *call[2] = {tz, dt};
+    PyObject *off = PyObject_VectorcallMethod(str_utcoffset, call,
+                                              2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (off == NULL) return -1;
     if (off == Py_None) {
         Py_DECREF(off);
@@ -269,7 +276,8 @@ put_zone(Buf *b, PyObject *tz, PyObject *dt)
                     + PyDateTime_DELTA_GET_SECONDS(off)) * 1000000LL
                    + PyDateTime_DELTA_GET_MICROSECONDS(off);
     Py_DECREF(off);
-    PyObject *name = PyObject_CallMethodOneArg(tz, str_tzname, dt);
+    PyObject *name = PyObject_VectorcallMethod(str_tzname, call,
+                                               2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (name == NULL) return -1;
     PyObject *key = PyObject_GetAttr(tz, str_key);
     if (key == NULL) { Py_DECREF(name); return -1; }
@@ -316,6 +324,7 @@ put_tz(Buf *b, PyObject *tz, PyObject *dt, int zone)
 
 static int put_value(Buf *b, PyObject *v, int depth, int zone);
 static int put_record(Buf *b, PyObject *v, PyObject *info, int depth);
+static int put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth);
 
 static int
 put_items(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
@@ -519,6 +528,34 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
             return put_record(b, v, info, depth);
     }
     if (enum_types != NULL) {    /* an enum member whose class shows it in a known style */
+        int slot = (int)(((size_t)v >> 4) & (MEMBER_CACHE - 1));
+        if (member_cache[slot].member == v) {
+            PyObject *bytes = member_cache[slot].bytes;
+            if (buf_reserve(b, PyBytes_GET_SIZE(bytes)) < 0) return -1;
+            memcpy(b->p + b->len, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
+            b->len += PyBytes_GET_SIZE(bytes);
+            return 1;
+        }
+        Py_ssize_t start = b->len;
+        r = put_enum(b, v, t, depth);
+        if (r == 1) {
+            PyObject *bytes = PyBytes_FromStringAndSize(b->p + start, b->len - start);
+            if (bytes == NULL) return -1;
+            Py_XSETREF(member_cache[slot].bytes, bytes);
+            Py_XSETREF(member_cache[slot].member, Py_NewRef(v));
+        }
+        return r;
+    }
+    return 0;
+}
+
+/* An enum member of a class in ENUM_TYPES: [type, name, value, style] (extension 11). */
+static int
+put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth)
+{
+    Py_ssize_t at;
+    int r;
+    {
         PyObject *info = PyDict_GetItemWithError(enum_types, (PyObject *)t);
         if (info == NULL)
             return PyErr_Occurred() ? -1 : 0;

@@ -171,12 +171,9 @@ scalar_size(PyObject *a)
  * PyChannel (blog/channel.py); a refused event leaves the channel as it was.
  * Nothing between the first write into the channel and the end can run Python code. */
 static int
-push_plain(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
+push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
            long long clock)
 {
-    long long sid = PyLong_AsLongLong(sid_obj);
-    if (sid == -1 && PyErr_Occurred())
-        return -1;
     if (n > 0xffff)
         return 0;
     Py_ssize_t need = 1 + 9 + 9 + 3;   /* upper bound: headers, sid, delta, args header */
@@ -219,12 +216,9 @@ static int scratch_busy;
  * that nothing between the first write into the channel and the end can fail or run
  * Python code. 1 pushed, 0 not here (the Python path), -1 error. */
 static int
-push_rich(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
+push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
           long long clock, unsigned long long shown_by_repr)
 {
-    long long sid = PyLong_AsLongLong(sid_obj);
-    if (sid == -1 && PyErr_Occurred())
-        return -1;
     if (scratch_busy || n > 0xffff)
         return 0;
     scratch_busy = 1;
@@ -264,15 +258,15 @@ push_rich(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
 
 /* The call paths' push: plain scalars straight into the channel, else push_rich. */
 static inline int
-push_call(Channel *self, PyObject *sid_obj, PyObject *const *args, Py_ssize_t n,
+push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
           unsigned long long shown_by_repr)
 {
-    int r = push_plain(self, sid_obj, args, n, LLONG_MIN);
+    int r = push_plain(self, sid, args, n, LLONG_MIN);
     if (r != 0)
         return r;
     for (Py_ssize_t i = 0; i < n; i++)
         if (scalar_size(args[i]) < 0)
-            return push_rich(self, sid_obj, args, n, LLONG_MIN, shown_by_repr);
+            return push_rich(self, sid, args, n, LLONG_MIN, shown_by_repr);
     return 0;                    /* all plain: refused for its size (the Python path decides) */
 }
 
@@ -287,7 +281,10 @@ channel_push_values(Channel *self, PyObject *const *args, Py_ssize_t nargs)
     if (clock == -1 && PyErr_Occurred())
         return NULL;
     PyObject *t = args[2];
-    int r = push_plain(self, args[0], &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t), clock);
+    long long sid = PyLong_AsLongLong(args[0]);
+    if (sid == -1 && PyErr_Occurred())
+        return NULL;
+    int r = push_plain(self, sid, &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t), clock);
     if (r < 0)
         return NULL;
     return PyBool_FromLong(r);
@@ -663,7 +660,11 @@ typedef struct {
      * skips making the key int and the dict lookup. An entry holds its site tuple, which
      * holds the code object and the format: neither can be freed (and its address
      * taken by another) while it is cached; every check of the tuple still applies. */
-    struct { void *code; int lasti; PyObject *site; } cache[SITE_CACHE];
+    struct {
+        void *code; int lasti; PyObject *site;      /* the key, and the entry it holds */
+        PyObject *fmt, *names; Py_ssize_t nargs;    /* the entry's, read once */
+        long long sid; unsigned long long shown;
+    } cache[SITE_CACHE];
 } Method;
 
 /* The site's keyword names (a tuple, empty without keywords) are the call's. A call
@@ -716,51 +717,47 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     int lasti = PyFrame_GetLasti(frame);
     size_t h = ((size_t)code >> 4) ^ (size_t)lasti;
     int slot = (int)((h ^ (h >> 7)) & (SITE_CACHE - 1));
-    PyObject *site = NULL;
-    if (self->cache[slot].code == (void *)code && self->cache[slot].lasti == lasti
-        && site_fits(self->cache[slot].site, code, args[0], nargs, kwnames, nkw)) {
-        site = self->cache[slot].site;
-        Py_INCREF(site);
-    }
-    else {
+    Py_DECREF(code);   /* the cached entry's tuple holds it, or the call goes slow */
+    if (!(self->cache[slot].code == (void *)code && self->cache[slot].lasti == lasti
+          && self->cache[slot].fmt == args[0] && self->cache[slot].nargs == nargs - 1
+          && same_names(self->cache[slot].names, kwnames, nkw))) {
         PyObject *key = PyLong_FromSize_t(h);
-        if (key == NULL) {
-            Py_DECREF(code);
+        if (key == NULL)
             return NULL;
-        }
-        site = PyDict_GetItemWithError(self->sites, key);
+        PyObject *site = PyDict_GetItemWithError(self->sites, key);
         Py_DECREF(key);
-        if (site != NULL && site_fits(site, code, args[0], nargs, kwnames, nkw)) {
-            Py_INCREF(site);
-            Py_XSETREF(self->cache[slot].site, Py_NewRef(site));
-            self->cache[slot].code = (void *)code;
-            self->cache[slot].lasti = lasti;
+        if (site == NULL || !site_fits(site, code, args[0], nargs, kwnames, nkw)) {
+            if (PyErr_Occurred())
+                return NULL;
+            goto slow;
         }
-        else
-            site = NULL;
-    }
-    Py_DECREF(code);
-    if (site == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        goto slow;
+        long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 2));
+        unsigned long long shown = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(site, 5));
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            goto slow;
+        }
+        Py_XSETREF(self->cache[slot].site, Py_NewRef(site));
+        self->cache[slot].code = (void *)code;
+        self->cache[slot].lasti = lasti;
+        self->cache[slot].fmt = PyTuple_GET_ITEM(site, 1);
+        self->cache[slot].names = PyTuple_GET_ITEM(site, 4);
+        self->cache[slot].nargs = nargs - 1;
+        self->cache[slot].sid = sid;
+        self->cache[slot].shown = shown;
     }
     Channel *ch = thread_channel(self->local, self->key);
     if (ch == NULL) {
-        Py_DECREF(site);
         if (PyErr_Occurred())
             return NULL;
         goto slow;
     }
-    /* The keywords' values follow the arguments in args: the event's values, in order. */
-    unsigned long long shown = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(site, 5));
-    if (shown == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        shown = ~0ULL;
-    }
-    int pushed = push_call(ch, PyTuple_GET_ITEM(site, 2), args + 1, nargs - 1 + nkw, shown);
+    /* The keywords' values follow the arguments in args: the event's values, in order.
+     * (Read from the entry now: a push may run code that logs, and refills the slot.) */
+    long long sid = self->cache[slot].sid;
+    unsigned long long shown = self->cache[slot].shown;
+    int pushed = push_call(ch, sid, args + 1, nargs - 1 + nkw, shown);
     Py_DECREF(ch);
-    Py_DECREF(site);
     if (pushed < 0)
         return NULL;
     if (pushed)
@@ -790,6 +787,7 @@ method_clear(Method *self)
     for (int i = 0; i < SITE_CACHE; i++) {
         Py_CLEAR(self->cache[i].site);
         self->cache[i].code = NULL;
+        self->cache[i].fmt = self->cache[i].names = NULL;
     }
     return 0;
 }
@@ -886,7 +884,12 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
                 return NULL;
             goto slow;
         }
-        int pushed = push_call(ch, self->sid, args, nargs, ~0ULL);   /* zoned: Python's */
+        long long sid = PyLong_AsLongLong(self->sid);
+        if (sid == -1 && PyErr_Occurred()) {
+            Py_DECREF(ch);
+            return NULL;
+        }
+        int pushed = push_call(ch, sid, args, nargs, ~0ULL);   /* zoned: Python's */
         Py_DECREF(ch);
         if (pushed < 0)
             return NULL;

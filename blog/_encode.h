@@ -411,6 +411,14 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
         return 0;
     PyTypeObject *t = Py_TYPE(v);
     Py_ssize_t at;
+    int slot = (int)(((size_t)v >> 4) & (MEMBER_CACHE - 1));
+    if (member_cache[slot].member == v) {      /* an enum member met lately: its bytes */
+        PyObject *bytes = member_cache[slot].bytes;
+        if (buf_reserve(b, PyBytes_GET_SIZE(bytes)) < 0) return -1;
+        memcpy(b->p + b->len, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
+        b->len += PyBytes_GET_SIZE(bytes);
+        return 1;
+    }
     if (t == &PyList_Type)
         return put_items(b, ((PyListObject *)v)->ob_item, PyList_GET_SIZE(v), depth);
     if (t == &PyTuple_Type) {
@@ -528,14 +536,6 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
             return put_record(b, v, info, depth);
     }
     if (enum_types != NULL) {    /* an enum member whose class shows it in a known style */
-        int slot = (int)(((size_t)v >> 4) & (MEMBER_CACHE - 1));
-        if (member_cache[slot].member == v) {
-            PyObject *bytes = member_cache[slot].bytes;
-            if (buf_reserve(b, PyBytes_GET_SIZE(bytes)) < 0) return -1;
-            memcpy(b->p + b->len, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
-            b->len += PyBytes_GET_SIZE(bytes);
-            return 1;
-        }
         Py_ssize_t start = b->len;
         r = put_enum(b, v, t, depth);
         if (r == 1) {

@@ -360,10 +360,15 @@ put_args(Buf *b, PyObject *const *items, Py_ssize_t n, unsigned long long shown_
 static int
 put_record(Buf *b, PyObject *v, PyObject *info, int depth)
 {
-    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 5)
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 6)
         return 0;
     PyObject *names = PyTuple_GET_ITEM(info, 2);
     int is_tuple = PyTuple_GET_ITEM(info, 4) == Py_True;
+    PyObject *dict = NULL;    /* the instance dict, where the class lets fields be read there */
+    if (PyTuple_GET_ITEM(info, 5) == Py_True) {
+        dict = PyObject_GenericGetDict(v, NULL);
+        if (dict == NULL) PyErr_Clear();
+    }
     if (!PyTuple_CheckExact(names) || !PyUnicode_CheckExact(PyTuple_GET_ITEM(info, 0))
         || !PyLong_CheckExact(PyTuple_GET_ITEM(info, 3)))
         return 0;
@@ -371,21 +376,31 @@ put_record(Buf *b, PyObject *v, PyObject *info, int depth)
     if (is_tuple && (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != n))
         return 0;
     Py_ssize_t at;
-    int r;
-    if (open_ext(b, &at) < 0 || buf_reserve(b, 1) < 0) return -1;
+    int r = -1;
+    if (open_ext(b, &at) < 0 || buf_reserve(b, 1) < 0) goto fail;
     b->p[b->len++] = (char)0x94;
-    if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 0))) <= 0) return r;
-    if (put_header(b, 0x80, 0xde, 0xdf, n) < 0) return -1;
+    if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 0))) <= 0) goto fail;
+    r = -1;
+    if (put_header(b, 0x80, 0xde, 0xdf, n) < 0) goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(names, i);
-        if (!PyUnicode_CheckExact(name)) return 0;
-        if ((r = put_scalar(b, name)) <= 0) return r;
-        PyObject *x = is_tuple ? Py_NewRef(PyTuple_GET_ITEM(v, i)) : PyObject_GetAttr(v, name);
-        if (x == NULL) return -1;       /* a deleted field: the Python path marks it */
+        if (!PyUnicode_CheckExact(name)) { r = 0; goto fail; }
+        if ((r = put_scalar(b, name)) <= 0) goto fail;
+        PyObject *x = NULL;
+        if (is_tuple)
+            x = Py_NewRef(PyTuple_GET_ITEM(v, i));
+        else if (dict != NULL && PyDict_CheckExact(dict)
+                 && (x = PyDict_GetItemWithError(dict, name)) != NULL)
+            Py_INCREF(x);
+        else if (!PyErr_Occurred())
+            x = PyObject_GetAttr(v, name);
+        if (x == NULL) { r = -1; goto fail; }  /* a deleted field: the Python path marks it */
         r = put_value(b, x, depth + 1, 0);
         Py_DECREF(x);
-        if (r <= 0) return r;
+        if (r <= 0) goto fail;
     }
+    Py_XDECREF(dict);
+    dict = NULL;
     PyObject *repr_name = PyTuple_GET_ITEM(info, 1);
     if (repr_name == Py_None) {
         if (buf_reserve(b, 1) < 0) return -1;
@@ -396,6 +411,9 @@ put_record(Buf *b, PyObject *v, PyObject *info, int depth)
     if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 3))) <= 0) return r;
     close_ext(b, at, EXT_DATACLASS);
     return 1;
+fail:
+    Py_XDECREF(dict);
+    return r;
 }
 
 /* Encode a value: 1 done, 0 not here (the Python path encodes it), -1 error. On 0 and -1,

@@ -226,7 +226,7 @@ def enum_type(cls: type) -> tuple[str, int]:
 
 
 #: Per dataclass or named tuple class: (type name, repr name or None, field names, shown
-#: mask, is a named tuple), for the C call paths too. The repr name is None unless the
+#: mask, is a named tuple, fields read from the instance dict), for the C call paths too. The repr name is None unless the
 #: class shows its instances by the generated repr (and str and format are object's).
 RECORD_TYPES: dict[type, tuple] = {}
 
@@ -243,6 +243,14 @@ def record_type(cls: Any) -> tuple | None:
     return got
 
 
+def _static(cls: type, name: str) -> Any:
+    """What the class (its MRO) holds under ``name``, without running descriptors."""
+    for c in cls.__mro__:
+        if name in c.__dict__:
+            return c.__dict__[name]
+    return None
+
+
 def _record_type(cls: Any) -> tuple | None:
     try:
         plain = cls.__str__ is object.__str__ and cls.__format__ is object.__format__
@@ -254,7 +262,7 @@ def _record_type(cls: Any) -> tuple | None:
             generated = plain and getattr(rep, "__code__", None) is not None \
                 and rep.__code__.co_filename == collections.__file__
             return (type_name(cls), cls.__name__ if generated else None, names,
-                    (1 << len(names)) - 1, True)
+                    (1 << len(names)) - 1, True, False)
         if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
             return None
         fields = dataclasses.fields(cls)
@@ -265,8 +273,16 @@ def _record_type(cls: Any) -> tuple | None:
                      and rep.__code__.co_filename in (dataclasses.__file__, reprlib.__file__)
                      and getattr(inner, "__qualname__", "").startswith("__create_fn__."))
         mask = sum(1 << i for i, f in enumerate(fields) if f.repr)
-        return (type_name(cls), cls.__qualname__ if generated else None,
-                tuple(f.name for f in fields), mask, False)
+        names = tuple(f.name for f in fields)
+        # Its fields are read from the instance dict (the C path) where nothing on the
+        # class stands between: no slots, no __getattribute__ of its own, no descriptor
+        # with __set__ or __delete__ of a field's name.
+        in_dict = (cls.__getattribute__ is object.__getattribute__
+                   and "__slots__" not in cls.__dict__ and not any(
+                       hasattr(type(d), "__set__") or hasattr(type(d), "__delete__")
+                       for d in (_static(cls, n) for n in names)))
+        return (type_name(cls), cls.__qualname__ if generated else None, names, mask,
+                False, in_dict)
     except Exception:
         return None
 
@@ -375,7 +391,7 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     info = record_type(t) if (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
         or (issubclass(t, tuple) and hasattr(t, "_fields")) else None
     if info is not None:
-        name, repr_name, names, mask, is_tuple = info
+        name, repr_name, names, mask, is_tuple = info[:5]
         fields = dict(zip(names, obj)) if is_tuple else {n: getattr(obj, n) for n in names}
         return msgpack.ExtType(EXT_DATACLASS, packb([name, fields, repr_name, mask]))
     # Subclasses of plain types (numpy scalars, str subclasses...) keep their base value.

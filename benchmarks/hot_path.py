@@ -13,7 +13,7 @@ One run measures, side by side:
 
 then checks blog's targets against the figures.
 
-    python benchmarks/hot_path.py              # full run (~1 minute on 2 cores)
+    python benchmarks/hot_path.py              # full run (~4 minutes on 2 cores)
     python benchmarks/hot_path.py --quick      # smoke run (a few seconds)
     python benchmarks/hot_path.py --json out.json
 
@@ -39,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
 
 import blog  # noqa: E402
+import structured  # noqa: E402  (beside this file: keyword fields, rich values, exceptions)
 
 perf_ns = time.perf_counter_ns
 thread_ns = time.thread_time_ns
@@ -566,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small N: a smoke run of a few seconds")
     ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory of logs")
+    ap.add_argument("--no-structured", action="store_true",
+                    help="leave out the structured calls' table (benchmarks/structured.py)")
     args = ap.parse_args(argv)
 
     if args.quick:
@@ -600,6 +603,11 @@ def main(argv: list[str] | None = None) -> int:
         per_call(tmp, cfg, out)
         end_to_end(tmp, cfg, out)
         out["targets"] = report(out, cfg)
+        if not args.no_structured:   # keyword fields, rich values, exceptions (structured.py)
+            scfg = structured.config(args.quick)
+            print(f"\nstructured calls: config {scfg}")
+            out["structured"] = structured.run(scfg, tmp)
+            out["structured"]["targets"] = structured.report(out["structured"])
     finally:
         if args.keep:
             print(f"\nlogs kept in {tmp}")

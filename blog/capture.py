@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from msgpack import ExtType
+
 from blogformat.entries import EVENT_FIELDS, EVENT_FIELDS_WITH_TEXTS
 from blogformat.placeholders import Template, render_safe
-from blogformat.values import (all_plain, encode, pack_args, pack_array_header, packb,
-                               reproducible)
+from blogformat.values import (EXT_OPAQUE, all_plain, encode, pack_args, pack_array_header,
+                               pack_plain, packb, reproducible, safe_str, type_name)
 
 
 def capture(tpl: Template | None, values: Sequence[Any],
@@ -46,3 +48,26 @@ def encode_values(tpl: Template | None, values: tuple, field_names: Sequence[str
     if all_plain(values):
         return EVENT_FIELDS, pack_args(values)
     return capture(tpl, values, field_names, source_lines)
+
+
+#: What is kept of a value cut because its event is larger than a whole channel.
+CUT_TEXT = 1024
+
+
+def cut(values: Sequence[Any], capacity: int) -> tuple:
+    """``values`` with each one too large for an event of ``capacity`` bytes replaced by
+    an opaque value (extension 14): its type, the first CUT_TEXT characters of its text
+    and a marker saying how large it was. The event is then logged, never dropped for
+    its size."""
+    budget = max(capacity // (2 * max(len(values), 1)), 64)
+    out = []
+    for v in values:
+        size = len(encode(v)) if not isinstance(v, (str, bytes)) else len(v)
+        if size <= budget:
+            out.append(v)
+            continue
+        text = v if type(v) is str else safe_str(v) if not isinstance(v, bytes) else repr(v)
+        out.append(ExtType(EXT_OPAQUE, pack_plain([
+            type_name(type(v)),
+            f"{text[:CUT_TEXT]}... [cut by blog: {size} bytes, more than an event may hold]"])))
+    return tuple(out)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
-from blogformat.values import PLAIN_TYPES, pack_args, type_name
+from blogformat.values import PLAIN_TYPES, type_name
 
 from . import accel
 from .report import report
@@ -72,7 +72,6 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     plain = PLAIN_TYPES
     getframe = _getframe
     clock_ns = _time_ns
-    pack = pack_args
     key_of = site_key
 
     def method(fmt: str, /, *args: Any, **fields: Any) -> None:
@@ -99,7 +98,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
         except AttributeError:
             ch = new_writer().channel
         if not ch.push_values(site[2], clock, values):   # at the limit, or not encodable in C
-            ch.writer.push(site[2], clock, 3, pack(values))
+            ch.writer.push_event(site[2], clock, None, values, ())
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method

@@ -7,11 +7,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Sequence
 
-from blogformat.entries import WriterProp
+from blogformat.entries import MAX_EVENT_PREFIX, WriterProp
 from blogformat.placeholders import Template
 from blogformat.values import all_plain
 
-from .capture import encode_values
+from .capture import cut, encode_values
 from .channel import new_channel
 
 if TYPE_CHECKING:
@@ -79,10 +79,15 @@ class SessionWriter:
     def push_event(self, sid: int, clock: int, tpl: Template | None, values: tuple,
                    field_names: Sequence[str]) -> None:
         """Queue an event of the Python path: plain values straight into the channel,
-        anything else encoded (and captured) now."""
+        anything else encoded (and captured) now. An event larger than a whole channel
+        is logged with its largest values cut, each marked (``blog.capture.cut``)."""
         if not (all_plain(values) and self.channel.push_values(sid, clock, values)):
-            self.push(sid, clock, *encode_values(tpl, values, field_names,
-                                                 self.session.keep_source_lines))
+            nelems, tail = encode_values(tpl, values, field_names,
+                                         self.session.keep_source_lines)
+            if len(tail) + MAX_EVENT_PREFIX > self.channel.capacity:
+                nelems, tail = encode_values(None, cut(values, self.channel.capacity),
+                                             field_names)
+            self.push(sid, clock, nelems, tail)
 
     def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""

@@ -1642,7 +1642,12 @@ value_text(PyObject *v)
 {
     PyTypeObject *t = Py_TYPE(v);
     if (t == &PyUnicode_Type) { Py_INCREF(v); return v; }
-    if (t == &PyLong_Type) return PyObject_Str(v);
+    if (t == &PyLong_Type) {
+        PyObject *u = PyObject_Str(v);
+        if (u == NULL)       /* beyond the digits Python converts: rendered by Python, marked */
+            PyErr_Clear();
+        return u;
+    }
     if (t == &PyFloat_Type) {
         Buf b = {0};
         char tmp[40];

@@ -1518,3 +1518,43 @@ def test_a_session_that_logged_is_freed_with_its_channels(hot_path):
         del s, log
         gc.collect()
     assert all(r() is None and c() is None for r, c in refs)
+
+
+def test_bad_values_each_give_an_event_with_a_marker(hot_path, tmp_path, capsys):
+    # Proves: a 10 MB string (larger than a whole channel), an int of 5,000 digits (more
+    # than Python converts to text), a recursive dict, a __repr__ or __format__ that
+    # raises: each call returns, each gives an event, marked where its text could not be
+    # made, and bread (library and CLI, C and Python renderers) reads the file.
+    class BadRepr:
+        def __repr__(self):
+            raise ValueError("no repr")
+
+    class BadFormat:
+        def __format__(self, spec):
+            raise KeyError("no format")
+    d: dict = {}
+    d["self"] = d
+    s = blog.Session()
+    log = s.get_logger()
+    out = blog.MemoryOutputStream()
+    log.info("big {}", "x" * (10 << 20))
+    log.info("int {}", 10**5000)
+    log.info("rec {}", d)
+    log.info("r {!r}", BadRepr())
+    log.info("f {:>3}", BadFormat())
+    s.consume(out)
+    evs = list(bread.read(io.BytesIO(out.getvalue())))
+    msgs = [e.message for e in evs]
+    assert len(msgs) == 5 and s.stats.events_dropped == 0
+    assert msgs[0].startswith("big " + "x" * 1000) and "cut by blog: 10485760 bytes" in msgs[0]
+    assert msgs[1].startswith("int {!ValueError: Exceeds the limit")
+    assert msgs[2:] == ["rec {'self': {...}}", "r {!ValueError: no repr}",
+                        "f {!KeyError: 'no format'}"]
+    assert evs[1].args[0] == 10**5000
+    from bread import cli
+    path = tmp_path / "bad.blog"
+    path.write_bytes(out.getvalue())
+    capsys.readouterr()
+    assert cli.main([str(path), "-f", "%m"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line[:40] for line in lines] == [m[:40] for m in msgs]

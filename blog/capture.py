@@ -67,7 +67,8 @@ def cut(values: Sequence[Any], capacity: int) -> tuple:
             out.append(v)
             continue
         text = v if type(v) is str else safe_str(v) if not isinstance(v, bytes) else repr(v)
+        keep = min(CUT_TEXT, budget // 8)
         out.append(ExtType(EXT_OPAQUE, pack_plain([
             type_name(type(v)),
-            f"{text[:CUT_TEXT]}... [cut by blog: {size} bytes, more than an event may hold]"])))
+            f"{text[:keep]}... [cut by blog: {size} bytes, more than an event may hold]"])))
     return tuple(out)

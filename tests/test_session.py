@@ -207,12 +207,15 @@ def test_drop_policy_counts_and_records_drops(make_logged):
     assert lg.session.stats.events_dropped == 25 - len(kept)
 
 
-def test_event_larger_than_the_channel_is_dropped_and_counted(make_logged):
+def test_event_larger_than_the_channel_is_logged_with_its_value_cut(make_logged):
+    # Proves: an event that no channel could hold is logged with the value cut and
+    # marked (never dropped for its size, never blocking), and the next event follows.
     lg = make_logged(channel_capacity=1024, overflow="block")
     lg.log.info("big {}", "x" * 5000)
     lg.log.info("small {}", 1)
-    assert [e.message for e in lg.read()] == ["small 1"]
-    assert lg.session.stats.events_dropped == 1
+    big, small = [e.message for e in lg.read()]
+    assert big.startswith("big xxxx") and "[cut by blog: 5000 bytes" in big
+    assert small == "small 1" and lg.session.stats.events_dropped == 0
 
 
 def test_block_policy_loses_nothing_with_a_small_channel(tmp_path):

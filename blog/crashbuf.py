@@ -258,21 +258,23 @@ class CrashBuffer:
 
     def close(self) -> None:
         """Everything was written (a clean shutdown): the buffer goes."""
+        self._let_go(remove=True)
+
+    def _let_go(self, remove: bool) -> None:
+        """Close the files, and with ``remove`` remove them (else they stay, unlocked)."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
             slots, self._slots = list(self._slots.values()), {}
         for s in slots:
-            s.close()
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
-        try:
-            os.rmdir(self.directory)      # if no other process's buffer is in it
-        except OSError:
-            pass
+            s.close(unlink=remove)
+        if remove:
+            for remove_it, what in ((os.unlink, self.path), (os.rmdir, self.directory)):
+                try:
+                    remove_it(what)   # the directory: if no other process's buffer is in it
+                except OSError:
+                    pass
         try:
             self._words.release()
             self._ctl.close()
@@ -302,18 +304,7 @@ class CrashBuffer:
     def leave(self) -> None:
         """Let go of the buffer but leave its files (events the output refused): unlocked, it
         is an abandoned buffer that the next start of the log recovers."""
-        with self._lock:
-            if self.closed:
-                return
-            self.closed = True
-            slots, self._slots = list(self._slots.values()), {}
-        for s in slots:
-            s.close(unlink=False)
-        try:
-            self._words.release()
-            self._ctl.close()
-        finally:
-            os.close(self._fd)
+        self._let_go(remove=False)
 
     def _forked(self) -> None:
         """In a forked child: the parent's buffer is not ours; let go of our copies (never

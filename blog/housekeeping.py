@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from blogformat import manifest
-from blogformat.crashfiles import pending_pids
+from blogformat.crashfiles import alive, pending_pids
 from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, fsync_dir, is_locked, members,
                                 parse, remove)
 
@@ -112,16 +112,6 @@ def compress(directory: str, name: str, level: int = 6) -> str | None:
     return dst
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True     # exists, not ours to signal
-    return True
-
-
 def recover(directory: str, stem: str) -> list[str]:
     """Finish or undo compressions a crash cut, and remove files a writer died making
     (module docstring); the paths removed."""
@@ -137,7 +127,7 @@ def recover(directory: str, stem: str) -> list[str]:
             # A writer that died between making and naming it (it holds no event); one
             # still alive is making it now (unless it is old: a pid taken again).
             path = os.path.join(directory, n)
-            if f is not None and f.stem == stem and (not _alive(f.pid) or _age(path) > 60) \
+            if f is not None and f.stem == stem and (not alive(f.pid) or _age(path) > 60) \
                     and not is_being_written(path):
                 remove(path, removed)
         elif n.endswith(COMPRESSED + TMP):

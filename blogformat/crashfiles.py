@@ -252,18 +252,19 @@ def pending_pids(directory: str) -> set[int]:
     out: set[int] = set()
     for meta in glob.glob(os.path.join(glob.escape(directory), "*.meta")):
         m = re.fullmatch(r"(\d+)-\d+\.meta", os.path.basename(meta))
-        if m is not None and not _alive(int(m[1])):
+        if m is not None and not alive(int(m[1])):
             out.add(int(m[1]))
     return out
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """True if process ``pid`` exists (or may: one not ours to signal)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:
-        return True
+        return True     # exists, not ours to signal
     return True
 
 

@@ -145,6 +145,9 @@ put_scalar(Buf *b, PyObject *a)
 #define MAX_NEST 16
 
 static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
+/* ZoneInfo's utcoffset and tzname (method descriptors, called with the zone first), and
+ * the last zone met with its key. */
+static PyObject *zone_utcoffset, *zone_tzname, *last_zone, *last_key;
 static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname, *str_name_, *str_value_;
 /* blogformat.values.ENUM_TYPES: enum class -> (type name, style), filled by the Python
  * path the first time it meets a class (set by use_registries: NULL until then). */
@@ -181,6 +184,10 @@ encode_init(void)
     if (m == NULL) return -1;
     ZoneInfoType = (PyTypeObject *)PyObject_GetAttrString(m, "ZoneInfo");
     Py_DECREF(m);
+    if (ZoneInfoType == NULL) return -1;
+    zone_utcoffset = PyObject_GetAttrString((PyObject *)ZoneInfoType, "utcoffset");
+    zone_tzname = PyObject_GetAttrString((PyObject *)ZoneInfoType, "tzname");
+    if (zone_utcoffset == NULL || zone_tzname == NULL) return -1;
     str_int = PyUnicode_InternFromString("int");
     str_key = PyUnicode_InternFromString("key");
     str_utcoffset = PyUnicode_InternFromString("utcoffset");
@@ -262,8 +269,7 @@ static int
 put_zone(Buf *b, PyObject *tz, PyObject *dt)
 {
     PyObject *call[2] = {tz, dt};
-    PyObject *off = PyObject_VectorcallMethod(str_utcoffset, call,
-                                              2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *off = PyObject_Vectorcall(zone_utcoffset, call, 2, NULL);
     if (off == NULL) return -1;
     if (off == Py_None) {
         Py_DECREF(off);
@@ -276,11 +282,18 @@ put_zone(Buf *b, PyObject *tz, PyObject *dt)
                     + PyDateTime_DELTA_GET_SECONDS(off)) * 1000000LL
                    + PyDateTime_DELTA_GET_MICROSECONDS(off);
     Py_DECREF(off);
-    PyObject *name = PyObject_VectorcallMethod(str_tzname, call,
-                                               2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *name = PyObject_Vectorcall(zone_tzname, call, 2, NULL);
     if (name == NULL) return -1;
-    PyObject *key = PyObject_GetAttr(tz, str_key);
-    if (key == NULL) { Py_DECREF(name); return -1; }
+    PyObject *key;
+    if (tz == last_zone) {       /* a zone's key never changes: the last one's, kept */
+        key = Py_NewRef(last_key);
+    }
+    else {
+        key = PyObject_GetAttr(tz, str_key);
+        if (key == NULL) { Py_DECREF(name); return -1; }
+        Py_XSETREF(last_zone, Py_NewRef(tz));
+        Py_XSETREF(last_key, Py_NewRef(key));
+    }
     int r = -1;
     if (buf_reserve(b, 1) < 0 || (b->p[b->len++] = (char)0x93, put_int(b, us) < 0))
         goto done;

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import io
+import os
 import typing
 import uuid
 import zoneinfo
@@ -16,6 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import blog
+import bread
 from blog import accel
 from blog.capture import capture
 from blogformat.values import enum_type, record_type
@@ -142,3 +146,21 @@ def test_the_fast_path_logs_rich_values_as_the_reader_reads_them(logged, hot_pat
     assert evs[0].message == ("legs [1, (2, 'b'), {'k': Decimal('1.10')}] at "
                               "2026-11-26 14:30:05.000123+00:00 id "
                               "80000000-0000-0000-0000-000000000005 took 0:00:03")
+
+
+@settings(max_examples=int(os.environ.get("PARITY_EXAMPLES", 150)), deadline=None)
+@given(st.lists(arguments, min_size=1, max_size=3).map(tuple),
+       st.lists(st.sampled_from(["{}", "{!r}", "{!s}", "{!a}"]), min_size=3, max_size=3))
+def test_messages_read_back_as_str_format_gave_them(vals, forms):
+    # Proves, for random nested values of every type the C path encodes (enum members,
+    # dataclasses, named tuples, sets, zoned datetimes...): the message bread reads is
+    # exactly what str.format gave at the call, texts stored or derived.
+    fmt = " | ".join(forms[:len(vals)])
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    log = s.get_logger()
+    for _ in range(2):                  # the first call registers, the second is the C path's
+        log.info(fmt, *vals)
+    s.consume(out)
+    want = fmt.format(*vals)
+    assert [e.message for e in bread.read(io.BytesIO(out.getvalue()))] == [want, want]

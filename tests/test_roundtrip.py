@@ -400,3 +400,21 @@ def test_dataclasses_and_named_tuples_show_as_logged(logged, value):
     assert isinstance(v, bread.DataclassValue) and v.type == f"{__name__}.{type(value).__qualname__}"
     derived = type(value) not in (Custom_repr, Custom_str, LegR)
     assert (not evs[0]._texts) == derived, evs[0]._texts
+
+
+def test_the_structured_example_runs_and_reads_back(tmp_path):
+    # examples/structured.py, as a user runs it: fields, a dataclass, named tuples, a
+    # set, a zoned datetime and an exception, each read back with its exact message.
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, os.path.join(here, "examples", "structured.py"),
+                        str(tmp_path / "s.blog")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "fill Fill(order_id=12345, px=Decimal('101.25'), qty=150, side=<Side.BUY: 'buy'>)" \
+        " legs [Leg(symbol='AAPL', qty=100), Leg(symbol='MSFT', qty=50)]" in out
+    assert "'account': 'acct-7'" in out and " at 14:30 CET" in out
+    assert "ValueError: order 12345: qty 150 over the limit" in out and \
+        "frames: ['main', 'settle']" in out

@@ -335,19 +335,26 @@ put_tz(Buf *b, PyObject *tz, PyObject *dt, int zone)
     return 0;
 }
 
-static int put_value(Buf *b, PyObject *v, int depth, int zone);
+static int put_value(Buf *b, PyObject *v, int depth, int zone, int key);
 static int put_record(Buf *b, PyObject *v, PyObject *info, int depth);
-static int put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth);
+static int put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key,
+                    int *scalar_value);
 
+/* A list's items, each held while it is encoded; 0 (the Python path) if the list changed
+ * size meanwhile (code that ran during the encoding: a collection's finalizer, say). */
 static int
-put_items(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
+put_list(Buf *b, PyObject *v, int depth)
 {
+    Py_ssize_t n = PyList_GET_SIZE(v);
     if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int r = put_value(b, items[i], depth + 1, 0);
+        if (PyList_GET_SIZE(v) != n) return 0;
+        PyObject *x = Py_NewRef(PyList_GET_ITEM(v, i));
+        int r = put_value(b, x, depth + 1, 0, 0);
+        Py_DECREF(x);
         if (r <= 0) return r;
     }
-    return 1;
+    return PyList_GET_SIZE(v) == n;
 }
 
 /* An event's values: the array of them. Bit i of ``shown_by_repr`` says a !r or !a
@@ -362,7 +369,7 @@ put_args(Buf *b, PyObject *const *items, Py_ssize_t n, unsigned long long shown_
         if (!plain && record_types != NULL && PyDict_Contains(record_types,
                                                               (PyObject *)Py_TYPE(items[i])))
             return 0;
-        int r = put_value(b, items[i], 1, plain);
+        int r = put_value(b, items[i], 1, plain, 0);
         if (r <= 0) return r;
     }
     return 1;
@@ -377,8 +384,15 @@ put_record(Buf *b, PyObject *v, PyObject *info, int depth)
         return 0;
     PyObject *names = PyTuple_GET_ITEM(info, 2);
     int is_tuple = PyTuple_GET_ITEM(info, 4) == Py_True;
-    PyObject *dict = NULL;    /* the instance dict, where the class lets fields be read there */
-    if (PyTuple_GET_ITEM(info, 5) == Py_True) {
+    /* How its fields are read (blogformat.values.FIELDS_IN_*): 0 where that could run
+     * Python code (a property...), which could change what is being encoded: not here. */
+    long access = is_tuple ? 0 : PyLong_AsLong(PyTuple_GET_ITEM(info, 5));
+    if (!is_tuple && access != 1 && access != 2) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *dict = NULL;    /* the instance dict, where the fields are read from it */
+    if (access == 1) {
         dict = PyObject_GenericGetDict(v, NULL);
         if (dict == NULL) PyErr_Clear();
     }
@@ -408,7 +422,7 @@ put_record(Buf *b, PyObject *v, PyObject *info, int depth)
         else if (!PyErr_Occurred())
             x = PyObject_GetAttr(v, name);
         if (x == NULL) { r = -1; goto fail; }  /* a deleted field: the Python path marks it */
-        r = put_value(b, x, depth + 1, 0);
+        r = put_value(b, x, depth + 1, 0, 0);
         Py_DECREF(x);
         if (r <= 0) goto fail;
     }
@@ -433,7 +447,7 @@ fail:
  * what was written is garbage: the caller drops the whole buffer. ``zone``: a datetime in
  * a zoneinfo zone may be encoded here (the top of an argument no !r shows). */
 static int
-put_value(Buf *b, PyObject *v, int depth, int zone)
+put_value(Buf *b, PyObject *v, int depth, int zone, int key)
 {
     int r = put_scalar(b, v);
     if (r != 0)
@@ -451,32 +465,49 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
         return 1;
     }
     if (t == &PyList_Type)
-        return put_items(b, ((PyListObject *)v)->ob_item, PyList_GET_SIZE(v), depth);
-    if (t == &PyTuple_Type) {
+        return key ? 0 : put_list(b, v, depth);
+    if (t == &PyTuple_Type) {     /* immutable: its items live as long as it does */
         if (open_ext(b, &at) < 0) return -1;
-        r = put_items(b, ((PyTupleObject *)v)->ob_item, PyTuple_GET_SIZE(v), depth);
-        if (r <= 0) return r;
+        Py_ssize_t n = PyTuple_GET_SIZE(v);
+        if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if ((r = put_value(b, PyTuple_GET_ITEM(v, i), depth + 1, 0, key)) <= 0) return r;
         close_ext(b, at, EXT_TUPLE);
         return 1;
     }
     if (t == &PySet_Type || t == &PyFrozenSet_Type) {   /* in iteration order, as list(s) */
+        if (key && t == &PySet_Type) return 0;
         if (open_ext(b, &at) < 0) return -1;
-        if (put_header(b, 0x90, 0xdc, 0xdd, PySet_GET_SIZE(v)) < 0) return -1;
+        Py_ssize_t n = PySet_GET_SIZE(v);
+        if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
         Py_ssize_t pos = 0;
-        PyObject *key;
+        PyObject *item;
         Py_hash_t hash;
-        while (_PySet_NextEntry(v, &pos, &key, &hash))
-            if ((r = put_value(b, key, depth + 1, 0)) <= 0) return r;
+        while (_PySet_NextEntry(v, &pos, &item, &hash)) {
+            Py_INCREF(item);          /* its elements: keys, read back as hashable values */
+            r = put_value(b, item, depth + 1, 0, 1);
+            Py_DECREF(item);
+            if (r <= 0) return r;
+            if (PySet_GET_SIZE(v) != n) return 0;
+        }
         close_ext(b, at, t == &PySet_Type ? EXT_SET : EXT_FROZENSET);
         return 1;
     }
     if (t == &PyDict_Type) {
-        if (put_header(b, 0x80, 0xde, 0xdf, PyDict_GET_SIZE(v)) < 0) return -1;
+        if (key) return 0;
+        Py_ssize_t n = PyDict_GET_SIZE(v);
+        if (put_header(b, 0x80, 0xde, 0xdf, n) < 0) return -1;
         Py_ssize_t pos = 0;
-        PyObject *key, *value;
-        while (PyDict_Next(v, &pos, &key, &value)) {
-            if ((r = put_value(b, key, depth + 1, 0)) <= 0) return r;
-            if ((r = put_value(b, value, depth + 1, 0)) <= 0) return r;
+        PyObject *k, *x;
+        while (PyDict_Next(v, &pos, &k, &x)) {
+            Py_INCREF(k);             /* held while encoded: code run meanwhile may drop them */
+            Py_INCREF(x);
+            if ((r = put_value(b, k, depth + 1, 0, 1)) > 0)
+                r = put_value(b, x, depth + 1, 0, 0);
+            Py_DECREF(k);
+            Py_DECREF(x);
+            if (r <= 0) return r;
+            if (PyDict_GET_SIZE(v) != n) return 0;
         }
         return 1;
     }
@@ -563,13 +594,14 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
         PyObject *info = PyDict_GetItemWithError(record_types, (PyObject *)t);
         if (info == NULL && PyErr_Occurred())
             return -1;
-        if (info != NULL)
-            return put_record(b, v, info, depth);
+        if (info != NULL)   /* read back unhashable (its fields): not as a key */
+            return key ? 0 : put_record(b, v, info, depth);
     }
     if (enum_types != NULL) {    /* an enum member whose class shows it in a known style */
         Py_ssize_t start = b->len;
-        r = put_enum(b, v, t, depth);
-        if (r == 1) {
+        int scalar_value = 0;
+        r = put_enum(b, v, t, depth, key, &scalar_value);
+        if (r == 1 && scalar_value) {     /* its bytes cached only where they cannot change */
             PyObject *bytes = PyBytes_FromStringAndSize(b->p + start, b->len - start);
             if (bytes == NULL) return -1;
             Py_XSETREF(member_cache[slot].bytes, bytes);
@@ -582,7 +614,7 @@ put_value(Buf *b, PyObject *v, int depth, int zone)
 
 /* An enum member of a class in ENUM_TYPES: [type, name, value, style] (extension 11). */
 static int
-put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth)
+put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_value)
 {
     Py_ssize_t at;
     int r;
@@ -604,12 +636,17 @@ put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth)
         r = 0;
         if (style == ENUM_VALUE && !PyLong_CheckExact(value) && !PyUnicode_CheckExact(value))
             goto enum_done;                  /* shown as a value of another type: Python's */
+        PyTypeObject *vt = Py_TYPE(value);
+        *scalar_value = vt == &PyLong_Type || vt == &PyUnicode_Type || vt == &PyFloat_Type
+                        || vt == &PyBool_Type || vt == &PyBytes_Type || value == Py_None;
+        if (key && !*scalar_value)
+            goto enum_done;                  /* its value read back unhashable: not a key */
         if (open_ext(b, &at) < 0) { r = -1; goto enum_done; }
         if (buf_reserve(b, 1) < 0) { r = -1; goto enum_done; }
         b->p[b->len++] = (char)0x94;
         if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 0))) <= 0) goto enum_done;
         if ((r = put_scalar(b, name)) <= 0) goto enum_done;
-        if ((r = put_value(b, value, depth + 1, 0)) <= 0) goto enum_done;
+        if ((r = put_value(b, value, depth + 1, 0, 0)) <= 0) goto enum_done;
         if (put_int(b, style) < 0) { r = -1; goto enum_done; }
         close_ext(b, at, EXT_ENUM);
         r = 1;

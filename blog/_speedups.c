@@ -1181,10 +1181,12 @@ encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int r = put_args(&b, ((PyTupleObject *)values)->ob_item, PyTuple_GET_SIZE(values), shown);
     PyObject *out = r > 0 ? PyBytes_FromStringAndSize(b.p, b.len) : NULL;
     PyMem_Free(b.p);
-    if (r < 0)
+    if (r < 0 && PyErr_ExceptionMatches(PyExc_MemoryError))
         return NULL;
-    if (r == 0)
+    if (r <= 0) {            /* as the call paths do: anything else is the Python path's */
+        PyErr_Clear();
         Py_RETURN_NONE;
+    }
     return out;
 }
 

@@ -62,7 +62,7 @@ def cut(values: Sequence[Any], capacity: int) -> tuple:
     budget = max(capacity // (2 * max(len(values), 1)), 64)
     out = []
     for v in values:
-        size = len(encode(v)) if not isinstance(v, (str, bytes)) else len(v)
+        size = len(encode(v))            # encoded bytes (a str of emoji: 4 each)
         if size <= budget:
             out.append(v)
             continue

@@ -18,6 +18,7 @@ import enum
 import re
 import reprlib
 import threading
+import types
 import uuid
 from decimal import Decimal
 from functools import partial
@@ -243,6 +244,24 @@ def record_type(cls: Any) -> tuple | None:
     return got
 
 
+#: How the C path reads a dataclass's fields: from the instance dict, through slots (member
+#: descriptors), or not at all (the Python path's): where reading one could run Python
+#: code (a property, a class's own __getattribute__ or __getattr__), which could change
+#: what is being encoded.
+FIELDS_IN_PYTHON, FIELDS_IN_DICT, FIELDS_IN_SLOTS = 0, 1, 2
+
+
+def _field_access(cls: type, names: tuple) -> int:
+    if cls.__getattribute__ is not object.__getattribute__ or hasattr(cls, "__getattr__"):
+        return FIELDS_IN_PYTHON
+    found = [_static(cls, n) for n in names]
+    if "__slots__" not in cls.__dict__ and not any(hasattr(type(d), "__get__") for d in found):
+        return FIELDS_IN_DICT
+    if all(type(d) is types.MemberDescriptorType for d in found):
+        return FIELDS_IN_SLOTS
+    return FIELDS_IN_PYTHON
+
+
 def _static(cls: type, name: str) -> Any:
     """What the class (its MRO) holds under ``name``, without running descriptors."""
     for c in cls.__mro__:
@@ -262,7 +281,7 @@ def _record_type(cls: Any) -> tuple | None:
             generated = plain and getattr(rep, "__code__", None) is not None \
                 and rep.__code__.co_filename == collections.__file__
             return (type_name(cls), cls.__name__ if generated else None, names,
-                    (1 << len(names)) - 1, True, False)
+                    (1 << len(names)) - 1, True, FIELDS_IN_PYTHON)
         if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
             return None
         fields = dataclasses.fields(cls)
@@ -274,15 +293,8 @@ def _record_type(cls: Any) -> tuple | None:
                      and getattr(inner, "__qualname__", "").startswith("__create_fn__."))
         mask = sum(1 << i for i, f in enumerate(fields) if f.repr)
         names = tuple(f.name for f in fields)
-        # Its fields are read from the instance dict (the C path) where nothing on the
-        # class stands between: no slots, no __getattribute__ of its own, no descriptor
-        # with __set__ or __delete__ of a field's name.
-        in_dict = (cls.__getattribute__ is object.__getattribute__
-                   and "__slots__" not in cls.__dict__ and not any(
-                       hasattr(type(d), "__set__") or hasattr(type(d), "__delete__")
-                       for d in (_static(cls, n) for n in names)))
         return (type_name(cls), cls.__qualname__ if generated else None, names, mask,
-                False, in_dict)
+                False, _field_access(cls, names))
     except Exception:
         return None
 
@@ -299,7 +311,15 @@ def _enum_style(cls: Any) -> int:
     if shown == (enum.Enum.__str__, enum.Enum.__format__):
         return ENUM_NAMED
     if shown in ((int.__repr__, int.__format__), (str.__str__, str.__format__)):
-        return ENUM_VALUE
+        # Shown as the member itself is (an int, a str): that is its value's text only
+        # where its value is that int or str (a __new__ may set another _value_).
+        base = int if shown[0] is int.__repr__ else str
+        try:
+            if all(type(m._value_) is base and m._value_ == base.__new__(base, m)
+                   for m in cls):
+                return ENUM_VALUE
+        except Exception:
+            pass
     return ENUM_TEXT
 
 
@@ -450,20 +470,52 @@ def plain_packer() -> msgpack.Packer:
 
 def encode(value: Any, source_lines: bool = False) -> bytes:
     """Encode one value; a value that cannot be encoded is captured as its text. With
-    ``source_lines``, an exception's frames keep their source lines (read now)."""
+    ``source_lines``, an exception's frames keep their source lines (read now).
+
+    A container another thread changes while it is packed (the hook runs Python code,
+    and the GIL passes) can give bytes whose counts do not match their items: those are
+    checked, packed again, and if still not whole, captured as text; never queued."""
     try:
         if source_lines:
             _state.source_lines = True
             try:
-                return packb(value)
+                data = packb(value)
             finally:
                 _state.source_lines = False
-        return packb(value)
+        else:
+            data = packb(value)
+        if type(value) in PLAIN_TYPES or _whole(data) or _whole(data := packb(value)):
+            return data
+        raise _Changed("changed while it was logged")
     except Exception as exc:  # a broken value (a dataclass with an unset field...) never raises here
-        if not owned_by_value(exc):
+        if not owned_by_value(exc) and not isinstance(exc, _Changed):
             raise
         # Self-referencing containers and similar: keep what the user would have seen.
         return packb(msgpack.ExtType(EXT_OPAQUE, packb([type_name(type(value)), safe_str(value)])))
+
+
+class _Changed(Exception):
+    """A value whose packed bytes are not whole: another thread changed it meanwhile."""
+
+
+#: Extension codes whose data is not msgpack (big int, Decimal, UUID: raw bytes).
+_RAW_EXT = frozenset({EXT_BIGINT, EXT_DECIMAL, EXT_UUID})
+
+
+def _check_ext(code: int, payload: bytes) -> None:
+    if code not in _RAW_EXT:
+        msgpack.unpackb(payload, strict_map_key=False, raw=True, use_list=False,
+                        ext_hook=_check_ext)
+
+
+def _whole(data: bytes) -> bool:
+    """True if ``data`` is exactly one msgpack value, its extensions' data too."""
+    try:
+        msgpack.unpackb(data, strict_map_key=False, raw=True, use_list=False,
+                        ext_hook=_check_ext)
+        return True
+    except Exception:
+        return False
 
 
 #: Immutable scalars: queued as they are, encoded without capture.
@@ -480,7 +532,7 @@ def all_plain(values: tuple) -> bool:
 
 
 def reproducible(value: Any, conversion: str | None = None, spec: str = "",
-                 _depth: int = 0) -> bool:
+                 _depth: int = 0, _key: bool = False) -> bool:
     """True if a reader renders ``value`` from the file as the writer renders it now, with
     ``conversion`` and any spec. Otherwise the writer keeps the text it rendered at call
     time next to the value.
@@ -497,14 +549,25 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
         return True
     if _depth > 32:
         return False
-    if t is list or t is tuple or t is set or t is frozenset:
-        return all(reproducible(v, None, "", _depth + 1) for v in value)
+    # A set's elements and a dict's keys are read back as hashable values: a record
+    # (its fields a dict) or an enum member of a value that is not would come back as
+    # an OpaqueValue, shown otherwise.
+    # Containers are looked at through a copy (made in one step): another thread may
+    # change them meanwhile, and iterating a dict or set that changes raises.
+    if t is tuple:
+        return all(reproducible(v, None, "", _depth + 1, _key) for v in value)
+    if t is list:
+        return not _key and all(reproducible(v, None, "", _depth + 1) for v in value.copy())
+    if t is set or t is frozenset:
+        return (t is frozenset or not _key) and \
+            all(reproducible(v, None, "", _depth + 1, True) for v in tuple(value))
     if t is dict:
-        return all(reproducible(k, None, "", _depth + 1)
-                   and reproducible(v, None, "", _depth + 1) for k, v in value.items())
+        return not _key and all(reproducible(k, None, "", _depth + 1, True)
+                                and reproducible(v, None, "", _depth + 1)
+                                for k, v in list(value.items()))
     if issubclass(t, tuple) or dataclasses.is_dataclass(t):   # by the generated repr
         info = record_type(t)
-        if info is None or info[1] is None or spec:
+        if info is None or info[1] is None or spec or _key:
             return False
         names, mask = info[2], info[3]
         try:
@@ -518,6 +581,8 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
     if issubclass(t, enum.Enum):         # shown by its class's style, its value by repr
         style = enum_type(t)[1]
         v = value._value_
+        if _key and type(v) not in PLAIN_TYPES:
+            return False
         return (style == ENUM_NAMED or (style == ENUM_VALUE and type(v) in (int, str))) \
             and reproducible(v, None, "", _depth + 1)
     if t is _dt.datetime or t is _dt.time:

@@ -214,7 +214,7 @@ def test_event_larger_than_the_channel_is_logged_with_its_value_cut(make_logged)
     lg.log.info("big {}", "x" * 5000)
     lg.log.info("small {}", 1)
     big, small = [e.message for e in lg.read()]
-    assert big.startswith("big xxxx") and "[cut by blog: 5000 bytes" in big
+    assert big.startswith("big xxxx") and "[cut by blog: 5003 bytes" in big
     assert small == "small 1" and lg.session.stats.events_dropped == 0
 
 
@@ -1549,7 +1549,7 @@ def test_bad_values_each_give_an_event_with_a_marker(hot_path, tmp_path, capsys)
     evs = list(bread.read(io.BytesIO(out.getvalue())))
     msgs = [e.message for e in evs]
     assert len(msgs) == 5 and s.stats.events_dropped == 0
-    assert msgs[0].startswith("big " + "x" * 1000) and "cut by blog: 10485760 bytes" in msgs[0]
+    assert msgs[0].startswith("big " + "x" * 1000) and "cut by blog: 10485765 bytes" in msgs[0]
     assert msgs[1].startswith("int {!ValueError: Exceeds the limit")
     assert msgs[2:] == ["rec {'self': {...}}", "r {!ValueError: no repr}",
                         "f {!KeyError: 'no format'}"]

@@ -594,8 +594,14 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
         PyObject *info = PyDict_GetItemWithError(record_types, (PyObject *)t);
         if (info == NULL && PyErr_Occurred())
             return -1;
-        if (info != NULL)   /* read back unhashable (its fields): not as a key */
-            return key ? 0 : put_record(b, v, info, depth);
+        if (info != NULL) {
+            /* As a key it is read back unhashable (its fields); a class whose repr is its
+             * own needs its text kept: both the Python path's. */
+            if (key || !PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 6
+                || PyTuple_GET_ITEM(info, 1) == Py_None)
+                return 0;
+            return put_record(b, v, info, depth);
+        }
     }
     if (enum_types != NULL) {    /* an enum member whose class shows it in a known style */
         Py_ssize_t start = b->len;

@@ -231,7 +231,10 @@ push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
             scratch.p = NULL;
             scratch.cap = 0;
         }
-        if (r < 0 && PyErr_ExceptionMatches(PyExc_MemoryError))
+        /* MemoryError, and what is not an Exception (KeyboardInterrupt from a signal
+         * handler run meanwhile, SystemExit): the application's. */
+        if (r < 0 && (PyErr_ExceptionMatches(PyExc_MemoryError)
+                      || !PyErr_ExceptionMatches(PyExc_Exception)))
             return -1;
         PyErr_Clear();
         return 0;
@@ -253,6 +256,11 @@ push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
         return 0;
     }
     end_event(self, now);
+    if (scratch.cap > (1 << 20)) {       /* a huge value: give its memory back */
+        PyMem_Free(scratch.p);
+        scratch.p = NULL;
+        scratch.cap = 0;
+    }
     return 1;
 }
 
@@ -746,16 +754,17 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         self->cache[slot].sid = sid;
         self->cache[slot].shown = shown;
     }
+    /* Read from the entry now: making the thread's channel entry, or a push, may run
+     * code (a collection's finalizer) that logs and refills the slot. */
+    long long sid = self->cache[slot].sid;
+    unsigned long long shown = self->cache[slot].shown;
     Channel *ch = thread_channel(self->local, self->key);
     if (ch == NULL) {
         if (PyErr_Occurred())
             return NULL;
         goto slow;
     }
-    /* The keywords' values follow the arguments in args: the event's values, in order.
-     * (Read from the entry now: a push may run code that logs, and refills the slot.) */
-    long long sid = self->cache[slot].sid;
-    unsigned long long shown = self->cache[slot].shown;
+    /* The keywords' values follow the arguments in args: the event's values, in order. */
     int pushed = push_call(ch, sid, args + 1, nargs - 1 + nkw, shown);
     Py_DECREF(ch);
     if (pushed < 0)

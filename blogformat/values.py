@@ -271,6 +271,8 @@ def _static(cls: type, name: str) -> Any:
 
 
 def _record_type(cls: Any) -> tuple | None:
+    if issubclass(cls, enum.Enum) or cls is msgpack.ExtType:
+        return None       # an enum member (even of a dataclass mixin), msgpack's own type
     try:
         plain = cls.__str__ is object.__str__ and cls.__format__ is object.__format__
         rep = cls.__repr__
@@ -429,6 +431,10 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     return msgpack.ExtType(EXT_OPAQUE, packb([type_name(t), safe_str(obj)]))
 
 
+#: A Packer whose output reached this size is not kept (its buffer would be kept too).
+_POOLED_MAX = 1 << 20
+
+
 def _pooled(**options: Any) -> Any:
     """A ``packb(obj)`` like msgpack's, with the same ``options``, that reuses its Packers.
 
@@ -446,7 +452,8 @@ def _pooled(**options: Any) -> Any:
             free = pool.free = []
         p = free.pop() if free else msgpack.Packer(autoreset=True, **options)
         out = p.pack(obj)        # if it raises, p is dropped
-        free.append(p)
+        if len(out) < _POOLED_MAX:   # one that grew for a large value goes with it
+            free.append(p)
         return out
     return packb
 
@@ -571,8 +578,8 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
             return False
         names, mask = info[2], info[3]
         try:
-            values = value if info[4] else [getattr(value, n) for n in names]
-        except Exception as exc:     # a field deleted, a property that raises
+            values = tuple(value) if info[4] else [getattr(value, n) for n in names]
+        except Exception as exc:     # a field deleted, a property or __iter__ that raises
             if not owned_by_value(exc):
                 raise
             return False

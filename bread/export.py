@@ -69,10 +69,12 @@ def json_value(v: Any) -> Any:
     if isinstance(v, DataclassValue):
         return {"$dataclass": v.type, "fields": json_value(v.fields)}
     if isinstance(v, ExceptionValue):
+        # Frames and chain as a file holds them: a crafted one's items may be any value.
         return {"$exception": v.type, "message": v.message, "traceback": v.traceback,
-                "frames": [list(f) for f in v.frames], "notes": list(v.notes),
-                "chain": [[t, m, [list(f) for f in fr], list(no), link]
-                          for t, m, fr, no, link in v.chain]}
+                "frames": json_value([list(f) for f in v.frames]),
+                "notes": json_value(list(v.notes)),
+                "chain": json_value([[t, m, [list(f) for f in fr], list(no), link]
+                                     for t, m, fr, no, link in v.chain])}
     if isinstance(v, OpaqueValue):
         return {"$opaque": v.type, "text": v.text}
     if isinstance(v, ExtValue):

@@ -253,3 +253,37 @@ def test_a_dict_changed_by_another_thread_while_logged_never_corrupts_the_log(lo
         t.join()
     evs = logged.read()
     assert [e.args[0] for e in evs] == list(range(300))
+
+
+def test_records_of_their_own_repr_keep_their_text_on_every_call(logged):
+    # From a site's second call on (the C path's): a dataclass with repr=False, a named
+    # tuple or a dataclass subclass with its own __repr__, in a container or not.
+    @dataclasses.dataclass(repr=False)
+    class NoRepr:
+        a: int
+
+    class NT(typing.NamedTuple):
+        a: int
+
+        def __repr__(self) -> str:
+            return "custom"
+
+    @dataclasses.dataclass
+    class B:
+        x: int
+
+    class B2(B):
+        def __repr__(self) -> str:
+            return "B!"
+
+    @dataclasses.dataclass(frozen=True)
+    class DP:
+        size: str
+
+    class Creature(DP, enum.Enum):
+        DOG = "medium"
+    vals = (NoRepr(1), [NT(1)], (B2(1),), [Creature.DOG])
+    for _ in range(3):
+        logged.log.info("{} {} {} {}", *vals)
+    want = "{} {} {} {}".format(*vals)
+    assert [e.message for e in logged.read()] == [want] * 3

@@ -521,8 +521,8 @@ def _whole(data: bytes) -> bool:
         msgpack.unpackb(data, strict_map_key=False, raw=True, use_list=False,
                         ext_hook=_check_ext)
         return True
-    except Exception:
-        return False
+    except (ValueError, msgpack.UnpackException):   # not whole; anything else (a signal
+        return False                                # handler's exception) is the caller's
 
 
 #: Immutable scalars: queued as they are, encoded without capture.

@@ -149,19 +149,20 @@ static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
  * the last zone met with its key. */
 static PyObject *zone_utcoffset, *zone_tzname, *last_zone, *last_key;
 static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname, *str_name_, *str_value_;
-/* blogformat.values.ENUM_TYPES: enum class -> (type name, style), filled by the Python
- * path the first time it meets a class (set by use_registries: NULL until then). */
+/* blogformat.values.ENUM_TYPES: enum class -> (type name, style, {member name: described
+ * id}), filled by the Python path the first time it meets a class, and a member (set by
+ * use_registries: NULL until then). */
 static PyObject *enum_types;
 /* blogformat.values.RECORD_TYPES: dataclass or named tuple class -> (type name, repr name
- * or None, field names, shown mask, is a named tuple). */
+ * or None, field names, shown mask, is a named tuple, field access, described id). */
 static PyObject *record_types;
 /* The encodings of the enum members met last, by address (direct-mapped): a member's
  * encoding never changes, and the entry holds the member, so that its address is not
  * another object's while it is cached. */
 #define MEMBER_CACHE 128
 static struct { PyObject *member; PyObject *bytes; } member_cache[MEMBER_CACHE];
-#define EXT_ENUM 11
-#define EXT_DATACLASS 12
+#define EXT_MEMBER 15
+#define EXT_RECORD 16
 #define ENUM_NAMED 1
 #define ENUM_VALUE 2
 
@@ -375,13 +376,16 @@ put_args(Buf *b, PyObject *const *items, Py_ssize_t n, unsigned long long shown_
     return 1;
 }
 
-/* [type, {field: value}, repr name or nil, shown mask] (extension 12), as
- * blogformat.values encodes a class of RECORD_TYPES. */
+/* [described id, field values...] (extension 16), as blogformat.values encodes a class of
+ * RECORD_TYPES (its field names and repr are in its description, written once). */
 static int
 put_record(Buf *b, PyObject *v, PyObject *info, int depth)
 {
-    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 6)
-        return 0;
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 7
+        || !PyLong_CheckExact(PyTuple_GET_ITEM(info, 6)))
+        return 0;                /* not described (the registry is full): the Python path's */
+    long long tid = PyLong_AsLongLong(PyTuple_GET_ITEM(info, 6));
+    if (tid == -1 && PyErr_Occurred()) return -1;
     PyObject *names = PyTuple_GET_ITEM(info, 2);
     int is_tuple = PyTuple_GET_ITEM(info, 4) == Py_True;
     /* How its fields are read (blogformat.values.FIELDS_IN_*): 0 where that could run
@@ -396,23 +400,19 @@ put_record(Buf *b, PyObject *v, PyObject *info, int depth)
         dict = PyObject_GenericGetDict(v, NULL);
         if (dict == NULL) PyErr_Clear();
     }
-    if (!PyTuple_CheckExact(names) || !PyUnicode_CheckExact(PyTuple_GET_ITEM(info, 0))
-        || !PyLong_CheckExact(PyTuple_GET_ITEM(info, 3)))
+    if (!PyTuple_CheckExact(names)) {
+        Py_XDECREF(dict);
         return 0;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(names);
-    if (is_tuple && (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != n))
-        return 0;
     Py_ssize_t at;
     int r = -1;
-    if (open_ext(b, &at) < 0 || buf_reserve(b, 1) < 0) goto fail;
-    b->p[b->len++] = (char)0x94;
-    if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 0))) <= 0) goto fail;
-    r = -1;
-    if (put_header(b, 0x80, 0xde, 0xdf, n) < 0) goto fail;
+    if (is_tuple && (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != n)) { r = 0; goto fail; }
+    if (open_ext(b, &at) < 0) goto fail;
+    if (put_header(b, 0x90, 0xdc, 0xdd, n + 1) < 0 || put_int(b, tid) < 0) goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(names, i);
         if (!PyUnicode_CheckExact(name)) { r = 0; goto fail; }
-        if ((r = put_scalar(b, name)) <= 0) goto fail;
         PyObject *x = NULL;
         if (is_tuple)
             x = Py_NewRef(PyTuple_GET_ITEM(v, i));
@@ -427,16 +427,7 @@ put_record(Buf *b, PyObject *v, PyObject *info, int depth)
         if (r <= 0) goto fail;
     }
     Py_XDECREF(dict);
-    dict = NULL;
-    PyObject *repr_name = PyTuple_GET_ITEM(info, 1);
-    if (repr_name == Py_None) {
-        if (buf_reserve(b, 1) < 0) return -1;
-        b->p[b->len++] = (char)0xc0;
-    }
-    else if ((r = put_scalar(b, repr_name)) <= 0)
-        return r;
-    if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 3))) <= 0) return r;
-    close_ext(b, at, EXT_DATACLASS);
+    close_ext(b, at, EXT_RECORD);
     return 1;
 fail:
     Py_XDECREF(dict);
@@ -597,7 +588,7 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
         if (info != NULL) {
             /* As a key it is read back unhashable (its fields); a class whose repr is its
              * own needs its text kept: both the Python path's. */
-            if (key || !PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 6
+            if (key || !PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 7
                 || PyTuple_GET_ITEM(info, 1) == Py_None)
                 return 0;
             return put_record(b, v, info, depth);
@@ -618,7 +609,8 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
     return 0;
 }
 
-/* An enum member of a class in ENUM_TYPES: [type, name, value, style] (extension 11). */
+/* An enum member of a class in ENUM_TYPES, described: its id (extension 15). One not
+ * described yet (or whose value is not a plain scalar) is the Python path's. */
 static int
 put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_value)
 {
@@ -628,7 +620,8 @@ put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_v
         PyObject *info = PyDict_GetItemWithError(enum_types, (PyObject *)t);
         if (info == NULL)
             return PyErr_Occurred() ? -1 : 0;
-        if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 2)
+        if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3
+            || !PyDict_CheckExact(PyTuple_GET_ITEM(info, 2)))
             return 0;
         long style = PyLong_AsLong(PyTuple_GET_ITEM(info, 1));
         if (style != ENUM_NAMED && style != ENUM_VALUE) {
@@ -642,19 +635,19 @@ put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_v
         r = 0;
         if (style == ENUM_VALUE && !PyLong_CheckExact(value) && !PyUnicode_CheckExact(value))
             goto enum_done;                  /* shown as a value of another type: Python's */
-        PyTypeObject *vt = Py_TYPE(value);
-        *scalar_value = vt == &PyLong_Type || vt == &PyUnicode_Type || vt == &PyFloat_Type
-                        || vt == &PyBool_Type || vt == &PyBytes_Type || value == Py_None;
-        if (key && !*scalar_value)
-            goto enum_done;                  /* its value read back unhashable: not a key */
-        if (open_ext(b, &at) < 0) { r = -1; goto enum_done; }
-        if (buf_reserve(b, 1) < 0) { r = -1; goto enum_done; }
-        b->p[b->len++] = (char)0x94;
-        if ((r = put_scalar(b, PyTuple_GET_ITEM(info, 0))) <= 0) goto enum_done;
-        if ((r = put_scalar(b, name)) <= 0) goto enum_done;
-        if ((r = put_value(b, value, depth + 1, 0, 0)) <= 0) goto enum_done;
-        if (put_int(b, style) < 0) { r = -1; goto enum_done; }
-        close_ext(b, at, EXT_ENUM);
+        if (!PyUnicode_CheckExact(name))
+            goto enum_done;
+        /* Described only where its value is a plain scalar: its bytes never change. */
+        PyObject *tid = PyDict_GetItemWithError(PyTuple_GET_ITEM(info, 2), name);
+        if (tid == NULL || !PyLong_CheckExact(tid)) {
+            r = PyErr_Occurred() ? -1 : 0;
+            goto enum_done;
+        }
+        long long id = PyLong_AsLongLong(tid);
+        if (id == -1 && PyErr_Occurred()) { r = -1; goto enum_done; }
+        *scalar_value = 1;
+        if (open_ext(b, &at) < 0 || put_int(b, id) < 0) { r = -1; goto enum_done; }
+        close_ext(b, at, EXT_MEMBER);
         r = 1;
     enum_done:
         Py_DECREF(name);

@@ -21,7 +21,9 @@ from typing import Any, Iterator
 
 from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, Metadata, WriterProp,
                                 metadata_frames)
+from blogformat import valuetypes
 from blogformat.placeholders import parse
+from blogformat.valuetypes import Described
 from blogformat.severity import Severity, to_severity
 
 from . import accel
@@ -106,6 +108,8 @@ class Session:
             "python": sys.version.split()[0], "start_time_ns": self.start_ns,
             "session": self.name,
         }
+        # Value types described so far (blogformat.valuetypes), and from now on as they are.
+        self._types: list[Described] = valuetypes.listen(self)
 
     @property
     def overflow(self) -> str:
@@ -313,6 +317,13 @@ class Session:
         if self._crash is not None:
             self._crash.describe([entry])
 
+    def type_described(self, entry: Described) -> None:
+        """A value type described (process-wide) for the first time: written ahead of the
+        first event that holds it, and into every stream from now on."""
+        with self._lock:
+            self._types.append(entry)
+            self._note(entry)
+
     def described(self, entry: Metadata) -> None:
         """In-band metadata (a thread renaming itself), for the crash buffer."""
         if self._crash is not None:
@@ -337,7 +348,7 @@ class Session:
             old, self._crash = self._crash, cb
             self._crash_capacity = self.pressure.capacity
             if cb is not None:
-                cb.describe([self._clock_sync(), *self._sources]
+                cb.describe([self._clock_sync(), *self._sources, *self._types]
                             + [w.entry() for w in self._writers])
             slots = {}
             for w in self._writers:
@@ -399,7 +410,7 @@ class Session:
         return ClockSync(now, 1_000_000_000, now, lt.tm_gmtoff, lt.tm_zone)
 
     def _full_metadata(self) -> list[Metadata]:
-        return ([self._clock_sync(), *self._sources]
+        return ([self._clock_sync(), *self._sources, *self._types]
                 + [w.entry(w.stream_name) for w in self._writers])
 
     def consume(self, stream: Any) -> int:

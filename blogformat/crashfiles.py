@@ -31,7 +31,8 @@ from typing import Any
 
 import msgpack
 
-from .entries import (BatchHeader, ClockSync, EventSource, Recovered, WriterProp, decode_header,
+from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, RecordType, Recovered,
+                      WriterProp, decode_header,
                       decode_metadata_frame, header_payload, metadata_frames)
 from .fileset import parse, split_base
 from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAGIC,
@@ -342,8 +343,8 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
             sync = None
             for e in entries:
                 t = type(e)
-                if t is EventSource:
-                    sources.append(e)
+                if t is EventSource or t is RecordType or t is EnumMember:
+                    sources.append(e)     # call sites, and the value types events hold
                 elif t is WriterProp and e.id in writers:
                     names[e.id] = e
                 elif t is ClockSync:

@@ -14,6 +14,8 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
 from .values import pack_plain, unpack_plain, unpacker
+from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, EnumMember,
+                         RecordType, TypeTable, decode_entry)
 
 # Metadata entry tags: the first element of each entry array (section 4).
 ENTRY_EVENT_SOURCE = 1
@@ -23,6 +25,7 @@ ENTRY_DROPPED = 4
 ENTRY_LOST = 5
 ENTRY_SUMMARY = 6
 ENTRY_RECOVERED = 7
+# 8 and 9 (RecordType, EnumMember): blogformat.valuetypes
 
 #: Array headers of an event with 0 to 15 elements (an event has 3 or 4).
 _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
@@ -91,8 +94,7 @@ MAX_WRITERS = 1 << 20
 MAX_METADATA_TEXT = 64 << 20
 #: Characters of one format (blog writes at most 1 Mi: blog.source.MAX_FORMAT).
 MAX_FORMAT_TEXT = 2 << 20
-#: Characters of any other one text of a source or writer (blog writes at most 64 Ki).
-MAX_FIELD_TEXT = 128 << 10
+# MAX_FIELD_TEXT (characters of any other one text of a source or writer): valuetypes.
 
 
 def oversized(e: "EventSource | WriterProp") -> str | None:
@@ -269,7 +271,8 @@ class Recovered:
         return [ENTRY_RECOVERED, self.events, self.pid, self.clock]
 
 
-Metadata = EventSource | WriterProp | ClockSync | Dropped | Lost | Summary | Recovered
+Metadata = (EventSource | WriterProp | ClockSync | Dropped | Lost | Summary | Recovered
+            | RecordType | EnumMember)
 
 
 def encode_metadata(entry: Metadata) -> bytes:
@@ -356,6 +359,8 @@ def decode_metadata(e: Any, offset: int) -> Metadata | None:
             return _summary(e, offset)
         if tag == ENTRY_RECOVERED:
             return Recovered(_int(e[1]), _int(e[2]), _int(e[3]), offset)
+        if tag == ENTRY_RECORD_TYPE or tag == ENTRY_ENUM_MEMBER:
+            return decode_entry(e, offset)
     except (ValueError, IndexError) as exc:  # too few fields
         raise BadEntry(f"metadata entry tag {tag!r}: {exc}") from None
     return None   # unknown metadata: skipped, as the format promises
@@ -444,9 +449,11 @@ def complete_events(payload: bytes) -> tuple[bytes, int] | None:
     return head + payload[start:end], count
 
 
-def decode_events(payload: bytes, offset: int) -> Iterator[RawEvent]:
-    """The events of an events frame's payload, clocks reconstructed (5.3)."""
-    u = unpacker(payload)
+def decode_events(payload: bytes, offset: int, types: TypeTable | None = None
+                  ) -> Iterator[RawEvent]:
+    """The events of an events frame's payload, clocks reconstructed (5.3); described
+    values with the descriptions of ``types`` (the stream's)."""
+    u = unpacker(payload, types)
     head = u.unpack()
     if type(head) is not list or len(head) < 3:
         raise BadEntry("events batch header is not an array of 3 or more")

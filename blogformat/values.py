@@ -27,8 +27,9 @@ from zoneinfo import ZoneInfo
 
 import msgpack
 
-from blogformat import tracebacks
+from blogformat import tracebacks, valuetypes
 from blogformat.guard import owned_by_value
+from blogformat.valuetypes import DESCRIBABLE_VALUES, EnumMember, RecordType, TypeTable
 
 EXT_TUPLE = 1
 EXT_BIGINT = 2
@@ -44,6 +45,8 @@ EXT_ENUM = 11
 EXT_DATACLASS = 12
 EXT_EXCEPTION = 13
 EXT_OPAQUE = 14
+EXT_MEMBER = 15
+EXT_RECORD = 16
 
 # Strings may hold lone surrogates; "surrogatepass" keeps them exactly.
 UNICODE_ERRORS = "surrogatepass"
@@ -210,25 +213,42 @@ class FrozenSetValue(frozenset):
         return (FrozenSetValue, (list(self),))
 
 
-#: Per enum class: (type name, style), for the C call paths too (blog/_encode.h). Classes
-#: are kept (a class is long-lived); at most MAX_TYPES of them.
-ENUM_TYPES: dict[type, tuple[str, int]] = {}
+#: Per enum class: (type name, style, {member name: described id}), for the C call paths
+#: too (blog/_encode.h). Classes are kept (a class is long-lived); at most MAX_TYPES.
+ENUM_TYPES: dict[type, tuple[str, int, dict]] = {}
 MAX_TYPES = 4096
 
 
-def enum_type(cls: type) -> tuple[str, int]:
-    """(type name, style) of an enum class (ENUM_TYPES)."""
+def enum_type(cls: type) -> tuple[str, int, dict]:
+    """(type name, style, member ids) of an enum class (ENUM_TYPES)."""
     got = ENUM_TYPES.get(cls)
     if got is None:
-        got = (type_name(cls), _enum_style(cls))
+        got = (type_name(cls), _enum_style(cls), {})
         if len(ENUM_TYPES) < MAX_TYPES:
-            ENUM_TYPES[cls] = got
+            got = ENUM_TYPES.setdefault(cls, got)
     return got
 
 
+def member_id(cls: type, info: tuple, name: Any, value: Any, style: int) -> int | None:
+    """The id of an enum member's description (docs/format.md 4.9), made the first time;
+    None where its value is not a plain scalar (it then describes itself, extension 11)."""
+    ids = info[2]
+    tid = ids.get(name) if type(name) is str else None
+    if tid is None:
+        if type(name) is not str or type(value) not in DESCRIBABLE_VALUES or (
+                type(value) is int and not -(1 << 63) <= value < 1 << 64):
+            return None
+        tid = valuetypes.describe((cls, name), lambda i: EnumMember(i, info[0], name, value,
+                                                                    style))
+        if tid is not None:
+            ids[name] = tid
+    return tid
+
+
 #: Per dataclass or named tuple class: (type name, repr name or None, field names, shown
-#: mask, is a named tuple, fields read from the instance dict), for the C call paths too. The repr name is None unless the
-#: class shows its instances by the generated repr (and str and format are object's).
+#: mask, is a named tuple, how its fields are read (FIELDS_IN_*), described id or None),
+#: for the C call paths too. The repr name is None unless the class shows its instances
+#: by the generated repr (and str and format are object's).
 RECORD_TYPES: dict[type, tuple] = {}
 
 
@@ -240,7 +260,11 @@ def record_type(cls: Any) -> tuple | None:
         if got is None:
             return None
         if len(RECORD_TYPES) < MAX_TYPES:
-            RECORD_TYPES[cls] = got
+            name, repr_name, names, mask = got[:4]
+            tid = valuetypes.describe(cls, lambda i: RecordType(i, name, repr_name, names, mask))
+            got = RECORD_TYPES.setdefault(cls, (*got, tid))
+        else:
+            got = (*got, None)
     return got
 
 
@@ -381,11 +405,15 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         n = (obj.bit_length() + 8) // 8
         return msgpack.ExtType(EXT_BIGINT, obj.to_bytes(n, "little", signed=True))
     if isinstance(obj, enum.Enum):
-        name, style = enum_type(t)
+        info = enum_type(t)
         value = obj._value_
+        style = info[1]
         if style == ENUM_VALUE and type(value) is not int and type(value) is not str:
             style = ENUM_TEXT
-        return msgpack.ExtType(EXT_ENUM, packb([name, obj._name_, value, style]))
+        tid = member_id(t, info, obj._name_, value, style)
+        if tid is not None:
+            return msgpack.ExtType(EXT_MEMBER, pack_plain(tid))
+        return msgpack.ExtType(EXT_ENUM, packb([info[0], obj._name_, value, style]))
     if t is set or t is frozenset or isinstance(obj, (set, frozenset)):
         code = EXT_FROZENSET if isinstance(obj, frozenset) else EXT_SET
         return msgpack.ExtType(code, packb(list(obj)))
@@ -414,6 +442,10 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         or (issubclass(t, tuple) and hasattr(t, "_fields")) else None
     if info is not None:
         name, repr_name, names, mask, is_tuple = info[:5]
+        values = list(obj) if is_tuple else [getattr(obj, n) for n in names]
+        if info[6] is not None and len(values) == len(names):
+            # Described once (docs/format.md 4.8): only its field values here.
+            return msgpack.ExtType(EXT_RECORD, packb([info[6], *values]))
         fields = dict(zip(names, obj)) if is_tuple else {n: getattr(obj, n) for n in names}
         return msgpack.ExtType(EXT_DATACLASS, packb([name, fields, repr_name, mask]))
     # Subclasses of plain types (numpy scalars, str subclasses...) keep their base value.
@@ -648,25 +680,59 @@ def map_pairs(pairs: list) -> dict:
         return {hashable(k): v for k, v in pairs}
 
 
-def unpackb(data: bytes) -> Any:
-    """Decode one msgpack value with blog's extensions."""
-    return msgpack.unpackb(data, ext_hook=ext_hook, use_list=True, object_pairs_hook=map_pairs,
-                           **UNPACK_OPTIONS)
+def unpackb(data: bytes, types: TypeTable | None = None) -> Any:
+    """Decode one msgpack value with blog's extensions; described values (extensions 15
+    and 16) with the descriptions of ``types`` (the stream's)."""
+    return msgpack.unpackb(data, ext_hook=ext_hook if types is None else _hook_with(types),
+                           use_list=True, object_pairs_hook=map_pairs, **UNPACK_OPTIONS)
+
+
+def _hook_with(types: TypeTable) -> Any:
+    """ext_hook, with ``types`` the descriptions in force while it runs (nested values too)."""
+    def hook(code: int, data: bytes) -> Any:
+        old = getattr(_state, "types", None)
+        _state.types = types
+        try:
+            return ext_hook(code, data)
+        finally:
+            _state.types = old
+    return hook
 
 
 #: Decodes the format's own structures where no value can occur (the header frame).
 unpack_plain = partial(msgpack.unpackb, **UNPACK_OPTIONS)
 
 
-def unpacker(payload: bytes) -> msgpack.Unpacker:
-    """An Unpacker over one frame's payload, decoding values with blog's extensions.
+def unpacker(payload: bytes, types: TypeTable | None = None) -> msgpack.Unpacker:
+    """An Unpacker over one frame's payload, decoding values with blog's extensions (and
+    the descriptions of ``types``).
 
     Its buffer is bounded by the payload, so no length inside can make it allocate more.
     """
-    u = msgpack.Unpacker(None, ext_hook=ext_hook, object_pairs_hook=map_pairs,
+    u = msgpack.Unpacker(None, ext_hook=ext_hook if types is None else _hook_with(types),
+                         object_pairs_hook=map_pairs,
                          max_buffer_size=max(len(payload), 1), **UNPACK_OPTIONS)
     u.feed(payload)
     return u
+
+
+def renumber(data: bytes, new_id: Any) -> bytes:
+    """``data`` (msgpack values back to back: an event's args and texts) with the ids of
+    its described values (extensions 15 and 16, nested ones too) given by ``new_id(old)``;
+    everything else as it was, but packed again. Raises what msgpack raises on bad bytes."""
+    def hook(code: int, payload: bytes) -> msgpack.ExtType:
+        if code in _RAW_EXT:
+            return msgpack.ExtType(code, payload)
+        value = msgpack.unpackb(payload, ext_hook=hook, **UNPACK_OPTIONS)
+        if code == EXT_MEMBER:
+            value = new_id(value)
+        elif code == EXT_RECORD and type(value) is list and value:
+            value[0] = new_id(value[0])
+        return msgpack.ExtType(code, pack_plain(value))
+    u = msgpack.Unpacker(None, ext_hook=hook, max_buffer_size=max(len(data), 1),
+                         **UNPACK_OPTIONS)
+    u.feed(data)
+    return b"".join(pack_plain(v) for v in u)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -706,6 +772,21 @@ def ext_hook(code: int, data: bytes) -> Any:
 
 #: Source lines of tracebacks, read where the files are (bounded: blogformat.tracebacks).
 _SOURCE = tracebacks.SourceLines()
+
+
+def _enum_value(t: str, name: str, value: Any, style: Any) -> EnumValue:
+    if style not in (ENUM_NAMED, ENUM_VALUE) or (
+            style == ENUM_VALUE and type(value) is not int and type(value) is not str):
+        style = ENUM_TEXT
+    return EnumValue(t, name, value, style)
+
+
+def _member_value(e: Any) -> EnumValue:
+    return _enum_value(e.type, e.name, e.value, e.style)
+
+
+def _shown(e: Any) -> tuple:
+    return e.shown
 
 
 def _frames(frames: Any) -> tuple:
@@ -751,13 +832,26 @@ def _decode_ext(code: int, data: bytes) -> Any:
         return Decimal(data.decode("ascii"))
     if code == EXT_UUID:
         return uuid.UUID(bytes=bytes(data))
+    if code == EXT_MEMBER:
+        table = getattr(_state, "types", None)
+        tid = unpackb(data)
+        if table is not None and type(table.get(tid)) is EnumMember:
+            return table.decoded(tid, _member_value)
+        return ExtValue(code, bytes(data))
+    if code == EXT_RECORD:
+        table = getattr(_state, "types", None)
+        items = unpackb(data)
+        e = table.get(items[0]) if table is not None else None
+        if type(e) is not RecordType or len(items) != len(e.fields) + 1:
+            return ExtValue(code, bytes(data))
+        fields = dict(zip(e.fields, items[1:]))
+        if e.repr_name is None:
+            return DataclassValue(e.type, fields)
+        return DataclassValue(e.type, fields, e.repr_name, table.decoded(e.id, _shown))
     if code == EXT_ENUM:
         items = unpackb(data)
         t, name, value = items[:3]
-        style = items[3] if len(items) > 3 and items[3] in (ENUM_NAMED, ENUM_VALUE) else 0
-        if style == ENUM_VALUE and type(value) is not int and type(value) is not str:
-            style = ENUM_TEXT
-        return EnumValue(str(t), str(name), value, style)
+        return _enum_value(str(t), str(name), value, items[3] if len(items) > 3 else 0)
     if code == EXT_DATACLASS:
         items = unpackb(data)
         t, fields = items[:2]

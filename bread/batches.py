@@ -216,7 +216,8 @@ class BatchReader:
                           ) -> tuple[bytes, bytes, bytes] | None:
         """An event whose message, args or fields (or source, or writer) the C path leaves
         to Python: their UTF-8; None if the filter leaves it out."""
-        event = self.stream.event(raw_event(data, self._offset, writer_id, clock))
+        event = self.stream.event(raw_event(data, self._offset, writer_id, clock,
+                                            self.stream.types))
         if not self.filter.keeps(event):
             return None
         cols = self.columns

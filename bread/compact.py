@@ -11,7 +11,9 @@ its events in time order in frames of stretches of at most
 ``EVENTS_PER_FRAME`` events (one frame per writer of each stretch), and a
 Summary.
 Event bytes (arguments, texts) are copied as they were written, never
-decoded and encoded again; only the source id and the clock delta change.
+decoded and encoded again; only the source id and the clock delta change, and
+the ids of described values (docs/format.md 4.8) where a file has any: the same
+type in several files is one description.
 
 Memory stays bounded: events are sorted in runs of ``RUN_EVENTS`` spilled
 to temporary files, then merged. The compaction catalog
@@ -35,8 +37,11 @@ import msgpack
 
 from blogformat import catalog, manifest
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, BatchHeader,
-                                ClockSync, Dropped, EventSource, FileHeader, Lost, Summary,
-                                WriterProp, header_payload, metadata_frames, text_size)
+                                ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
+                                RecordType, Summary, TypeTable, WriterProp, header_payload,
+                                metadata_frames, text_size)
+from blogformat.values import renumber
+from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
 from blogformat.fileset import fsync_dir, is_locked, members, parse, remove
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
@@ -158,6 +163,8 @@ class Compactor:
         self.descriptors: list[dict] = []
         self._seq = 0
         self._text = 0     # characters of the sources' and writers' text (format.md 9.1)
+        self.types: dict[tuple, Described] = {}   # descriptions of value types, by content
+        self._type_text = 0
 
     def add_file(self, path: str) -> None:
         """Take in every event of ``path`` (damaged ranges are skipped and kept in ``damage``)."""
@@ -170,6 +177,7 @@ class Compactor:
     def _add(self, entries: Iterator[Any], path: str) -> None:
         sources: dict[int, EventSource] = {}
         writers: dict[int, WriterProp] = {}
+        types = TypeTable()
         sync = (0, _SEC, 0)
         desc: dict = {}
         for e in entries:
@@ -178,14 +186,20 @@ class Compactor:
                 if not e.verified:   # never made checksummed, never deleted: left as it is
                     raise TooBig(f"{path}: a frame cut short by the end of the file holds "
                                  "events that can only be read unverified")
-                self._frame(e, sources, writers, sync, desc, path)
+                self._frame(e, sources, writers, types, sync, desc, path)
             elif t is FileHeader:
                 sources, writers, sync, desc = {}, {}, (0, _SEC, 0), e.descriptor
+                types = TypeTable()
                 self.descriptors.append(desc)
             elif t is EventSource:
                 sources[e.id] = e
             elif t is WriterProp:
                 writers[e.id] = e
+            elif t is RecordType or t is EnumMember:
+                why = types.add(e)
+                if why is not None:
+                    self.damage.append(Damage(e.offset, 0, f"metadata beyond the limits: {why}",
+                                              path))
             elif t is ClockSync:
                 sync = (e.clock_value, e.frequency, e.ns_since_epoch)
                 if self.tz is None:
@@ -218,6 +232,26 @@ class Compactor:
             self.sources[key] = s
         return s.id
 
+    def _type(self, types: TypeTable, tid: Any) -> int:
+        """The compacted stream's id of the description ``types`` has under ``tid`` (0, which
+        no stream describes, for one it has not)."""
+        e = types.get(tid)
+        if e is None:
+            return 0
+        key = ((e.type, e.repr_name, e.fields, e.mask) if type(e) is RecordType
+               else (e.type, e.name, e.value, type(e.value), e.style))
+        got = self.types.get(key)
+        if got is None:
+            size = e.text_size()
+            if len(self.types) >= MAX_TYPE_ID or self._type_text + size > MAX_TYPE_TEXT:
+                raise TooBig("more value types than one stream holds (format.md 9.1)")
+            self._type_text += size
+            new_id = len(self.types) + 1
+            got = self.types[key] = (RecordType(new_id, e.type, e.repr_name, e.fields, e.mask)
+                                     if type(e) is RecordType else
+                                     EnumMember(new_id, e.type, e.name, e.value, e.style))
+        return got.id
+
     def _writer(self, w: WriterProp | None, wid: int, desc: dict) -> int:
         name = w.name if w is not None else ""
         key = (desc.get("host"), desc.get("pid"), desc.get("start_time_ns"), wid, name)
@@ -232,8 +266,8 @@ class Compactor:
             self.writers[key] = nw
         return nw.id
 
-    def _frame(self, fr: Frame, sources: dict, writers: dict, sync: tuple, desc: dict,
-               path: str) -> None:
+    def _frame(self, fr: Frame, sources: dict, writers: dict, types: TypeTable, sync: tuple,
+               desc: dict, path: str) -> None:
         u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(fr.payload) + 1)
         u.feed(fr.payload)
         try:     # the file is untrusted: anything but the format is damage of the frame
@@ -256,6 +290,8 @@ class Compactor:
                 for _ in range(n - 2):
                     u.skip()
                 raw = fr.payload[start:u.tell()]
+                if len(types):      # ids of this stream's descriptions: the compacted one's
+                    raw = renumber(raw, lambda tid: self._type(types, tid))
                 ns = ns0 + (clock - cv) * _SEC // freq
                 if not -(1 << 63) <= ns < 1 << 63:
                     raise ValueError("a time beyond 64 bits of nanoseconds")
@@ -263,7 +299,8 @@ class Compactor:
                 self.runs.add((ns, new_wid, self._seq, self._source(sources.get(sid), sid),
                                n, raw))
         except (ValueError, TypeError, IndexError, msgpack.OutOfData,
-                msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+                msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
+                RecursionError) as exc:
             self.damage.append(Damage(fr.offset, fr.size,
                                       f"undecodable frame: {exc}", path))
 
@@ -279,7 +316,7 @@ class Compactor:
         out.write(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
         tz = self.tz or (0, "UTC")
         meta = [ClockSync(0, _SEC, 0, tz[0], tz[1]), *self.sources.values(),
-                *self.writers.values()]
+                *self.types.values(), *self.writers.values()]
         if self.dropped:
             meta.append(Dropped(0, self.dropped, time.time_ns()))
         if self.lost:

@@ -11,18 +11,20 @@ from typing import Iterable, Iterator, Union
 
 import msgpack
 
-from blogformat.entries import (BadEntry, ClockSync, Dropped, EventSource, FileHeader, Lost,
-                                RawEvent, Recovered, Summary, WriterProp, decode_events,
-                                decode_header, decode_metadata_frame, peek_version)
+from blogformat.entries import (BadEntry, ClockSync, Dropped, EnumMember, EventSource,
+                                FileHeader, Lost, RawEvent, RecordType, Recovered, Summary,
+                                TypeTable, WriterProp, decode_events, decode_header,
+                                decode_metadata_frame, peek_version)
 from blogformat.frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA)
 
 from .frames import Damage, Frame
 
 Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, Recovered, Summary,
-              RawEvent, Damage]
+              RecordType, EnumMember, RawEvent, Damage]
 
-__all__ = ["DECODE_ERRORS", "BadEntry", "ClockSync", "Dropped", "Entry", "EventSource",
-           "FileHeader", "Lost", "RawEvent", "Recovered", "Summary", "WriterProp", "iter_entries", "undecodable"]
+__all__ = ["DECODE_ERRORS", "BadEntry", "ClockSync", "Dropped", "Entry", "EnumMember",
+           "EventSource", "FileHeader", "Lost", "RawEvent", "RecordType", "Recovered", "Summary",
+           "TypeTable", "WriterProp", "iter_entries", "undecodable"]
 
 
 #: What decoding a frame raises when its bytes are not what the format says.
@@ -40,9 +42,11 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
     """Decode frames into entries; anything malformed becomes a Damage (never an exception).
 
     With ``raw_events``, events frames come out as they are (a Frame), for a
-    caller that decodes them itself (``bread.lines``).
+    caller that decodes them itself (``bread.lines``), with the stream's descriptions
+    of value types (``EventStream.types``).
     """
     unsupported: int | None = None   # the version of the current stream, if not readable
+    types = TypeTable()              # without raw_events: the descriptions in force
     for fr in frames:
         if isinstance(fr, Damage):
             yield fr
@@ -52,6 +56,7 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
             version = peek_version(fr.payload)
             if version is not None and version != FORMAT_VERSION:
                 unsupported = version
+            types = TypeTable()
         if unsupported is not None:
             yield Damage(fr.offset, fr.size,
                          f"format version {unsupported} not supported by this reader", source)
@@ -65,12 +70,15 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
             if fr.kind == FRAME_HEADER:
                 yield decode_header(fr.payload, fr.offset)
             elif fr.kind == FRAME_METADATA:
-                yield from decode_metadata_frame(fr.payload, fr.offset)
+                for e in decode_metadata_frame(fr.payload, fr.offset):
+                    if type(e) is RecordType or type(e) is EnumMember:
+                        types.add(e)     # one beyond the limits: the reader reports it
+                    yield e
             elif fr.kind == FRAME_EVENTS:
                 if raw_events:
                     yield fr
                 else:
-                    yield from decode_events(fr.payload, fr.offset)
+                    yield from decode_events(fr.payload, fr.offset, types)
             # other frame kinds: from a newer writer, skipped
         except DECODE_ERRORS as exc:
             yield undecodable(fr, exc, source)

@@ -13,9 +13,9 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, E
                                 decode_events, oversized, text_size)
 
 from . import accel
-from .entries import (DECODE_ERRORS, ClockSync, Dropped, Entry, FileHeader, Lost, RawEvent,
-                      Recovered,
-                      Summary, WriterProp, undecodable)
+from .entries import (DECODE_ERRORS, ClockSync, Dropped, EnumMember, Entry, FileHeader, Lost,
+                      RawEvent, RecordType, Recovered, Summary, TypeTable, WriterProp,
+                      undecodable)
 from .frames import Damage, Frame
 
 _MAX_TIME = _dt.datetime.max.replace(tzinfo=_dt.timezone.utc)
@@ -232,6 +232,7 @@ class EventStream:
         self._clock_damage = False     # an event time beyond 64 bits reported in this stream
         self.sync = _DEFAULT_SYNC
         self.tz: _dt.tzinfo = _UTC     # the zone of the sync in force
+        self.types = TypeTable()       # the descriptions of value types in force
 
     def __iter__(self) -> Iterator[Event]:
         event, apply = self.event, self.apply
@@ -269,7 +270,7 @@ class EventStream:
         payload that does not decode ends it with a Damage."""
         event = self.event
         try:
-            for k, raw in enumerate(decode_events(fr.payload, fr.offset)):
+            for k, raw in enumerate(decode_events(fr.payload, fr.offset, self.types)):
                 if k >= skip:
                     ev = event(raw)
                     if keeps(ev):
@@ -286,6 +287,12 @@ class EventStream:
         t = type(e)
         if t is EventSource or t is WriterProp:
             return self._describe(e)   # type: ignore[arg-type]
+        elif t is RecordType or t is EnumMember:
+            why = self.types.add(e)    # type: ignore[arg-type]
+            if why is not None:
+                self.damage.append(Damage(e.offset, 0, f"metadata beyond the limits: {why}",
+                                          self.name))
+                return False
         elif t is ClockSync:
             self.sync = e
             try:

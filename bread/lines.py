@@ -99,7 +99,7 @@ class LineRenderer:
 
     def _fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
         """One event the C renderer leaves to Python: its bytes, writer and clock."""
-        line = self._line(raw_event(data, self._offset, writer_id, clock))
+        line = self._line(raw_event(data, self._offset, writer_id, clock, self.stream.types))
         return b"" if line is None else utf8(line + "\n")
 
     # --- runs of lines, for the sorted merge -------------------------------------

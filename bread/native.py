@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Iterable, Iterator
 
-from blogformat.entries import (ClockSync, EventSource, FileHeader, RawEvent, WriterProp)
+from blogformat.entries import (ClockSync, EventSource, FileHeader, RawEvent, TypeTable,
+                                WriterProp)
 from blogformat.values import unpackb
 
 from . import accel
@@ -91,10 +92,12 @@ class NativeState:
             self.ok = True
 
 
-def raw_event(data: bytes, offset: int, writer_id: int, clock: int) -> RawEvent:
+def raw_event(data: bytes, offset: int, writer_id: int, clock: int,
+              types: TypeTable | None = None) -> RawEvent:
     """An event the C code leaves to Python: its bytes (one event array, already known
-    to decode), the offset of its frame, its writer and clock."""
-    ev = unpackb(data)
+    to decode), the offset of its frame, its writer and clock; the stream's descriptions
+    of value types."""
+    ev = unpackb(data, types)
     texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
     return RawEvent(offset, writer_id, ev[0], clock, ev[2], texts)
 
@@ -177,7 +180,8 @@ class EventDecoder:
             yield from event_run(self._python_frame(e, skip))
 
     def _fallback(self, data: bytes, writer_id: int, clock: int) -> Event | None:
-        event = self.stream.event(raw_event(data, self._offset, writer_id, clock))
+        event = self.stream.event(raw_event(data, self._offset, writer_id, clock,
+                                            self.stream.types))
         return event if self.filter.keeps(event) else None
 
 

@@ -35,7 +35,8 @@ import blogformat.values
 import bread
 from blogformat import entries
 from blogformat import frames as fmt
-from blogformat.values import EXT_DECIMAL, ExtValue
+from blogformat.values import (EXT_DECIMAL, EXT_MEMBER, EXT_RECORD, DataclassValue, EnumValue,
+                               ExtValue)
 from bread.frames import Damage, Frame, iter_frames
 from bread.render import PrettyPrinter, escape_controls
 
@@ -149,8 +150,23 @@ def summary(ev: bread.Event) -> tuple:
 
 
 def raw_summary(ev: bread.Event) -> tuple:
-    """What an event keeps even when its source metadata is lost."""
-    return (ev.offset, ev.clock, ev.writer_id, repr(ev.args + tuple(ev.fields.values())))
+    """What an event keeps even when its source metadata is lost: all but the values whose
+    type was described there (an enum member, a dataclass: read as ExtValue without it)."""
+    return (ev.offset, ev.clock, ev.writer_id,
+            repr(_undescribed(ev.args + tuple(ev.fields.values()))))
+
+
+def _undescribed(v):
+    if isinstance(v, (EnumValue, DataclassValue)) or (
+            isinstance(v, ExtValue) and v.code in (EXT_MEMBER, EXT_RECORD)):
+        return "<described>"
+    if isinstance(v, (list, tuple)):
+        return [_undescribed(x) for x in v]
+    if isinstance(v, dict):
+        return [(_undescribed(k), _undescribed(x)) for k, x in v.items()]
+    if isinstance(v, (set, frozenset)):
+        return sorted(repr(_undescribed(x)) for x in v)
+    return v
 
 
 def frame_table(data: bytes) -> list[tuple[int, int, int]]:

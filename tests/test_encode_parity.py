@@ -62,6 +62,7 @@ for _cls in (Shade, Size, Tone):
     enum_type(_cls)                       # as the Python path records a class it meets
 for _cls in (Fill, Leg):
     record_type(_cls)
+capture(None, tuple(MEMBERS), ())         # and describes each member it meets
 
 atoms = st.one_of(
     scalars, st.sampled_from(MEMBERS), st.datetimes(timezones=st.sampled_from([None, UTC])), st.dates(),

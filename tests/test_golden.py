@@ -335,3 +335,25 @@ def test_v1_exceptions_kept_as_frames():
     assert (bare.type, bare.message, bare.frames, bare.traceback) == (
         "KeyError", "'never raised'", (), None)
     assert c.message == "bare KeyError('never raised')"
+
+
+def test_v1_described_types():
+    # RecordType and EnumMember entries (tags 8, 9) and the values that refer to them
+    # (extensions 15, 16), written since 2026-11-26; a member whose value is a tuple
+    # still describes itself (extension 11).
+    color, fill, nested, again, planet = bread.read(V1 / "described.blog")
+    assert [repr(a) for a in color.args] == [
+        "<Color.RED: 1>", "<Level.HIGH: 2>", "<Side.SELL: 'sell'>",
+        "EnumValue(type='__main__.Perm', name='R|W', value=3)"]
+    assert [str(a) for a in color.args[:3]] == ["Color.RED", "2", "sell"]
+    f, leg = fill.args
+    assert (f.type, f.fields, f.shown) == ("__main__.Fill",
+                                           {"oid": 7, "px": 101.25, "venue": "X"},
+                                           ("oid", "px"))
+    assert (leg.type, leg.fields) == ("__main__.Leg", {"sym": "AAPL", "qty": 100})
+    assert [a.fields for a in nested.args[0]] == [{"oid": 8, "px": 1.5, "venue": "X"},
+                                                  {"sym": "MSFT", "qty": -5}]
+    (key, value), = nested.args[1].items()
+    assert (key.name, key.value, value.name, value.value) == ("BUY", "buy", "GREEN", "g")
+    assert again.fields["side"].name == "BUY" and again.args[0].fields["venue"] == "Y"
+    assert planet.args[0].value == (5.97, 6.37) and str(planet.args[0]) == "Planet.EARTH"

@@ -63,6 +63,7 @@ import queue  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+import typing  # noqa: E402
 import threading  # noqa: E402
 import uuid  # noqa: E402
 import zoneinfo  # noqa: E402
@@ -318,8 +319,52 @@ def exceptions() -> bytes:
     return out.getvalue()
 
 
+class Side(enum.StrEnum):
+    BUY = "buy"
+    SELL = "sell"
+
+
+class Perm(enum.Flag):
+    R = 1
+    W = 2
+
+
+class Planet(enum.Enum):
+    EARTH = (5.97, 6.37)      # a value that is not a scalar: the member describes itself
+
+
+@dataclasses.dataclass
+class Fill:
+    oid: int
+    px: float
+    venue: str = dataclasses.field(default="X", repr=False)
+
+
+class Leg(typing.NamedTuple):
+    sym: str
+    qty: int
+
+
+def described() -> bytes:
+    # Value types described once per stream (RecordType and EnumMember entries, tags 8
+    # and 9; extensions 15 and 16, added on 2026-11-26 without a version change): enum
+    # members of each style, a dataclass with a field its repr leaves out, a named tuple,
+    # nested in containers and as fields; and a member that still describes itself.
+    s = blog.Session(name="golden-described")
+    log = s.get_logger("types")
+    out = blog.MemoryOutputStream()
+    log.info("color {} level {} side {} perm {}", Color.RED, Level.HIGH, Side.SELL,
+             Perm.R | Perm.W)
+    log.info("fill {} leg {}", Fill(7, 101.25), Leg("AAPL", 100))
+    log.info("nested {} {}", [Fill(8, 1.5), Leg("MSFT", -5)], {Side.BUY: Color.GREEN})
+    log.info("again {!r} {}", Fill(9, 2.0, "Y"), Color.RED, side=Side.BUY)
+    log.info("planet {}", Planet.EARTH)
+    s.consume(out)
+    return out.getvalue()
+
+
 GOLDEN = {"every_type": every_type, "two_writers": two_writers, "dropped": dropped,
-          "summary": summary, "exceptions": exceptions}
+          "summary": summary, "exceptions": exceptions, "described": described}
 
 
 # --- expected bread output ---------------------------------------------------------------

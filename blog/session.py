@@ -108,8 +108,12 @@ class Session:
             "python": sys.version.split()[0], "start_time_ns": self.start_ns,
             "session": self.name,
         }
-        # Value types described so far (blogformat.valuetypes), and from now on as they are.
-        self._types: list[Described] = valuetypes.listen(self)
+        # Value types described so far (blogformat.valuetypes), and from now on as they are
+        # (appended without a lock: see type_described); the first _types_written of them
+        # are in the current stream's metadata.
+        self._types: list[Described] = []
+        self._types_written = 0
+        self._types[:0] = valuetypes.listen(self)
 
     @property
     def overflow(self) -> str:
@@ -319,10 +323,23 @@ class Session:
 
     def type_described(self, entry: Described) -> None:
         """A value type described (process-wide) for the first time: written ahead of the
-        first event that holds it, and into every stream from now on."""
-        with self._lock:
-            self._types.append(entry)
-            self._note(entry)
+        first event that holds it, and into every stream from now on.
+
+        Called with the registry's lock held: it takes no lock of the session's (a signal
+        handler logging a new type while its thread holds ``_lock`` would deadlock). An
+        append is atomic, and happens before any event holding the id is queued, so the
+        consume that drains such an event finds the entry (``_new_types``)."""
+        self._types.append(entry)
+        cb = self._crash
+        if cb is not None:
+            cb.describe([entry])
+
+    def _new_types(self) -> list[Described]:
+        """The descriptions not yet in the current stream's metadata (with ``_lock`` held)."""
+        n = len(self._types)
+        new = self._types[self._types_written:n]
+        self._types_written = n
+        return new
 
     def described(self, entry: Metadata) -> None:
         """In-band metadata (a thread renaming itself), for the crash buffer."""
@@ -410,7 +427,8 @@ class Session:
         return ClockSync(now, 1_000_000_000, now, lt.tm_gmtoff, lt.tm_zone)
 
     def _full_metadata(self) -> list[Metadata]:
-        return ([self._clock_sync(), *self._sources, *self._types]
+        self._types_written = 0
+        return ([self._clock_sync(), *self._sources, *self._new_types()]
                 + [w.entry(w.stream_name) for w in self._writers])
 
     def consume(self, stream: Any) -> int:
@@ -462,6 +480,7 @@ class Session:
                 self._pending.clear()
             else:
                 meta, self._pending = self._pending, []
+                meta += self._new_types()
                 if time.localtime().tm_gmtoff != self._tz_offset:
                     meta.insert(0, self._clock_sync())   # DST began or ended: new zone from here on
         if out.started and out.passes_limits(meta):

@@ -240,9 +240,8 @@ def member_id(cls: type, info: tuple, name: Any, value: Any, style: int) -> int 
             return None
         tid = valuetypes.describe((cls, name), lambda i: EnumMember(i, info[0], name, value,
                                                                     style))
-        if tid is not None:
-            ids[name] = tid
-    return tid
+        ids[name] = False if tid is None else tid   # False: not describable, not tried again
+    return tid or None
 
 
 #: Per dataclass or named tuple class: (type name, repr name or None, field names, shown
@@ -716,6 +715,17 @@ def unpacker(payload: bytes, types: TypeTable | None = None) -> msgpack.Unpacker
     return u
 
 
+#: Matches the header of every extension 15 or 16 (and some other bytes): data that does
+#: not match holds no described value.
+_DESCRIBED_EXT = re.compile(rb"[\xd4-\xd8][\x0f\x10]|\xc7[\s\S][\x0f\x10]"
+                            rb"|\xc8[\s\S]{2}[\x0f\x10]|\xc9[\s\S]{4}[\x0f\x10]")
+
+
+def may_hold_described(data: bytes) -> bool:
+    """False if ``data`` (msgpack values) certainly holds no extension 15 or 16."""
+    return _DESCRIBED_EXT.search(data) is not None
+
+
 def renumber(data: bytes, new_id: Any) -> bytes:
     """``data`` (msgpack values back to back: an event's args and texts) with the ids of
     its described values (extensions 15 and 16, nested ones too) given by ``new_id(old)``;
@@ -723,7 +733,12 @@ def renumber(data: bytes, new_id: Any) -> bytes:
     def hook(code: int, payload: bytes) -> msgpack.ExtType:
         if code in _RAW_EXT:
             return msgpack.ExtType(code, payload)
-        value = msgpack.unpackb(payload, ext_hook=hook, **UNPACK_OPTIONS)
+        try:
+            value = msgpack.unpackb(payload, ext_hook=hook, **UNPACK_OPTIONS)
+        except (ValueError, TypeError, msgpack.UnpackException, RecursionError):
+            if code == EXT_MEMBER or code == EXT_RECORD:   # no id: one no stream describes
+                return msgpack.ExtType(code, pack_plain(0 if code == EXT_MEMBER else [0]))
+            return msgpack.ExtType(code, payload)   # not msgpack (a newer code): as it is
         if code == EXT_MEMBER:
             value = new_id(value)
         elif code == EXT_RECORD and type(value) is list and value:

@@ -147,6 +147,10 @@ class TypeTable:
         if why is None and text > MAX_TYPE_TEXT:
             why = f"more than {MAX_TYPE_TEXT} characters of type descriptions in one stream"
         if why is not None:
+            # Values of its id read as unknown, not as the entry it meant to replace.
+            if self.entries.pop(e.id, None) is not None:
+                self.text -= old.text_size()  # type: ignore[union-attr]
+                self._decoded.pop(e.id, None)
             return why
         self.entries[e.id] = e
         self._decoded.pop(e.id, None)

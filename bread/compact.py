@@ -12,8 +12,10 @@ its events in time order in frames of stretches of at most
 Summary.
 Event bytes (arguments, texts) are copied as they were written, never
 decoded and encoded again; only the source id and the clock delta change, and
-the ids of described values (docs/format.md 4.8) where a file has any: the same
-type in several files is one description.
+the ids of described values (docs/format.md 4.8): an event whose bytes may hold
+one is decoded and packed again with the compacted stream's ids (the same type in
+several files of a process is one description; an id its own stream does not
+describe becomes 0, which none does), its other extension values kept as they were.
 
 Memory stays bounded: events are sorted in runs of ``RUN_EVENTS`` spilled
 to temporary files, then merged. The compaction catalog
@@ -40,7 +42,7 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, B
                                 ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
                                 RecordType, Summary, TypeTable, WriterProp, header_payload,
                                 metadata_frames, text_size)
-from blogformat.values import renumber
+from blogformat.values import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
 from blogformat.fileset import fsync_dir, is_locked, members, parse, remove
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
@@ -290,7 +292,8 @@ class Compactor:
                 for _ in range(n - 2):
                     u.skip()
                 raw = fr.payload[start:u.tell()]
-                if len(types):      # ids of this stream's descriptions: the compacted one's
+                if may_hold_described(raw):   # ids of this stream's descriptions: the
+                    # compacted one's (0, described by none, where this stream has none)
                     raw = renumber(raw, lambda tid: self._type(types, tid))
                 ns = ns0 + (clock - cv) * _SEC // freq
                 if not -(1 << 63) <= ns < 1 << 63:

@@ -272,3 +272,98 @@ def test_described_values_nested_deep_in_other_extensions_decode():
     tup = msgpack.ExtType(values.EXT_TUPLE, msgpack.packb([inner, [inner]]))
     (ev,) = bread.read(io.BytesIO(_file(meta, [tup, {"k": inner}])))
     assert ev.message == "(P(x=5), [P(x=5)]) {'k': P(x=5)}"
+
+
+def test_a_signal_handler_logging_a_new_type_while_its_thread_holds_the_session_lock():
+    # Proves no deadlock between the registry's lock and the session's: the main thread
+    # registers call sites (the session's lock held) while a signal handler logs values
+    # of brand-new types, and another thread does too.
+    s = blog.Session(name="signals")
+    log = s.get_logger("t")
+    ran = [0]
+    stop = threading.Event()
+    # Classes met for the first time during the test (each describes itself once).
+    fresh_h = [dataclasses.make_dataclass(f"H{k}", ["x"]) for k in range(200)]
+    fresh_t = [dataclasses.make_dataclass(f"T{k}", ["y"]) for k in range(300)]
+
+    def handler(signum, frame):
+        ran[0] += 1
+        log.info("h {}", fresh_h[ran[0] % 200](1))
+
+    def other():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            log.info("t {}", fresh_t[i % 300](2))
+
+    old = signal.signal(signal.SIGALRM, handler)
+    t = threading.Thread(target=other, daemon=True)
+    t.start()
+    signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+    try:
+        end = time.monotonic() + 2
+        i = 0
+        while time.monotonic() < end:
+            i += 1
+            s.add_source(key=("k", i % 1000), severity=0x80, category="c", function="f",
+                         file="x.py", line=i % 1000, format="{}", arg_tags="")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        stop.set()
+        t.join(10)
+    assert not t.is_alive() and ran[0] > 10
+    out = blog.MemoryOutputStream()
+    s.consume(out)
+    evs = list(bread.read(io.BytesIO(out.getvalue())))
+    assert evs and all(type(e.args[0]) is DataclassValue for e in evs)
+
+
+def _stream(meta: list, events: list, pid: int = 1) -> bytes:
+    from blogformat.entries import BatchHeader, ClockSync, EventSource, header_payload
+    data = fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({"pid": pid}))
+    data += b"".join(metadata_frames([ClockSync(0, 10**9, 0, 0, "UTC"),
+                                      EventSource(1, 0x80, "c", "f", "x.py", 1, "{} {}", ""),
+                                      *meta]))
+    body = b"".join(msgpack.packb([1, 1, args]) for args in events)
+    return data + fmt.frame_bytes(fmt.FRAME_EVENTS, BatchHeader(1, 0, len(events), 0, 0).encode()
+                                  + body)
+
+
+def _compacted(tmp_path, *files: bytes, damage: int = 0) -> list[str]:
+    from bread.compact import Compactor
+    c = Compactor(str(tmp_path))
+    for k, data in enumerate(files):
+        (tmp_path / f"{k}.blog").write_bytes(data)
+        c.add_file(str(tmp_path / f"{k}.blog"))
+    assert len(c.damage) == damage
+    out = io.BytesIO()
+    c.write(out, [])
+    return [e.message for e in bread.read(io.BytesIO(out.getvalue()))]
+
+
+def test_compaction_keeps_extension_values_it_cannot_decode_as_they_are(tmp_path):
+    member = EnumMember(1, "m.Side", "BUY", 1, values.ENUM_NAMED)
+    future = msgpack.ExtType(20, b"\xc1\xc1")      # a newer writer's code, not msgpack
+    data = _stream([member], [[_ext(EXT_MEMBER, 1), 5], [_ext(EXT_MEMBER, 1), future]])
+    before = [e.message for e in bread.read(io.BytesIO(data))]
+    assert before == ["Side.BUY 5", "Side.BUY ExtValue(code=20, data=b'\\xc1\\xc1')"]
+    assert _compacted(tmp_path, data) == before
+
+
+def test_compaction_never_lends_a_value_another_file_s_description(tmp_path):
+    # File a lost its description of id 1 (refused as beyond the limits); file b, of the
+    # same process, describes id 1 as Mood.CALM: a's value stays unknown.
+    a = _stream([EnumMember(0, "m.Alarm", "FIRE", 1, 1)], [[_ext(EXT_MEMBER, 1), 0]])
+    b = _stream([EnumMember(1, "m.Mood", "CALM", 1, 1)], [[_ext(EXT_MEMBER, 1), 1]])
+    got = sorted(_compacted(tmp_path, b, a, damage=1))
+    assert got[1] == "Mood.CALM 1" and got[0].startswith("ExtValue(code=15") and \
+        got[0].endswith(" 0")
+
+
+def test_a_refused_description_leaves_no_older_one_of_its_id_in_force():
+    meta = [EnumMember(4, "m.E", "OLD", 1, 1),
+            EnumMember(4, "m.E", "n" * (valuetypes.MAX_FIELD_TEXT + 1), 1, 1)]
+    rd = bread.read(io.BytesIO(_file(meta, [_ext(EXT_MEMBER, 4), 0])))
+    (ev,) = rd
+    assert type(ev.args[0]) is ExtValue and len(rd.damage) == 1

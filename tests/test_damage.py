@@ -1391,7 +1391,10 @@ def test_a_flipped_bit_in_a_gzip_file_never_gives_unverified_or_invented_events(
             s.consume(out)
     s.consume(out)
     data = out.getvalue()
-    orig = {(e.message, e.ns) for e in bread.read(io.BytesIO(data))}
+    # Events are compared by what they hold, not their message: a flip may fall in the
+    # metadata frame (large where the process described many value types), whose sources
+    # are then lost, which is not an invented event.
+    orig = {(e.ns, e.args) for e in bread.read(io.BytesIO(data))}
     packed = gzip.compress(data)
     for pos in range(1000, len(packed) - 8, 193):
         b = bytearray(packed)
@@ -1399,4 +1402,4 @@ def test_a_flipped_bit_in_a_gzip_file_never_gives_unverified_or_invented_events(
         r = bread.read(io.BytesIO(bytes(b)))
         evs = list(r)
         assert r.unverified == 0 and all(e.verified for e in evs), pos
-        assert all((e.message, e.ns) in orig for e in evs), pos
+        assert all((e.ns, e.args) in orig for e in evs), pos

@@ -14,8 +14,10 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
 from .values import pack_plain, unpack_plain, unpacker
-from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, EnumMember,
-                         RecordType, TypeTable, decode_entry)
+from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, BadEntry,
+                         EnumMember, RecordType, TypeTable, decode_entry)
+from .valuetypes import int_field as _int
+from .valuetypes import str_field as _str
 
 # Metadata entry tags: the first element of each entry array (section 4).
 ENTRY_EVENT_SOURCE = 1
@@ -29,22 +31,6 @@ ENTRY_RECOVERED = 7
 
 #: Array headers of an event with 0 to 15 elements (an event has 3 or 4).
 _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
-
-
-class BadEntry(ValueError):
-    """An entry whose fields do not have the specified types."""
-
-
-def _int(v: Any) -> int:
-    if type(v) is not int:
-        raise BadEntry(f"expected an integer, got {type(v).__name__}")
-    return v
-
-
-def _str(v: Any) -> str:
-    if type(v) is not str:
-        raise BadEntry(f"expected a string, got {type(v).__name__}")
-    return v
 
 
 # --- the header frame (section 3) -------------------------------------------

@@ -88,33 +88,40 @@ Described = RecordType | EnumMember
 DESCRIBABLE_VALUES = frozenset({type(None), bool, int, float, str, bytes})
 
 
-def _int(v: Any) -> int:
+class BadEntry(ValueError):
+    """An entry whose fields do not have the specified types (blogformat.entries too)."""
+
+
+def int_field(v: Any) -> int:
+    """``v`` if it is an int; BadEntry otherwise."""
     if type(v) is not int:
-        raise ValueError(f"expected an integer, got {type(v).__name__}")
+        raise BadEntry(f"expected an integer, got {type(v).__name__}")
     return v
 
 
-def _str(v: Any) -> str:
+def str_field(v: Any) -> str:
+    """``v`` if it is a str; BadEntry otherwise."""
     if type(v) is not str:
-        raise ValueError(f"expected a string, got {type(v).__name__}")
+        raise BadEntry(f"expected a string, got {type(v).__name__}")
     return v
 
 
 def decode_entry(e: list, offset: int) -> Described:
-    """A RecordType or EnumMember entry array as its entry; ValueError or IndexError if
-    its fields are not of the specified types."""
+    """A RecordType or EnumMember entry array as its entry; BadEntry (a ValueError) or
+    IndexError if its fields are not of the specified types."""
     if e[0] == ENTRY_RECORD_TYPE:
         tid, name, repr_name, fields, mask = e[1:6]
         if type(fields) is not list:
             raise ValueError("record fields must be an array")
         if repr_name is not None:
-            _str(repr_name)
-        return RecordType(_int(tid), _str(name), repr_name, tuple(_str(f) for f in fields),
-                          _int(mask), offset)
+            str_field(repr_name)
+        return RecordType(int_field(tid), str_field(name), repr_name,
+                          tuple(str_field(f) for f in fields), int_field(mask), offset)
     tid, name, member, value, style = e[1:6]
     if type(value) not in DESCRIBABLE_VALUES:
         raise ValueError("an enum member's value must be a scalar")
-    return EnumMember(_int(tid), _str(name), _str(member), value, _int(style), offset)
+    return EnumMember(int_field(tid), str_field(name), str_field(member), value,
+                      int_field(style), offset)
 
 
 def refused(e: Described) -> str | None:

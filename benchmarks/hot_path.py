@@ -298,6 +298,32 @@ def setup_stdlib(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], Non
     return [Case(name, loop_percent, lg, cfg["n_slow"], h.flush, counter=counter)], finish
 
 
+def setup_bridge(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]]:
+    """The same ``logging`` call into blog.stdlib.BlogHandler (the default session's file,
+    which setup_blog opened), and into a handler that does nothing: what remains of the
+    bridge's cost is logging's own (its record, its logger hierarchy)."""
+    import logging
+
+    import blog.stdlib
+
+    class Nothing(logging.Handler):
+        def handle(self, record: logging.LogRecord) -> bool:   # no lock, no emit
+            return True
+
+    rows = []
+    for name, handler in (("(e2) stdlib logging -> blog.stdlib.BlogHandler",
+                           blog.stdlib.BlogHandler()),
+                          ("(e3) stdlib logging, a handler doing nothing (logging's own)",
+                           Nothing())):
+        lg = logging.getLogger("bench." + name[1:3])
+        lg.handlers.clear()
+        lg.propagate = False
+        lg.setLevel(logging.INFO)
+        lg.addHandler(handler)
+        rows.append(Case(name, loop_percent, lg, cfg["n_slow"], blog.flush))
+    return rows, lambda: None
+
+
 def setup_picologging(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None] | None]:
     name = "(f) picologging FileHandler"
     try:
@@ -371,7 +397,8 @@ def per_call(tmp: str, cfg: dict, out: dict) -> None:
     rows: list = [Case("(bare for-loop, for reference)", loop_bare, None, cfg["n_fast"]),
                   Case("(a) empty function", loop_empty, empty, cfg["n_fast"])]
     finishers = []
-    for setup in (setup_blog, setup_stdlib, setup_picologging, setup_structlog, setup_loguru):
+    for setup in (setup_blog, setup_stdlib, setup_bridge, setup_picologging, setup_structlog,
+                  setup_loguru):
         r, fin = setup(tmp, cfg, out)
         rows += r
         if fin is not None:
@@ -527,6 +554,14 @@ def report(out: dict, cfg: dict) -> list[dict]:
     target("end-to-end CPU <= 1/12 of stdlib", std_e / blog_e >= 12,
            f"{fmt_ns(blog_e)} ns vs stdlib {fmt_ns(std_e)} ns per event: "
            f"{std_e / blog_e:.1f}x less (need >= 12x)")
+    bridge = pc.get("(e2) stdlib logging -> blog.stdlib.BlogHandler", {}).get("ns_per_call")
+    own = pc.get("(e3) stdlib logging, a handler doing nothing (logging's own)", {}).get(
+        "ns_per_call")
+    if bridge and own:
+        target("stdlib bridge <= 0.3x the FileHandler", bridge / std <= 0.3,
+               f"{fmt_ns(bridge)} ns vs FileHandler {fmt_ns(std)} ns: {bridge / std:.3f}x "
+               f"(need <= 0.3x); logging's own record and dispatch: {fmt_ns(own)} ns "
+               f"({own / std:.3f}x), the bridge's handler: {fmt_ns(bridge - own)} ns")
     target("disabled call <= 1.2x empty call", d / e <= 1.2,
            f"{fmt_ns(d)} ns vs empty {fmt_ns(e)} ns: {d / e:.2f}x (need <= 1.2x)")
     target("bytes/event <= 0.35x stdlib", blog_b / std_b <= 0.35,

@@ -24,6 +24,7 @@ from .source import CallSiteError
 from .stats import SessionStats
 from .streams import FileOutputStream, MemoryOutputStream, OutputStream
 from .writer import SessionWriter
+from . import stdlib  # noqa: F401  (blog.stdlib.capture, blog.stdlib.BlogHandler)
 
 __all__ = [
     "BLOCK", "DROP", "CallSiteError", "Consumer", "EventSource", "FileOutputStream",

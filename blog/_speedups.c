@@ -856,6 +856,187 @@ static PyTypeObject MethodType = {
     .tp_getset = method_getset,
 };
 
+/* ---- RecordHandler: blog.stdlib.BlogHandler.handle -------------------- */
+
+/* A logging record's attributes it reads, interned once. */
+static PyObject *str_msg, *str_args, *str_exc_info, *str_stack_info, *str_pathname,
+                *str_lineno, *str_levelno, *str_logname, *str_created, *str_smin;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *sites;     /* dict: (msg, pathname, lineno, levelno, name, len(args)) ->
+                            (sid, template, severity), shared with the Python handler */
+    PyObject *local;     /* the session's threading.local */
+    PyObject *key;       /* the thread state dict's key of the local (thread_channel) */
+    PyObject *session;   /* its _min: the session's minimum severity */
+    PyObject *filters;   /* the handler's filters (a list): any, and the Python path runs */
+    PyObject *fallback;  /* the Python handle: everything else */
+    Py_ssize_t base;     /* how many attributes a LogRecord without extra has */
+} RecordHandler;
+
+/* The common record: a str message, a tuple of plain scalars, no extra, no exception or
+ * stack, of a call site seen before. Its twin is BlogHandler.emit's first branch. */
+static int
+record_push(RecordHandler *self, PyObject *rec)
+{
+    if (!PyList_CheckExact(self->filters) || PyList_GET_SIZE(self->filters) != 0)
+        return 0;
+    PyObject *d = PyObject_GenericGetDict(rec, NULL);
+    if (d == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int r = 0;
+    if (!PyDict_CheckExact(d) || PyDict_GET_SIZE(d) != self->base)
+        goto done;
+    PyObject *msg = PyDict_GetItem(d, str_msg);        /* borrowed; NULL: absent */
+    PyObject *args = PyDict_GetItem(d, str_args);
+    PyObject *exc = PyDict_GetItem(d, str_exc_info);
+    PyObject *stack = PyDict_GetItem(d, str_stack_info);
+    PyObject *path = PyDict_GetItem(d, str_pathname);
+    PyObject *lineno = PyDict_GetItem(d, str_lineno);
+    PyObject *levelno = PyDict_GetItem(d, str_levelno);
+    PyObject *name = PyDict_GetItem(d, str_logname);
+    PyObject *created = PyDict_GetItem(d, str_created);
+    if (msg == NULL || !PyUnicode_CheckExact(msg) || args == NULL || !PyTuple_CheckExact(args)
+        || exc != Py_None || stack != Py_None || path == NULL || lineno == NULL
+        || levelno == NULL || name == NULL || created == NULL || !PyFloat_CheckExact(created))
+        goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *count = PyLong_FromSsize_t(n);
+    PyObject *key = count != NULL ? PyTuple_Pack(6, msg, path, lineno, levelno, name, count)
+                                  : NULL;
+    Py_XDECREF(count);
+    if (key == NULL) {
+        r = -1;
+        goto done;
+    }
+    PyObject *site = PyDict_GetItemWithError(self->sites, key);
+    Py_DECREF(key);
+    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 3) {
+        r = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    Py_INCREF(site);                   /* the push below could run code that changes sites */
+    long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 0));
+    long severity = PyLong_AsLong(PyTuple_GET_ITEM(site, 2));
+    PyObject *smin = PyObject_GetAttr(self->session, str_smin);
+    long least = smin != NULL ? PyLong_AsLong(smin) : -1;
+    Py_XDECREF(smin);
+    Py_DECREF(site);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        goto done;
+    }
+    if (severity < least) {            /* below the session's minimum: nothing */
+        r = 1;
+        goto done;
+    }
+    double when = PyFloat_AS_DOUBLE(created) * 1e9;
+    if (!(when > -9.2e18 && when < 9.2e18))
+        goto done;
+    Channel *ch = thread_channel(self->local, self->key);
+    if (ch == NULL) {
+        r = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    Py_INCREF(args);
+    r = push_plain(ch, sid, &PyTuple_GET_ITEM(args, 0), n, (long long)when);
+    Py_DECREF(args);
+    Py_DECREF(ch);
+done:
+    Py_DECREF(d);
+    return r;
+}
+
+static PyObject *
+record_handler_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames)
+{
+    RecordHandler *self = (RecordHandler *)op;
+    if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL) {
+        int r = record_push(self, args[0]);
+        if (r < 0)
+            return NULL;
+        if (r > 0)
+            Py_RETURN_TRUE;
+    }
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static int
+record_handler_traverse(RecordHandler *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->sites);
+    Py_VISIT(self->local);
+    Py_VISIT(self->session);
+    Py_VISIT(self->filters);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int
+record_handler_clear(RecordHandler *self)
+{
+    Py_CLEAR(self->sites);
+    Py_CLEAR(self->local);
+    Py_CLEAR(self->key);
+    Py_CLEAR(self->session);
+    Py_CLEAR(self->filters);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void
+record_handler_dealloc(RecordHandler *self)
+{
+    PyObject_GC_UnTrack(self);
+    record_handler_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+record_handler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *sites, *local, *session, *filters, *fallback;
+    Py_ssize_t base;
+    if (!PyArg_ParseTuple(args, "O!OOO!On:RecordHandler", &PyDict_Type, &sites, &local,
+                          &session, &PyList_Type, &filters, &fallback, &base))
+        return NULL;
+    RecordHandler *self = (RecordHandler *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = record_handler_vectorcall;
+    self->sites = Py_NewRef(sites);
+    self->local = Py_NewRef(local);
+    self->session = Py_NewRef(session);
+    self->filters = Py_NewRef(filters);
+    self->fallback = Py_NewRef(fallback);
+    self->base = base;
+    self->key = thread_key(local);
+    if (self->key == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject RecordHandlerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "blog._speedups.RecordHandler",
+    .tp_basicsize = sizeof(RecordHandler),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "RecordHandler(sites, local, session, filters, fallback, base): "
+              "BlogHandler.handle with a C fast path for the common record.",
+    .tp_new = record_handler_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(RecordHandler, vectorcall),
+    .tp_traverse = (traverseproc)record_handler_traverse,
+    .tp_clear = (inquiry)record_handler_clear,
+    .tp_dealloc = (destructor)record_handler_dealloc,
+};
+
 /* ---- EventCall: a function decorated with @blog.event ------------------ */
 
 typedef struct {
@@ -1254,13 +1435,23 @@ PyInit__speedups(void)
     str_name = PyUnicode_InternFromString("__name__");
     if (!str_c || !str_min || !str_name || encode_init() < 0)
         return NULL;
+    static struct { PyObject **var; const char *text; } names[] = {
+        {&str_msg, "msg"}, {&str_args, "args"}, {&str_exc_info, "exc_info"},
+        {&str_stack_info, "stack_info"}, {&str_pathname, "pathname"}, {&str_lineno, "lineno"},
+        {&str_levelno, "levelno"}, {&str_logname, "name"}, {&str_created, "created"},
+        {&str_smin, "_min"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if ((*names[i].var = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
     TakenType = PyStructSequence_NewType(&taken_desc);
     if (TakenType == NULL || PyModule_AddObjectRef(m, "Taken", (PyObject *)TakenType) < 0
         || add_type(m, &ChannelType, "Channel") < 0 || add_type(m, &MethodType, "Method") < 0
-        || add_type(m, &EventCallType, "EventCall") < 0) {
+        || add_type(m, &EventCallType, "EventCall") < 0
+        || add_type(m, &RecordHandlerType, "RecordHandler") < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -220,10 +220,11 @@ class Session:
                    file: str, line: int, format: str, arg_tags: str,
                    field_names: tuple[str, ...] = (), positional: int = 0,
                    template: Any = None, code: Any = None,
-                   arg_names: tuple[str, ...] = ()) -> EventSource:
+                   arg_names: tuple[str, ...] = (), style: str = "") -> EventSource:
         """Register an EventSource once per ``key``; its metadata is written before its first event.
 
-        ``code`` is the call site's code object, when ``key`` holds its id.
+        ``code`` is the call site's code object, when ``key`` holds its id; ``style`` the
+        syntax of ``format`` (EventSource.style).
         """
         with self._lock:
             if key is not None and key in self._sites:
@@ -238,7 +239,7 @@ class Session:
             src = EventSource(len(self._sources) + 1, severity, _cap(category), _cap(function),
                               _cap(file), line, _cap(format, MAX_FORMAT), _cap(arg_tags),
                               tuple(field_names), positional, template,
-                              tuple(_cap(n) for n in arg_names))
+                              tuple(_cap(n) for n in arg_names), style=style)
             self._sources.append(src)
             self._note(src)
             if key is not None:

@@ -115,7 +115,10 @@ class EventSource:
     ``positional`` arguments in every event of this source (-1: not recorded).
     ``arg_names`` name the positional arguments where the call site knows them (the
     parameters of an ``@blog.event`` function); empty otherwise.
-    ``template`` is the parsed format, kept by whoever parsed it.
+    ``template`` is the parsed format, kept by whoever parsed it. ``style`` is the
+    syntax of ``format``: ``""`` for ``{}`` placeholders, ``"%"`` for printf-style (the
+    stdlib ``logging`` bridge), ``"literal"`` for a format that is the message itself
+    (blogformat.placeholders.parse_style).
     """
 
     TAG: ClassVar[int] = ENTRY_EVENT_SOURCE
@@ -133,13 +136,16 @@ class EventSource:
     template: Any = field(default=None, repr=False, compare=False)
     arg_names: tuple[str, ...] = ()
     offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
+    style: str = ""
 
     def array(self) -> list:
         a = [ENTRY_EVENT_SOURCE, self.id, int(self.severity), self.category, self.function,
              self.file, self.line, self.format, self.arg_tags, list(self.field_names),
              self.positional]
-        if self.arg_names:     # only then: the bytes of every other source stay as they were
+        if self.arg_names or self.style:   # only then: every other source's bytes stay
             a.append(list(self.arg_names))
+        if self.style:
+            a.append(self.style)
         return a
 
 
@@ -298,9 +304,14 @@ def _event_source(e: list) -> EventSource:
     arg_names = e[11] if len(e) > 11 else []
     if type(arg_names) is not list or not all(type(n) is str for n in arg_names):
         arg_names = []
+    # Element 12 (style) too; a style this reader does not know is kept, and the
+    # format then renders as one that does not parse (docs/format.md 8.2).
+    style = e[12] if len(e) > 12 and type(e[12]) is str else ""
+    if len(style) > 16:
+        style = "?"
     return EventSource(_int(sid), _int(sev), _str(cat), _str(func), _str(file), _int(line),
                        _str(form), _str(tags), tuple(_str(n) for n in names), positional,
-                       arg_names=tuple(arg_names))
+                       arg_names=tuple(arg_names), style=style)
 
 
 def _summary(e: list, offset: int) -> Summary:

@@ -1,9 +1,11 @@
-"""Format strings: ``{}`` positional and ``{name}`` keyword placeholders.
+"""Format strings: ``{}`` positional and ``{name}`` keyword placeholders, and the
+printf-style (``%s``, ``%(name)d``) formats of the stdlib ``logging`` records.
 
 The writer parses a format string once, when its EventSource is registered,
 and rejects what the reader could not render safely. The reader parses the
 same string (taken from an untrusted file) with the same code and renders it
-without attribute or index lookups and with bounded widths.
+without attribute or index lookups and with bounded widths. An EventSource's
+``style`` says which syntax its format uses (docs/format.md 8.4).
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ MAX_WIDTH = 10_000
 MAX_MESSAGE = 1 << 20
 CUT_MARK = f"[... cut: message longer than {MAX_MESSAGE} characters]"
 _NUMBERS = re.compile(r"\d+")
+
+#: EventSource styles: ``{}`` placeholders (section 8.1), printf-style as ``logging``
+#: renders a record with arguments (8.4), and a format that is the message itself.
+STYLE_BRACES = ""
+STYLE_PRINTF = "%"
+STYLE_LITERAL = "literal"
+#: One printf conversion: an optional (key), flags, width, precision, length modifier
+#: and the conversion character; ``*`` widths are not accepted.
+_PRINTF = re.compile(r"%(?:\((?P<key>[^()]*)\))?"
+                     r"(?P<spec>[#0 +\-]*[0-9]*(?:\.[0-9]*)?[hlL]?[diouxXeEfFgGcrsa%])")
+#: printf conversions that turn their value into an int.
+_PRINTF_INTS = ("d", "i", "o", "u", "x", "X", "c")
 
 
 class FormatError(ValueError):
@@ -89,8 +103,68 @@ def parse(fmt: str) -> Template:
     return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
 
 
+def parse_printf(fmt: str) -> Template:
+    """Parse a printf-style format (``"user %s took %.1f ms"``, ``"%(user)s"``).
+
+    Each conversion becomes a placeholder of conversion ``"%"`` whose spec is what
+    follows the ``%`` (and the key): ``"s"``, ``".1f"``. Raise FormatError for what
+    ``str % args`` would reject, for ``*`` widths and for keyed and unkeyed
+    conversions mixed.
+    """
+    if not isinstance(fmt, str):
+        raise FormatError(f"format must be a str, not {type(fmt).__name__}")
+    literals: list[str] = []
+    placeholders: list[Placeholder] = []
+    text = ""
+    positional = 0
+    pos = 0
+    for m in _PRINTF.finditer(fmt):
+        between = fmt[pos:m.start()]
+        if "%" in between:
+            raise FormatError(f"bad printf conversion at index {pos + between.index('%')} "
+                              f"of {fmt!r}")
+        text += between
+        pos = m.end()
+        key, spec = m.group("key"), m.group("spec")
+        if spec == "%" and key is None:
+            text += "%"
+            continue
+        if spec[-1] == "%":
+            raise FormatError(f"bad printf conversion {m.group()!r} in {fmt!r}")
+        if key is None:
+            placeholders.append(Placeholder(positional, "%", spec))
+            positional += 1
+        else:
+            placeholders.append(Placeholder(key, "%", spec))
+        literals.append(text)
+        text = ""
+    if "%" in fmt[pos:]:
+        raise FormatError(f"bad printf conversion at index {fmt.index('%', pos)} of {fmt!r}")
+    literals.append(text + fmt[pos:])
+    names = frozenset(p.key for p in placeholders if isinstance(p.key, str))
+    if names and positional:
+        raise FormatError(f"keyed and unkeyed conversions mixed in {fmt!r}")
+    return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
+
+
+def parse_style(fmt: str, style: str) -> Template:
+    """Parse an EventSource's format by its ``style``; FormatError for an unknown style."""
+    if style == STYLE_BRACES:
+        return parse(fmt)
+    if style == STYLE_PRINTF:
+        return parse_printf(fmt)
+    if style == STYLE_LITERAL:
+        if not isinstance(fmt, str):
+            raise FormatError(f"format must be a str, not {type(fmt).__name__}")
+        return Template((fmt,), (), 0, frozenset())
+    raise FormatError(f"unknown format style {style[:20]!r}")
+
+
 def render_one(value: Any, conversion: str | None, spec: str) -> str:
-    """Render one value as ``"{!conv:spec}".format(value)`` would."""
+    """Render one value as ``"{!conv:spec}".format(value)`` would; conversion ``"%"``:
+    as ``("%" + spec) % (value,)``."""
+    if conversion == "%":
+        return ("%" + spec) % (value,)
     if conversion == "r":
         value = repr(value)
     elif conversion == "s":
@@ -107,8 +181,10 @@ def render_safe(value: Any, conversion: str | None, spec: str) -> str:
     try:   # type(), never isinstance(): a value's own __class__ may raise
         if (issubclass(type(value), Decimal) and value.is_finite()
                 and abs(value.adjusted()) > MAX_WIDTH
-                and conversion is None and spec[-1:] in ("f", "F", "%", "n", "")):
-            # Fixed-point notation of 1E+999999999 would be a billion digits.
+                and ((conversion is None and spec[-1:] in ("f", "F", "%", "n", ""))
+                     or (conversion == "%" and spec[-1:] in _PRINTF_INTS))):
+            # Fixed-point notation of 1E+999999999 would be a billion digits (and printf's
+            # %d of it a billion-digit int).
             return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
                 if spec else str(value)
         return render_one(value, conversion, spec)

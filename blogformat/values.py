@@ -588,6 +588,11 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
     t = type(value)
     if t in _PLAIN_ATOMS:
         return True
+    if conversion == "%":       # printf-style: %s, %r and %a as str, repr and ascii;
+        kind = spec[-1:]        # a number conversion of anything but the atoms: text kept
+        if kind not in ("s", "r", "a") or issubclass(t, enum.Enum):   # str() of a member
+            return False                                             # may not be its format()
+        conversion, spec = (None if kind == "s" else kind), ""
     if _depth > 32:
         return False
     # A set's elements and a dict's keys are read back as hashable values: a record

@@ -218,7 +218,7 @@ class Compactor:
             key: tuple = ("?", sid)
         else:
             key = (src.severity, src.category, src.function, src.file, src.line, src.format,
-                   src.arg_tags, src.field_names, src.positional, src.arg_names)
+                   src.arg_tags, src.field_names, src.positional, src.arg_names, src.style)
         s = self.sources.get(key)
         if s is None:
             size = text_size(src) if src is not None else 1
@@ -230,7 +230,7 @@ class Compactor:
             else:
                 s = EventSource(len(self.sources) + 1, src.severity, src.category, src.function,
                                 src.file, src.line, src.format, src.arg_tags, src.field_names,
-                                src.positional, arg_names=src.arg_names)
+                                src.positional, arg_names=src.arg_names, style=src.style)
             self.sources[key] = s
         return s.id
 

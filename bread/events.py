@@ -6,8 +6,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from blogformat.placeholders import (CUT_MARK, MAX_MESSAGE, FormatError, Template, parse, render,
-                                     render_safe)
+from blogformat.placeholders import (CUT_MARK, MAX_MESSAGE, FormatError, Template, parse_style,
+                                     render, render_safe)
 from blogformat.severity import Severity
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
                                 decode_events, oversized, text_size)
@@ -138,7 +138,7 @@ if accel.speedups is not None:   # the same getter in C: the common case without
     Event.message = property(accel.speedups.MessageGetter(Event, Event._render),
                              doc=Event.message.__doc__)
 
-_templates: dict[str, Template | None] = {}
+_templates: dict[tuple[str, str], Template | None] = {}
 _CACHE_MAX = 10_000
 #: The plan of a source whose message Python renders.
 _NO_PLAN: tuple = (None,)
@@ -152,7 +152,7 @@ def message_plan(src: EventSource) -> tuple | None:
     a field the source does not name, a format that does not parse.
     """
     try:
-        tpl = parse(src.format)
+        tpl = parse_style(src.format, src.style)
     except FormatError:
         return None
     items: list = []
@@ -185,14 +185,14 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
             text = fast.message(plan, args, fields, source.field_names)
             if text is not None:
                 return text
-    tpl = _templates.get(source.format, False)
+    tpl = _templates.get((source.format, source.style), False)
     if tpl is False:
         try:
-            tpl = parse(source.format)
+            tpl = parse_style(source.format, source.style)
         except FormatError:
             tpl = None
         if len(_templates) < _CACHE_MAX:
-            _templates[source.format] = tpl
+            _templates[(source.format, source.style)] = tpl
     if tpl is None:   # as the format, then the values' reprs: cut as render() cuts
         parts = [source.format[:MAX_MESSAGE + 1]]
         size = len(parts[0])

@@ -1403,3 +1403,24 @@ def test_a_flipped_bit_in_a_gzip_file_never_gives_unverified_or_invented_events(
         evs = list(r)
         assert r.unverified == 0 and all(e.verified for e in evs), pos
         assert all((e.ns, e.args) in orig for e in evs), pos
+
+
+@pytest.mark.parametrize("style, message", [
+    ("%", "n=00042 s='x' 100% {}"),                       # printf-style, as % renders
+    ("literal", "n=%05d s=%r 100%% {}"),                  # the format is the message
+    ("", "n=%05d s=%r 100%% 42"),                         # {} placeholders: the first
+    ("$", "n=%05d s=%r 100%% {} 42 'x'"),                 # unknown: the format, then reprs
+    ("x" * 17, "n=%05d s=%r 100%% {} 42 'x'"),            # too long: read as "?"
+    (7, "n=%05d s=%r 100%% 42"),                          # not a str: ignored
+])
+def test_a_source_s_style_decides_how_its_format_renders(style, message):
+    """Proves: element 12 of an EventSource (style) picks the syntax of its format, and a
+    style a reader does not know, or a crafted one, renders safely as the format and the
+    values, never as another syntax."""
+    data = (header_frame()
+            + meta_frame(source_entry(1, "n=%05d s=%r 100%% {}") + [[], style],
+                         writer_entry(1))
+            + events_frame(1, 10, [[1, 0, [42, "x"]]]))
+    r, got = read_all(data)
+    assert r.damage == []
+    assert [e.message for e in got] == [message]

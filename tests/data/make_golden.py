@@ -363,8 +363,33 @@ def described() -> bytes:
     return out.getvalue()
 
 
+def stdlib_bridge() -> bytes:
+    # Records of the stdlib logging bridge (EventSource element 12, style: "%" printf and
+    # "literal", added on 2026-11-26 without a version change): conversions with flags,
+    # widths and precisions, %%, mapping arguments as fields, extra fields, a message
+    # without arguments holding % and braces, an object as the message, arguments that do
+    # not fit their format, a custom level.
+    import logging
+
+    import blog.stdlib
+    s = blog.Session(name="golden-stdlib")
+    out = blog.MemoryOutputStream()
+    lg = logging.Logger("vendor.db", logging.DEBUG)
+    lg.addHandler(blog.stdlib.BlogHandler(session=s))
+    lg.info("query %s took %8.3f ms (%+d rows, %x, %5.1f%%)", "select", 12.3456, 7, 255, 99.5)
+    lg.warning("%(user)-6s retried %(n)03d times", {"user": "bob", "n": 4})
+    lg.error("payment %r failed", "p-1", extra={"request_id": "r-9"})
+    lg.debug("disk 100% full, %% and {braces} as they are")
+    lg.info(ValueError("an object as the message"))
+    lg.info("%d of %d", 1)
+    lg.log(25, "notice %c %a %e", 65, "é", 1234.5)
+    s.consume(out)
+    return out.getvalue()
+
+
 GOLDEN = {"every_type": every_type, "two_writers": two_writers, "dropped": dropped,
-          "summary": summary, "exceptions": exceptions, "described": described}
+          "summary": summary, "exceptions": exceptions, "described": described,
+          "stdlib_bridge": stdlib_bridge}
 
 
 # --- expected bread output ---------------------------------------------------------------

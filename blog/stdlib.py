@@ -1,0 +1,309 @@
+"""The stdlib ``logging`` bridge: records of ``logging`` (and ``warnings``) as blog events.
+
+    import blog, blog.stdlib
+    blog.basic_config("app.blog")
+    blog.stdlib.capture(level="INFO")        # every logger's records, into the file
+
+or, from ``logging.config.dictConfig``: ``{"class": "blog.stdlib.BlogHandler"}``.
+
+A record becomes an event of an EventSource per call site (pathname, line,
+function, logger name, level, message format): the logger's name is the
+category, the level the nearest severity (``severity_of``), the ``%``-style
+message and its arguments are kept as they are (the source's format has the
+printf style, and ``bread`` renders it as ``logging`` would), ``extra`` becomes
+keyword fields, ``exc_info`` the field ``exception`` and ``stack_info`` the
+field ``stack``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings as _warnings
+from collections.abc import Mapping
+from types import MethodType
+from typing import Any
+
+from blogformat.placeholders import (STYLE_BRACES, STYLE_LITERAL, STYLE_PRINTF, FormatError,
+                                     parse_printf, parse_style)
+from blogformat.severity import Severity
+from blogformat.values import type_name
+
+from . import accel
+from .default import default_session
+from .session import Session
+from .source import TooManySources
+
+#: ``logging`` levels and the severity each maps to. Any other level maps to the
+#: nearest of these (a tie to the lower one): 5 and below to trace, 15 to debug,
+#: 25 to info, 60 to critical.
+LEVELS = ((5, Severity.TRACE), (logging.DEBUG, Severity.DEBUG), (logging.INFO, Severity.INFO),
+          (logging.WARNING, Severity.WARNING), (logging.ERROR, Severity.ERROR),
+          (logging.CRITICAL, Severity.CRITICAL))
+
+#: The attributes every LogRecord has; any other one came from ``extra`` (or a filter).
+_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+_BASE = len(logging.makeLogRecord({}).__dict__)
+
+#: A call site that logs more distinct messages than this (a message built with an
+#: f-string, say) gets one source whose events hold the rendered text.
+MAX_MESSAGES_PER_SITE = 16
+#: Keys a handler remembers; past them, records take the slower path (their sources stay).
+MAX_SITES = 1 << 16
+
+
+def severity_of(levelno: int) -> int:
+    """The blog severity of a ``logging`` level: the nearest of LEVELS, a tie to the lower."""
+    best = LEVELS[0]
+    for lv in LEVELS:
+        if abs(levelno - lv[0]) < abs(levelno - best[0]):
+            best = lv
+    return best[1]
+
+
+def level_number(level: int | str) -> int:
+    """A ``logging`` level given as a number or a name (``"INFO"``, ``"warning"``)."""
+    if isinstance(level, bool) or not isinstance(level, (int, str)):
+        raise TypeError(f"level must be a logging level name or number, not {level!r}")
+    if isinstance(level, int):
+        return level
+    number = logging.getLevelName(level.upper())
+    if not isinstance(number, int):
+        known = ", ".join(n for _, n in sorted(
+            (v, k) for k, v in logging.getLevelNamesMapping().items() if k != "WARN"))
+        raise ValueError(f"unknown logging level {level!r}: use one of {known}, or a number")
+    return number
+
+
+class BlogHandler(logging.Handler):
+    """A ``logging.Handler`` that logs each record as a blog event into ``session``
+    (by default the default session, which ``blog.basic_config`` sends to a file).
+
+    It takes no lock of its own (a session's writers are per thread) and formats
+    nothing: its ``formatter``, if set, is not used. ``handle`` has a C fast path
+    (``blog._speedups.RecordHandler``) for the common record; this class is its
+    reference.
+    """
+
+    def __init__(self, level: int | str = logging.NOTSET, session: Session | None = None) -> None:
+        if session is not None and not isinstance(session, Session):
+            raise TypeError(f"BlogHandler needs a blog.Session, not {type(session).__name__} "
+                            f"({session!r}); leave session out to use the default session")
+        super().__init__(level_number(level))
+        self.session = session if session is not None else default_session()
+        self._sites: dict[tuple, tuple] = {}       # key -> (source id, template, field names)
+        self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
+        self._severities = {lv: sev for lv, sev in LEVELS}
+        self._standard_levels = frozenset(lv for lv, _ in LEVELS)
+        if accel.speedups is not None:    # the common record without a Python frame
+            self.handle = accel.speedups.RecordHandler(  # type: ignore[method-assign]
+                self._sites, self.session.local, self.session, self.filters,
+                MethodType(BlogHandler.handle, self), _BASE)
+
+    def __repr__(self) -> str:
+        return f"<BlogHandler {logging.getLevelName(self.level)} {self.session!r}>"
+
+    def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
+        """Filter, then emit: without ``logging``'s per-handler lock, which blog needs not."""
+        if self.filters:
+            rv = self.filter(record)
+            if not rv:
+                return False
+            if isinstance(rv, logging.LogRecord):
+                record = rv
+        self.emit(record)
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Log ``record`` as an event (errors go to ``handleError``, as any handler's)."""
+        try:
+            msg, args = record.msg, record.args
+            if (type(msg) is str and type(args) is tuple and len(record.__dict__) == _BASE
+                    and record.exc_info is None and record.stack_info is None):
+                site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
+                                        record.name, len(args)))
+                if site is not None:
+                    session = self.session
+                    if site[2] < session.min_severity:
+                        return
+                    clock = int(record.created * 1e9)
+                    try:
+                        ch = session.local.c
+                    except AttributeError:
+                        ch = session.new_writer().channel
+                    if not ch.push_values(site[0], clock, args):
+                        ch.writer.push_event(site[0], clock, site[1], args, ())
+                    return
+            self._emit(record)
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+    def _emit(self, record: logging.LogRecord) -> None:
+        """Every record but the common case: extra fields, exceptions, mapping arguments,
+        messages that are not str, and the first record of a call site."""
+        session = self.session
+        level = record.levelno
+        severity = self._severities.get(level)
+        if severity is None:
+            severity = self._severities[level] = severity_of(level)
+        if severity < session.min_severity:
+            return
+        msg = record.msg
+        style, fmt, positional, fields = _split(record)
+        d = record.__dict__
+        if len(d) != _BASE:
+            for k in d:
+                if k not in _STANDARD and k not in fields:
+                    fields[k] = d[k]          # extra={...}
+        if level not in self._standard_levels:
+            fields.setdefault("levelname", record.levelname)
+        if record.exc_info:
+            fields.setdefault("exception", record.exc_info[1])
+        if record.stack_info:
+            fields.setdefault("stack", record.stack_info)
+        place = (record.pathname, record.lineno, level, record.name)
+        seen = self._messages.setdefault(place, set())
+        if fmt not in seen and len(seen) >= MAX_MESSAGES_PER_SITE:
+            # A message built anew each time (an f-string): one source, the text its value.
+            style, fmt, positional = STYLE_BRACES, "{}", (_message(record),)
+        names = tuple(fields)
+        values = tuple(positional) + tuple(fields.values())
+        clock = int(record.created * 1e9)
+        key = (fmt, style, names, len(positional)) + place
+        site = self._sites.get(key)
+        if site is None:
+            tpl = parse_style(fmt, style)
+            try:
+                src = session.add_source(
+                    key=("logging",) + key, severity=severity, category=record.name,
+                    function=record.funcName or "", file=record.pathname or "",
+                    line=record.lineno or 0, format=fmt,
+                    arg_tags=",".join(type_name(type(v)) for v in values),
+                    field_names=names, positional=len(positional), template=tpl, style=style)
+            except TooManySources:
+                src = session.overflow_source(severity)
+                text = f"[{record.name}] {record.pathname}:{record.lineno}: {_message(record)}"
+                session.writer().push_event(src.id, clock, None, (text,), ())
+                return
+            seen.add(fmt)
+            site = (src.id, tpl, severity)
+            if len(self._sites) < MAX_SITES:
+                self._sites[key] = site
+                if not names and fmt is msg and type(record.args) is tuple:
+                    # the key the common case looks up: the record's own attributes
+                    self._sites[(msg,) + place[:3] + (record.name, len(positional))] = site
+        session.writer().push_event(site[0], clock, site[1], values, names)
+
+
+def _split(record: logging.LogRecord) -> tuple[str, str, tuple, dict[str, Any]]:
+    """(style, format, positional values, keyed values) of a record's message, as
+    ``logging`` would apply ``msg % args``: a message that is not a str, or whose
+    arguments do not fit it, is kept as the text ``logging`` makes of it."""
+    msg, args = record.msg, record.args
+    if type(msg) is not str:
+        return STYLE_LITERAL, _message(record), (), {}
+    if not args:
+        return STYLE_LITERAL, msg, (), {}    # logging applies no % without arguments
+    tpl = _printf(msg)
+    if isinstance(args, Mapping):
+        if tpl is not None and tpl.positional == 1:
+            return STYLE_PRINTF, msg, (args,), {}    # "%s" % {...}: the mapping is the value
+        if tpl is not None and not tpl.positional:
+            try:
+                return STYLE_PRINTF, msg, (), {k: args[k] for k in _ordered(tpl)}
+            except Exception:
+                pass
+        return STYLE_LITERAL, _message(record), (), {}
+    # A tuple's subclass is a tuple to %; anything else is the one argument.
+    args = tuple(args) if isinstance(args, tuple) else (args,)
+    if tpl is None or tpl.names or tpl.positional != len(args):
+        return STYLE_LITERAL, _message(record), (), {}
+    return STYLE_PRINTF, msg, args, {}
+
+
+def _printf(msg: str) -> Any:
+    try:
+        return parse_printf(msg)
+    except FormatError:
+        return None
+
+
+def _ordered(tpl: Any) -> list[str]:
+    """A printf template's keys, each once, in the order they appear."""
+    return list(dict.fromkeys(ph.key for ph in tpl.placeholders))
+
+
+def _message(record: logging.LogRecord) -> str:
+    """The record's message as ``logging`` renders it; if that fails, its format and the
+    arguments' reprs (where ``logging`` would print an error and drop the record)."""
+    try:
+        return record.getMessage()
+    except Exception:
+        try:
+            return f"{record.msg} {record.args!r}"
+        except Exception:
+            return f"<{type(record.msg).__name__} message that cannot be shown>"
+
+
+def capture(level: int | str = "INFO", *, session: Session | None = None,
+            replace: bool = False, warnings: bool = False) -> BlogHandler:
+    """Route every ``logging`` record at ``level`` or above (the application's and its
+    libraries') into blog: a BlogHandler on the root logger, whose level is set to
+    ``level``. ``replace`` removes the root's other handlers; ``warnings`` captures
+    ``warnings.warn`` too (``capture_warnings``). Calling it again updates the
+    handler it added. Returns the handler (``logging.root.removeHandler`` undoes it).
+    """
+    number = level_number(level)
+    root = logging.getLogger()
+    target = session if session is not None else default_session()
+    handler = next((h for h in root.handlers
+                    if isinstance(h, BlogHandler) and h.session is target), None)
+    if handler is None:
+        handler = BlogHandler(number, session=target)
+    handler.setLevel(number)
+    if replace:
+        for h in list(root.handlers):
+            if h is not handler:
+                root.removeHandler(h)
+    root.addHandler(handler)
+    root.setLevel(number)
+    if warnings:
+        capture_warnings(session=target)
+    return handler
+
+
+_showwarning_before: Any = None
+
+
+def capture_warnings(enable: bool = True, *, session: Session | None = None) -> None:
+    """Log each warning that ``warnings`` would show as an event of category
+    ``py.warnings`` at severity warning, whose call site is where the warning points
+    (its file and line), format ``"%s: %s"`` (the warning's class and message);
+    ``capture_warnings(False)`` restores what showed them before. The warning filters
+    still decide which are shown (``"default"``: once per place).
+    """
+    global _showwarning_before
+    if not enable:
+        if _showwarning_before is not None:
+            _warnings.showwarning = _showwarning_before
+            _showwarning_before = None
+        return
+    handler = BlogHandler(session=session)
+    before = _showwarning_before or _warnings.showwarning
+
+    def showwarning(message: Any, category: type, filename: str, lineno: int,
+                    file: Any = None, line: str | None = None) -> None:
+        if file is not None:     # shown on a stream of the caller's choice: as before
+            before(message, category, filename, lineno, file, line)
+            return
+        handler.handle(logging.LogRecord(
+            "py.warnings", logging.WARNING, str(filename), int(lineno), "%s: %s",
+            (getattr(category, "__name__", str(category)), str(message)), None, "<warning>"))
+
+    _showwarning_before = before
+    _warnings.showwarning = showwarning
+
+
+__all__ = ["BlogHandler", "LEVELS", "capture", "capture_warnings", "level_number",
+           "severity_of"]

@@ -1,0 +1,385 @@
+"""The stdlib ``logging`` bridge: records of ``logging`` and ``warnings`` read back from
+the file as ``logging`` itself would have shown them."""
+
+from __future__ import annotations
+
+import decimal
+import io
+import json
+import logging
+import logging.config
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import blog
+import blog.stdlib
+import bread
+from blogformat.placeholders import FormatError, parse_printf, render
+
+
+class Bridge:
+    """A private session, a BlogHandler on a private logger, and a way to read back."""
+
+    def __init__(self, name: str = "lib.db", level: int = logging.DEBUG) -> None:
+        self.session = blog.Session()
+        self.out = blog.MemoryOutputStream()
+        self.handler = blog.stdlib.BlogHandler(session=self.session)
+        self.logger = logging.Logger(name, level)   # apart from the hierarchy (and pytest's)
+        self.logger.addHandler(self.handler)
+
+    def read(self) -> list[bread.Event]:
+        self.session.consume(self.out)
+        reader = bread.read(io.BytesIO(self.out.getvalue()))
+        events = list(reader)
+        assert reader.damage == []
+        return events
+
+
+@pytest.fixture
+def bridge(hot_path):
+    b = Bridge()
+    yield b
+    b.logger.handlers[:] = []
+
+
+# --- printf-style formats: rendered as % renders them ------------------------
+
+_flags = st.text(alphabet="#0- +", max_size=3)
+_width = st.one_of(st.just(""), st.integers(0, 30).map(str))
+_prec = st.one_of(st.just(""), st.integers(0, 12).map(lambda n: f".{n}"), st.just("."))
+_conv_values = {
+    "s": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none(), st.booleans(),
+                   st.binary(max_size=4), st.lists(st.integers(), max_size=3)),
+    "r": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none()),
+    "a": st.text(max_size=8),
+    "d": st.one_of(st.integers(-10**20, 10**20), st.floats(-1e15, 1e15), st.booleans()),
+    "i": st.integers(-10**6, 10**6),
+    "u": st.integers(-10**6, 10**6),
+    "x": st.integers(-10**12, 10**12),
+    "X": st.integers(0, 10**12),
+    "o": st.integers(-10**6, 10**6),
+    "e": st.one_of(st.floats(), st.integers(-10**6, 10**6)),
+    "E": st.floats(allow_nan=False),
+    "f": st.one_of(st.floats(-1e30, 1e30), st.integers(-10**6, 10**6)),
+    "F": st.floats(allow_infinity=True),
+    "g": st.floats(),
+    "G": st.floats(),
+    "c": st.one_of(st.integers(0, 0x10FFFF), st.characters()),
+}
+
+
+@st.composite
+def printf_calls(draw):
+    """A printf format of literal text, %% and conversions, and values that fit it."""
+    parts, values = [], []
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.sampled_from(["text", "percent", "conv"]))
+        if kind == "text":
+            parts.append(draw(st.text(alphabet=st.characters(blacklist_characters="%"),
+                                      max_size=6)))
+        elif kind == "percent":
+            parts.append("%%")
+        else:
+            conv = draw(st.sampled_from(sorted(_conv_values)))
+            parts.append("%" + draw(_flags) + draw(_width) + draw(_prec) + conv)
+            values.append(draw(_conv_values[conv]))
+    return "".join(parts), tuple(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(printf_calls())
+def test_a_printf_format_renders_as_the_percent_operator(call):
+    # Proves: the reader's printf renderer is Python's % for every conversion, flag,
+    # width and precision a format may hold, and the values a file holds.
+    fmt, values = call
+    try:
+        expected = fmt % values
+    except (TypeError, ValueError, OverflowError):
+        return   # logging itself would fail to render: not the case compared here
+    assert render(parse_printf(fmt), values, {}) == expected
+
+
+@pytest.mark.parametrize("fmt", ["50%", "%", "%*d", "%.*f", "%(a)s %s", "%5%", "%(a)%",
+                                 "%z", "%(a(b))s"])
+def test_formats_that_percent_rejects_or_that_need_more_are_refused(fmt):
+    with pytest.raises(FormatError):
+        parse_printf(fmt)
+
+
+@settings(max_examples=120, deadline=None)
+@given(printf_calls())
+def test_bread_shows_each_record_as_logging_renders_it(call):
+    # Proves: a record's message and arguments, written as format + values and read back
+    # from the file, render exactly as logging's own getMessage() (both hot paths).
+    fmt, values = call
+    b = Bridge()
+    try:
+        record = b.logger.makeRecord(b.logger.name, logging.INFO, "app.py", 7, fmt, values,
+                                     None, "handler")
+        try:
+            expected = record.getMessage()
+        except (TypeError, ValueError, OverflowError):
+            expected = f"{fmt} {values!r}"   # logging prints an error; blog keeps this text
+        b.handler.handle(record)
+        b.handler.handle(record)    # the second time through the common case
+        events = b.read()
+        assert [ev.message for ev in events] == [expected, expected]
+    finally:
+        b.logger.handlers[:] = []
+
+
+def test_format_and_arguments_are_kept_not_the_text(bridge):
+    # Proves: the bridge stores logging's format once (source) and the values per record.
+    for i in range(3):
+        bridge.logger.info("query %s took %.2f ms (%d%%)", "select", 1.5 * i, 50)
+    events = bridge.read()
+    assert [ev.message for ev in events] == [
+        "query select took 0.00 ms (50%)", "query select took 1.50 ms (50%)",
+        "query select took 3.00 ms (50%)"]
+    src = events[0].source
+    assert {ev.source.id for ev in events} == {src.id}
+    assert (src.format, src.style, src.category) == ("query %s took %.2f ms (%d%%)", "%", "lib.db")
+    assert (src.file, src.function) == (__file__, "test_format_and_arguments_are_kept_not_the_text")
+    assert events[2].args == ("select", 3.0, 50)
+
+
+def test_one_source_per_call_site(bridge):
+    for _ in range(2):
+        bridge.logger.info("a %s", 1)
+        bridge.logger.info("a %s", 1)
+    events = bridge.read()
+    assert [ev.source.line for ev in events] == [events[0].source.line,
+                                                 events[0].source.line + 1] * 2
+    assert len({ev.source.id for ev in events}) == 2
+
+
+def test_mapping_arguments_become_fields_and_a_lone_mapping_stays_one_value(bridge):
+    bridge.logger.warning("%(user)s did %(n)05d things", {"user": "bob", "n": 42, "x": 1})
+    bridge.logger.info("state %s", {"a": 1})
+    bridge.logger.info("%(missing)s", {"a": 1})
+    a, b, c = bridge.read()
+    assert (a.message, a.fields) == ("bob did 00042 things", {"user": "bob", "n": 42})
+    assert (b.message, b.args) == ("state {'a': 1}", ({"a": 1},))
+    assert c.message == "%(missing)s {'a': 1}"   # where logging reports a KeyError
+
+
+def test_messages_without_arguments_are_kept_verbatim(bridge):
+    # logging applies % only when there are arguments: "100%" and "%%" stay as they are.
+    bridge.logger.info("disk 100% full, %% and {braces} kept")
+    bridge.logger.info(ValueError("an object as the message"))
+    a, b = bridge.read()
+    assert a.message == "disk 100% full, %% and {braces} kept"
+    assert a.source.format == a.message
+    assert b.message == "an object as the message"
+
+
+def test_extra_exc_info_and_stack_info_become_fields(bridge):
+    bridge.logger.error("payment %s failed", "p1", extra={"request_id": "r-9", "amount": 3.5})
+    try:
+        {}["key"]
+    except KeyError:
+        bridge.logger.exception("lookup failed")
+    bridge.logger.info("here", stack_info=True)
+    a, b, c = bridge.read()
+    assert (a.message, a.fields) == ("payment p1 failed", {"request_id": "r-9", "amount": 3.5})
+    exc = b.fields["exception"]
+    assert exc.type == "KeyError" and "{}[\"key\"]" in exc.traceback
+    assert b.message == "lookup failed"
+    assert c.fields["stack"].startswith("Stack (most recent call last):")
+
+
+def test_levels_map_to_the_nearest_severity():
+    sev = blog.stdlib.severity_of
+    assert [sev(n) for n in (0, 5, 7, 8, 10, 15, 20, 25, 26, 30, 40, 45, 50, 60, 100)] == [
+        blog.Severity.TRACE, blog.Severity.TRACE, blog.Severity.TRACE, blog.Severity.DEBUG,
+        blog.Severity.DEBUG, blog.Severity.DEBUG, blog.Severity.INFO, blog.Severity.INFO,
+        blog.Severity.WARNING, blog.Severity.WARNING, blog.Severity.ERROR, blog.Severity.ERROR,
+        blog.Severity.CRITICAL, blog.Severity.CRITICAL, blog.Severity.CRITICAL]
+
+
+def test_a_custom_level_keeps_its_name(bridge):
+    logging.addLevelName(25, "NOTICE")
+    try:
+        bridge.logger.log(25, "note %d", 1)
+        (ev,) = bridge.read()
+    finally:
+        logging.addLevelName(25, "Level 25")
+    assert (ev.severity, ev.message, ev.fields) == (blog.Severity.INFO, "note 1",
+                                                    {"levelname": "NOTICE"})
+
+
+def test_the_session_minimum_applies_to_records(bridge):
+    bridge.logger.debug("first %d", 1)
+    bridge.session.set_min_severity("info")
+    bridge.logger.debug("first %d", 2)       # a known site: the common case checks too
+    bridge.logger.debug("other %d", 3)
+    bridge.logger.info("kept %d", 4)
+    assert [ev.message for ev in bridge.read()] == ["first 1", "kept 4"]
+
+
+def test_a_site_logging_many_messages_gets_one_text_source(bridge):
+    for i in range(40):
+        bridge.logger.info(f"item {i} at %s", "x")
+    events = bridge.read()
+    assert [ev.message for ev in events] == [f"item {i} at x" for i in range(40)]
+    assert len({ev.source.id for ev in events}) == blog.stdlib.MAX_MESSAGES_PER_SITE + 1
+
+
+def test_records_from_many_threads_all_arrive(bridge):
+    # Proves: the handler takes no lock yet loses nothing: every thread logs through
+    # its own writer.
+    def work(t: int) -> None:
+        for i in range(500):
+            bridge.logger.info("t%d %d", t, i)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    got = sorted(ev.args for ev in bridge.read())
+    assert got == sorted((t, i) for t in range(8) for i in range(500))
+
+
+def test_bad_configuration_raises_clear_errors():
+    with pytest.raises(ValueError, match="unknown logging level 'LOUD'.*WARNING"):
+        blog.stdlib.capture(level="LOUD")
+    with pytest.raises(ValueError, match="unknown logging level"):
+        blog.stdlib.BlogHandler(level="LOUD")
+    with pytest.raises(TypeError, match="needs a blog.Session, not StringIO"):
+        blog.stdlib.BlogHandler(session=io.StringIO())
+    with pytest.raises(TypeError, match="level must be"):
+        blog.stdlib.capture(level=1.5)
+    for options, cause in (({"level": "LOUD"}, "nknown level: 'LOUD'"),   # logging's check
+                           ({"session": "ext://sys.stderr"}, "needs a blog.Session")):
+        with pytest.raises(ValueError, match="Unable to configure handler 'b'") as e:
+            logging.config.dictConfig({"version": 1, "handlers": {"b": {
+                "class": "blog.stdlib.BlogHandler", **options}}})
+        assert cause in str(e.value.__cause__)
+
+
+def test_capture_warnings_logs_where_the_warning_points(hot_path):
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    blog.stdlib.capture_warnings(session=s)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("careful", DeprecationWarning); line = sys._getframe().f_lineno
+    finally:
+        blog.stdlib.capture_warnings(False)
+    s.consume(out)
+    (ev,) = bread.read(io.BytesIO(out.getvalue()))
+    assert (ev.category, ev.severity, ev.message) == ("py.warnings", blog.Severity.WARNING,
+                                                      "DeprecationWarning: careful")
+    assert (ev.source.file, ev.source.line) == (__file__, line)
+    assert warnings.showwarning is not None and "blog" not in warnings.showwarning.__module__
+
+
+_APP = '''
+import json, logging.config, warnings
+import blog, blog.stdlib
+blog.basic_config("app.blog")
+with open("logging.json") as f:
+    logging.config.dictConfig(json.load(f))
+import vendorlib
+vendorlib.connect("db1", 3)
+logging.getLogger("app").info("started %s", "ok")
+logging.getLogger("app").debug("dropped: below the handler's level")
+warnings.warn("old api")
+blog.shutdown()
+'''
+
+_VENDOR = '''
+import logging
+log = logging.getLogger(__name__)
+
+def connect(host, tries):
+    log.warning("connecting to %s, %d tries left", host, tries)
+'''
+
+
+def test_dictconfig_routes_a_third_party_module_into_the_file(tmp_path):
+    # Proves: a user's dictConfig naming blog.stdlib.BlogHandler sends the records of a
+    # library that only knows logging to the blog file, each with its own call site.
+    (tmp_path / "logging.json").write_text(json.dumps({
+        "version": 1,
+        "handlers": {"blog": {"class": "blog.stdlib.BlogHandler", "level": "INFO"}},
+        "root": {"handlers": ["blog"], "level": "DEBUG"},
+    }))
+    (tmp_path / "vendorlib.py").write_text(textwrap.dedent(_VENDOR))
+    (tmp_path / "app.py").write_text(textwrap.dedent(_APP).replace(
+        "import vendorlib", "import vendorlib\nlogging.captureWarnings(True)"))
+    r = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    events = list(bread.read(str(tmp_path / "app.blog")))
+    got = [(ev.category, ev.severity.name, ev.message) for ev in events]
+    assert got[:2] == [("vendorlib", "WARNING", "connecting to db1, 3 tries left"),
+                       ("app", "INFO", "started ok")]
+    assert got[2][0] == "py.warnings" and "UserWarning: old api" in got[2][2]
+    assert len(got) == 3
+    src = events[0].source
+    assert (src.file, src.line, src.function) == (str(tmp_path / "vendorlib.py"), 6, "connect")
+    text = subprocess.run([sys.executable, "-m", "bread", "-f", "%C %S %m", "app.blog"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60).stdout
+    assert text.splitlines()[:2] == ["vendorlib WARN connecting to db1, 3 tries left",
+                                     "app INFO started ok"]
+
+
+def test_capture_routes_every_logger_and_is_idempotent(tmp_path):
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent('''
+        import logging, blog, blog.stdlib
+        blog.basic_config("x.blog")
+        h1 = blog.stdlib.capture("INFO", replace=True)
+        h2 = blog.stdlib.capture("DEBUG")
+        assert h1 is h2 and logging.getLogger().handlers == [h1], logging.getLogger().handlers
+        logging.getLogger("a.b").debug("d %s", 1)
+        logging.getLogger("c").info("i %s", 2)
+        logging.getLogger().removeHandler(h1)
+        logging.getLogger("c").info("not captured")
+        blog.shutdown()
+    ''')], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = [(ev.category, ev.message) for ev in bread.read(str(tmp_path / "x.blog"))]
+    assert got == [("a.b", "d 1"), ("c", "i 2")]
+
+
+def test_decimal_and_rich_values_render_as_at_call_time(bridge):
+    bridge.logger.info("%d %.3f %s %r", decimal.Decimal("7.9"), decimal.Decimal("1.23456"),
+                       {1, 2}, [1, "a"])
+    bridge.logger.info("%d", decimal.Decimal("1E+99999999"))
+    a, b = bridge.read()
+    assert a.message == "7 1.235 {1, 2} [1, 'a']"
+    assert b.message.startswith("{!")     # logging's own % would build a 10⁸-digit int
+
+
+def test_the_common_record_takes_the_fast_path_and_writes_what_the_slow_one_would(bridge):
+    # Proves: after a call site's first record, a record of plain scalars goes through
+    # the handler's fast path (C, or its Python twin) without the slow path, and reads
+    # back the same as the first.
+    slow = []
+    first = bridge.handler._emit
+    bridge.handler._emit = lambda record: (slow.append(record), first(record))
+    for i in range(50):
+        bridge.logger.info("n=%d x=%s", i, "y" * (i % 3))
+    events = bridge.read()
+    assert len(slow) == 1
+    assert [ev.message for ev in events] == [f"n={i} x={'y' * (i % 3)}" for i in range(50)]
+    assert {ev.source.id for ev in events} == {events[0].source.id}
+    assert all(ev.time.timestamp() > 1e9 for ev in events)   # the records' own times
+
+
+def test_a_filter_added_later_is_applied(bridge):
+    bridge.logger.info("a %d", 1)
+    bridge.handler.addFilter(lambda record: record.args[0] != 2)
+    bridge.logger.info("a %d", 2)
+    bridge.logger.info("a %d", 3)
+    assert [ev.message for ev in bridge.read()] == ["a 1", "a 3"]

@@ -418,6 +418,33 @@ def per_call(tmp: str, cfg: dict, out: dict) -> None:
             out["per_call"][r["row"]] = r
 
 
+def context_cost(tmp: str, cfg: dict, out: dict) -> None:
+    """log.info before context was ever used, then once it was (outside any context), and
+    inside ``blog.context(request_id=...)``; round-robin, best of repeats."""
+    blog.basic_config(os.path.join(tmp, "context.blog"), mode="wb")
+    log = blog.get_logger("bench.context")
+    n = cfg["n_fast"]
+    never = Case("log.info, context never used", loop_blog_info, log, n, blog.flush)
+    never.warm_up()
+    for _ in range(cfg["repeats"]):
+        never.run_once()
+    blog.bind(request_id=None)       # context in use from now on (and empty again below)
+    blog.contextfields.clear()
+    outside = Case("log.info, context used elsewhere, none here", loop_blog_info, log, n,
+                   blog.flush)
+
+    def in_context(m: int, lg: Any) -> tuple[int, int]:
+        with blog.context(request_id="r-12345", user="bob"):
+            return loop_blog_info(m, lg)
+    inside = Case("log.info in blog.context(request_id, user)", in_context, log, n, blog.flush)
+    for c in (outside, inside):
+        c.warm_up()
+    for _ in range(cfg["repeats"]):
+        for c in (never, outside, inside):
+            c.run_once()
+    out["context"] = {c.name: c.result() for c in (never, outside, inside)}
+
+
 def end_to_end(tmp: str, cfg: dict, out: dict) -> None:
     """Process CPU (all threads) per event until flush() returns; blog and stdlib in turn."""
     s = blog.default_session()
@@ -534,6 +561,19 @@ def report(out: dict, cfg: dict) -> list[dict]:
     blog_e = e2e["(b) blog log.info"]["cpu_ns_per_event"]
     print(f"\nstdlib / blog end-to-end CPU: {std_e / blog_e:.1f}x")
 
+    ctx = out.get("context")
+    if ctx:
+        print()
+        print("4. Context fields (blog.context): the same log.info, after the tables above")
+        print()
+        w4 = max(len(k) for k in ctx) + 2
+        base = next(iter(ctx.values()))["ns_per_call"]
+        print(f"{'case':<{w4}}{'ns/call':>10}{'thread CPU':>12}{'x never':>10}")
+        print("-" * (w4 + 32))
+        for name, r in ctx.items():
+            print(f"{name:<{w4}}{fmt_ns(r['ns_per_call']):>10}"
+                  f"{fmt_ns(r['thread_cpu_ns_per_call']):>12}{r['ns_per_call'] / base:>9.2f}x")
+
     targets = []
 
     def target(name: str, ok: bool, detail: str) -> None:
@@ -637,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         per_call(tmp, cfg, out)
         end_to_end(tmp, cfg, out)
+        context_cost(tmp, cfg, out)  # last: once context is used, every call looks at it
         out["targets"] = report(out, cfg)
         if not args.no_structured:   # keyword fields, rich values, exceptions (structured.py)
             scfg = structured.config(args.quick)

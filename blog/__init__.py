@@ -14,6 +14,7 @@ from blogformat.severity import Severity
 
 from .backpressure import BLOCK, DROP
 from .consumer import Consumer
+from .contextfields import bind, context, unbind
 from .default import (basic_config, default_session, flush, flush_async, get_logger,
                       set_writer_name, shutdown)
 from .event import event
@@ -27,8 +28,9 @@ from .writer import SessionWriter
 from . import stdlib  # noqa: F401  (blog.stdlib.capture, blog.stdlib.BlogHandler)
 
 __all__ = [
-    "BLOCK", "DROP", "CallSiteError", "Consumer", "EventSource", "FileOutputStream",
-    "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session", "SessionStats",
-    "SessionWriter", "Severity", "__version__", "basic_config", "default_session", "event",
-    "flush", "flush_async", "get_logger", "set_writer_name", "shutdown",
+    "BLOCK", "CallSiteError", "Consumer", "DROP", "EventSource", "FileOutputStream",
+    "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session",
+    "SessionStats", "SessionWriter", "Severity", "basic_config", "bind", "context",
+    "default_session", "event", "flush", "flush_async", "get_logger", "set_writer_name",
+    "shutdown", "unbind", "__version__",
 ]

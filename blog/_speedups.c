@@ -652,6 +652,38 @@ forget_thread_channel(PyObject *module, PyObject *local)
     Py_RETURN_NONE;
 }
 
+/* ---- context fields (blog.context) --------------------------------------- */
+
+/* blog.context.FIELDS once blog.context or blog.bind was first used, else NULL: until
+ * then the call paths do not look at it (an application without context pays nothing). */
+static PyObject *context_var = NULL;
+
+static PyObject *
+use_context(PyObject *module, PyObject *var)
+{
+    if (!PyContextVar_CheckExact(var)) {
+        PyErr_SetString(PyExc_TypeError, "use_context(var: ContextVar)");
+        return NULL;
+    }
+    Py_XSETREF(context_var, Py_NewRef(var));
+    Py_RETURN_NONE;
+}
+
+/* 1 if fields are in context now (the call takes the Python path, which adds them),
+ * 0 if none, -1 on error. */
+static inline int
+in_context(void)
+{
+    if (context_var == NULL)
+        return 0;
+    PyObject *v;
+    if (PyContextVar_Get(context_var, Py_None, &v) < 0)
+        return -1;
+    int r = v != Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
 /* ---- Method: a logger's level method (log.info and friends) ------------ */
 
 #define SITE_CACHE 64
@@ -758,6 +790,12 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
      * code (a collection's finalizer) that logs and refills the slot. */
     long long sid = self->cache[slot].sid;
     unsigned long long shown = self->cache[slot].shown;
+    int ctx = in_context();
+    if (ctx != 0) {
+        if (ctx < 0)
+            return NULL;
+        goto slow;
+    }
     Channel *ch = thread_channel(self->local, self->key);
     if (ch == NULL) {
         if (PyErr_Occurred())
@@ -882,6 +920,9 @@ record_push(RecordHandler *self, PyObject *rec)
 {
     if (!PyList_CheckExact(self->filters) || PyList_GET_SIZE(self->filters) != 0)
         return 0;
+    int ctx = in_context();
+    if (ctx != 0)
+        return ctx < 0 ? -1 : 0;
     PyObject *d = PyObject_GenericGetDict(rec, NULL);
     if (d == NULL) {
         PyErr_Clear();
@@ -1068,6 +1109,12 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     if (m == -1 && PyErr_Occurred())
         return NULL;
     if (m <= self->severity) {
+        int ctx = in_context();
+        if (ctx != 0) {
+            if (ctx < 0)
+                return NULL;
+            goto slow;
+        }
         Channel *ch = thread_channel(self->local, self->key);
         if (ch == NULL) {
             if (PyErr_Occurred())
@@ -1403,6 +1450,8 @@ static PyMethodDef module_methods[] = {
     {"encode_values", (PyCFunction)(void (*)(void))encode_values, METH_FASTCALL,
      "encode_values(values, shown_by_repr=0) -> bytes | None: the values as the C call "
      "paths encode them"},
+    {"use_context", (PyCFunction)use_context, METH_O,
+     "use_context(var) -> None: the call paths look at this ContextVar from now on"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop(*args, **kwargs) -> None"},
     {"tally", (PyCFunction)(void (*)(void))tally, METH_FASTCALL,

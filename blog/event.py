@@ -13,9 +13,11 @@ from blogformat.severity import Severity, to_severity
 from blogformat.values import type_name
 
 from . import accel
+from .contextfields import state as context_state
+from .contextfields import with_context
 from .default import default_session
 from .session import Session
-from .source import CallSiteError, check_template
+from .source import CallSiteError, TooManySources, check_template
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,7 +98,22 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         run_body = not _has_empty_body(fn)
         local = s.local
         writer_of = s.writer
+        ctx = context_state
         clock_ns = time.time_ns
+
+        def in_context(values: tuple, fields: dict) -> tuple[int, tuple, tuple]:
+            """(source id, values, field names) of a call with ``fields`` in context: a
+            source of its own per set of context field names."""
+            names_now = field_names + tuple(fields)
+            try:
+                src = s.add_source(key=("event", code, names_now), severity=sev,
+                                   category=category, function=code.co_qualname,
+                                   file=code.co_filename, line=code.co_firstlineno,
+                                   format=fmt, arg_tags=tags, field_names=names_now,
+                                   positional=k, template=tpl, arg_names=names[:k])
+            except TooManySources:      # the stream is full of sources: without context
+                return sid, values, field_names
+            return src.id, values + tuple(fields.values()), names_now
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -107,7 +124,15 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
                     values = tuple(bound.arguments[n] for n in names)
                 else:
                     values = args
-                writer_of().push_event(sid, clock_ns(), tpl, values, field_names)
+                extra = with_context({}) if ctx.in_use else None
+                if extra:
+                    for n in names:
+                        extra.pop(n, None)     # a parameter wins over a context field
+                if extra:
+                    src_id, values, names_now = in_context(values, extra)
+                    writer_of().push_event(src_id, clock_ns(), tpl, values, names_now)
+                else:
+                    writer_of().push_event(sid, clock_ns(), tpl, values, field_names)
             if run_body:
                 return fn(*args, **kwargs)
             return None

@@ -12,6 +12,9 @@ from blogformat.severity import Severity, to_severity
 from blogformat.values import PLAIN_TYPES, type_name
 
 from . import accel
+from .contextfields import FIELDS as _CONTEXT
+from .contextfields import state as _context_state
+from .contextfields import with_context
 from .report import report
 from .source import CallSiteError, TooManySources, check_template, describe
 
@@ -26,6 +29,8 @@ _time_ns = time.time_ns
 #: message rendered at call time, instead of a source per message.
 MAX_FORMATS_PER_SITE = 16
 DYNAMIC_FORMAT = "{}"
+#: Entries a logger keeps for calls in a context (per site and set of context names).
+MAX_CONTEXT_SITES = 4096
 
 _LEVELS = (("trace", Severity.TRACE), ("debug", Severity.DEBUG), ("info", Severity.INFO),
            ("warning", Severity.WARNING), ("error", Severity.ERROR),
@@ -73,6 +78,9 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     getframe = _getframe
     clock_ns = _time_ns
     key_of = site_key
+    ctx = _context_state
+    ctx_get = _CONTEXT.get
+    ctx_sites = lg._context_sites
 
     def method(fmt: str, /, *args: Any, **fields: Any) -> None:
         if with_exception:
@@ -81,6 +89,22 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
             f = getframe(1)
         except ValueError:       # called with no Python frame (from C, at shutdown)
             return slow(level, None, _NO_FRAME, fmt, args, fields)
+        if ctx.in_use:
+            c = ctx_get()
+            if c is not None:   # fields in context: a cache of its own, keyed by their names
+                hit = ctx_sites.get((level, key_of(code := f.f_code, f.f_lasti), fmt, len(args),
+                                     tuple(fields), c[0]))
+                if hit is None or hit[0] is not code:
+                    return slow(level, None, f, fmt, args, fields)
+                clock = clock_ns()
+                values = (args + tuple(fields.values()) if fields else args) + c[1]
+                try:
+                    ch = local.c
+                except AttributeError:
+                    ch = new_writer().channel
+                if not ch.push_values(hit[1], clock, values):
+                    ch.writer.push_event(hit[1], clock, hit[3], values, hit[2])
+                return
         # The call site is (code object, instruction offset): exact even for two
         # calls on one line. The code and the format object confirm the entry.
         code = f.f_code
@@ -127,6 +151,9 @@ class Logger:
         self.threshold: int = Severity.TRACE   # the least severity logged now (read by C too)
         self._formats: dict[tuple, set[str]] = {}
         self._warned: set[str] = set()
+        # (level, site key, format, argument count, keyword names, context names) ->
+        # (code, source id, field names, template): calls in a context (blog.context).
+        self._context_sites: dict[tuple, tuple] = {}
         self._live = {name: _method(self, sev) for name, sev in _LEVELS}
         self._live["exception"] = _make_method(self, Severity.ERROR, {}, with_exception=True)
         self._off = accel.speedups.noop if accel.speedups is not None else _disabled
@@ -173,6 +200,15 @@ class Logger:
               args: tuple, fields: dict, clock: int | None = None) -> None:
         if clock is None:
             clock = _time_ns()
+        context_key = None
+        if _context_state.in_use:
+            merged = with_context(fields)
+            if merged is not fields:   # the site's cache entry is for calls without context
+                c = _CONTEXT.get()
+                if c is not None and not any(n in fields for n in c[0]) and f is not _NO_FRAME:
+                    context_key = (level, site_key(f.f_code, f.f_lasti), fmt, len(args),
+                                   tuple(fields), c[0])
+                fields, sites = merged, None
         code, lasti = f.f_code, f.f_lasti
         names = tuple(fields)
         if type(fmt) is not str:
@@ -202,6 +238,8 @@ class Logger:
         elif sites is not None:
             sites[site_key(code, lasti)] = (code, fmt, source.id, len(args), names,
                                              _shown_by_repr(tpl, len(args), names))
+        elif context_key is not None and len(self._context_sites) < MAX_CONTEXT_SITES:
+            self._context_sites[context_key] = (code, source.id, names, tpl)
         session.writer().push_event(source.id, clock, tpl, values, names)
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,

@@ -29,6 +29,9 @@ from blogformat.severity import Severity
 from blogformat.values import type_name
 
 from . import accel
+from .contextfields import FIELDS as _CONTEXT
+from .contextfields import state as _context_state
+from .contextfields import with_context
 from .default import default_session
 from .session import Session
 from .source import TooManySources
@@ -118,7 +121,8 @@ class BlogHandler(logging.Handler):
         try:
             msg, args = record.msg, record.args
             if (type(msg) is str and type(args) is tuple and len(record.__dict__) == _BASE
-                    and record.exc_info is None and record.stack_info is None):
+                    and record.exc_info is None and record.stack_info is None
+                    and not (_context_state.in_use and _CONTEXT.get() is not None)):
                 site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
                                         record.name, len(args)))
                 if site is not None:
@@ -156,6 +160,7 @@ class BlogHandler(logging.Handler):
             for k in d:
                 if k not in _STANDARD and k not in fields:
                     fields[k] = d[k]          # extra={...}
+        fields = with_context(fields)     # blog.context's fields, after the record's
         if level not in self._standard_levels:
             fields.setdefault("levelname", record.levelname)
         if record.exc_info:

@@ -50,7 +50,8 @@ class LineRenderer:
         self.filter = flt
         self._offset = 0
         self._native: NativeState | None = None
-        if accel.speedups is not None:
+        # The C renderer knows every placeholder but %k (fields): with it, Python renders.
+        if accel.speedups is not None and all(code != "k" for _, code in printer.parts):
             date_items: list = []
             for lit, code in printer.date.parts:
                 if lit:

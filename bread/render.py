@@ -7,6 +7,7 @@ import os
 from typing import Callable
 
 from blogformat.entries import EventSource
+from blogformat.placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from blogformat.severity import ABBREVIATIONS
 
 from .events import Event
@@ -158,10 +159,29 @@ SOURCE_TEXT: dict[str, Callable[[EventSource], str]] = {
 }
 
 
+def fields_text(event: Event) -> str:
+    """An event's keyword fields as ``name=value`` pairs (``%k``): its call's fields and
+    those of its context (``blog.context``). A str value is quoted (repr) if it is empty or
+    holds a space, ``=`` or a quote; any other value is shown as ``{}`` would show it."""
+    fields = event.fields
+    if not fields:
+        return ""
+    out = []
+    for name, value in fields.items():
+        if type(value) is str:
+            text = repr(value) if (not value or any(c in value for c in " =\"'")
+                                   or not value.isprintable()) else value
+        else:
+            text = render_safe(value, None, "")
+        out.append(f"{name}={text}")
+    text = " ".join(out)
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + CUT_MARK
+
+
 class PrettyPrinter:
     """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...)."""
 
-    CODES = "ISCMFGLPTntdurm"
+    CODES = "ISCMFGLPTntdurmk"
 
     def __init__(self, event_format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None,
@@ -187,6 +207,7 @@ class PrettyPrinter:
             "u": lambda e: date(e.ns, _UTC),
             "r": lambda e: str(e.clock),
             "m": lambda e: e.message,
+            "k": fields_text,
         }[code]
 
     def __call__(self, event: Event) -> str:

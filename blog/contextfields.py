@@ -1,0 +1,123 @@
+"""Context fields: ``with blog.context(request_id=rid):`` and ``blog.bind(user=u)``.
+
+Fields in context are added as keyword fields to every event logged in that
+context, by any logger or ``@blog.event`` function of any session. They live in
+a ``contextvars.ContextVar``, so each thread and each asyncio task sees its own
+(a task starts with a copy of its creator's context, a thread with none). A
+keyword field of the call wins over a context field of the same name.
+
+An application that never uses context pays nothing for it: the level methods
+look at the context variable only once ``context`` or ``bind`` was first called
+(``in_use``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from contextvars import ContextVar, Token
+from typing import Any
+
+from . import accel
+
+#: The fields in context: (names, values), or None for none.
+FIELDS: ContextVar[tuple[tuple[str, ...], tuple] | None] = ContextVar("blog.context",
+                                                                     default=None)
+
+
+class _State:
+    """Whether context was ever used in this process (read by the Python hot path)."""
+
+    in_use = False
+
+
+state = _State()
+
+
+def _start() -> None:
+    if not state.in_use:
+        state.in_use = True
+        if accel.speedups is not None:
+            accel.speedups.use_context(FIELDS)
+
+
+def _merged(fields: dict[str, Any]) -> tuple[tuple[str, ...], tuple]:
+    for name in fields:
+        if not name.isidentifier():
+            raise ValueError(f"context field name {name!r} is not an identifier")
+    now = current()
+    now.update(fields)
+    return tuple(now), tuple(now.values())
+
+
+def current() -> dict[str, Any]:
+    """The fields in context now, as a new dict."""
+    c = FIELDS.get()
+    return dict(zip(*c)) if c is not None else {}
+
+
+def with_context(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` (a call's keyword fields) followed by the context's fields it does not
+    name: what an event logged now holds."""
+    c = FIELDS.get() if state.in_use else None
+    if c is None:
+        return fields
+    out = dict(fields)
+    for name, value in zip(*c):
+        if name not in out:
+            out[name] = value
+    return out
+
+
+class context:
+    """``with blog.context(request_id=rid, user=u):`` adds these fields to every event
+    logged inside the block (and in the tasks it starts); the outer fields come back at
+    its end. Also a decorator: each call of the function runs in that context."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.fields = fields
+        self._tokens: list[Token] = []
+
+    def __enter__(self) -> dict[str, Any]:
+        _start()
+        merged = _merged(self.fields)
+        self._tokens.append(FIELDS.set(merged if merged[0] else None))
+        return dict(zip(*merged))
+
+    def __exit__(self, *exc: Any) -> None:
+        FIELDS.reset(self._tokens.pop())
+
+    def __call__(self, fn: Any) -> Any:
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                with context(**self.fields):
+                    return await fn(*args, **kwargs)
+            return run_async
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with context(**self.fields):
+                return fn(*args, **kwargs)
+        return run
+
+
+def bind(**fields: Any) -> None:
+    """Add fields to the current context until ``unbind``, ``clear`` or the end of the
+    context (the asyncio task, or a ``with blog.context()`` block) they were bound in."""
+    _start()
+    merged = _merged(fields)
+    FIELDS.set(merged if merged[0] else None)
+
+
+def unbind(*names: str) -> None:
+    """Remove fields from the current context (names not in it are ignored)."""
+    now = current()
+    for n in names:
+        now.pop(n, None)
+    FIELDS.set((tuple(now), tuple(now.values())) if now else None)
+
+
+def clear() -> None:
+    """Remove every field from the current context."""
+    FIELDS.set(None)

@@ -15,8 +15,8 @@ from blogformat.severity import Severity
 from .backpressure import BLOCK, DROP
 from .consumer import Consumer
 from .contextfields import bind, context, unbind
-from .default import (basic_config, default_session, flush, flush_async, get_logger,
-                      set_writer_name, shutdown)
+from .default import (add_output, basic_config, default_session, flush, flush_async,
+                      get_logger, remove_output, set_writer_name, shutdown)
 from .event import event
 from .logger import Logger
 from .rotating import RotatingFile
@@ -24,13 +24,14 @@ from .session import Session, __version__
 from .source import CallSiteError
 from .stats import SessionStats
 from .streams import FileOutputStream, MemoryOutputStream, OutputStream
+from .textstream import TextStream
 from .writer import SessionWriter
 from . import stdlib  # noqa: F401  (blog.stdlib.capture, blog.stdlib.BlogHandler)
 
 __all__ = [
     "BLOCK", "CallSiteError", "Consumer", "DROP", "EventSource", "FileOutputStream",
     "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session",
-    "SessionStats", "SessionWriter", "Severity", "basic_config", "bind", "context",
-    "default_session", "event", "flush", "flush_async", "get_logger", "set_writer_name",
-    "shutdown", "unbind", "__version__",
+    "SessionStats", "SessionWriter", "Severity", "TextStream", "add_output", "basic_config",
+    "bind", "context", "default_session", "event", "flush", "flush_async", "get_logger",
+    "remove_output", "set_writer_name", "shutdown", "unbind", "__version__",
 ]

@@ -219,6 +219,19 @@ def _same_file(a: str, b: str | os.PathLike) -> bool:
         return os.path.abspath(a) == os.path.abspath(os.fspath(b))
 
 
+def add_output(stream: Any) -> None:
+    """Write the default session's events to ``stream`` too, beside its file
+    (``Session.add_output``): ``blog.add_output(blog.TextStream(sys.stderr,
+    min_severity="warning"))``. Events reach it when the session writes (after
+    ``basic_config``, every ``flush_interval``)."""
+    default_session().add_output(stream)
+
+
+def remove_output(stream: Any) -> bool:
+    """Stop writing the default session's events to a stream ``add_output`` added."""
+    return default_session().remove_output(stream)
+
+
 def get_logger(category: str = "main") -> Logger:
     """The default session's logger for ``category``."""
     return default_session().get_logger(category)

@@ -93,6 +93,8 @@ class Session:
         # A consume the output refused, kept with the crash buffer: ([(writer, Taken)], seq),
         # and where the file ended before its first try (device, inode, size).
         self._held: tuple[list[tuple[SessionWriter, Taken]], int] | None = None
+        # Outputs beside the main one (add_output): each gets the same metadata and events.
+        self._sides: list[tuple[Any, Output]] = []
         self._held_at: tuple[int, int, int] | None = None
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
@@ -432,6 +434,48 @@ class Session:
         return ([self._clock_sync(), *self._sources, *self._new_types()]
                 + [w.entry(w.stream_name) for w in self._writers])
 
+    # --- outputs beside the main one --------------------------------------
+
+    def add_output(self, stream: Any) -> None:
+        """Write everything from now on to ``stream`` too (anything with ``write(bytes)``:
+        a ``blog.TextStream`` on the console, a MemoryOutputStream...), beside the main
+        output, with its own header and metadata. A side output that fails loses its own
+        writes only (reported on stderr); the main output is not affected."""
+        if not callable(getattr(stream, "write", None)):
+            raise TypeError(f"an output stream needs write(bytes); "
+                            f"{type(stream).__name__} has none")
+        with self._lock:
+            if any(s is stream for s, _ in self._sides):
+                return
+            out = Output(SessionStats(), f"{self.name} -> {type(stream).__name__}")
+            out.use(stream)
+            self._sides = [*self._sides, (stream, out)]
+
+    def remove_output(self, stream: Any) -> bool:
+        """Stop writing to a stream ``add_output`` added; False if it was not one."""
+        with self._lock:
+            kept = [(s, o) for s, o in self._sides if s is not stream]
+            found = len(kept) != len(self._sides)
+            self._sides = kept
+        return found
+
+    @property
+    def outputs(self) -> list[Any]:
+        """The streams ``add_output`` added (not the main output)."""
+        return [s for s, _ in self._sides]
+
+    def _write_sides(self, meta: list[Metadata], batches: list[bytes], n_events: int,
+                     taken: list[Taken]) -> None:
+        """Write what the main output got to each side output (a new one: all metadata)."""
+        for _, out in self._sides:
+            if out.started:
+                side_meta = meta
+            else:
+                with self._lock:
+                    side_meta = ([self._clock_sync(), *self._sources, *self._types]
+                                 + [w.entry(w.stream_name) for w in self._writers])
+            out.write(self.descriptor, side_meta, batches, n_events, taken)
+
     def consume(self, stream: Any) -> int:
         """Write pending metadata, then the queued events, to ``stream``; return bytes written.
 
@@ -519,6 +563,8 @@ class Session:
         self._held = None
         self._held_at = None
         self.stats.events_held = 0
+        if self._sides:
+            self._write_sides(meta, batches, n_events, [t for _, t in taken])
         retired = self._retire_writers(writers)
         if crash is not None:
             crash.written(seq)          # written, or its loss counted: the halves are free

@@ -1,0 +1,119 @@
+"""Testing helpers: what an application logged, as ``bread`` events, for its tests to check.
+
+    with blog.testing.capture() as logged:
+        checkout(cart)
+    assert logged.messages() == ["order 42 filled at 101.25"]
+    assert logged[0].fields["request_id"] == "r-1"
+
+With pytest, the ``blog_capture`` fixture (registered by blog's pytest plugin)
+gives the same object for the whole test.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any, Iterator
+
+import bread
+from blogformat.severity import Severity, to_severity
+
+from .default import default_session
+from .session import Session
+from .streams import MemoryOutputStream
+
+
+class Captured:
+    """The events a session wrote between ``start`` and ``stop``, read back by bread.
+
+    A sequence of ``bread.Event`` (``len``, index, iterate); reading it writes what is
+    pending first, so events logged so far are there.
+    """
+
+    def __init__(self, session: Session | None = None,
+                 min_severity: Severity | int | str = Severity.TRACE) -> None:
+        if session is not None and not isinstance(session, Session):
+            raise TypeError(f"capture needs a blog.Session, not {type(session).__name__}")
+        self.session = session if session is not None else default_session()
+        self.min_severity = to_severity(min_severity)
+        self._out = MemoryOutputStream()
+        self._discard = _Discard()
+        self._start = 0
+        self._stopped = False
+        self._events: list[bread.Event] = []
+
+    def start(self) -> "Captured":
+        """Capture from now on."""
+        self._write_pending()
+        self._start = time.time_ns()
+        self.session.add_output(self._out)
+        return self
+
+    def stop(self) -> None:
+        """Stop capturing (what was logged until now stays)."""
+        if not self._stopped:
+            self._events = self._read()
+            self.session.remove_output(self._out)
+            self._stopped = True
+
+    def _write_pending(self) -> None:
+        drainer = self.session.drainer
+        flush = getattr(drainer, "flush", None)
+        if flush is not None:
+            flush()
+        elif drainer is None:     # nothing writes this session: the capture does
+            self.session.consume(self._discard)
+
+    def _read(self) -> list[bread.Event]:
+        drainer = self.session.drainer
+        if getattr(drainer, "flush", None) is not None:
+            drainer.flush()       # the session writes to its output and to the capture
+        elif drainer is None:
+            self.session.consume(self._discard)
+        reader = bread.read(io.BytesIO(self._out.getvalue()))
+        return [ev for ev in reader
+                if ev.clock >= self._start and ev.source.severity >= self.min_severity]
+
+    @property
+    def events(self) -> list[bread.Event]:
+        """The events captured so far, in the order they were written."""
+        return list(self._events) if self._stopped else self._read()
+
+    def messages(self) -> list[str]:
+        """The captured events' messages."""
+        return [ev.message for ev in self.events]
+
+    def __iter__(self) -> Iterator[bread.Event]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.events[i]
+
+    def __enter__(self) -> "Captured":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<blog.testing.Captured {len(self)} event(s)>"
+
+
+class _Discard:
+    """The output of a session nothing else writes: a capture keeps what it needs."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def capture(session: Session | None = None, *,
+            min_severity: Severity | int | str = Severity.TRACE) -> Captured:
+    """Collect the events logged from now until the end of the ``with`` block (or ``stop()``)
+    into ``session`` (the default session if None), at ``min_severity`` or above."""
+    return Captured(session, min_severity)
+
+
+__all__ = ["Captured", "capture"]

@@ -1,0 +1,55 @@
+"""blog.testing: an application's tests check what it logged."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+import blog
+import blog.testing
+
+
+def checkout(order_id: int) -> None:
+    """Application code under test: logs through the default session."""
+    log = blog.get_logger("shop")
+    with blog.context(request_id=f"r-{order_id}"):
+        log.info("order {} filled at {}", order_id, 101.25)
+        logging.getLogger("payments").warning("card %s declined", "visa")
+
+
+def test_the_capture_fixture_sees_what_the_test_logged(blog_capture):
+    # The fixture comes from blog's pytest plugin (entry point pytest11).
+    handler = blog.stdlib.BlogHandler()
+    logging.getLogger("payments").addHandler(handler)
+    try:
+        checkout(42)
+    finally:
+        logging.getLogger("payments").removeHandler(handler)
+    assert blog_capture.messages() == ["order 42 filled at 101.25", "card visa declined"]
+    first = blog_capture[0]
+    assert (first.category, first.args, first.fields) == ("shop", (42, 101.25),
+                                                          {"request_id": "r-42"})
+    assert blog_capture[1].severity == blog.Severity.WARNING
+
+
+def test_capture_holds_only_what_was_logged_inside_it():
+    log = blog.get_logger("shop")
+    log.info("before")
+    with blog.testing.capture() as logged:
+        log.info("inside {}", 1)
+        assert logged.messages() == ["inside 1"]     # readable while capturing
+        log.debug("inside {}", 2)
+    log.info("after")
+    assert [ev.message for ev in logged] == ["inside 1", "inside 2"]
+    assert len(logged) == 2
+
+
+def test_capture_of_a_private_session_and_a_minimum():
+    s = blog.Session()
+    with blog.testing.capture(s, min_severity="warning") as logged:
+        s.get_logger().info("no")
+        s.get_logger().error("yes {}", 1)
+    assert logged.messages() == ["yes 1"]
+    with pytest.raises(TypeError, match="needs a blog.Session"):
+        blog.testing.capture(object())

@@ -25,6 +25,7 @@ from .source import CallSiteError
 from .stats import SessionStats
 from .streams import FileOutputStream, MemoryOutputStream, OutputStream
 from .textstream import TextStream
+from .traced import traced
 from .writer import SessionWriter
 from . import stdlib  # noqa: F401  (blog.stdlib.capture, blog.stdlib.BlogHandler)
 
@@ -33,5 +34,5 @@ __all__ = [
     "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session",
     "SessionStats", "SessionWriter", "Severity", "TextStream", "add_output", "basic_config",
     "bind", "context", "default_session", "event", "flush", "flush_async", "get_logger",
-    "remove_output", "set_writer_name", "shutdown", "unbind", "__version__",
+    "remove_output", "set_writer_name", "shutdown", "traced", "unbind", "__version__",
 ]

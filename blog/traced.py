@@ -1,0 +1,205 @@
+"""``@blog.traced``: log a function's calls, with their arguments, result or exception,
+and duration.
+
+    @blog.traced(exclude=["password"])
+    async def login(user: str, password: str) -> bool: ...
+
+logs, for each call, ``call login(user='bob')`` when it starts and ``login returned
+True in 1.234 ms`` (or ``login raised ValueError('...') in 0.5 ms``, with the exception
+and its traceback as the field ``exception``) when it ends. The arguments and the
+result are keyword fields of the events; an excluded argument never reaches the file.
+Sync and async functions, generators and async generators (from the first item to
+the last, or to where the loop left them) all work; fields in context (``blog.context``) are added as everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from typing import Any, Callable, Iterable, TypeVar
+
+from blogformat.severity import Severity, to_severity
+
+from .contextfields import state as context_state
+from .contextfields import with_context
+from .default import default_session
+from .session import Session
+from .source import TooManySources, check_template
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_CALL, _RETURN, _RAISE = "call", "return", "raise"
+
+
+class _Tracer:
+    """The sources and the logging of one traced function."""
+
+    def __init__(self, fn: Callable[..., Any], session: Session, severity: int,
+                 error_severity: int, category: str, exclude: frozenset[str],
+                 result: bool) -> None:
+        self.fn = fn
+        self.session = session
+        self.logger = session.get_logger(category)
+        self.category = category
+        self.severity = severity
+        self.error_severity = error_severity
+        self.signature = inspect.signature(fn)
+        self.shown = tuple(n for n in self.signature.parameters if n not in exclude)
+        self.result = result
+        code = getattr(fn, "__code__", None)
+        self.file = code.co_filename if code is not None else "<unknown>"
+        self.line = code.co_firstlineno if code is not None else 0
+        self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "?"))
+        args = ", ".join(f"{n}={{{n}!r}}" for n in self.shown)
+        self.formats = {_CALL: f"call {self.name}({args})",
+                        _RETURN: (f"{self.name} returned {{result!r}} in {{duration_ms:.3f}} ms"
+                                  if result else f"{self.name} returned in {{duration_ms:.3f}} ms"),
+                        _RAISE: f"{self.name} raised {{exception!r}} in {{duration_ms:.3f}} ms"}
+        self._sources: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    def _source(self, kind: str, names: tuple[str, ...]) -> Any:
+        src = self._sources.get((kind, names))
+        if src is None:
+            fmt = self.formats[kind]
+            where = f"{self.file}:{self.line} ({self.name})"
+            sev = self.error_severity if kind == _RAISE else self.severity
+            try:
+                src = self.session.add_source(
+                    key=("traced", self.fn, kind, names), severity=sev, category=self.category,
+                    function=self.name, file=self.file, line=self.line, format=fmt,
+                    arg_tags="", field_names=names, positional=0,
+                    template=check_template(fmt, 0, names, where))
+            except TooManySources:
+                src = self.session.overflow_source(sev)
+            with self._lock:
+                if len(self._sources) < 256:
+                    self._sources[(kind, names)] = src
+        return src
+
+    def log(self, kind: str, fields: dict[str, Any]) -> None:
+        sev = self.error_severity if kind == _RAISE else self.severity
+        if sev < self.logger.threshold:
+            return
+        clock = time.time_ns()
+        if context_state.in_use:
+            fields = with_context(fields)
+        names = tuple(fields)
+        src = self._source(kind, names)
+        values = tuple(fields.values())
+        if self.session.is_overflow(src):
+            values, names = (self.formats[kind] + " " + repr(fields),), ()
+        self.session.writer().push_event(src.id, clock, src.template, values, names)
+
+    def enter(self, args: tuple, kwargs: dict) -> int:
+        if self.severity >= self.logger.threshold:
+            try:
+                bound = self.signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                fields = {n: bound.arguments[n] for n in self.shown}
+            except TypeError:   # the call itself fails the same way, and is logged so
+                fields = {n: "<not bound>" for n in self.shown}
+            self.log(_CALL, fields)
+        return time.perf_counter_ns()
+
+    def returned(self, start: int, value: Any) -> None:
+        ms = (time.perf_counter_ns() - start) / 1e6
+        self.log(_RETURN, {"result": value, "duration_ms": ms} if self.result
+                 else {"duration_ms": ms})
+
+    def raised(self, start: int, exc: BaseException) -> None:
+        self.log(_RAISE, {"exception": exc, "duration_ms": (time.perf_counter_ns() - start) / 1e6})
+
+
+def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEBUG,
+           error_severity: Severity | int | str = Severity.ERROR, category: str | None = None,
+           exclude: Iterable[str] = (), result: bool = True,
+           session: Session | None = None) -> Any:
+    """Decorate a function (sync or async, or a generator) so that each call is logged.
+
+    ``severity`` is that of the call and return events, ``error_severity`` that of an
+    exception's; ``category`` defaults to the function's module. ``exclude`` names
+    arguments never logged (passwords, tokens): a name the function does not take raises
+    ValueError. ``result=False`` leaves the return value out.
+    """
+    sev = to_severity(severity)
+    err = to_severity(error_severity)
+    if isinstance(exclude, str):
+        raise TypeError("exclude takes a list of argument names, not a str")
+    leave_out = frozenset(exclude)
+
+    def decorate(f: F) -> F:
+        if not callable(f):
+            raise TypeError(f"@blog.traced decorates a function, not {type(f).__name__}")
+        params = inspect.signature(f).parameters
+        unknown = sorted(leave_out - set(params))
+        if unknown:
+            raise ValueError(f"@blog.traced(exclude=...): {getattr(f, '__qualname__', f)} "
+                             f"takes no argument named {', '.join(unknown)}")
+        s = session if session is not None else default_session()
+        t = _Tracer(f, s, sev, err, category or getattr(f, "__module__", None) or "main",
+                    leave_out, result)
+        if inspect.isasyncgenfunction(f):
+            @functools.wraps(f)
+            async def agen(*args: Any, **kwargs: Any) -> Any:
+                start = t.enter(args, kwargs)
+                try:
+                    async for item in f(*args, **kwargs):
+                        yield item
+                except GeneratorExit:       # closed before its end (a loop left early)
+                    t.returned(start, None)
+                    raise
+                except BaseException as exc:
+                    t.raised(start, exc)
+                    raise
+                t.returned(start, None)
+            wrapper: Any = agen
+        elif inspect.iscoroutinefunction(f):
+            @functools.wraps(f)
+            async def coro(*args: Any, **kwargs: Any) -> Any:
+                start = t.enter(args, kwargs)
+                try:
+                    value = await f(*args, **kwargs)
+                except BaseException as exc:
+                    t.raised(start, exc)
+                    raise
+                t.returned(start, value)
+                return value
+            wrapper = coro
+        elif inspect.isgeneratorfunction(f):
+            @functools.wraps(f)
+            def gen(*args: Any, **kwargs: Any) -> Any:
+                start = t.enter(args, kwargs)
+                try:
+                    value = yield from f(*args, **kwargs)
+                except GeneratorExit:       # closed before its end (a loop left early)
+                    t.returned(start, None)
+                    raise
+                except BaseException as exc:
+                    t.raised(start, exc)
+                    raise
+                t.returned(start, value)
+                return value
+            wrapper = gen
+        else:
+            @functools.wraps(f)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                start = t.enter(args, kwargs)
+                try:
+                    value = f(*args, **kwargs)
+                except BaseException as exc:
+                    t.raised(start, exc)
+                    raise
+                t.returned(start, value)
+                return value
+            wrapper = call
+        return wrapper  # type: ignore[no-any-return]
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+__all__ = ["traced"]

@@ -12,6 +12,7 @@ from blogformat.entries import EventSource
 from blogformat.placeholders import FormatError
 from blogformat.severity import Severity
 
+from .adapters import adapt
 from .backpressure import BLOCK, DROP
 from .consumer import Consumer
 from .contextfields import bind, context, unbind
@@ -32,7 +33,7 @@ from . import stdlib  # noqa: F401  (blog.stdlib.capture, blog.stdlib.BlogHandle
 __all__ = [
     "BLOCK", "CallSiteError", "Consumer", "DROP", "EventSource", "FileOutputStream",
     "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session",
-    "SessionStats", "SessionWriter", "Severity", "TextStream", "add_output", "basic_config",
+    "SessionStats", "SessionWriter", "Severity", "TextStream", "adapt", "add_output", "basic_config",
     "bind", "context", "default_session", "event", "flush", "flush_async", "get_logger",
     "remove_output", "set_writer_name", "shutdown", "traced", "unbind", "__version__",
 ]

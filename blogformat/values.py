@@ -22,7 +22,7 @@ import types
 import uuid
 from decimal import Decimal
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 from zoneinfo import ZoneInfo
 
 import msgpack
@@ -267,6 +267,29 @@ def record_type(cls: Any) -> tuple | None:
     return got
 
 
+#: Classes logged as structured values by ``blog.adapt``: class -> a function of an
+#: instance giving its fields as a dict, or None where the fields are named (the class
+#: then has a RECORD_TYPES entry, made by ``adapt_names``).
+ADAPTED: dict[type, Callable[[Any], dict] | None] = {}
+
+
+def adapt_names(cls: type, names: tuple[str, ...]) -> None:
+    """Log instances of exactly ``cls`` as a record of the attributes ``names`` (described
+    once, as a dataclass is); the message keeps their ``str()`` (no generated repr)."""
+    name, mask = type_name(cls), (1 << len(names)) - 1
+    tid = valuetypes.describe((cls, "adapt", names),
+                              lambda i: RecordType(i, name, None, names, mask))
+    RECORD_TYPES[cls] = (name, None, names, mask, False, FIELDS_IN_PYTHON, tid)
+    ADAPTED[cls] = None
+
+
+def adapt_with(cls: type, fields: Callable[[Any], dict]) -> None:
+    """Log instances of exactly ``cls`` as a record of the fields ``fields(instance)``
+    returns (a dict of str keys; it describes itself in each event)."""
+    RECORD_TYPES.pop(cls, None)
+    ADAPTED[cls] = fields
+
+
 #: How the C path reads a dataclass's fields: from the instance dict, through slots (member
 #: descriptors), or not at all (the Python path's): where reading one could run Python
 #: code (a property, a class's own __getattribute__ or __getattr__), which could change
@@ -437,8 +460,17 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         return msgpack.ExtType(EXT_EXCEPTION, packb([
             type_name(t), safe_str(obj), None, tracebacks.frames(obj.__traceback__, lines),
             tracebacks.notes(obj, safe_str), tracebacks.chain(obj, type_name, safe_str, lines)]))
+    if t in ADAPTED:
+        fields = ADAPTED[t]
+        if fields is not None:   # blog.adapt(cls, function): the fields it gives now
+            got = fields(obj)
+            if type(got) is not dict or not all(type(k) is str for k in got):
+                raise TypeError(f"blog.adapt: the fields function of {type_name(t)} returned "
+                                f"{type(got).__name__}, not a dict with str keys")
+            return msgpack.ExtType(EXT_DATACLASS, packb([type_name(t), got, None,
+                                                         (1 << len(got)) - 1]))
     info = record_type(t) if (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
-        or (issubclass(t, tuple) and hasattr(t, "_fields")) else None
+        or (issubclass(t, tuple) and hasattr(t, "_fields")) or t in ADAPTED else None
     if info is not None:
         name, repr_name, names, mask, is_tuple = info[:5]
         values = list(obj) if is_tuple else [getattr(obj, n) for n in names]

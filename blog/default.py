@@ -51,7 +51,8 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
                  keep_days: float | None = None, keep_bytes: int | None = None,
                  compress: bool = False, crash_buffer: bool = False,
                  crash_dir: str | os.PathLike | None = None,
-                 keep_source_lines: bool = False) -> Session:
+                 keep_source_lines: bool = False, backtrace: int = 0,
+                 backtrace_trigger: Severity | int | str = Severity.ERROR) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
@@ -82,6 +83,10 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     cost almost nothing at the call; ``bread`` shows each frame's source line from
     the file where it is available. ``keep_source_lines=True`` stores the lines too
     (read at the call: for logs read where the sources are not).
+
+    ``backtrace=N`` keeps each thread's last N events below ``min_severity`` in memory
+    and writes them (marked) before its next event at ``backtrace_trigger`` or above
+    (``Session.use_backtrace``): debug detail around every error.
     """
     s = default_session()
     policy, fsync_interval = fsync_policy(fsync)
@@ -119,11 +124,16 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if crash_dir is not None and not crash_buffer:
         raise ValueError("crash_dir is where crash_buffer=True keeps its files: give both")
     min_severity = to_severity(min_severity)
+    backtrace_trigger = to_severity(backtrace_trigger)
+    if isinstance(backtrace, bool) or not isinstance(backtrace, int) or backtrace < 0:
+        raise ValueError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,
               os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False)
     s.keep_source_lines = keep_source_lines
+    if backtrace or s.backtrace is not None:
+        s.use_backtrace(backtrace, trigger=backtrace_trigger)
     exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k), flush_async)
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:

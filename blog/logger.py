@@ -181,23 +181,56 @@ class Logger:
         # A disabled level is an instance attribute bound to a no-op function:
         # the call costs no more than calling an empty function.
         self.threshold = max(self._own_min, self.session.min_severity)
+        bt = self.session.backtrace
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
-            setattr(self, name, self._live[name] if sev >= self.threshold else self._off)
+            if sev >= self.threshold:
+                method = self._live[name] if bt is None or sev < bt.trigger \
+                    else self._backtrace_method(name, sev, keep=False)
+            elif bt is not None and sev >= bt.least:
+                method = self._backtrace_method(name, sev, keep=True)
+            else:
+                method = self._off
+            setattr(self, name, method)
 
-    def log(self, severity: Severity | int | str, fmt: str, /, *args: Any, **fields: Any) -> None:
-        """Log at a severity chosen at runtime (slower than the level methods)."""
-        level = to_severity(severity)
-        if level >= self.threshold:
+    def _backtrace_method(self, name: str, level: int, keep: bool) -> Callable[..., None]:
+        """A level method while the session keeps a backtrace (``Session.use_backtrace``):
+        below the minimum it keeps the event in the thread's backtrace; at the trigger
+        severity or above it writes the backtrace first. Both take the Python path."""
+        session, slow = self.session, self._slow
+        with_exception = name == "exception"
+
+        def method(fmt: str, /, *args: Any, **fields: Any) -> None:
+            if with_exception:
+                fields["exception"] = sys.exc_info()[1]
             try:
                 f = _getframe(1)
             except ValueError:
                 f = _NO_FRAME
-            self._slow(level, None, f, fmt, args, fields)
+            if not keep:
+                session.writer().write_backtrace()
+            slow(level, None, f, fmt, args, fields, keep=keep)
+
+        method.__name__ = name
+        return method
+
+    def log(self, severity: Severity | int | str, fmt: str, /, *args: Any, **fields: Any) -> None:
+        """Log at a severity chosen at runtime (slower than the level methods)."""
+        level = to_severity(severity)
+        bt = self.session.backtrace
+        keep = level < self.threshold
+        if not keep or (bt is not None and level >= bt.least):
+            try:
+                f = _getframe(1)
+            except ValueError:
+                f = _NO_FRAME
+            if bt is not None and level >= bt.trigger and not keep:
+                self.session.writer().write_backtrace()
+            self._slow(level, None, f, fmt, args, fields, keep=keep)
 
     # --- slow path: first call of a site, keyword fields, rich arguments -----
 
     def _slow(self, level: int, sites: dict | None, f: Any, fmt: str,
-              args: tuple, fields: dict, clock: int | None = None) -> None:
+              args: tuple, fields: dict, clock: int | None = None, keep: bool = False) -> None:
         if clock is None:
             clock = _time_ns()
         context_key = None
@@ -240,7 +273,10 @@ class Logger:
                                              _shown_by_repr(tpl, len(args), names))
         elif context_key is not None and len(self._context_sites) < MAX_CONTEXT_SITES:
             self._context_sites[context_key] = (code, source.id, names, tpl)
-        session.writer().push_event(source.id, clock, tpl, values, names)
+        if keep:     # below the minimum: into the thread's backtrace
+            session.writer().keep(source.id, clock, tpl, values, names)
+        else:
+            session.writer().push_event(source.id, clock, tpl, values, names)
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,
                   values: tuple, names: tuple[str, ...]) -> Any:

@@ -16,10 +16,11 @@ import sys
 import threading
 import time
 import weakref
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Iterator
 
-from blogformat.entries import (BatchHeader, ClockSync, Dropped, EventSource, Metadata, WriterProp,
+from blogformat.entries import (SOURCE_BACKTRACE, BatchHeader, ClockSync, Dropped, EventSource, Metadata, WriterProp,
                                 metadata_frames)
 from blogformat import valuetypes
 from blogformat.placeholders import parse
@@ -40,6 +41,18 @@ from .output import Output, events_frame
 from .report import report
 from .stats import SessionStats
 from .writer import SessionWriter, ThreadEnd
+
+#: The most events a backtrace buffer keeps per thread.
+MAX_BACKTRACE = 1 << 16
+
+
+@dataclass(frozen=True)
+class Backtrace:
+    """A session's backtrace settings (``Session.use_backtrace``)."""
+
+    size: int
+    trigger: int
+    least: int
 
 try:
     __version__ = metadata.version("blog-bread")
@@ -66,6 +79,7 @@ class Session:
         self.name = name or "blog"
         self.stats = SessionStats()
         self._min = to_severity(min_severity)
+        self.backtrace: Backtrace | None = None    # use_backtrace
         # Sources, writers, pending metadata. Reentrant: a signal handler or a finalizer
         # may log (and so register a source or a writer) while this thread holds it.
         self._lock = threading.RLock()
@@ -204,6 +218,37 @@ class Session:
             for lg in list(self._loggers.values()):
                 lg.refresh()
 
+    def use_backtrace(self, size: int, *, trigger: Severity | int | str = Severity.ERROR,
+                      least: Severity | int | str = Severity.TRACE) -> None:
+        """Keep, per thread, the last ``size`` events below the minimum severity (and at
+        ``least`` or above) in memory, encoded when logged; write them, marked as from
+        the backtrace, before the next event of a logger at ``trigger`` or above in that
+        thread. ``size=0`` turns it off (what is kept is dropped)."""
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ValueError(f"backtrace size must be a count of events >= 0, not {size!r}")
+        if size > MAX_BACKTRACE:
+            raise ValueError(f"backtrace size {size} is more than {MAX_BACKTRACE}")
+        bt = Backtrace(size, to_severity(trigger), to_severity(least)) if size else None
+        with self._lock:
+            self.backtrace = bt
+            for w in self._writers:
+                w.forget_backtrace()
+            for lg in list(self._loggers.values()):
+                lg.refresh()
+
+    def backtrace_source(self, sid: int) -> int:
+        """The id of the twin of source ``sid`` that marks events from the backtrace."""
+        src = self._sources[sid - 1]
+        try:
+            return self.add_source(
+                key=("backtrace", sid), severity=src.severity, category=src.category,
+                function=src.function, file=src.file, line=src.line, format=src.format,
+                arg_tags=src.arg_tags, field_names=src.field_names, positional=src.positional,
+                template=src.template, arg_names=src.arg_names, style=src.style,
+                flags=SOURCE_BACKTRACE).id
+        except TooManySources:
+            return sid
+
     def get_logger(self, category: str = "main") -> Logger:
         """The session's logger for ``category`` (one per category)."""
         if not isinstance(category, str):
@@ -222,7 +267,8 @@ class Session:
                    file: str, line: int, format: str, arg_tags: str,
                    field_names: tuple[str, ...] = (), positional: int = 0,
                    template: Any = None, code: Any = None,
-                   arg_names: tuple[str, ...] = (), style: str = "") -> EventSource:
+                   arg_names: tuple[str, ...] = (), style: str = "",
+                   flags: int = 0) -> EventSource:
         """Register an EventSource once per ``key``; its metadata is written before its first event.
 
         ``code`` is the call site's code object, when ``key`` holds its id; ``style`` the
@@ -241,7 +287,7 @@ class Session:
             src = EventSource(len(self._sources) + 1, severity, _cap(category), _cap(function),
                               _cap(file), line, _cap(format, MAX_FORMAT), _cap(arg_tags),
                               tuple(field_names), positional, template,
-                              tuple(_cap(n) for n in arg_names), style=style)
+                              tuple(_cap(n) for n in arg_names), style=style, flags=flags)
             self._sources.append(src)
             self._note(src)
             if key is not None:

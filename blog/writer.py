@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Sequence
 
 from blogformat.entries import MAX_EVENT_PREFIX, WriterProp
@@ -31,7 +32,7 @@ class SessionWriter:
     """
 
     __slots__ = ("id", "_name", "stream_name", "channel", "session", "pressure", "thread",
-                 "ident", "native_id", "pid", "ended", "__weakref__")
+                 "ident", "native_id", "pid", "ended", "kept", "__weakref__")
 
     def __init__(self, session: Session, writer_id: int, pressure: Backpressure) -> None:
         thread = threading.current_thread()
@@ -46,6 +47,7 @@ class SessionWriter:
         self.native_id = getattr(thread, "native_id", None) or 0
         self.pid = os.getpid()
         self.ended = False   # set when the thread's locals are freed: it has ended
+        self.kept: deque[tuple[int, int, int, bytes]] | None = None   # the backtrace
 
     def alive(self) -> bool:
         """True while the writer's thread runs (any thread: ``threading``'s or ``_thread``'s)."""
@@ -88,6 +90,39 @@ class SessionWriter:
                 nelems, tail = encode_values(None, cut(values, self.channel.capacity),
                                              field_names)
             self.push(sid, clock, nelems, tail)
+
+    def keep(self, sid: int, clock: int, tpl: Template | None, values: tuple,
+             field_names: Sequence[str]) -> None:
+        """Keep an event below the minimum severity in the backtrace (encoded now: what
+        it shows is what it held at the call); the oldest goes when it is full."""
+        bt = self.session.backtrace
+        if bt is None:
+            return
+        kept = self.kept
+        if kept is None or kept.maxlen != bt.size:
+            kept = self.kept = deque(kept or (), maxlen=bt.size)
+        nelems, tail = encode_values(tpl, values, field_names, self.session.keep_source_lines)
+        if len(tail) + MAX_EVENT_PREFIX > self.channel.capacity:
+            nelems, tail = encode_values(None, cut(values, self.channel.capacity), field_names)
+        kept.append((sid, clock, nelems, tail))
+
+    def write_backtrace(self) -> None:
+        """Queue the kept events, oldest first, each marked as from the backtrace (its
+        source's twin), then forget them."""
+        kept = self.kept
+        if not kept:
+            return
+        self.kept = None
+        twins: dict[int, int] = {}
+        for sid, clock, nelems, tail in kept:
+            twin = twins.get(sid)
+            if twin is None:
+                twin = twins[sid] = self.session.backtrace_source(sid)
+            self.push(twin, clock, nelems, tail)
+
+    def forget_backtrace(self) -> None:
+        """Drop what the backtrace keeps (its settings changed)."""
+        self.kept = None
 
     def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""

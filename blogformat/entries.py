@@ -29,6 +29,10 @@ ENTRY_SUMMARY = 6
 ENTRY_RECOVERED = 7
 # 8 and 9 (RecordType, EnumMember): blogformat.valuetypes
 
+#: EventSource flags (element 13): its events were kept in a backtrace buffer and
+#: written when a more severe event was logged (blog.Session.use_backtrace).
+SOURCE_BACKTRACE = 1
+
 #: Array headers of an event with 0 to 15 elements (an event has 3 or 4).
 _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
 
@@ -137,15 +141,23 @@ class EventSource:
     arg_names: tuple[str, ...] = ()
     offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
     style: str = ""
+    flags: int = 0
+
+    @property
+    def backtrace(self) -> bool:
+        """True for the twin source of events kept in a backtrace buffer (format.md 4.1)."""
+        return bool(self.flags & SOURCE_BACKTRACE)
 
     def array(self) -> list:
         a = [ENTRY_EVENT_SOURCE, self.id, int(self.severity), self.category, self.function,
              self.file, self.line, self.format, self.arg_tags, list(self.field_names),
              self.positional]
-        if self.arg_names or self.style:   # only then: every other source's bytes stay
-            a.append(list(self.arg_names))
-        if self.style:
+        if self.arg_names or self.style or self.flags:   # only then: the bytes of
+            a.append(list(self.arg_names))               # every other source stay
+        if self.style or self.flags:
             a.append(self.style)
+        if self.flags:
+            a.append(self.flags)
         return a
 
 
@@ -309,9 +321,10 @@ def _event_source(e: list) -> EventSource:
     style = e[12] if len(e) > 12 and type(e[12]) is str else ""
     if len(style) > 16:
         style = "?"
+    flags = e[13] if len(e) > 13 and type(e[13]) is int and 0 <= e[13] < 1 << 32 else 0
     return EventSource(_int(sid), _int(sev), _str(cat), _str(func), _str(file), _int(line),
                        _str(form), _str(tags), tuple(_str(n) for n in names), positional,
-                       arg_names=tuple(arg_names), style=style)
+                       arg_names=tuple(arg_names), style=style, flags=flags)
 
 
 def _summary(e: list, offset: int) -> Summary:

@@ -218,7 +218,8 @@ class Compactor:
             key: tuple = ("?", sid)
         else:
             key = (src.severity, src.category, src.function, src.file, src.line, src.format,
-                   src.arg_tags, src.field_names, src.positional, src.arg_names, src.style)
+                   src.arg_tags, src.field_names, src.positional, src.arg_names, src.style,
+                   src.flags)
         s = self.sources.get(key)
         if s is None:
             size = text_size(src) if src is not None else 1
@@ -230,7 +231,8 @@ class Compactor:
             else:
                 s = EventSource(len(self.sources) + 1, src.severity, src.category, src.function,
                                 src.file, src.line, src.format, src.arg_tags, src.field_names,
-                                src.positional, arg_names=src.arg_names, style=src.style)
+                                src.positional, arg_names=src.arg_names, style=src.style,
+                                flags=src.flags)
             self.sources[key] = s
         return s.id
 

@@ -99,6 +99,12 @@ class Event:
     program = property(lambda self: self.origin.program, doc="the program its header names")
 
     @property
+    def backtrace(self) -> bool:
+        """True if the event was kept in a backtrace buffer and written later, when a more
+        severe event was logged in its thread (``blog.Session.use_backtrace``)."""
+        return self.source.backtrace
+
+    @property
     def fields(self) -> dict:
         """The keyword fields, by name."""
         f = self._fields

@@ -123,7 +123,7 @@ def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
     """One event as a JSON object (``-o jsonl``)."""
     src = ev.source
     sev = ev.severity
-    return {
+    out = {
         "time": iso_time(ev.ns, tz or ev.tz),
         "severity": getattr(sev, "name", str(sev)),
         "severity_value": src.severity,
@@ -136,6 +136,9 @@ def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
         "args": [json_value(a) for a in ev.args],
         "fields": {k: json_value(v) for k, v in ev.fields.items()},
     }
+    if src.backtrace:
+        out["backtrace"] = True
+    return out
 
 
 def jsonl(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str]:

@@ -23,7 +23,7 @@ from .frames import Frame
 from .filters import NO_FILTER, Filter
 from .merge import clamp64
 from .native import DONE, PYTHON, NativeState, raw_event, utf8
-from .render import SOURCE_TEXT, PrettyPrinter, colors
+from .render import BACKTRACE_MARK, SOURCE_TEXT, PrettyPrinter, colors
 
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
@@ -185,6 +185,8 @@ class LineRenderer:
             if code in SOURCE_TEXT:
                 text += SOURCE_TEXT[code](src)
                 continue
+            if code == "m" and src.backtrace:
+                text += BACKTRACE_MARK
             if text:
                 items.append(utf8(text))
                 text = ""

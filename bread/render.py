@@ -13,6 +13,8 @@ from blogformat.severity import ABBREVIATIONS
 from .events import Event
 
 DEFAULT_FORMAT = "%S %C [%d] %n %m (%G:%L)"
+#: Before the message (``%m``) of an event written from a backtrace buffer.
+BACKTRACE_MARK = "[backtrace] "
 DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
 
 _UTC = _dt.timezone.utc
@@ -206,7 +208,7 @@ class PrettyPrinter:
                  (lambda e, z=self.zone: date(e.ns, z)),
             "u": lambda e: date(e.ns, _UTC),
             "r": lambda e: str(e.clock),
-            "m": lambda e: e.message,
+            "m": lambda e: BACKTRACE_MARK + e.message if e.source.backtrace else e.message,
             "k": fields_text,
         }[code]
 

@@ -898,7 +898,8 @@ static PyTypeObject MethodType = {
 
 /* A logging record's attributes it reads, interned once. */
 static PyObject *str_msg, *str_args, *str_exc_info, *str_stack_info, *str_pathname,
-                *str_lineno, *str_levelno, *str_logname, *str_created, *str_smin;
+                *str_lineno, *str_levelno, *str_logname, *str_created, *str_smin,
+                *str_message, *str_asctime, *str_filters;
 
 typedef struct {
     PyObject_HEAD
@@ -908,31 +909,43 @@ typedef struct {
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (thread_channel) */
     PyObject *session;   /* its _min: the session's minimum severity */
-    PyObject *filters;   /* the handler's filters (a list): any, and the Python path runs */
+    PyObject *handler;   /* its filters (a list): any, and the Python path runs */
     PyObject *fallback;  /* the Python handle: everything else */
     Py_ssize_t base;     /* how many attributes a LogRecord without extra has */
 } RecordHandler;
 
 /* The common record: a str message, a tuple of plain scalars, no extra, no exception or
- * stack, of a call site seen before. Its twin is BlogHandler.emit's first branch. */
+ * stack, of a call site seen before, no fields in context. Its twin is BlogHandler.emit's
+ * first branch. 1: pushed (or below the minimum); 0: the Python path's, which also
+ * handles every error (it goes to the handler's handleError, never to the caller). */
 static int
 record_push(RecordHandler *self, PyObject *rec)
 {
-    if (!PyList_CheckExact(self->filters) || PyList_GET_SIZE(self->filters) != 0)
-        return 0;
-    int ctx = in_context();
-    if (ctx != 0)
-        return ctx < 0 ? -1 : 0;
-    PyObject *d = PyObject_GenericGetDict(rec, NULL);
-    if (d == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
     int r = 0;
-    if (!PyDict_CheckExact(d) || PyDict_GET_SIZE(d) != self->base)
+    PyObject *d = NULL, *args = NULL;
+    PyObject *filters = PyObject_GetAttr(self->handler, str_filters);
+    if (filters == NULL)
         goto done;
+    int none = PyList_CheckExact(filters) && PyList_GET_SIZE(filters) == 0;
+    Py_DECREF(filters);
+    if (!none || in_context() != 0)
+        goto done;
+    d = PyObject_GenericGetDict(rec, NULL);
+    if (d == NULL || !PyDict_CheckExact(d))
+        goto done;
+    /* Other handlers' formatters may have added .message and .asctime: not extra. */
+    Py_ssize_t size = PyDict_GET_SIZE(d);
+    if (size != self->base) {
+        if (size > self->base + 2)
+            goto done;
+        Py_ssize_t known = self->base;
+        known += PyDict_GetItem(d, str_message) != NULL;
+        known += PyDict_GetItem(d, str_asctime) != NULL;
+        if (known != size)
+            goto done;
+    }
     PyObject *msg = PyDict_GetItem(d, str_msg);        /* borrowed; NULL: absent */
-    PyObject *args = PyDict_GetItem(d, str_args);
+    args = PyDict_GetItem(d, str_args);
     PyObject *exc = PyDict_GetItem(d, str_exc_info);
     PyObject *stack = PyDict_GetItem(d, str_stack_info);
     PyObject *path = PyDict_GetItem(d, str_pathname);
@@ -942,52 +955,50 @@ record_push(RecordHandler *self, PyObject *rec)
     PyObject *created = PyDict_GetItem(d, str_created);
     if (msg == NULL || !PyUnicode_CheckExact(msg) || args == NULL || !PyTuple_CheckExact(args)
         || exc != Py_None || stack != Py_None || path == NULL || lineno == NULL
-        || levelno == NULL || name == NULL || created == NULL || !PyFloat_CheckExact(created))
+        || levelno == NULL || name == NULL || created == NULL || !PyFloat_CheckExact(created)) {
+        args = NULL;
         goto done;
+    }
+    Py_INCREF(args);        /* held: what follows may run code that changes the record */
+    double when = PyFloat_AS_DOUBLE(created) * 1e9;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     PyObject *count = PyLong_FromSsize_t(n);
     PyObject *key = count != NULL ? PyTuple_Pack(6, msg, path, lineno, levelno, name, count)
                                   : NULL;
     Py_XDECREF(count);
-    if (key == NULL) {
-        r = -1;
+    if (key == NULL)
         goto done;
-    }
     PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
-    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 3) {
-        r = PyErr_Occurred() ? -1 : 0;
+    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 3)
         goto done;
-    }
-    Py_INCREF(site);                   /* the push below could run code that changes sites */
     long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 0));
     long severity = PyLong_AsLong(PyTuple_GET_ITEM(site, 2));
+    if (PyErr_Occurred())
+        goto done;
     PyObject *smin = PyObject_GetAttr(self->session, str_smin);
     long least = smin != NULL ? PyLong_AsLong(smin) : -1;
     Py_XDECREF(smin);
-    Py_DECREF(site);
-    if (PyErr_Occurred()) {
-        PyErr_Clear();
+    if (PyErr_Occurred())
         goto done;
-    }
     if (severity < least) {            /* below the session's minimum: nothing */
         r = 1;
         goto done;
     }
-    double when = PyFloat_AS_DOUBLE(created) * 1e9;
     if (!(when > -9.2e18 && when < 9.2e18))
         goto done;
     Channel *ch = thread_channel(self->local, self->key);
-    if (ch == NULL) {
-        r = PyErr_Occurred() ? -1 : 0;
+    if (ch == NULL)
         goto done;
-    }
-    Py_INCREF(args);
     r = push_plain(ch, sid, &PyTuple_GET_ITEM(args, 0), n, (long long)when);
-    Py_DECREF(args);
     Py_DECREF(ch);
+    if (r < 0)
+        r = 0;
 done:
-    Py_DECREF(d);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    Py_XDECREF(args);
+    Py_XDECREF(d);
     return r;
 }
 
@@ -997,10 +1008,7 @@ record_handler_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
 {
     RecordHandler *self = (RecordHandler *)op;
     if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL) {
-        int r = record_push(self, args[0]);
-        if (r < 0)
-            return NULL;
-        if (r > 0)
+        if (record_push(self, args[0]) > 0)
             Py_RETURN_TRUE;
     }
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
@@ -1012,7 +1020,7 @@ record_handler_traverse(RecordHandler *self, visitproc visit, void *arg)
     Py_VISIT(self->sites);
     Py_VISIT(self->local);
     Py_VISIT(self->session);
-    Py_VISIT(self->filters);
+    Py_VISIT(self->handler);
     Py_VISIT(self->fallback);
     return 0;
 }
@@ -1024,7 +1032,7 @@ record_handler_clear(RecordHandler *self)
     Py_CLEAR(self->local);
     Py_CLEAR(self->key);
     Py_CLEAR(self->session);
-    Py_CLEAR(self->filters);
+    Py_CLEAR(self->handler);
     Py_CLEAR(self->fallback);
     return 0;
 }
@@ -1040,10 +1048,10 @@ record_handler_dealloc(RecordHandler *self)
 static PyObject *
 record_handler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *sites, *local, *session, *filters, *fallback;
+    PyObject *sites, *local, *session, *handler, *fallback;
     Py_ssize_t base;
-    if (!PyArg_ParseTuple(args, "O!OOO!On:RecordHandler", &PyDict_Type, &sites, &local,
-                          &session, &PyList_Type, &filters, &fallback, &base))
+    if (!PyArg_ParseTuple(args, "O!OOOOn:RecordHandler", &PyDict_Type, &sites, &local,
+                          &session, &handler, &fallback, &base))
         return NULL;
     RecordHandler *self = (RecordHandler *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -1052,7 +1060,7 @@ record_handler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->sites = Py_NewRef(sites);
     self->local = Py_NewRef(local);
     self->session = Py_NewRef(session);
-    self->filters = Py_NewRef(filters);
+    self->handler = Py_NewRef(handler);
     self->fallback = Py_NewRef(fallback);
     self->base = base;
     self->key = thread_key(local);
@@ -1068,7 +1076,7 @@ static PyTypeObject RecordHandlerType = {
     .tp_name = "blog._speedups.RecordHandler",
     .tp_basicsize = sizeof(RecordHandler),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "RecordHandler(sites, local, session, filters, fallback, base): "
+    .tp_doc = "RecordHandler(sites, local, session, handler, fallback, base): "
               "BlogHandler.handle with a C fast path for the common record.",
     .tp_new = record_handler_new,
     .tp_call = PyVectorcall_Call,
@@ -1488,7 +1496,8 @@ PyInit__speedups(void)
         {&str_msg, "msg"}, {&str_args, "args"}, {&str_exc_info, "exc_info"},
         {&str_stack_info, "stack_info"}, {&str_pathname, "pathname"}, {&str_lineno, "lineno"},
         {&str_levelno, "levelno"}, {&str_logname, "name"}, {&str_created, "created"},
-        {&str_smin, "_min"},
+        {&str_smin, "_min"}, {&str_message, "message"}, {&str_asctime, "asctime"},
+        {&str_filters, "filters"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].var = PyUnicode_InternFromString(names[i].text)) == NULL)

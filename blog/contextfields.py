@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from typing import Any
 
 from . import accel
@@ -23,6 +23,10 @@ from . import accel
 #: The fields in context: (names, values), or None for none.
 FIELDS: ContextVar[tuple[tuple[str, ...], tuple] | None] = ContextVar("blog.context",
                                                                      default=None)
+#: What FIELDS held when each ``with blog.context(...)`` block now open in this context
+#: began, innermost last: its end puts it back (whichever task or thread shares the
+#: ``context`` object, and whatever ``bind`` did inside).
+_OUTER: ContextVar[tuple] = ContextVar("blog.context.outer", default=())
 
 
 class _State:
@@ -72,22 +76,30 @@ def with_context(fields: dict[str, Any]) -> dict[str, Any]:
 class context:
     """``with blog.context(request_id=rid, user=u):`` adds these fields to every event
     logged inside the block (and in the tasks it starts); the outer fields come back at
-    its end. Also a decorator: each call of the function runs in that context."""
+    its end. Also a decorator of functions and coroutine functions: each call runs in
+    that context. One object may be used by many tasks and threads at once."""
 
     def __init__(self, **fields: Any) -> None:
         self.fields = fields
-        self._tokens: list[Token] = []
 
     def __enter__(self) -> dict[str, Any]:
         _start()
         merged = _merged(self.fields)
-        self._tokens.append(FIELDS.set(merged if merged[0] else None))
+        _OUTER.set(_OUTER.get() + (FIELDS.get(),))
+        FIELDS.set(merged if merged[0] else None)
         return dict(zip(*merged))
 
     def __exit__(self, *exc: Any) -> None:
-        FIELDS.reset(self._tokens.pop())
+        outer = _OUTER.get()
+        if outer:
+            FIELDS.set(outer[-1])
+            _OUTER.set(outer[:-1])
 
     def __call__(self, fn: Any) -> Any:
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(f"blog.context cannot decorate the generator {fn.__qualname__}: "
+                            "its items run in its caller's context; use a with block "
+                            "around each step instead")
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)
             async def run_async(*args: Any, **kwargs: Any) -> Any:

@@ -106,7 +106,7 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
             source of its own per set of context field names."""
             names_now = field_names + tuple(fields)
             try:
-                src = s.add_source(key=("event", code, names_now), severity=sev,
+                src = s.add_source(key=("event", sid, names_now), severity=sev,
                                    category=category, function=code.co_qualname,
                                    file=code.co_filename, line=code.co_firstlineno,
                                    format=fmt, arg_tags=tags, field_names=names_now,

@@ -95,7 +95,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
                 hit = ctx_sites.get((level, key_of(code := f.f_code, f.f_lasti), fmt, len(args),
                                      tuple(fields), c[0]))
                 if hit is None or hit[0] is not code:
-                    return slow(level, None, f, fmt, args, fields)
+                    return slow(level, sites, f, fmt, args, fields)   # fills ctx_sites
                 clock = clock_ns()
                 values = (args + tuple(fields.values()) if fields else args) + c[1]
                 try:
@@ -238,7 +238,8 @@ class Logger:
             merged = with_context(fields)
             if merged is not fields:   # the site's cache entry is for calls without context
                 c = _CONTEXT.get()
-                if c is not None and not any(n in fields for n in c[0]) and f is not _NO_FRAME:
+                if (sites is not None and c is not None and f is not _NO_FRAME
+                        and not any(n in fields for n in c[0])):   # a level method's call
                     context_key = (level, site_key(f.f_code, f.f_lasti), fmt, len(args),
                                    tuple(fields), c[0])
                 fields, sites = merged, None

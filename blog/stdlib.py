@@ -92,15 +92,24 @@ class BlogHandler(logging.Handler):
             raise TypeError(f"BlogHandler needs a blog.Session, not {type(session).__name__} "
                             f"({session!r}); leave session out to use the default session")
         super().__init__(level_number(level))
-        self.session = session if session is not None else default_session()
+        self._session = session if session is not None else default_session()
         self._sites: dict[tuple, tuple] = {}       # key -> (source id, template, field names)
         self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
         self._severities = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
-        if accel.speedups is not None:    # the common record without a Python frame
+        cls = type(self)
+        if (accel.speedups is not None and cls.handle is BlogHandler.handle
+                and cls.emit is BlogHandler.emit and cls.filter is logging.Filterer.filter):
+            # The common record without a Python frame (not for a subclass that overrides
+            # what it would skip).
             self.handle = accel.speedups.RecordHandler(  # type: ignore[method-assign]
-                self._sites, self.session.local, self.session, self.filters,
+                self._sites, self._session.local, self._session, self,
                 MethodType(BlogHandler.handle, self), _BASE)
+
+    @property
+    def session(self) -> Session:
+        """The session the records go to (fixed: its sources are this handler's)."""
+        return self._session
 
     def __repr__(self) -> str:
         return f"<BlogHandler {logging.getLevelName(self.level)} {self.session!r}>"
@@ -120,7 +129,7 @@ class BlogHandler(logging.Handler):
         """Log ``record`` as an event (errors go to ``handleError``, as any handler's)."""
         try:
             msg, args = record.msg, record.args
-            if (type(msg) is str and type(args) is tuple and len(record.__dict__) == _BASE
+            if (type(msg) is str and type(args) is tuple and _no_extra(record.__dict__)
                     and record.exc_info is None and record.stack_info is None
                     and not (_context_state.in_use and _CONTEXT.get() is not None)):
                 site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
@@ -157,9 +166,9 @@ class BlogHandler(logging.Handler):
         style, fmt, positional, fields = _split(record)
         d = record.__dict__
         if len(d) != _BASE:
-            for k in d:
-                if k not in _STANDARD and k not in fields:
-                    fields[k] = d[k]          # extra={...}
+            for k, v in list(d.items()):
+                if k not in _STANDARD:        # extra={...}
+                    fields.setdefault(k if type(k) is str else str(k), v)
         fields = with_context(fields)     # blog.context's fields, after the record's
         if level not in self._standard_levels:
             fields.setdefault("levelname", record.levelname)
@@ -168,7 +177,9 @@ class BlogHandler(logging.Handler):
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
         place = (record.pathname, record.lineno, level, record.name)
-        seen = self._messages.setdefault(place, set())
+        seen = self._messages.get(place)
+        if seen is None:
+            seen = self._messages[place] = set() if len(self._messages) < MAX_SITES else {fmt}
         if fmt not in seen and len(seen) >= MAX_MESSAGES_PER_SITE:
             # A message built anew each time (an f-string): one source, the text its value.
             style, fmt, positional = STYLE_BRACES, "{}", (_message(record),)
@@ -225,6 +236,13 @@ def _split(record: logging.LogRecord) -> tuple[str, str, tuple, dict[str, Any]]:
     if tpl is None or tpl.names or tpl.positional != len(args):
         return STYLE_LITERAL, _message(record), (), {}
     return STYLE_PRINTF, msg, args, {}
+
+
+def _no_extra(d: dict) -> bool:
+    """True if a record's attributes are a LogRecord's own (and what formatters add)."""
+    n = len(d)
+    return n == _BASE or (n <= _BASE + 2
+                          and n == _BASE + ("message" in d) + ("asctime" in d))
 
 
 def _printf(msg: str) -> Any:

@@ -81,7 +81,9 @@ class _Tracer:
 
     def log(self, kind: str, fields: dict[str, Any]) -> None:
         sev = self.error_severity if kind == _RAISE else self.severity
-        if sev < self.logger.threshold:
+        bt = self.session.backtrace
+        keep = sev < self.logger.threshold      # below the minimum: the backtrace's, if any
+        if keep and (bt is None or sev < bt.least):
             return
         clock = time.time_ns()
         if context_state.in_use:
@@ -91,10 +93,17 @@ class _Tracer:
         values = tuple(fields.values())
         if self.session.is_overflow(src):
             values, names = (self.formats[kind] + " " + repr(fields),), ()
-        self.session.writer().push_event(src.id, clock, src.template, values, names)
+        writer = self.session.writer()
+        if keep:
+            writer.keep(src.id, clock, src.template, values, names)
+            return
+        if bt is not None and sev >= bt.trigger:
+            writer.write_backtrace()
+        writer.push_event(src.id, clock, src.template, values, names)
 
     def enter(self, args: tuple, kwargs: dict) -> int:
-        if self.severity >= self.logger.threshold:
+        bt = self.session.backtrace
+        if self.severity >= (self.logger.threshold if bt is None else bt.least):
             try:
                 bound = self.signature.bind(*args, **kwargs)
                 bound.apply_defaults()

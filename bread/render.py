@@ -164,7 +164,8 @@ SOURCE_TEXT: dict[str, Callable[[EventSource], str]] = {
 def fields_text(event: Event) -> str:
     """An event's keyword fields as ``name=value`` pairs (``%k``): its call's fields and
     those of its context (``blog.context``). A str value is quoted (repr) if it is empty or
-    holds a space, ``=`` or a quote; any other value is shown as ``{}`` would show it."""
+    holds a space, ``=`` or a quote; any other value is shown as ``{}`` would show it; a
+    name that is not an identifier is quoted."""
     fields = event.fields
     if not fields:
         return ""
@@ -175,7 +176,7 @@ def fields_text(event: Event) -> str:
                                    or not value.isprintable()) else value
         else:
             text = render_safe(value, None, "")
-        out.append(f"{name}={text}")
+        out.append(f"{name if name.isidentifier() else repr(name)}={text}")
     text = " ".join(out)
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + CUT_MARK
 

@@ -213,3 +213,46 @@ def test_one_call_site_under_changing_contexts(logged):
         logged.log.info("v {}", i)
         expected.append({})
     assert [ev.fields for ev in logged.read()] == expected
+
+
+def test_one_context_object_shared_by_tasks_that_end_in_any_order(logged):
+    # A review found: the tokens of one object's blocks were kept on the object, so two
+    # tasks sharing it raised ValueError when the first to enter left first.
+    db = blog.context(component="db")
+
+    async def task(name: str, wait: float) -> None:
+        with db:
+            await asyncio.sleep(wait)
+            logged.log.info("task {}", name)
+        logged.log.info("after {}", name)
+
+    async def main() -> None:
+        await asyncio.gather(task("a", 0.01), task("b", 0.03))
+
+    asyncio.run(main())
+    assert {(ev.message, tuple(ev.fields.items())) for ev in logged.read()} == {
+        ("task a", (("component", "db"),)), ("task b", (("component", "db"),)),
+        ("after a", ()), ("after b", ())}
+
+
+def test_generators_cannot_be_decorated_with_a_context():
+    with pytest.raises(TypeError, match="cannot decorate the generator"):
+        @blog.context(job="x")
+        def rows():
+            yield 1
+
+
+def test_event_functions_made_by_one_factory_keep_their_own_sources_in_context(logged):
+    # A review found: closures share a code object, and the per-context source was keyed
+    # by it: the second closure's events took the first's format and severity.
+    def make(verb: str, severity: str):
+        @blog.event("handled " + verb + " {}", severity=severity, session=logged.session)
+        def handled(n: int): ...
+        return handled
+
+    get, put = make("GET", "info"), make("PUT", "error")
+    with blog.context(rid="r1"):
+        get(1)
+        put(2)
+    assert [(ev.severity.name, ev.message) for ev in logged.read()] == [
+        ("INFO", "handled GET 1"), ("ERROR", "handled PUT 2")]

@@ -383,3 +383,65 @@ def test_a_filter_added_later_is_applied(bridge):
     bridge.logger.info("a %d", 2)
     bridge.logger.info("a %d", 3)
     assert [ev.message for ev in bridge.read()] == ["a 1", "a 3"]
+
+
+def test_a_subclass_s_emit_and_filters_set_later_always_apply(hot_path):
+    # A review found: the C fast path skipped a subclass's emit (a redaction!) and read
+    # the filters list the handler had when it was made.
+    class Redacting(blog.stdlib.BlogHandler):
+        def emit(self, record):
+            record.args = tuple("***" if a == "secret" else a for a in record.args)
+            super().emit(record)
+
+    s = blog.Session()
+    lg = logging.Logger("x", logging.INFO)
+    lg.addHandler(Redacting(session=s))
+    plain = blog.stdlib.BlogHandler(session=s)
+    lg2 = logging.Logger("y", logging.INFO)
+    lg2.addHandler(plain)
+    for i in range(3):
+        lg.info("password %s", "secret")
+        lg2.info("n %d", i)
+    plain.filters = [lambda r: r.args[0] != 1]     # a new list, not addFilter
+    for i in range(3):
+        lg2.info("n %d", i)
+    out = blog.MemoryOutputStream()
+    s.consume(out)
+    got = [ev.message for ev in bread.read(io.BytesIO(out.getvalue()))]
+    assert got.count("password ***") == 3 and b"secret" not in out.getvalue()
+    assert [m for m in got if m.startswith("n ")] == ["n 0", "n 1", "n 2", "n 0", "n 2"]
+    with pytest.raises(AttributeError):
+        plain.session = blog.Session()
+
+
+def test_records_other_handlers_formatted_first_still_take_the_fast_path(bridge):
+    console = logging.StreamHandler(io.StringIO())
+    console.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    bridge.logger.handlers.insert(0, console)
+    slow = []
+    first = bridge.handler._emit
+    bridge.handler._emit = lambda record: (slow.append(record), first(record))
+    for i in range(20):
+        bridge.logger.info("n %d", i)
+    assert len(slow) == 1
+    assert [ev.message for ev in bridge.read()] == [f"n {i}" for i in range(20)]
+
+
+def test_extra_with_keys_that_are_not_str(bridge):
+    bridge.logger.info("int key", extra={1: "a"})
+    (ev,) = bridge.read()
+    assert ev.fields == {"1": "a"}
+
+
+def test_an_error_inside_the_handler_goes_to_handle_error(bridge, capsys):
+    class Odd(logging.Filter):
+        def filter(self, record):
+            record.lineno = [1]        # unhashable: the site key cannot be made
+            return True
+
+    bridge.logger.info("warm %s", 1)
+    bridge.handler.addFilter(Odd())
+    errors = []
+    bridge.handler.handleError = lambda record: errors.append(record)
+    bridge.logger.info("hi %s", 2)     # never raises into the caller
+    assert len(errors) == 1

@@ -51,7 +51,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
                  keep_days: float | None = None, keep_bytes: int | None = None,
                  compress: bool = False, crash_buffer: bool = False,
                  crash_dir: str | os.PathLike | None = None,
-                 keep_source_lines: bool = False, backtrace: int = 0,
+                 keep_source_lines: bool = False, backtrace: int | None = None,
                  backtrace_trigger: Severity | int | str = Severity.ERROR) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
@@ -86,7 +86,8 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
 
     ``backtrace=N`` keeps each thread's last N events below ``min_severity`` in memory
     and writes them (marked) before its next event at ``backtrace_trigger`` or above
-    (``Session.use_backtrace``): debug detail around every error.
+    (``Session.use_backtrace``): debug detail around every error; ``0`` turns it off,
+    and leaving it out keeps what was set.
     """
     s = default_session()
     policy, fsync_interval = fsync_policy(fsync)
@@ -125,14 +126,15 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         raise ValueError("crash_dir is where crash_buffer=True keeps its files: give both")
     min_severity = to_severity(min_severity)
     backtrace_trigger = to_severity(backtrace_trigger)
-    if isinstance(backtrace, bool) or not isinstance(backtrace, int) or backtrace < 0:
+    if backtrace is not None and (isinstance(backtrace, bool) or not isinstance(backtrace, int)
+                                  or backtrace < 0):
         raise ValueError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,
               os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False)
     s.keep_source_lines = keep_source_lines
-    if backtrace or s.backtrace is not None:
+    if backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
         s.use_backtrace(backtrace, trigger=backtrace_trigger)
     exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k), flush_async)
     mp = sys.modules.get("multiprocessing.process")

@@ -510,6 +510,11 @@ class Session:
         """The streams ``add_output`` added (not the main output)."""
         return [s for s, _ in self._sides]
 
+    @property
+    def output(self) -> Any:
+        """The main output: the stream the last ``consume`` wrote to (None before any)."""
+        return self._output.stream
+
     def _write_sides(self, meta: list[Metadata], batches: list[bytes], n_events: int,
                      taken: list[Taken]) -> None:
         """Write what the main output got to each side output (a new one: all metadata)."""

@@ -44,7 +44,9 @@ class Captured:
 
     def start(self) -> "Captured":
         """Capture from now on."""
-        self._write_pending()
+        flush = getattr(self.session.drainer, "flush", None)
+        if flush is not None:
+            flush()               # what was logged before goes to the output only
         self._start = time.time_ns()
         self.session.add_output(self._out)
         return self
@@ -56,20 +58,16 @@ class Captured:
             self.session.remove_output(self._out)
             self._stopped = True
 
-    def _write_pending(self) -> None:
-        drainer = self.session.drainer
-        flush = getattr(drainer, "flush", None)
-        if flush is not None:
-            flush()
-        elif drainer is None:     # nothing writes this session: the capture does
-            self.session.consume(self._discard)
-
     def _read(self) -> list[bread.Event]:
-        drainer = self.session.drainer
-        if getattr(drainer, "flush", None) is not None:
-            drainer.flush()       # the session writes to its output and to the capture
-        elif drainer is None:
-            self.session.consume(self._discard)
+        s = self.session
+        flush = getattr(s.drainer, "flush", None)
+        if flush is not None:
+            flush()               # the session writes to its output and to the capture
+        elif s.drainer is None:
+            # Nothing writes this session: write it now, to its own output if it has one;
+            # if it has none (the default session before basic_config), the events are
+            # taken for the capture only.
+            s.consume(s.output if s.output is not None else self._discard)
         reader = bread.read(io.BytesIO(self._out.getvalue()))
         return [ev for ev in reader
                 if ev.clock >= self._start and ev.source.severity >= self.min_severity]

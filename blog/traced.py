@@ -46,7 +46,11 @@ class _Tracer:
         self.severity = severity
         self.error_severity = error_severity
         self.signature = inspect.signature(fn)
-        self.shown = tuple(n for n in self.signature.parameters if n not in exclude)
+        params = self.signature.parameters
+        self.shown = tuple(n for n in params if n not in exclude)
+        # Excluded names the function does not take are keys of its **kwargs, left out too.
+        self.var_keyword = next((n for n, p in params.items() if p.kind is p.VAR_KEYWORD), None)
+        self.hidden_keys = frozenset(exclude - set(params))
         self.result = result
         code = getattr(fn, "__code__", None)
         self.file = code.co_filename if code is not None else "<unknown>"
@@ -67,8 +71,8 @@ class _Tracer:
             where = f"{self.file}:{self.line} ({self.name})"
             sev = self.error_severity if kind == _RAISE else self.severity
             try:
-                src = self.session.add_source(
-                    key=("traced", self.fn, kind, names), severity=sev, category=self.category,
+                src = self.session.add_source(   # keyed by this tracer (kept alive by it)
+                    key=("traced", self, kind, names), severity=sev, category=self.category,
                     function=self.name, file=self.file, line=self.line, format=fmt,
                     arg_tags="", field_names=names, positional=0,
                     template=check_template(fmt, 0, names, where))
@@ -103,13 +107,19 @@ class _Tracer:
 
     def enter(self, args: tuple, kwargs: dict) -> int:
         bt = self.session.backtrace
-        if self.severity >= (self.logger.threshold if bt is None else bt.least):
+        least = self.logger.threshold
+        if bt is not None:
+            least = min(least, bt.least)
+        if self.severity >= least:
             try:
                 bound = self.signature.bind(*args, **kwargs)
                 bound.apply_defaults()
                 fields = {n: bound.arguments[n] for n in self.shown}
             except TypeError:   # the call itself fails the same way, and is logged so
                 fields = {n: "<not bound>" for n in self.shown}
+            if self.var_keyword in fields and self.hidden_keys:
+                fields[self.var_keyword] = {k: v for k, v in fields[self.var_keyword].items()
+                                            if k not in self.hidden_keys}
             self.log(_CALL, fields)
         return time.perf_counter_ns()
 
@@ -130,8 +140,9 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
 
     ``severity`` is that of the call and return events, ``error_severity`` that of an
     exception's; ``category`` defaults to the function's module. ``exclude`` names
-    arguments never logged (passwords, tokens): a name the function does not take raises
-    ValueError. ``result=False`` leaves the return value out.
+    arguments never logged (passwords, tokens), or keys of its ``**kwargs``; a name a
+    function without ``**kwargs`` does not take raises ValueError. ``result=False``
+    leaves the return value out.
     """
     sev = to_severity(severity)
     err = to_severity(error_severity)
@@ -144,7 +155,7 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
             raise TypeError(f"@blog.traced decorates a function, not {type(f).__name__}")
         params = inspect.signature(f).parameters
         unknown = sorted(leave_out - set(params))
-        if unknown:
+        if unknown and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
             raise ValueError(f"@blog.traced(exclude=...): {getattr(f, '__qualname__', f)} "
                              f"takes no argument named {', '.join(unknown)}")
         s = session if session is not None else default_session()
@@ -153,17 +164,31 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
         if inspect.isasyncgenfunction(f):
             @functools.wraps(f)
             async def agen(*args: Any, **kwargs: Any) -> Any:
+                # What ``yield from`` does for a generator, by hand: values sent and
+                # exceptions thrown in reach the inner generator.
                 start = t.enter(args, kwargs)
+                inner = f(*args, **kwargs)
                 try:
-                    async for item in f(*args, **kwargs):
-                        yield item
-                except GeneratorExit:       # closed before its end (a loop left early)
+                    item = await inner.__anext__()
+                    while True:
+                        try:
+                            sent = yield item
+                        except GeneratorExit:   # closed before its end (a loop left early)
+                            await inner.aclose()
+                            t.returned(start, None)
+                            raise
+                        except BaseException as exc:
+                            item = await inner.athrow(exc)
+                        else:
+                            item = await (inner.asend(sent) if sent is not None
+                                          else inner.__anext__())
+                except StopAsyncIteration:
                     t.returned(start, None)
+                except GeneratorExit:
                     raise
                 except BaseException as exc:
                     t.raised(start, exc)
                     raise
-                t.returned(start, None)
             wrapper: Any = agen
         elif inspect.iscoroutinefunction(f):
             @functools.wraps(f)

@@ -125,3 +125,16 @@ def test_basic_config_backtrace(tmp_path):
     got = [(ev.backtrace, ev.message) for ev in bread.read(str(tmp_path / "x.blog"))]
     assert got == [(True, "d 2"), (True, "d 3"), (False, "e")]
 
+
+
+def test_basic_config_again_keeps_the_backtrace_unless_told(tmp_path):
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import blog
+        s = blog.basic_config("x.blog", min_severity="info", backtrace=3)
+        blog.basic_config("x.blog", min_severity="info")
+        assert s.backtrace is not None and s.backtrace.size == 3
+        blog.basic_config("x.blog", min_severity="info", backtrace=0)
+        assert s.backtrace is None
+        blog.shutdown()
+    """)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr

@@ -8,6 +8,7 @@ import pytest
 
 import blog
 import blog.testing
+import bread
 
 
 def checkout(order_id: int) -> None:
@@ -53,3 +54,22 @@ def test_capture_of_a_private_session_and_a_minimum():
     assert logged.messages() == ["yes 1"]
     with pytest.raises(TypeError, match="needs a blog.Session"):
         blog.testing.capture(object())
+
+
+def test_a_capture_of_a_session_written_by_hand_leaves_its_output_whole(tmp_path):
+    # A review found: with no consumer, the capture wrote the session into a stream of
+    # its own, which then became the session's output: the events logged meanwhile
+    # never reached the user's file.
+    s = blog.Session()
+    out = blog.FileOutputStream(str(tmp_path / "x.blog"), mode="wb")
+    log = s.get_logger()
+    log.info("before {}", 1)
+    s.consume(out)
+    with blog.testing.capture(s) as logged:
+        log.info("during {}", 2)
+    log.info("after {}", 3)
+    s.consume(out)
+    out.close()
+    assert logged.messages() == ["during 2"]
+    assert [ev.message for ev in bread.read(str(tmp_path / "x.blog"))] == [
+        "before 1", "during 2", "after 3"]

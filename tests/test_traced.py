@@ -107,3 +107,74 @@ def test_bad_options_raise_clear_errors():
         blog.traced(exclude="password")
     with pytest.raises(ValueError):
         blog.traced(severity="loud")
+
+
+def test_two_wrappers_of_one_function_keep_their_own_settings(logged):
+    # A review found: the source was keyed by the function, so the second wrapper's
+    # events took the first's severity and category.
+    def work(x):
+        return x
+
+    quiet = blog.traced(work, severity="debug", category="quiet", session=logged.session)
+    loud = blog.traced(work, severity="warning", category="audit", session=logged.session)
+    quiet(1)
+    loud(2)
+    got = [(ev.category, ev.severity.name) for ev in logged.read()]
+    assert got == [("quiet", "DEBUG")] * 2 + [("audit", "WARNING")] * 2
+
+
+def test_an_unhashable_callable_and_kwargs_secrets(logged):
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Adder:
+        n: int
+
+        def __call__(self, x):
+            return x + self.n
+
+    assert blog.traced(Adder(1), session=logged.session)(2) == 3
+
+    @blog.traced(session=logged.session, exclude=["password"])
+    def connect(host, **opts):
+        return host
+
+    connect("db", user="u", password="s3cret")
+    events = logged.read()
+    assert events[2].fields == {"host": "db", "opts": {"user": "u"}}
+    assert not any("s3cret" in repr(ev.args) + repr(ev.fields) for ev in events)
+
+
+def test_a_traced_async_generator_passes_sent_values_and_thrown_exceptions(logged):
+    @blog.traced(session=logged.session)
+    async def echo():
+        got = None
+        while True:
+            try:
+                got = yield got
+            except ValueError:
+                got = "handled"
+
+    async def drive():
+        g = echo()
+        assert await g.asend(None) is None
+        assert await g.asend("hello") == "hello"
+        assert await g.athrow(ValueError("x")) == "handled"
+        await g.aclose()
+
+    asyncio.run(drive())
+    msgs = [ev.message.split(" in ")[0].rsplit(".", 1)[-1] for ev in logged.read()]
+    assert msgs == ["echo()", "echo returned None"]
+
+
+def test_the_call_event_above_the_minimum_with_a_backtrace_floor_above_it(make_logged):
+    logged = make_logged(min_severity="debug")
+    logged.session.use_backtrace(5, least="info")
+
+    @blog.traced(session=logged.session)
+    def f(x):
+        return 2 * x
+
+    f(21)
+    assert [ev.message.split(" in ")[0].rsplit(".", 1)[-1] for ev in logged.read()] == [
+        "f(x=21)", "f returned 42"]

@@ -64,8 +64,7 @@ class Template:
 
 def parse(fmt: str) -> Template:
     """Parse ``fmt``; raise FormatError for lookups, numbered or nested fields."""
-    if not isinstance(fmt, str):
-        raise FormatError(f"format must be a str, not {type(fmt).__name__}")
+    _check_str(fmt)
     literals: list[str] = []
     placeholders: list[Placeholder] = []
     text = ""
@@ -99,6 +98,15 @@ def parse(fmt: str) -> Template:
         text = ""
         placeholders.append(Placeholder(key, conversion, spec or ""))
     literals.append(text)
+    return _template(literals, placeholders, positional)
+
+
+def _check_str(fmt: Any) -> None:
+    if not isinstance(fmt, str):
+        raise FormatError(f"format must be a str, not {type(fmt).__name__}")
+
+
+def _template(literals: list[str], placeholders: list[Placeholder], positional: int) -> Template:
     names = frozenset(p.key for p in placeholders if isinstance(p.key, str))
     return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
 
@@ -111,13 +119,10 @@ def parse_printf(fmt: str) -> Template:
     ``str % args`` would reject, for ``*`` widths and for keyed and unkeyed
     conversions mixed.
     """
-    if not isinstance(fmt, str):
-        raise FormatError(f"format must be a str, not {type(fmt).__name__}")
+    _check_str(fmt)
     literals: list[str] = []
     placeholders: list[Placeholder] = []
-    text = ""
-    positional = 0
-    pos = 0
+    text, positional, pos = "", 0, 0
     for m in _PRINTF.finditer(fmt):
         between = fmt[pos:m.start()]
         if "%" in between:
@@ -141,10 +146,10 @@ def parse_printf(fmt: str) -> Template:
     if "%" in fmt[pos:]:
         raise FormatError(f"bad printf conversion at index {fmt.index('%', pos)} of {fmt!r}")
     literals.append(text + fmt[pos:])
-    names = frozenset(p.key for p in placeholders if isinstance(p.key, str))
-    if names and positional:
+    tpl = _template(literals, placeholders, positional)
+    if tpl.names and positional:
         raise FormatError(f"keyed and unkeyed conversions mixed in {fmt!r}")
-    return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
+    return tpl
 
 
 def parse_style(fmt: str, style: str) -> Template:
@@ -154,8 +159,7 @@ def parse_style(fmt: str, style: str) -> Template:
     if style == STYLE_PRINTF:
         return parse_printf(fmt)
     if style == STYLE_LITERAL:
-        if not isinstance(fmt, str):
-            raise FormatError(f"format must be a str, not {type(fmt).__name__}")
+        _check_str(fmt)
         return Template((fmt,), (), 0, frozenset())
     raise FormatError(f"unknown format style {style[:20]!r}")
 

@@ -32,8 +32,9 @@ from . import stdlib  # noqa: F401  (blog.stdlib.capture, blog.stdlib.BlogHandle
 
 __all__ = [
     "BLOCK", "CallSiteError", "Consumer", "DROP", "EventSource", "FileOutputStream",
-    "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile", "Session",
-    "SessionStats", "SessionWriter", "Severity", "TextStream", "adapt", "add_output", "basic_config",
-    "bind", "context", "default_session", "event", "flush", "flush_async", "get_logger",
-    "remove_output", "set_writer_name", "shutdown", "traced", "unbind", "__version__",
+    "FormatError", "Logger", "MemoryOutputStream", "OutputStream", "RotatingFile",
+    "Session", "SessionStats", "SessionWriter", "Severity", "TextStream", "adapt",
+    "add_output", "basic_config", "bind", "context", "default_session", "event", "flush",
+    "flush_async", "get_logger", "remove_output", "set_writer_name", "shutdown", "traced",
+    "unbind", "__version__",
 ]

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Iterator
 
-from blogformat.entries import (SOURCE_BACKTRACE, BatchHeader, ClockSync, Dropped, EventSource, Metadata, WriterProp,
-                                metadata_frames)
+from blogformat.entries import (SOURCE_BACKTRACE, BatchHeader, ClockSync, Dropped, EventSource,
+                                Metadata, WriterProp, metadata_frames)
 from blogformat import valuetypes
 from blogformat.placeholders import parse
 from blogformat.valuetypes import Described
@@ -107,9 +107,9 @@ class Session:
         # A consume the output refused, kept with the crash buffer: ([(writer, Taken)], seq),
         # and where the file ended before its first try (device, inode, size).
         self._held: tuple[list[tuple[SessionWriter, Taken]], int] | None = None
+        self._held_at: tuple[int, int, int] | None = None
         # Outputs beside the main one (add_output): each gets the same metadata and events.
         self._sides: list[tuple[Any, Output]] = []
-        self._held_at: tuple[int, int, int] | None = None
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
         #: Keep the source line of each traceback frame of a logged exception (read from its

@@ -9,7 +9,8 @@ True in 1.234 ms`` (or ``login raised ValueError('...') in 0.5 ms``, with the ex
 and its traceback as the field ``exception``) when it ends. The arguments and the
 result are keyword fields of the events; an excluded argument never reaches the file.
 Sync and async functions, generators and async generators (from the first item to
-the last, or to where the loop left them) all work; fields in context (``blog.context``) are added as everywhere.
+the last, or to where the loop left them) all work; fields in context
+(``blog.context``) are added as everywhere.
 """
 
 from __future__ import annotations

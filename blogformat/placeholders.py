@@ -106,7 +106,8 @@ def _check_str(fmt: Any) -> None:
         raise FormatError(f"format must be a str, not {type(fmt).__name__}")
 
 
-def _template(literals: list[str], placeholders: list[Placeholder], positional: int) -> Template:
+def _template(literals: list[str], placeholders: list[Placeholder],
+              positional: int) -> Template:
     names = frozenset(p.key for p in placeholders if isinstance(p.key, str))
     return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
 

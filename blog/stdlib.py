@@ -93,7 +93,7 @@ class BlogHandler(logging.Handler):
                             f"({session!r}); leave session out to use the default session")
         super().__init__(level_number(level))
         self._session = session if session is not None else default_session()
-        self._sites: dict[tuple, tuple] = {}       # key -> (source id, template, field names)
+        self._sites: dict[tuple, tuple] = {}       # key -> (source id, template, severity)
         self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
         self._severities = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)

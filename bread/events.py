@@ -144,7 +144,7 @@ if accel.speedups is not None:   # the same getter in C: the common case without
     Event.message = property(accel.speedups.MessageGetter(Event, Event._render),
                              doc=Event.message.__doc__)
 
-_templates: dict[tuple[str, str], Template | None] = {}
+_templates: dict[str | tuple[str, str], Template | None] = {}
 _CACHE_MAX = 10_000
 #: The plan of a source whose message Python renders.
 _NO_PLAN: tuple = (None,)
@@ -191,14 +191,17 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
             text = fast.message(plan, args, fields, source.field_names)
             if text is not None:
                 return text
-    tpl = _templates.get((source.format, source.style), False)
+    # Keyed by the format alone for {} sources (no tuple made per event), with its style
+    # for the others.
+    key = (source.format, source.style) if source.style else source.format
+    tpl = _templates.get(key, False)
     if tpl is False:
         try:
             tpl = parse_style(source.format, source.style)
         except FormatError:
             tpl = None
         if len(_templates) < _CACHE_MAX:
-            _templates[(source.format, source.style)] = tpl
+            _templates[key] = tpl
     if tpl is None:   # as the format, then the values' reprs: cut as render() cuts
         parts = [source.format[:MAX_MESSAGE + 1]]
         size = len(parts[0])

@@ -6,7 +6,7 @@ import datetime as _dt
 import os
 from typing import Callable
 
-from blogformat.entries import EventSource
+from blogformat.entries import SOURCE_BACKTRACE, EventSource
 from blogformat.placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from blogformat.severity import ABBREVIATIONS
 
@@ -209,7 +209,9 @@ class PrettyPrinter:
                  (lambda e, z=self.zone: date(e.ns, z)),
             "u": lambda e: date(e.ns, _UTC),
             "r": lambda e: str(e.clock),
-            "m": lambda e: BACKTRACE_MARK + e.message if e.source.backtrace else e.message,
+            # flags (not the backtrace property): read for every event on this path
+            "m": lambda e: BACKTRACE_MARK + e.message if e.source.flags & SOURCE_BACKTRACE
+            else e.message,
             "k": fields_text,
         }[code]
 

@@ -72,8 +72,24 @@ TIME = "/usr/bin/time"   # GNU time: forks the child after its own exec, so the 
                          # peak RSS does not count this process's memory (a fork would)
 
 
+#: The children's environment: as an installed package runs, from compiled bytecode. With
+#: PYTHONDONTWRITEBYTECODE set (some sandboxes and containers set it), every child would
+#: compile bread's modules from source first, about 0.2 s of a 0.5 s run; ``warm_up``
+#: writes the caches once before any timing.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def warm_up() -> None:
+    """Compile bread's modules (and pyarrow's) to bytecode, as installing them does."""
+    subprocess.run([sys.executable, "-c", "import bread.cli, bread.merge, bread.batches\n"
+                    "try:\n    import pyarrow\nexcept ImportError:\n    pass"],
+                   check=True, env=CHILD_ENV)
+
+
 def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, int | None]:
     """Wall seconds and peak RSS (KiB, None if unknown) of one command, output to /dev/null."""
+    env = CHILD_ENV if env is None else {k: v for k, v in env.items()
+                                         if k != "PYTHONDONTWRITEBYTECODE"}
     timed = os.path.exists(TIME)
     full = [TIME, "-f", "%M"] + cmd if timed else cmd
     with open(os.devnull, "wb") as null:
@@ -99,9 +115,13 @@ _LIBRARY = {
 
 
 def time_library(path: str, case: str) -> float:
-    code = ("import sys, time, bread\npath = sys.argv[1]\nt0 = time.perf_counter()\n"
+    # The batch cases import pyarrow before the clock starts: a fixed cost of about 0.08 s
+    # per process, not a cost per row (the table in docs/performance.md says so).
+    pre = "import pyarrow\n" if case.startswith("batches") and bread.batches.has_arrow() else ""
+    code = ("import sys, time, bread\n" + pre + "path = sys.argv[1]\nt0 = time.perf_counter()\n"
             + _LIBRARY[case] + "\nprint(time.perf_counter() - t0)\n")
-    r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                       env=CHILD_ENV)
     if r.returncode != 0:
         raise SystemExit(f"library case {case} failed: {r.stderr[-500:]}")
     return float(r.stdout.split()[-1])
@@ -149,6 +169,7 @@ def main() -> int:
             ("C++ bread -f %m", [cxx, "-f", "%m", cxx_file], n_cxx, None),
             ("C++ bread -s", [cxx, "-s", cxx_file], n_cxx, None),
         ]
+    warm_up()
     walls: dict[str, list[float]] = {c[0]: [] for c in cases}
     rss: dict[str, int | None] = {c[0]: None for c in cases}
     for rep in range(args.repeats):   # interleaved: every case sees the same machine

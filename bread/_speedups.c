@@ -1875,7 +1875,111 @@ static PyTypeObject MessageGetterType = {
     .tp_dealloc = (destructor)getter_dealloc,
 };
 
+/* gather(ids, table, default, text) -> (values, offsets, validity) or None: the
+ * column of a call site's or a writer's property for each row, its id in ids
+ * (native int64s); table maps an id to the value (text: UTF-8 bytes; else an
+ * int within 64 bits), or None for a null; an id not in table takes default.
+ * text: values are the UTF-8 data and offsets int32 (rows + 1), None if the
+ * data would not fit 31 bits; else values are int64s and offsets None.
+ * validity is Arrow's bitmap, None without a null. */
+#define GATHER_CACHE 256
+static PyObject *
+module_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyDict_Check(a[1])) {
+        PyErr_SetString(PyExc_TypeError, "gather(ids, table: dict, default, text)");
+        return NULL;
+    }
+    int text = PyObject_IsTrue(a[3]);
+    if (text < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(a[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t n = view.len / (Py_ssize_t)sizeof(long long);
+    const unsigned char *ids = view.buf;
+    struct { long long id; PyObject *v; int used; } cache[GATHER_CACHE];
+    memset(cache, 0, sizeof cache);
+    Buf data = {0}, offs = {0}, valid = {0};
+    PyObject *res = NULL;
+    int nulls = 0;
+    if (buf_reserve(&valid, (n + 7) / 8 + 1) < 0) goto done;
+    memset(valid.p, 0xff, (size_t)((n + 7) / 8 + 1));
+    valid.len = (n + 7) / 8;
+    if (text) {
+        int zero = 0;
+        if (buf_reserve(&offs, (n + 1) * (Py_ssize_t)sizeof(int)) < 0
+            || buf_put(&offs, &zero, sizeof zero) < 0)
+            goto done;
+    }
+    else if (buf_reserve(&data, n * (Py_ssize_t)sizeof(long long)) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long id;
+        memcpy(&id, ids + i * sizeof(long long), sizeof id);
+        unsigned slot = (unsigned)((unsigned long long)id % GATHER_CACHE);
+        PyObject *v;
+        if (cache[slot].used && cache[slot].id == id)
+            v = cache[slot].v;
+        else {
+            PyObject *key = PyLong_FromLongLong(id);
+            if (key == NULL) goto done;
+            v = PyDict_GetItemWithError(a[1], key);   /* borrowed: the dict outlives the call */
+            Py_DECREF(key);
+            if (v == NULL) {
+                if (PyErr_Occurred()) goto done;
+                v = a[2];
+            }
+            if (v != Py_None && (text ? !PyBytes_Check(v) : !PyLong_Check(v))) {
+                PyErr_SetString(PyExc_TypeError, text ? "gather: values must be bytes or None"
+                                                      : "gather: values must be int or None");
+                goto done;
+            }
+            cache[slot].id = id;
+            cache[slot].v = v;
+            cache[slot].used = 1;
+        }
+        if (v == Py_None) {
+            valid.p[i >> 3] &= (char)~(1 << (i & 7));
+            nulls = 1;
+        }
+        if (text) {
+            if (v != Py_None) {
+                if (PyBytes_GET_SIZE(v) > INT32_MAX - data.len) {   /* beyond Arrow's string */
+                    res = Py_NewRef(Py_None);
+                    goto done;
+                }
+                if (buf_put(&data, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0) goto done;
+            }
+            int end = (int)data.len;
+            if (buf_put(&offs, &end, sizeof end) < 0) goto done;
+        }
+        else {
+            long long x = 0;
+            if (v != Py_None) {
+                x = PyLong_AsLongLong(v);
+                if (x == -1 && PyErr_Occurred()) goto done;
+            }
+            if (buf_put(&data, &x, sizeof x) < 0) goto done;
+        }
+    }
+    PyObject *d = PyBytes_FromStringAndSize(data.p ? data.p : "", data.len);
+    PyObject *o = text ? PyBytes_FromStringAndSize(offs.p, offs.len) : Py_NewRef(Py_None);
+    PyObject *va = nulls ? PyBytes_FromStringAndSize(valid.p, valid.len) : Py_NewRef(Py_None);
+    if (d != NULL && o != NULL && va != NULL)
+        res = PyTuple_Pack(3, d, o, va);
+    Py_XDECREF(d);
+    Py_XDECREF(o);
+    Py_XDECREF(va);
+done:
+    PyBuffer_Release(&view);
+    PyMem_Free(data.p);
+    PyMem_Free(offs.p);
+    PyMem_Free(valid.p);
+    return res;
+}
+
 static PyMethodDef module_methods[] = {
+    {"gather", (PyCFunction)(void (*)(void))module_gather, METH_FASTCALL,
+     "gather(ids, table, default, text) -> (values, offsets, validity) or None"},
     {"message", (PyCFunction)(void (*)(void))module_message, METH_FASTCALL,
      "message(plan, args, fields, names) -> str, or None if Python must render it"},
     {NULL}

@@ -41,11 +41,11 @@ STREAM_COLUMNS = ("host", "pid", "program", "path")
 SOURCE_COLUMNS = {
     "severity": lambda s: _severity_name(s.severity),
     "severity_value": lambda s: s.severity,
-    "category": lambda s: s.category,
-    "function": lambda s: s.function,
-    "file": lambda s: s.file,
+    "category": lambda s: _text(s.category),
+    "function": lambda s: _text(s.function),
+    "file": lambda s: _text(s.file),
     "line": lambda s: s.line,
-    "format": lambda s: s.format,
+    "format": lambda s: _text(s.format),
 }
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _INT_COLUMNS = {"time", "clock", "severity_value", "writer_id", "source_id", "line", "pid"}
@@ -67,6 +67,16 @@ def _severity_name(value: int) -> str:
 
 def _int64(v: int) -> int | None:
     return v if _INT64[0] <= v <= _INT64[1] else None
+
+
+def _text(v: str) -> str:
+    """Text a column holds: valid UTF-8, a lone surrogate (from a file's undecodable
+    bytes) written as ``\\udXXX``, as in the message column."""
+    return utf8(v).decode()
+
+
+def _utf8_or_none(v: str | None) -> bytes | None:
+    return None if v is None else v.encode()
 
 
 def check_columns(columns: Sequence[str] | None) -> tuple[str, ...]:
@@ -109,6 +119,7 @@ class BatchReader:
         self._sids: set[int] = set()           # ids used by the pending batch
         self._wids: set[int] = set()
         self._native: NativeState | None = None
+        self._tables: dict[str, tuple[dict[int, Any], Any]] = {}   # see _table
         if accel.speedups is not None and not python:
             c = accel.speedups.Renderer([], self._fallback, False, self._message_fallback)
             c.max_rows = batch_size
@@ -133,6 +144,7 @@ class BatchReader:
                 # described (its rows may already refer to it) or a new stream ends it.
                 if t is FileHeader or t is EventSource or t is WriterProp:
                     yield from self._flush()
+                    self._tables.clear()
                 apply(e)
         yield from self._flush()
 
@@ -170,7 +182,7 @@ class BatchReader:
                 vals = [get(e.source) for e in rows]
                 out[name] = [_int64(v) for v in vals] if name in _INT_COLUMNS else vals
             elif name == "writer":
-                out[name] = [e.writer_prop.name for e in rows]
+                out[name] = [_text(e.writer_prop.name) for e in rows]
             elif name == "writer_id":
                 out[name] = [_int64(e.writer_prop.id) for e in rows]
             elif name == "source_id":
@@ -255,7 +267,8 @@ class BatchReader:
         if name in SOURCE_COLUMNS:
             get = SOURCE_COLUMNS[name]
             return [get(self.stream.sources.get(i, _UNKNOWN)) for i in ids]
-        return [w.name if (w := self.stream.writers.get(i)) is not None else "" for i in ids]
+        return [_text(w.name) if (w := self.stream.writers.get(i)) is not None else ""
+                for i in ids]
 
     def _make(self, n: int, cols: dict[str, list] | None, bufs: dict[str, Any] | None) -> Any:
         if bufs is None:
@@ -291,12 +304,50 @@ class BatchReader:
                 distinct = sorted(set(ids))
                 table = dict(zip(distinct, self._lookups(name, distinct)))
                 vals = [table[i] for i in ids]
-                out[name] = array.array("q", vals) if name in _INT_COLUMNS else vals
+                if name in _INT_COLUMNS:   # beyond int64 (a hostile line): None, in a list
+                    vals = [_int64(v) for v in vals]
+                    out[name] = vals if None in vals else array.array("q", vals)
+                else:
+                    out[name] = vals
         return out
+
+    def _table(self, name: str) -> tuple[dict[int, Any], Any]:
+        """A source or writer column's value per id as ``gather`` takes it (UTF-8 bytes,
+        or an int within 64 bits; None for a null), and the value of an unknown id;
+        made once per column until a source, writer or stream is described."""
+        t = self._tables.get(name)
+        if t is None:
+            if name in SOURCE_COLUMNS:
+                get = SOURCE_COLUMNS[name]
+                conv = _int64 if name in _INT_COLUMNS else _utf8_or_none
+                t = ({i: conv(get(s)) for i, s in self.stream.sources.items()},
+                     conv(get(_UNKNOWN)))
+            else:
+                t = ({i: utf8(w.name) for i, w in self.stream.writers.items()}, b"")
+            self._tables[name] = t
+        return t
+
+    def _gathered(self, name: str, ids: Any, id_bytes: bytes, n: int) -> Any:
+        """The column of a source's or a writer's property, one value per row."""
+        import pyarrow as pa
+        table, default = self._table(name)
+        text = name not in _INT_COLUMNS
+        got = accel.speedups.gather(id_bytes, table, default, text)
+        if got is not None:
+            values, offsets, validity = got
+            valid = pa.py_buffer(validity) if validity is not None else None
+            if text:
+                return pa.Array.from_buffers(pa.string(), n, [valid, pa.py_buffer(offsets),
+                                                              pa.py_buffer(values)])
+            return pa.Array.from_buffers(pa.int64(), n, [valid, pa.py_buffer(values)])
+        # More text than one Arrow string array holds: Arrow's own take (which says so).
+        import pyarrow.compute as pc
+        distinct = pc.unique(ids)
+        values = _arrow_list(name, self._lookups(name, distinct.to_pylist()))
+        return values.take(pc.index_in(ids, value_set=distinct))
 
     def _arrow_batch(self, n: int, bufs: dict[str, Any]) -> Any:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         def ints(b: bytes) -> Any:
             return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(b)])
@@ -321,10 +372,9 @@ class BatchReader:
                 arrays.append(pa.repeat(pa.scalar(v, pa.int64() if name == "pid" else pa.string()),
                                         n))
             else:
-                ids = sids if name in SOURCE_COLUMNS else wids
-                distinct = pc.unique(ids)
-                values = _arrow_list(name, self._lookups(name, distinct.to_pylist()))
-                arrays.append(values.take(pc.index_in(ids, value_set=distinct)))
+                key = "source_id" if name in SOURCE_COLUMNS else "writer_id"
+                arrays.append(self._gathered(name, sids if key == "source_id" else wids,
+                                             bufs[key], n))
         return pa.RecordBatch.from_arrays(arrays, names=list(self.columns))
 
 

@@ -43,6 +43,8 @@ def expected(data: bytes, columns=COLUMNS) -> dict[str, list]:
         }
         for c in columns:
             v = row[c]
+            if c in ("category", "writer", "function", "file", "format") and v is not None:
+                v = v.encode("utf-8", "backslashreplace").decode()   # as the message
             if type(v) is int and not -2**63 <= v < 2**63:
                 v = None   # beyond int64: a missing value in a column
             out[c].append(v)
@@ -183,6 +185,63 @@ def test_random_files_give_the_columns_of_read(data):
     assert collect(data, arrow=False) == want
     if accel.speedups is not None:
         assert collect(data, arrow=False, use_c=False) == want
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=a_file())
+def test_random_files_give_the_columns_of_read_in_arrow(data):
+    assert collect(data) == expected(data)
+
+
+def sites_file() -> bytes:
+    """Call sites whose columns are odd: a line beyond int64, an id nobody described, a
+    writer without a name, many sites interleaved (more than gather's cache holds)."""
+    from blogformat.entries import EventSource, WriterProp
+    from test_render_parity import build
+    sources = [EventSource(1, 0x20, "f", "cat", "/p/a.py", 2**64 - 1, "x {}", "i", (), 0),
+               EventSource(2, 0x400, "g", "", "/p/b.py", 7, "y", "", (), 0)]
+    sources += [EventSource(k, 0x80, f"h{k}", f"c{k}", "/p/c.py", k, "z", "", (), 0)
+                for k in range(3, 300)]
+    events = [[1, 5, [1]], [9999, 1, []], [2, 1, []], [1, 1, [2]]]
+    events += [[3 + (k * 7919) % 297, 1, []] for k in range(600)]
+    return build(sources, events, writers=(WriterProp(1, "main"), WriterProp(2, "")))
+
+
+def test_source_and_writer_columns_keep_nulls_unknown_ids_and_many_sites():
+    data = sites_file()
+    want = expected(data)
+    assert want["line"][0] is None and want["function"][1] == "?"
+    for size in (3, 65536):
+        assert collect(data, batch_size=size) == want
+        assert collect(data, batch_size=size, arrow=False) == want
+
+
+def test_arrow_take_is_the_way_when_gather_declines(monkeypatch):
+    # gather returns None for more text than one Arrow string array holds (2 GiB).
+    if accel.speedups is None:
+        pytest.skip("gather is the C reader's: it is off (BREAD_PURE_PYTHON=1)")
+    data = sites_file()
+    monkeypatch.setattr(accel.speedups, "gather", lambda *a: None)
+    assert collect(data, batch_size=100) == expected(data)
+
+
+def test_gather_checks_its_arguments():
+    if accel.speedups is None:
+        pytest.skip("gather is the C reader's: it is off (BREAD_PURE_PYTHON=1)")
+    gather = accel.speedups.gather
+    ids = array.array("q", [1, 2, 3, 1]).tobytes()
+    values, offsets, valid = gather(ids, {1: b"ab", 2: None}, b"?", True)
+    assert values == b"ab?ab"
+    assert array.array("i", offsets).tolist() == [0, 2, 2, 3, 5]
+    assert valid[0] & 0b1111 == 0b1101
+    values, offsets, valid = gather(ids, {1: 5, 3: -1}, 0, False)
+    assert array.array("q", values).tolist() == [5, 0, -1, 5] and offsets is None and valid is None
+    with pytest.raises(TypeError):
+        gather(ids, {1: "not bytes"}, b"", True)
+    with pytest.raises(TypeError):
+        gather(ids, [], b"", True)
+    with pytest.raises(OverflowError):
+        gather(ids, {1: 2**64}, 0, False)
 
 
 def test_args_and_fields_are_json_that_reads_back_typed():

@@ -16,6 +16,7 @@ from decimal import Decimal
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from blogformat.boundedtext import bounded_text, is_composite
 from blogformat.guard import owned_by_value
 
 #: Largest width or precision rendered; a bigger one in a file is treated as damage.
@@ -179,6 +180,10 @@ def render_one(value: Any, conversion: str | None, spec: str) -> str:
     return format(value, spec)
 
 
+#: printf's text conversions as str.format's.
+_PRINTF_TEXT = {"s": None, "r": "r", "a": "a"}
+
+
 def render_safe(value: Any, conversion: str | None, spec: str) -> str:
     """``render_one`` for untrusted input: bounded output, errors rendered as text."""
     if spec and any(len(n) > 5 or int(n) > MAX_WIDTH for n in _NUMBERS.findall(spec)):
@@ -192,6 +197,15 @@ def render_safe(value: Any, conversion: str | None, spec: str) -> str:
             # %d of it a billion-digit int).
             return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
                 if spec else str(value)
+        if is_composite(value):   # a container's text stops at the message's cut
+            if conversion == "%":
+                if spec[-1:] in ("s", "r", "a"):
+                    text = bounded_text(value, _PRINTF_TEXT[spec[-1]], MAX_MESSAGE)
+                    return ("%" + spec[:-1] + "s") % (text,)
+            elif conversion is not None:
+                return format(bounded_text(value, conversion, MAX_MESSAGE), spec)
+            elif not spec:
+                return bounded_text(value, None, MAX_MESSAGE)
         return render_one(value, conversion, spec)
     except Exception as exc:
         if not owned_by_value(exc):

@@ -1,0 +1,117 @@
+"""Values whose text a crafted file makes huge are rendered only up to the message's cut:
+``blogformat.boundedtext`` gives exactly Python's text (a prefix of it once cut), and
+reading such a file stays within a small, fixed amount of memory."""
+
+from __future__ import annotations
+
+import io
+import tracemalloc
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import msgpack
+
+import bread
+from blogformat.boundedtext import bounded_text, is_composite
+from blogformat.placeholders import CUT_MARK, MAX_MESSAGE, render_safe
+from blogformat.entries import EventSource
+from blogformat.valuetypes import RecordType
+from blogformat.values import EXT_RECORD, packb
+from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, DataclassValue, EnumValue,
+                               ExceptionValue, ExtValue, FrozenSetValue, OpaqueValue, SetValue)
+
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6),
+                  st.binary(max_size=4))
+_name = st.text(min_size=1, max_size=8)
+
+
+def _composite(inner):
+    hashable = st.one_of(st.none(), st.integers(), st.text(max_size=4))
+    return st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(hashable, inner, max_size=3),
+        st.lists(hashable, max_size=4).map(SetValue),
+        st.lists(hashable, max_size=4).map(FrozenSetValue),
+        st.sets(hashable, max_size=3),
+        st.frozensets(hashable, max_size=3),
+        st.builds(lambda t, f, named: DataclassValue(t, f, t.rsplit(".", 1)[-1] if named else None,
+                                                     tuple(f)),
+                  _name, st.dictionaries(_name, inner, max_size=3), st.booleans()),
+        st.builds(EnumValue, _name, _name, inner, st.sampled_from([ENUM_TEXT, ENUM_NAMED,
+                                                                   ENUM_VALUE])),
+        st.builds(OpaqueValue, _name, st.text(max_size=5)),
+        st.builds(ExceptionValue, _name, st.text(max_size=5), st.none() | st.text(max_size=5),
+                  st.lists(st.tuples(_name, st.integers(), _name), max_size=2).map(tuple)),
+        st.builds(ExtValue, st.integers(-128, 127), st.binary(max_size=4)),
+    )
+
+
+_values = st.recursive(_leaf, _composite, max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_values, conversion=st.sampled_from([None, "s", "r", "a"]),
+       budget=st.integers(0, 60))
+def test_the_text_is_pythons_or_a_prefix_of_it_once_cut(value, conversion, budget):
+    whole = {None: str, "s": str, "r": repr, "a": ascii}[conversion](value)
+    assert bounded_text(value, conversion, 10**9) == whole
+    got = bounded_text(value, conversion, budget)
+    assert got == whole[:budget + 1]   # more than budget characters: it was cut
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=_values, conversion=st.sampled_from([None, "r", "s", "a", "%"]),
+       spec=st.sampled_from(["", ">12", ".3", "<4.2"]))
+def test_render_safe_renders_as_before(value, conversion, spec):
+    from blogformat.placeholders import render_one
+    if conversion == "%":
+        spec = spec + "sra"[len(spec) % 3]
+    try:
+        want = render_one(value, conversion, spec)
+    except Exception as exc:
+        want = f"{{!{type(exc).__name__}: {exc}}}"
+    assert render_safe(value, conversion, spec) == want
+
+
+def test_plain_values_are_not_composite():
+    assert not is_composite("x") and not is_composite(1) and not is_composite(b"")
+    assert is_composite([]) and is_composite(SetValue()) and is_composite(OpaqueValue("t", "x"))
+
+
+def a_huge_by_reference_log(n: int = 2_000) -> bytes:
+    """170 KB: a record type whose repr name (written once, in the metadata) is 128 Ki
+    characters, and events that log lists of n instances of it: the text of each list is
+    n * 128 Ki characters (256 MB; 5 GB with 40,000 in a file of 800 KB)."""
+    from test_render_parity import build
+    rec = msgpack.ExtType(EXT_RECORD, packb([1]))
+    sources = [RecordType(1, "m.R", "R" * (128 << 10), (), 0),
+               EventSource(1, 0x20, "f", "x", "/p/a.py", 1, "{}", "", (), 0),
+               EventSource(2, 0x20, "f", "x", "/p/a.py", 2, "{!r:.20} and {!a} and", "", ("f",),
+                           0),
+               EventSource(3, 0x20, "f", "x", "/p/a.py", 3, "after", "", (), 0)]
+    events = [[1, 1, [[rec] * n]], [2, 1, [[rec] * n, [rec] * n, [rec] * n]], [3, 1, []]]
+    return build(sources, events)
+
+
+def test_a_value_whose_text_is_huge_is_cut_without_building_it():
+    # Proves the message's cut bounds the memory: before, repr() built all of it first.
+    data = a_huge_by_reference_log()
+    assert len(data) < 1 << 20
+    tracemalloc.start()
+    try:
+        msgs = [ev.message for ev in bread.read(io.BytesIO(data))]
+        text = b"".join(bread.read(io.BytesIO(data)).text(bread.render.PrettyPrinter("%m %k")))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, peak
+    name = "R" * (128 << 10)
+    assert msgs[0] == ("[" + ", ".join([name + "()"] * 9))[:MAX_MESSAGE] + CUT_MARK
+    assert msgs[1].startswith("[" + "R" * 19 + " and [") and msgs[1].endswith(CUT_MARK)
+    assert msgs[2] == "after"
+    lines = text.decode().splitlines()
+    assert len(lines) == 3 and lines[2] == "after "
+    assert lines[0].startswith("[RRR") and CUT_MARK in lines[0]
+    assert lines[1].endswith(CUT_MARK)   # the fields (%k) are cut too

@@ -184,8 +184,12 @@ def render_one(value: Any, conversion: str | None, spec: str) -> str:
 _PRINTF_TEXT = {"s": None, "r": "r", "a": "a"}
 
 
-def render_safe(value: Any, conversion: str | None, spec: str) -> str:
-    """``render_one`` for untrusted input: bounded output, errors rendered as text."""
+def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool = False) -> str:
+    """``render_one`` for untrusted input: bounded output, errors rendered as text.
+
+    ``decoded``: the value was read from a file; the text of a container or record stops
+    being made once it passes MAX_MESSAGE (``boundedtext``). (A live value's, at call
+    time, is Python's own repr: cycles shown as ``[...]``, at C speed.)"""
     if spec and any(len(n) > 5 or int(n) > MAX_WIDTH for n in _NUMBERS.findall(spec)):
         return f"{{!bad spec {spec[:20]!r}}}"
     try:   # type(), never isinstance(): a value's own __class__ may raise
@@ -197,7 +201,7 @@ def render_safe(value: Any, conversion: str | None, spec: str) -> str:
             # %d of it a billion-digit int).
             return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
                 if spec else str(value)
-        if is_composite(value):   # a container's text stops at the message's cut
+        if decoded and is_composite(value):   # its text stops at the message's cut
             if conversion == "%":
                 if spec[-1:] in ("s", "r", "a"):
                     text = bounded_text(value, _PRINTF_TEXT[spec[-1]], MAX_MESSAGE)
@@ -219,10 +223,11 @@ def render_safe(value: Any, conversion: str | None, spec: str) -> str:
 
 
 def render(tpl: Template, args: Sequence[Any], fields: Mapping[str, Any],
-           texts: Mapping[int, str] | None = None) -> str:
+           texts: Mapping[int, str] | None = None, *, decoded: bool = False) -> str:
     """Render a template; ``texts`` maps placeholder index to text captured at call time.
 
-    At most MAX_MESSAGE characters, then CUT_MARK: rendering stops there.
+    At most MAX_MESSAGE characters, then CUT_MARK: rendering stops there. ``decoded``:
+    the values were read from a file (``render_safe``).
     """
     lit = tpl.literals[0]
     out = [lit]
@@ -233,14 +238,14 @@ def render(tpl: Template, args: Sequence[Any], fields: Mapping[str, Any],
         if texts and i in texts:
             text = texts[i]
             if type(text) is not str:   # a crafted file's: rendered safely like a value
-                text = render_safe(text, None, "")
+                text = render_safe(text, None, "", decoded=decoded)
         else:
             key = ph.key
             if isinstance(key, int):
                 value = args[key] if key < len(args) else "{!missing argument}"
             else:
                 value = fields.get(key, f"{{!missing field {key}}}")
-            text = render_safe(value, ph.conversion, ph.spec)
+            text = render_safe(value, ph.conversion, ph.spec, decoded=decoded)
         lit = tpl.literals[i + 1]
         out.append(text)
         out.append(lit)

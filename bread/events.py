@@ -208,11 +208,11 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
         for a in args:
             if size > MAX_MESSAGE:
                 break
-            parts.append(" " + render_safe(a, "r", ""))
+            parts.append(" " + render_safe(a, "r", "", decoded=True))
             size += len(parts[-1])
         text = "".join(parts)
         return text[:MAX_MESSAGE] + CUT_MARK if size > MAX_MESSAGE else text
-    return render(tpl, args, fields, texts)  # type: ignore[arg-type]
+    return render(tpl, args, fields, texts, decoded=True)  # type: ignore[arg-type]
 
 
 class EventStream:

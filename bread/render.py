@@ -175,7 +175,7 @@ def fields_text(event: Event) -> str:
             text = repr(value) if (not value or any(c in value for c in " =\"'")
                                    or not value.isprintable()) else value
         else:
-            text = render_safe(value, None, "")
+            text = render_safe(value, None, "", decoded=True)
         out.append(f"{name if name.isidentifier() else repr(name)}={text}")
     text = " ".join(out)
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + CUT_MARK

@@ -72,6 +72,7 @@ def test_render_safe_renders_as_before(value, conversion, spec):
         want = render_one(value, conversion, spec)
     except Exception as exc:
         want = f"{{!{type(exc).__name__}: {exc}}}"
+    assert render_safe(value, conversion, spec, decoded=True) == want
     assert render_safe(value, conversion, spec) == want
 
 

@@ -775,10 +775,13 @@ put_short_float(Buf *o, double d)
         double scaled = a * POW10[k];
         if (scaled >= 1e15)   /* more than 15 significant digits: not sure to be shortest */
             return 0;
-        double m = __builtin_round(scaled);
-        if (m / POW10[k] != a)
+        /* The nearest integer (scaled < 1e15: exact in a double and a long long). A
+         * candidate m has m / 10**k == a, so scaled is within a few ulps of m: others
+         * are passed over without the division that checks a candidate. */
+        unsigned long long u = (unsigned long long)(scaled + 0.5);
+        double m = (double)u;
+        if (m - scaled > scaled * 1e-15 || scaled - m > scaled * 1e-15 || m / POW10[k] != a)
             continue;
-        unsigned long long u = (unsigned long long)m;
         char tmp[40];
         int n = 0;
         for (int j = 0; j < k; j++) { tmp[n++] = (char)('0' + u % 10); u /= 10; }
@@ -1079,6 +1082,28 @@ column_event(Renderer *self, long long wid, long long sid, long long clock, cons
     return 1;
 }
 
+/* Short strings recently made: a log repeats its symbols, states and names, and a
+ * str is immutable, so one object serves every event that holds the same text. */
+#define STR_CACHE 256
+#define STR_CACHE_MAX 32
+static PyObject *str_cache[STR_CACHE];
+
+static PyObject *
+short_str(const unsigned char *s, Py_ssize_t n)
+{
+    unsigned h = 2166136261u;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ s[i]) * 16777619u;
+    PyObject **slot = &str_cache[h % STR_CACHE];
+    PyObject *u = *slot;
+    if (u != NULL && PyUnicode_IS_ASCII(u) && PyUnicode_GET_LENGTH(u) == n
+        && memcmp(PyUnicode_DATA(u), s, (size_t)n) == 0)
+        return Py_NewRef(u);
+    u = PyUnicode_DecodeUTF8((const char *)s, n, "surrogatepass");
+    if (u != NULL && PyUnicode_IS_ASCII(u))
+        Py_XSETREF(*slot, Py_NewRef(u));
+    return u;
+}
+
 /* A decoded scalar as a Python object (a new reference), as msgpack-python gives it. */
 static PyObject *
 value_object(const Val *v)
@@ -1090,7 +1115,9 @@ value_object(const Val *v)
     case V_INT: return PyLong_FromLongLong(v->i);
     case V_UINT: return PyLong_FromUnsignedLongLong(v->u);
     case V_F64: return PyFloat_FromDouble(v->d);
-    case V_STR: return PyUnicode_DecodeUTF8((const char *)v->s, v->n, "surrogatepass");
+    case V_STR:
+        if (v->n <= STR_CACHE_MAX) return short_str(v->s, v->n);
+        return PyUnicode_DecodeUTF8((const char *)v->s, v->n, "surrogatepass");
     default:
         PyErr_SetString(PyExc_SystemError, "not a scalar");
         return NULL;
@@ -1667,6 +1694,78 @@ value_text(PyObject *v)
     return NULL;
 }
 
+/* An ASCII str's characters. */
+static inline int
+put_ascii(Buf *o, PyObject *u)
+{
+    return buf_put(o, PyUnicode_DATA(u), PyUnicode_GET_LENGTH(u));
+}
+
+/* The message of a plan whose every piece is ASCII text, straight into one buffer
+ * (no str per value, no join): the common case of message(). 1 done (*out set),
+ * 0 message() must make it (a non-ASCII text, another type, a missing value, too
+ * long), -1 error. */
+static Buf ascii_msg;
+static int
+message_ascii(PyObject *plan, PyObject *args, PyObject *fields, PyObject *names,
+              PyObject **out)
+{
+    Buf *o = &ascii_msg;
+    o->len = 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(plan);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PyTuple_GET_ITEM(plan, i), *v;
+        if (PyUnicode_CheckExact(it)) {
+            if (!PyUnicode_IS_ASCII(it)) return 0;
+            if (put_ascii(o, it) < 0) return -1;
+            continue;
+        }
+        if (!PyLong_CheckExact(it)) return 0;
+        Py_ssize_t k = PyLong_AsSsize_t(it);
+        if (k == -1 && PyErr_Occurred()) return -1;
+        if (k >= 0) {
+            if (k >= PyTuple_GET_SIZE(args)) return 0;
+            v = PyTuple_GET_ITEM(args, k);
+        }
+        else {
+            k = -1 - k;
+            if (k >= PyTuple_GET_SIZE(names)) return 0;
+            v = PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(names, k));
+            if (v == NULL) return PyErr_Occurred() ? -1 : 0;
+        }
+        PyTypeObject *t = Py_TYPE(v);
+        int r;
+        if (t == &PyUnicode_Type) {
+            if (!PyUnicode_IS_ASCII(v)) return 0;
+            r = put_ascii(o, v);
+        }
+        else if (t == &PyLong_Type) {
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow) return 0;
+            if (x == -1 && PyErr_Occurred()) return -1;
+            r = buf_int(o, x);
+        }
+        else if (t == &PyFloat_Type) {
+            int f = put_short_float(o, PyFloat_AS_DOUBLE(v));
+            if (f == 0) return 0;
+            r = f < 0 ? -1 : 0;
+        }
+        else if (v == Py_None) r = buf_put(o, "None", 4);
+        else if (v == Py_True) r = buf_put(o, "True", 4);
+        else if (v == Py_False) r = buf_put(o, "False", 5);
+        else return 0;
+        if (r < 0) return -1;
+        if (o->len > MAX_MESSAGE) return 0;
+    }
+    if (o->len > MAX_MESSAGE) return 0;
+    PyObject *u = PyUnicode_New(o->len, 127);
+    if (u == NULL) return -1;
+    if (o->len) memcpy(PyUnicode_DATA(u), o->p, o->len);
+    *out = u;
+    return 1;
+}
+
 /* message(plan, args, fields, names) -> str, or None if Python must render it:
  * plan as bread.events.message_plan gives it. */
 static PyObject *
@@ -1678,6 +1777,10 @@ module_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *plan = a[0], *args = a[1], *fields = a[2], *names = a[3];
+    PyObject *quick = NULL;
+    int q = message_ascii(plan, args, fields, names, &quick);
+    if (q < 0) return NULL;
+    if (q > 0) return quick;
     Py_ssize_t n = PyTuple_GET_SIZE(plan);
     PyObject *parts = PyList_New(n);
     if (parts == NULL) return NULL;

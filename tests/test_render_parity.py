@@ -227,3 +227,17 @@ def test_the_c_decoder_renders_the_benchmark_event_without_python():
                   lambda self, *a: calls.append(a) or orig(self, *a))
         msgs = [e.message for e in bread.read(io.BytesIO(data))]
     assert calls == [] and msgs[-1] == "order 99 filled at 200.25 qty AAPL"
+
+
+@needs_c
+def test_short_strings_shared_by_the_c_decoder_are_the_texts_logged():
+    # The C decoder shares a short str between events holding the same text (a cache of
+    # 256): more distinct texts than that, repeats, non-ASCII, surrogates and a long one.
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "{} {} {:>3}", "")
+    texts = [f"s{k % 700}" for k in range(3000)] + ["é", "\ud800", "AAPL" * 20, "", "AAPL"]
+    evs = [[1, 1, [t, t.upper(), t[:1]]] for t in texts]
+    data = build([src], evs, events_per_frame=50)
+    got, damage, _ = events(data, True)
+    assert (got, damage) == events(data, False)[:2]
+    assert [g[5] for g in got] == [repr((t, t.upper(), t[:1])) for t in texts]
+    assert got[0][8] == "s0 S0   s"

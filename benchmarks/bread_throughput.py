@@ -213,29 +213,32 @@ def main() -> int:
         mem = f"{r['peak_rss_mib']:.1f} MiB" if r["peak_rss_mib"] is not None else "-"
         print(f"{r['case']:46} {r['events_per_s']:>12,.0f} {r['best_events_per_s']:>12,.0f} "
               f"{mem:>10}")
-    def rel(a: str, b: str) -> float:
-        return by[a]["events_per_s"] / by[b]["events_per_s"]
+    def rel(a: str, b: str) -> str:
+        """The ratio of two rows: of their medians, and of their bests."""
+        med = by[a]["events_per_s"] / by[b]["events_per_s"]
+        best = by[a]["best_events_per_s"] / by[b]["best_events_per_s"]
+        return f"{med:.2f}x (best: {best:.2f}x)"
 
+    # The best of the repeats is the figure to judge by on a shared machine: other work
+    # only ever adds time (as the timeit docs say of its min()); the median is shown too.
+    print("ratios: of the medians (of the bests)")
     print(f"gzip input / the same file uncompressed (bread -f %m): "
-          f"{rel('bread -f %m, gzip input', 'bread -f %m'):.2f}x")
-    # Also per repeat: the two ran one after the other, on the same moment of the machine.
+          f"{rel('bread -f %m, gzip input', 'bread -f %m')}")
+    # Also per repeat: the two run one after the other, at the same moment of the machine.
     pairs = [u / t for u, t in zip(walls["bread, default format"], walls["bread -s (sorted)"])]
-    print(f"sorted / unsorted (default format): "
-          f"{rel('bread -s (sorted)', 'bread, default format'):.2f}x "
-          f"(per repeat: {', '.join(f'{p:.2f}' for p in pairs)}; "
-          f"median {statistics.median(pairs):.2f}x)")
+    print(f"sorted / unsorted (default format): {rel('bread -s (sorted)', 'bread, default format')}"
+          f"; per repeat {', '.join(f'{p:.2f}' for p in pairs)}, "
+          f"median {statistics.median(pairs):.2f}x")
     print(f"filtered (all left out) / unfiltered: "
-          f"{rel('bread -l error (filter leaves out all)', 'bread, default format'):.2f}x")
+          f"{rel('bread -l error (filter leaves out all)', 'bread, default format')}")
     for out in ("jsonl", "csv"):
-        print(f"-o {out} / text (default format): "
-              f"{rel(f'bread -o {out}', 'bread, default format'):.2f}x")
+        print(f"-o {out} / text (default format): {rel(f'bread -o {out}', 'bread, default format')}")
     if n_cxx:
-        print("ratios (ours / C++, events per second):")
+        print("ours / C++, events per second:")
         for ours, theirs in (("bread, default format", "C++ bread, default format"),
                              ("bread -f %m", "C++ bread -f %m"),
                              ("bread -s (sorted)", "C++ bread -s")):
-            ratio = by[ours]["events_per_s"] / by[theirs]["events_per_s"]
-            print(f"  {ours:36} {ratio:5.2f}x")
+            print(f"  {ours:36} {rel(ours, theirs)}")
     else:
         print("(set BREAD_CXX and BREAD_CXX_FILE to time the C++ bread in the same run)")
     if args.json:

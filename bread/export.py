@@ -82,6 +82,52 @@ def json_value(v: Any) -> Any:
     return {"$opaque": type(v).__name__, "text": str(v)}   # pragma: no cover - not decoded
 
 
+#: Characters of JSON that the values of one event make at most (its args and fields
+#: together; one value for ``json_text``). A value past it is written as
+#: ``{"$cut": type, "limit": MAX_JSON}``. Its text could be far larger than its bytes:
+#: a crafted file's list of 40,000 references to a record type whose name (written
+#: once, in the metadata) is 128 Ki characters long names it 40,000 times, 5 GB.
+MAX_JSON = 64 << 20
+
+
+def json_size(v: Any, left: int) -> int:
+    """At least the characters of the JSON of ``v`` (a ``json_value``), escapes counted
+    at their longest; counting stops once past ``left``."""
+    t = type(v)
+    if t is str:
+        return len(v) + 2 if v.isascii() and v.isprintable() else 6 * len(v) + 2
+    if t is list:
+        n = 2
+        for x in v:
+            if n > left:
+                break
+            n += json_size(x, left - n) + 1
+        return n
+    if t is dict:
+        n = 2
+        for k, x in v.items():
+            if n > left:
+                break
+            n += json_size(k, left - n) + json_size(x, left - n) + 2
+        return n
+    return 24   # a number, true, false, null
+
+
+def json_values(values: Any, left: int = MAX_JSON) -> tuple[list, int]:
+    """The ``json_value`` of each value, and what is left of ``left`` after them: a value
+    whose JSON would pass it is ``{"$cut": type, "limit": MAX_JSON}`` instead."""
+    out = []
+    for v in values:
+        j = json_value(v)
+        n = json_size(j, left)
+        if n > left:
+            j = {"$cut": type(v).__name__, "limit": MAX_JSON}
+            n = 0
+        left -= n
+        out.append(j)
+    return out, left
+
+
 _COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 _ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
 
@@ -89,7 +135,14 @@ _ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", "
 def json_text(value: Any) -> str:
     """Compact JSON of a value (``json_value``), in UTF-8 as it is, except that a text
     with a lone surrogate (no UTF-8 for it) is written all in ASCII escapes."""
-    v = json_value(value)
+    if type(value) is list:
+        v: Any = json_values(value)[0]
+    elif type(value) is dict:
+        vals, _ = json_values(value.values())
+        v = dict(zip(value, vals)) if all(type(k) is str for k in value) \
+            else {"$map": [[json_value(k), x] for k, x in zip(value, vals)]}
+    else:
+        v = json_values([value])[0][0]
     text = _COMPACT(v)
     if not text.isascii():
         try:
@@ -133,9 +186,11 @@ def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
         "source": {"id": src.id, "function": src.function, "file": src.file, "line": src.line,
                    "format": src.format},
         "message": ev.message,
-        "args": [json_value(a) for a in ev.args],
-        "fields": {k: json_value(v) for k, v in ev.fields.items()},
     }
+    args, left = json_values(ev.args)
+    fields = ev.fields
+    out["args"] = args
+    out["fields"] = dict(zip(fields, json_values(fields.values(), left)[0]))
     if src.backtrace:
         out["backtrace"] = True
     return out

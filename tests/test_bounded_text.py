@@ -116,3 +116,40 @@ def test_a_value_whose_text_is_huge_is_cut_without_building_it():
     assert len(lines) == 3 and lines[2] == "after "
     assert lines[0].startswith("[RRR") and CUT_MARK in lines[0]
     assert lines[1].endswith(CUT_MARK)   # the fields (%k) are cut too
+
+
+def a_huge_json_log(n: int = 2_000) -> bytes:
+    """As a_huge_by_reference_log, the long name as the record's type, which JSON names
+    per instance (``{"$dataclass": type, ...}``): n * 128 Ki characters of JSON."""
+    from test_render_parity import build
+    rec = msgpack.ExtType(EXT_RECORD, packb([1]))
+    sources = [RecordType(1, "T" * (128 << 10), None, (), 0),
+               EventSource(1, 0x20, "f", "x", "/p/a.py", 1, "{} {}", "", ("k",), 0),
+               EventSource(2, 0x20, "f", "x", "/p/a.py", 2, "after {}", "", (), 0)]
+    events = [[1, 1, [7, [rec] * n, [rec] * n]], [2, 1, [[rec] * 2]]]
+    return build(sources, events)
+
+
+def test_json_of_values_huge_by_reference_is_cut_without_building_it():
+    # Proves -o jsonl, the args and fields columns (Spark, Parquet) stay within MAX_JSON
+    # per event: before, json built all n * 128 Ki characters of each value.
+    from bread.export import MAX_JSON, event_object, json_text, jsonl
+    import json
+    data = a_huge_json_log()
+    tracemalloc.start()
+    try:
+        evs = list(bread.read(io.BytesIO(data)))
+        lines = list(jsonl(evs))
+        arg_texts = [json_text(list(ev.args)) for ev in evs]
+        field_texts = [json_text(ev.fields) for ev in evs]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, peak   # 2000 * 128 Ki would be 256 MiB
+    first = json.loads(lines[0])
+    cut = {"$cut": "list", "limit": MAX_JSON}
+    assert first["args"] == [7, cut] and first["fields"] == {"k": cut}
+    assert json.loads(arg_texts[0]) == [7, cut] and json.loads(field_texts[0]) == {"k": cut}
+    # A value within the limit is whole, and the next event is not affected.
+    assert json.loads(lines[1])["args"] == [[{"$dataclass": "T" * (128 << 10), "fields": {}}] * 2]
+    assert event_object(evs[1])["args"] == json.loads(arg_texts[1])

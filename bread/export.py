@@ -29,13 +29,23 @@ _SAFE_INT = 1 << 53
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
+def _int_text(v: int) -> str:
+    """An int's decimal digits; past Python's limit on them (4300 digits by default: the
+    conversion takes quadratic time, so a crafted file's huge int would take minutes),
+    its hexadecimal, ``0x...``, which takes linear time."""
+    try:
+        return str(v)
+    except ValueError:
+        return hex(v)
+
+
 def json_value(v: Any) -> Any:
     """A value as JSON can hold it (see the module docstring)."""
     t = type(v)
     if v is None or t is bool or t is str:
         return v
     if t is int:
-        return v if -_SAFE_INT <= v <= _SAFE_INT else {"$int": str(v)}
+        return v if -_SAFE_INT <= v <= _SAFE_INT else {"$int": _int_text(v)}
     if t is float:
         return v if math.isfinite(v) else {"$float": repr(v)}
     if t is list:

@@ -13,12 +13,14 @@ from decimal import Decimal
 
 import pytest
 
+import blog
 import bread
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
 from blogformat.values import packb
 from bread import cli
+from bread.export import csv_rows, jsonl
 
 GOLDEN = pathlib.Path(__file__).parent / "data" / "v1" / "every_type.blog"
 
@@ -158,3 +160,19 @@ def test_outputs_take_filters_and_sort(fmt_, capsys):
     assert n > 0
     lines = out.splitlines() if fmt_ == "jsonl" else list(csv.reader(io.StringIO(out)))[1:]
     assert len(lines) == n
+
+
+def test_an_int_of_more_digits_than_python_converts_is_exported_in_hex(tmp_path):
+    # 10**5000 has more decimal digits than str() converts (sys.get_int_max_str_digits):
+    # -o jsonl and -o csv crashed on it; now it is {"$int": "0x..."}, in linear time.
+    s = blog.Session()
+    log = s.get_logger("x")
+    out = blog.MemoryOutputStream()
+    log.info("{} {}", 10**5000, -(2**60))
+    s.consume(out)
+    [ev] = list(bread.read(io.BytesIO(out.getvalue())))
+    obj = json.loads(next(iter(jsonl([ev]))))
+    assert obj["args"] == [{"$int": hex(10**5000)}, {"$int": str(-(2**60))}]
+    assert int(obj["args"][0]["$int"], 16) == 10**5000
+    header, row = list(csv.reader(io.StringIO("".join(csv_rows([ev])))))
+    assert json.loads(row[header.index("args")]) == obj["args"]

@@ -171,7 +171,7 @@ def _record(name: str, fields: list[tuple[str, Any]], out: _Out) -> None:
     for i, (k, x) in enumerate(fields):
         if i:
             out.put(", ")
-        out.put(k)
+        _str(k, out)   # as f"{k}=": a crafted record's field names need not be str
         out.put("=")
         _repr(x, out)
     out.put(")")

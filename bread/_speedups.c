@@ -1694,11 +1694,14 @@ value_text(PyObject *v)
     return NULL;
 }
 
-/* An ASCII str's characters. */
+/* An ASCII str's characters: 1, or 0 past MAX_MESSAGE (nothing copied: the buffer,
+ * kept between calls, never grows past about MAX_MESSAGE), -1 error. */
 static inline int
 put_ascii(Buf *o, PyObject *u)
 {
-    return buf_put(o, PyUnicode_DATA(u), PyUnicode_GET_LENGTH(u));
+    Py_ssize_t n = PyUnicode_GET_LENGTH(u);
+    if (n > MAX_MESSAGE - o->len) return 0;
+    return buf_put(o, PyUnicode_DATA(u), n) < 0 ? -1 : 1;
 }
 
 /* The message of a plan whose every piece is ASCII text, straight into one buffer
@@ -1717,7 +1720,8 @@ message_ascii(PyObject *plan, PyObject *args, PyObject *fields, PyObject *names,
         PyObject *it = PyTuple_GET_ITEM(plan, i), *v;
         if (PyUnicode_CheckExact(it)) {
             if (!PyUnicode_IS_ASCII(it)) return 0;
-            if (put_ascii(o, it) < 0) return -1;
+            int r = put_ascii(o, it);
+            if (r <= 0) return r;
             continue;
         }
         if (!PyLong_CheckExact(it)) return 0;
@@ -1738,6 +1742,8 @@ message_ascii(PyObject *plan, PyObject *args, PyObject *fields, PyObject *names,
         if (t == &PyUnicode_Type) {
             if (!PyUnicode_IS_ASCII(v)) return 0;
             r = put_ascii(o, v);
+            if (r <= 0) return r;
+            r = 0;
         }
         else if (t == &PyLong_Type) {
             int overflow;

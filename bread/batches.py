@@ -23,7 +23,7 @@ from blogformat.severity import Severity
 from . import accel
 from .entries import Entry
 from .events import Event, EventStream
-from .export import json_text
+from .export import compact, json_pair
 from .frames import Frame
 from .filters import NO_FILTER, Filter
 from .native import DONE, PYTHON, NativeState, raw_event, utf8
@@ -144,8 +144,11 @@ class BatchReader:
                 # described (its rows may already refer to it) or a new stream ends it.
                 if t is FileHeader or t is EventSource or t is WriterProp:
                     yield from self._flush()
-                    self._tables.clear()
                 apply(e)
+                if t is FileHeader:
+                    self._tables.clear()
+                elif (t is EventSource or t is WriterProp) and self._tables:
+                    self._retable(e)
         yield from self._flush()
 
     def from_events(self, events: Iterable[Event]) -> Iterator[Any]:
@@ -189,10 +192,9 @@ class BatchReader:
                 out[name] = [_int64(e.source.id) for e in rows]
             elif name == "message":
                 out[name] = [utf8(e.message).decode() for e in rows]
-            elif name == "args":
-                out[name] = [json_text(list(e.args)) for e in rows]
-            elif name == "fields":
-                out[name] = [json_text(e.fields) for e in rows]
+            elif name in ("args", "fields"):
+                pairs = [json_pair(e.args, e.fields) for e in rows]
+                out[name] = [compact(p[0 if name == "args" else 1]) for p in pairs]
             elif name in STREAM_COLUMNS:
                 out[name] = [getattr(e.origin, name) for e in rows]
         return out
@@ -233,9 +235,11 @@ class BatchReader:
         if not self.filter.keeps(event):
             return None
         cols = self.columns
+        if "args" in cols or "fields" in cols:   # within one MAX_JSON, as -o jsonl
+            args, fields = json_pair(event.args, event.fields)
         return (utf8(event.message) if "message" in cols else b"",
-                json_text(list(event.args)).encode() if "args" in cols else b"",
-                json_text(event.fields).encode() if "fields" in cols else b"")
+                compact(args).encode() if "args" in cols else b"",
+                compact(fields).encode() if "fields" in cols else b"")
 
     def _c_columns(self) -> tuple[int, dict[str, Any]]:
         (rows, clock, ns, sid, wid, msg, msg_off, args, args_off, fields,
@@ -326,6 +330,22 @@ class BatchReader:
                 t = ({i: utf8(w.name) for i, w in self.stream.writers.items()}, b"")
             self._tables[name] = t
         return t
+
+    def _retable(self, e: EventSource | WriterProp) -> None:
+        """The tables made so far, brought up to date for the one id ``e`` describes
+        (not remade whole: a stream may describe a source before each frame)."""
+        is_src = type(e) is EventSource
+        owner = self.stream.sources.get(e.id) if is_src else self.stream.writers.get(e.id)
+        for name, (table, _) in self._tables.items():
+            if (name in SOURCE_COLUMNS) != is_src:
+                continue
+            if owner is None:
+                table.pop(e.id, None)
+            elif is_src:
+                conv = _int64 if name in _INT_COLUMNS else _utf8_or_none
+                table[e.id] = conv(SOURCE_COLUMNS[name](owner))
+            else:
+                table[e.id] = utf8(owner.name)
 
     def _gathered(self, name: str, ids: Any, id_bytes: bytes, n: int) -> Any:
         """The column of a source's or a writer's property, one value per row."""

@@ -146,6 +146,23 @@ if accel.speedups is not None:   # the same getter in C: the common case without
 
 _templates: dict[str | tuple[str, str], Template | None] = {}
 _CACHE_MAX = 10_000
+#: Characters of format the cache holds at most (a crafted stream can describe source 1
+#: again and again with a new format of 2 Mi characters each): past it, it starts afresh.
+_CACHE_CHARS = 16 << 20
+_cached_chars = 0
+
+
+def _remember(key: str | tuple[str, str], tpl: Template | None, size: int) -> None:
+    """Keep a parsed format, the cache bounded by entries and by characters."""
+    global _cached_chars
+    if len(_templates) >= _CACHE_MAX or _cached_chars + size > _CACHE_CHARS:
+        _templates.clear()
+        _cached_chars = 0
+    if size <= _CACHE_CHARS:
+        _templates[key] = tpl
+        _cached_chars += size
+
+
 #: The plan of a source whose message Python renders.
 _NO_PLAN: tuple = (None,)
 
@@ -200,8 +217,7 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
             tpl = parse_style(source.format, source.style)
         except FormatError:
             tpl = None
-        if len(_templates) < _CACHE_MAX:
-            _templates[key] = tpl
+        _remember(key, tpl, len(source.format))
     if tpl is None:   # as the format, then the values' reprs: cut as render() cuts
         parts = [source.format[:MAX_MESSAGE + 1]]
         size = len(parts[0])

@@ -39,30 +39,88 @@ def _int_text(v: int) -> str:
         return hex(v)
 
 
+#: Characters of JSON that the values of one event make at most (its args and fields
+#: together). A value that would pass it is written as ``{"$cut": type, "limit":
+#: MAX_JSON}``, and counting stops there: its text could be far larger than its bytes
+#: (a crafted file's list of 40,000 references to a record type whose name, written once
+#: in the metadata, is 128 Ki characters long names it 40,000 times, 5 GB).
+MAX_JSON = 64 << 20
+#: Containers nested deeper than this are written as ``{"$cut": type, "depth": ...}``
+#: (a crafted file's nesting would otherwise exhaust the recursion limit).
+MAX_JSON_DEPTH = 100
+
+
+class _Spent(Exception):
+    """The JSON budget is spent: the value being converted is cut."""
+
+
+class _Budget:
+    """Characters of JSON still allowed, taken as the conversion makes each text."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def text(self, s: str) -> str:
+        """``s``, its JSON's length (at its longest, escapes and all) taken."""
+        n = len(s)
+        if s.isascii() and s.isprintable():
+            n += s.count('"') + s.count("\\") + 2
+        else:
+            n = 12 * n + 2   # \uXXXX, or a surrogate pair of them, per character
+        self.left -= n
+        if self.left < 0:
+            raise _Spent
+        return s
+
+    def take(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _Spent
+
+
+_UNBOUNDED = 1 << 62
+
+
 def json_value(v: Any) -> Any:
     """A value as JSON can hold it (see the module docstring)."""
+    return _json(v, 0, _Budget(_UNBOUNDED))
+
+
+def _json(v: Any, depth: int, b: _Budget) -> Any:
     t = type(v)
-    if v is None or t is bool or t is str:
+    if v is None or t is bool:
+        b.take(5)
         return v
+    if t is str:
+        return b.text(v)
     if t is int:
-        return v if -_SAFE_INT <= v <= _SAFE_INT else {"$int": _int_text(v)}
+        b.take(24)
+        return v if -_SAFE_INT <= v <= _SAFE_INT else {"$int": b.text(_int_text(v))}
     if t is float:
+        b.take(24)
         return v if math.isfinite(v) else {"$float": repr(v)}
+    d = depth + 1
+    b.take(16)
+    if d > MAX_JSON_DEPTH:
+        return {"$cut": t.__name__, "depth": MAX_JSON_DEPTH}
     if t is list:
-        return [json_value(x) for x in v]
+        return [_json(x, d, b) for x in v]
     if t is dict:
         if all(type(k) is str for k in v):
-            return {k: json_value(x) for k, x in v.items()}
-        return {"$map": [[json_value(k), json_value(x)] for k, x in v.items()]}
+            return {b.text(k): _json(x, d, b) for k, x in v.items()}
+        return {"$map": [[_json(k, d, b), _json(x, d, b)] for k, x in v.items()]}
     if t is tuple:
-        return {"$tuple": [json_value(x) for x in v]}
+        return {"$tuple": [_json(x, d, b) for x in v]}
     if isinstance(v, (set, frozenset)):   # SetValue, FrozenSetValue: in the logged order
-        return {"$frozenset" if isinstance(v, frozenset) else "$set": [json_value(x) for x in v]}
+        return {"$frozenset" if isinstance(v, frozenset) else "$set": [_json(x, d, b) for x in v]}
     if isinstance(v, (bytes, bytearray)):
+        b.take(len(v) * 4 // 3 + 16)
         return {"$bytes": base64.b64encode(v).decode("ascii")}
     if isinstance(v, _dt.datetime):
         zone = getattr(v.tzinfo, "key", None) or getattr(v.tzinfo, "zone", None)
-        return {"$datetime": v.isoformat(), "zone": zone} if isinstance(zone, str) \
+        return {"$datetime": v.isoformat(), "zone": b.text(zone)} if isinstance(zone, str) \
             else {"$datetime": v.isoformat()}
     if isinstance(v, _dt.date):
         return {"$date": v.isoformat()}
@@ -71,71 +129,54 @@ def json_value(v: Any) -> Any:
     if isinstance(v, _dt.timedelta):
         return {"$timedelta": [v.days, v.seconds, v.microseconds]}
     if isinstance(v, Decimal):
-        return {"$decimal": str(v)}
+        return {"$decimal": b.text(str(v))}
     if isinstance(v, uuid.UUID):
         return {"$uuid": str(v)}
     if isinstance(v, EnumValue):
-        return {"$enum": v.type, "name": v.name, "value": json_value(v.value)}
+        return {"$enum": b.text(v.type), "name": b.text(v.name), "value": _json(v.value, d, b)}
     if isinstance(v, DataclassValue):
-        return {"$dataclass": v.type, "fields": json_value(v.fields)}
+        return {"$dataclass": b.text(v.type), "fields": _json(v.fields, d, b)}
     if isinstance(v, ExceptionValue):
         # Frames and chain as a file holds them: a crafted one's items may be any value.
-        return {"$exception": v.type, "message": v.message, "traceback": v.traceback,
-                "frames": json_value([list(f) for f in v.frames]),
-                "notes": json_value(list(v.notes)),
-                "chain": json_value([[t, m, [list(f) for f in fr], list(no), link]
-                                     for t, m, fr, no, link in v.chain])}
+        return {"$exception": b.text(v.type), "message": b.text(v.message),
+                "traceback": None if v.traceback is None else b.text(v.traceback),
+                "frames": _json([list(f) for f in v.frames], d, b),
+                "notes": _json(list(v.notes), d, b),
+                "chain": _json([[t, m, [list(f) for f in fr], list(no), link]
+                                for t, m, fr, no, link in v.chain], d, b)}
     if isinstance(v, OpaqueValue):
-        return {"$opaque": v.type, "text": v.text}
+        return {"$opaque": b.text(v.type), "text": b.text(v.text)}
     if isinstance(v, ExtValue):
+        b.take(len(v.data) * 4 // 3 + 16)
         return {"$ext": v.code, "data": base64.b64encode(v.data).decode("ascii")}
     return {"$opaque": type(v).__name__, "text": str(v)}   # pragma: no cover - not decoded
 
 
-#: Characters of JSON that the values of one event make at most (its args and fields
-#: together; one value for ``json_text``). A value past it is written as
-#: ``{"$cut": type, "limit": MAX_JSON}``. Its text could be far larger than its bytes:
-#: a crafted file's list of 40,000 references to a record type whose name (written
-#: once, in the metadata) is 128 Ki characters long names it 40,000 times, 5 GB.
-MAX_JSON = 64 << 20
-
-
-def json_size(v: Any, left: int) -> int:
-    """At least the characters of the JSON of ``v`` (a ``json_value``), escapes counted
-    at their longest; counting stops once past ``left``."""
-    t = type(v)
-    if t is str:
-        return len(v) + 2 if v.isascii() and v.isprintable() else 6 * len(v) + 2
-    if t is list:
-        n = 2
-        for x in v:
-            if n > left:
-                break
-            n += json_size(x, left - n) + 1
-        return n
-    if t is dict:
-        n = 2
-        for k, x in v.items():
-            if n > left:
-                break
-            n += json_size(k, left - n) + json_size(x, left - n) + 2
-        return n
-    return 24   # a number, true, false, null
-
-
 def json_values(values: Any, left: int = MAX_JSON) -> tuple[list, int]:
-    """The ``json_value`` of each value, and what is left of ``left`` after them: a value
-    whose JSON would pass it is ``{"$cut": type, "limit": MAX_JSON}`` instead."""
+    """The ``json_value`` of each value, and what is left of ``left`` (characters of JSON)
+    after them: a value whose JSON would pass it is ``{"$cut": type, "limit": MAX_JSON}``
+    instead, found without making more than ``left`` of it."""
     out = []
+    b = _Budget(left)
     for v in values:
-        j = json_value(v)
-        n = json_size(j, left)
-        if n > left:
+        before = b.left
+        try:
+            j = _json(v, 0, b)
+        except _Spent:
+            b.left = before
             j = {"$cut": type(v).__name__, "limit": MAX_JSON}
-            n = 0
-        left -= n
         out.append(j)
-    return out, left
+    return out, b.left
+
+
+def json_pair(args: Any, fields: dict) -> tuple[list, Any]:
+    """The JSON of an event's args (a list) and fields (an object, or ``$map`` if a name
+    is not a str), within one MAX_JSON together, as ``-o jsonl`` writes them."""
+    a, left = json_values(args)
+    vals, _ = json_values(fields.values(), left)
+    if all(type(k) is str for k in fields):
+        return a, dict(zip(fields, vals))
+    return a, {"$map": [[json_value(k), x] for k, x in zip(fields, vals)]}
 
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
@@ -143,16 +184,21 @@ _ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", "
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON of a value (``json_value``), in UTF-8 as it is, except that a text
+    """Compact JSON of a value (``json_value``; a list's items or a dict's values past
+    MAX_JSON cut as ``json_values`` cuts them), in UTF-8 as it is, except that a text
     with a lone surrogate (no UTF-8 for it) is written all in ASCII escapes."""
     if type(value) is list:
         v: Any = json_values(value)[0]
     elif type(value) is dict:
-        vals, _ = json_values(value.values())
-        v = dict(zip(value, vals)) if all(type(k) is str for k in value) \
-            else {"$map": [[json_value(k), x] for k, x in zip(value, vals)]}
+        v = json_pair((), value)[1]
     else:
         v = json_values([value])[0][0]
+    return compact(v)
+
+
+def compact(v: Any) -> str:
+    """A ``json_value``'s compact JSON text (all in ASCII escapes if a lone surrogate
+    would have no UTF-8)."""
     text = _COMPACT(v)
     if not text.isascii():
         try:
@@ -197,10 +243,7 @@ def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
                    "format": src.format},
         "message": ev.message,
     }
-    args, left = json_values(ev.args)
-    fields = ev.fields
-    out["args"] = args
-    out["fields"] = dict(zip(fields, json_values(fields.values(), left)[0]))
+    out["args"], out["fields"] = json_pair(ev.args, ev.fields)
     if src.backtrace:
         out["backtrace"] = True
     return out

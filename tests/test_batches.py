@@ -336,3 +336,20 @@ def test_sorted_batches_are_the_sorted_events(tmp_path):
             ["time", "path", "writer_id", "message"], batch_size=100, arrow=False):
         got += list(zip(*batch.values()))
     assert got == want and len({p for _, p, _, _ in got}) == 2
+
+
+def test_a_source_described_before_each_frame_costs_one_lookup_not_a_rebuild(monkeypatch):
+    # A stream may describe a new source before each events frame: the columns of the
+    # sources are updated per description (they were remade whole: O(sources**2)).
+    from blogformat.entries import EventSource
+    from test_render_parity import build
+    calls = []
+    get = batches.SOURCE_COLUMNS["category"]
+    monkeypatch.setitem(batches.SOURCE_COLUMNS, "category", lambda s: calls.append(1) or get(s))
+    n = 300
+    parts = [build([EventSource(k, 0x20, f"c{k}", "f", "/p/a.py", k, "x", "", (), 0)],
+                   [[k, 1, []]]) for k in range(1, n + 1)]
+    data = parts[0] + b"".join(p[p.index(b"\x9eBLG\x02"):] for p in parts[1:])
+    got = collect(data, ["category", "source_id"], batch_size=7)
+    assert got["category"] == [f"c{k}" for k in range(1, n + 1)] == expected(data, ["category"])["category"]
+    assert len(calls) < 4 * n, len(calls)

@@ -153,3 +153,80 @@ def test_json_of_values_huge_by_reference_is_cut_without_building_it():
     # A value within the limit is whole, and the next event is not affected.
     assert json.loads(lines[1])["args"] == [[{"$dataclass": "T" * (128 << 10), "fields": {}}] * 2]
     assert event_object(evs[1])["args"] == json.loads(arg_texts[1])
+
+
+def test_json_of_values_that_expand_per_reference_is_cut_as_it_is_made():
+    # An enum member described once with 96 KiB of bytes as its value: each 3-byte
+    # reference would be 128 KiB of base64. The cut must come before that is made.
+    from blogformat.valuetypes import EnumMember
+    from blogformat.values import EXT_MEMBER
+    from bread.export import MAX_JSON, json_text, jsonl
+    import json
+    mem = msgpack.ExtType(EXT_MEMBER, packb(1))
+    from test_render_parity import build
+    data = build([EnumMember(1, "m.E", "A", b"\xff" * (96 << 10), 1),
+                  EventSource(1, 0x20, "f", "x", "/p/a.py", 1, "{!r:.10}", "", ("k",), 0)],
+                 [[1, 1, [[mem] * 600, [mem] * 600]]])
+    [ev] = list(bread.read(io.BytesIO(data)))
+    tracemalloc.start()
+    try:
+        line = json.loads(next(iter(jsonl([ev]))))
+        args = json.loads(json_text(list(ev.args)))
+        cols = next(iter(bread.read_batches(io.BytesIO(data), ["args", "fields"], arrow=False)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * MAX_JSON, peak   # 600 references would make 77 MB each, 154 MB both
+    cut = {"$cut": "list", "limit": MAX_JSON}
+    assert line["args"] == [cut] and line["fields"] == {"k": cut}
+    assert args == [cut]
+    # args and fields within one MAX_JSON together, in the columns as in -o jsonl
+    assert json.loads(cols["args"][0]) == [cut] and json.loads(cols["fields"][0]) == {"k": cut}
+
+
+def test_json_of_deep_nesting_is_cut_at_a_depth_not_a_crash(tmp_path):
+    from bread.export import MAX_JSON_DEPTH, json_text
+    import json
+    v = 1
+    for _ in range(600):
+        v = [v]
+    from test_render_parity import build
+    data = build([EventSource(1, 0x80, "c", "f", "x.py", 1, "{}", "", (), 0)], [[1, 0, [v]]])
+    [ev] = list(bread.read(io.BytesIO(data)))
+    got = json.loads(json_text(list(ev.args)))
+    for _ in range(MAX_JSON_DEPTH):   # the args' list, then 99 levels of the value
+        [got] = got
+    assert got == [{"$cut": "list", "depth": MAX_JSON_DEPTH}]
+    p = tmp_path / "deep.blog"
+    p.write_bytes(data)
+    from bread import cli
+    assert cli.main(["-o", "jsonl", str(p)]) == 0
+
+
+def test_a_record_with_names_that_are_not_str_renders_as_python_does():
+    # A crafted extension 12 gives a dataclass field names that are ints: as f"{k}=".
+    from blogformat.values import EXT_DATACLASS
+    from test_render_parity import build
+    dc = msgpack.ExtType(EXT_DATACLASS, packb(["m.P", [[1, 2], [3, 4]], "P", 3]))
+    data = build([EventSource(1, 0x20, "f", "x", "/p/a.py", 1, "v={} {!a}", "", (), 0)],
+                 [[1, 1, [dc, dc]]])
+    [ev] = list(bread.read(io.BytesIO(data)))
+    assert ev.message == f"v={ev.args[0]} {ascii(ev.args[0])}" == "v=P(1=2, 3=4) P(1=2, 3=4)"
+
+
+def test_the_cache_of_parsed_formats_is_bounded_by_characters():
+    # A stream can describe source 1 again and again, each time with a new format of up to
+    # 2 Mi characters: the formats parsed are cached, within _CACHE_CHARS characters.
+    from bread import events as evmod
+    from test_render_parity import build
+    parts = []
+    for i in range(10):
+        fmt = f"{i:04d}" + "a" * ((2 << 20) - 100) + "{:>3}"
+        parts.append(build([EventSource(1, 0x20, "f", "x", "/p/a.py", 1, fmt, "", (), 0)],
+                           [[1, 1, [i]]]))
+    data = parts[0] + b"".join(p[p.index(b"\x9eBLG\x02"):] for p in parts[1:])
+    msgs = [ev.message for ev in bread.read(io.BytesIO(data))]
+    assert [m[:4] for m in msgs] == [f"{i:04d}" for i in range(10)]
+    assert all(m.endswith(CUT_MARK) for m in msgs)
+    held = sum(len(k if type(k) is str else k[0]) for k in evmod._templates)
+    assert held <= evmod._CACHE_CHARS, held

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from blogformat.values import (ENUM_NAMED, ENUM_VALUE, DataclassValue, EnumValue, ExceptionValue,
-                               ExtValue, FrozenSetValue, OpaqueValue, SetValue)
+from blogformat.valueclasses import (ENUM_NAMED, ENUM_VALUE, DataclassValue, EnumValue,
+                                     ExceptionValue, ExtValue, FrozenSetValue, OpaqueValue,
+                                     SetValue)
 
 #: Containers and decoded values whose text is made of their parts' texts.
 _COMPOSITE = frozenset({list, tuple, dict, set, frozenset, SetValue, FrozenSetValue,
@@ -25,16 +26,17 @@ _COMPOSITE = frozenset({list, tuple, dict, set, frozenset, SetValue, FrozenSetVa
 _PLAIN_DATACLASSES = frozenset({OpaqueValue, ExceptionValue, ExtValue})
 
 
-class _Spent(Exception):
+class Spent(Exception):
     """The budget is spent: the text so far is all that is given."""
 
 
-class _Out:
-    """The pieces of text so far, and how many characters they hold."""
+class TextBudget:
+    """Pieces of text, and how many characters they hold: ``put`` raises ``Spent`` once
+    they pass ``budget``. ``put_str`` puts a value's ``str``, piece by piece."""
 
     __slots__ = ("pieces", "size", "budget", "ascii")
 
-    def __init__(self, budget: int, ascii_only: bool) -> None:
+    def __init__(self, budget: int, ascii_only: bool = False) -> None:
         self.pieces: list[str] = []
         self.size = 0
         self.budget = budget
@@ -46,7 +48,16 @@ class _Out:
         self.pieces.append(text)
         self.size += len(text)
         if self.size > self.budget:
-            raise _Spent
+            raise Spent
+
+    def put_str(self, value: Any) -> None:
+        _str(value, self)
+
+    def text(self) -> str:
+        """The pieces so far, at most ``budget + 1`` characters."""
+        return "".join(self.pieces)[:self.budget + 1]
+
+
 
 
 def is_composite(value: Any) -> bool:
@@ -58,18 +69,18 @@ def bounded_text(value: Any, conversion: str | None, budget: int) -> str:
     """``str(value)`` (conversion None or ``"s"``), ``repr(value)`` (``"r"``) or
     ``ascii(value)`` (``"a"``), at most ``budget + 1`` characters: more than ``budget``
     means the text was cut."""
-    out = _Out(budget, conversion == "a")
+    out = TextBudget(budget, conversion == "a")
     try:
         if conversion in ("r", "a"):
             _repr(value, out)
         else:
             _str(value, out)
-    except _Spent:
-        return "".join(out.pieces)[:budget + 1]
+    except Spent:
+        return out.text()
     return "".join(out.pieces)
 
 
-def _str(v: Any, out: _Out) -> None:
+def _str(v: Any, out: TextBudget) -> None:
     t = type(v)
     if t is DataclassValue:
         if v.repr_name is not None:
@@ -93,7 +104,7 @@ def _str(v: Any, out: _Out) -> None:
         out.put(str(v))
 
 
-def _repr(v: Any, out: _Out) -> None:
+def _repr(v: Any, out: TextBudget) -> None:
     t = type(v)
     if t is list:
         _items("[", v, "]", out)
@@ -155,7 +166,7 @@ def _repr(v: Any, out: _Out) -> None:
         out.put(repr(v))
 
 
-def _items(opening: str, items: Any, closing: str, out: _Out) -> None:
+def _items(opening: str, items: Any, closing: str, out: TextBudget) -> None:
     out.put(opening)
     for i, x in enumerate(items):
         if i:
@@ -164,7 +175,7 @@ def _items(opening: str, items: Any, closing: str, out: _Out) -> None:
     out.put(closing)
 
 
-def _record(name: str, fields: list[tuple[str, Any]], out: _Out) -> None:
+def _record(name: str, fields: list[tuple[str, Any]], out: TextBudget) -> None:
     """``name(k=repr(v), ...)``, as a generated dataclass repr shows an instance."""
     out.put(name)
     out.put("(")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
-from .values import pack_plain, unpack_plain, unpacker
+from .values import begin_event, pack_plain, unpack_plain, unpacker
 from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, BadEntry,
                          EnumMember, RecordType, TypeTable, decode_entry)
 from .valuetypes import int_field as _int
@@ -469,6 +469,7 @@ def decode_events(payload: bytes, offset: int, types: TypeTable | None = None
         raise BadEntry("events batch header is not an array of 3 or more")
     wid, prev, count = _int(head[0]), _int(head[1]), _int(head[2])
     for _ in range(count):
+        begin_event()
         ev = u.unpack()
         if type(ev) is not list or len(ev) < 3:
             raise BadEntry("event is not an array of 3 or more")

@@ -18,10 +18,15 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
+from blogformat.boundedtext import Spent, TextBudget, bounded_text
+
 #: How many chained exceptions (causes and contexts) are kept at most, and how many frames
 #: of one traceback (the most recent ones; a RecursionError has a thousand).
 MAX_CHAIN = 32
 MAX_FRAMES = 1024
+#: Characters of one rendered traceback (its chain included) at most; then CUT.
+MAX_TRACEBACK_TEXT = 1 << 20
+CUT = "[... traceback cut: longer than {} characters]\n"
 
 #: What separates a chained exception from the one after it (the chain's ``link``).
 CAUSE, CONTEXT = 1, 2
@@ -146,49 +151,71 @@ def shown_type(name: str) -> str:
 
 
 def render(type_: str, message: str, frames_: Any, notes_: Any, chain_: Any,
-           lines: SourceLines | None) -> str:
-    """The text ``traceback.format_exception`` gives (without position carets)."""
-    parts: list[str] = []
-    for entry in chain_ if isinstance(chain_, (list, tuple)) else ():
-        if not isinstance(entry, (list, tuple)):
-            continue
-        t, m, fr, no, link = (list(entry) + [None] * 5)[:5]
-        parts.append(_one(t, m, fr, no, lines))
-        parts.append(SEPARATORS[link] if link in (CAUSE, CONTEXT) else SEPARATORS[CONTEXT])
-    parts.append(_one(type_, message, frames_, notes_, lines))
-    return "".join(parts)
+           lines: SourceLines | None, limit: int = MAX_TRACEBACK_TEXT) -> str:
+    """The text ``traceback.format_exception`` gives (without position carets): of the
+    last MAX_CHAIN chained exceptions and the last MAX_FRAMES frames of each (a file's
+    may hold more), at most ``limit`` characters, CUT included."""
+    out = TextBudget(limit)
+    try:
+        chain = chain_[-MAX_CHAIN:] if isinstance(chain_, (list, tuple)) else ()
+        for entry in chain:
+            if not isinstance(entry, (list, tuple)):
+                continue
+            t, m, fr, no, link = (list(entry[:5]) + [None] * 5)[:5]
+            _one(t, m, fr, no, lines, out)
+            out.put(SEPARATORS[link] if link in (CAUSE, CONTEXT) else SEPARATORS[CONTEXT])
+        _one(type_, message, frames_, notes_, lines, out)
+    except Spent:   # cut so that the whole, CUT included, is within the limit
+        cut = CUT.format(limit)
+        return out.text()[:max(0, limit - len(cut))] + cut
+    return "".join(out.pieces)
 
 
-def _one(type_: Any, message: Any, frames_: Any, notes_: Any, lines: SourceLines | None) -> str:
-    out = []
+def _one(type_: Any, message: Any, frames_: Any, notes_: Any, lines: SourceLines | None,
+         out: TextBudget) -> None:
+    """One exception's part; a crafted file's texts that are not str shown as ``str``
+    shows them (within the budget)."""
+    put = out.put
     if isinstance(frames_, (list, tuple)) and frames_:
-        out.append("Traceback (most recent call last):\n")
+        put("Traceback (most recent call last):\n")
         last, count = None, 0
-        for f in frames_:
+        for f in frames_[-MAX_FRAMES:]:
             if not isinstance(f, (list, tuple)) or len(f) < 3:
                 continue
             file, lineno, func = f[0], f[1], f[2]
-            if (file, lineno, func) != last:     # as traceback collapses a recursion
+            key = tuple(x if type(x) in (str, int) else id(x) for x in (file, lineno, func))
+            if key != last:     # as traceback collapses a recursion
                 if count > 3:
-                    out.append(_repeated(count - 3))
-                last, count = (file, lineno, func), 0
+                    put(_repeated(count - 3))
+                last, count = key, 0
             count += 1
             if count > 3:
                 continue
-            out.append(f'  File "{file}", line {lineno}, in {func}\n')
+            put('  File "')
+            out.put_str(file)
+            put('", line ')
+            out.put_str(lineno)
+            put(", in ")
+            out.put_str(func)
+            put("\n")
             src = f[3] if len(f) > 3 and isinstance(f[3], str) else None
             if src is None and lines is not None and isinstance(file, str) \
                     and isinstance(lineno, int):
                 src = lines.line(file, lineno)
             if src:
-                out.append(f"    {src}\n")
+                put("    ")
+                put(src)
+                put("\n")
         if count > 3:
-            out.append(_repeated(count - 3))
-    t = shown_type(str(type_))
-    out.append(f"{t}: {message}\n" if message else f"{t}\n")
+            put(_repeated(count - 3))
+    put(shown_type(type_ if type(type_) is str else bounded_text(type_, None, out.budget)))
+    if message:
+        put(": ")
+        out.put_str(message)
+    put("\n")
     for n in notes_ if isinstance(notes_, (list, tuple)) else ():
-        out.append(f"{n}\n")
-    return "".join(out)
+        out.put_str(n)
+        put("\n")
 
 
 def _repeated(n: int) -> str:

@@ -27,9 +27,12 @@ from zoneinfo import ZoneInfo
 
 import msgpack
 
-from blogformat import tracebacks, valuetypes
+from blogformat import boundedtext, tracebacks, valuetypes
 from blogformat.guard import owned_by_value
 from blogformat.valuetypes import DESCRIBABLE_VALUES, EnumMember, RecordType, TypeTable
+from blogformat.valueclasses import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE,  # noqa: F401
+                                     DataclassValue, EnumValue, ExceptionValue, ExtValue,
+                                     FrozenSetValue, OpaqueValue, SetValue)
 
 EXT_TUPLE = 1
 EXT_BIGINT = 2
@@ -56,161 +59,6 @@ PACK_OPTIONS: dict[str, Any] = {"use_bin_type": True, "unicode_errors": UNICODE_
 #: How every part of a file is unpacked; maps may have any key (an int, a tuple...).
 UNPACK_OPTIONS: dict[str, Any] = {"raw": False, "strict_map_key": False,
                                   "unicode_errors": UNICODE_ERRORS}
-
-
-#: How an enum's members show (docs/format.md 7, extension 11's ``style``): 0 as the
-#: writer's text (kept per call), 1 as ``Enum`` shows them (``Color.RED``, formatted as
-#: that text), 2 as their value (``IntEnum``, ``StrEnum``: ``str`` and ``format`` of it).
-ENUM_TEXT, ENUM_NAMED, ENUM_VALUE = 0, 1, 2
-
-
-@dataclasses.dataclass(frozen=True)
-class EnumValue:
-    """An enum member as logged: its class's qualified name, member name and value; and
-    ``style``, how its class shows its members (ENUM_NAMED, ENUM_VALUE), from which
-    ``str``, ``repr`` and ``format`` give what the writer's gave (0: not known)."""
-
-    type: str
-    name: str
-    value: Any
-    style: int = dataclasses.field(default=ENUM_TEXT, compare=False)
-
-    def __str__(self) -> str:
-        if self.style == ENUM_VALUE:
-            return str(self.value)
-        return f"{self.type.rsplit('.', 1)[-1]}.{self.name}"
-
-    def __repr__(self) -> str:
-        if self.style in (ENUM_NAMED, ENUM_VALUE):
-            return f"<{self.type.rsplit('.', 1)[-1]}.{self.name}: {self.value!r}>"
-        return (f"EnumValue(type={self.type!r}, name={self.name!r}, value={self.value!r})")
-
-    def __format__(self, spec: str) -> str:
-        if self.style == ENUM_VALUE:
-            return format(self.value, spec)
-        if self.style == ENUM_NAMED:
-            return format(str(self), spec)
-        return object.__format__(self, spec)
-
-
-@dataclasses.dataclass(frozen=True)
-class DataclassValue:
-    """A dataclass instance or a named tuple as logged: its class's qualified name and
-    its fields; and, where its class's repr is the generated one, the name that repr
-    shows and the fields it shows (``str`` and ``repr`` then give what the writer's did)."""
-
-    type: str
-    fields: dict
-    repr_name: str | None = dataclasses.field(default=None, compare=False)
-    shown: tuple = dataclasses.field(default=(), compare=False)
-
-    def __str__(self) -> str:
-        if self.repr_name is not None:
-            inner = ", ".join(f"{k}={self.fields[k]!r}" for k in self.shown)
-            return f"{self.repr_name}({inner})"
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
-        return f"{self.type.rsplit('.', 1)[-1]}({inner})"
-
-    def __repr__(self) -> str:
-        if self.repr_name is not None:
-            return str(self)
-        return f"DataclassValue(type={self.type!r}, fields={self.fields!r})"
-
-
-@dataclasses.dataclass(frozen=True)
-class ExceptionValue:
-    """An exception as logged: type name, ``str(exc)`` and its traceback as text (or None).
-
-    ``frames`` are the traceback's ``(file, line, function[, source])``, most recent call
-    last; ``notes`` its ``__notes__``; ``chain`` the exceptions printed before it (causes
-    and contexts), oldest first, each ``(type, message, frames, notes, link)``. Files
-    written since frames are kept render ``traceback`` from them (``blogformat.tracebacks``);
-    older files stored the text.
-    """
-
-    type: str
-    message: str
-    traceback: str | None = None
-    frames: tuple = ()
-    notes: tuple = ()
-    chain: tuple = ()
-
-    def __str__(self) -> str:
-        return self.message
-
-
-@dataclasses.dataclass(frozen=True)
-class OpaqueValue:
-    """A value of a type the format does not know: its type name and its text at call time."""
-
-    type: str
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-class SetValue(set):
-    """A set as logged: equal to the set, and shown (``str``, ``repr``, ``format``, iterated)
-    in the order its elements were logged in, which is the order the writer's ``str()``
-    showed them in. Mutated after decoding, it is shown as any set."""
-
-    __slots__ = ("_order",)
-
-    def __init__(self, items: Any = ()) -> None:
-        order = tuple(dict.fromkeys(items))
-        super().__init__(order)
-        self._order = order
-
-    def _logged(self) -> bool:
-        return len(self._order) == len(self) and all(x in self for x in self._order)
-
-    def __iter__(self) -> Any:
-        return iter(self._order) if self._logged() else super().__iter__()
-
-    def __repr__(self) -> str:
-        if not self._logged():
-            return set.__repr__(set(self))
-        return "{" + ", ".join(map(repr, self._order)) + "}" if self._order else "set()"
-
-    __str__ = __repr__
-
-    def __format__(self, spec: str) -> str:
-        if spec:
-            raise TypeError("unsupported format string passed to set.__format__")
-        return repr(self)
-
-    def __reduce__(self) -> Any:
-        return (SetValue, (list(self),))
-
-
-class FrozenSetValue(frozenset):
-    """A frozenset as logged: equal to it, shown in the order its elements were logged in."""
-
-    __slots__ = ("_order",)
-
-    def __new__(cls, items: Any = ()) -> "FrozenSetValue":
-        order = tuple(dict.fromkeys(items))
-        self = super().__new__(cls, order)
-        self._order = order
-        return self
-
-    def __iter__(self) -> Any:
-        return iter(self._order)
-
-    def __repr__(self) -> str:
-        inner = ", ".join(map(repr, self._order))
-        return f"frozenset({{{inner}}})" if self._order else "frozenset()"
-
-    __str__ = __repr__
-
-    def __format__(self, spec: str) -> str:
-        if spec:
-            raise TypeError("unsupported format string passed to frozenset.__format__")
-        return repr(self)
-
-    def __reduce__(self) -> Any:
-        return (FrozenSetValue, (list(self),))
 
 
 #: Per enum class: (type name, style, {member name: described id}), for the C call paths
@@ -703,12 +551,45 @@ def _zone(tz: list | None) -> _dt.tzinfo | None:
 
 
 def hashable(value: Any) -> Any:
-    """``value`` if it can be a dict key or set member, else an OpaqueValue of its repr."""
+    """``value`` if it can be a dict key or set member, else an OpaqueValue of its repr
+    (made within the event's text budget: ``decoded_text``)."""
     try:
         hash(value)
         return value
     except TypeError:
-        return OpaqueValue(type_name(type(value)), repr(value))
+        return OpaqueValue(type_name(type(value)), decoded_text(value, "r"))
+
+
+#: Characters of text that decoding one event may make (the reprs of set members and
+#: map keys that cannot be hashed, tracebacks, the text of a crafted file's non-str
+#: fields): a value's text can be far larger than its bytes (a list of references to a
+#: record type with a long name repeats it per reference). Past it, a text is cut.
+MAX_DECODED_TEXT = 1 << 20
+DECODE_CUT = "[... cut]"
+
+
+def begin_event() -> None:
+    """A new event is decoded on this thread: its texts have the whole MAX_DECODED_TEXT."""
+    _state.text_left = MAX_DECODED_TEXT
+
+
+def decoded_text(value: Any, conversion: str | None = None) -> str:
+    """``str`` (or with ``"r"``, ``repr``) of a decoded value, within what is left of the
+    event's text budget; cut with DECODE_CUT past it."""
+    if type(value) is str and conversion is None:
+        text = value
+    else:
+        left = getattr(_state, "text_left", MAX_DECODED_TEXT)
+        text = boundedtext.bounded_text(value, conversion, left)
+    return _take_text(text)
+
+
+def _take_text(text: str) -> str:
+    left = getattr(_state, "text_left", MAX_DECODED_TEXT)
+    if len(text) > left:
+        text = text[:left] + DECODE_CUT
+    _state.text_left = max(0, left - len(text))
+    return text
 
 
 def map_pairs(pairs: list) -> dict:
@@ -790,14 +671,6 @@ def renumber(data: bytes, new_id: Any) -> bytes:
     return b"".join(pack_plain(v) for v in u)
 
 
-@dataclasses.dataclass(frozen=True)
-class ExtValue:
-    """An extension value bread does not decode: an unknown code, bad data, or nested too deep."""
-
-    code: int
-    data: bytes
-
-
 #: Extension values inside extension values decode this deep; deeper ones stay ExtValue.
 #: (Each level costs a C stack frame of the msgpack decoder: an unbounded depth in a
 #: hostile file would overflow the stack.) The writer never nests deeper than MAX_DEPTH.
@@ -855,14 +728,22 @@ def _shown(e: Any) -> tuple:
 
 
 def _frames(frames: Any) -> tuple:
-    """Decoded traceback frames as tuples: (file, line, function[, source])."""
+    """Decoded traceback frames as tuples: (file, line, function[, source]); the last
+    MAX_FRAMES (a writer keeps no more)."""
     if not isinstance(frames, list):
         return ()
-    return tuple(tuple(f[:4]) for f in frames if isinstance(f, list) and len(f) >= 3)
+    return tuple(tuple(f[:4]) for f in frames[-tracebacks.MAX_FRAMES:]
+                 if isinstance(f, list) and len(f) >= 3)
 
 
 def _strs(items: Any) -> tuple:
-    return tuple(str(x) for x in items) if isinstance(items, list) else ()
+    return tuple(_str(x) for x in items) if isinstance(items, list) else ()
+
+
+def _str(x: Any) -> str:
+    """A text field: a str as it is; a crafted file's other value as ``str`` shows it,
+    within the event's text budget."""
+    return x if type(x) is str else decoded_text(x)
 
 
 def _decode_ext(code: int, data: bytes) -> Any:
@@ -916,7 +797,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_ENUM:
         items = unpackb(data)
         t, name, value = items[:3]
-        return _enum_value(str(t), str(name), value, items[3] if len(items) > 3 else 0)
+        return _enum_value(_str(t), _str(name), value, items[3] if len(items) > 3 else 0)
     if code == EXT_DATACLASS:
         items = unpackb(data)
         t, fields = items[:2]
@@ -924,21 +805,24 @@ def _decode_ext(code: int, data: bytes) -> Any:
         repr_name, mask = (items[2:4] + [None, None])[:2]
         if isinstance(repr_name, str) and type(mask) is int and mask >= 0:
             shown = tuple(k for i, k in enumerate(fields) if mask >> i & 1)
-            return DataclassValue(str(t), fields, repr_name, shown)
-        return DataclassValue(str(t), fields)
+            return DataclassValue(_str(t), fields, repr_name, shown)
+        return DataclassValue(_str(t), fields)
     if code == EXT_EXCEPTION:
         items = unpackb(data)
         t, msg, tb = items[:3]
         frames, notes, chain = (items[3:6] + [None] * 3)[:3]
         frames, notes = _frames(frames), _strs(notes)
-        chain = tuple((str(c[0]), str(c[1]), _frames(c[2]), _strs(c[3]), c[4])
-                      for c in chain if isinstance(c, list) and len(c) >= 5
+        chain = tuple((_str(c[0]), _str(c[1]), _frames(c[2]), _strs(c[3]), c[4])
+                      for c in chain[-tracebacks.MAX_CHAIN:] if isinstance(c, list) and len(c) >= 5
                       ) if isinstance(chain, list) else ()
+        t, msg = _str(t), _str(msg)
         if not isinstance(tb, str):
-            tb = (tracebacks.render(str(t), str(msg), frames, notes, chain, _SOURCE)
-                  if frames or chain else None)
-        return ExceptionValue(str(t), str(msg), tb, frames, notes, chain)
+            tb = (_take_text(tracebacks.render(
+                t, msg, frames, notes, chain, _SOURCE,
+                min(tracebacks.MAX_TRACEBACK_TEXT, getattr(_state, "text_left", MAX_DECODED_TEXT))))
+                if frames or chain else None)
+        return ExceptionValue(t, msg, tb, frames, notes, chain)
     if code == EXT_OPAQUE:
         t, text = unpackb(data)[:2]
-        return OpaqueValue(str(t), str(text))
+        return OpaqueValue(_str(t), _str(text))
     return ExtValue(code, bytes(data))

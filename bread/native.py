@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from blogformat.entries import (ClockSync, EventSource, FileHeader, RawEvent, TypeTable,
                                 WriterProp)
-from blogformat.values import unpackb
+from blogformat.values import begin_event, unpackb
 
 from . import accel
 from .entries import Entry
@@ -97,6 +97,7 @@ def raw_event(data: bytes, offset: int, writer_id: int, clock: int,
     """An event the C code leaves to Python: its bytes (one event array, already known
     to decode), the offset of its frame, its writer and clock; the stream's descriptions
     of value types."""
+    begin_event()
     ev = unpackb(data, types)
     texts = ev[3] if len(ev) > 3 and type(ev[3]) is dict else {}
     return RawEvent(offset, writer_id, ev[0], clock, ev[2], texts)

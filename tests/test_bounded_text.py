@@ -230,3 +230,57 @@ def test_the_cache_of_parsed_formats_is_bounded_by_characters():
     assert all(m.endswith(CUT_MARK) for m in msgs)
     held = sum(len(k if type(k) is str else k[0]) for k in evmod._templates)
     assert held <= evmod._CACHE_CHARS, held
+
+
+def test_texts_made_while_decoding_stay_within_the_events_budget():
+    # A set whose member is a list (no hash: kept as the text of its repr), and the text
+    # fields of an opaque value and an enum that a crafted file makes lists: each list of
+    # 2,000 references to a record type with a 128 Ki-character repr name (256 MB).
+    from blogformat.values import DECODE_CUT, EXT_ENUM, EXT_OPAQUE, EXT_SET, MAX_DECODED_TEXT
+    from test_render_parity import build
+    rec = msgpack.ExtType(EXT_RECORD, packb([1]))
+    inner = [rec] * 2_000
+    vals = [msgpack.ExtType(EXT_SET, packb([inner])),
+            msgpack.ExtType(EXT_OPAQUE, packb([inner, "x"])),
+            msgpack.ExtType(EXT_ENUM, packb(["t", inner, 1, 1]))]
+    src = [RecordType(1, "m.R", "R" * (128 << 10), (), 0),
+           EventSource(1, 0x80, "c", "f", "x.py", 1, "hi", "", (), 0)]
+    data = build(src, [[1, 0, [v]] for v in vals] + [[1, 0, [inner[:2]]]])
+    tracemalloc.start()
+    try:
+        evs = list(bread.read(io.BytesIO(data)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 48 << 20, peak
+    [member] = evs[0].args[0]
+    assert member.text.endswith(DECODE_CUT) and member.text.startswith("[RRR")
+    assert len(member.text) == MAX_DECODED_TEXT + len(DECODE_CUT)
+    assert evs[1].args[0].type.endswith(DECODE_CUT)
+    assert evs[2].args[0].name.endswith(DECODE_CUT)
+    assert repr(evs[3].args[0]) == "[" + ", ".join(["R" * (128 << 10) + "()"] * 2) + "]"
+
+
+def test_a_traceback_is_rendered_within_the_budget_however_many_long_lines(tmp_path):
+    # Frames may name any .py file on the reader's machine: 2,000 frames of a 100 KB line
+    # (alternating functions, so that no run collapses) would be 200 MB of traceback.
+    from blogformat.tracebacks import CUT, MAX_FRAMES
+    from blogformat.values import EXT_EXCEPTION, MAX_DECODED_TEXT
+    from test_render_parity import build
+    py = tmp_path / "long.py"
+    py.write_text("x = 1\n" + "y = '" + "z" * 100_000 + "'\n")
+    frames = [[str(py), 2, "ab"[i % 2]] for i in range(2_000)]
+    exc = msgpack.ExtType(EXT_EXCEPTION, packb(["ValueError", "boom", None, frames, None, None]))
+    data = build([EventSource(1, 0x80, "c", "f", "x.py", 1, "hi", "", ("exception",), 0)],
+                 [[1, 0, [exc]]])
+    tracemalloc.start()
+    try:
+        [ev] = list(bread.read(io.BytesIO(data)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 48 << 20, peak
+    tb = ev.fields["exception"].traceback
+    assert len(ev.fields["exception"].frames) == MAX_FRAMES
+    assert tb.startswith("Traceback (most recent call last):\n  File ")
+    assert tb.endswith(CUT.format(MAX_DECODED_TEXT)) and len(tb) < MAX_DECODED_TEXT + 100

@@ -175,6 +175,7 @@ class BatchReader:
     def _python_columns(self) -> dict[str, list]:
         rows = self._rows
         out: dict[str, list] = {}
+        pairs: list = []   # args and fields: their JSON within one MAX_JSON, made once
         for name in self.columns:
             if name == "time":
                 out[name] = [_int64(e.ns) for e in rows]
@@ -193,7 +194,7 @@ class BatchReader:
             elif name == "message":
                 out[name] = [utf8(e.message).decode() for e in rows]
             elif name in ("args", "fields"):
-                pairs = [json_pair(e.args, e.fields) for e in rows]
+                pairs = pairs or [json_pair(e.args, e.fields) for e in rows]
                 out[name] = [compact(p[0 if name == "args" else 1]) for p in pairs]
             elif name in STREAM_COLUMNS:
                 out[name] = [getattr(e.origin, name) for e in rows]
@@ -318,7 +319,7 @@ class BatchReader:
     def _table(self, name: str) -> tuple[dict[int, Any], Any]:
         """A source or writer column's value per id as ``gather`` takes it (UTF-8 bytes,
         or an int within 64 bits; None for a null), and the value of an unknown id;
-        made once per column until a source, writer or stream is described."""
+        made once per column per stream (``_retable`` keeps it up to date)."""
         t = self._tables.get(name)
         if t is None:
             if name in SOURCE_COLUMNS:

@@ -148,7 +148,9 @@ _templates: dict[str | tuple[str, str], Template | None] = {}
 _CACHE_MAX = 10_000
 #: Characters of format the cache holds at most (a crafted stream can describe source 1
 #: again and again with a new format of 2 Mi characters each): past it, it starts afresh.
-_CACHE_CHARS = 16 << 20
+#: As much as one stream's metadata may hold, so that the formats of the sources in force
+#: always fit (were they more, each event could parse its format anew).
+_CACHE_CHARS = MAX_METADATA_TEXT
 _cached_chars = 0
 
 

@@ -214,11 +214,12 @@ def test_a_record_with_names_that_are_not_str_renders_as_python_does():
     assert ev.message == f"v={ev.args[0]} {ascii(ev.args[0])}" == "v=P(1=2, 3=4) P(1=2, 3=4)"
 
 
-def test_the_cache_of_parsed_formats_is_bounded_by_characters():
+def test_the_cache_of_parsed_formats_is_bounded_by_characters(monkeypatch):
     # A stream can describe source 1 again and again, each time with a new format of up to
     # 2 Mi characters: the formats parsed are cached, within _CACHE_CHARS characters.
     from bread import events as evmod
     from test_render_parity import build
+    monkeypatch.setattr(evmod, "_CACHE_CHARS", 8 << 20)   # (64 Mi: this file would be big)
     parts = []
     for i in range(10):
         fmt = f"{i:04d}" + "a" * ((2 << 20) - 100) + "{:>3}"

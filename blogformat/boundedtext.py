@@ -58,8 +58,6 @@ class TextBudget:
         return "".join(self.pieces)[:self.budget + 1]
 
 
-
-
 def is_composite(value: Any) -> bool:
     """True if ``value``'s text is made of its parts' (``bounded_text`` is for it)."""
     return type(value) in _COMPOSITE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
 import pytest
@@ -44,6 +45,12 @@ def test_capture_holds_only_what_was_logged_inside_it():
     log.info("after")
     assert [ev.message for ev in logged] == ["inside 1", "inside 2"]
     assert len(logged) == 2
+    # The default session has no output in these tests: what is still queued ("after";
+    # "before" went with the capture, as the guide says of a session without an output)
+    # is taken off it, or its exit report would say it was never written.
+    out = blog.MemoryOutputStream()
+    blog.default_session().consume(out)
+    assert [ev.message for ev in bread.read(io.BytesIO(out.getvalue()))] == ["after"]
 
 
 def test_capture_of_a_private_session_and_a_minimum():

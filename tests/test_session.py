@@ -1266,8 +1266,9 @@ def test_alarms_during_log_calls_with_containers_all_reach_the_application():
         signal.signal(signal.SIGALRM, old)
         sys.unraisablehook = hook
     assert fired == 300
-    assert all(isinstance(u.exc_value, TimeoutError) and "/blog/" not in str(u.object)
-               for u in ignored_by_python)
+    odd = [(type(u.exc_value).__name__, u.err_msg, str(u.object)[:300]) for u in ignored_by_python
+           if not (isinstance(u.exc_value, TimeoutError) and "/blog/" not in str(u.object))]
+    assert odd == [], odd   # (what Python ignored, where: to tell a flake from a defect)
     assert caught == 300 - len(ignored_by_python) >= 290
 
 

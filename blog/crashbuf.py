@@ -26,7 +26,8 @@ import weakref
 from typing import Any, Iterable
 
 from blogformat.crashfiles import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, MAX_PATH,
-                                   PAGE, PATH_AT, SLACK, VERSION, buffer_directory)
+                                   PAGE, PATH_AT, SLACK, VERSION, buffer_directory,
+                                   make_directory)
 from blogformat.entries import Metadata, header_payload, metadata_frames
 from blogformat.frames import FRAME_HEADER, frame_bytes
 
@@ -151,11 +152,13 @@ class CrashBuffer:
 
     Its files are named after the process and its start (``<pid>-<ns>``), so that
     neither a process that reuses a dead one's pid nor one of another pid namespace
-    ever takes over (or truncates) a buffer still to be recovered.
+    ever takes over (or truncates) a buffer still to be recovered. The directory is made
+    0700 if it is not there; one that is not this user's own, or that others may write,
+    is refused (``blogformat.crashfiles.UnsafeBufferDirectory``, an OSError).
     """
 
     def __init__(self, directory: str, log_path: str, descriptor: dict) -> None:
-        os.makedirs(directory, exist_ok=True)
+        make_directory(directory)
         self.directory = directory
         self.log_path = log_path
         self.pid = os.getpid()

@@ -211,7 +211,7 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | 
         return
     directory = buffer_directory(os.fspath(output), crash)   # type: ignore[arg-type]
     try:
-        recovered = recover(directory, stream)
+        recovered = recover(directory, stream, os.fspath(output), warn=report)
         for r in recovered:
             report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but "
                    f"did not write before it died, into {r.path}")

@@ -13,6 +13,17 @@ Recovered entry saying how many (docs/format.md 15). A write the process was in 
 middle of is cut off the log first (its events are among those recovered), so every
 event is in the log once. Recovery records what it appends before it does, so that a
 recovery killed midway is finished or redone by the next, never done twice.
+
+Nothing a buffer holds is an instruction (docs/guide.md, "Security"). A buffer directory
+is used only if it is a real directory owned by this process's user and not writable by
+group or others (``check_directory``). The log path, device, inode, offsets and lengths a
+control file records are only compared with what the caller names: recovery appends to,
+or cuts, only the caller's log or a file of that log (its base name, a process's own
+``.pid<N>`` file, or the set's pattern) in the log's own directory, a regular file owned
+by this user, opened without following a link, whose device and inode are the recorded
+ones. Every length read from a buffer is checked against its file's real size. A buffer
+that cannot be read whole is reported; what could be read is recovered and its files are
+moved aside (``<name>.damaged``), so that it never stops the next start.
 """
 
 from __future__ import annotations
@@ -27,14 +38,14 @@ import stat
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import msgpack
 
 from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, RecordType, Recovered,
                       WriterProp, decode_header,
                       decode_metadata_frame, header_payload, metadata_frames)
-from .fileset import parse, split_base
+from .fileset import parse, pid_path, split_base
 from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAGIC,
                      MAX_PAYLOAD, check_crc, frame_bytes, parse_header, unescape)
 from .values import UNPACK_OPTIONS
@@ -70,6 +81,46 @@ def buffer_directory(log_path: str, crash_dir: str | None = None) -> str:
     return os.path.join(crash_dir, f".{base}-{hashlib.sha1(where).hexdigest()[:12]}.buffers")
 
 
+class UnsafeBufferDirectory(PermissionError):
+    """A crash buffer directory this process must not trust: not a directory of its own user,
+    or one others may write (a planted one would make recovery append chosen bytes)."""
+
+
+def check_directory(directory: str) -> bool:
+    """True if ``directory`` exists and may be used as a crash buffer directory (a real
+    directory, owned by this process's effective user, not writable by group or others);
+    False if it does not exist. UnsafeBufferDirectory says why it may not be used."""
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise UnsafeBufferDirectory(f"{directory} is not a directory (a link or a file): "
+                                    "refused as a crash buffer directory")
+    if st.st_uid != os.geteuid():
+        raise UnsafeBufferDirectory(f"{directory} is owned by uid {st.st_uid}, not by this "
+                                    f"process's user (uid {os.geteuid()}): refused as a crash "
+                                    "buffer directory")
+    if st.st_mode & 0o022:
+        raise UnsafeBufferDirectory(f"{directory} is writable by group or others (mode "
+                                    f"{stat.S_IMODE(st.st_mode):04o}): refused as a crash "
+                                    "buffer directory (chmod go-w to use it)")
+    return True
+
+
+def make_directory(directory: str) -> None:
+    """Make the crash buffer directory (mode 0700) if it is not there, and check it
+    (``check_directory``): one made by someone else is never taken over."""
+    parent = os.path.dirname(os.path.abspath(directory))
+    os.makedirs(parent, exist_ok=True)
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    if not check_directory(directory):
+        raise FileNotFoundError(f"{directory} vanished as it was made")
+
+
 #: A process's own file beside a plain output (blogformat.fileset.pid_path): its part.
 _PID_FILE = re.compile(r"\.pid\d+(?:-\d+)?(?=\.[^.]*$|$)")
 
@@ -89,13 +140,21 @@ class Recovery:
 class LockedFile:
     """A log file opened for appending under its writer's lock (``flock``, as blog's
     writers take it): what recovery writes through when it is not the caller's own
-    stream. BlockingIOError if a live writer holds it; ``create`` makes it (exclusively)."""
+    stream. BlockingIOError if a live writer holds it; ``create`` makes it (exclusively).
+    ``found`` (a file recovery found, not one the caller named): never through a link, a
+    regular file of this process's user, else PermissionError."""
 
-    def __init__(self, path: str, create: bool = False) -> None:
+    def __init__(self, path: str, create: bool = False, found: bool = False) -> None:
         self.path = path
         flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        if found:     # read too: recovery checks a frame begins where it would cut
+            flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
         self.fd = os.open(path, flags | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
         try:
+            if found:
+                st = os.fstat(self.fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                    raise PermissionError(f"{path} is not a regular file of this user")
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BaseException:
             os.close(self.fd)
@@ -118,13 +177,32 @@ class LockedFile:
         os.close(self.fd)
 
 
-def recover(directory: str, stream: Any) -> list[Recovery]:
+def _stderr(text: str) -> None:
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+
+
+def recover(directory: str, stream: Any, log_path: str | None = None,
+            warn: Callable[[str], None] = _stderr) -> list[Recovery]:
     """Append the events of every abandoned buffer in ``directory`` to the file its process
     was writing when it died (it is no longer locked: a file of a rotated set, say), or
     else to ``stream``; then remove the buffer. ``stream`` is the log, locked by the
     caller and not yet written by its session: ``write(bytes)``, ``position()`` (device,
     inode, size), ``truncate(size)`` and ``sync()``, as ``blog.FileOutputStream``; a
-    callable gives such a stream when it is first needed (and is not called otherwise)."""
+    callable gives such a stream when it is first needed (and is not called otherwise).
+
+    ``log_path`` is the log the caller configured (by default the stream's): the only
+    directory and names recovery writes to, whatever a buffer records. A buffer directory
+    that is not this user's own raises UnsafeBufferDirectory before anything is read; a
+    damaged buffer is reported through ``warn``, what it held readable recovered, and its
+    files moved aside."""
+    if log_path is None:
+        log_path = getattr(stream, "requested", None) or getattr(stream, "path")
+    log_path = os.path.abspath(os.fspath(log_path))
+    if not check_directory(directory):
+        return []
     done: list[Recovery] = []
     given: list[Any] = []
 
@@ -134,22 +212,38 @@ def recover(directory: str, stream: Any) -> list[Recovery]:
         return given[0]
     for meta in sorted(glob.glob(os.path.join(glob.escape(directory), "*.meta"))):
         try:
-            fd = os.open(meta, os.O_RDWR)
+            fd = os.open(meta, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
-            continue
+            continue              # a link, say: never followed (swept below)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue          # its process lives (or another recovers it now)
-            if os.fstat(fd).st_nlink == 0:
+            st = os.fstat(fd)
+            if st.st_nlink == 0:
                 continue          # removed meanwhile by whoever held it
-            own = _own_file(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                warn(f"blog: crash buffer {meta} is not a regular file of this user: left "
+                     "alone")
+                continue
+            damage: list[str] = []
+            own = _own_file(fd, log_path)
             try:
-                r = _recover_one(meta, fd, own if own is not None else fallback())
+                r = _recover_one(meta, fd, own if own is not None else fallback(), log_path,
+                                 damage)
+            except _LeaveAlone as exc:
+                warn(str(exc))
+                continue
+            except (ValueError, TypeError, struct.error, OverflowError, MemoryError,
+                    IndexError, KeyError, msgpack.UnpackException) as exc:
+                damage.append(f"{type(exc).__name__}: {exc}")
+                r = None
             finally:
                 if own is not None:
                     own.close()
+            if damage:
+                _set_aside(meta, warn, damage, r)
             if r is not None:
                 done.append(r)
         finally:
@@ -158,24 +252,50 @@ def recover(directory: str, stream: Any) -> list[Recovery]:
     return done
 
 
-def _own_file(fd: int) -> LockedFile | None:
+class _LeaveAlone(Exception):
+    """A buffer recovery must not judge (a newer format): reported, its files untouched."""
+
+
+def _set_aside(meta: str, warn: Callable[[str], None], damage: list[str],
+               r: Recovery | None) -> None:
+    """A damaged buffer: its files (what is left of them) renamed ``<name>.damaged``, never
+    read again by a recovery, and the damage reported."""
+    prefix = meta[:-len(".meta")]
+    moved = []
+    for p in sorted(glob.glob(glob.escape(prefix) + "-*.chan")) + [meta]:   # meta last
+        try:
+            os.rename(p, p + ".damaged")
+            moved.append(os.path.basename(p) + ".damaged")
+        except OSError:
+            pass
+    got = f"{r.events} readable event(s) recovered into {r.path}" if r is not None else \
+        "no readable event recovered"
+    kept = f"; kept as {', '.join(moved)}" if moved else ""
+    warn(f"blog: crash buffer {meta} is damaged ({'; '.join(damage)[:500]}): {got}{kept}")
+
+
+def _own_file(fd: int, log_path: str) -> LockedFile | None:
     """The file the buffer's process last wrote (the control page's device and inode, found
-    in its log's directory), opened and locked, if it is there and nobody writes it."""
+    among ``log_path``'s files in its directory), opened and locked, if it is there and
+    nobody writes it."""
     try:
         head = os.pread(fd, PAGE, 0)
         _, _, pid, _, _, dev, ino, _, _ = CTL.unpack_from(head, 0)
-        (plen,) = struct.unpack_from("<H", head, PATH_AT)
     except (OSError, struct.error):
         return None
     if ino == 0:
         return None               # it never wrote
-    log_path = head[PATH_AT + 2:PATH_AT + 2 + min(plen, MAX_PATH)].decode(
-        "utf-8", "surrogateescape")
+    return _open_member(log_path, dev, ino, pid)
+
+
+def _open_member(log_path: str, dev: int, ino: int, pid: int | None) -> LockedFile | None:
+    """The file (dev, ino) if it is one of ``log_path``'s (of process ``pid`` if given) in
+    its directory: opened without following a link, this user's, locked; else None."""
     path = _find(os.path.dirname(log_path) or ".", dev, ino)
     if path is None or not _log_file(log_path, os.path.basename(path), pid):
         return None               # gone (its inode may be another file's now)
     try:
-        f = LockedFile(path)
+        f = LockedFile(path, found=True)
     except OSError:               # a live writer has it (this caller's stream, say)
         return None
     st = os.fstat(f.fd)
@@ -191,6 +311,8 @@ def _log_file(log_path: str, name: str, pid: int | None) -> bool:
     number alone is not enough: a file system gives a freed one to the next new file."""
     if name == os.path.basename(log_path):
         return True
+    if pid is not None and name == os.path.basename(pid_path(log_path, pid)):
+        return True               # a process's own file beside a plain output
     f = parse(name)
     return (f is not None and not f.compressed and f.stem == split_base(log_path)[1]
             and (pid is None or f.pid == pid))
@@ -200,13 +322,9 @@ def _settle_elsewhere(log_path: str, dev: int, ino: int, offset: int, length: in
     """A recovery that died appending ``length`` bytes at ``offset`` of file (dev, ino),
     not the stream recovery writes now: 2 if that append is whole there, else 0 once its
     part is cut off there (or the file is gone: nothing of it is left to read twice)."""
-    path = _find(os.path.dirname(log_path) or ".", dev, ino)
-    if path is None or not _log_file(log_path, os.path.basename(path), None):
-        return 0
-    try:
-        f = LockedFile(path)
-    except OSError:
-        return 0                  # a live writer has it: left as it is
+    f = _open_member(log_path, dev, ino, None)
+    if f is None:
+        return 0                  # gone, not the log's, or a live writer has it
     try:
         size = os.fstat(f.fd).st_size
         if size >= offset + length:
@@ -274,7 +392,7 @@ def _sweep(directory: str) -> None:
     (``.new``, unlocked), and channel files whose control file is gone."""
     for p in glob.glob(os.path.join(glob.escape(directory), "*.new")):
         try:
-            fd = os.open(p, os.O_RDWR)
+            fd = os.open(p, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
         try:
@@ -293,19 +411,21 @@ def _sweep(directory: str) -> None:
                 pass
 
 
-def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
+def _recover_one(meta: str, fd: int, stream: Any, log_path: str,
+                 damage: list[str]) -> Recovery | None:
     size = os.fstat(fd).st_size
     if size < PAGE:
         _remove(meta, [])
         return None
     with mmap.mmap(fd, PAGE) as ctl:
         magic, version, pid, written, writing, dev, ino, offset, length = CTL.unpack_from(ctl, 0)
-        if magic != CTL_MAGIC or version != 1:
-            return None           # not ours to judge: left alone
+        if magic != CTL_MAGIC:
+            damage.append("not a crash buffer control file")
+            return None
+        if version != VERSION:
+            raise _LeaveAlone(f"blog: crash buffer {meta} has format version {version}, this "
+                              f"blog reads {VERSION}: left alone")
         rstate, rdev, rino, roffset, rlength = REC.unpack_from(ctl, 64)
-        (plen,) = struct.unpack_from("<H", ctl, PATH_AT)
-        log_path = bytes(ctl[PATH_AT + 2:PATH_AT + 2 + min(plen, PAGE - PATH_AT - 2)]).decode(
-            "utf-8", "surrogateescape")
         prefix = os.path.basename(meta)[:-len(".meta")]
         chans = sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(meta)),
                                               f"{glob.escape(prefix)}-*.chan")))
@@ -318,21 +438,22 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
                            and here[2] >= roffset + rlength):
             _remove(meta, chans)      # appended before; only the removal was left undone
             return None
-        if rstate == 1 and here[:2] == (rdev, rino) and here[2] > roffset:
+        if (rstate == 1 and here[:2] == (rdev, rino) and here[2] > roffset
+                and _stream_frame_at(stream, rdev, rino, roffset)):
             stream.truncate(roffset)  # a recovery killed midway: its part goes, redone below
         _cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length)
         complete = _write_complete(stream, log_path, writing, written, dev, ino, offset, length)
-        header, entries = _metadata(fd, size)
+        header, entries = _metadata(fd, size, damage)
         batches: list[bytes] = []
         writers: set[int] = set()
         events = 0
         for chan in chans:
-            got = _channel(chan, written, writing if complete else 0)
+            got = _channel(chan, written, writing if complete else 0, damage)
             if got is None:
                 continue
             wid, runs = got
             for base, data in runs:
-                n, frames = _frames(wid, base, data)
+                n, frames = _frames(wid, base, data, os.path.basename(chan), damage)
                 if n:
                     writers.add(wid)
                     events += n
@@ -375,7 +496,8 @@ def _recover_one(meta: str, fd: int, stream: Any) -> Recovery | None:
                 words[8] = 2
             finally:
                 words.release()
-        _remove(meta, chans)
+        if not damage:
+            _remove(meta, chans)      # else they are moved aside whole (the caller)
     path = getattr(stream, "current", None) or getattr(stream, "path", "")
     return Recovery(pid, events, str(path)) if events else None
 
@@ -422,14 +544,18 @@ def _write_complete(stream: Any, path: str, writing: int, written: int, dev: int
         return False
     for name in (getattr(stream, "path", None), path):
         try:
-            with open(name, "rb") as f:   # type: ignore[arg-type]
-                st = os.fstat(f.fileno())
-                if (st.st_dev, st.st_ino) != (dev, ino):
-                    continue
-                f.seek(offset)
-                return _whole_frames(f.read(length))
-        except (OSError, TypeError):
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # type: ignore
+        except (OSError, TypeError, ValueError):
             continue
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < offset + length:
+                continue
+            return _whole_frames(os.pread(fd, length, offset))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
     return False
 
 
@@ -458,22 +584,14 @@ def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: 
         if offset < here[2] < offset + length and _stream_frame_at(stream, dev, ino, offset):
             stream.truncate(offset)
         return
+    f = _open_member(path, dev, ino, None)
+    if f is None:
+        return        # gone, not the log's, or another writer has it: left as it is
     try:
-        f = os.open(path, os.O_WRONLY)
-    except OSError:
-        return
-    try:
-        st = os.fstat(f)
-        if ((st.st_dev, st.st_ino) != (dev, ino) or not offset < st.st_size < offset + length
-                or not _frame_at(f, offset)):
-            return
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return        # another writer has it now: left as it is (a torn frame)
-        os.ftruncate(f, offset)
+        if offset < os.fstat(f.fd).st_size < offset + length and _frame_at(f.fd, offset):
+            f.truncate(offset)
     finally:
-        os.close(f)
+        f.close()
 
 
 def _stream_frame_at(stream: Any, dev: int, ino: int, offset: int) -> bool:
@@ -490,62 +608,82 @@ def _stream_frame_at(stream: Any, dev: int, ino: int, offset: int) -> bool:
         os.close(fd)
 
 
-def _metadata(fd: int, size: int) -> tuple[Any, list]:
-    """The header and the metadata entries the dead process recorded (whole frames only)."""
-    data = os.pread(fd, size - PAGE, PAGE)
-    pos, header, entries = 0, None, []
-    while pos + HEADER_SIZE <= len(data):
-        fields = parse_header(data[pos:pos + HEADER_SIZE])
-        if fields is None or fields[2] > MAX_PAYLOAD:
-            break
-        kind, flags, n, crc = fields
-        payload = data[pos + HEADER_SIZE:pos + HEADER_SIZE + n]
-        if len(payload) != n or not check_crc(payload, crc):
+def _metadata(fd: int, size: int, damage: list[str]) -> tuple[Any, list]:
+    """The header and the metadata entries the dead process recorded (whole frames only,
+    each read by itself: a length is believed only as far as the file goes)."""
+    pos, header, entries = PAGE, None, []
+    while pos + HEADER_SIZE <= size:
+        fields = parse_header(os.pread(fd, HEADER_SIZE, pos))
+        if fields is None or fields[2] > MAX_PAYLOAD or pos + HEADER_SIZE + fields[2] > size:
             break             # killed mid-append: what follows was never described
+        kind, flags, n, crc = fields
+        payload = os.pread(fd, n, pos + HEADER_SIZE)
+        if len(payload) != n or not check_crc(payload, crc):
+            break
         flags, payload = unescape(flags, payload)
         try:
             if kind == FRAME_HEADER and header is None:
                 header = decode_header(payload, pos)
             elif kind == FRAME_METADATA:
                 entries.extend(decode_metadata_frame(payload, pos))
-        except (ValueError, TypeError, msgpack.UnpackException):
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            damage.append(f"metadata at {pos}: {type(exc).__name__}: {exc}")
             break
         pos += HEADER_SIZE + n
     return header, entries
 
 
-def _channel(path: str, written: int, skip: int) -> tuple[int, list[tuple[int, bytes]]] | None:
+def _channel(path: str, written: int, skip: int,
+             damage: list[str]) -> tuple[int, list[tuple[int, bytes]]] | None:
     """A channel file's writer id and what must be recovered of it: (base, events) per half,
-    the taken one (unless consume ``skip`` wrote it whole) before the active one."""
+    the taken one (unless consume ``skip`` wrote it whole) before the active one. Its sizes
+    and lengths are believed only as far as the file goes (else: damage)."""
+    name = os.path.basename(path)
     try:
-        with open(path, "rb") as f:
-            head = f.read(PAGE)
-            if len(head) < PAGE:
-                return None
-            magic, wid, half, active = CHAN.unpack_from(head, 0)
-            if magic != CHAN_MAGIC or active not in (0, 1) or half <= 0:
-                return None
-            halves = [HALF.unpack_from(head, HALF_AT + HALF.size * h) for h in (0, 1)]
-            taken = sorted((seq, h) for h, (_, _, seq) in enumerate(halves)
-                           if seq > written and seq != skip)
-            order = [h for _, h in taken]
-            if halves[active][2] == 0:
-                order.append(active)
-            runs = []
-            for h in order:
-                n, base, _ = halves[h]
-                if not 0 < n <= half:
-                    continue
-                f.seek(PAGE + h * half)
-                runs.append((base, f.read(n)))
-            return wid, runs
-    except (OSError, struct.error):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        damage.append(f"{name}: {exc.strerror or exc}")
         return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            damage.append(f"{name}: not a regular file of this user")
+            return None
+        head = os.pread(fd, PAGE, 0)
+        if len(head) < PAGE or head[:len(CHAN_MAGIC)] == bytes(len(CHAN_MAGIC)):
+            return None       # killed while it was made: nothing was ever mirrored there
+        magic, wid, half, active = CHAN.unpack_from(head, 0)
+        if magic != CHAN_MAGIC or active not in (0, 1) or not 0 < half <= st.st_size:
+            damage.append(f"{name}: not a channel file (its header)")
+            return None
+        halves = [HALF.unpack_from(head, HALF_AT + HALF.size * h) for h in (0, 1)]
+        taken = sorted((seq, h) for h, (_, _, seq) in enumerate(halves)
+                       if seq > written and seq != skip)
+        order = [h for _, h in taken]
+        if halves[active][2] == 0:
+            order.append(active)
+        runs = []
+        for h in order:
+            n, base, _ = halves[h]
+            if n == 0:
+                continue
+            if n > half or PAGE + h * half + n > st.st_size:
+                damage.append(f"{name}: half {h} says {n} bytes, its file holds fewer")
+                continue
+            runs.append((base, os.pread(fd, n, PAGE + h * half)))
+        return wid, runs
+    except (OSError, struct.error) as exc:
+        damage.append(f"{name}: {exc}")
+        return None
+    finally:
+        os.close(fd)
 
 
-def _frames(wid: int, base: int, data: bytes) -> tuple[int, list[bytes]]:
-    """Events frames of the whole events in ``data`` (deltas from ``base``): (count, frames)."""
-    u = msgpack.Unpacker(None, **UNPACK_OPTIONS)
+def _frames(wid: int, base: int, data: bytes, name: str,
+            damage: list[str]) -> tuple[int, list[bytes]]:
+    """Events frames of the whole events in ``data`` (deltas from ``base``): (count, frames).
+    Bytes after the last whole event are damage (a half's length covers whole events)."""
+    u = msgpack.Unpacker(None, max_buffer_size=max(len(data), 1), **UNPACK_OPTIONS)
     u.feed(data)
     frames: list[bytes] = []
     total = 0
@@ -556,9 +694,12 @@ def _frames(wid: int, base: int, data: bytes) -> tuple[int, list[bytes]]:
     while True:
         try:
             ev = u.unpack()
-        except Exception:     # the end (or a cut: the length is stored after the bytes)
-            break
+        except Exception:     # the length is stored after the bytes: never a torn event
+            ev = None
         if type(ev) is not list or len(ev) < 3 or type(ev[1]) is not int:
+            if end < len(data):
+                damage.append(f"{name}: {len(data) - end} byte(s) after event {count} "
+                              "unreadable")
             break
         clock += ev[1]
         lo = clock if lo is None or clock < lo else lo

@@ -10,7 +10,8 @@ import sys
 import time
 from typing import Any, Sequence
 
-from blogformat.crashfiles import LockedFile, buffer_directory, recover
+from blogformat.crashfiles import (LockedFile, UnsafeBufferDirectory, buffer_directory,
+                                   check_directory, recover)
 from blogformat.fileset import file_name, members, split_base
 
 
@@ -26,6 +27,12 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
     directory = buffer_directory(args.file, args.crash_dir)
+    try:
+        check_directory(directory)
+    except UnsafeBufferDirectory as exc:
+        sys.stderr.write(f"bread: {exc}; nothing recovered (recover it as the user who owns "
+                         "it)\n")
+        return 2
     opened: list[Any] = []
     where, stem = split_base(args.file)
     if os.path.exists(args.file) or not os.path.isdir(directory) \
@@ -50,7 +57,7 @@ def main(argv: Sequence[str]) -> int:
             opened.append(f)
             return f
     try:
-        done = recover(directory, log)
+        done = recover(directory, log, args.file)
     except OSError as exc:   # the disk, say: the buffer stays for the next try
         sys.stderr.write(f"bread: recovering into {args.file} failed: {exc}; the crash "
                          "buffer is kept\n")

@@ -423,7 +423,7 @@ def test_a_log_that_takes_nothing_keeps_the_buffer_for_the_next_recovery(tmp_pat
     out = blog.FileOutputStream(path)
     try:
         with pytest.raises(OSError, match="accepted no bytes"):
-            recover(buffer_directory(path), Refusing(out))
+            recover(buffer_directory(path), Refusing(out), path)
         [got] = recover(buffer_directory(path), out)
     finally:
         out.close()

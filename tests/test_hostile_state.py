@@ -1,0 +1,393 @@
+"""Crafted state: a buffer, control, manifest or catalog file is input, never an instruction
+(docs/guide.md, "Security"; blogformat/crashfiles.py).
+
+Each test plants state a local attacker (or a damaged disk) could leave where blog and bread
+look, runs what an operator runs (``basic_config(crash_buffer=True)``, ``bread --recover``,
+recovery itself), and checks by snapshots that nothing outside the log's own directory was
+created, written, truncated or deleted, that no exception escaped, and that every event that
+was readable before is still readable after.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import random
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import blog
+import bread
+from blog.crashbuf import CTL, buffer_directory
+from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC, recover)
+UnsafeBufferDirectory = PermissionError
+if 0: (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
+                                   UnsafeBufferDirectory, recover)
+
+EVENTS = 200      # what the dead writer logged and never wrote (two threads, 100 each)
+
+
+def snapshot(root: str) -> dict[str, tuple]:
+    """Every entry under ``root``: its kind, mode, owner, and content's digest or link."""
+    out: dict[str, tuple] = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                with open(p, "rb") as f:
+                    what = hashlib.sha256(f.read()).hexdigest()
+            elif stat.S_ISLNK(st.st_mode):
+                what = os.readlink(p)
+            else:
+                what = ""
+            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
+                                             st.st_uid, what)
+    return out
+
+
+@pytest.fixture(scope="module")
+def dead_writer(tmp_path_factory) -> str:
+    """A directory holding ``app.blog`` and the crash buffer its writer left when SIGKILL
+    ended it: 200 events logged, none written (a template: copy it, never change it)."""
+    d = str(tmp_path_factory.mktemp("dead"))
+    path = os.path.join(d, "app.blog")
+    code = textwrap.dedent(f"""
+        import os, signal, threading, blog
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        blog.basic_config({path!r}, crash_buffer=True, flush_interval=60)
+        log = blog.get_logger()
+        def work(tag):
+            for i in range(100):
+                log.info("{{}} {{}}", tag, i)
+        t = threading.Thread(target=work, args=("t",)); t.start(); t.join()
+        work("m")
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert glob.glob(os.path.join(buffer_directory(path), "*.meta"))
+    return d
+
+
+def _victims(root: str) -> tuple[str, str]:
+    """A sibling directory of the log's, with a blog file and a plain file in it: what an
+    attacker would like blog to append to, cut or delete."""
+    outside = os.path.join(root, "outside")
+    os.mkdir(outside)
+    victim = os.path.join(outside, "victim.blog")
+    s = blog.Session(name="victim")
+    out = blog.FileOutputStream(victim)
+    for i in range(50):
+        s.get_logger("v").info("victim {}", i)
+    s.consume(out)
+    out.close()
+    with open(os.path.join(outside, "passwd"), "w") as f:
+        f.write("root:x:0:0::/root:/bin/sh\n")
+    return outside, victim
+
+
+def _copy(dead_writer: str, root: str) -> str:
+    """The dead writer's log and buffer copied to ``root/logs``; the log's path."""
+    logs = os.path.join(root, "logs")
+    shutil.copytree(dead_writer, logs, symlinks=True)
+    return os.path.join(logs, "app.blog")
+
+
+def _control_file(path: str) -> str:
+    [meta] = glob.glob(os.path.join(buffer_directory(path), "*.meta"))
+    return meta
+
+
+def _aim_at(meta: str, target: str) -> None:
+    """Make a control file name ``target`` as the log, and its device and inode as the file
+    its process was writing (and was appending to when a recovery of it died), with a
+    write in progress over all of it: every field recovery once believed."""
+    st = os.stat(target)
+    with open(meta, "r+b") as f:
+        head = bytearray(f.read(PAGE))
+        magic, version, pid, written, _, _, _, _, _ = CTL.unpack_from(head, 0)
+        CTL.pack_into(head, 0, magic, version, pid, written, written + 1, st.st_dev, st.st_ino,
+                      0, st.st_size + 100)
+        REC.pack_into(head, 64, 1, st.st_dev, st.st_ino, 0, st.st_size + 100)
+        raw = target.encode()
+        struct.pack_into("<H", head, PATH_AT, len(raw))
+        head[PATH_AT + 2:PATH_AT + 2 + len(raw)] = raw
+        f.seek(0)
+        f.write(head)
+
+
+def _messages(path: str) -> list[str]:
+    return [e.message for e in bread.read(path)]
+
+
+def _expected() -> list[str]:
+    return [f"t {i}" for i in range(100)] + [f"m {i}" for i in range(100)]
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("how", ["basic_config", "bread --recover"])
+def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
+        dead_writer, tmp_path, how):
+    # Proves: the log path, device, inode and offsets a control file records are not
+    # instructions. A buffer that names a file in another directory (as the file its
+    # process wrote, was cutting and was appending to) makes recovery touch nothing there:
+    # its events go to the log recovery was asked to recover, once.
+    outside, victim = _victims(str(tmp_path))
+    path = _copy(dead_writer, str(tmp_path))
+    _aim_at(_control_file(path), victim)
+    before = snapshot(outside)
+    if how == "basic_config":
+        r = _run(f"""
+            import blog
+            blog.basic_config({path!r}, crash_buffer=True)
+            blog.get_logger().info("after {{}}", 1)
+        """)
+        assert r.returncode == 0, r.stderr
+        assert f"recovered {EVENTS} event(s)" in r.stderr, r.stderr
+        assert sorted(_messages(path)) == sorted(_expected() + ["after 1"])
+    else:
+        r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert f"recovered {EVENTS} event(s)" in r.stdout
+        assert sorted(_messages(path)) == sorted(_expected())
+    assert snapshot(outside) == before
+    assert _messages(victim) == [f"victim {i}" for i in range(50)]
+
+
+def _refused_directory_case(dead_writer: str, tmp_path, spoil) -> None:
+    """A buffer directory ``spoil`` made untrustworthy is refused by the next start (which
+    says why and logs to the file without a buffer) and by ``bread --recover`` (exit 2);
+    nothing outside the log's directory changes, nor anything in the refused directory."""
+    outside, victim = _victims(str(tmp_path))
+    path = _copy(dead_writer, str(tmp_path))
+    directory = buffer_directory(path)
+    _aim_at(_control_file(path), victim)
+    why = spoil(directory)
+    before, planted = snapshot(outside), snapshot(directory)
+    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and why in r.stderr, r.stderr
+    r = _run(f"""
+        import blog
+        blog.basic_config({path!r}, crash_buffer=True)
+        blog.get_logger().info("after {{}}", 1)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert why in r.stderr and "without it" in r.stderr, r.stderr
+    assert _messages(path) == ["after 1"]          # logging went on, unprotected
+    assert snapshot(outside) == before
+    assert snapshot(directory) == planted          # the planted buffer: left alone
+
+
+def test_a_buffer_directory_others_may_write_is_refused(dead_writer, tmp_path):
+    def spoil(directory: str) -> str:
+        os.chmod(directory, 0o777)
+        return "writable by group or others"
+    _refused_directory_case(dead_writer, tmp_path, spoil)
+
+
+def test_a_buffer_directory_that_is_a_link_is_refused(dead_writer, tmp_path):
+    def spoil(directory: str) -> str:
+        real = directory + ".real"
+        os.rename(directory, real)
+        os.symlink(real, directory)
+        return "not a directory"
+    _refused_directory_case(dead_writer, tmp_path, spoil)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's directory needs root")
+def test_a_buffer_directory_of_another_user_is_refused(dead_writer, tmp_path):
+    # Proves the attack the issue reproduced: a buffer directory another user planted in a
+    # shared crash_dir (or handed to a root bread --recover) makes root append nothing.
+    def spoil(directory: str) -> str:
+        for d, _, files in os.walk(directory):
+            for n in [d] + [os.path.join(d, f) for f in files]:
+                os.lchown(n, 65534, 65534)
+        return "owned by uid 65534"
+    _refused_directory_case(dead_writer, tmp_path, spoil)
+
+
+def test_a_planted_directory_in_a_shared_crash_dir_is_never_taken_over(tmp_path):
+    # Proves: a process that finds its (predictable) buffer directory already made by
+    # someone else, open to all, does not use it: it says why and logs without a buffer.
+    path, shared = str(tmp_path / "logs" / "app.blog"), str(tmp_path / "shared")
+    directory = buffer_directory(path, shared)
+    os.makedirs(directory)
+    os.mkdir(os.path.dirname(path))
+    os.chmod(directory, 0o777)
+    r = _run(f"""
+        import blog
+        blog.basic_config({path!r}, crash_buffer=True, crash_dir={shared!r})
+        blog.get_logger().info("x {{}}", 1)
+    """)
+    assert r.returncode == 0 and "writable by group or others" in r.stderr, r.stderr
+    assert os.listdir(directory) == []
+    assert _messages(path) == ["x 1"]
+
+
+def test_a_new_buffer_directory_is_private(tmp_path):
+    path = str(tmp_path / "app.blog")
+    r = _run(f"""
+        import os, blog
+        os.umask(0o002)
+        blog.basic_config({path!r}, crash_buffer=True)
+        blog.get_logger().info("x {{}}", 1)
+        print(oct(os.stat({buffer_directory(path)!r}).st_mode & 0o777))
+    """)
+    assert r.returncode == 0 and r.stdout.strip() == "0o700", (r.stdout, r.stderr)
+
+
+def _chan_files(path: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(buffer_directory(path), "*.chan")))
+
+
+def test_a_length_beyond_its_file_is_damage_reported_not_a_crash_at_every_start(
+        dead_writer, tmp_path):
+    # Proves: a channel file whose length word says 2**40 (today: MemoryError in
+    # basic_config and in bread --recover, at every start) is reported as damage; the
+    # other channel's events are recovered; the damaged files are moved aside; the next
+    # start is clean.
+    path = _copy(dead_writer, str(tmp_path))
+    first, second = _chan_files(path)
+    with open(first, "r+b") as f:
+        head = bytearray(f.read(PAGE))
+        _, _, half, active = CHAN.unpack_from(head, 0)
+        _, base, seq = HALF.unpack_from(head, HALF_AT + HALF.size * active)
+        HALF.pack_into(head, HALF_AT + HALF.size * active, 1 << 40, base, seq)
+        f.seek(0)
+        f.write(head)
+    code = f"""
+        import blog
+        blog.basic_config({path!r}, crash_buffer=True)
+        blog.get_logger().info("after {{}}", 1)
+    """
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    assert "is damaged" in r.stderr and "100 readable event(s) recovered" in r.stderr, r.stderr
+    kept = sorted(os.listdir(buffer_directory(path)))
+    assert kept and all(n.endswith(".damaged") for n in kept), kept
+    got = _messages(path)
+    assert len(got) == 101 and got[-1] == "after 1"
+    assert {m.split()[0] for m in got[:100]} in ({"t"}, {"m"})
+    r = _run(code)
+    assert r.returncode == 0 and r.stderr == "", r.stderr       # the next start: clean
+    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "no abandoned" in r.stdout, r.stderr
+
+
+# --- The fuzz test: random crafted buffers against recovery --------------------------------
+
+FIELDS = 9 + 5          # the control page's words: CTL then REC
+
+
+def _mutate(rng: random.Random, path: str, targets: list[str]) -> bool:
+    """One random hostile change of the dead writer's buffer of ``path``: a control word, a
+    channel word, a cut, random bytes, a link in place of a file, or a path in the page.
+    False if it may have changed what an event says (random bytes)."""
+    directory = buffer_directory(path)
+    meta = _control_file(path)
+    files = [meta] + _chan_files(path)
+    if any(os.path.islink(p) for p in files):
+        return True        # (the test itself must not write through a link it planted)
+    kind = rng.randrange(7)
+    victim = os.stat(rng.choice(targets))
+    values = [0, 1, 2, rng.getrandbits(64), (1 << 64) - 1, 1 << 40, PAGE, victim.st_dev,
+              victim.st_ino, victim.st_size, rng.randrange(1 << 20)]
+    if kind == 0:      # a word of the control page (CTL's and REC's, after the magic)
+        with open(meta, "r+b") as f:
+            f.seek(8 + 8 * rng.randrange(FIELDS - 1) if rng.random() < 0.9 else 8)
+            f.write(struct.pack("<Q", rng.choice(values)))
+    elif kind == 1:    # a word of a channel file's header
+        with open(rng.choice(files[1:]), "r+b") as f:
+            f.seek(8 * rng.randrange(1, 10))
+            f.write(struct.pack("<Q", rng.choice(values)))
+    elif kind == 2:    # a file cut short
+        p = rng.choice(files)
+        os.truncate(p, rng.randrange(os.path.getsize(p) + 1))
+    elif kind == 3:    # random bytes somewhere
+        p = rng.choice(files)
+        with open(p, "r+b") as f:
+            f.seek(rng.randrange(os.path.getsize(p)))
+            f.write(rng.randbytes(rng.randrange(1, 64)))
+        return False
+    elif kind == 4:    # a link in place of a buffer file, to a file outside
+        p = rng.choice(files)
+        os.unlink(p)
+        os.symlink(rng.choice(targets), p)
+    elif kind == 5:    # a log path elsewhere, and that file's place
+        _aim_at(meta, rng.choice(targets))
+    else:              # a file of the log's set that is a link to one outside
+        name = f"app.2026-01-01T00-00-00.000.pid{os.path.basename(meta).split('-')[0]}.blog"
+        link = os.path.join(os.path.dirname(directory), name)
+        if not os.path.lexists(link):
+            os.symlink(rng.choice(targets), link)
+    return True
+
+
+def test_crafted_buffers_never_touch_anything_outside_the_log(dead_writer, tmp_path):
+    # Proves, for random crafted buffers (lengths, offsets, device and inode of files
+    # outside, paths, links, cuts, random bytes; one to three changes each): recovery
+    # raises nothing but OSError, changes nothing outside the log's directory, keeps every
+    # event the log held, and never repeats one (nor makes one up, where no event's bytes
+    # were changed); a second recovery finds nothing to do.
+    rng = random.Random(int(os.environ.get("HOSTILE_SEED", 2024)))
+    outside, victim = _victims(str(tmp_path))
+    targets = [victim, os.path.join(outside, "passwd")]
+    before = snapshot(outside)
+    for trial in range(40):
+        root = str(tmp_path / f"t{trial}")
+        path = _copy(dead_writer, root)
+        s = blog.Session(name="earlier")
+        out = blog.FileOutputStream(path)
+        for i in range(10):
+            s.get_logger("e").info("earlier {}", i)
+        s.consume(out)
+        intact = all([_mutate(rng, path, targets) for _ in range(rng.randrange(1, 4))])
+        said: list[str] = []
+        try:
+            recover(buffer_directory(path), out, path, warn=said.append)
+            failed = False
+        except OSError:
+            failed = True
+        finally:
+            out.close()
+        got = _messages(path)
+        assert got[:10] == [f"earlier {i}" for i in range(10)], (trial, said)
+        rest = [tuple(e.args) for e in list(bread.read(path))[10:]]   # (a cut can lose formats)
+        if intact:     # (random bytes may change what an event says: not its count)
+            assert len(rest) == len(set(rest)), (trial, said)
+            assert set(rest) <= {(m.split()[0], int(m.split()[1])) for m in _expected()}
+        if not failed:
+            again = blog.FileOutputStream(path)
+            try:
+                assert recover(buffer_directory(path), again, path, warn=said.append) == []
+            finally:
+                again.close()
+        assert snapshot(outside) == before, (trial, said)
+
+
+def test_recover_refuses_an_unsafe_directory_before_reading_it(dead_writer, tmp_path):
+    path = _copy(dead_writer, str(tmp_path))
+    os.chmod(buffer_directory(path), 0o757)
+    out = blog.FileOutputStream(path)
+    try:
+        with pytest.raises(UnsafeBufferDirectory):
+            recover(buffer_directory(path), out)
+    finally:
+        out.close()
+    assert _messages(path) == []

@@ -4,6 +4,7 @@ the file as ``logging`` itself would have shown them."""
 from __future__ import annotations
 
 import decimal
+import enum
 import io
 import json
 import logging
@@ -51,21 +52,70 @@ def bridge(hot_path):
 
 # --- printf-style formats: rendered as % renders them ------------------------
 
+
+class Text(str):
+    """A str whose str and repr are its own: ``logging`` shows those, not its value."""
+
+    def __str__(self) -> str:
+        return "custom-str"
+
+    def __repr__(self) -> str:
+        return "custom-repr"
+
+
+class Count(int):
+    def __str__(self) -> str:
+        return "custom-int"
+
+    def __repr__(self) -> str:
+        return "Count()"
+
+
+class Ratio(float):
+    def __repr__(self) -> str:
+        return "Ratio()"
+
+
+class Level(enum.IntEnum):
+    ONE = 1
+    TWO = 2
+
+
+class Color(enum.Enum):
+    RED = "r"
+
+
+class Tone(enum.StrEnum):
+    LOW = "low"
+
+
 _flags = st.text(alphabet="#0- +", max_size=3)
 _width = st.one_of(st.just(""), st.integers(0, 30).map(str))
 _prec = st.one_of(st.just(""), st.integers(0, 12).map(lambda n: f".{n}"), st.just("."))
+#: Tuples in lists in tuples: a tuple shows as one, however deep.
+_nested = st.recursive(st.one_of(st.integers(-5, 5), st.text(max_size=3)),
+                       lambda inner: st.one_of(st.lists(inner, max_size=3).map(tuple),
+                                               st.lists(inner, max_size=3)), max_leaves=6)
+#: Values of a subclass of int, float or str, and enum members: shown by their own class.
+_subclassed = st.one_of(st.text(max_size=4).map(Text), st.integers(-10**6, 10**6).map(Count),
+                        st.floats(-1e6, 1e6).map(Ratio), st.sampled_from([*Level, *Color, *Tone]))
+_numbers = st.one_of(st.integers(-10**6, 10**6).map(Count), st.floats(-1e6, 1e6).map(Ratio),
+                     st.sampled_from(list(Level)))
 _conv_values = {
     "s": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none(), st.booleans(),
-                   st.binary(max_size=4), st.lists(st.integers(), max_size=3)),
-    "r": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none()),
-    "a": st.text(max_size=8),
-    "d": st.one_of(st.integers(-10**20, 10**20), st.floats(-1e15, 1e15), st.booleans()),
+                   st.binary(max_size=4), st.lists(st.integers(), max_size=3), _nested,
+                   _subclassed),
+    "r": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none(), _nested,
+                   _subclassed),
+    "a": st.one_of(st.text(max_size=8), _subclassed),
+    "d": st.one_of(st.integers(-10**20, 10**20), st.floats(-1e15, 1e15), st.booleans(),
+                   _numbers),
     "i": st.integers(-10**6, 10**6),
     "u": st.integers(-10**6, 10**6),
-    "x": st.integers(-10**12, 10**12),
+    "x": st.one_of(st.integers(-10**12, 10**12), st.sampled_from(list(Level))),
     "X": st.integers(0, 10**12),
     "o": st.integers(-10**6, 10**6),
-    "e": st.one_of(st.floats(), st.integers(-10**6, 10**6)),
+    "e": st.one_of(st.floats(), st.integers(-10**6, 10**6), _numbers),
     "E": st.floats(allow_nan=False),
     "f": st.one_of(st.floats(-1e30, 1e30), st.integers(-10**6, 10**6)),
     "F": st.floats(allow_infinity=True),
@@ -76,9 +126,9 @@ _conv_values = {
 
 
 @st.composite
-def printf_calls(draw):
-    """A printf format of literal text, %% and conversions, and values that fit it."""
-    parts, values = [], []
+def printf_formats(draw):
+    """A printf format of literal text, %% and conversions, and its conversions."""
+    parts, convs = [], []
     for _ in range(draw(st.integers(0, 5))):
         kind = draw(st.sampled_from(["text", "percent", "conv"]))
         if kind == "text":
@@ -89,8 +139,24 @@ def printf_calls(draw):
         else:
             conv = draw(st.sampled_from(sorted(_conv_values)))
             parts.append("%" + draw(_flags) + draw(_width) + draw(_prec) + conv)
-            values.append(draw(_conv_values[conv]))
-    return "".join(parts), tuple(values)
+            convs.append(conv)
+    return "".join(parts), convs
+
+
+@st.composite
+def printf_calls(draw):
+    """A printf format and values that fit it."""
+    fmt, convs = draw(printf_formats())
+    return fmt, tuple(draw(_conv_values[c]) for c in convs)
+
+
+@st.composite
+def printf_sites(draw):
+    """A printf format and the values of two or three records of one call site, each
+    fitting it (values of other types from one record to the next)."""
+    fmt, convs = draw(printf_formats())
+    n = draw(st.integers(2, 3))
+    return fmt, [tuple(draw(_conv_values[c]) for c in convs) for _ in range(n)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -113,26 +179,48 @@ def test_formats_that_percent_rejects_or_that_need_more_are_refused(fmt):
         parse_printf(fmt)
 
 
-@settings(max_examples=120, deadline=None)
-@given(printf_calls())
-def test_bread_shows_each_record_as_logging_renders_it(call):
+@settings(max_examples=150, deadline=None)
+@given(printf_sites())
+def test_bread_shows_each_record_as_logging_renders_it(site):
     # Proves: a record's message and arguments, written as format + values and read back
-    # from the file, render exactly as logging's own getMessage() (both hot paths).
-    fmt, values = call
+    # from the file, render exactly as logging's own getMessage() (both hot paths), on a
+    # call site's first record and on the ones after it (the common case): tuples
+    # (nested too), subclasses of int, float and str with their own str and repr, enum
+    # members.
+    fmt, records = site
     b = Bridge()
     try:
-        record = b.logger.makeRecord(b.logger.name, logging.INFO, "app.py", 7, fmt, values,
-                                     None, "handler")
-        try:
-            expected = record.getMessage()
-        except (TypeError, ValueError, OverflowError):
-            expected = f"{fmt} {values!r}"   # logging prints an error; blog keeps this text
-        b.handler.handle(record)
-        b.handler.handle(record)    # the second time through the common case
+        expected = []
+        for values in records:
+            record = b.logger.makeRecord(b.logger.name, logging.INFO, "app.py", 7, fmt, values,
+                                         None, "handler")
+            try:
+                expected.append(record.getMessage())
+            except (TypeError, ValueError, OverflowError):
+                expected.append(f"{fmt} {values!r}")   # logging prints an error; blog this
+            b.handler.handle(record)
         events = b.read()
-        assert [ev.message for ev in events] == [expected, expected]
+        assert [ev.message for ev in events] == expected
     finally:
         b.logger.handlers[:] = []
+
+
+def test_tuples_and_values_of_their_own_class_show_as_logging_shows_them(bridge):
+    # Proves, on each record of a call site (the pure-Python writer once showed a tuple as
+    # a list, and a subclass or enum member as its base value, from a site's second
+    # record on): the message is logging's.
+    calls = [("%s", ((1, 2),)), ("Col %r", (("id", ("a", "b")),)), ("%r", ([(1,), [2]],)),
+             ("%s %r", (Text("v"), Text("v"))), ("%s %r %d", (Level.ONE,) * 3),
+             ("%s %r %d", (Count(3),) * 3), ("%s %r %.1f", (Ratio(1.5),) * 3),
+             ("%s %r", (Color.RED, Tone.LOW))]
+    expected = []
+    for fmt, args in calls:
+        for _ in range(3):
+            bridge.logger.info(fmt, *args)
+            expected.append(fmt % args)
+    assert [ev.message for ev in bridge.read()] == expected
+    assert expected[:4] == ["(1, 2)"] * 3 + ["Col ('id', ('a', 'b'))"]
+    assert expected[9:13] == ["custom-str custom-repr"] * 3 + ["1 <Level.ONE: 1> 1"]
 
 
 def test_format_and_arguments_are_kept_not_the_text(bridge):

@@ -9,6 +9,7 @@ import dataclasses
 import datetime as dt
 import enum
 import io
+import logging
 import os
 import typing
 import uuid
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import blog
+import blog.stdlib
 import bread
 from blog import accel
 from blog.capture import capture
@@ -203,6 +205,35 @@ def test_messages_read_back_as_str_format_gave_them(vals, forms, in_context):
     s.consume(out)
     want = fmt.format(*vals, ctx=vals)
     assert [e.message for e in bread.read(io.BytesIO(out.getvalue()))] == [want] * 3
+
+
+@c_only
+def test_the_c_and_the_python_bridge_write_the_same_events(monkeypatch):
+    # Proves: a logging record through the C handler and channel is the event the pure-
+    # Python ones write, on each record of a call site (the Python channel once wrote a
+    # tuple as a list, a subclass or an IntEnum member as its base value, from the second
+    # on): tuples, nested too, subclasses with their own text, enum members, values a
+    # conversion does not take.
+    calls = [("%s", ((1, 2),)), ("Col %r", (("id", ("a", "b")),)), ("%r", ([(1,), [2]],)),
+             ("%s %r %d", (Count(3),) * 3), ("%s %r %.1f", (Ratio(1.5),) * 3),
+             ("%s %r %c", (Text("v"), Text("v"), Text("v"))), ("%s %r %d", (Size.L,) * 3),
+             ("%s %r", (Shade.LIGHT, Tone.LOW)), ("%d items", ("abc",)), ("%x %s", (2.5, 1))]
+
+    def written() -> list[tuple]:
+        s = blog.Session()
+        out = blog.MemoryOutputStream()
+        lg = logging.Logger("parity", logging.INFO)
+        lg.addHandler(blog.stdlib.BlogHandler(session=s))
+        for fmt, args in calls:
+            for _ in range(3):
+                lg.info(fmt, *args)
+        s.consume(out)
+        return [(e.source.format, e.source.style, repr(e.args), e.message)
+                for e in bread.read(io.BytesIO(out.getvalue()))]
+    c = written()
+    monkeypatch.setattr(accel, "speedups", None)
+    assert written() == c
+    assert [m for *_, m in c[:6:3]] == ["(1, 2)", "Col ('id', ('a', 'b'))"]
 
 
 # --- What a review found (each failed before its fix) ---------------------------------

@@ -19,6 +19,7 @@
 #include <frameobject.h>
 #include <structmember.h>
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -905,7 +906,8 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *sites;     /* dict: (msg, pathname, lineno, levelno, name, len(args)) ->
-                            (sid, template, severity), shared with the Python handler */
+                            (sid, template, severity, conversions or None), shared with
+                            the Python handler */
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (thread_channel) */
     PyObject *session;   /* its _min: the session's minimum severity */
@@ -914,10 +916,48 @@ typedef struct {
     Py_ssize_t base;     /* how many attributes a LogRecord without extra has */
 } RecordHandler;
 
+/* 1 if the printf conversion `conv` takes the plain scalar `a` as % does; 0 if not, or
+ * not known here (the Python path decides: blog/stdlib.py _fits, its twin). */
+static int
+printf_takes(Py_UCS4 conv, PyObject *a)
+{
+    PyTypeObject *t = Py_TYPE(a);
+    int overflow;
+    long long v;
+    switch (conv) {
+    case 's': case 'r': case 'a':
+        return 1;
+    case 'd': case 'i': case 'u':
+        if (t == &PyFloat_Type)
+            return isfinite(PyFloat_AS_DOUBLE(a));
+        /* fall through */
+    case 'x': case 'X': case 'o':
+        return t == &PyLong_Type || t == &PyBool_Type;
+    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G':
+        if (t == &PyFloat_Type || t == &PyBool_Type)
+            return 1;
+        if (t != &PyLong_Type)
+            return 0;
+        v = PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return !overflow;        /* within 64 bits: a float holds it (rounded) */
+    case 'c':
+        if (t == &PyUnicode_Type)
+            return PyUnicode_GET_LENGTH(a) == 1;
+        if (t != &PyLong_Type && t != &PyBool_Type)
+            return 0;
+        v = PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return !overflow && v >= 0 && v < 0x110000;
+    }
+    return 0;
+}
+
 /* The common record: a str message, a tuple of plain scalars, no extra, no exception or
- * stack, of a call site seen before, no fields in context. Its twin is BlogHandler.emit's
- * first branch. 1: pushed (or below the minimum); 0: the Python path's, which also
- * handles every error (it goes to the handler's handleError, never to the caller). */
+ * stack, of a call site seen before, no fields in context, each value taken by its
+ * conversion. Its twin is BlogHandler.emit's first branch. 1: pushed (or below the
+ * minimum); 0: the Python path's, which also handles every error (it goes to the
+ * handler's handleError, never to the caller). */
 static int
 record_push(RecordHandler *self, PyObject *rec)
 {
@@ -970,8 +1010,16 @@ record_push(RecordHandler *self, PyObject *rec)
         goto done;
     PyObject *site = PyDict_GetItemWithError(self->sites, key);
     Py_DECREF(key);
-    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 3)
+    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 4)
         goto done;
+    PyObject *convs = PyTuple_GET_ITEM(site, 3);
+    if (convs != Py_None) {          /* a number conversion: each value must fit its own */
+        if (!PyUnicode_CheckExact(convs) || PyUnicode_GET_LENGTH(convs) != n)
+            goto done;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!printf_takes(PyUnicode_READ_CHAR(convs, i), PyTuple_GET_ITEM(args, i)))
+                goto done;
+    }
     long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 0));
     long severity = PyLong_AsLong(PyTuple_GET_ITEM(site, 2));
     if (PyErr_Occurred())

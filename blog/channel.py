@@ -22,7 +22,7 @@ import threading
 from typing import Any, NamedTuple
 
 from blogformat.entries import event_prefix
-from blogformat.values import plain_packer
+from blogformat.values import all_plain, plain_packer
 
 from . import accel
 
@@ -76,8 +76,12 @@ class PyChannel:
         """Append ``[sid, delta, [values...]]``, values being plain scalars.
 
         Returns False, appending nothing, if that would pass ``limit`` or a
-        value is not a plain scalar msgpack encodes as it is (an int beyond 64 bits).
+        value is not a plain scalar msgpack encodes as it is (an int beyond 64 bits), nor
+        of exactly a plain type: a tuple, a subclass of int, float or str (an IntEnum) is
+        the caller's to capture, as the C channel leaves it.
         """
+        if not all_plain(values):   # msgpack would pack them as a list and as their base
+            return False
         try:
             return self._push(sid, clock, 3, values, b"", False)
         except (OverflowError, TypeError):

@@ -12,17 +12,22 @@ category, the level the nearest severity (``severity_of``), the ``%``-style
 message and its arguments are kept as they are (the source's format has the
 printf style, and ``bread`` renders it as ``logging`` would), ``extra`` becomes
 keyword fields, ``exc_info`` the field ``exception`` and ``stack_info`` the
-field ``stack``.
+field ``stack``. A record ``logging`` cannot format (arguments that do not fit the
+message: their number, a key, or a value a conversion does not take, as ``"%d"`` a
+str) is kept as its format and its arguments' repr.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import warnings as _warnings
 from collections.abc import Mapping
+from decimal import Decimal
 from types import MethodType
 from typing import Any
 
+from blogformat.guard import owned_by_value
 from blogformat.placeholders import (STYLE_BRACES, STYLE_LITERAL, STYLE_PRINTF, FormatError,
                                      parse_printf, parse_style)
 from blogformat.severity import Severity
@@ -93,7 +98,9 @@ class BlogHandler(logging.Handler):
                             f"({session!r}); leave session out to use the default session")
         super().__init__(level_number(level))
         self._session = session if session is not None else default_session()
-        self._sites: dict[tuple, tuple] = {}       # key -> (source id, template, severity)
+        # key -> (source id, template, severity, the conversions a record's values must
+        # fit, one per argument, or None: ``_conversions``)
+        self._sites: dict[tuple, tuple] = {}
         self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
         self._severities = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
@@ -134,7 +141,7 @@ class BlogHandler(logging.Handler):
                     and not (_context_state.in_use and _CONTEXT.get() is not None)):
                 site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
                                         record.name, len(args)))
-                if site is not None:
+                if site is not None and (site[3] is None or _all_fit(site[3], args)):
                     session = self.session
                     if site[2] < session.min_severity:
                         return
@@ -203,7 +210,7 @@ class BlogHandler(logging.Handler):
                 session.writer().push_event(src.id, clock, None, (text,), ())
                 return
             seen.add(fmt)
-            site = (src.id, tpl, severity)
+            site = (src.id, tpl, severity, _conversions(tpl) if style == STYLE_PRINTF else None)
             if len(self._sites) < MAX_SITES:
                 self._sites[key] = site
                 if not names and fmt is msg and type(record.args) is tuple:
@@ -215,7 +222,8 @@ class BlogHandler(logging.Handler):
 def _split(record: logging.LogRecord) -> tuple[str, str, tuple, dict[str, Any]]:
     """(style, format, positional values, keyed values) of a record's message, as
     ``logging`` would apply ``msg % args``: a message that is not a str, or whose
-    arguments do not fit it, is kept as the text ``logging`` makes of it."""
+    arguments do not fit it (their number, a key, a value a conversion does not take), is
+    kept as the text ``logging`` makes of it."""
     msg, args = record.msg, record.args
     if type(msg) is not str:
         return STYLE_LITERAL, _message(record), (), {}
@@ -223,19 +231,72 @@ def _split(record: logging.LogRecord) -> tuple[str, str, tuple, dict[str, Any]]:
         return STYLE_LITERAL, msg, (), {}    # logging applies no % without arguments
     tpl = _printf(msg)
     if isinstance(args, Mapping):
-        if tpl is not None and tpl.positional == 1:
+        if tpl is not None and tpl.positional == 1 and _fits(tpl.placeholders[0].spec[-1],
+                                                             args):
             return STYLE_PRINTF, msg, (args,), {}    # "%s" % {...}: the mapping is the value
         if tpl is not None and not tpl.positional:
             try:
-                return STYLE_PRINTF, msg, (), {k: args[k] for k in _ordered(tpl)}
+                fields = {k: args[k] for k in _ordered(tpl)}
             except Exception:
                 pass
+            else:
+                if all(_fits(ph.spec[-1], fields[ph.key]) for ph in tpl.placeholders):
+                    return STYLE_PRINTF, msg, (), fields
         return STYLE_LITERAL, _message(record), (), {}
     # A tuple's subclass is a tuple to %; anything else is the one argument.
     args = tuple(args) if isinstance(args, tuple) else (args,)
-    if tpl is None or tpl.names or tpl.positional != len(args):
+    if (tpl is None or tpl.names or tpl.positional != len(args)
+            or not all(_fits(ph.spec[-1], args[ph.key]) for ph in tpl.placeholders)):
         return STYLE_LITERAL, _message(record), (), {}
     return STYLE_PRINTF, msg, args, {}
+
+
+def _conversions(tpl: Any) -> str | None:
+    """The conversion of each argument of a printf template without keys, for the common
+    case's check (``_all_fit``); None if each is ``%s``, ``%r`` or ``%a`` (any value fits)."""
+    if tpl.names:
+        return None
+    convs = "".join(ph.spec[-1] for ph in tpl.placeholders)
+    return None if all(c in "sra" for c in convs) else convs
+
+
+def _all_fit(convs: str, args: tuple) -> bool:
+    """True if each conversion of ``convs`` takes its argument in ``args``."""
+    for conv, value in zip(convs, args):
+        if not _fits(conv, value):
+            return False
+    return True
+
+
+def _fits(conv: str, value: Any) -> bool:
+    """True if the printf conversion ``conv`` takes ``value`` as ``%`` does: any value for
+    ``s``, ``r`` and ``a``; a number for ``d i u e E f F g G`` (a finite one for ``d i u``),
+    an integer for ``x X o``, a code point or one character for ``c``. A value whose own
+    text cannot be made (an int of more than 4,300 digits, a ``__str__`` that raises) fits:
+    it is marked in its place, as in any event. The C twin is ``printf_takes``."""
+    if conv in "sra":
+        return True
+    t = type(value)
+    if t is int or t is bool:
+        if conv == "c":
+            return 0 <= value < 0x110000
+        if conv in "diuxXo":
+            return True
+    elif t is float:
+        return conv in "eEfFgG" or (conv in "diu" and math.isfinite(value))
+    elif t is str:
+        return conv == "c" and len(value) == 1
+    elif t is type(None) or t is bytes:
+        return False
+    elif t is Decimal and conv in "diu":
+        return value.is_finite()     # not made into its int here: it may have 10⁸ digits
+    try:
+        ("%" + conv) % (value,)      # a number beyond a float's range, another type
+        return True
+    except Exception as exc:
+        if not owned_by_value(exc):
+            raise
+        return False
 
 
 def _no_extra(d: dict) -> bool:

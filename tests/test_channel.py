@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 import msgpack
 import pytest
 from hypothesis import given, settings
@@ -94,9 +96,24 @@ _scalars = st.one_of(
     st.floats(allow_nan=False), st.sampled_from([float("inf"), -0.0]),
     st.text(max_size=80), st.binary(max_size=80),
 )
+
+
+class _Level(enum.IntEnum):
+    ONE = 1
+
+
+class _Text(str):
+    pass
+
+
+#: Values that are not a plain scalar of an exact type: both channels refuse them (a
+#: tuple would read back as a list, a subclass as its base value).
+_not_plain = st.one_of(st.lists(_scalars, max_size=2).map(tuple), st.lists(_scalars, max_size=2),
+                       st.text(max_size=5).map(_Text), st.just(_Level.ONE),
+                       st.dictionaries(st.text(max_size=3), _scalars, max_size=2))
 _ops = st.one_of(
     st.tuples(st.just("values"), st.integers(1, 2**40), st.integers(-2**40, 2**40),
-              st.lists(_scalars, max_size=6).map(tuple)),
+              st.lists(st.one_of(_scalars, _scalars, _not_plain), max_size=6).map(tuple)),
     st.tuples(st.just("raw"), st.integers(1, 2**40), st.integers(-2**40, 2**40),
               st.lists(_scalars.filter(lambda v: not (type(v) is int and not
                                                       -2**63 <= v < 2**64)), max_size=6),
@@ -142,6 +159,18 @@ def test_c_and_python_channels_accept_and_refuse_the_same_pushes(capacity, wake,
         elif op[0] in ("values", "raw") and not (op[0] == "raw" and op[-1]):
             assert py.nbytes == before   # a refused push appends nothing
     assert _taken(py) == _taken(c)
+
+
+def test_values_not_of_an_exact_plain_type_are_refused_and_leave_the_channel_as_it_was():
+    # The pure-Python channel once packed a tuple as a list and an IntEnum or a str
+    # subclass as its base value (its caller, the stdlib bridge's common case, relied on
+    # it to refuse them, as the C channel does): they are the capture's (blog.capture).
+    for ch in (PyChannel(1 << 20, 1 << 20, None, 0),) + ((C(1 << 20, 1 << 20, None, 0),)
+                                                         if C is not None else ()):
+        assert ch.push_values(1, 1, (1, "a"))
+        for values in [((1, 2),), (1, [1]), (_Level.ONE,), (_Text("v"),), ({"a": 1},)]:
+            assert not ch.push_values(1, 2, values), values
+        assert decode(_taken(ch)) == [(1, 1, [1, "a"])]
 
 
 @needs_c

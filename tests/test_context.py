@@ -191,6 +191,26 @@ def test_context_values_of_every_kind_round_trip(logged):
     assert ev.fields["user"].fields == {"id": 1, "name": "bob"}
 
 
+def test_tuples_and_subclassed_values_in_context_read_back_on_every_call(logged):
+    # The pure-Python path once wrote a tuple as a list, and a str subclass as its base
+    # value, from a call site's second call in a context on (its cache of the site).
+    import enum
+
+    class Level(enum.IntEnum):
+        ONE = 1
+
+    class Text(str):
+        def __str__(self) -> str:
+            return "custom"
+
+    with blog.context(req=(1, ("a",)), level=Level.ONE):
+        for _ in range(3):
+            logged.log.info("{} {!r} {level!r}", Text("v"), (1, (2,)))
+    events = logged.read()
+    assert [ev.message for ev in events] == ["custom (1, (2,)) <Level.ONE: 1>"] * 3
+    assert [ev.fields["req"] for ev in events] == [(1, ("a",))] * 3
+
+
 def test_many_distinct_contexts_stay_within_one_source_per_name_set(logged):
     for i in range(200):
         with blog.context(request_id=f"r{i}"):

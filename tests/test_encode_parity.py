@@ -4,10 +4,12 @@ property test over random nested values, and the values it leaves to Python."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import enum
 import io
+import logging
 import os
 import typing
 import uuid
@@ -19,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import blog
+import blog.stdlib
 import bread
 from blog import accel
 from blog.capture import capture
@@ -80,6 +83,35 @@ ZONES = [zoneinfo.ZoneInfo(k) for k in ("Europe/Paris", "America/New_York", "Asi
                                          "Australia/Lord_Howe", "UTC")]
 #: An argument's top may also be a datetime in a zoneinfo zone (folds and gaps included).
 arguments = st.one_of(values, st.datetimes(timezones=st.sampled_from(ZONES)))
+
+
+class Text(str):
+    def __str__(self) -> str:
+        return "custom-str"
+
+    def __repr__(self) -> str:
+        return "custom-repr"
+
+
+class Count(int):
+    def __str__(self) -> str:
+        return "custom-int"
+
+    def __repr__(self) -> str:
+        return "Count()"
+
+
+class Ratio(float):
+    def __repr__(self) -> str:
+        return "Ratio()"
+
+
+#: Subclasses of int, float and str with their own text (which the C encoder leaves to
+#: Python), at the top of an argument or in a container.
+subclassed = st.one_of(st.text(max_size=5).map(Text), st.integers(-2**63, 2**63).map(Count),
+                       st.floats().map(Ratio))
+own_text = st.one_of(subclassed, st.lists(subclassed, max_size=3),
+                     st.lists(subclassed, max_size=3).map(tuple))
 
 
 def _c(values: tuple) -> bytes | None:
@@ -155,21 +187,53 @@ def test_the_fast_path_logs_rich_values_as_the_reader_reads_them(logged, hot_pat
 
 
 @settings(max_examples=int(os.environ.get("PARITY_EXAMPLES", 150)), deadline=None)
-@given(st.lists(arguments, min_size=1, max_size=3).map(tuple),
-       st.lists(st.sampled_from(["{}", "{!r}", "{!s}", "{!a}"]), min_size=3, max_size=3))
-def test_messages_read_back_as_str_format_gave_them(vals, forms):
+@given(st.lists(st.one_of(arguments, own_text), min_size=1, max_size=3).map(tuple),
+       st.lists(st.sampled_from(["{}", "{!r}", "{!s}", "{!a}"]), min_size=3, max_size=3),
+       st.booleans())
+def test_messages_read_back_as_str_format_gave_them(vals, forms, in_context):
     # Proves, for random nested values of every type the C path encodes (enum members,
-    # dataclasses, named tuples, sets, zoned datetimes...): the message bread reads is
-    # exactly what str.format gave at the call, texts stored or derived.
-    fmt = " | ".join(forms[:len(vals)])
+    # dataclasses, named tuples, sets, zoned datetimes...) and subclasses of int, float
+    # and str with their own text: the message bread reads is exactly what str.format
+    # gave at the call, texts stored or derived; in a context (blog.context) too.
+    fmt = " | ".join(forms[:len(vals)]) + (" | {ctx!r}" if in_context else "")
     s = blog.Session()
     out = blog.MemoryOutputStream()
     log = s.get_logger()
-    for _ in range(2):                  # the first call registers, the second is the C path's
-        log.info(fmt, *vals)
+    with blog.context(ctx=vals) if in_context else contextlib.nullcontext():
+        for _ in range(3):              # the first call registers, the others take the cache
+            log.info(fmt, *vals)
     s.consume(out)
-    want = fmt.format(*vals)
-    assert [e.message for e in bread.read(io.BytesIO(out.getvalue()))] == [want, want]
+    want = fmt.format(*vals, ctx=vals)
+    assert [e.message for e in bread.read(io.BytesIO(out.getvalue()))] == [want] * 3
+
+
+@c_only
+def test_the_c_and_the_python_bridge_write_the_same_events(monkeypatch):
+    # Proves: a logging record through the C handler and channel is the event the pure-
+    # Python ones write, on each record of a call site (the Python channel once wrote a
+    # tuple as a list, a subclass or an IntEnum member as its base value, from the second
+    # on): tuples, nested too, subclasses with their own text, enum members, values a
+    # conversion does not take.
+    calls = [("%s", ((1, 2),)), ("Col %r", (("id", ("a", "b")),)), ("%r", ([(1,), [2]],)),
+             ("%s %r %d", (Count(3),) * 3), ("%s %r %.1f", (Ratio(1.5),) * 3),
+             ("%s %r %c", (Text("v"), Text("v"), Text("v"))), ("%s %r %d", (Size.L,) * 3),
+             ("%s %r", (Shade.LIGHT, Tone.LOW)), ("%d items", ("abc",)), ("%x %s", (2.5, 1))]
+
+    def written() -> list[tuple]:
+        s = blog.Session()
+        out = blog.MemoryOutputStream()
+        lg = logging.Logger("parity", logging.INFO)
+        lg.addHandler(blog.stdlib.BlogHandler(session=s))
+        for fmt, args in calls:
+            for _ in range(3):
+                lg.info(fmt, *args)
+        s.consume(out)
+        return [(e.source.format, e.source.style, repr(e.args), e.message)
+                for e in bread.read(io.BytesIO(out.getvalue()))]
+    c = written()
+    monkeypatch.setattr(accel, "speedups", None)
+    assert written() == c
+    assert [m for *_, m in c[:6:3]] == ["(1, 2)", "Col ('id', ('a', 'b'))"]
 
 
 # --- What a review found (each failed before its fix) ---------------------------------

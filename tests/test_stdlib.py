@@ -4,6 +4,7 @@ the file as ``logging`` itself would have shown them."""
 from __future__ import annotations
 
 import decimal
+import enum
 import io
 import json
 import logging
@@ -51,34 +52,88 @@ def bridge(hot_path):
 
 # --- printf-style formats: rendered as % renders them ------------------------
 
+
+class Text(str):
+    """A str whose str and repr are its own: ``logging`` shows those, not its value."""
+
+    def __str__(self) -> str:
+        return "custom-str"
+
+    def __repr__(self) -> str:
+        return "custom-repr"
+
+
+class Count(int):
+    def __str__(self) -> str:
+        return "custom-int"
+
+    def __repr__(self) -> str:
+        return "Count()"
+
+
+class Ratio(float):
+    def __repr__(self) -> str:
+        return "Ratio()"
+
+
+class Level(enum.IntEnum):
+    ONE = 1
+    TWO = 2
+
+
+class Color(enum.Enum):
+    RED = "r"
+
+
+class Tone(enum.StrEnum):
+    LOW = "low"
+
+
 _flags = st.text(alphabet="#0- +", max_size=3)
 _width = st.one_of(st.just(""), st.integers(0, 30).map(str))
 _prec = st.one_of(st.just(""), st.integers(0, 12).map(lambda n: f".{n}"), st.just("."))
+#: Tuples in lists in tuples: a tuple shows as one, however deep.
+_nested = st.recursive(st.one_of(st.integers(-5, 5), st.text(max_size=3)),
+                       lambda inner: st.one_of(st.lists(inner, max_size=3).map(tuple),
+                                               st.lists(inner, max_size=3)), max_leaves=6)
+#: Values of a subclass of int, float or str, and enum members: shown by their own class.
+_subclassed = st.one_of(st.text(max_size=4).map(Text), st.integers(-10**6, 10**6).map(Count),
+                        st.floats(-1e6, 1e6).map(Ratio), st.sampled_from([*Level, *Color, *Tone]))
+_numbers = st.one_of(st.integers(-10**6, 10**6).map(Count), st.floats(-1e6, 1e6).map(Ratio),
+                     st.sampled_from(list(Level)))
+#: Values a number conversion may not take (logging then prints an error): the record
+#: is kept as its format and its arguments' repr.
+_misfits = st.one_of(st.text(max_size=3), st.none(), st.binary(max_size=2),
+                     st.sampled_from([float("nan"), float("inf"), 2.5, 0x110000, -1]),
+                     st.sampled_from([Color.RED, Text("x"), Text("")]))
 _conv_values = {
     "s": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none(), st.booleans(),
-                   st.binary(max_size=4), st.lists(st.integers(), max_size=3)),
-    "r": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none()),
-    "a": st.text(max_size=8),
-    "d": st.one_of(st.integers(-10**20, 10**20), st.floats(-1e15, 1e15), st.booleans()),
+                   st.binary(max_size=4), st.lists(st.integers(), max_size=3), _nested,
+                   _subclassed),
+    "r": st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.none(), _nested,
+                   _subclassed),
+    "a": st.one_of(st.text(max_size=8), _subclassed),
+    "d": st.one_of(st.integers(-10**20, 10**20), st.floats(-1e15, 1e15), st.booleans(),
+                   _numbers, _misfits),
     "i": st.integers(-10**6, 10**6),
     "u": st.integers(-10**6, 10**6),
-    "x": st.integers(-10**12, 10**12),
+    "x": st.one_of(st.integers(-10**12, 10**12), st.sampled_from(list(Level)), _misfits),
     "X": st.integers(0, 10**12),
     "o": st.integers(-10**6, 10**6),
-    "e": st.one_of(st.floats(), st.integers(-10**6, 10**6)),
+    "e": st.one_of(st.floats(), st.integers(-10**6, 10**6), _numbers, _misfits),
     "E": st.floats(allow_nan=False),
     "f": st.one_of(st.floats(-1e30, 1e30), st.integers(-10**6, 10**6)),
     "F": st.floats(allow_infinity=True),
     "g": st.floats(),
     "G": st.floats(),
-    "c": st.one_of(st.integers(0, 0x10FFFF), st.characters()),
+    "c": st.one_of(st.integers(0, 0x10FFFF), st.characters(), _misfits),
 }
 
 
 @st.composite
-def printf_calls(draw):
-    """A printf format of literal text, %% and conversions, and values that fit it."""
-    parts, values = [], []
+def printf_formats(draw):
+    """A printf format of literal text, %% and conversions, and its conversions."""
+    parts, convs = [], []
     for _ in range(draw(st.integers(0, 5))):
         kind = draw(st.sampled_from(["text", "percent", "conv"]))
         if kind == "text":
@@ -89,8 +144,24 @@ def printf_calls(draw):
         else:
             conv = draw(st.sampled_from(sorted(_conv_values)))
             parts.append("%" + draw(_flags) + draw(_width) + draw(_prec) + conv)
-            values.append(draw(_conv_values[conv]))
-    return "".join(parts), tuple(values)
+            convs.append(conv)
+    return "".join(parts), convs
+
+
+@st.composite
+def printf_calls(draw):
+    """A printf format and values for it (a number conversion's may not fit it)."""
+    fmt, convs = draw(printf_formats())
+    return fmt, tuple(draw(_conv_values[c]) for c in convs)
+
+
+@st.composite
+def printf_sites(draw):
+    """A printf format and the values of two or three records of one call site (values of
+    other types from one record to the next; a number conversion's may not fit it)."""
+    fmt, convs = draw(printf_formats())
+    n = draw(st.integers(2, 3))
+    return fmt, [tuple(draw(_conv_values[c]) for c in convs) for _ in range(n)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -113,26 +184,71 @@ def test_formats_that_percent_rejects_or_that_need_more_are_refused(fmt):
         parse_printf(fmt)
 
 
-@settings(max_examples=120, deadline=None)
-@given(printf_calls())
-def test_bread_shows_each_record_as_logging_renders_it(call):
+@settings(max_examples=150, deadline=None)
+@given(printf_sites())
+def test_bread_shows_each_record_as_logging_renders_it(site):
     # Proves: a record's message and arguments, written as format + values and read back
-    # from the file, render exactly as logging's own getMessage() (both hot paths).
-    fmt, values = call
+    # from the file, render exactly as logging's own getMessage() (both hot paths), on a
+    # call site's first record and on the ones after it (the common case): tuples
+    # (nested too), subclasses of int, float and str with their own str and repr, enum
+    # members; and a record whose argument a conversion does not take (where logging
+    # prints an error) as its format and its arguments' repr, as the guide says.
+    fmt, records = site
     b = Bridge()
     try:
-        record = b.logger.makeRecord(b.logger.name, logging.INFO, "app.py", 7, fmt, values,
-                                     None, "handler")
-        try:
-            expected = record.getMessage()
-        except (TypeError, ValueError, OverflowError):
-            expected = f"{fmt} {values!r}"   # logging prints an error; blog keeps this text
-        b.handler.handle(record)
-        b.handler.handle(record)    # the second time through the common case
+        expected = []
+        for values in records:
+            record = b.logger.makeRecord(b.logger.name, logging.INFO, "app.py", 7, fmt, values,
+                                         None, "handler")
+            try:
+                expected.append(record.getMessage())
+            except (TypeError, ValueError, OverflowError):
+                expected.append(f"{fmt} {values!r}")   # logging prints an error; blog this
+            b.handler.handle(record)
         events = b.read()
-        assert [ev.message for ev in events] == [expected, expected]
+        assert [ev.message for ev in events] == expected
     finally:
         b.logger.handlers[:] = []
+
+
+def test_tuples_and_values_of_their_own_class_show_as_logging_shows_them(bridge):
+    # Proves, on each record of a call site (the pure-Python writer once showed a tuple as
+    # a list, and a subclass or enum member as its base value, from a site's second
+    # record on): the message is logging's.
+    calls = [("%s", ((1, 2),)), ("Col %r", (("id", ("a", "b")),)), ("%r", ([(1,), [2]],)),
+             ("%s %r", (Text("v"), Text("v"))), ("%s %r %d", (Level.ONE,) * 3),
+             ("%s %r %d", (Count(3),) * 3), ("%s %r %.1f", (Ratio(1.5),) * 3),
+             ("%s %r", (Color.RED, Tone.LOW))]
+    expected = []
+    for fmt, args in calls:
+        for _ in range(3):
+            bridge.logger.info(fmt, *args)
+            expected.append(fmt % args)
+    assert [ev.message for ev in bridge.read()] == expected
+    assert expected[:4] == ["(1, 2)"] * 3 + ["Col ('id', ('a', 'b'))"]
+    assert expected[9:13] == ["custom-str custom-repr"] * 3 + ["1 <Level.ONE: 1> 1"]
+
+
+def test_a_record_whose_argument_does_not_fit_its_conversion_keeps_format_and_reprs(bridge):
+    # Proves: where logging itself fails (logging.info("%d items", "abc") prints "--- Logging
+    # error ---"), the event shows the format and the arguments' repr (as the guide says),
+    # on a site's first record and on the ones after it; the records that fit keep their
+    # format and values. (Before, bread showed a {!TypeError ...} marker instead.)
+    for arg in (3, "abc", 4, None, float("nan"), Color.RED, 2.5, Text("x"), Level.TWO):
+        bridge.logger.info("%d items", arg)
+    bridge.logger.info("%x then %c", 1.5, 65)    # a site whose first record does not fit
+    bridge.logger.info("%c and %c", "ab", 0x110000)
+    bridge.logger.info("%(n)d of %(n)s", {"n": "x"})
+    bridge.logger.info("%e", 10**400)
+    events = bridge.read()
+    assert [ev.message for ev in events] == [
+        "3 items", "%d items ('abc',)", "4 items", "%d items (None,)", "%d items (nan,)",
+        "%d items (<Color.RED: 'r'>,)", "2 items", "%d items (custom-repr,)", "2 items",
+        "%x then %c (1.5, 65)", "%c and %c ('ab', 1114112)", "%(n)d of %(n)s {'n': 'x'}",
+        f"%e ({10**400},)"]
+    fit = [events[i] for i in (0, 2, 6, 8)]
+    assert {(ev.source.style, ev.source.format) for ev in fit} == {("%", "%d items")}
+    assert [ev.args for ev in fit[:3]] == [(3,), (4,), (2.5,)]
 
 
 def test_format_and_arguments_are_kept_not_the_text(bridge):
@@ -375,6 +491,23 @@ def test_the_common_record_takes_the_fast_path_and_writes_what_the_slow_one_woul
     assert [ev.message for ev in events] == [f"n={i} x={'y' * (i % 3)}" for i in range(50)]
     assert {ev.source.id for ev in events} == {events[0].source.id}
     assert all(ev.time.timestamp() > 1e9 for ev in events)   # the records' own times
+
+
+def test_records_whose_values_fit_number_conversions_stay_on_the_c_path(bridge, hot_path):
+    # Proves: the check that each value fits its conversion (%d, %x, %c...) costs the C
+    # handler no Python frame for a record that fits; one that does not leaves it.
+    if hot_path != "c":
+        pytest.skip("the C fast path is not built or not in use")
+    emitted = []
+    emit = bridge.handler.emit
+    for i in range(4):
+        if i == 1:   # the site is known: from here, the Python handler counts what it gets
+            bridge.handler.emit = lambda record: (emitted.append(record.args), emit(record))
+        bridge.logger.info("%d %i %x %c %e %s %r", i, True, 255, 65 + i, 2, "s", None)
+    bridge.logger.info("%d %i %x %c %e %s %r", 1.5, 1, 2, "c", 1.5, b"", ())
+    bridge.logger.info("%d %i %x %c %e %s %r", "x", 1, 2, 3, 4, 5, 6)
+    assert emitted == [(1.5, 1, 2, "c", 1.5, b"", ()), ("x", 1, 2, 3, 4, 5, 6)]
+    assert bridge.read()[-1].message == "%d %i %x %c %e %s %r ('x', 1, 2, 3, 4, 5, 6)"
 
 
 def test_a_filter_added_later_is_applied(bridge):

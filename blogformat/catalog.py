@@ -37,9 +37,17 @@ _COMPACTED = re.compile(r"^(?P<stem>.+)\.compacted\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\
                         r"\.(?P<n>\d+)\.blog\.gz$")
 
 
+_TEMPORARY = re.compile(_COMPACTED.pattern[:-1] + r"(\.[0-9a-f]+)?\.tmp$")
+
+
 def is_compacted(name: str) -> bool:
     """True if ``name`` is a compacted file's name."""
     return _COMPACTED.match(name) is not None
+
+
+def is_temporary(name: str) -> bool:
+    """True if ``name`` is a compacted file being written (``CNAME.<random>.tmp``)."""
+    return _TEMPORARY.match(name) is not None
 
 
 def compacted_name(stem: str, period_start: str, n: int) -> str:

@@ -44,7 +44,8 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, B
                                 metadata_frames, text_size)
 from blogformat.values import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
-from blogformat.fileset import fsync_dir, is_locked, members, parse, remove
+from blogformat.fileset import (create_temp, fsync_dir, is_locked, members, open_lock, parse,
+                                remove)
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
@@ -73,7 +74,7 @@ def recover(directory: str) -> list[str]:
     removed: list[str] = []
     names = set(os.listdir(directory))
     for n in names:
-        if n.endswith(".blog.gz.tmp") and ".compacted." in n:
+        if catalog.is_temporary(n):
             remove(os.path.join(directory, n), removed)       # never finished
         elif n.startswith(catalog.NAME + ".") and n.endswith(".tmp"):
             remove(os.path.join(directory, n), removed)       # under the lock: stale
@@ -378,7 +379,7 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
     Raises BlockingIOError if another compaction of the directory is running.
     """
     now = time.time_ns() if now_ns is None else now_ns
-    lock = os.open(os.path.join(directory, catalog.LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    lock = open_lock(os.path.join(directory, catalog.LOCK))
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if not dry_run:
@@ -425,7 +426,8 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
     expected = events = 0
     damage: list[Damage] = []
     too_big = None
-    with open(path + ".tmp", "wb") as raw:               # 2. made, durable, then named
+    fd, tmp = create_temp(path)                          # 2. made, durable, then named
+    with os.fdopen(fd, "wb") as raw:
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz:
             for pid, group in sorted(by_pid.items()):
                 comp = Compactor(directory)
@@ -442,14 +444,14 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
         os.fsync(raw.fileno())
     if too_big is not None or (events != expected and not damage):
         # Never delete what was not copied: the originals stand, the attempt is undone.
-        os.unlink(path + ".tmp")
+        os.unlink(tmp)
         del c["compacted"][name]
         catalog.write(directory, c)
         why = (f"pid {pid} has {too_big}" if too_big is not None
                else f"copied {events} event(s) of {expected}")
         raise RuntimeError(f"compaction of {len(names)} file(s) into {name}: {why}: "
                            "nothing changed")
-    os.replace(path + ".tmp", path)
+    os.replace(tmp, path)
     fsync_dir(directory)
     c["compacted"][name] = {"state": "done", "replaces": names, "events": events}
     catalog.write(directory, c)                          # 3. done: readers switch to it

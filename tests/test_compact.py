@@ -11,10 +11,12 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 import blog
 import bread
 from blogformat import catalog, manifest
-from blogformat.fileset import members
+from blogformat.fileset import members, parse
 from bread import cli
 from bread.compact import compact
 
@@ -300,3 +302,62 @@ def test_a_file_cut_short_is_never_compacted(tmp_path):
     assert os.path.exists(f)
     evs = list(bread.read(f))
     assert len(evs) == 59 and not any(e.verified for e in evs)
+
+
+# --- trust: only what was carried over is deleted, only inside the directory ----------------
+
+
+def _small_set(d, n=600, rotate_bytes=2000, compress=False):
+    """A set of a few files, several frames each, written in this process."""
+    s = blog.Session()
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=rotate_bytes, compress=compress)
+    log = s.get_logger("a")
+    for i in range(n):
+        log.info("order {} filled", i)
+        if i % 40 == 39:
+            s.consume(rf)
+    s.consume(rf)
+    rf.close()
+    return [f.name for f in members(str(d), "app")]
+
+
+def _period(name):
+    """The UTC day of a set's file, as its compacted file's name gives it."""
+    return time.strftime("%Y-%m-%dT00-00-00", time.gmtime(parse(name).time_ns // 10**9))
+
+
+def _snapshot(d):
+    """What a directory holds: each name, with its bytes (or where its link points)."""
+    return {n: os.readlink(d / n) if os.path.islink(d / n) else (d / n).read_bytes()
+            for n in sorted(os.listdir(d))}
+
+
+def test_links_planted_at_temporary_names_are_never_followed(tmp_path, monkeypatch):
+    # Proves: links planted at the temporary names of the manifest, the catalog and the
+    # compacted file (after the directory was listed: here hidden from the listing) leave
+    # their targets untouched, and dangling links at the lock files create nothing; the
+    # compaction completes.
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    _old(d)
+    other = tmp_path / "other"
+    other.mkdir()
+    pid, t = os.getpid(), _period(names[0])
+    temporary = [f"{manifest.NAME}.{pid}.tmp", f"{catalog.NAME}.{pid}.tmp",
+                 f"app.compacted.{t}.1.blog.gz.tmp"]
+    for n in temporary:
+        (other / n).write_bytes(b"precious")
+        os.symlink(other / n, d / n)
+    for n in (manifest.LOCK, catalog.LOCK):
+        if os.path.lexists(d / n):
+            os.unlink(d / n)
+        os.symlink(other / n, d / n)
+    outside = _snapshot(other)
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir",
+                        lambda p=".": [n for n in real(p) if n not in temporary])
+    (done,) = compact(str(d), 60 * 10**9, now_ns=time.time_ns())
+    monkeypatch.undo()
+    assert _snapshot(other) == outside
+    assert done["events"] == 600 and not any(os.path.exists(d / n) for n in names)
+

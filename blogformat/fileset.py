@@ -19,6 +19,7 @@ import errno
 import fcntl
 import os
 import re
+import stat
 from typing import NamedTuple
 
 SUFFIX = ".blog"
@@ -112,6 +113,21 @@ def is_locked(path: str) -> bool:
     finally:
         os.close(fd)   # closing our descriptor releases what we took
     return False
+
+
+def is_bare_name(name: object) -> bool:
+    """True if ``name`` can only name an entry of the directory itself: a non-empty str with
+    no ``/`` and no NUL, neither ``.`` nor ``..`` (a name read from a file is input)."""
+    return (type(name) is str and name not in ("", ".", "..") and "/" not in name
+            and "\0" not in name)
+
+
+def is_regular(directory: str, name: str) -> bool:
+    """True if ``directory/name`` is a regular file, not through a link (``lstat``)."""
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode)
+    except OSError:
+        return False
 
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -28,7 +28,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 from .entries import BadEntry, ClockSync, decode_metadata_frame
-from .fileset import create_temp, fsync_dir, members, open_lock, parse
+from .fileset import create_temp, fsync_dir, is_bare_name, members, open_lock, parse
 from .frames import (FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA,
                      HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header, unescape)
 from .values import unpack_plain, unpacker
@@ -85,7 +85,7 @@ def load(directory: str) -> dict | None:
 
 
 def _entry_ok(name: Any, e: Any) -> bool:
-    if type(name) is not str or os.sep in name or parse(name) is None or type(e) is not dict:
+    if not is_bare_name(name) or parse(name) is None or type(e) is not dict:
         return False
     if e.get("state") not in _STATES or type(e.get("bytes")) is not int:
         return False

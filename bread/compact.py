@@ -21,6 +21,11 @@ Memory stays bounded: events are sorted in runs of ``RUN_EVENTS`` spilled
 to temporary files, then merged. The compaction catalog
 (``blogformat.catalog``) makes every step crash-safe: see its docstring and
 docs/guide.md ("Compaction").
+
+Only what was carried over is deleted, and only inside the directory: every
+name read from the catalog is checked (``catalog.load``), and only regular
+files (never links) of those names are removed. Whatever is left alone is said
+to ``warn`` (``bread compact`` then exits 3).
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ import fcntl
 import gzip
 import heapq
 import os
+import stat
 import sys
 import tempfile
 import time
-from typing import Any, BinaryIO, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import msgpack
 
@@ -44,8 +50,8 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, B
                                 metadata_frames, text_size)
 from blogformat.values import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
-from blogformat.fileset import (create_temp, fsync_dir, is_locked, members, open_lock, parse,
-                                remove)
+from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, members,
+                                open_lock, parse)
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
@@ -68,28 +74,42 @@ def parse_duration(text: str, option: str) -> int:
     raise ValueError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
 
 
-def recover(directory: str) -> list[str]:
-    """Finish or undo compactions a crash cut; the paths removed. Run under the lock."""
-    c = catalog.load(directory)
+Warn = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(f"bread compact: {message}\n")
+
+
+def recover(directory: str, warn: Warn = _stderr) -> list[str]:
+    """Finish or undo compactions a crash cut; the paths removed. Run under the lock.
+
+    Catalog entries that name anything but the directory's own files are said to ``warn``
+    and dropped; names that are not regular files there are said and left alone."""
+    bad: list[str] = []
+    c = catalog.load(directory, bad)
+    for why in bad:
+        warn(why)
     removed: list[str] = []
     names = set(os.listdir(directory))
     for n in names:
-        if catalog.is_temporary(n):
-            remove(os.path.join(directory, n), removed)       # never finished
-        elif n.startswith(catalog.NAME + ".") and n.endswith(".tmp"):
-            remove(os.path.join(directory, n), removed)       # under the lock: stale
+        if catalog.is_temporary(n):                                # never finished
+            _remove(directory, n, removed, warn, links=True)
+        elif n.startswith(catalog.NAME + ".") and n.endswith(".tmp"):   # under the lock: stale
+            _remove(directory, n, removed, warn, links=True)
     if c is None:
         return removed
-    changed = False
+    changed = bool(bad)
     for name, e in list(c["compacted"].items()):
         if e["state"] == "writing":       # not durable yet: the originals stand
-            remove(os.path.join(directory, name), removed)
+            if name in names:
+                _remove(directory, name, removed, warn)
             del c["compacted"][name]
             changed = True
         else:                             # durable: the originals go, if any are left
             for orig in e["replaces"]:
-                if orig in names and parse(orig) is not None:
-                    remove(os.path.join(directory, orig), removed)
+                if orig in names:
+                    _remove(directory, orig, removed, warn)
     if changed:
         catalog.write(directory, c)
     if removed:
@@ -97,18 +117,40 @@ def recover(directory: str) -> list[str]:
     return removed
 
 
-def candidates(directory: str, older_than_ns: int, now_ns: int) -> list[str]:
-    """Closed files of the sets in ``directory`` last written before ``now - older_than``."""
+def _remove(directory: str, name: str, removed: list[str], warn: Warn,
+            links: bool = False) -> None:
+    """Delete the regular file ``name`` of ``directory`` (with ``links``, a link too: a
+    planted one at a temporary name); anything else is said to ``warn`` and left alone."""
+    path = os.path.join(directory, name)
+    if not (is_regular(directory, name) or links and os.path.islink(path)):
+        if os.path.lexists(path):
+            warn(f"{path}: not a regular file: left alone")
+        return
+    try:
+        os.unlink(path)
+        removed.append(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        warn(f"{path}: cannot remove it ({exc.strerror}): left alone")
+
+
+def candidates(directory: str, older_than_ns: int, now_ns: int,
+               warn: Warn = _stderr) -> list[str]:
+    """Closed files of the sets in ``directory`` last written before ``now - older_than``:
+    regular files (a link is said to ``warn`` and left alone)."""
     out = []
     stems = {f.stem for f in map(parse, os.listdir(directory)) if f is not None}
     for stem in sorted(stems):
         for f in members(directory, stem):
             path = os.path.join(directory, f.name)
             try:
-                mtime = os.stat(path).st_mtime_ns
+                st = os.lstat(path)
             except FileNotFoundError:
                 continue
-            if mtime < now_ns - older_than_ns and not is_locked(path):
+            if not stat.S_ISREG(st.st_mode):
+                warn(f"{path}: not a regular file: left alone")
+            elif st.st_mtime_ns < now_ns - older_than_ns and not is_locked(path):
                 out.append(f.name)
     return out
 
@@ -372,9 +414,11 @@ class Compactor:
 
 def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC,
             now_ns: int | None = None, dry_run: bool = False,
-            log: Any = None) -> list[dict]:
+            log: Any = None, warn: Warn = _stderr) -> list[dict]:
     """Compact the closed files of ``directory`` older than ``older_than_ns``; one compacted
-    file per set and period. Returns what was done (or would be, with ``dry_run``).
+    file per set and period. Returns what was done (or would be, with ``dry_run``). What
+    is left alone (names in the catalog that are not the directory's own regular files) is
+    said to ``warn`` (default: standard error).
 
     Raises BlockingIOError if another compaction of the directory is running.
     """
@@ -383,10 +427,10 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if not dry_run:
-            recover(directory)
+            recover(directory, warn)
             _forget(directory, [])    # the manifest's stale entries and temporary files
         groups: dict[tuple[str, int], list[str]] = {}
-        for name in candidates(directory, older_than_ns, now):
+        for name in candidates(directory, older_than_ns, now, warn):
             f = parse(name)
             assert f is not None
             groups.setdefault((f.stem, f.time_ns // period_ns * period_ns), []).append(name)
@@ -394,7 +438,7 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
         for (stem, start), names in sorted(groups.items()):
             plan = {"stem": stem, "period_start_ns": start, "replaces": names}
             if not dry_run:
-                plan.update(_one(directory, stem, start, names))
+                plan.update(_one(directory, stem, start, names, warn))
             done.append(plan)
             if log is not None:
                 log(plan)
@@ -408,12 +452,12 @@ class TooBig(RuntimeError):
     cannot be copied whole (a frame cut short: its events are unverified)."""
 
 
-def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
+def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) -> dict:
     period = time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime(start // _SEC))
     k = 1
     while True:
         name = catalog.compacted_name(stem, period, k)
-        if not os.path.exists(os.path.join(directory, name)):
+        if not os.path.lexists(os.path.join(directory, name)):
             break
         k += 1
     path = os.path.join(directory, name)
@@ -452,14 +496,11 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
         raise RuntimeError(f"compaction of {len(names)} file(s) into {name}: {why}: "
                            "nothing changed")
     os.replace(tmp, path)
-    fsync_dir(directory)
+    fsync_dir(directory)                                 # named durably before anything goes
     c["compacted"][name] = {"state": "done", "replaces": names, "events": events}
     catalog.write(directory, c)                          # 3. done: readers switch to it
     for n in names:                                      # 4. only now the originals go
-        try:
-            os.unlink(os.path.join(directory, n))
-        except FileNotFoundError:
-            pass
+        _remove(directory, n, [], warn)
     fsync_dir(directory)
     _forget(directory, names)
     return {"compacted": name, "events": events, "damage": [str(d) for d in damage]}
@@ -474,7 +515,9 @@ def _forget(directory: str, names: list[str]) -> None:
 
 def main(argv: Sequence[str]) -> int:
     """``bread compact DIR --older-than 1d [--period 1d] [--dry-run]``."""
-    p = argparse.ArgumentParser(prog="bread compact", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="bread compact", description=__doc__.split("\n")[0], epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--older-than", required=True, metavar="AGE",
                    help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
@@ -494,6 +537,12 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"bread compact: not a directory: {args.directory}\n")
         return 2
 
+    notes: list[str] = []
+
+    def warn(message: str) -> None:
+        notes.append(message)
+        _stderr(message)
+
     def say(plan: dict) -> None:
         what = plan.get("compacted", "(dry run)")
         sys.stdout.write(f"{what}: {len(plan['replaces'])} file(s)"
@@ -502,11 +551,22 @@ def main(argv: Sequence[str]) -> int:
             sys.stderr.write(f"bread compact: {d}\n")
 
     try:
-        compact(args.directory, older, period_ns=period, dry_run=args.dry_run, log=say)
+        compact(args.directory, older, period_ns=period, dry_run=args.dry_run, log=say,
+                warn=warn)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2
     except RuntimeError as exc:    # a set that cannot be copied whole: left as it is
         sys.stderr.write(f"bread compact: {exc}\n")
         return 3
-    return 0
+    return 3 if notes else 0
+
+
+_EPILOG = """\
+Only what was copied is deleted. Names in the compaction catalog that are not
+the directory's own files, and files that are not regular files (links), are
+left alone. Each such case is said on standard error.
+
+exit status: 0 done, 1 bad option, 2 not a directory or another compaction
+running, 3 something was left as it is (a set that cannot be copied whole, a
+name left alone): see standard error."""

@@ -332,6 +332,53 @@ def _snapshot(d):
             for n in sorted(os.listdir(d))}
 
 
+def _messages(path, **kw):
+    return collections.Counter(e.message for e in bread.read(str(path), **kw))
+
+
+def test_catalog_names_outside_the_directory_are_never_deleted(tmp_path, capsys):
+    # Proves: the catalog is input: entries naming a compacted file by `../`, by an absolute
+    # path, or through a link in the directory, and originals that are links, make bread
+    # compact delete nothing outside the directory (nor the links): each is said on stderr
+    # and left alone (exit 3), and the directory's own set is compacted as usual.
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    other = tmp_path / "other"
+    other.mkdir()
+    t = "2026-01-01T00-00-00"
+    for n in (f"x.compacted.{t}.1.blog.gz", f"app.compacted.{t}.7.blog.gz",
+              "app.2026-01-01T00-00-00.000.pid1.blog", "app.2026-01-01T00-00-00.000.pid2.blog"):
+        (other / n).write_bytes(b"not the log's own: " + n.encode())
+    os.symlink(other / f"app.compacted.{t}.7.blog.gz", d / f"app.compacted.{t}.7.blog.gz")
+    os.symlink(other / "app.2026-01-01T00-00-00.000.pid2.blog",
+               d / "app.2026-01-01T00-00-00.000.pid2.blog")
+    writing = {"state": "writing", "replaces": [], "events": None}
+    c = catalog.empty()
+    c["compacted"] = {
+        f"../other/x.compacted.{t}.1.blog.gz": writing,
+        str(other / f"x.compacted.{t}.1.blog.gz"): writing,
+        f"app.compacted.{t}.7.blog.gz": writing,                    # a link in the directory
+        f"app.compacted.{t}.8.blog.gz": {"state": "done", "events": 1, "replaces": [
+            "../other/app.2026-01-01T00-00-00.000.pid1.blog",
+            str(other / "app.2026-01-01T00-00-00.000.pid1.blog")]},
+        f"app.compacted.{t}.9.blog.gz": {"state": "done", "events": 1, "replaces": [
+            "app.2026-01-01T00-00-00.000.pid2.blog"]},               # an original that is a link
+    }
+    catalog.write(str(d), c)
+    outside = _snapshot(other)
+    links = {n: os.readlink(d / n) for n in os.listdir(d) if os.path.islink(d / n)}
+    _old(d)
+    status = cli.main(["compact", str(d), "--older-than", "1m"])
+    err = capsys.readouterr().err
+    assert _snapshot(other) == outside
+    assert {n: os.readlink(d / n) for n in os.listdir(d) if os.path.islink(d / n)} == links
+    assert status == 3
+    assert "../other/x.compacted" in err and str(other / "x.compacted") in err
+    assert err.count("not a regular file: left alone") >= 2
+    assert not any(os.path.exists(d / n) for n in names)          # the set itself: compacted
+    assert _messages(d) == collections.Counter(f"order {i} filled" for i in range(600))
+
+
 def test_links_planted_at_temporary_names_are_never_followed(tmp_path, monkeypatch):
     # Proves: links planted at the temporary names of the manifest, the catalog and the
     # compacted file (after the directory was listed: here hidden from the listing) leave
@@ -360,4 +407,19 @@ def test_links_planted_at_temporary_names_are_never_followed(tmp_path, monkeypat
     monkeypatch.undo()
     assert _snapshot(other) == outside
     assert done["events"] == 600 and not any(os.path.exists(d / n) for n in names)
+
+def test_a_stale_temporary_name_never_blocks_the_next_compaction(tmp_path, capsys):
+    # Proves: a directory (which no unlink removes) sitting at the temporary names of the
+    # manifest, the catalog and the compacted file does not make compaction fail: it is said
+    # and left alone, and the set is compacted.
+    d = tmp_path / "logs"
+    t = _period(_small_set(d)[0])
+    for n in (f"{manifest.NAME}.{os.getpid()}.tmp", f"{catalog.NAME}.{os.getpid()}.tmp",
+              f"app.compacted.{t}.1.blog.gz.tmp"):
+        (d / n).mkdir()
+    _old(d)
+    assert cli.main(["compact", str(d), "--older-than", "1m"]) == 3
+    assert "not a regular file: left alone" in capsys.readouterr().err
+    assert _messages(d) == collections.Counter(f"order {i} filled" for i in range(600))
+    assert not any(n.endswith(".blog") for n in os.listdir(d))
 

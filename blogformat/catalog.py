@@ -18,6 +18,11 @@ descriptor also lists them (``"replaces"``), which is what a reader goes by
 when the catalog is missing or damaged (a compacted file exists under its
 final name only once complete).
 
+An original in which the compaction met damage is never deleted: the entry
+lists it under ``"damaged"`` too, and it is moved to ``DIR/damaged/`` (outside
+the set: no reader of the directory reads it again, no compaction takes it
+again), its readable events being in the compacted file.
+
 The catalog is input: an entry is used only if its name is a compacted file's
 name and every original it names is a file name of a set (``fileset.parse``) of
 the compacted file's stem, each a bare name of the directory itself
@@ -38,6 +43,8 @@ from .values import unpack_plain
 
 NAME = "blog-compaction.json"
 LOCK = "blog-compaction.lock"
+#: The subdirectory where originals that held damage are kept once compacted.
+DAMAGED = "damaged"
 VERSION = 1
 _COMPACTED = re.compile(r"^(?P<stem>.+)\.compacted\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)"
                         r"\.(?P<n>\d+)\.blog\.gz$")
@@ -75,7 +82,9 @@ def load(directory: str, bad: list[str] | None = None) -> dict | None:
     good = {}
     for name, e in c["compacted"].items():
         if (type(e) is dict and e.get("state") in ("writing", "done")
-                and originals_ok(name, e.get("replaces"))):
+                and originals_ok(name, e.get("replaces"))
+                and originals_ok(name, e.get("damaged", []))
+                and set(e.get("damaged", [])) <= set(e["replaces"])):
             good[name] = e
         elif bad is not None:
             bad.append(f"{os.path.join(directory, NAME)}: ignored the entry {name!r}: it "

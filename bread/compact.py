@@ -22,10 +22,12 @@ to temporary files, then merged. The compaction catalog
 (``blogformat.catalog``) makes every step crash-safe: see its docstring and
 docs/guide.md ("Compaction").
 
-Only what was carried over is deleted, and only inside the directory: every
-name read from the catalog is checked (``catalog.load``), and only regular
-files (never links) of those names are removed. Whatever is left alone is said
-to ``warn`` (``bread compact`` then exits 3).
+Only what was carried over is deleted, and only inside the directory: an
+original in which reading met damage is moved to ``DIR/damaged/`` instead
+(its readable events are in the compacted file); every name read from the
+catalog is checked (``catalog.load``), and only regular files (never links)
+of those names are removed or moved. Whatever is left alone is said to
+``warn`` (``bread compact`` then exits 3).
 """
 
 from __future__ import annotations
@@ -107,8 +109,13 @@ def recover(directory: str, warn: Warn = _stderr) -> list[str]:
             del c["compacted"][name]
             changed = True
         else:                             # durable: the originals go, if any are left
+            damaged = set(e.get("damaged", ()))
             for orig in e["replaces"]:
-                if orig in names:
+                if orig not in names:
+                    continue
+                if orig in damaged:       # never deleted: kept aside
+                    _keep(directory, orig, name, warn)
+                else:
                     _remove(directory, orig, removed, warn)
     if changed:
         catalog.write(directory, c)
@@ -135,12 +142,71 @@ def _remove(directory: str, name: str, removed: list[str], warn: Warn,
         warn(f"{path}: cannot remove it ({exc.strerror}): left alone")
 
 
+def _keep(directory: str, name: str, compacted: str, warn: Warn) -> str | None:
+    """Move ``name``, an original that held damage, to ``DIR/damaged/``; where it is now,
+    said to ``warn``. If it cannot be moved (not a regular file, ``damaged`` a link or not
+    ours) it stays where it is, said too (None): never deleted."""
+    where = os.path.join(directory, catalog.DAMAGED)
+    try:
+        if not is_regular(directory, name):
+            raise OSError(0, "not a regular file")
+        target = _move_aside(directory, name)
+    except OSError as exc:
+        warn(f"{os.path.join(directory, name)} held damage; its readable events are in "
+             f"{compacted}; left in place, not moved to {where}/ ({exc.strerror or exc})")
+        return None
+    path = os.path.join(where, target)
+    warn(f"{os.path.join(directory, name)} held damage: kept as {path} (its readable events "
+         f"are in {compacted})")
+    return path
+
+
+def _move_aside(directory: str, name: str) -> str:
+    """Rename ``directory/name`` into its ``damaged`` subdirectory (made if missing, never
+    through a link, only if it is this user's) under a name not taken there; that name.
+    Both directories are fsynced."""
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            os.mkdir(catalog.DAMAGED, dir_fd=dfd)
+        except FileExistsError:
+            pass
+        sub = os.open(catalog.DAMAGED, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                      | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            if os.fstat(sub).st_uid != os.geteuid():
+                raise PermissionError(0, f"{catalog.DAMAGED}/ is another user's")
+            target, k = name, 0
+            while _exists(target, sub):
+                k += 1
+                target = f"{name}.{k}"
+            os.rename(name, target, src_dir_fd=dfd, dst_dir_fd=sub)
+            os.fsync(sub)
+            os.fsync(dfd)
+        finally:
+            os.close(sub)
+    finally:
+        os.close(dfd)
+    return target
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def candidates(directory: str, older_than_ns: int, now_ns: int,
                warn: Warn = _stderr) -> list[str]:
     """Closed files of the sets in ``directory`` last written before ``now - older_than``:
-    regular files (a link is said to ``warn`` and left alone)."""
+    regular files (a link is said to ``warn`` and left alone) that no compacted file
+    replaces already (an original a crash left, or one kept for its damage)."""
     out = []
-    stems = {f.stem for f in map(parse, os.listdir(directory)) if f is not None}
+    names = os.listdir(directory)
+    replaced = catalog.left_out(directory, names)
+    stems = {f.stem for f in map(parse, names) if f is not None}
     for stem in sorted(stems):
         for f in members(directory, stem):
             path = os.path.join(directory, f.name)
@@ -150,7 +216,8 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
                 continue
             if not stat.S_ISREG(st.st_mode):
                 warn(f"{path}: not a regular file: left alone")
-            elif st.st_mtime_ns < now_ns - older_than_ns and not is_locked(path):
+            elif (st.st_mtime_ns < now_ns - older_than_ns and f.name not in replaced
+                  and not is_locked(path)):
                 out.append(f.name)
     return out
 
@@ -211,13 +278,19 @@ class Compactor:
         self.types: dict[tuple, Described] = {}   # descriptions of value types, by content
         self._type_text = 0
 
-    def add_file(self, path: str) -> None:
-        """Take in every event of ``path`` (damaged ranges are skipped and kept in ``damage``)."""
+    def add_file(self, path: str) -> bool:
+        """Take in every event of ``path`` (damaged ranges are skipped and kept in
+        ``damage``); True if it held damage."""
+        before = len(self.damage)
         f = open_path(path)
         try:
             self._add(iter_entries(iter_frames(f, path), path, raw_events=True), path)
+            error = getattr(f, "error", None)     # compressed data that did not decode
+            if error is not None:
+                self.damage.append(Damage(getattr(f, "pos", 0), 0, error, path))
         finally:
             f.close()
+        return len(self.damage) > before
 
     def _add(self, entries: Iterator[Any], path: str) -> None:
         sources: dict[int, EventSource] = {}
@@ -416,9 +489,10 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
             now_ns: int | None = None, dry_run: bool = False,
             log: Any = None, warn: Warn = _stderr) -> list[dict]:
     """Compact the closed files of ``directory`` older than ``older_than_ns``; one compacted
-    file per set and period. Returns what was done (or would be, with ``dry_run``). What
-    is left alone (names in the catalog that are not the directory's own regular files) is
-    said to ``warn`` (default: standard error).
+    file per set and period. Returns what was done (or would be, with ``dry_run``): with
+    ``kept``, the originals that held damage and where they are now (module docstring).
+    What is left alone (such originals, names in the catalog that are not the directory's
+    own regular files) is said to ``warn`` (default: standard error).
 
     Raises BlockingIOError if another compaction of the directory is running.
     """
@@ -469,6 +543,7 @@ def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) ->
         by_pid.setdefault(parse(n).pid, []).append(n)  # type: ignore[union-attr]
     expected = events = 0
     damage: list[Damage] = []
+    damaged: list[str] = []      # originals that held damage: never deleted
     too_big = None
     fd, tmp = create_temp(path)                          # 2. made, durable, then named
     with os.fdopen(fd, "wb") as raw:
@@ -477,7 +552,8 @@ def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) ->
                 comp = Compactor(directory)
                 try:
                     for n in group:
-                        comp.add_file(os.path.join(directory, n))
+                        if comp.add_file(os.path.join(directory, n)):
+                            damaged.append(n)
                         expected += max(0, manifest.describe(os.path.join(directory, n))["events"])
                 except TooBig as exc:
                     too_big = exc
@@ -498,12 +574,21 @@ def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) ->
     os.replace(tmp, path)
     fsync_dir(directory)                                 # named durably before anything goes
     c["compacted"][name] = {"state": "done", "replaces": names, "events": events}
+    if damaged:
+        c["compacted"][name]["damaged"] = damaged
     catalog.write(directory, c)                          # 3. done: readers switch to it
-    for n in names:                                      # 4. only now the originals go
-        _remove(directory, n, [], warn)
+    for d in damage:
+        warn(str(d))
+    kept: dict[str, str | None] = {}
+    for n in names:                                      # 4. only now the originals go,
+        if n in damaged:                                 # but those that held damage
+            kept[n] = _keep(directory, n, name, warn)
+        else:
+            _remove(directory, n, [], warn)
     fsync_dir(directory)
     _forget(directory, names)
-    return {"compacted": name, "events": events, "damage": [str(d) for d in damage]}
+    return {"compacted": name, "events": events, "damage": [str(d) for d in damage],
+            "kept": kept}
 
 
 def _forget(directory: str, names: list[str]) -> None:
@@ -547,8 +632,6 @@ def main(argv: Sequence[str]) -> int:
         what = plan.get("compacted", "(dry run)")
         sys.stdout.write(f"{what}: {len(plan['replaces'])} file(s)"
                          + (f", {plan['events']:,} events" if "events" in plan else "") + "\n")
-        for d in plan.get("damage", []):
-            sys.stderr.write(f"bread compact: {d}\n")
 
     try:
         compact(args.directory, older, period_ns=period, dry_run=args.dry_run, log=say,
@@ -563,10 +646,13 @@ def main(argv: Sequence[str]) -> int:
 
 
 _EPILOG = """\
-Only what was copied is deleted. Names in the compaction catalog that are not
+Only what was copied is deleted. An original in which reading met damage is
+never deleted: its readable events go into the compacted file and the original
+is moved to DIR/damaged/ (no reader of DIR nor compaction takes it again; read
+it with `bread DIR/damaged/NAME`). Names in the compaction catalog that are not
 the directory's own files, and files that are not regular files (links), are
 left alone. Each such case is said on standard error.
 
 exit status: 0 done, 1 bad option, 2 not a directory or another compaction
-running, 3 something was left as it is (a set that cannot be copied whole, a
-name left alone): see standard error."""
+running, 3 something was left as it is (an original kept for its damage, a set
+that cannot be copied whole, a name left alone): see standard error."""

@@ -379,6 +379,81 @@ def test_catalog_names_outside_the_directory_are_never_deleted(tmp_path, capsys)
     assert _messages(d) == collections.Counter(f"order {i} filled" for i in range(600))
 
 
+def _flip(path, at=0.5):
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_an_original_that_held_damage_is_kept_and_its_readable_events_compacted(
+        tmp_path, capsys, compress):
+    # Proves: one flipped bit in an original (plain, or gzip-compressed) never makes
+    # compaction delete it: it is moved, byte for byte, to DIR/damaged/; the compacted file
+    # holds every event that could be read from it; bread compact exits 3 naming it; the
+    # directory (and -s, and a pattern) reads each readable event once; the next
+    # compaction takes it no more, and one cut before the move moves it, never deletes it.
+    d = tmp_path / "logs"
+    names = _small_set(d, compress=compress)
+    assert len(names) >= 3
+    victim = d / names[1]
+    _flip(victim)
+    kept = victim.read_bytes()
+    want = _messages(d)
+    assert 0 < sum(want.values()) < 600
+    _old(d)
+    status = cli.main(["compact", str(d), "--older-than", "1m"])
+    err = capsys.readouterr().err
+    assert (d / "damaged" / names[1]).read_bytes() == kept and not victim.exists()
+    assert status == 3 and f"{victim} held damage: kept as {d / 'damaged' / names[1]}" in err
+    assert sorted(os.listdir(d / "damaged")) == [names[1]]
+    assert not any(os.path.exists(d / n) for n in names)
+    (name,) = [n for n in os.listdir(d) if catalog.is_compacted(n)]
+    assert _messages(d / name) == want                  # what could be read, carried over
+    assert _messages(d) == want and _messages(d, sort=True) == want
+    assert _messages(d / "*") == want
+    assert catalog.load(str(d))["compacted"][name]["damaged"] == [names[1]]
+    _old(d)                                             # the next compaction: nothing to do
+    assert cli.main(["compact", str(d), "--older-than", "1m"]) == 0
+    assert [n for n in os.listdir(d) if catalog.is_compacted(n)] == [name]
+    assert _messages(d) == want
+    os.rename(d / "damaged" / names[1], victim)         # cut before the move: recovery
+    assert compact(str(d), 60 * 10**9, warn=lambda m: None) == []
+    assert (d / "damaged" / names[1]).read_bytes() == kept and not victim.exists()
+    assert _messages(d) == want
+
+
+def test_compaction_names_its_file_durably_before_any_original_goes(tmp_path, monkeypatch):
+    # Proves: the directory is fsynced after the compacted file is renamed to its name and
+    # before any original is deleted or moved; an original kept for its damage is moved
+    # to damaged/, then both directories are fsynced.
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    _flip(d / names[0])
+    _old(d)
+    calls = []
+    real = {k: getattr(os, k) for k in ("fsync", "replace", "rename", "unlink")}
+
+    def record(op):
+        def call(*a, **kw):
+            if op == "fsync":
+                calls.append(("fsync", os.readlink(f"/proc/self/fd/{a[0]}")))
+            else:
+                calls.append((op, os.path.basename(os.fspath(a[-1 if op != "unlink" else 0]))))
+            return real[op](*a, **kw)
+        return call
+
+    for op in real:
+        monkeypatch.setattr(os, op, record(op))
+    (done,) = compact(str(d), 60 * 10**9)
+    monkeypatch.undo()
+    named = calls.index(("replace", done["compacted"]))
+    gone = [calls.index(("unlink", n)) for n in names[1:]]
+    moved = calls.index(("rename", names[0]))
+    assert ("fsync", str(d)) in calls[named:min(gone + [moved])]
+    assert {("fsync", str(d)), ("fsync", str(d / "damaged"))} <= set(calls[moved:])
+
+
 def test_links_planted_at_temporary_names_are_never_followed(tmp_path, monkeypatch):
     # Proves: links planted at the temporary names of the manifest, the catalog and the
     # compacted file (after the directory was listed: here hidden from the listing) leave
@@ -407,6 +482,7 @@ def test_links_planted_at_temporary_names_are_never_followed(tmp_path, monkeypat
     monkeypatch.undo()
     assert _snapshot(other) == outside
     assert done["events"] == 600 and not any(os.path.exists(d / n) for n in names)
+
 
 def test_a_stale_temporary_name_never_blocks_the_next_compaction(tmp_path, capsys):
     # Proves: a directory (which no unlink removes) sitting at the temporary names of the

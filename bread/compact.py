@@ -273,10 +273,15 @@ class Compactor:
         self.damage: list[Damage] = []
         self.tz: tuple[int, str] | None = None
         self.descriptors: list[dict] = []
-        self._seq = 0
+        self._seq = 0      # events taken in so far
         self._text = 0     # characters of the sources' and writers' text (format.md 9.1)
         self.types: dict[tuple, Described] = {}   # descriptions of value types, by content
         self._type_text = 0
+
+    @property
+    def events(self) -> int:
+        """The events taken in so far."""
+        return self._seq
 
     def add_file(self, path: str) -> bool:
         """Take in every event of ``path`` (damaged ranges are skipped and kept in
@@ -541,9 +546,10 @@ def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) ->
     by_pid: dict[int, list[str]] = {}
     for n in names:    # one stream per process: the events keep their origin
         by_pid.setdefault(parse(n).pid, []).append(n)  # type: ignore[union-attr]
-    expected = events = 0
+    events = 0
     damage: list[Damage] = []
     damaged: list[str] = []      # originals that held damage: never deleted
+    short = ""                   # an original without damage not copied whole: why
     too_big = None
     fd, tmp = create_temp(path)                          # 2. made, durable, then named
     with os.fdopen(fd, "wb") as raw:
@@ -552,9 +558,13 @@ def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) ->
                 comp = Compactor(directory)
                 try:
                     for n in group:
-                        if comp.add_file(os.path.join(directory, n)):
+                        p, before = os.path.join(directory, n), comp.events
+                        if comp.add_file(p):
                             damaged.append(n)
-                        expected += max(0, manifest.describe(os.path.join(directory, n))["events"])
+                            continue
+                        expected = max(0, manifest.describe(p)["events"])
+                        if comp.events - before != expected and not short:
+                            short = f"copied {comp.events - before} event(s) of {expected} of {n}"
                 except TooBig as exc:
                     too_big = exc
                     break
@@ -562,13 +572,12 @@ def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) ->
                 damage += comp.damage
         raw.flush()
         os.fsync(raw.fileno())
-    if too_big is not None or (events != expected and not damage):
+    if too_big is not None or short:
         # Never delete what was not copied: the originals stand, the attempt is undone.
         os.unlink(tmp)
         del c["compacted"][name]
         catalog.write(directory, c)
-        why = (f"pid {pid} has {too_big}" if too_big is not None
-               else f"copied {events} event(s) of {expected}")
+        why = f"pid {pid} has {too_big}" if too_big is not None else short
         raise RuntimeError(f"compaction of {len(names)} file(s) into {name}: {why}: "
                            "nothing changed")
     os.replace(tmp, path)

@@ -499,3 +499,25 @@ def test_a_stale_temporary_name_never_blocks_the_next_compaction(tmp_path, capsy
     assert _messages(d) == collections.Counter(f"order {i} filled" for i in range(600))
     assert not any(n.endswith(".blog") for n in os.listdir(d))
 
+
+def test_damage_in_one_original_excuses_no_missing_event_in_another(tmp_path, monkeypatch):
+    # Proves: the count check is per original: an original without damage whose events
+    # were not all copied makes the compaction undo itself (nothing changed), even when
+    # another original of the same compaction held damage.
+    import bread.compact as compact_mod
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    _flip(d / names[0])
+    before = _snapshot(d)
+    real = manifest.describe
+
+    def describe(path):                      # one event more than was written
+        e = real(path)
+        return dict(e, events=e["events"] + 1) if path.endswith(names[1]) else e
+
+    monkeypatch.setattr(compact_mod.manifest, "describe", describe)
+    _old(d)
+    with pytest.raises(RuntimeError, match=f"event.s. of .* of {names[1]}: nothing changed"):
+        compact(str(d), 60 * 10**9)
+    assert {n: v for n, v in _snapshot(d).items() if n.startswith("app.")} == \
+        {n: v for n, v in before.items() if n.startswith("app.")}

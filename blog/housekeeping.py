@@ -11,7 +11,8 @@ by SIGKILL.
 Every step leaves only complete files, whenever it is cut (docs/guide.md,
 "Crash-safe switching"):
 
-* compress ``x.blog``: write ``x.blog.gz.tmp``, fsync, rename it to
+* compress ``x.blog``: write ``x.blog.gz.tmp`` (made anew: whatever had the name, a
+  stale copy or a planted link, is unlinked, never followed), fsync, rename it to
   ``x.blog.gz``, fsync the directory, then delete ``x.blog``. A ``.gz.tmp``
   is incomplete and is deleted at the next start; ``x.blog`` beside
   ``x.blog.gz`` means the deletion was cut: the ``.gz`` is complete (it was
@@ -35,8 +36,8 @@ from typing import Sequence
 
 from blogformat import manifest
 from blogformat.crashfiles import alive, pending_pids
-from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, fsync_dir, is_locked, members,
-                                parse, remove)
+from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
+                                members, parse, remove)
 
 from .report import report
 
@@ -96,7 +97,7 @@ def compress(directory: str, name: str, level: int = 6) -> str | None:
         if not os.path.exists(src):       # compressed meanwhile by another process
             return None
         if not os.path.exists(dst):
-            with open(tmp, "wb") as raw:
+            with os.fdopen(create_new(tmp), "wb") as raw:   # never through a planted link
                 with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level,
                                    mtime=0) as gz:
                     while chunk := f.read(_CHUNK):

@@ -17,6 +17,16 @@ entry is ``"done"``, and then not the originals it replaces. Its header
 descriptor also lists them (``"replaces"``), which is what a reader goes by
 when the catalog is missing or damaged (a compacted file exists under its
 final name only once complete).
+
+An original in which the compaction met damage is never deleted: the entry
+lists it under ``"damaged"`` too, and it is moved to ``DIR/damaged/`` (outside
+the set: no reader of the directory reads it again, no compaction takes it
+again), its readable events being in the compacted file.
+
+The catalog is input: an entry is used only if its name is a compacted file's
+name and every original it names is a file name of a set (``fileset.parse``) of
+the compacted file's stem, each a bare name of the directory itself
+(``fileset.is_bare_name``); any other entry is ignored (and said, to ``bad``).
 """
 
 from __future__ import annotations
@@ -26,20 +36,31 @@ import os
 import re
 from typing import Any, Iterable
 
+from .fileset import is_bare_name, parse
 from .manifest import read_json, write_json
 from .frames import FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header, unescape
 from .values import unpack_plain
 
 NAME = "blog-compaction.json"
 LOCK = "blog-compaction.lock"
+#: The subdirectory where originals that held damage are kept once compacted.
+DAMAGED = "damaged"
 VERSION = 1
 _COMPACTED = re.compile(r"^(?P<stem>.+)\.compacted\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)"
                         r"\.(?P<n>\d+)\.blog\.gz$")
 
 
+_TEMPORARY = re.compile(_COMPACTED.pattern[:-1] + r"(\.[0-9a-f]+)?\.tmp$")
+
+
 def is_compacted(name: str) -> bool:
     """True if ``name`` is a compacted file's name."""
     return _COMPACTED.match(name) is not None
+
+
+def is_temporary(name: str) -> bool:
+    """True if ``name`` is a compacted file being written (``CNAME.<random>.tmp``)."""
+    return _TEMPORARY.match(name) is not None
 
 
 def compacted_name(stem: str, period_start: str, n: int) -> str:
@@ -50,20 +71,40 @@ def empty() -> dict:
     return {"catalog_version": VERSION, "compacted": {}}
 
 
-def load(directory: str) -> dict | None:
-    """The catalog, checked; None if missing, damaged or of another version."""
+def load(directory: str, bad: list[str] | None = None) -> dict | None:
+    """The catalog, checked; None if missing, damaged or of another version. Entries of the
+    wrong shape, or naming anything but files of the directory's sets, are left out (and
+    said in ``bad``)."""
     c = read_json(os.path.join(directory, NAME))
     if type(c) is not dict or c.get("catalog_version") != VERSION \
             or type(c.get("compacted")) is not dict:
         return None
     good = {}
     for name, e in c["compacted"].items():
-        if (type(name) is str and is_compacted(name) and type(e) is dict
-                and e.get("state") in ("writing", "done") and type(e.get("replaces")) is list
-                and all(type(r) is str and os.sep not in r for r in e["replaces"])):
+        if (type(e) is dict and e.get("state") in ("writing", "done")
+                and originals_ok(name, e.get("replaces"))
+                and originals_ok(name, e.get("damaged", []))
+                and set(e.get("damaged", [])) <= set(e["replaces"])):
             good[name] = e
+        elif bad is not None:
+            bad.append(f"{os.path.join(directory, NAME)}: ignored the entry {name!r}: it "
+                       "names something other than a compacted file of the directory and "
+                       "originals of its set")
     c["compacted"] = good
     return c
+
+
+def originals_ok(name: Any, originals: Any) -> bool:
+    """True if ``name`` is a compacted file's bare name and ``originals`` a list of bare
+    names of files of its set (only such names are ever read, moved or deleted)."""
+    m = _COMPACTED.match(name) if is_bare_name(name) else None
+    if m is None or type(originals) is not list:
+        return False
+    for r in originals:
+        f = parse(r) if is_bare_name(r) else None
+        if f is None or f.stem != m["stem"]:
+            return False
+    return True
 
 
 def write(directory: str, c: dict) -> None:
@@ -87,7 +128,7 @@ def header_replaces(path: str) -> list[str] | None:
         names = descriptor.get("replaces") if isinstance(descriptor, dict) else None
     except Exception:   # a damaged or crafted file: cannot tell
         return None
-    if type(names) is not list or not all(type(n) is str and os.sep not in n for n in names):
+    if not originals_ok(os.path.basename(path), names):
         return None
     return names
 

@@ -15,9 +15,11 @@ a name that does not parse is never touched by retention.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fcntl
 import os
 import re
+import stat
 from typing import NamedTuple
 
 SUFFIX = ".blog"
@@ -111,6 +113,60 @@ def is_locked(path: str) -> bool:
     finally:
         os.close(fd)   # closing our descriptor releases what we took
     return False
+
+
+def is_bare_name(name: object) -> bool:
+    """True if ``name`` can only name an entry of the directory itself: a non-empty str with
+    no ``/`` and no NUL, neither ``.`` nor ``..`` (a name read from a file is input)."""
+    return (type(name) is str and name not in ("", ".", "..") and "/" not in name
+            and "\0" not in name)
+
+
+def is_regular(directory: str, name: str) -> bool:
+    """True if ``directory/name`` is a regular file, not through a link (``lstat``)."""
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode)
+    except OSError:
+        return False
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def create_new(path: str, mode: int = 0o666) -> int:
+    """``path`` made anew and opened for writing (``O_EXCL | O_NOFOLLOW``): never a link
+    followed, never a file truncated. Whatever had the name (a stale temporary file, a
+    planted link) is unlinked first: unlinking a link removes the link, never its target."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return os.open(path, _NEW_FILE, mode)
+
+
+def create_temp(path: str, mode: int = 0o666) -> tuple[int, str]:
+    """A new temporary file beside ``path``, ``<path>.<random>.tmp``, made (``O_EXCL |
+    O_NOFOLLOW``) and opened for writing: its descriptor and path. A name already taken (a
+    stale file, a planted link or directory) is passed over, never followed nor blocking."""
+    while True:
+        tmp = f"{path}.{os.urandom(4).hex()}.tmp"
+        try:
+            return os.open(tmp, _NEW_FILE, mode), tmp
+        except FileExistsError:
+            continue
+
+
+def open_lock(path: str) -> int:
+    """A lock file of the directory opened (made if missing) for ``flock``/``lockf``, never
+    through a link: a link planted at its name is removed (it is no lock of ours)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+    os.unlink(path)
+    return os.open(path, flags, 0o644)
 
 
 def fsync_dir(directory: str) -> None:

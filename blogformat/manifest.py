@@ -28,7 +28,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 from .entries import BadEntry, ClockSync, decode_metadata_frame
-from .fileset import fsync_dir, members, parse
+from .fileset import create_temp, fsync_dir, is_bare_name, members, open_lock, parse
 from .frames import (FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA,
                      HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header, unescape)
 from .values import unpack_plain, unpacker
@@ -46,10 +46,10 @@ def empty() -> dict:
 
 
 def read_json(path: str) -> Any:
-    """A small JSON file of a log directory, or None (missing, not a regular file, too
-    large, not JSON, nested too deep)."""
+    """A small JSON file of a log directory, or None (missing, a link, not a regular file,
+    too large, not JSON, nested too deep)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO must not block
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)   # a FIFO must not block
     except OSError:
         return None
     try:
@@ -85,7 +85,7 @@ def load(directory: str) -> dict | None:
 
 
 def _entry_ok(name: Any, e: Any) -> bool:
-    if type(name) is not str or os.sep in name or parse(name) is None or type(e) is not dict:
+    if not is_bare_name(name) or parse(name) is None or type(e) is not dict:
         return False
     if e.get("state") not in _STATES or type(e.get("bytes")) is not int:
         return False
@@ -123,15 +123,23 @@ def write(directory: str, m: dict) -> None:
 
 
 def write_json(directory: str, name: str, obj: Any) -> None:
-    """Replace ``directory/name`` crash-safely: a temporary file, fsync, rename, fsync the
-    directory (the manifest, the compaction catalog)."""
+    """Replace ``directory/name`` crash-safely: a new temporary file (``NAME.<random>.tmp``,
+    ``fileset.create_temp``), fsync, rename, fsync the directory (the manifest, the
+    compaction catalog)."""
     path = os.path.join(directory, name)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=0, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd, tmp = create_temp(path)      # never through a link planted at a temporary name
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=0, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     fsync_dir(directory)
 
 
@@ -160,14 +168,14 @@ def update(directory: str, change: Callable[[dict], None],
 
 def _update(directory: str, change: Callable[[dict], None],
             is_closed: Callable[[str], bool]) -> dict:
-    fd = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_lock(os.path.join(directory, LOCK))
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX)
         for n in os.listdir(directory):   # under the lock, any temporary one is a writer's
             if n.startswith(NAME + ".") and n.endswith(".tmp"):      # that died: stale
                 try:
                     os.unlink(os.path.join(directory, n))
-                except FileNotFoundError:
+                except OSError:   # gone, or a directory: passed over by create_temp
                     pass
         m = load(directory)
         if m is None:

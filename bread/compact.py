@@ -21,6 +21,13 @@ Memory stays bounded: events are sorted in runs of ``RUN_EVENTS`` spilled
 to temporary files, then merged. The compaction catalog
 (``blogformat.catalog``) makes every step crash-safe: see its docstring and
 docs/guide.md ("Compaction").
+
+Only what was carried over is deleted, and only inside the directory: an
+original in which reading met damage is moved to ``DIR/damaged/`` instead
+(its readable events are in the compacted file); every name read from the
+catalog is checked (``catalog.load``), and only regular files (never links)
+of those names are removed or moved. Whatever is left alone is said to
+``warn`` (``bread compact`` then exits 3).
 """
 
 from __future__ import annotations
@@ -30,10 +37,11 @@ import fcntl
 import gzip
 import heapq
 import os
+import stat
 import sys
 import tempfile
 import time
-from typing import Any, BinaryIO, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import msgpack
 
@@ -44,7 +52,8 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, B
                                 metadata_frames, text_size)
 from blogformat.values import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
-from blogformat.fileset import fsync_dir, is_locked, members, parse, remove
+from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, members,
+                                open_lock, parse)
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
@@ -67,28 +76,47 @@ def parse_duration(text: str, option: str) -> int:
     raise ValueError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
 
 
-def recover(directory: str) -> list[str]:
-    """Finish or undo compactions a crash cut; the paths removed. Run under the lock."""
-    c = catalog.load(directory)
+Warn = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(f"bread compact: {message}\n")
+
+
+def recover(directory: str, warn: Warn = _stderr) -> list[str]:
+    """Finish or undo compactions a crash cut; the paths removed. Run under the lock.
+
+    Catalog entries that name anything but the directory's own files are said to ``warn``
+    and dropped; names that are not regular files there are said and left alone."""
+    bad: list[str] = []
+    c = catalog.load(directory, bad)
+    for why in bad:
+        warn(why)
     removed: list[str] = []
     names = set(os.listdir(directory))
     for n in names:
-        if n.endswith(".blog.gz.tmp") and ".compacted." in n:
-            remove(os.path.join(directory, n), removed)       # never finished
-        elif n.startswith(catalog.NAME + ".") and n.endswith(".tmp"):
-            remove(os.path.join(directory, n), removed)       # under the lock: stale
+        if catalog.is_temporary(n):                                # never finished
+            _remove(directory, n, removed, warn, links=True)
+        elif n.startswith(catalog.NAME + ".") and n.endswith(".tmp"):   # under the lock: stale
+            _remove(directory, n, removed, warn, links=True)
     if c is None:
         return removed
-    changed = False
+    changed = bool(bad)
     for name, e in list(c["compacted"].items()):
         if e["state"] == "writing":       # not durable yet: the originals stand
-            remove(os.path.join(directory, name), removed)
+            if name in names:
+                _remove(directory, name, removed, warn)
             del c["compacted"][name]
             changed = True
         else:                             # durable: the originals go, if any are left
+            damaged = set(e.get("damaged", ()))
             for orig in e["replaces"]:
-                if orig in names and parse(orig) is not None:
-                    remove(os.path.join(directory, orig), removed)
+                if orig not in names:
+                    continue
+                if orig in damaged:       # never deleted: kept aside
+                    _keep(directory, orig, name, warn)
+                else:
+                    _remove(directory, orig, removed, warn)
     if changed:
         catalog.write(directory, c)
     if removed:
@@ -96,18 +124,100 @@ def recover(directory: str) -> list[str]:
     return removed
 
 
-def candidates(directory: str, older_than_ns: int, now_ns: int) -> list[str]:
-    """Closed files of the sets in ``directory`` last written before ``now - older_than``."""
+def _remove(directory: str, name: str, removed: list[str], warn: Warn,
+            links: bool = False) -> None:
+    """Delete the regular file ``name`` of ``directory`` (with ``links``, a link too: a
+    planted one at a temporary name); anything else is said to ``warn`` and left alone."""
+    path = os.path.join(directory, name)
+    if not (is_regular(directory, name) or links and os.path.islink(path)):
+        if os.path.lexists(path):
+            warn(f"{path}: not a regular file: left alone")
+        return
+    try:
+        os.unlink(path)
+        removed.append(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        warn(f"{path}: cannot remove it ({exc.strerror}): left alone")
+
+
+def _keep(directory: str, name: str, compacted: str, warn: Warn) -> str | None:
+    """Move ``name``, an original that held damage, to ``DIR/damaged/``; where it is now,
+    said to ``warn``. If it cannot be moved (not a regular file, ``damaged`` a link or not
+    ours) it stays where it is, said too (None): never deleted."""
+    where = os.path.join(directory, catalog.DAMAGED)
+    try:
+        if not is_regular(directory, name):
+            raise OSError(0, "not a regular file")
+        target = _move_aside(directory, name)
+    except OSError as exc:
+        warn(f"{os.path.join(directory, name)} held damage; its readable events are in "
+             f"{compacted}; left in place, not moved to {where}/ ({exc.strerror or exc})")
+        return None
+    path = os.path.join(where, target)
+    warn(f"{os.path.join(directory, name)} held damage: kept as {path} (its readable events "
+         f"are in {compacted})")
+    return path
+
+
+def _move_aside(directory: str, name: str) -> str:
+    """Rename ``directory/name`` into its ``damaged`` subdirectory (made if missing, never
+    through a link, only if it is this user's) under a name not taken there; that name.
+    Both directories are fsynced."""
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            os.mkdir(catalog.DAMAGED, dir_fd=dfd)
+        except FileExistsError:
+            pass
+        sub = os.open(catalog.DAMAGED, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                      | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            if os.fstat(sub).st_uid != os.geteuid():
+                raise PermissionError(0, f"{catalog.DAMAGED}/ is another user's")
+            target, k = name, 0
+            while _exists(target, sub):
+                k += 1
+                target = f"{name}.{k}"
+            os.rename(name, target, src_dir_fd=dfd, dst_dir_fd=sub)
+            os.fsync(sub)
+            os.fsync(dfd)
+        finally:
+            os.close(sub)
+    finally:
+        os.close(dfd)
+    return target
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def candidates(directory: str, older_than_ns: int, now_ns: int,
+               warn: Warn = _stderr) -> list[str]:
+    """Closed files of the sets in ``directory`` last written before ``now - older_than``:
+    regular files (a link is said to ``warn`` and left alone) that no compacted file
+    replaces already (an original a crash left, or one kept for its damage)."""
     out = []
-    stems = {f.stem for f in map(parse, os.listdir(directory)) if f is not None}
+    names = os.listdir(directory)
+    replaced = catalog.left_out(directory, names)
+    stems = {f.stem for f in map(parse, names) if f is not None}
     for stem in sorted(stems):
         for f in members(directory, stem):
             path = os.path.join(directory, f.name)
             try:
-                mtime = os.stat(path).st_mtime_ns
+                st = os.lstat(path)
             except FileNotFoundError:
                 continue
-            if mtime < now_ns - older_than_ns and not is_locked(path):
+            if not stat.S_ISREG(st.st_mode):
+                warn(f"{path}: not a regular file: left alone")
+            elif (st.st_mtime_ns < now_ns - older_than_ns and f.name not in replaced
+                  and not is_locked(path)):
                 out.append(f.name)
     return out
 
@@ -163,18 +273,29 @@ class Compactor:
         self.damage: list[Damage] = []
         self.tz: tuple[int, str] | None = None
         self.descriptors: list[dict] = []
-        self._seq = 0
+        self._seq = 0      # events taken in so far
         self._text = 0     # characters of the sources' and writers' text (format.md 9.1)
         self.types: dict[tuple, Described] = {}   # descriptions of value types, by content
         self._type_text = 0
 
-    def add_file(self, path: str) -> None:
-        """Take in every event of ``path`` (damaged ranges are skipped and kept in ``damage``)."""
+    @property
+    def events(self) -> int:
+        """The events taken in so far."""
+        return self._seq
+
+    def add_file(self, path: str) -> bool:
+        """Take in every event of ``path`` (damaged ranges are skipped and kept in
+        ``damage``); True if it held damage."""
+        before = len(self.damage)
         f = open_path(path)
         try:
             self._add(iter_entries(iter_frames(f, path), path, raw_events=True), path)
+            error = getattr(f, "error", None)     # compressed data that did not decode
+            if error is not None:
+                self.damage.append(Damage(getattr(f, "pos", 0), 0, error, path))
         finally:
             f.close()
+        return len(self.damage) > before
 
     def _add(self, entries: Iterator[Any], path: str) -> None:
         sources: dict[int, EventSource] = {}
@@ -371,21 +492,24 @@ class Compactor:
 
 def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC,
             now_ns: int | None = None, dry_run: bool = False,
-            log: Any = None) -> list[dict]:
+            log: Any = None, warn: Warn = _stderr) -> list[dict]:
     """Compact the closed files of ``directory`` older than ``older_than_ns``; one compacted
-    file per set and period. Returns what was done (or would be, with ``dry_run``).
+    file per set and period. Returns what was done (or would be, with ``dry_run``): with
+    ``kept``, the originals that held damage and where they are now (module docstring).
+    What is left alone (such originals, names in the catalog that are not the directory's
+    own regular files) is said to ``warn`` (default: standard error).
 
     Raises BlockingIOError if another compaction of the directory is running.
     """
     now = time.time_ns() if now_ns is None else now_ns
-    lock = os.open(os.path.join(directory, catalog.LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    lock = open_lock(os.path.join(directory, catalog.LOCK))
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if not dry_run:
-            recover(directory)
+            recover(directory, warn)
             _forget(directory, [])    # the manifest's stale entries and temporary files
         groups: dict[tuple[str, int], list[str]] = {}
-        for name in candidates(directory, older_than_ns, now):
+        for name in candidates(directory, older_than_ns, now, warn):
             f = parse(name)
             assert f is not None
             groups.setdefault((f.stem, f.time_ns // period_ns * period_ns), []).append(name)
@@ -393,7 +517,7 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
         for (stem, start), names in sorted(groups.items()):
             plan = {"stem": stem, "period_start_ns": start, "replaces": names}
             if not dry_run:
-                plan.update(_one(directory, stem, start, names))
+                plan.update(_one(directory, stem, start, names, warn))
             done.append(plan)
             if log is not None:
                 log(plan)
@@ -407,12 +531,12 @@ class TooBig(RuntimeError):
     cannot be copied whole (a frame cut short: its events are unverified)."""
 
 
-def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
+def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn) -> dict:
     period = time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime(start // _SEC))
     k = 1
     while True:
         name = catalog.compacted_name(stem, period, k)
-        if not os.path.exists(os.path.join(directory, name)):
+        if not os.path.lexists(os.path.join(directory, name)):
             break
         k += 1
     path = os.path.join(directory, name)
@@ -422,17 +546,25 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
     by_pid: dict[int, list[str]] = {}
     for n in names:    # one stream per process: the events keep their origin
         by_pid.setdefault(parse(n).pid, []).append(n)  # type: ignore[union-attr]
-    expected = events = 0
+    events = 0
     damage: list[Damage] = []
+    damaged: list[str] = []      # originals that held damage: never deleted
+    short = ""                   # an original without damage not copied whole: why
     too_big = None
-    with open(path + ".tmp", "wb") as raw:               # 2. made, durable, then named
+    fd, tmp = create_temp(path)                          # 2. made, durable, then named
+    with os.fdopen(fd, "wb") as raw:
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz:
             for pid, group in sorted(by_pid.items()):
                 comp = Compactor(directory)
                 try:
                     for n in group:
-                        comp.add_file(os.path.join(directory, n))
-                        expected += max(0, manifest.describe(os.path.join(directory, n))["events"])
+                        p, before = os.path.join(directory, n), comp.events
+                        if comp.add_file(p):
+                            damaged.append(n)
+                            continue
+                        expected = max(0, manifest.describe(p)["events"])
+                        if comp.events - before != expected and not short:
+                            short = f"copied {comp.events - before} event(s) of {expected} of {n}"
                 except TooBig as exc:
                     too_big = exc
                     break
@@ -440,27 +572,32 @@ def _one(directory: str, stem: str, start: int, names: list[str]) -> dict:
                 damage += comp.damage
         raw.flush()
         os.fsync(raw.fileno())
-    if too_big is not None or (events != expected and not damage):
+    if too_big is not None or short:
         # Never delete what was not copied: the originals stand, the attempt is undone.
-        os.unlink(path + ".tmp")
+        os.unlink(tmp)
         del c["compacted"][name]
         catalog.write(directory, c)
-        why = (f"pid {pid} has {too_big}" if too_big is not None
-               else f"copied {events} event(s) of {expected}")
+        why = f"pid {pid} has {too_big}" if too_big is not None else short
         raise RuntimeError(f"compaction of {len(names)} file(s) into {name}: {why}: "
                            "nothing changed")
-    os.replace(path + ".tmp", path)
-    fsync_dir(directory)
+    os.replace(tmp, path)
+    fsync_dir(directory)                                 # named durably before anything goes
     c["compacted"][name] = {"state": "done", "replaces": names, "events": events}
+    if damaged:
+        c["compacted"][name]["damaged"] = damaged
     catalog.write(directory, c)                          # 3. done: readers switch to it
-    for n in names:                                      # 4. only now the originals go
-        try:
-            os.unlink(os.path.join(directory, n))
-        except FileNotFoundError:
-            pass
+    for d in damage:
+        warn(str(d))
+    kept: dict[str, str | None] = {}
+    for n in names:                                      # 4. only now the originals go,
+        if n in damaged:                                 # but those that held damage
+            kept[n] = _keep(directory, n, name, warn)
+        else:
+            _remove(directory, n, [], warn)
     fsync_dir(directory)
     _forget(directory, names)
-    return {"compacted": name, "events": events, "damage": [str(d) for d in damage]}
+    return {"compacted": name, "events": events, "damage": [str(d) for d in damage],
+            "kept": kept}
 
 
 def _forget(directory: str, names: list[str]) -> None:
@@ -472,7 +609,9 @@ def _forget(directory: str, names: list[str]) -> None:
 
 def main(argv: Sequence[str]) -> int:
     """``bread compact DIR --older-than 1d [--period 1d] [--dry-run]``."""
-    p = argparse.ArgumentParser(prog="bread compact", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="bread compact", description=__doc__.split("\n")[0], epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--older-than", required=True, metavar="AGE",
                    help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
@@ -492,19 +631,37 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"bread compact: not a directory: {args.directory}\n")
         return 2
 
+    notes: list[str] = []
+
+    def warn(message: str) -> None:
+        notes.append(message)
+        _stderr(message)
+
     def say(plan: dict) -> None:
         what = plan.get("compacted", "(dry run)")
         sys.stdout.write(f"{what}: {len(plan['replaces'])} file(s)"
                          + (f", {plan['events']:,} events" if "events" in plan else "") + "\n")
-        for d in plan.get("damage", []):
-            sys.stderr.write(f"bread compact: {d}\n")
 
     try:
-        compact(args.directory, older, period_ns=period, dry_run=args.dry_run, log=say)
+        compact(args.directory, older, period_ns=period, dry_run=args.dry_run, log=say,
+                warn=warn)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2
     except RuntimeError as exc:    # a set that cannot be copied whole: left as it is
         sys.stderr.write(f"bread compact: {exc}\n")
         return 3
-    return 0
+    return 3 if notes else 0
+
+
+_EPILOG = """\
+Only what was copied is deleted. An original in which reading met damage is
+never deleted: its readable events go into the compacted file and the original
+is moved to DIR/damaged/ (no reader of DIR nor compaction takes it again; read
+it with `bread DIR/damaged/NAME`). Names in the compaction catalog that are not
+the directory's own files, and files that are not regular files (links), are
+left alone. Each such case is said on standard error.
+
+exit status: 0 done, 1 bad option, 2 not a directory or another compaction
+running, 3 something was left as it is (an original kept for its damage, a set
+that cannot be copied whole, a name left alone): see standard error."""

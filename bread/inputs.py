@@ -87,8 +87,10 @@ def prune(paths: list[str], since: int | None, until: int | None,
 
 def _compaction(paths: list[str]) -> list[str]:
     """The matches of a pattern, by the rules of a directory: no file being made
-    (``.tmp``, ``.new``), no ``x.blog.gz`` beside its ``x.blog``, and compacted files or
-    the originals they replace, never both (``blogformat.catalog.left_out``)."""
+    (``.tmp``, ``.new``), no ``x.blog.gz`` beside its ``x.blog``, compacted files or
+    the originals they replace, never both (``blogformat.catalog.left_out``), and not
+    the ``damaged`` directory of originals compaction kept (their readable events are in
+    a compacted file; named alone, it is read)."""
     by_dir: dict[str, list[str]] = {}
     for p in paths:
         d, n = os.path.split(p)
@@ -98,7 +100,8 @@ def _compaction(paths: list[str]) -> list[str]:
         have = set(os.listdir(d or "."))
         skip |= {os.path.join(d, n) for n in catalog.left_out(d or ".", ns)}
         skip |= {os.path.join(d, n) for n in ns if n.endswith((".tmp", ".new"))
-                 or (n.endswith(".blog.gz") and n[:-3] in have)}
+                 or (n.endswith(".blog.gz") and n[:-3] in have)
+                 or (n == catalog.DAMAGED and os.path.isdir(os.path.join(d, n)))}
     return [p for p in paths if p not in skip]
 
 

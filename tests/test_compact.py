@@ -11,10 +11,12 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 import blog
 import bread
 from blogformat import catalog, manifest
-from blogformat.fileset import members
+from blogformat.fileset import members, parse
 from bread import cli
 from bread.compact import compact
 
@@ -300,3 +302,222 @@ def test_a_file_cut_short_is_never_compacted(tmp_path):
     assert os.path.exists(f)
     evs = list(bread.read(f))
     assert len(evs) == 59 and not any(e.verified for e in evs)
+
+
+# --- trust: only what was carried over is deleted, only inside the directory ----------------
+
+
+def _small_set(d, n=600, rotate_bytes=2000, compress=False):
+    """A set of a few files, several frames each, written in this process."""
+    s = blog.Session()
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=rotate_bytes, compress=compress)
+    log = s.get_logger("a")
+    for i in range(n):
+        log.info("order {} filled", i)
+        if i % 40 == 39:
+            s.consume(rf)
+    s.consume(rf)
+    rf.close()
+    return [f.name for f in members(str(d), "app")]
+
+
+def _period(name):
+    """The UTC day of a set's file, as its compacted file's name gives it."""
+    return time.strftime("%Y-%m-%dT00-00-00", time.gmtime(parse(name).time_ns // 10**9))
+
+
+def _snapshot(d):
+    """What a directory holds: each name, with its bytes (or where its link points)."""
+    return {n: os.readlink(d / n) if os.path.islink(d / n) else (d / n).read_bytes()
+            for n in sorted(os.listdir(d))}
+
+
+def _messages(path, **kw):
+    return collections.Counter(e.message for e in bread.read(str(path), **kw))
+
+
+def test_catalog_names_outside_the_directory_are_never_deleted(tmp_path, capsys):
+    # Proves: the catalog is input: entries naming a compacted file by `../`, by an absolute
+    # path, or through a link in the directory, and originals that are links, make bread
+    # compact delete nothing outside the directory (nor the links): each is said on stderr
+    # and left alone (exit 3), and the directory's own set is compacted as usual.
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    other = tmp_path / "other"
+    other.mkdir()
+    t = "2026-01-01T00-00-00"
+    for n in (f"x.compacted.{t}.1.blog.gz", f"app.compacted.{t}.7.blog.gz",
+              "app.2026-01-01T00-00-00.000.pid1.blog", "app.2026-01-01T00-00-00.000.pid2.blog"):
+        (other / n).write_bytes(b"not the log's own: " + n.encode())
+    os.symlink(other / f"app.compacted.{t}.7.blog.gz", d / f"app.compacted.{t}.7.blog.gz")
+    os.symlink(other / "app.2026-01-01T00-00-00.000.pid2.blog",
+               d / "app.2026-01-01T00-00-00.000.pid2.blog")
+    writing = {"state": "writing", "replaces": [], "events": None}
+    c = catalog.empty()
+    c["compacted"] = {
+        f"../other/x.compacted.{t}.1.blog.gz": writing,
+        str(other / f"x.compacted.{t}.1.blog.gz"): writing,
+        f"app.compacted.{t}.7.blog.gz": writing,                    # a link in the directory
+        f"app.compacted.{t}.8.blog.gz": {"state": "done", "events": 1, "replaces": [
+            "../other/app.2026-01-01T00-00-00.000.pid1.blog",
+            str(other / "app.2026-01-01T00-00-00.000.pid1.blog")]},
+        f"app.compacted.{t}.9.blog.gz": {"state": "done", "events": 1, "replaces": [
+            "app.2026-01-01T00-00-00.000.pid2.blog"]},               # an original that is a link
+    }
+    catalog.write(str(d), c)
+    outside = _snapshot(other)
+    links = {n: os.readlink(d / n) for n in os.listdir(d) if os.path.islink(d / n)}
+    _old(d)
+    status = cli.main(["compact", str(d), "--older-than", "1m"])
+    err = capsys.readouterr().err
+    assert _snapshot(other) == outside
+    assert {n: os.readlink(d / n) for n in os.listdir(d) if os.path.islink(d / n)} == links
+    assert status == 3
+    assert "../other/x.compacted" in err and str(other / "x.compacted") in err
+    assert err.count("not a regular file: left alone") >= 2
+    assert not any(os.path.exists(d / n) for n in names)          # the set itself: compacted
+    assert _messages(d) == collections.Counter(f"order {i} filled" for i in range(600))
+
+
+def _flip(path, at=0.5):
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_an_original_that_held_damage_is_kept_and_its_readable_events_compacted(
+        tmp_path, capsys, compress):
+    # Proves: one flipped bit in an original (plain, or gzip-compressed) never makes
+    # compaction delete it: it is moved, byte for byte, to DIR/damaged/; the compacted file
+    # holds every event that could be read from it; bread compact exits 3 naming it; the
+    # directory (and -s, and a pattern) reads each readable event once; the next
+    # compaction takes it no more, and one cut before the move moves it, never deletes it.
+    d = tmp_path / "logs"
+    names = _small_set(d, compress=compress)
+    assert len(names) >= 3
+    victim = d / names[1]
+    _flip(victim)
+    kept = victim.read_bytes()
+    want = _messages(d)
+    assert 0 < sum(want.values()) < 600
+    _old(d)
+    status = cli.main(["compact", str(d), "--older-than", "1m"])
+    err = capsys.readouterr().err
+    assert (d / "damaged" / names[1]).read_bytes() == kept and not victim.exists()
+    assert status == 3 and f"{victim} held damage: kept as {d / 'damaged' / names[1]}" in err
+    assert sorted(os.listdir(d / "damaged")) == [names[1]]
+    assert not any(os.path.exists(d / n) for n in names)
+    (name,) = [n for n in os.listdir(d) if catalog.is_compacted(n)]
+    assert _messages(d / name) == want                  # what could be read, carried over
+    assert _messages(d) == want and _messages(d, sort=True) == want
+    assert _messages(d / "*") == want
+    assert catalog.load(str(d))["compacted"][name]["damaged"] == [names[1]]
+    _old(d)                                             # the next compaction: nothing to do
+    assert cli.main(["compact", str(d), "--older-than", "1m"]) == 0
+    assert [n for n in os.listdir(d) if catalog.is_compacted(n)] == [name]
+    assert _messages(d) == want
+    os.rename(d / "damaged" / names[1], victim)         # cut before the move: recovery
+    assert compact(str(d), 60 * 10**9, warn=lambda m: None) == []
+    assert (d / "damaged" / names[1]).read_bytes() == kept and not victim.exists()
+    assert _messages(d) == want
+
+
+def test_compaction_names_its_file_durably_before_any_original_goes(tmp_path, monkeypatch):
+    # Proves: the directory is fsynced after the compacted file is renamed to its name and
+    # before any original is deleted or moved; an original kept for its damage is moved
+    # to damaged/, then both directories are fsynced.
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    _flip(d / names[0])
+    _old(d)
+    calls = []
+    real = {k: getattr(os, k) for k in ("fsync", "replace", "rename", "unlink")}
+
+    def record(op):
+        def call(*a, **kw):
+            if op == "fsync":
+                calls.append(("fsync", os.readlink(f"/proc/self/fd/{a[0]}")))
+            else:
+                calls.append((op, os.path.basename(os.fspath(a[-1 if op != "unlink" else 0]))))
+            return real[op](*a, **kw)
+        return call
+
+    for op in real:
+        monkeypatch.setattr(os, op, record(op))
+    (done,) = compact(str(d), 60 * 10**9)
+    monkeypatch.undo()
+    named = calls.index(("replace", done["compacted"]))
+    gone = [calls.index(("unlink", n)) for n in names[1:]]
+    moved = calls.index(("rename", names[0]))
+    assert ("fsync", str(d)) in calls[named:min(gone + [moved])]
+    assert {("fsync", str(d)), ("fsync", str(d / "damaged"))} <= set(calls[moved:])
+
+
+def test_links_planted_at_temporary_names_are_never_followed(tmp_path, monkeypatch):
+    # Proves: links planted at the temporary names of the manifest, the catalog and the
+    # compacted file (after the directory was listed: here hidden from the listing) leave
+    # their targets untouched, and dangling links at the lock files create nothing; the
+    # compaction completes.
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    _old(d)
+    other = tmp_path / "other"
+    other.mkdir()
+    pid, t = os.getpid(), _period(names[0])
+    temporary = [f"{manifest.NAME}.{pid}.tmp", f"{catalog.NAME}.{pid}.tmp",
+                 f"app.compacted.{t}.1.blog.gz.tmp"]
+    for n in temporary:
+        (other / n).write_bytes(b"precious")
+        os.symlink(other / n, d / n)
+    for n in (manifest.LOCK, catalog.LOCK):
+        if os.path.lexists(d / n):
+            os.unlink(d / n)
+        os.symlink(other / n, d / n)
+    outside = _snapshot(other)
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir",
+                        lambda p=".": [n for n in real(p) if n not in temporary])
+    (done,) = compact(str(d), 60 * 10**9, now_ns=time.time_ns())
+    monkeypatch.undo()
+    assert _snapshot(other) == outside
+    assert done["events"] == 600 and not any(os.path.exists(d / n) for n in names)
+
+
+def test_a_stale_temporary_name_never_blocks_the_next_compaction(tmp_path, capsys):
+    # Proves: a directory (which no unlink removes) sitting at the temporary names of the
+    # manifest, the catalog and the compacted file does not make compaction fail: it is said
+    # and left alone, and the set is compacted.
+    d = tmp_path / "logs"
+    t = _period(_small_set(d)[0])
+    for n in (f"{manifest.NAME}.{os.getpid()}.tmp", f"{catalog.NAME}.{os.getpid()}.tmp",
+              f"app.compacted.{t}.1.blog.gz.tmp"):
+        (d / n).mkdir()
+    _old(d)
+    assert cli.main(["compact", str(d), "--older-than", "1m"]) == 3
+    assert "not a regular file: left alone" in capsys.readouterr().err
+    assert _messages(d) == collections.Counter(f"order {i} filled" for i in range(600))
+    assert not any(n.endswith(".blog") for n in os.listdir(d))
+
+
+def test_damage_in_one_original_excuses_no_missing_event_in_another(tmp_path, monkeypatch):
+    # Proves: the count check is per original: an original without damage whose events
+    # were not all copied makes the compaction undo itself (nothing changed), even when
+    # another original of the same compaction held damage.
+    import bread.compact as compact_mod
+    d = tmp_path / "logs"
+    names = _small_set(d)
+    _flip(d / names[0])
+    before = _snapshot(d)
+    real = manifest.describe
+
+    def describe(path):                      # one event more than was written
+        e = real(path)
+        return dict(e, events=e["events"] + 1) if path.endswith(names[1]) else e
+
+    monkeypatch.setattr(compact_mod.manifest, "describe", describe)
+    _old(d)
+    with pytest.raises(RuntimeError, match=f"event.s. of .* of {names[1]}: nothing changed"):
+        compact(str(d), 60 * 10**9)
+    assert {n: v for n, v in _snapshot(d).items() if n.startswith("app.")} == \
+        {n: v for n, v in before.items() if n.startswith("app.")}

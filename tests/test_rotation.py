@@ -351,6 +351,23 @@ def test_an_interrupted_compression_is_finished_or_undone_at_the_next_start(tmp_
     assert sorted(os.listdir(d)) == sorted([os.path.basename(a), os.path.basename(b) + ".gz"])
 
 
+
+def test_a_link_planted_at_a_compression_temporary_name_is_never_followed(tmp_path):
+    # Proves: compressing x.blog through x.blog.gz.tmp never writes through a link planted
+    # at that name: its target outside the directory is untouched, and x.blog.gz holds
+    # x.blog's bytes.
+    d = tmp_path / "logs"
+    d.mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    a = _make_closed(str(d), "app", 1)
+    (other / "precious").write_bytes(b"precious")
+    os.symlink(other / "precious", a + ".gz.tmp")
+    assert compress(str(d), os.path.basename(a)) == a + ".gz"
+    assert (other / "precious").read_bytes() == b"precious"
+    assert gzip.decompress((d / (os.path.basename(a) + ".gz")).read_bytes()) == b"x" * 100
+
+
 # --- bad configuration ---------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -391,3 +392,113 @@ def test_recover_refuses_an_unsafe_directory_before_reading_it(dead_writer, tmp_
     finally:
         out.close()
     assert _messages(path) == []
+
+
+# --- Crafted manifests and catalogs against housekeeping and bread compact ----------------
+
+
+@pytest.fixture(scope="module")
+def closed_set(tmp_path_factory) -> str:
+    """A directory holding a rotated set of six closed files (300 events, each args unique),
+    all last written an hour ago (a template: copy it, never change it)."""
+    d = str(tmp_path_factory.mktemp("set"))
+    s = blog.Session(name="w")
+    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1500)
+    log = s.get_logger("x")
+    for k in range(6):
+        for i in range(50):
+            log.info("e {} {}", k, i)
+        s.consume(rf)
+    rf.close()
+    t = os.path.getmtime(d) - 3600
+    for n in os.listdir(d):
+        os.utime(os.path.join(d, n), (t, t), follow_symlinks=False)
+    return d
+
+
+def _args(directory: str) -> list[tuple]:
+    """Every event's args readable in the directory, its damaged/ files included."""
+    out = [tuple(e.args) for e in bread.read(directory)]
+    kept = os.path.join(directory, "damaged")
+    if os.path.isdir(kept):
+        for n in sorted(os.listdir(kept)):
+            out += [tuple(e.args) for e in bread.read(os.path.join(kept, n))]
+    return out
+
+
+def _crafted_names(rng: random.Random, d: str, outside: str, names: list[str]) -> list:
+    pool = ["../outside/victim.blog", os.path.join(outside, "victim.blog"),
+            os.path.join(outside, "passwd"), "x/../../outside/passwd", "a\0b", ".", "..", "",
+            "link.2026-01-01T00-00-00.000.pid1.blog", 7, None, ["x"],
+            "../outside/app.compacted.2026-01-01T00-00-00.1.blog.gz",
+            "app.compacted.2026-01-01T00-00-00.9.blog.gz"] + names
+    return [rng.choice(pool) for _ in range(rng.randrange(0, 5))]
+
+
+def _plant(rng: random.Random, d: str, outside: str, targets: list[str]) -> None:
+    """A crafted manifest and catalog, and links at names blog and bread write."""
+    names = sorted(n for n in os.listdir(d) if n.startswith("app."))
+    link = os.path.join(d, "link.2026-01-01T00-00-00.000.pid1.blog")
+    if not os.path.lexists(link):
+        os.symlink(rng.choice(targets), link)
+    files = {}
+    for n in _crafted_names(rng, d, outside, names):
+        files[n if isinstance(n, str) else str(n)] = rng.choice([
+            {"state": "closed", "bytes": rng.randrange(1 << 20), "events": 0,
+             "first_ns": 0, "last_ns": 0},
+            {"state": rng.choice(["compressed", "x", 3]), "bytes": -1, "events": "many"},
+            "garbage", None])
+    compacted = {}
+    for c in _crafted_names(rng, d, outside, names):
+        compacted[c if isinstance(c, str) else str(c)] = {
+            "state": rng.choice(["done", "writing", "?"]),
+            "replaces": _crafted_names(rng, d, outside, names),
+            "damaged": _crafted_names(rng, d, outside, names),
+            "events": rng.choice([None, 0, 10**30, "x"])}
+    for name, doc in (("blog-manifest.json", {"manifest_version": 1, "format_version": 1,
+                                              "files": files}),
+                      ("blog-compaction.json", {"catalog_version": 1,
+                                                "compacted": compacted})):
+        p = os.path.join(d, name)
+        if os.path.lexists(p):
+            os.unlink(p)
+        if rng.random() < 0.15:
+            os.symlink(rng.choice(targets), p)
+        else:
+            with open(p, "w") as f:
+                f.write(json.dumps(doc) if rng.random() < 0.9 else "{not json")
+    for name in ("blog-manifest.lock", "blog-compaction.lock",
+                 f"{names[0]}.gz.tmp" if names else "x.gz.tmp"):
+        if rng.random() < 0.3 and not os.path.lexists(os.path.join(d, name)):
+            os.symlink(rng.choice(targets), os.path.join(d, name))
+
+
+def test_crafted_manifests_and_catalogs_never_touch_anything_outside_the_log(
+        closed_set, tmp_path, capsys):
+    # Proves, for random crafted manifests and catalogs (names with /, .., NUL, absolute
+    # paths, links in the directory to files outside, entries of every wrong shape, links
+    # at the lock and temporary names): housekeeping (compression) and bread compact raise
+    # nothing, exit 0 or 3, change nothing outside the log's directory, and every event
+    # readable before is readable after, once.
+    from bread.compact import main as compact_main
+    rng = random.Random(int(os.environ.get("HOSTILE_SEED", 2024)))
+    outside, victim = _victims(str(tmp_path))
+    targets = [victim, os.path.join(outside, "passwd"), os.path.join(outside, "new")]
+    before_outside = snapshot(outside)
+    expected = sorted(_args(closed_set))
+    assert len(expected) == 300 == len(set(expected))
+    for trial in range(12):
+        d = str(tmp_path / f"t{trial}")
+        shutil.copytree(closed_set, d, symlinks=True)
+        _plant(rng, d, outside, targets)
+        if rng.random() < 0.5:
+            rf = blog.RotatingFile(os.path.join(d, "app.blog"), compress=True)
+            rf.housekeeper.sweep()
+            rf.close()
+        code = compact_main([d, "--older-than", "1m"])
+        assert code in (0, 3), (trial, capsys.readouterr().err)
+        assert snapshot(outside) == before_outside, (trial, capsys.readouterr().err)
+        # (a reader of the directory may follow the planted link to the victim's events:
+        # reading; those are told apart by their one argument)
+        got = sorted(a for a in _args(d) if len(a) == 2)
+        assert got == expected, (trial, capsys.readouterr().err)

@@ -187,7 +187,8 @@ class Reader:
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread`` prints).
 
-        ``escape`` replaces control characters (``render.escape_controls``).
+        ``escape`` replaces control and bidirectional format characters
+        (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
         if self.sort and self.filter.grep is None and printer.zone is None:

@@ -455,6 +455,32 @@ def test_damage_report_is_escaped(tmp_path):
     assert len(err.splitlines()) == 1 and "\x1b" not in err and "ev\\x1b[2Jil.blog" in err
 
 
+#: A name that reads "txt.exe" backwards on screen: U+202E (right-to-left override) and
+#: U+2066 (left-to-right isolate) reorder what follows them.
+BIDI = "invoice\u202eexe.txt\u2066 paid\u2069 \u200f\u061c"
+BIDI_ESCAPED = "invoice\\u202eexe.txt\\u2066 paid\\u2069 \\u200f\\u061c"
+
+
+def test_bidirectional_format_characters_are_escaped_as_controls_are(tmp_path, capsys):
+    # Proves: the marks, embeddings, overrides and isolates that reorder a line on screen
+    # are shown as \uNNNN escapes, by the C renderer and by Python, in the message and in
+    # the call site's category; never escapes the raw text.
+    s = blog.Session()
+    log = s.get_logger("cat\u202e")
+    out = blog.MemoryOutputStream()
+    log.info("file {}", BIDI)
+    s.consume(out)
+    path = write(tmp_path, "b.blog", out.getvalue())
+    for hot in (True, False):
+        with pytest.MonkeyPatch.context() as m:
+            if not hot:
+                m.setattr(bread.accel, "speedups", None)
+            assert cli.main(["--escape", "always", "-f", "%C %m", path]) == 0
+            assert capsys.readouterr().out == f"cat\\u202e file {BIDI_ESCAPED}\n"
+            assert cli.main(["--escape", "never", "-f", "%C %m", path]) == 0
+            assert capsys.readouterr().out == f"cat\u202e file {BIDI}\n"
+
+
 # --- truncation at any byte, through the CLI ---------------------------------------------
 
 def _three_consumes() -> bytes:

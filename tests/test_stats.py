@@ -89,3 +89,19 @@ def test_stats_tells_which_files_were_closed_cleanly_and_checks_their_summaries(
     assert "files: 2, closed cleanly: 1" in text
     assert "summary counts 3 event(s), 1 read" in text
     assert "not closed cleanly" in text and "torn.blog" in text
+
+
+def test_stats_text_escapes_controls_and_bidirectional_format_characters(tmp_path, capsys):
+    # Proves: the category, writer and call site that bread stats prints come from the file:
+    # control and bidi characters in them are escapes, in the text; -o json is exact.
+    import blog
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    s.get_logger("ops\u202etxt.exe\x1b[2J").info("x")
+    s.consume(out)
+    path = tmp_path / "s.blog"
+    path.write_bytes(out.getvalue())
+    assert cli.main(["stats", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "ops\\u202etxt.exe\\x1b[2J" in text and "\u202e" not in text and "\x1b" not in text
+    assert stats(capsys, str(path))[1]["category"] == {"ops\u202etxt.exe\x1b[2J": 1}

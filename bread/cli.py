@@ -98,8 +98,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour lines by severity: auto (when writing to a terminal), always, "
                         "never")
-    p.add_argument("--escape", choices=("auto", "always", "never"), default="auto",
-                   help="escape control characters: auto (when writing to a terminal), always, never")
+    p.add_argument("--escape", choices=("always", "auto", "never"), default="always",
+                   help="show control characters (C0 but tab, DEL, C1) as \\xNN, \\n, \\r and "
+                        "bidirectional format characters (U+202E...) as \\uNNNN, in the text "
+                        "output, so that a logged string cannot drive a terminal or reorder a "
+                        "line, wherever the output goes (a pipe to grep ends on a terminal "
+                        "too): always (the default; auto is the same, its old name), never "
+                        "(the text as logged, for programs). -o jsonl is always exact")
     return p
 
 
@@ -183,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{exc.strerror}\n")
         return EXIT_OPEN
     out = sys.stdout
-    escape = args.escape == "always" or (args.escape == "auto" and out.isatty())
+    escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format, zone, color)
     source = [Tail(inputs[0])] if args.follow else inputs

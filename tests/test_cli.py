@@ -399,24 +399,25 @@ def control_log() -> bytes:
 
 
 def test_escape_always_and_never(tmp_path, capsysbinary):
-    """``--escape always`` shows control characters (C0 but tab, DEL, C1) as escapes, so a
-    line stays one line and cannot drive a terminal; ``--escape never`` (and ``auto`` into a
-    pipe) writes them as they are."""
+    """``--escape always`` (the default, and ``auto``, its old name) shows control
+    characters (C0 but tab, DEL, C1) as escapes, so a line stays one line and cannot drive
+    a terminal, wherever the output goes: ``bread app.blog | grep x`` ends on a terminal
+    too. ``--escape never`` writes them as they are, for programs."""
     path = write(tmp_path, "c.blog", control_log())
-    rc, out, _ = run(["--escape", "always", "-f", "%m", path], capsysbinary)
-    assert rc == 0 and out == f"ctl {ESCAPED}\n"
+    for default in ([], ["--escape", "always"], ["--escape", "auto"]):
+        rc, out, _ = run([*default, "-f", "%m", path], capsysbinary)
+        assert rc == 0 and out == f"ctl {ESCAPED}\n", default
     rc, out, _ = run(["--escape", "never", "-f", "%m", path], capsysbinary)
     assert rc == 0 and out == f"ctl {CONTROL}\n"
-    rc, out, _ = run(["-f", "%m", path], capsysbinary)
-    assert out == f"ctl {CONTROL}\n"
-    p = run_proc(["--escape", "always", path])
+    p = run_proc([path])   # into a pipe
     assert p.returncode == 0 and p.stdout.count(b"\n") == 1 and b"\x1b" not in p.stdout
+    assert b"\\x1b[31m" in p.stdout
     p = run_proc(["--escape", "never", path])
     assert b"\x01b\x1b[31m" in p.stdout and "\x7fe\x85f".encode() in p.stdout
 
 
 def test_escape_auto_on_a_terminal(tmp_path):
-    """``--escape auto`` (the default) escapes when stdout is a terminal."""
+    """``--escape auto`` (the default) escapes on a terminal, as into a pipe."""
     pty = pytest.importorskip("pty")
     path = write(tmp_path, "c.blog", control_log())
     master, slave = pty.openpty()

@@ -18,7 +18,7 @@ from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
 from . import compact, parquet, recover, stats
 from .follow import Tail
-from .inputs import STDIN, expand
+from .inputs import STDIN, expand, name_text
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
 from .stats import iso_time
@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         inputs = _inputs(args.inputs)
     except OSError as exc:
-        sys.stderr.write(f"bread: cannot open {escape_controls(str(exc.filename))}: "
+        sys.stderr.write(f"bread: cannot open {escape_controls(name_text(exc.filename))}: "
                          f"{exc.strerror}\n")
         return EXIT_OPEN
     out = sys.stdout

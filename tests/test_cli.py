@@ -482,6 +482,28 @@ def test_bidirectional_format_characters_are_escaped_as_controls_are(tmp_path, c
             assert capsys.readouterr().out == f"cat\u202e file {BIDI}\n"
 
 
+def test_a_file_whose_name_is_not_utf8_is_read_and_named_in_every_output(tmp_path):
+    # Proves: a damaged log named in bytes that are not UTF-8 is read in text, jsonl and
+    # csv like any other, and the damage line (and a missing file's) names it as
+    # os.fsdecode does with U+FFFD for each undecodable byte: valid UTF-8 on stderr.
+    data = control_log()
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"bad\xff.blog"), "wb") as f:
+            f.write(data + b"\x00junk")
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    shown = os.path.join(str(tmp_path), "bad\ufffd.blog")
+    for out in ("text", "jsonl", "csv"):
+        p = run_proc(["-o", out, str(tmp_path)])
+        assert p.returncode == cli.EXIT_DAMAGED and b"ctl" in p.stdout
+        [err] = p.stderr.decode("utf-8").splitlines()
+        assert err.startswith(f"bread: {shown}: skipped 5 damaged byte(s) at offset {len(data)}")
+    gone = os.path.join(str(tmp_path), "gone\ufffd.blog")
+    p = run_proc([os.path.join(os.fsencode(tmp_path), b"gone\xfe.blog")])
+    assert p.returncode == cli.EXIT_OPEN and p.stderr.decode("utf-8") == (
+        f"bread: cannot open {gone}: No such file or directory\n")
+
+
 # --- truncation at any byte, through the CLI ---------------------------------------------
 
 def _three_consumes() -> bytes:

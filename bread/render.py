@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from typing import Callable
 
 from blogformat.entries import SOURCE_BACKTRACE, EventSource
@@ -244,10 +245,13 @@ _ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0
                                          *range(0x80, 0xa0)]}
 _ESCAPES.update({0x0a: "\\n", 0x0d: "\\r"})
 _ESCAPES.update({c: f"\\u{c:04x}" for c in BIDI_FORMATS})
+_ESCAPED = re.compile("[" + "".join(re.escape(chr(c)) for c in _ESCAPES) + "]")
 
 
 def escape_controls(text: str) -> str:
     """Replace control characters (C0 but tab, DEL, C1) and the bidirectional format
     characters (``BIDI_FORMATS``) by escapes (``\\x1b``, ``\\n``, ``\\u202e``), so that a
     log line cannot drive a terminal nor reorder what its reader sees."""
+    if _ESCAPED.search(text) is None:   # most lines: a scan in C, not a lookup per character
+        return text
     return text.translate(_ESCAPES)

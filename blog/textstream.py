@@ -29,8 +29,9 @@ class TextStream:
 
     ``format`` and ``date_format`` take bread's placeholders (``bread --help``);
     ``min_severity`` leaves out the events below it; ``color`` (default: when
-    ``file`` is a terminal) colours lines by severity. Control characters in the
-    events' text are escaped, as bread escapes them on a terminal.
+    ``file`` is a terminal) colours lines by severity. Control characters and the
+    bidirectional format characters in the events' text are escaped, as bread escapes
+    them (``bread.render.escape_controls``).
     """
 
     def __init__(self, file: TextIO, *, format: str = DEFAULT_FORMAT,

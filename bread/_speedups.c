@@ -910,16 +910,40 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
     return buf_put(jf, "}", 1) < 0 ? -1 : 1;
 }
 
-/* Control characters as bread.render.escape_controls writes them, over UTF-8. */
+/* The bidirectional format character (bread.render.BIDI_FORMATS) whose UTF-8 starts at
+ * s[i]: its length (2 or 3), its code point in *cp; 0 for none. */
+static int
+bidi_at(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, unsigned *cp)
+{
+    if (s[i] == 0xd8 && i + 1 < n && s[i + 1] == 0x9c) { *cp = 0x061c; return 2; }
+    if (s[i] != 0xe2 || i + 2 >= n) return 0;
+    unsigned c = 0x2000 | ((unsigned)(s[i + 1] & 0x3f) << 6) | (s[i + 2] & 0x3f);
+    if ((s[i + 1] != 0x80 && s[i + 1] != 0x81) || (s[i + 2] & 0xc0) != 0x80) return 0;
+    if (c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e)
+        || (c >= 0x2066 && c <= 0x2069)) {
+        *cp = c;
+        return 3;
+    }
+    return 0;
+}
+
+/* Control characters as bread.render.escape_controls writes them, over UTF-8: C0 (but tab),
+ * DEL and C1 as \xNN (\n, \r), the bidirectional format characters as \uNNNN. */
 static int
 escape_line(Buf *o, Py_ssize_t start)
 {
     Py_ssize_t n = o->len - start, extra = 0;
     const unsigned char *s = (const unsigned char *)o->p + start;
+    unsigned cp;
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = s[i];
+        int k;
         if ((c < 0x20 && c != 0x09) || c == 0x7f) extra += (c == 0x0a || c == 0x0d) ? 1 : 3;
         else if (c == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f) extra += 2;
+        else if ((c == 0xd8 || c == 0xe2) && (k = bidi_at(s, i, n, &cp)) > 0) {
+            extra += 6 - k;
+            i += k - 1;
+        }
     }
     if (!extra) return 0;
     char *copy = PyMem_Malloc(n ? n : 1);
@@ -928,15 +952,23 @@ escape_line(Buf *o, Py_ssize_t start)
     o->len = start;
     if (buf_reserve(o, n + extra) < 0) { PyMem_Free(copy); return -1; }
     static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)copy;
     char *d = o->p + o->len;
     for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)copy[i];
-        unsigned cp = c;
+        unsigned char c = u[i];
+        int k;
+        cp = c;
         int esc = (c < 0x20 && c != 0x09) || c == 0x7f;
-        if (c == 0xc2 && i + 1 < n && (unsigned char)copy[i + 1] >= 0x80
-            && (unsigned char)copy[i + 1] <= 0x9f) {
+        if (c == 0xc2 && i + 1 < n && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f) {
             esc = 1;
-            cp = (unsigned char)copy[++i];
+            cp = u[++i];
+        }
+        else if ((c == 0xd8 || c == 0xe2) && (k = bidi_at(u, i, n, &cp)) > 0) {
+            i += k - 1;
+            *d++ = '\\'; *d++ = 'u';
+            *d++ = hex[cp >> 12]; *d++ = hex[(cp >> 8) & 15];
+            *d++ = hex[(cp >> 4) & 15]; *d++ = hex[cp & 15];
+            continue;
         }
         if (!esc) { *d++ = (char)c; continue; }
         *d++ = '\\';

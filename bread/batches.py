@@ -75,6 +75,13 @@ def _text(v: str) -> str:
     return utf8(v).decode()
 
 
+def _origin_value(origin: Any, name: str) -> Any:
+    """A stream column's value (``Origin``): text as ``_text`` writes it (a header's
+    host or program may hold a lone surrogate; the path is already ``name_text``)."""
+    v = getattr(origin, name)
+    return _text(v) if type(v) is str else v
+
+
 def _utf8_or_none(v: str | None) -> bytes | None:
     return None if v is None else v.encode()
 
@@ -197,7 +204,7 @@ class BatchReader:
                 pairs = pairs or [json_pair(e.args, e.fields) for e in rows]
                 out[name] = [compact(p[0 if name == "args" else 1]) for p in pairs]
             elif name in STREAM_COLUMNS:
-                out[name] = [getattr(e.origin, name) for e in rows]
+                out[name] = [_origin_value(e.origin, name) for e in rows]
         return out
 
     # --- C path ----------------------------------------------------------------
@@ -265,7 +272,7 @@ class BatchReader:
 
     def stream_value(self, name: str) -> Any:
         """A stream column's value: the input's name, or what its file header says."""
-        return getattr(self.stream.origin, name)
+        return _origin_value(self.stream.origin, name)
 
     def _lookups(self, name: str, ids: Sequence[int]) -> list:
         """Per distinct id, the value of a source or writer column."""

@@ -18,7 +18,7 @@ from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
 from . import compact, parquet, recover, stats
 from .follow import Tail
-from .inputs import STDIN, expand
+from .inputs import STDIN, expand, name_text
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
 from .stats import iso_time
@@ -90,16 +90,28 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave out the events of a frame cut short by the end of a file "
                         "(complete, but their checksum cannot be checked)")
     p.add_argument("-o", "--output", choices=("text", "jsonl", "csv"), default="text",
-                   help="text (-f, -d), jsonl (one JSON object per event), csv (RFC 4180, "
-                        "with a header row)")
+                   help="text (-f, -d), jsonl (one JSON object per event, exact: never "
+                        "escaped), csv (RFC 4180, with a header row; escaped as text is, "
+                        "formulas quoted: --csv-formulas)")
     p.add_argument("--tz", metavar="ZONE",
                    help="show times in this IANA zone (Europe/London...) instead of the "
                         "writer's; %%u stays UTC")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour lines by severity: auto (when writing to a terminal), always, "
                         "never")
-    p.add_argument("--escape", choices=("auto", "always", "never"), default="auto",
-                   help="escape control characters: auto (when writing to a terminal), always, never")
+    p.add_argument("--escape", choices=("always", "auto", "never"), default="always",
+                   help="show control characters (C0 but tab, DEL, C1) as \\xNN, \\n, \\r and "
+                        "bidirectional format characters (U+202E...) as \\uNNNN, in text and "
+                        "csv (in its JSON cells as JSON's \\uNNNN), so that a logged string "
+                        "cannot drive a terminal or reorder a line, wherever the output goes "
+                        "(a pipe to grep ends on a terminal too): always (the default; auto is "
+                        "the same, its old name), never (as logged, for programs). -o jsonl "
+                        "is always exact")
+    p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
+                   help="-o csv: a cell of logged text (category, writer, function, file, "
+                        "message) that begins with = + - @ tab or CR, which a spreadsheet "
+                        "would run as a formula: quote (the default) puts a ' before it "
+                        "(OWASP), so that it is shown, not run; raw leaves it as logged")
     return p
 
 
@@ -179,11 +191,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         inputs = _inputs(args.inputs)
     except OSError as exc:
-        sys.stderr.write(f"bread: cannot open {escape_controls(str(exc.filename))}: "
+        sys.stderr.write(f"bread: cannot open {escape_controls(name_text(exc.filename))}: "
                          f"{exc.strerror}\n")
         return EXIT_OPEN
     out = sys.stdout
-    escape = args.escape == "always" or (args.escape == "auto" and out.isatty())
+    escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format, zone, color)
     source = [Tail(inputs[0])] if args.follow else inputs
@@ -193,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.output == "text":
             blocks: Iterator[bytes] = reader.text(printer, escape=escape)
         else:
-            rows = jsonl(reader, zone) if args.output == "jsonl" else csv_rows(reader, zone)
+            rows = jsonl(reader, zone) if args.output == "jsonl" else csv_rows(
+                reader, zone, escape=escape, quote_formulas=args.csv_formulas == "quote")
             blocks = (text.encode("utf-8", "backslashreplace") for text in rows)
         for block in blocks:
             stdout.write(block)

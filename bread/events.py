@@ -90,7 +90,8 @@ class Event:
     format = property(lambda self: self.source.format, doc="the format string")
     writer = property(lambda self: self.writer_prop.name, doc="name of the writer (thread)")
     writer_id = property(lambda self: self.writer_prop.id, doc="id of the writer")
-    path = property(lambda self: self.origin.path, doc="the input it was read from")
+    path = property(lambda self: self.origin.path,
+                    doc="the input it was read from (its name as text: inputs.name_text)")
     verified = property(lambda self: self.offset not in self.origin.unverified,
                         doc="False for an event of a frame cut short by the end of its input "
                             "(complete, but its frame's checksum could not be checked)")

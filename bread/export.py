@@ -24,6 +24,7 @@ from typing import Any, Iterable, Iterator
 from blogformat.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
 
 from .events import Event
+from .render import BIDI_FORMATS, escape_controls
 
 _SAFE_INT = 1 << 53
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
@@ -259,18 +260,47 @@ def jsonl(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str
 CSV_COLUMNS = ("time", "severity", "category", "writer", "function", "file", "line",
                "message", "args", "fields")
 
+#: What makes a spreadsheet run a cell as a formula when the cell begins with it (OWASP's
+#: CSV injection): a cell of the file's text that does gets a leading ``'``.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
-def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str]:
+#: What escaping shows as JSON's own escapes in the args and fields cells (json escapes
+#: C0 itself): DEL, C1 and the bidi format characters, so that the cell stays valid JSON.
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in (0x7f, *range(0x80, 0xa0), *BIDI_FORMATS)}
+
+
+def _defused(text: str) -> str:
+    """``text``, with a leading ``'`` if a spreadsheet would run it as a formula."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: bool = True,
+             quote_formulas: bool = True) -> Iterator[str]:
     """RFC 4180 CSV (CRLF line ends, quotes where needed) with a header row; ``args`` and
-    ``fields`` as JSON."""
+    ``fields`` as JSON.
+
+    ``escape``: control and bidi format characters in the cells are escapes, as in bread's
+    text (``render.escape_controls``; in the JSON cells JSON's ``\\u0085``), so that a row
+    is one line that cannot drive a terminal. ``quote_formulas``: a cell of the file's
+    text (category, writer, function, file, message) that begins with a ``FORMULA_STARTS``
+    gets a leading ``'`` (OWASP), so that a spreadsheet shows it instead of running it;
+    bread's own columns (time, severity, line) and the JSON (``[``, ``{``) never do."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
     w.writerow(CSV_COLUMNS)
     dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
     for ev in events:
         o = event_object(ev, tz)
-        w.writerow((o["time"], o["severity"], o["category"], o["writer"], ev.function, ev.file,
-                    ev.line, o["message"], dumps(o["args"]), dumps(o["fields"])))
+        texts = [o["category"], o["writer"], ev.function, ev.file, o["message"]]
+        args, fields = dumps(o["args"]), dumps(o["fields"])
+        if quote_formulas:
+            texts = [_defused(t) for t in texts]
+        if escape:
+            texts = [escape_controls(t) for t in texts]
+            args, fields = args.translate(_JSON_ESCAPES), fields.translate(_JSON_ESCAPES)
+        category, writer, function, file, message = texts
+        w.writerow((o["time"], o["severity"], category, writer, function, file, ev.line,
+                    message, args, fields))
         if buf.tell() > 1 << 16:
             yield buf.getvalue()
             buf.seek(0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -55,6 +56,28 @@ def expand(names: Iterable[str | os.PathLike]) -> list[str]:
         else:
             out.append(name)
     return out
+
+
+def name_text(name: object) -> str:
+    """An input's name as bread shows and stores it (messages, columns, JSON): valid UTF-8.
+
+    ``os.fsdecode(name)`` (bytes too), each lone surrogate in it replaced by U+FFFD: a
+    file name whose bytes are not UTF-8 (``b"bad\\xff.blog"``, which Python names
+    ``"bad\\udcff.blog"``) is ``"bad\\ufffd.blog"``, which an Arrow column, a JSON line
+    and a UTF-8 stream all take. Anything else (a file object's number) as ``str`` has it.
+    """
+    try:
+        text = os.fsdecode(name)  # type: ignore[arg-type]
+    except TypeError:
+        return str(name)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def prune(paths: list[str], since: int | None, until: int | None,

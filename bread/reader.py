@@ -12,8 +12,8 @@ from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
-from .inputs import (STDIN, GzipInput, decompressing, expand, open_path, prune, seekable,
-                     spool)
+from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, prune,
+                     seekable, spool)
 from .filters import NO_FILTER, Filter
 from .merge import MAX_HELD, SortedInput, event_run, index, merge, merger
 from . import accel
@@ -34,6 +34,8 @@ class Reader:
     Summary entries of the cleanly closed streams, ``headers`` the
     descriptors of the files read, ``skipped`` the files not opened because
     their directory's manifest shows them outside the filter's time window.
+    An input is named (``ev.path``, ``damage``, the ``path`` column) by
+    ``inputs.name_text``: valid UTF-8 whatever the bytes of a file's name.
 
     The complete events of a frame that the end of an input cuts short (a
     writer killed mid-write, a copy taken meanwhile) are read, with
@@ -174,7 +176,7 @@ class Reader:
             if hasattr(inp, "read"):
                 if isinstance(inp, io.TextIOBase):
                     raise TypeError("bread needs a binary file object (open the file with 'rb')")
-                name = str(getattr(inp, "name", "<stream>"))
+                name = name_text(getattr(inp, "name", "<stream>"))
                 raw = inp if seekable(inp) else spool(inp)
                 yield _reopener(raw), name
                 continue
@@ -182,12 +184,13 @@ class Reader:
                 if path == STDIN:
                     yield _reopener(spool(sys.stdin.buffer)), path
                 else:
-                    yield (lambda p=path: open_path(p)), path
+                    yield (lambda p=path: open_path(p)), name_text(path)
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread`` prints).
 
-        ``escape`` replaces control characters (``render.escape_controls``).
+        ``escape`` replaces control and bidirectional format characters
+        (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
         if self.sort and self.filter.grep is None and printer.zone is None:
@@ -263,16 +266,17 @@ class Reader:
             if hasattr(inp, "read"):
                 if isinstance(inp, io.TextIOBase):
                     raise TypeError("bread needs a binary file object (open the file with 'rb')")
-                name = str(getattr(inp, "name", "<stream>"))
+                name = name_text(getattr(inp, "name", "<stream>"))
                 f = decompressing(inp)
                 yield f, name
                 self._after(f, name)
                 continue
             for path in self._paths(inp):
                 f = open_path(path)
+                name = name_text(path)   # the file's name as text: valid UTF-8
                 try:
-                    yield f, path
-                    self._after(f, path)
+                    yield f, name
+                    self._after(f, name)
                 finally:
                     if path != STDIN:
                         f.close()

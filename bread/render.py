@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from typing import Callable
 
 from blogformat.entries import SOURCE_BACKTRACE, EventSource
@@ -235,12 +236,22 @@ class PrettyPrinter:
         return text
 
 
-# C0 controls (but tab), DEL and C1 controls, shown as escapes on a terminal.
+#: The invisible format characters that reorder what a reader sees (Unicode's bidirectional
+#: marks, embeddings, overrides and isolates): ALM, LRM, RLM, LRE..RLO, LRI..PDI.
+BIDI_FORMATS = (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f), *range(0x2066, 0x206a))
+
+# C0 controls (but tab), DEL and C1 controls as \xNN (\n, \r), bidi formats as \uNNNN.
 _ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f,
                                          *range(0x80, 0xa0)]}
 _ESCAPES.update({0x0a: "\\n", 0x0d: "\\r"})
+_ESCAPES.update({c: f"\\u{c:04x}" for c in BIDI_FORMATS})
+_ESCAPED = re.compile("[" + "".join(re.escape(chr(c)) for c in _ESCAPES) + "]")
 
 
 def escape_controls(text: str) -> str:
-    """Replace control characters so that a log line cannot drive the terminal."""
+    """Replace control characters (C0 but tab, DEL, C1) and the bidirectional format
+    characters (``BIDI_FORMATS``) by escapes (``\\x1b``, ``\\n``, ``\\u202e``), so that a
+    log line cannot drive a terminal nor reorder what its reader sees."""
+    if _ESCAPED.search(text) is None:   # most lines: a scan in C, not a lookup per character
+        return text
     return text.translate(_ESCAPES)

@@ -28,7 +28,7 @@ from blogformat.frames import HEADER_SIZE, parse_header
 
 from .batches import COLUMNS, portable
 from .filters import Filter as BreadFilter
-from .inputs import GzipInput, expand, open_path, prune
+from .inputs import GzipInput, expand, name_text, open_path, prune
 from . import tables
 from .reader import Reader
 
@@ -293,4 +293,5 @@ def _check_log(path: str) -> None:
     finally:
         f.close()
     if len(head) < HEADER_SIZE or parse_header(head) is None:
-        raise ValueError(f"{path}: not a blog log file (it does not begin with a frame)")
+        raise ValueError(f"{name_text(path)}: not a blog log file (it does not begin with a "
+                         "frame)")

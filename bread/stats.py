@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from blogformat.entries import Dropped, Lost
 from blogformat.severity import Severity
 
-from .inputs import STDIN, expand
+from .inputs import STDIN, expand, name_text
 from .reader import Reader
 from .render import escape_controls
 
@@ -98,7 +98,7 @@ def _closing(source: Any, reader: Reader, read: int) -> dict:
     ends each), and, if all were, the events their Summaries count against those read."""
     name = source if isinstance(source, str) else getattr(source, "name", "<stream>")
     streams, clean = len(reader.headers), len(reader.summaries)
-    out = {"path": os.fspath(name) if isinstance(name, (str, os.PathLike)) else str(name),
+    out = {"path": name_text(name),
            "streams": streams, "closed_cleanly": streams > 0 and clean >= streams,
            "events": read, "summary_events": None}
     if streams and clean >= streams:
@@ -203,7 +203,7 @@ def main(argv: Sequence[str]) -> int:
             if path != STDIN:
                 open(path, "rb").close()
     except OSError as exc:
-        sys.stderr.write(f"bread: cannot open {escape_controls(str(exc.filename))}: "
+        sys.stderr.write(f"bread: cannot open {escape_controls(name_text(exc.filename))}: "
                          f"{exc.strerror}\n")
         return 2
     stats = collect(inputs)

@@ -7,6 +7,7 @@ import array
 import dataclasses
 import datetime as dt
 import io
+import os
 import threading
 from decimal import Decimal
 
@@ -354,3 +355,47 @@ def test_a_source_described_before_each_frame_costs_one_lookup_not_a_rebuild(mon
     want = [f"c{k}" for k in range(1, n + 1)]
     assert got["category"] == want == expected(data, ["category"])["category"]
     assert len(calls) < 4 * n, len(calls)
+
+
+def _hostile_names_log() -> bytes:
+    """A log whose file header names a host and a program with lone surrogates."""
+    from blogformat import frames as fmt
+    from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
+                                    encode_metadata, header_payload)
+    from blogformat.values import packb
+    meta = [ClockSync(0, 10**9, 0, 0, "UTC"), EventSource(1, 0x80, "c", "f", "x.py", 1, "{}",
+                                                          "int"), WriterProp(1, "main")]
+    return (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({"host": "h\udcff",
+                                                             "program": "p\ud800"}))
+            + fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))
+            + fmt.frame_bytes(fmt.FRAME_EVENTS, BatchHeader(1, 0, 2, 5, 6).encode()
+                              + packb([1, 5, [1]]) + packb([1, 1, [2]])))
+
+
+def test_a_file_whose_name_is_not_utf8_is_read_in_every_form(tmp_path):
+    # Proves: a log named in bytes that are not UTF-8 (b"bad\xff.blog", which Python names
+    # "bad\udcff.blog") is read, alone or in its directory, as Arrow or lists, on both paths:
+    # its path column and ev.path are os.fsdecode(name) with each lone surrogate U+FFFD
+    # (Arrow raised UnicodeEncodeError, and a Spark job failed). A header's host and
+    # program holding lone surrogates are \udXXX, as in the message column.
+    raw = os.path.join(os.fsencode(tmp_path), b"bad\xff.blog")
+    try:
+        with open(raw, "wb") as f:
+            f.write(_hostile_names_log())
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    name = os.fsdecode(raw)
+    shown = os.fsdecode(tmp_path) + "/bad\ufffd.blog"
+    assert [ev.path for ev in bread.read(name)] == [shown, shown]
+    for use_c in (True, False):
+        for arrow in (True, False):
+            for source in (name, str(tmp_path)):
+                with pytest.MonkeyPatch.context() as m:
+                    if not use_c:
+                        m.setattr(accel, "speedups", None)
+                    got = [b.to_pydict() if arrow else b for b in
+                           bread.read_batches(source, ["path", "host", "program", "line"],
+                                              arrow=arrow)]
+                assert [list(b["path"]) for b in got] == [[shown, shown]], (use_c, arrow)
+                assert [list(b["host"]) + list(b["program"]) for b in got] == [
+                    ["h\\udcff"] * 2 + ["p\\ud800"] * 2]

@@ -399,24 +399,25 @@ def control_log() -> bytes:
 
 
 def test_escape_always_and_never(tmp_path, capsysbinary):
-    """``--escape always`` shows control characters (C0 but tab, DEL, C1) as escapes, so a
-    line stays one line and cannot drive a terminal; ``--escape never`` (and ``auto`` into a
-    pipe) writes them as they are."""
+    """``--escape always`` (the default, and ``auto``, its old name) shows control
+    characters (C0 but tab, DEL, C1) as escapes, so a line stays one line and cannot drive
+    a terminal, wherever the output goes: ``bread app.blog | grep x`` ends on a terminal
+    too. ``--escape never`` writes them as they are, for programs."""
     path = write(tmp_path, "c.blog", control_log())
-    rc, out, _ = run(["--escape", "always", "-f", "%m", path], capsysbinary)
-    assert rc == 0 and out == f"ctl {ESCAPED}\n"
+    for default in ([], ["--escape", "always"], ["--escape", "auto"]):
+        rc, out, _ = run([*default, "-f", "%m", path], capsysbinary)
+        assert rc == 0 and out == f"ctl {ESCAPED}\n", default
     rc, out, _ = run(["--escape", "never", "-f", "%m", path], capsysbinary)
     assert rc == 0 and out == f"ctl {CONTROL}\n"
-    rc, out, _ = run(["-f", "%m", path], capsysbinary)
-    assert out == f"ctl {CONTROL}\n"
-    p = run_proc(["--escape", "always", path])
+    p = run_proc([path])   # into a pipe
     assert p.returncode == 0 and p.stdout.count(b"\n") == 1 and b"\x1b" not in p.stdout
+    assert b"\\x1b[31m" in p.stdout
     p = run_proc(["--escape", "never", path])
     assert b"\x01b\x1b[31m" in p.stdout and "\x7fe\x85f".encode() in p.stdout
 
 
 def test_escape_auto_on_a_terminal(tmp_path):
-    """``--escape auto`` (the default) escapes when stdout is a terminal."""
+    """``--escape auto`` (the default) escapes on a terminal, as into a pipe."""
     pty = pytest.importorskip("pty")
     path = write(tmp_path, "c.blog", control_log())
     master, slave = pty.openpty()
@@ -453,6 +454,54 @@ def test_damage_report_is_escaped(tmp_path):
     assert p.returncode == 3
     err = p.stderr.decode("utf-8", "backslashreplace")
     assert len(err.splitlines()) == 1 and "\x1b" not in err and "ev\\x1b[2Jil.blog" in err
+
+
+#: A name that reads "txt.exe" backwards on screen: U+202E (right-to-left override) and
+#: U+2066 (left-to-right isolate) reorder what follows them.
+BIDI = "invoice\u202eexe.txt\u2066 paid\u2069 \u200f\u061c"
+BIDI_ESCAPED = "invoice\\u202eexe.txt\\u2066 paid\\u2069 \\u200f\\u061c"
+
+
+def test_bidirectional_format_characters_are_escaped_as_controls_are(tmp_path, capsys):
+    # Proves: the marks, embeddings, overrides and isolates that reorder a line on screen
+    # are shown as \uNNNN escapes, by the C renderer and by Python, in the message and in
+    # the call site's category; never escapes the raw text.
+    s = blog.Session()
+    log = s.get_logger("cat\u202e")
+    out = blog.MemoryOutputStream()
+    log.info("file {}", BIDI)
+    s.consume(out)
+    path = write(tmp_path, "b.blog", out.getvalue())
+    for hot in (True, False):
+        with pytest.MonkeyPatch.context() as m:
+            if not hot:
+                m.setattr(bread.accel, "speedups", None)
+            assert cli.main(["--escape", "always", "-f", "%C %m", path]) == 0
+            assert capsys.readouterr().out == f"cat\\u202e file {BIDI_ESCAPED}\n"
+            assert cli.main(["--escape", "never", "-f", "%C %m", path]) == 0
+            assert capsys.readouterr().out == f"cat\u202e file {BIDI}\n"
+
+
+def test_a_file_whose_name_is_not_utf8_is_read_and_named_in_every_output(tmp_path):
+    # Proves: a damaged log named in bytes that are not UTF-8 is read in text, jsonl and
+    # csv like any other, and the damage line (and a missing file's) names it as
+    # os.fsdecode does with U+FFFD for each undecodable byte: valid UTF-8 on stderr.
+    data = control_log()
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"bad\xff.blog"), "wb") as f:
+            f.write(data + b"\x00junk")
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    shown = os.path.join(str(tmp_path), "bad\ufffd.blog")
+    for out in ("text", "jsonl", "csv"):
+        p = run_proc(["-o", out, str(tmp_path)])
+        assert p.returncode == cli.EXIT_DAMAGED and b"ctl" in p.stdout
+        [err] = p.stderr.decode("utf-8").splitlines()
+        assert err.startswith(f"bread: {shown}: skipped 5 damaged byte(s) at offset {len(data)}")
+    gone = os.path.join(str(tmp_path), "gone\ufffd.blog")
+    p = run_proc([os.path.join(os.fsencode(tmp_path), b"gone\xfe.blog")])
+    assert p.returncode == cli.EXIT_OPEN and p.stderr.decode("utf-8") == (
+        f"bread: cannot open {gone}: No such file or directory\n")
 
 
 # --- truncation at any byte, through the CLI ---------------------------------------------

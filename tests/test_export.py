@@ -21,6 +21,7 @@ from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
 from blogformat.values import packb
 from bread import cli
 from bread.export import csv_rows, jsonl
+from bread.render import escape_controls
 
 GOLDEN = pathlib.Path(__file__).parent / "data" / "v1" / "every_type.blog"
 
@@ -103,7 +104,7 @@ def test_csv_is_rfc_4180_with_a_header(tmp_path, capsys):
                          ('plain', 'with, comma', 'with "quotes"', 'two\nlines', '')])
     p = tmp_path / "x.blog"
     p.write_bytes(data)
-    assert cli.main(["-o", "csv", str(p)]) == 0
+    assert cli.main(["-o", "csv", "--escape", "never", str(p)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("time,severity,category,writer,function,file,line,message,args,fields\r\n")
     rows = list(csv.reader(io.StringIO(out, newline="")))
@@ -111,6 +112,80 @@ def test_csv_is_rfc_4180_with_a_header(tmp_path, capsys):
     assert [r[7] for r in rows[1:]] == ["plain", "with, comma", 'with "quotes"', "two\nlines", ""]
     assert [json.loads(r[8]) for r in rows[1:]][1] == ["with, comma"]
     assert all(r[2] == "c,at" for r in rows[1:])
+    assert cli.main(["-o", "csv", str(p)]) == 0   # escaped by default: a row is a line
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert rows[4][7] == "two\\nlines" and json.loads(rows[4][8]) == ["two\nlines"]
+
+
+#: What a crafted file's strings hold to drive a terminal: CSI, OSC (a title, a link),
+#: BEL, C1 (CSI as one byte, NEL), NUL, DEL, and a right-to-left override and isolate.
+HOSTILE = ["\x1b[2J\x1b]0;owned\x07", "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\",
+           "\x9b31m\x85\x00\x7f", "\u202etxt.exe\u2066\u2069\u200e\u061c", "a\rb\nc\td"]
+TERMINAL = [chr(c) for c in (*range(0x00, 0x09), *range(0x0b, 0x0d), *range(0x0e, 0x20), 0x7f,
+                             *range(0x80, 0xa0), 0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f),
+                             *range(0x2066, 0x206a))]
+
+
+def _hostile_file(tmp_path) -> pathlib.Path:
+    srcs = [EventSource(k + 1, 0x80, h, h, h, 3, h.replace("{", "{{").replace("}", "}}")
+                        + " {}", "str") for k, h in enumerate(HOSTILE)]
+    p = tmp_path / "hostile.blog"
+    p.write_bytes(_file(srcs, [[k + 1, 1, [h]] for k, h in enumerate(HOSTILE)]))
+    return p
+
+
+def test_csv_is_escaped_as_text_is_and_its_json_cells_stay_exact(tmp_path, capsys):
+    # Proves: -o csv, like the text, shows every control and bidi format character of the
+    # file's strings (category, function, file, message, args) as an escape, by default
+    # and wherever it goes, so that it cannot drive the terminal it ends on; the args and
+    # fields cells stay JSON that gives back the exact values. --escape never: as logged.
+    p = _hostile_file(tmp_path)
+    assert cli.main(["-o", "csv", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert not [c for c in out.replace("\r\n", "") if c in TERMINAL]
+    rows = list(csv.reader(io.StringIO(out, newline="")))[1:]
+    assert len(rows) == len(HOSTILE) == out.count("\r\n") - 1   # a row is one line
+    for h, r in zip(HOSTILE, rows):
+        want = escape_controls(h)
+        assert (r[2], r[4], r[5], r[7]) == (want, want, want, f"{want} {want}")
+        assert json.loads(r[8]) == [h]
+    assert cli.main(["-o", "csv", "--escape", "never", str(p)]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))[1:]
+    assert [(r[2], r[7], json.loads(r[8])) for r in rows] == [(h, f"{h} {h}", [h])
+                                                              for h in HOSTILE]
+    assert cli.main(["-o", "jsonl", str(p)]) == 0   # exact, always
+    objs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(o["category"], o["message"], o["args"]) for o in objs] == [
+        (h, f"{h} {h}", [h]) for h in HOSTILE]
+
+
+FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1:A2)", "\t=1", "\r=1"]
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted(tmp_path, capsys):
+    # Proves: a cell of logged text that begins as a formula (= + - @ tab CR) gets OWASP's
+    # leading ' in -o csv, so that a spreadsheet shows it, in every text column; bread's
+    # own columns (line, here negative) are left alone; --csv-formulas raw and -o jsonl
+    # give the text as logged.
+    srcs = [EventSource(k + 1, 0x80, f, f, f, -3, "{}", "str") for k, f in enumerate(FORMULAS)]
+    p = tmp_path / "formulas.blog"
+    p.write_bytes(_file(srcs + [EventSource(9, 0x80, "c", "f", "x.py", 1, "{}", "int")],
+                        [[k + 1, 1, [f]] for k, f in enumerate(FORMULAS)] + [[9, 1, [-5]]]))
+    assert cli.main(["-o", "csv", "--escape", "never", str(p)]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))[1:]
+    assert [(r[2], r[4], r[5], r[6], r[7]) for r in rows] == [
+        ("'" + f, "'" + f, "'" + f, "-3", "'" + f) for f in FORMULAS] + [
+        ("c", "f", "x.py", "1", "'-5")]
+    assert [json.loads(r[8]) for r in rows] == [[f] for f in FORMULAS] + [[-5]]
+    assert cli.main(["-o", "csv", str(p)]) == 0    # escaped too: the quote comes first
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))[1:]
+    assert [r[7] for r in rows] == ["'" + escape_controls(f) for f in FORMULAS] + ["'-5"]
+    assert cli.main(["-o", "csv", "--csv-formulas", "raw", "--escape", "never", str(p)]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))[1:]
+    assert [(r[2], r[7]) for r in rows] == [(f, f) for f in FORMULAS] + [("c", "-5")]
+    assert cli.main(["-o", "jsonl", str(p)]) == 0
+    assert [json.loads(x)["message"] for x in capsys.readouterr().out.splitlines()] == [
+        *FORMULAS, "-5"]
 
 
 def _file(sources, events, sync=None) -> bytes:

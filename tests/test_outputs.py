@@ -55,6 +55,18 @@ def test_text_stream_lines_across_many_writes_keep_their_sources_and_types(tmp_p
     assert console.getvalue().splitlines() == [f"fill {Fill(i)!r}" for i in range(3)]
 
 
+def test_text_stream_escapes_controls_and_bidirectional_format_characters():
+    # Proves: a logged string cannot drive the console nor reorder its line: control
+    # characters and the bidi marks, embeddings, overrides and isolates are escapes.
+    s = blog.Session()
+    console = io.StringIO()
+    s.add_output(blog.TextStream(console, format="%C %m"))
+    log = s.get_logger("a\u202eb")
+    log.info("x {}", "\x1b[2J\u2066y\u2069\u200e\u061c\n")
+    s.consume(blog.MemoryOutputStream())
+    assert console.getvalue() == "a\\u202eb x \\x1b[2J\\u2066y\\u2069\\u200e\\u061c\\n\n"
+
+
 def test_colour_on_a_terminal_only():
     for file, coloured in ((Tty(), True), (io.StringIO(), False)):
         s = blog.Session()

@@ -67,7 +67,8 @@ def both(data: bytes, fmt_: str = "%S %C [%d] %n %m (%G:%L) %u %r %t %I %T %P",
 # --- values ------------------------------------------------------------------------
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(
-    ["", "\x00\x07\n\r\t\x1b[31m", "\x85\x9f\xa0", "ü€𝄞", "\ud800", "a\udfffb", "{}", "%m"])
+    ["", "\x00\x07\n\r\t\x1b[31m", "\x85\x9f\xa0", "ü€𝄞", "\ud800", "a\udfffb", "{}", "%m",
+     "\u202ea\u2066\u2069\u061c\u200e\u200f\u202a", "\u202f\u2065\u206a\u200d\u061b\u2029"])
 _scalar = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.integers()
            | st.floats() | st.sampled_from([0.0, -0.0, 1e-4, 9.9999e-5, 1e15, 1e16, 2.0**53,
                                             101.25, 0.1, 1 / 3, 123456789.123, -5e-324])
@@ -129,6 +130,29 @@ def a_file(draw) -> bytes:
 def test_random_files_render_the_same_in_c_and_python(data, escape, color):
     both(data, escape=escape, color=color)
     both(data, fmt_="%m", escape=escape, color=color)
+
+
+#: Every character the escaping turns into \uNNNN, and their neighbours in UTF-8, kept.
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+BIDI_NEIGHBOURS = "\u061b\u061d\u200d\u2010\u2029\u202f\u2065\u206a\u0080\u00a0"
+
+
+@needs_c
+@pytest.mark.parametrize("where", ["format", "argument", "category"])
+def test_bidirectional_format_characters_escape_the_same(where):
+    # Proves: escaping, C and Python show each bidi mark, embedding, override and isolate
+    # (and only them, not their neighbours in UTF-8) as \uNNNN, wherever it is in the line.
+    text = "x" + "y".join(BIDI) + "|" + BIDI_NEIGHBOURS + BIDI[-1]
+    form = text.replace("{", "{{") + " {}" if where == "format" else "{}"
+    cat = text if where == "category" else "c"
+    data = build([EventSource(1, 0x80, cat, "f", "x.py", 1, form, "str")],
+                 [[1, 0, [text]], [1, 1, ["a\u202eb"]]])
+    out = both(data, fmt_="%C %m", escape=True).decode()
+    escaped = "x" + "y".join(f"\\u{ord(c):04x}" for c in BIDI) + "|" \
+        + "\\x80".join(BIDI_NEIGHBOURS.split("\x80")) + "\\u2069"
+    assert escaped in out.split("\n")[0]   # (splitlines would split at U+2029)
+    assert not any(c in out for c in BIDI)
+    assert both(data, fmt_="%C %m", escape=False).decode().count("\u202e") >= 2
 
 
 @needs_c

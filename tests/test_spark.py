@@ -188,6 +188,22 @@ def test_damage_is_reported_failed_or_ignored(spark, logs, tmp_path, capfd):
         spark.read.format("blog").option("damage", "fail").load(str(bad)).count()
 
 
+def test_a_file_whose_name_is_not_utf8_is_a_partition_like_any_other(tmp_path):
+    # Proves: what each Spark task runs (BlogReader.read, no JVM needed) reads a directory
+    # holding a log named in bytes that are not UTF-8: its path column is os.fsdecode's
+    # name with U+FFFD for each undecodable byte (Arrow raised UnicodeEncodeError, which
+    # failed the whole job).
+    try:
+        write(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"bad\xff.blog")), "x", n=5,
+              threads=1)
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    r = bread.spark.BlogReader({"path": str(tmp_path)}, list(bread.batches.COLUMNS))
+    paths = [p for part in r.partitions() for b in r.read(part) for p in b.column("path")]
+    assert {p.as_py() for p in paths} == {os.path.join(str(tmp_path), "bad\ufffd.blog")}
+    assert len(paths) == sum(1 for _ in bread.read(str(tmp_path))) > 0
+
+
 def test_bad_input_and_options_fail_with_a_clear_message(spark, logs, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("not a log at all\n" * 10)

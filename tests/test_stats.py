@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import pathlib
+import subprocess
+import sys
+
+import pytest
 
 import bread
 from bread import cli
@@ -89,3 +94,51 @@ def test_stats_tells_which_files_were_closed_cleanly_and_checks_their_summaries(
     assert "files: 2, closed cleanly: 1" in text
     assert "summary counts 3 event(s), 1 read" in text
     assert "not closed cleanly" in text and "torn.blog" in text
+
+
+def test_stats_text_escapes_controls_and_bidirectional_format_characters(tmp_path, capsys):
+    # Proves: the category, writer and call site that bread stats prints come from the file:
+    # control and bidi characters in them are escapes, in the text; -o json is exact.
+    import blog
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    s.get_logger("ops\u202etxt.exe\x1b[2J").info("x")
+    s.consume(out)
+    path = tmp_path / "s.blog"
+    path.write_bytes(out.getvalue())
+    assert cli.main(["stats", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "ops\\u202etxt.exe\\x1b[2J" in text and "\u202e" not in text and "\x1b" not in text
+    assert stats(capsys, str(path))[1]["category"] == {"ops\u202etxt.exe\x1b[2J": 1}
+
+
+def test_stats_names_a_file_whose_name_is_not_utf8_and_carries_on(tmp_path):
+    # Proves: bread stats on a directory holding a log named in bytes that are not UTF-8,
+    # not closed cleanly and damaged, prints and exits 3 as for any name (its text output
+    # raised UnicodeEncodeError on the name): the name is os.fsdecode's with U+FFFD for
+    # each undecodable byte, in the text, in -o json and in the damage report.
+    import blog
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    s.get_logger("x").info("one")
+    s.consume(out)
+    try:
+        with open(os.path.join(os.fsencode(tmp_path), b"bad\xff.blog"), "wb") as f:
+            f.write(out.getvalue() + b"\x00junk")
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    shown = os.path.join(str(tmp_path), "bad\ufffd.blog")
+    root = pathlib.Path(__file__).parent.parent
+    for fmt in ("text", "json"):
+        p = subprocess.run([sys.executable, "-m", "bread", "stats", "-o", fmt, str(tmp_path)],
+                           capture_output=True, cwd=root, timeout=60,
+                           stdin=subprocess.DEVNULL)
+        text = p.stdout.decode("utf-8")
+        assert p.returncode == cli.EXIT_DAMAGED and b"Traceback" not in p.stderr, p.stderr
+        if fmt == "text":
+            assert f"not closed cleanly (writer killed, or still writing): {shown}" in text
+            assert f"damage: {shown}: " in text
+        else:
+            got = json.loads(text)
+            assert [f["path"] for f in got["files"]] == [shown]
+            assert [d["source"] for d in got["damage"]] == [shown]

@@ -21,10 +21,11 @@ adapted to the writer of that day); no folder is ever deleted.
 
 For each ``NAME.blog`` the script writes, beside it:
 
-* ``NAME.txt``: the exact stdout of ``bread NAME.blog`` (default format,
-  ``%S %C [%d] %n %m (%G:%L)``), written to a pipe (not a terminal, so
-  control characters are not escaped);
-* ``NAME.m.txt``: the exact stdout of ``bread -f "%S %C %n %m" NAME.blog``,
+* ``NAME.txt``: the exact stdout of ``bread --escape never NAME.blog`` (default
+  format, ``%S %C [%d] %n %m (%G:%L)``; control characters as logged, as bread
+  printed them into a pipe when v1 was made);
+* ``NAME.m.txt``: the exact stdout of ``bread --escape never -f "%S %C %n %m"
+  NAME.blog``,
   which depends on neither times nor paths;
 * ``NAME.stderr``: bread's exact stderr (the same for both formats);
 * ``NAME.json``: ``{"exit": N}``, bread's exit status.
@@ -397,7 +398,8 @@ GOLDEN = {"every_type": every_type, "two_writers": two_writers, "dropped": dropp
 def run_bread(directory: str, name: str, *options: str) -> tuple[bytes, bytes, int]:
     """bread's stdout, stderr and exit status, run as a user would, in ``directory``."""
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
-    p = subprocess.run([sys.executable, "-m", "bread", *options, name + ".blog"],
+    p = subprocess.run([sys.executable, "-m", "bread", "--escape", "never", *options,
+                        name + ".blog"],
                        cwd=directory, capture_output=True, env=env, check=False)
     return p.stdout, p.stderr, p.returncode
 

@@ -120,6 +120,25 @@ def test_exit_without_shutdown_loses_nothing(tmp_path):
     assert len(evs) == 10_000
 
 
+def test_what_an_atexit_handler_logs_after_a_consume_is_written(tmp_path):
+    # Proves: the main thread's writer is kept while the process runs, though threading
+    # calls the main thread stopped before the atexit handlers run: a consume then (a
+    # flush, the consumer's thread) used to forget it, and what the handler logged next
+    # went into a queue nobody read, neither written nor counted.
+    r = _run("""
+        import atexit, blog
+        blog.basic_config("x.blog", flush_interval=60)
+        log = blog.get_logger()
+        log.info("main {}", 1)
+        def late():
+            blog.flush()
+            log.info("atexit {}", 2)
+        atexit.register(late)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["main 1", "atexit 2"]
+
+
 def test_logging_before_basic_config_is_kept(tmp_path):
     r = _run("""
         import blog

@@ -137,12 +137,13 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
         s.use_backtrace(backtrace, trigger=backtrace_trigger)
     exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k), flush_async)
+    exits.hook_multiprocessing(_at_child_end)
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:
         # A multiprocessing child configuring its own output: it ends with os._exit
-        # (no atexit), so it is flushed by multiprocessing's exit finalizers.
-        import multiprocessing.util as mpu
-        mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
+        # (no atexit), so it is closed at the end of its bootstrap, or failing that
+        # by multiprocessing's exit finalizers.
+        _finalize_in_mp_child(s)
     if isinstance(output, (str, os.PathLike)):
         _for_children(os.path.abspath(os.fspath(output)), rotating, dict(
             rotation if rotating else {}, min_severity=int(min_severity),
@@ -161,6 +162,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
           crash: str | None | bool = False) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
+    global _closed_by
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
         stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
@@ -189,6 +191,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
         if not same:
             _stop_consumer(s, keep_buffer=True)   # the old output gets what is pending
     s.was_shut_down = False
+    _closed_by = None
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     _use_crash_buffer(s, stream, output, crash)
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes,
@@ -329,13 +332,43 @@ def _stop_consumer(s: Session, keep_buffer: bool = False) -> None:
 
 
 def _at_exit(s: Session) -> None:
+    """Python's exit: close the output (a last consume) and tell what was never written.
+    multiprocessing's exit handler may run after this one and log (its children's end):
+    what it logs is told by its last finalizer."""
+    _close_for_good(s, "at exit, after blog had closed its output")
+    mpu = sys.modules.get("multiprocessing.util")
+    if mpu is not None:
+        mpu.Finalize(None, _tell_unwritten, args=(s,), exitpriority=_LAST)
+
+
+def _close_for_good(s: Session, after: str) -> None:
+    """Close the output as the process ends; what is logged from now on is told as ``after``."""
+    global _closed_by
+    if _consumer(s) is not None:
+        _closed_by = after
     _stop_consumer(s)
+    _tell_unwritten(s)
+
+
+def _tell_unwritten(s: Session) -> None:
+    """Report on stderr the events logged but never written (each once)."""
+    global _told_unwritten
     left, dropped = s.pending(), s.unrecorded_drops()
-    if left or dropped:
-        why = ("after blog.shutdown() (the session had no output any more)" if s.was_shut_down
-               else "without an output: call blog.basic_config() to give the session one")
-        report(f"blog: {left + dropped} event(s) were logged but never written ({left} "
-               f"queued, {dropped} dropped when the queue was full), logged {why}")
+    if left + dropped <= _told_unwritten:
+        return
+    _told_unwritten = left + dropped
+    why = ("after blog.shutdown() (the session had no output any more)" if s.was_shut_down
+           else _closed_by or "without an output: call blog.basic_config() to give the "
+                              "session one")
+    report(f"blog: {left + dropped} event(s) were logged but never written ({left} "
+           f"queued, {dropped} dropped when the queue was full), logged {why}")
+
+
+#: Events told of as never written; what closed the output as the process ended.
+_told_unwritten = 0
+_closed_by: str | None = None
+#: The lowest priority of a multiprocessing exit finalizer: run after all others.
+_LAST = -sys.maxsize
 
 
 # --- child processes: one file set per process ------------------------------------
@@ -361,19 +394,39 @@ def _for_children(path: str, rotating: bool, options: dict) -> None:
 
 
 def _hook_multiprocessing(s: Session) -> None:
-    """A multiprocessing child ends with os._exit (no atexit): flush it in its exit finalizers.
+    """A multiprocessing child ends with os._exit (no atexit): close its output at the end of
+    its bootstrap (``exits.hook_multiprocessing``), or failing that in its exit finalizers.
 
     Called in the child, before multiprocessing's bootstrap clears the finalizers it
     inherited and runs its after-fork hooks (of which this makes one).
     """
     mpu = sys.modules.get("multiprocessing.util")
     if mpu is not None:
-        mpu.register_after_fork(s, _in_mp_child)
+        mpu.register_after_fork(s, _finalize_in_mp_child)
 
 
-def _in_mp_child(s: Session) -> None:
+def _finalize_in_mp_child(s: Session) -> None:
+    """Close the output in multiprocessing's last exit finalizer (the lowest priority: after
+    the application's, and the join of its children), unless the end of the child's
+    bootstrap will, later still."""
     import multiprocessing.util as mpu
-    mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
+    mpu.Finalize(s, _at_mp_finalizers, args=(s,), exitpriority=_LAST)
+
+
+def _at_mp_finalizers(s: Session) -> None:
+    """multiprocessing's last exit finalizer in a child: close the output, unless the end of
+    its bootstrap will."""
+    if not exits.child_ends_later():
+        _at_child_end()
+
+
+def _at_child_end() -> None:
+    """A multiprocessing child's run is over (os._exit follows): close the output, and tell
+    what is left unwritten."""
+    if _session is not None:
+        _close_for_good(_session, "after the multiprocessing child's run had ended (its "
+                                  "output was closed then: multiprocessing ends a child "
+                                  "with os._exit)")
 
 
 def _mp_child() -> bool:
@@ -405,10 +458,9 @@ def _configure_from_env(s: Session) -> None:
     try:
         basic_config(path, **options)
         _hook_multiprocessing(s)
-        import multiprocessing.util as mpu   # loaded already: we are its child
-        # Flushed when the child ends (with os._exit): in case its bootstrap is past the
+        # Closed when the child ends (with os._exit): in case its bootstrap is past the
         # point where it runs the after-fork hooks.
-        mpu.Finalize(s, _stop_consumer, args=(s,), exitpriority=0)
+        _finalize_in_mp_child(s)
     except Exception as exc:   # a child must start even if its log cannot be opened
         report(f"blog: the parent's configuration failed in child {os.getpid()}: "
                f"{type(exc).__name__}: {exc}")
@@ -416,8 +468,10 @@ def _configure_from_env(s: Session) -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child goes on logging into its own file (set): same options, its pid."""
-    global _config_lock
+    global _config_lock, _closed_by, _told_unwritten
     _config_lock = threading.RLock()   # may have been held by a thread that is gone
+    _closed_by, _told_unwritten = None, 0   # the child's own queue: none of it told yet
+    exits.hook_multiprocessing(_at_child_end)   # before a multiprocessing child's bootstrap
     s = _session
     if s is None:
         return
@@ -458,3 +512,7 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):   # after the session's own hook (registered on its import)
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+# A spawned or forkserver child that imports blog while it loads its target is closed at
+# the end of its bootstrap even if it configures its output only in its run.
+exits.hook_multiprocessing(_at_child_end)

@@ -14,6 +14,11 @@ Whatever the policy, ``blog.flush(durable=True)`` returns, and the future of
 ``blog.flush_async(durable=True)`` completes, once everything logged before
 it is on stable storage. Concurrent durable flushes share one fsync
 (``GroupSync``), as a database's group commit does.
+
+A file's data is found after a power loss only if its name is on disk too: a
+new file's directory is synced once, when the file is made if the policy is
+not "never", else by the first durable flush that covers it (``sync_directory``);
+never again for that file, so a flush costs no more than the data's fsync.
 """
 
 from __future__ import annotations
@@ -77,6 +82,17 @@ def fsync_fd(fd: int) -> None:
     except OSError as exc:
         if exc.errno not in (errno.EINVAL, errno.EROFS, errno.ENOTSUP):
             raise
+
+
+def sync_directory(directory: str) -> None:
+    """fsync ``directory``: the names made, linked or removed in it are on stable storage.
+    A file system whose directories cannot be synced (EINVAL) is fine; OSError if the
+    directory cannot be opened or the device fails."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fsync_fd(fd)
+    finally:
+        os.close(fd)
 
 
 class GroupSync:

@@ -18,6 +18,12 @@
   ``exception`` field, flushed, and then handed to the hook that was there
   before (which prints it, as usual).
 
+- A ``multiprocessing`` child: multiprocessing ends it with ``os._exit``
+  once its bootstrap returns (fork, forkserver), after its exit finalizers,
+  the join of its threads and its last record ("process exiting with exitcode
+  0"). ``hook_multiprocessing`` wraps the bootstrap so that blog closes its
+  output after all of that.
+
 ``install`` is called by ``basic_config``; it installs each hook once, the
 signal handlers only from the main thread (Python allows no other), and the
 asyncio hook if asyncio is imported by then (it is not imported for it).
@@ -37,6 +43,9 @@ _flush_soon: Callable[[], Any] | None = None
 _log: Callable[..., None] | None = None
 _previous: dict[int, Any] = {}     # signal -> the handler that was there before ours
 _installed = {"sys": False, "threading": False, "asyncio": False}
+_child_end: Callable[[], None] | None = None
+_bootstrapped = 0    # the pid of the process whose wrapped multiprocessing bootstrap runs
+_wrapper: Callable[..., Any] | None = None   # that wrapper
 
 
 def install(flush: Callable[[], None], log_critical: Callable[..., None],
@@ -120,3 +129,42 @@ def _on_signal(signum: int, frame: Any) -> None:
     else:   # the default action: end the process by the signal, as it would have
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
+
+def hook_multiprocessing(end: Callable[[], None]) -> None:
+    """Call ``end`` when a multiprocessing child's bootstrap returns: the last moment before
+    multiprocessing ends the child with ``os._exit`` (spawn's child exits after it too).
+
+    Wraps ``BaseProcess._bootstrap`` once, if multiprocessing is loaded; a child reaches
+    the wrapper if it was there before the child began its bootstrap (blog imported in
+    the parent, or while a spawned child loads its target). Else ``child_ends_later()``
+    is False, and multiprocessing's last exit finalizer is the latest blog can do.
+    """
+    global _child_end, _wrapper
+    _child_end = end
+    mp = sys.modules.get("multiprocessing.process")
+    if mp is None or (_wrapper is not None and mp.BaseProcess._bootstrap is _wrapper):
+        return
+    original = mp.BaseProcess._bootstrap
+
+    def _bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
+        global _bootstrapped
+        _bootstrapped = os.getpid()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if _child_end is not None:
+                try:
+                    _child_end()
+                except Exception:   # the child's exit code must still reach os._exit
+                    pass
+    _bootstrap.__wrapped__ = original             # type: ignore[attr-defined]
+    _wrapper = _bootstrap
+    # multiprocessing has no hook after a child's last record: its bootstrap is wrapped.
+    mp.BaseProcess._bootstrap = _bootstrap
+
+
+def child_ends_later() -> bool:
+    """True in a multiprocessing child whose bootstrap ``hook_multiprocessing`` wrapped:
+    its end calls ``end``, after every exit finalizer."""
+    return _bootstrapped == os.getpid()

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from blogformat.crashfiles import buffer_directory
 from blogformat.fileset import file_name, split_base
 
-from .durability import FLUSH, NEVER, fsync_fd, stream_policy
+from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from .housekeeping import NEW, Housekeeper, Retention
 from .report import report
 from .schedule import Schedule
@@ -56,7 +56,8 @@ class RotatingFile:
     - ``keep_files``, ``keep_days``, ``keep_bytes``: retention of closed files;
     - ``compress``: gzip closed files in the background;
     - ``fsync``: ``True`` or ``"flush"``: fsync the file at every flush and when it is
-      closed; ``"rotation"``: when it is closed (``blog.durability``);
+      closed; ``"rotation"``: when it is closed (``blog.durability``); either way each
+      file's name (the directory) once it is made; ``"never"``: a durable flush does both;
     - ``crash_dirs``: where crash buffers of the set are kept besides the default
       (``basic_config``'s ``crash_dir``): see ``blog.crashbuf``.
 
@@ -101,6 +102,7 @@ class RotatingFile:
         self.files = 0                       # files opened so far
         self._fd: int | None = None
         self._writes = self._synced = 0    # writes to the current file, and writes synced
+        self._made = self._named = 0       # files made, and made before the last directory sync
         self._closed_unsynced: list[str] = []   # files closed unsynced (fsync "never")
         self._close_error: OSError | None = None   # an fsync at close that failed
         self._last_ms = 0
@@ -160,10 +162,17 @@ class RotatingFile:
             finally:
                 os.close(fd)
         writes = self._writes
-        if self._fd is None or writes == self._synced:
-            return
-        fsync_fd(self._fd)
-        self._synced = writes      # a write during the fsync is left to the next sync
+        if self._fd is not None and writes != self._synced:
+            fsync_fd(self._fd)
+            self._synced = writes  # a write during the fsync is left to the next sync
+        self._sync_names()
+
+    def _sync_names(self) -> None:
+        """Sync the directory if a file was made since the last time: their names are durable."""
+        made = self._made
+        if self._named != made:
+            sync_directory(self.directory)
+            self._named = made
 
     def close(self) -> None:
         """Close the current file (the session has written its Summary), then finish housekeeping."""
@@ -245,7 +254,13 @@ class RotatingFile:
         self.current = path
         self.size = 0
         self.files += 1
+        self._made += 1
         self._switch_at = self.schedule.next_after(now) if self.schedule.active else None
+        if self.fsync != NEVER:    # its name (and NAME.new gone) on disk from the start
+            try:
+                self._sync_names()
+            except OSError:        # told by the next sync() or at close, which try again
+                pass
 
     def _close_current(self) -> None:
         fd, path = self._fd, self.current
@@ -253,11 +268,12 @@ class RotatingFile:
             return
         self._fd = None
         try:
-            if self._writes != self._synced:
-                if self.fsync != NEVER:
+            if self.fsync != NEVER:
+                if self._writes != self._synced:
                     fsync_fd(fd)
-                else:              # a durable flush may still need it: sync() does it then
-                    self._closed_unsynced = [*self._closed_unsynced[-63:], path]
+                self._sync_names()     # done when it was made, unless that failed
+            elif self._writes != self._synced:   # a durable flush may still need it
+                self._closed_unsynced = [*self._closed_unsynced[-63:], path]
         except OSError as exc:    # closing never raises into the application; sync() will
             report(f"blog: {path}: fsync at close failed: {exc}")
             self._close_error = exc

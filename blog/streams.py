@@ -12,7 +12,7 @@ from typing import Any, BinaryIO, Protocol
 
 from blogformat.fileset import pid_path
 
-from .durability import FLUSH, NEVER, fsync_fd, stream_policy
+from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from .report import report
 
 
@@ -28,7 +28,8 @@ class FileOutputStream:
     A process killed after a consume loses nothing that consume wrote. For
     power loss, ``fsync`` (``blog.durability``): ``True`` or ``"flush"`` puts it
     on disk at every flush, ``"rotation"`` when the file is closed; ``sync()``
-    does it now.
+    does it now. The file's name is synced (its directory) once per file opened:
+    when it is opened if ``fsync`` is on, else by the first ``sync()``.
 
     The file is one writer's: the stream holds an exclusive ``flock`` on it
     (never released while the file is open, inherited by no other open). If
@@ -56,9 +57,11 @@ class FileOutputStream:
         self.requested = os.fspath(path)
         self._file, self.path = _open_own(self.requested, mode)
         _open_streams.add(self)
-        self._size = os.fstat(self._file.fileno()).st_size   # the file's size after our writes
-        self.reopened = 0                                      # times the path was opened again
-        self._writes = self._synced = 0                        # writes, and writes synced
+        self._size = 0                 # the file's size after our writes
+        self.reopened = 0              # times the path was opened again
+        self._writes = self._synced = 0    # writes, and writes synced
+        self._opens = self._named = 0      # files opened, and those whose name is synced
+        self._opened()
 
     def write(self, data: bytes) -> int:
         n = self._file.write(data)
@@ -93,21 +96,43 @@ class FileOutputStream:
             self._close()
         finally:
             self._file, self.path = _open_own(self.path, "ab")
-            self._size = os.fstat(self._file.fileno()).st_size
             self.reopened += 1
+            self._opened()
+
+    def _opened(self) -> None:
+        """A file was just opened: note its size, and sync its name if ``fsync`` is on."""
+        st = os.fstat(self._file.fileno())
+        self._size = st.st_size
+        self._directory = os.path.dirname(os.path.abspath(self.path))
+        self._opens += 1
+        if not stat.S_ISREG(st.st_mode):
+            self._named = self._opens      # a pipe, a terminal, /dev/null: no name to sync
+        elif self.fsync != NEVER:
+            try:
+                self._sync_name()
+            except OSError:                # told by the next sync(), which tries again
+                pass
+
+    def _sync_name(self) -> None:
+        """Sync the directory, unless the name of the file open now is durable already."""
+        opens = self._opens
+        if self._named != opens:
+            sync_directory(self._directory)
+            self._named = opens
 
     def flush(self) -> None:
         if self.fsync == FLUSH:
             self.sync()
 
     def sync(self) -> None:
-        """Put what was written on stable storage (fsync); OSError if the device fails.
-        Nothing to do if nothing was written since the last sync."""
+        """Put what was written on stable storage (fsync), and the file's name if it is not
+        yet; OSError if the device fails. Nothing to do if nothing was written since the
+        last sync."""
         writes = self._writes
-        if writes == self._synced:
-            return
-        fsync_fd(self._file.fileno())
-        self._synced = writes      # a write during the fsync is left to the next sync
+        if writes != self._synced:
+            fsync_fd(self._file.fileno())
+            self._synced = writes  # a write during the fsync is left to the next sync
+        self._sync_name()
 
     def close(self) -> None:
         self._close()

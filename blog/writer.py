@@ -50,8 +50,11 @@ class SessionWriter:
         self.kept: deque[tuple[int, int, int, bytes]] | None = None   # the backtrace
 
     def alive(self) -> bool:
-        """True while the writer's thread runs (any thread: ``threading``'s or ``_thread``'s)."""
-        return not self.ended and self.thread.is_alive()
+        """True while the writer's thread runs (any thread: ``threading``'s or ``_thread``'s).
+        The main thread runs until the process ends: ``threading`` calls it stopped before
+        the atexit handlers and multiprocessing's last records, which may log."""
+        return not self.ended and (self.thread.is_alive()
+                                   or self.thread is threading.main_thread())
 
     @property
     def name(self) -> str:

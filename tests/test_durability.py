@@ -25,18 +25,25 @@ from blog.durability import GroupSync, fsync_policy
 class Fsyncs:
     """os.fsync, recorded: the size of each log file synced (housekeeping's syncs of its
     manifest and directory are not counted); ``gate`` (when set) holds calls until opened;
-    ``fail`` makes calls raise EIO."""
+    ``fail`` makes calls raise EIO. ``dirs`` records the writer's syncs of a directory:
+    (its path, the log files it names then)."""
 
     def __init__(self, monkeypatch) -> None:
         self.real = os.fsync
         self.sizes: list[int] = []
+        self.dirs: list[tuple[str, set[str]]] = []
         self.gate: threading.Event | None = None
         self.entered = threading.Event()
         self.fail = False
         monkeypatch.setattr(os, "fsync", self)
 
     def __call__(self, fd: int) -> None:
-        if ".blog" not in os.readlink(f"/proc/self/fd/{fd}"):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if os.path.isdir(path):
+            if threading.current_thread().name != "blog-housekeeping":
+                self.dirs.append((path, {n for n in os.listdir(path) if ".blog" in n}))
+            return self.real(fd)
+        if ".blog" not in path:
             return self.real(fd)
         self.entered.set()
         if self.gate is not None:
@@ -133,6 +140,102 @@ def test_flush_durable_syncs_after_writing_what_was_logged(tmp_path, monkeypatch
     assert len(fs.sizes) == 1 and fs.sizes[0] == os.path.getsize(tmp_path / "x.blog")
     assert len(list(bread.read(str(tmp_path / "x.blog")))) == 100
     c.stop()
+
+
+def test_a_durable_flush_makes_a_new_files_name_durable_once(tmp_path, monkeypatch):
+    # Proves: whatever the policy ("never" here), the first flush(durable=True) into a file
+    # just made also syncs its directory (the file's name: without it, the synced data
+    # is not found after a power loss) before it returns; once per file: the durable
+    # flushes after it, sync or async, sync the data alone.
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path)
+    log = s.get_logger("d")
+    log.info("e {}", 0)
+    assert fs.dirs == []
+    c.flush(durable=True)
+    assert fs.dirs == [(str(tmp_path), {"x.blog"})] and len(fs.sizes) == 1
+    for k in range(1, 4):
+        log.info("e {}", k)
+        c.flush(durable=True) if k % 2 else c.flush_async(durable=True).result(10)
+    assert len(fs.dirs) == 1 and len(fs.sizes) == 4
+    c.stop()
+    assert [e.args[0] for e in bread.read(str(tmp_path / "x.blog"))] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("policy, named", [("never", 0), ("rotation", 1), (True, 1)])
+def test_a_file_made_with_fsync_on_has_its_name_synced_when_made(tmp_path, monkeypatch,
+                                                                policy, named):
+    # Proves: with fsync on ("rotation", True), a file's name is synced when the file is
+    # made (the stream's start, and the file made again after an rm), once: never again
+    # at a flush or at close; with "never", not at all (until a durable flush asks).
+    fs = Fsyncs(monkeypatch)
+    s, c = consumer(tmp_path, fsync=policy)
+    assert fs.dirs == [(str(tmp_path), {"x.blog"})] * named
+    log = s.get_logger("d")
+    for k in range(3):
+        log.info("e {}", k)
+        c.flush()
+    assert len(fs.dirs) == named
+    os.unlink(tmp_path / "x.blog")        # an rm: the next consume makes the file again
+    log.info("e {}", 3)
+    c.flush()
+    assert c.stream.reopened == 1 and fs.dirs == [(str(tmp_path), {"x.blog"})] * (2 * named)
+    c.stop()
+    c.stream.close()
+    assert len(fs.dirs) == 2 * named
+    assert [e.args[0] for e in bread.read(str(tmp_path / "x.blog"))] == [3]
+
+
+@pytest.mark.parametrize("policy", ["rotation", True])
+def test_each_file_of_a_rotated_set_has_its_name_synced_when_made(tmp_path, monkeypatch,
+                                                                  policy):
+    # Proves: with fsync on, each file a rotation makes has its directory synced once it
+    # bears its final name (never under its temporary NAME.new), before the consume that
+    # made it returns; one directory sync per file, none at close.
+    fs = Fsyncs(monkeypatch)
+    s = blog.Session(name="rot")
+    stream = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1, fsync=policy)
+    log = s.get_logger("d")
+    for k in range(3):
+        log.info("e {}", k)
+        s.consume(stream)                  # a file per consume (rotate_bytes=1)
+        assert len(fs.dirs) == k + 1
+        where, names = fs.dirs[-1]
+        assert where == str(tmp_path) and os.path.basename(stream.current) in names
+        assert not any(n.endswith(".new") for n in names)
+    s.finish(stream)
+    stream.close()
+    assert stream.files == 3 and len(fs.dirs) == 3
+
+
+def test_a_durable_flush_makes_the_names_of_a_rotated_set_durable(tmp_path, monkeypatch):
+    # Proves: with fsync "never", files rotated out unsynced have their data and their
+    # names synced by the next durable flush: one directory sync for all of them.
+    fs = Fsyncs(monkeypatch)
+    s = blog.Session(name="rot")
+    stream = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1)
+    c = blog.Consumer(s, stream, interval=60).start()
+    log = s.get_logger("d")
+    for k in range(3):
+        log.info("e {}", k)
+        c.flush()
+    assert fs.dirs == [] and fs.sizes == []
+    c.flush(durable=True)
+    files = {os.path.basename(f) for f in _set_files(tmp_path)}
+    assert len(files) == 3 and len(fs.sizes) == 3
+    assert len(fs.dirs) == 1 and fs.dirs[0][1] >= files
+    c.flush(durable=True)                  # nothing new: nothing to sync
+    assert len(fs.dirs) == 1 and len(fs.sizes) == 3
+    log.info("e {}", 3)                    # a fourth file (rotate_bytes=1): its name too
+    c.flush(durable=True)                  # (and the third's Summary, written at its close)
+    assert len(fs.dirs) == 2 and fs.sizes[-1] == os.path.getsize(_set_files(tmp_path)[-1])
+    c.stop()
+    stream.close()
+
+
+def _set_files(directory):
+    from blogformat.fileset import members
+    return [os.path.join(directory, f.name) for f in members(str(directory), "app")]
 
 
 def test_flush_async_never_blocks_and_concurrent_waiters_share_one_fsync(tmp_path,
@@ -268,9 +371,14 @@ def test_group_sync_never_hides_a_failure():
 def test_the_default_session_flushes_durably(tmp_path):
     code = textwrap.dedent("""
         import asyncio, os, blog
-        calls = []
+        import stat
+        calls, dirs = [], []
         real = os.fsync
-        os.fsync = lambda fd: (calls.append(os.fstat(fd).st_size), real(fd))
+        def fsync(fd):
+            st = os.fstat(fd)
+            (dirs if stat.S_ISDIR(st.st_mode) else calls).append(st.st_size)
+            real(fd)
+        os.fsync = fsync
         blog.basic_config("x.blog", flush_interval=60, fsync="rotation")
         log = blog.get_logger("d")
         log.info("a {}", 1)
@@ -283,6 +391,7 @@ def test_the_default_session_flushes_durably(tmp_path):
         assert len(calls) == 2 and calls[-1] == os.path.getsize("x.blog"), calls
         blog.shutdown()
         assert len(calls) == 3                   # "rotation": the file closed
+        assert len(dirs) == 1                    # its name: once, when it was made
         assert blog.flush_async(durable=True).result() is None   # no output, nothing queued
         log.info("after {}", 3)
         try:

@@ -120,6 +120,43 @@ def test_exit_without_shutdown_loses_nothing(tmp_path):
     assert len(evs) == 10_000
 
 
+def test_what_an_atexit_handler_logs_after_a_consume_is_written(tmp_path):
+    # Proves: the main thread's writer is kept while the process runs, though threading
+    # calls the main thread stopped before the atexit handlers run: a consume then (a
+    # flush, the consumer's thread) used to forget it, and what the handler logged next
+    # went into a queue nobody read, neither written nor counted.
+    r = _run("""
+        import atexit, blog
+        blog.basic_config("x.blog", flush_interval=60)
+        log = blog.get_logger()
+        log.info("main {}", 1)
+        def late():
+            blog.flush()
+            log.info("atexit {}", 2)
+        atexit.register(late)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["main 1", "atexit 2"]
+
+
+def test_what_multiprocessing_logs_after_blogs_exit_hook_is_told(tmp_path):
+    # Proves: records logged after blog closed its output at exit are counted and told on
+    # stderr, never dropped without a word: here multiprocessing's exit handler (registered
+    # before blog's, so run after it) logs "process shutting down" through the bridge.
+    r = _run("""
+        import logging, multiprocessing.util as mpu
+        mpu.get_logger().setLevel(logging.INFO)
+        import blog
+        mpu.get_logger().addHandler(blog.stdlib.BlogHandler())
+        blog.basic_config("x.blog")
+        blog.get_logger().info("main {}", 1)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["main 1"]
+    assert ("blog: 1 event(s) were logged but never written (1 queued, 0 dropped when the "
+            "queue was full), logged at exit, after blog had closed its output") in r.stderr
+
+
 def test_logging_before_basic_config_is_kept(tmp_path):
     r = _run("""
         import blog
@@ -583,6 +620,86 @@ def test_a_file_system_without_locks_is_written_unlocked(tmp_path, monkeypatch):
     a.close()
     b.close()
     assert path.read_bytes() == b"ok"
+
+
+_LATE_JOB = """
+    import logging, multiprocessing.util as mpu, threading, blog
+
+    log = blog.get_logger("job")
+
+    def job():
+        mp_log = mpu.get_logger()           # multiprocessing's own records, into blog
+        mp_log.setLevel(logging.INFO)
+        mp_log.addHandler(blog.stdlib.BlogHandler())
+        log.info("run {}", 1)
+        # A finalizer of a lower priority than any of multiprocessing's (they run at exit,
+        # highest first), and a thread the exit joins, that logs once the finalizers ran.
+        mpu.Finalize(None, log.info, args=("finalizer {}", 2), exitpriority=-5)
+        last = threading.Event()
+        mpu.Finalize(None, last.set, exitpriority=-6)
+        def thread():
+            last.wait()
+            log.info("thread {}", 3)
+        threading.Thread(target=thread).start()
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_a_multiprocessing_child_writes_what_it_logs_until_its_very_end(tmp_path, method):
+    # Proves: a multiprocessing child ended with os._exit (fork, forkserver) writes every
+    # event it logged to the last: in an application's exit finalizer of a low priority,
+    # in a thread its exit joins, and multiprocessing's own last record ("process exiting
+    # with exitcode 0", through the stdlib bridge). They were lost without a word: blog
+    # closed the output in an exit finalizer of priority 0, before all of them.
+    (tmp_path / "latejob.py").write_text(textwrap.dedent(_LATE_JOB))
+    r = _run(f"""
+        import multiprocessing as mp, os, sys
+        sys.path.insert(0, os.getcwd())
+        import blog, latejob
+        if __name__ == "__main__":
+            blog.basic_config("app.blog", flush_interval=60)
+            p = mp.get_context("{method}").Process(target=latejob.job)
+            p.start()
+            p.join()
+            assert p.exitcode == 0, p.exitcode
+            blog.shutdown()
+            print(p.pid)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "never written" not in r.stderr, r.stderr
+    child = bread.read(tmp_path / f"app.pid{r.stdout.split()[-1]}.blog")
+    messages = [e.message for e in sorted(child, key=lambda e: e.ns)]   # in time order
+    mine = [m for m in messages if not m.startswith(("child process", "process "))]
+    assert mine == ["run 1", "finalizer 2", "thread 3"], messages
+    assert messages[-1] == "process exiting with exitcode 0", messages
+    assert [s.events for s in child.summaries] == [len(messages)]     # closed cleanly
+
+
+def test_a_child_that_imports_blog_in_its_run_is_closed_by_the_last_exit_finalizer(tmp_path):
+    # Proves: a fork child that imports blog only in its run (too late to wrap its
+    # bootstrap) closes its output in multiprocessing's last exit finalizer, after the
+    # application's of any priority (it was closed at priority 0, losing theirs).
+    (tmp_path / "lazyjob.py").write_text(textwrap.dedent("""
+        import multiprocessing.util as mpu
+        def job():
+            import blog
+            blog.basic_config("own.blog", flush_interval=60)
+            log = blog.get_logger("job")
+            log.info("run {}", 1)
+            mpu.Finalize(None, log.info, args=("finalizer {}", 2), exitpriority=-5)
+    """))
+    r = _run("""
+        import multiprocessing as mp, os, sys
+        sys.path.insert(0, os.getcwd())
+        import lazyjob
+        if __name__ == "__main__":
+            p = mp.get_context("fork").Process(target=lazyjob.job)
+            p.start()
+            p.join()
+            assert p.exitcode == 0 and "blog" not in sys.modules
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [e.message for e in bread.read(tmp_path / "own.blog")] == ["run 1", "finalizer 2"]
 
 
 def test_a_forked_child_does_not_keep_the_parents_file_locked(tmp_path):

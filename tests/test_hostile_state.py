@@ -305,7 +305,7 @@ def _mutate(rng: random.Random, path: str, targets: list[str]) -> bool:
     files = [meta] + _chan_files(path)
     if any(os.path.islink(p) for p in files):
         return True        # (the test itself must not write through a link it planted)
-    kind = rng.randrange(7)
+    kind = rng.randrange(8 if os.geteuid() == 0 else 7)
     victim = os.stat(rng.choice(targets))
     values = [0, 1, 2, rng.getrandbits(64), (1 << 64) - 1, 1 << 40, PAGE, victim.st_dev,
               victim.st_ino, victim.st_size, rng.randrange(1 << 20)]
@@ -332,6 +332,8 @@ def _mutate(rng: random.Random, path: str, targets: list[str]) -> bool:
         os.symlink(rng.choice(targets), p)
     elif kind == 5:    # a log path elsewhere, and that file's place
         _aim_at(meta, rng.choice(targets))
+    elif kind == 7:    # a buffer file of another user (root only)
+        os.lchown(rng.choice(files), 65534, 65534)
     else:              # a file of the log's set that is a link to one outside
         name = f"app.2026-01-01T00-00-00.000.pid{os.path.basename(meta).split('-')[0]}.blog"
         link = os.path.join(os.path.dirname(directory), name)
@@ -342,7 +344,8 @@ def _mutate(rng: random.Random, path: str, targets: list[str]) -> bool:
 
 def test_crafted_buffers_never_touch_anything_outside_the_log(dead_writer, tmp_path):
     # Proves, for random crafted buffers (lengths, offsets, device and inode of files
-    # outside, paths, links, cuts, random bytes; one to three changes each): recovery
+    # outside, paths, links, cuts, random bytes, files of another user where the test runs
+    # as root; one to three changes each): recovery
     # raises nothing but OSError, changes nothing outside the log's directory, keeps every
     # event the log held, and never repeats one (nor makes one up, where no event's bytes
     # were changed); a second recovery finds nothing to do.

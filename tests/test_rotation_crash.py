@@ -18,13 +18,19 @@ ZYGOTES = 2
 # after a random moment: two threads log numbered events through a set that switches
 # files every few kilobytes and compresses each closed file at once, so that a kill
 # lands during a write, a switch, a compression (copy, rename, delete) or between them.
+# The random moment is counted from when the writer says it is ready (its set made, its
+# threads started): a kill before that would test nothing and find no directory.
 ZYGOTE = textwrap.dedent("""
     import os, random, signal, sys, threading, time
     import blog
+    signal.signal(signal.SIGINT, signal.SIG_DFL)     # whatever the test runner's were
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     rng = random.Random(int(sys.argv[1]))
     for d, keep in zip(sys.argv[2::2], sys.argv[3::2]):
+        ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:
+            os.close(ready_r)
             os.chdir(d)
             blog.basic_config("logs/app.blog", flush_interval=0.001, rotate_bytes=20000,
                               compress=True, keep_files=int(keep) or None)
@@ -36,7 +42,11 @@ ZYGOTE = textwrap.dedent("""
                     i += 1
             for k in range(2):
                 threading.Thread(target=work, args=(k,), daemon=True).start()
+            os.write(ready_w, b"r")
             threading.Event().wait()
+        os.close(ready_w)
+        assert os.read(ready_r, 1) == b"r", "the writer died before it was ready"
+        os.close(ready_r)
         time.sleep(rng.uniform(0.02, 0.2))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)

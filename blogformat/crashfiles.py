@@ -28,6 +28,7 @@ moved aside (``<name>.damaged``), so that it never stops the next start.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import glob
 import hashlib
@@ -45,7 +46,7 @@ import msgpack
 from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, RecordType, Recovered,
                       WriterProp, decode_header,
                       decode_metadata_frame, header_payload, metadata_frames)
-from .fileset import parse, pid_path, split_base
+from .fileset import parse, split_base
 from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAGIC,
                      MAX_PAYLOAD, check_crc, frame_bytes, parse_header, unescape)
 from .values import UNPACK_OPTIONS
@@ -86,25 +87,42 @@ class UnsafeBufferDirectory(PermissionError):
     or one others may write (a planted one would make recovery append chosen bytes)."""
 
 
-def check_directory(directory: str) -> bool:
-    """True if ``directory`` exists and may be used as a crash buffer directory (a real
-    directory, owned by this process's effective user, not writable by group or others);
-    False if it does not exist. UnsafeBufferDirectory says why it may not be used."""
+def open_directory(directory: str) -> int | None:
+    """A descriptor of the crash buffer directory, opened without following a link and
+    checked (a real directory, owned by this process's effective user, not writable by
+    group or others); None if it does not exist. UnsafeBufferDirectory says why it may
+    not be used. Recovery reaches every file through it: a directory renamed, or replaced
+    by a link, after the check changes nothing."""
     try:
-        st = os.lstat(directory)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return False
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise UnsafeBufferDirectory(f"{directory} is not a directory (a link or a file): "
-                                    "refused as a crash buffer directory")
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafeBufferDirectory(f"{directory} is not a directory (a link or a file): "
+                                        "refused as a crash buffer directory") from None
+        raise
+    st = os.fstat(fd)
+    why = None
     if st.st_uid != os.geteuid():
-        raise UnsafeBufferDirectory(f"{directory} is owned by uid {st.st_uid}, not by this "
-                                    f"process's user (uid {os.geteuid()}): refused as a crash "
-                                    "buffer directory")
-    if st.st_mode & 0o022:
-        raise UnsafeBufferDirectory(f"{directory} is writable by group or others (mode "
-                                    f"{stat.S_IMODE(st.st_mode):04o}): refused as a crash "
-                                    "buffer directory (chmod go-w to use it)")
+        why = (f"is owned by uid {st.st_uid}, not by this process's user (uid "
+               f"{os.geteuid()})")
+    elif st.st_mode & 0o022:
+        why = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    if why is not None:
+        os.close(fd)
+        raise UnsafeBufferDirectory(f"{directory} {why}: refused as a crash buffer directory"
+                                    + (" (chmod go-w to use it)" if "writable" in why else ""))
+    return fd
+
+
+def check_directory(directory: str) -> bool:
+    """True if ``directory`` exists and may be used as a crash buffer directory
+    (``open_directory``); False if it does not exist."""
+    fd = open_directory(directory)
+    if fd is None:
+        return False
+    os.close(fd)
     return True
 
 
@@ -201,8 +219,10 @@ def recover(directory: str, stream: Any, log_path: str | None = None,
     if log_path is None:
         log_path = getattr(stream, "requested", None) or getattr(stream, "path")
     log_path = os.path.abspath(os.fspath(log_path))
-    if not check_directory(directory):
+    dfd = open_directory(directory)
+    if dfd is None:
         return []
+    d = _BufferDir(directory, dfd)
     done: list[Recovery] = []
     given: list[Any] = []
 
@@ -210,68 +230,112 @@ def recover(directory: str, stream: Any, log_path: str | None = None,
         if not given:
             given.append(stream() if callable(stream) else stream)
         return given[0]
-    for meta in sorted(glob.glob(os.path.join(glob.escape(directory), "*.meta"))):
-        try:
-            fd = os.open(meta, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            continue              # a link, say: never followed (swept below)
-        try:
+    try:
+        for meta in d.names(".meta"):
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue          # its process lives (or another recovers it now)
-            st = os.fstat(fd)
-            if st.st_nlink == 0:
-                continue          # removed meanwhile by whoever held it
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-                warn(f"blog: crash buffer {meta} is not a regular file of this user: left "
-                     "alone")
-                continue
-            damage: list[str] = []
-            own = _own_file(fd, log_path)
+                fd = d.open(meta, os.O_RDWR)
+            except OSError:
+                continue          # a link, say: never followed
             try:
-                r = _recover_one(meta, fd, own if own is not None else fallback(), log_path,
-                                 damage)
-            except _LeaveAlone as exc:
-                warn(str(exc))
-                continue
-            except (ValueError, TypeError, struct.error, OverflowError, MemoryError,
-                    IndexError, KeyError, msgpack.UnpackException) as exc:
-                damage.append(f"{type(exc).__name__}: {exc}")
-                r = None
+                r = _recover_locked(d, meta, fd, log_path, fallback, warn)
             finally:
-                if own is not None:
-                    own.close()
-            if damage:
-                _set_aside(meta, warn, damage, r)
+                os.close(fd)
             if r is not None:
                 done.append(r)
-        finally:
-            os.close(fd)
-    _sweep(directory)
+        _sweep(d)
+    finally:
+        os.close(dfd)
     return done
+
+
+class _BufferDir:
+    """The buffer directory's descriptor (``open_directory``), through which recovery
+    lists, opens, renames and removes its files; ``path`` only names them in messages."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+
+    def names(self, suffix: str) -> list[str]:
+        return sorted(n for n in os.listdir(self.fd) if n.endswith(suffix))
+
+    def open(self, name: str, flags: int) -> int:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                       dir_fd=self.fd)
+
+    def remove(self, names: list[str]) -> None:
+        for n in names:
+            try:
+                os.unlink(n, dir_fd=self.fd)
+            except OSError:
+                pass
+
+    def show(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+
+def _recover_locked(d: _BufferDir, meta: str, fd: int, log_path: str,
+                    fallback: Callable[[], Any],
+                    warn: Callable[[str], None]) -> Recovery | None:
+    """Recover the buffer whose control file ``meta`` is open as ``fd``, if its lock can be
+    taken (its process is gone) and it is this user's regular file."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None               # its process lives (or another recovers it now)
+    st = os.fstat(fd)
+    if st.st_nlink == 0:
+        return None               # removed meanwhile by whoever held it
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        warn(f"blog: crash buffer {d.show(meta)} is not a regular file of this user: left "
+             "alone")
+        return None
+    damage: list[str] = []
+    own = _own_file(fd, log_path)
+    r = None
+    try:
+        r = _recover_one(d, meta, fd, own if own is not None else fallback(), log_path,
+                         damage)
+    except _LeaveAlone as exc:
+        warn(str(exc))
+        return None
+    except (ValueError, TypeError, struct.error, OverflowError, MemoryError,
+            IndexError, KeyError, msgpack.UnpackException) as exc:
+        damage.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        if own is not None:
+            own.close()
+    if damage:
+        _set_aside(d, meta, warn, damage, r)
+    return r
 
 
 class _LeaveAlone(Exception):
     """A buffer recovery must not judge (a newer format): reported, its files untouched."""
 
 
-def _set_aside(meta: str, warn: Callable[[str], None], damage: list[str],
+def _set_aside(d: _BufferDir, meta: str, warn: Callable[[str], None], damage: list[str],
                r: Recovery | None) -> None:
     """A damaged buffer: its files (what is left of them) renamed ``<name>.damaged``, never
     read again by a recovery, and the damage reported."""
-    prefix = meta[:-len(".meta")]
     moved = []
-    for p in sorted(glob.glob(glob.escape(prefix) + "-*.chan")) + [meta]:   # meta last
+    for n in _chans(d, meta) + [meta]:     # the control file last
         try:
-            os.rename(p, p + ".damaged")
-            moved.append(os.path.basename(p) + ".damaged")
+            os.rename(n, n + ".damaged", src_dir_fd=d.fd, dst_dir_fd=d.fd)
+            moved.append(n + ".damaged")
         except OSError:
             pass
     got = f"{r.events} readable event(s) recovered into {r.path}" if r is not None else \
         "no readable event recovered"
     kept = f"; kept as {', '.join(moved)}" if moved else ""
-    warn(f"blog: crash buffer {meta} is damaged ({'; '.join(damage)[:500]}): {got}{kept}")
+    warn(f"blog: crash buffer {d.show(meta)} is damaged ({'; '.join(damage)[:500]}): "
+         f"{got}{kept}")
+
+
+def _chans(d: _BufferDir, meta: str) -> list[str]:
+    """The channel files of the buffer whose control file is ``meta``."""
+    prefix = meta[:-len(".meta")] + "-"
+    return [n for n in d.names(".chan") if n.startswith(prefix)]
 
 
 def _own_file(fd: int, log_path: str) -> LockedFile | None:
@@ -306,15 +370,21 @@ def _open_member(log_path: str, dev: int, ino: int, pid: int | None) -> LockedFi
 
 
 def _log_file(log_path: str, name: str, pid: int | None) -> bool:
-    """True if ``name`` (in ``log_path``'s directory) is a file of that log: the log itself,
-    or a file of its set, of process ``pid`` if given (never a compressed one). An inode
-    number alone is not enough: a file system gives a freed one to the next new file."""
-    if name == os.path.basename(log_path):
+    """True if ``name`` (in ``log_path``'s directory) is a file of that log: its base name
+    (``log_path`` without a process's ``.pid<N>`` part), a process's own
+    ``NAME.pid<N>[-k].blog`` beside it, or a file of its set; of process ``pid`` if given
+    (never a compressed one). An inode number alone is not enough: a file system gives a
+    freed one to the next new file."""
+    base = _PID_FILE.sub("", os.path.basename(log_path))
+    if name == base:
         return True
-    if pid is not None and name == os.path.basename(pid_path(log_path, pid)):
-        return True               # a process's own file beside a plain output
+    root, ext = os.path.splitext(base)
+    own = re.fullmatch(re.escape(root) + r"\.pid(\d+)(?:-\d+)?" + re.escape(ext or ".blog"),
+                       name)
+    if own is not None:
+        return pid is None or int(own[1]) == pid
     f = parse(name)
-    return (f is not None and not f.compressed and f.stem == split_base(log_path)[1]
+    return (f is not None and not f.compressed and f.stem == split_base(base)[1]
             and (pid is None or f.pid == pid))
 
 
@@ -387,35 +457,33 @@ def alive(pid: int) -> bool:
     return True
 
 
-def _sweep(directory: str) -> None:
+def _sweep(d: _BufferDir) -> None:
     """What no recovery will read: a control file whose process died while making it
     (``.new``, unlocked), and channel files whose control file is gone."""
-    for p in glob.glob(os.path.join(glob.escape(directory), "*.new")):
+    for n in d.names(".new"):
         try:
-            fd = os.open(p, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = d.open(n, os.O_RDWR)
         except OSError:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.unlink(p)
+            d.remove([n])
         except OSError:
             pass
         finally:
             os.close(fd)
-    for p in glob.glob(os.path.join(glob.escape(directory), "*.chan")):
-        prefix = p[:-len(".chan")].rsplit("-", 1)[0]
-        if not (os.path.exists(prefix + ".meta") or os.path.exists(prefix + ".new")):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
+    present = set(os.listdir(d.fd))
+    for n in d.names(".chan"):
+        prefix = n[:-len(".chan")].rsplit("-", 1)[0]
+        if prefix + ".meta" not in present and prefix + ".new" not in present:
+            d.remove([n])
 
 
-def _recover_one(meta: str, fd: int, stream: Any, log_path: str,
+def _recover_one(d: _BufferDir, meta: str, fd: int, stream: Any, log_path: str,
                  damage: list[str]) -> Recovery | None:
     size = os.fstat(fd).st_size
-    if size < PAGE:
-        _remove(meta, [])
+    if size < PAGE:               # it is made whole (allocated) before it is named
+        damage.append("shorter than its control page")
         return None
     with mmap.mmap(fd, PAGE) as ctl:
         magic, version, pid, written, writing, dev, ino, offset, length = CTL.unpack_from(ctl, 0)
@@ -423,12 +491,14 @@ def _recover_one(meta: str, fd: int, stream: Any, log_path: str,
             damage.append("not a crash buffer control file")
             return None
         if version != VERSION:
-            raise _LeaveAlone(f"blog: crash buffer {meta} has format version {version}, this "
-                              f"blog reads {VERSION}: left alone")
+            raise _LeaveAlone(f"blog: crash buffer {d.show(meta)} has format version "
+                              f"{version}, this blog reads {VERSION}: left alone")
         rstate, rdev, rino, roffset, rlength = REC.unpack_from(ctl, 64)
-        prefix = os.path.basename(meta)[:-len(".meta")]
-        chans = sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(meta)),
-                                              f"{glob.escape(prefix)}-*.chan")))
+        chans = _chans(d, meta)
+        channels = [_channel(d, n, damage) for n in chans]
+        # What one consume could write at most: the events the channel files hold, the
+        # metadata, and its frames' headers. A recorded write longer than that is not cut.
+        limit = size + sum(c.size for c in channels if c is not None) + (1 << 20)
         here = stream.position()
         if rstate == 1 and here[:2] != (rdev, rino):
             # The recovery that died appended elsewhere (a new file of a set): finished
@@ -436,28 +506,33 @@ def _recover_one(meta: str, fd: int, stream: Any, log_path: str,
             rstate = _settle_elsewhere(log_path, rdev, rino, roffset, rlength)
         if rstate == 2 or (rstate == 1 and here[:2] == (rdev, rino)
                            and here[2] >= roffset + rlength):
-            _remove(meta, chans)      # appended before; only the removal was left undone
+            d.remove(chans + [meta])  # appended before; only the removal was left undone
             return None
         if (rstate == 1 and here[:2] == (rdev, rino) and here[2] > roffset
-                and _stream_frame_at(stream, rdev, rino, roffset)):
+                and rlength <= limit and _stream_frame_at(stream, rdev, rino, roffset)):
             stream.truncate(roffset)  # a recovery killed midway: its part goes, redone below
-        _cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length)
+        if writing > written and length > limit:
+            damage.append(f"a write of {length} bytes recorded, more than the buffer holds: "
+                          "not cut")
+            writing = 0
+        _cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length, pid)
         complete = _write_complete(stream, log_path, writing, written, dev, ino, offset, length)
         header, entries = _metadata(fd, size, damage)
         batches: list[bytes] = []
         writers: set[int] = set()
         events = 0
-        for chan in chans:
-            got = _channel(chan, written, writing if complete else 0, damage)
-            if got is None:
+        for c in channels:
+            if c is None:
                 continue
-            wid, runs = got
-            for base, data in runs:
-                n, frames = _frames(wid, base, data, os.path.basename(chan), damage)
-                if n:
-                    writers.add(wid)
-                    events += n
-                    batches.extend(frames)
+            try:
+                for base, at, n in c.runs(written, writing if complete else 0, damage):
+                    got, frames = _frames(c, base, at, n, damage)
+                    if got:
+                        writers.add(c.writer)
+                        events += got
+                        batches.extend(frames)
+            finally:
+                c.close()
         if events:
             names = {}
             sources = []
@@ -497,7 +572,7 @@ def _recover_one(meta: str, fd: int, stream: Any, log_path: str,
             finally:
                 words.release()
         if not damage:
-            _remove(meta, chans)      # else they are moved aside whole (the caller)
+            d.remove(chans + [meta])  # else they are moved aside whole (the caller)
     path = getattr(stream, "current", None) or getattr(stream, "path", "")
     return Recovery(pid, events, str(path)) if events else None
 
@@ -511,14 +586,6 @@ def _write_all(stream: Any, data: bytes) -> None:
         if n <= 0:      # never spin on a stream that takes nothing: the buffer stays
             raise OSError("the log accepted no bytes")
         view = view[n:]
-
-
-def _remove(meta: str, chans: list[str]) -> None:
-    for p in chans + [meta]:
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
 
 
 def _file_size(path: str, dev: int, ino: int, stream: Any) -> int | None:
@@ -575,30 +642,73 @@ def _whole_frames(data: bytes) -> bool:
 
 
 def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: int, ino: int,
-                       offset: int, length: int) -> None:
+                       offset: int, length: int, pid: int) -> None:
     """A write cut short by the kill: its bytes go (its events are recovered whole)."""
     if writing == 0 or writing <= written:
         return
     here = stream.position()
     if here[:2] == (dev, ino):
-        if offset < here[2] < offset + length and _stream_frame_at(stream, dev, ino, offset):
+        if offset < here[2] < offset + length and _stream_cut_is_ours(stream, dev, ino, offset,
+                                                                      here[2], pid):
             stream.truncate(offset)
         return
     f = _open_member(path, dev, ino, None)
     if f is None:
         return        # gone, not the log's, or another writer has it: left as it is
     try:
-        if offset < os.fstat(f.fd).st_size < offset + length and _frame_at(f.fd, offset):
+        size = os.fstat(f.fd).st_size
+        if offset < size < offset + length and _cut_is_ours(f.fd, offset, size, pid):
             f.truncate(offset)
     finally:
         f.close()
+
+
+def _cut_is_ours(fd: int, offset: int, size: int, pid: int) -> bool:
+    """True if the bytes of the file from ``offset`` to ``size`` can be what process
+    ``pid``'s cut write left: frames from ``offset`` on, whole but perhaps the last, and no
+    header frame of another process among them (a stream's start is never cut)."""
+    pos = offset
+    while pos + HEADER_SIZE <= size:
+        try:
+            fields = parse_header(os.pread(fd, HEADER_SIZE, pos))
+        except OSError:
+            return False
+        if fields is None:
+            return pos > offset       # not a frame: a torn tail, unless it is the first
+        kind, flags, n, crc = fields
+        if pos + HEADER_SIZE + n > size:
+            return True               # the torn last frame
+        if kind == FRAME_HEADER:
+            try:
+                _, payload = unescape(flags, os.pread(fd, min(n, MAX_PAYLOAD), pos + HEADER_SIZE))
+                if decode_header(payload, pos).descriptor.get("pid") != pid:
+                    return False
+            except (OSError, ValueError, TypeError, msgpack.UnpackException):
+                return False
+        pos += HEADER_SIZE + n
+    return pos > offset or _frame_at(fd, offset)
+
+
+def _stream_cut_is_ours(stream: Any, dev: int, ino: int, offset: int, size: int,
+                        pid: int) -> bool:
+    """``_cut_is_ours`` of the file (dev, ino) that ``stream`` writes."""
+    name = getattr(stream, "current", None) or getattr(stream, "path", None)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)   # type: ignore
+    except (OSError, TypeError, ValueError):
+        return False
+    try:
+        st = os.fstat(fd)
+        return (st.st_dev, st.st_ino) == (dev, ino) and _cut_is_ours(fd, offset, size, pid)
+    finally:
+        os.close(fd)
 
 
 def _stream_frame_at(stream: Any, dev: int, ino: int, offset: int) -> bool:
     """True if a frame begins at ``offset`` of the file (dev, ino) that ``stream`` writes."""
     name = getattr(stream, "current", None) or getattr(stream, "path", None)
     try:
-        fd = os.open(name, os.O_RDONLY)     # type: ignore[arg-type]
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)   # type: ignore
     except (OSError, TypeError, ValueError):
         return False
     try:
@@ -633,14 +743,43 @@ def _metadata(fd: int, size: int, damage: list[str]) -> tuple[Any, list]:
     return header, entries
 
 
-def _channel(path: str, written: int, skip: int,
-             damage: list[str]) -> tuple[int, list[tuple[int, bytes]]] | None:
-    """A channel file's writer id and what must be recovered of it: (base, events) per half,
-    the taken one (unless consume ``skip`` wrote it whole) before the active one. Its sizes
-    and lengths are believed only as far as the file goes (else: damage)."""
-    name = os.path.basename(path)
+class _Channel:
+    """A channel file, open: its writer, its halves (``runs``), its size on disk."""
+
+    def __init__(self, name: str, fd: int, size: int, writer: int, half: int, active: int,
+                 halves: list[tuple[int, int, int]]) -> None:
+        self.name, self.fd, self.size = name, fd, size
+        self.writer, self.half, self.active, self.halves = writer, half, active, halves
+
+    def runs(self, written: int, skip: int, damage: list[str]) -> list[tuple[int, int, int]]:
+        """What must be recovered: (base, offset, length) per half, the taken one (unless
+        consume ``skip`` wrote it whole) before the active one. A length is believed only
+        as far as the file goes (else: damage)."""
+        taken = sorted((seq, h) for h, (_, _, seq) in enumerate(self.halves)
+                       if seq > written and seq != skip)
+        order = [h for _, h in taken]
+        if self.halves[self.active][2] == 0:
+            order.append(self.active)
+        out = []
+        for h in order:
+            n, base, _ = self.halves[h]
+            if n == 0:
+                continue
+            if n > self.half or PAGE + h * self.half + n > self.size:
+                damage.append(f"{self.name}: half {h} says {n} bytes, its file holds fewer")
+                continue
+            out.append((base, PAGE + h * self.half, n))
+        return out
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _channel(d: _BufferDir, name: str, damage: list[str]) -> _Channel | None:
+    """The channel file ``name``, open, if it is this user's regular file with a channel
+    header (else: damage); None also for one whose process died while making it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = d.open(name, os.O_RDONLY)
     except OSError as exc:
         damage.append(f"{name}: {exc.strerror or exc}")
         return None
@@ -648,45 +787,43 @@ def _channel(path: str, written: int, skip: int,
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
             damage.append(f"{name}: not a regular file of this user")
-            return None
-        head = os.pread(fd, PAGE, 0)
-        if len(head) < PAGE or head[:len(CHAN_MAGIC)] == bytes(len(CHAN_MAGIC)):
-            return None       # killed while it was made: nothing was ever mirrored there
-        magic, wid, half, active = CHAN.unpack_from(head, 0)
-        if magic != CHAN_MAGIC or active not in (0, 1) or not 0 < half <= st.st_size:
-            damage.append(f"{name}: not a channel file (its header)")
-            return None
-        halves = [HALF.unpack_from(head, HALF_AT + HALF.size * h) for h in (0, 1)]
-        taken = sorted((seq, h) for h, (_, _, seq) in enumerate(halves)
-                       if seq > written and seq != skip)
-        order = [h for _, h in taken]
-        if halves[active][2] == 0:
-            order.append(active)
-        runs = []
-        for h in order:
-            n, base, _ = halves[h]
-            if n == 0:
-                continue
-            if n > half or PAGE + h * half + n > st.st_size:
-                damage.append(f"{name}: half {h} says {n} bytes, its file holds fewer")
-                continue
-            runs.append((base, os.pread(fd, n, PAGE + h * half)))
-        return wid, runs
+        else:
+            head = os.pread(fd, PAGE, 0)
+            if len(head) < PAGE or head[:len(CHAN_MAGIC)] == bytes(len(CHAN_MAGIC)):
+                pass          # killed while it was made: nothing was ever mirrored there
+            else:
+                magic, wid, half, active = CHAN.unpack_from(head, 0)
+                if magic != CHAN_MAGIC or active not in (0, 1) or not 0 < half <= st.st_size:
+                    damage.append(f"{name}: not a channel file (its header)")
+                else:
+                    halves = [HALF.unpack_from(head, HALF_AT + HALF.size * h) for h in (0, 1)]
+                    c = _Channel(name, fd, st.st_size, wid, half, active, halves)
+                    fd = -1
+                    return c
     except (OSError, struct.error) as exc:
         damage.append(f"{name}: {exc}")
-        return None
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
+    return None
 
 
-def _frames(wid: int, base: int, data: bytes, name: str,
+#: Bytes of a half read at once: a half is read in pieces, so that what recovery holds is
+#: what it could decode (a sparse file's claimed gigabytes of zeros end it at once).
+_CHUNK = 1 << 20
+#: The clocks a batch header holds (u64; deltas may make a crafted one leave it).
+_CLOCK_MIN, _CLOCK_END = -(1 << 63), 1 << 64
+
+
+def _frames(c: _Channel, base: int, at: int, length: int,
             damage: list[str]) -> tuple[int, list[bytes]]:
-    """Events frames of the whole events in ``data`` (deltas from ``base``): (count, frames).
-    Bytes after the last whole event are damage (a half's length covers whole events)."""
-    u = msgpack.Unpacker(None, max_buffer_size=max(len(data), 1), **UNPACK_OPTIONS)
-    u.feed(data)
+    """Events frames of the whole events in ``length`` bytes at ``at`` of channel ``c``
+    (deltas from ``base``): (count, frames). Bytes after the last whole event are damage
+    (a half's length covers whole events)."""
+    u = msgpack.Unpacker(None, max_buffer_size=max(length, 1), **UNPACK_OPTIONS)
     frames: list[bytes] = []
-    total = 0
+    pending = bytearray()     # the raw bytes of the frame being gathered, and beyond
+    total = fed = 0
     start = end = 0
     clock = first = base
     lo = hi = None
@@ -694,12 +831,22 @@ def _frames(wid: int, base: int, data: bytes, name: str,
     while True:
         try:
             ev = u.unpack()
+        except msgpack.OutOfData:
+            if fed < length:
+                chunk = os.pread(c.fd, min(_CHUNK, length - fed), at + fed)
+                if chunk:
+                    fed += len(chunk)
+                    u.feed(chunk)
+                    pending += chunk
+                    continue
+            ev = None
         except Exception:     # the length is stored after the bytes: never a torn event
             ev = None
-        if type(ev) is not list or len(ev) < 3 or type(ev[1]) is not int:
-            if end < len(data):
-                damage.append(f"{name}: {len(data) - end} byte(s) after event {count} "
-                              "unreadable")
+        if (type(ev) is not list or len(ev) < 3 or type(ev[1]) is not int
+                or not _CLOCK_MIN <= clock + ev[1] < _CLOCK_END):
+            if end < length:
+                damage.append(f"{c.name}: {length - end} byte(s) after event "
+                              f"{total + count} unreadable")
             break
         clock += ev[1]
         lo = clock if lo is None or clock < lo else lo
@@ -707,12 +854,15 @@ def _frames(wid: int, base: int, data: bytes, name: str,
         count += 1
         end = u.tell()
         if count == _FRAME_EVENTS:
-            frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(wid, first, count, lo, hi).encode()
-                                      + data[start:end]))
+            frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(c.writer, first, count, lo,
+                                                                hi).encode()
+                                      + bytes(pending[:end - start])))
+            del pending[:end - start]
             total += count
             start, first, count, lo, hi = end, clock, 0, None, None
     if count:
-        frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(wid, first, count, lo, hi).encode()
-                                  + data[start:end]))
+        frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(c.writer, first, count, lo,
+                                                            hi).encode()
+                                  + bytes(pending[:end - start])))
         total += count
     return total, frames

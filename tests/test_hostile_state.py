@@ -505,3 +505,217 @@ def test_crafted_manifests_and_catalogs_never_touch_anything_outside_the_log(
         # reading; those are told apart by their one argument)
         got = sorted(a for a in _args(d) if len(a) == 2)
         assert got == expected, (trial, capsys.readouterr().err)
+
+
+# --- Review findings: honest processes' own files, lengths and clocks a buffer claims -----
+
+
+def _killed(path: str, own: str | None = None, threads: int = 1, before: int = 0):
+    """A session writing ``own`` (default ``path``) with a crash buffer for ``path``:
+    ``before`` events written, then 10 per thread (main first) left in the buffer as if
+    the process had been killed. Returns the stream's path."""
+    import threading
+    from blog.crashbuf import CrashBuffer
+    s = blog.Session(name="dead")
+    stream = blog.FileOutputStream(own or path)
+    log = s.get_logger("t")
+    for i in range(before):
+        log.info("written {}", i)
+    s.consume(stream)
+    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
+    s.use_crash_buffer(cb)
+    for k in range(threads):
+        work = lambda k=k: [log.info("w{} {}", k, i) for i in range(10)]   # noqa: E731
+        if k == 0:
+            work()
+        else:
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+    for slot in cb._slots.values():       # as if killed: the lock goes, the files stay
+        slot.map.flush()
+    cb.closed = True
+    cb._words.release()
+    cb._ctl.close()
+    os.close(cb._fd)
+    stream.close()
+    return stream.path
+
+
+def _recover_into(path: str, said: list[str]) -> list:
+    out = blog.FileOutputStream(path)
+    try:
+        return recover(buffer_directory(path), out, path, warn=said.append)
+    finally:
+        out.close()
+
+
+@pytest.mark.parametrize("name", ["app.pid{}.blog", "app.pid{}-2.blog"])
+def test_a_dead_processs_own_pid_file_is_recovered_into_once(tmp_path, name):
+    # Proves: a process that wrote its own app.pid<N>[-k].blog beside app.blog (another
+    # had app.blog) and died right after a write reached its file whole, before recording
+    # it, has that write recognised in its own file: recovery appends nothing twice there.
+    path = str(tmp_path / "app.blog")
+    own = str(tmp_path / name.format(os.getpid()))
+    s = blog.Session(name="p")
+    from blog.crashbuf import CrashBuffer
+    stream = blog.FileOutputStream(own)
+    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
+    s.use_crash_buffer(cb)
+    log = s.get_logger("t")
+    for i in range(10):
+        log.info("a {}", i)
+    s.consume(stream)
+    for i in range(10):
+        log.info("b {}", i)
+
+    class Whole:      # writes all it is given, then the process "dies" before recording it
+        position = stream.position
+
+        def write(self, data):
+            stream.write(bytes(data))
+            raise SystemExit("killed")
+    with pytest.raises(SystemExit):
+        s.consume(Whole())
+    for slot in cb._slots.values():
+        slot.map.flush()
+    cb.closed = True
+    cb._words.release()
+    cb._ctl.close()
+    os.close(cb._fd)
+    stream.close()
+    said: list[str] = []
+    assert _recover_into(path, said) == [] and said == []
+    msgs = [e.message for e in bread.read(own)]
+    assert msgs == [f"a {i}" for i in range(10)] + [f"b {i}" for i in range(10)]
+    assert os.path.getsize(path) == 0
+
+
+def test_a_recorded_write_longer_than_the_buffer_never_cuts_the_log(tmp_path):
+    # Proves: a control file saying a write of 2**40 bytes from offset 0 was in progress
+    # (damage, or a crafted file) does not cut the log: its 100 events stay; the buffer's
+    # events are recovered; the damage is said and the files set aside.
+    path = str(tmp_path / "app.blog")
+    _killed(path, before=100)
+    meta = _control_file(path)
+    st = os.stat(path)
+    with open(meta, "r+b") as f:
+        magic, ver, pid, written, *_ = CTL.unpack(f.read(CTL.size))
+        f.seek(0)
+        f.write(CTL.pack(magic, ver, pid, written, written + 1, st.st_dev, st.st_ino, 0,
+                         1 << 40))
+    said: list[str] = []
+    [r] = _recover_into(path, said)
+    assert r.events == 10 and "not cut" in said[0], said
+    assert _messages(path) == [f"written {i}" for i in range(100)] + [f"w0 {i}" for i in range(10)]
+
+
+def test_a_cut_never_takes_another_processs_stream(tmp_path):
+    # Proves: a recorded write that would begin at another process's stream (its header
+    # names another pid) is not cut, whatever length it claims.
+    path = str(tmp_path / "app.blog")
+    s = blog.Session(name="other")
+    out = blog.FileOutputStream(path)
+    for i in range(30):
+        s.get_logger("o").info("other {}", i)
+    s.consume(out)
+    out.close()
+    _killed(path)
+    meta = _control_file(path)
+    st = os.stat(path)
+    with open(meta, "r+b") as f:      # the dead process: another pid than the stream's
+        magic, ver, pid, written, *_ = CTL.unpack(f.read(CTL.size))
+        f.seek(0)
+        f.write(CTL.pack(magic, ver, pid + 1, written, written + 1, st.st_dev, st.st_ino, 0,
+                         st.st_size + 10))
+    said: list[str] = []
+    _recover_into(path, said)
+    assert _messages(path)[:30] == [f"other {i}" for i in range(30)]
+
+
+def test_a_clock_past_64_bits_loses_only_what_follows_it(tmp_path):
+    # Proves: one crafted event whose clock delta leaves the batch header's range is
+    # damage of its channel from there on; every readable event of the buffer is recovered.
+    import msgpack
+    path = str(tmp_path / "app.blog")
+    _killed(path, threads=2)
+    last = _chan_files(path)[-1]
+    with open(last, "r+b") as f:
+        head = f.read(PAGE)
+        _, _, half, active = CHAN.unpack_from(head, 0)
+        n, base, seq = HALF.unpack_from(head, HALF_AT + HALF.size * active)
+        ev = msgpack.packb([1, (1 << 64) - 1, []])
+        f.seek(PAGE + active * half + n)
+        f.write(ev)
+        f.seek(HALF_AT + HALF.size * active)
+        f.write(HALF.pack(n + len(ev), base, seq))
+    said: list[str] = []
+    [r] = _recover_into(path, said)
+    assert r.events == 20 and "unreadable" in said[0], said
+    assert sorted(_messages(path)) == sorted([f"w0 {i}" for i in range(10)]
+                                             + [f"w1 {i}" for i in range(10)])
+
+
+def test_a_sparse_half_claiming_a_gigabyte_is_read_only_as_far_as_it_decodes(tmp_path):
+    # Proves: a channel file whose half claims 1 GiB (a sparse file: holes read as zeros)
+    # is read piece by piece and ends at the first byte that is no event: its 10 events
+    # are recovered and the rest reported, with no gigabyte held in memory.
+    path = str(tmp_path / "app.blog")
+    _killed(path)
+    [chan] = _chan_files(path)
+    with open(chan, "r+b") as f:
+        head = bytearray(f.read(PAGE))
+        magic, wid, half, active = CHAN.unpack_from(head, 0)
+        n, base, seq = HALF.unpack_from(head, HALF_AT + HALF.size * active)
+        big = 1 << 30
+        f.seek(PAGE)
+        data = f.read(2 * half)
+        CHAN.pack_into(head, 0, magic, wid, big, 0)
+        HALF.pack_into(head, HALF_AT, big - 1, base, 0)     # its events, then holes
+        f.seek(0)
+        f.write(head)
+        f.seek(PAGE)
+        f.write(data[active * half:active * half + n])
+        f.truncate(PAGE + 2 * big)               # sparse: no blocks behind it
+    said: list[str] = []
+    [r] = _recover_into(path, said)
+    assert r.events == 10 and "unreadable" in said[0], said
+
+
+def test_a_control_file_shorter_than_its_page_is_set_aside_and_said(tmp_path):
+    path = str(tmp_path / "app.blog")
+    _killed(path)
+    meta = _control_file(path)
+    os.truncate(meta, 100)
+    said: list[str] = []
+    assert _recover_into(path, said) == []
+    assert "shorter than its control page" in said[0], said
+    assert all(n.endswith(".damaged") for n in os.listdir(buffer_directory(path)))
+
+
+def test_a_buffer_directory_replaced_after_its_check_changes_nothing_elsewhere(
+        tmp_path, monkeypatch):
+    # Proves: recovery reaches the buffer's files through the directory it checked. A
+    # directory swapped for a link to another of the user's directories between the check
+    # and the work (another user's rename in a shared crash_dir) loses nothing there.
+    path = str(tmp_path / "app.blog")
+    _killed(path)
+    directory = buffer_directory(path)
+    victim = tmp_path / "home"
+    victim.mkdir()
+    for n in ("notes.meta", "job.new", "cache.chan"):
+        (victim / n).write_bytes(b"mine")
+    from blogformat import crashfiles
+    real_open = crashfiles.open_directory
+
+    def open_then_swap(d):
+        fd = real_open(d)
+        os.rename(d, d + ".moved")
+        os.symlink(str(victim), d)
+        return fd
+    monkeypatch.setattr(crashfiles, "open_directory", open_then_swap)
+    said: list[str] = []
+    [r] = _recover_into(path, said)
+    assert r.events == 10
+    assert sorted(os.listdir(victim)) == ["cache.chan", "job.new", "notes.meta"]
+    assert all((victim / n).read_bytes() == b"mine" for n in os.listdir(victim))

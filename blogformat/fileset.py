@@ -100,13 +100,15 @@ def members(directory: str, stem: str) -> list[SetFile]:
 def is_locked(path: str) -> bool:
     """True if a process holds the exclusive ``flock`` a writer keeps on the file it writes
     (or the file cannot be opened to check); False if it is not there."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:   # never through a link, never waiting on a FIFO: not a regular file is "held"
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return False
     except OSError:
         return True
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return True

@@ -58,7 +58,8 @@ from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
 from .frames import Damage, Frame, iter_frames
-from .inputs import open_path
+from .inputs import name_text, open_path
+from .render import escape_controls
 
 #: Events sorted in memory at once before they are spilled to a run file.
 RUN_EVENTS = 200_000
@@ -80,7 +81,7 @@ Warn = Callable[[str], None]
 
 
 def _stderr(message: str) -> None:
-    sys.stderr.write(f"bread compact: {message}\n")
+    sys.stderr.write(f"bread compact: {escape_controls(name_text(message))}\n")
 
 
 def recover(directory: str, warn: Warn = _stderr) -> list[str]:
@@ -105,11 +106,22 @@ def recover(directory: str, warn: Warn = _stderr) -> list[str]:
     for name, e in list(c["compacted"].items()):
         if e["state"] == "writing":       # not durable yet: the originals stand
             if name in names:
+                gone = [o for o in e["replaces"] if o not in names]
+                if gone:                  # then it holds the only copy: never removed
+                    warn(f"{_shown(directory, name)}: the catalog says it is being written, "
+                         f"but {len(gone)} of its originals are gone: left alone")
+                    continue
                 _remove(directory, name, removed, warn)
             del c["compacted"][name]
             changed = True
         else:                             # durable: the originals go, if any are left
             damaged = set(e.get("damaged", ()))
+            left = [o for o in e["replaces"] if o in names]
+            if left and not _holds(directory, name, left):
+                warn(f"{_shown(directory, name)}: the catalog says it replaces "
+                     f"{len(left)} file(s) still here, but it is not a regular file whose "
+                     "header says so: they are left alone")
+                continue
             for orig in e["replaces"]:
                 if orig not in names:
                     continue
@@ -122,6 +134,24 @@ def recover(directory: str, warn: Warn = _stderr) -> list[str]:
     if removed:
         fsync_dir(directory)
     return removed
+
+
+def _holds(directory: str, name: str, originals: list[str]) -> bool:
+    """True if the compacted file ``name`` is a regular file of ``directory`` whose own
+    header says it replaces every one of ``originals`` (what the catalog says is input)."""
+    path = os.path.join(directory, name)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    said = catalog.header_replaces(path)
+    return said is not None and set(originals) <= set(said)
+
+
+def _shown(directory: str, name: str) -> str:
+    """A path for a message: its name as bread names files, control characters escaped."""
+    return escape_controls(name_text(os.path.join(directory, name)))
 
 
 def _remove(directory: str, name: str, removed: list[str], warn: Warn,
@@ -206,7 +236,10 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
     out = []
     names = os.listdir(directory)
     replaced = catalog.left_out(directory, names)
-    stems = {f.stem for f in map(parse, names) if f is not None}
+    found = [f for f in map(parse, names) if f is not None]
+    plain = {f.name for f in found if not f.compressed}
+    twins = {f.plain_name for f in found if f.compressed and f.plain_name in plain}
+    stems = {f.stem for f in found}
     for stem in sorted(stems):
         for f in members(directory, stem):
             path = os.path.join(directory, f.name)
@@ -216,6 +249,9 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
                 continue
             if not stat.S_ISREG(st.st_mode):
                 warn(f"{path}: not a regular file: left alone")
+            elif f.plain_name in twins:     # its compression was cut: housekeeping's to settle
+                warn(f"{path}: both compressed and not (a compression cut short): left for "
+                     "the set's next start")
             elif (st.st_mtime_ns < now_ns - older_than_ns and f.name not in replaced
                   and not is_locked(path)):
                 out.append(f.name)
@@ -639,7 +675,8 @@ def main(argv: Sequence[str]) -> int:
 
     def say(plan: dict) -> None:
         what = plan.get("compacted", "(dry run)")
-        sys.stdout.write(f"{what}: {len(plan['replaces'])} file(s)"
+        sys.stdout.write(escape_controls(name_text(what))
+                         + f": {len(plan['replaces'])} file(s)"
                          + (f", {plan['events']:,} events" if "events" in plan else "") + "\n")
 
     try:
@@ -647,6 +684,9 @@ def main(argv: Sequence[str]) -> int:
                 warn=warn)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
+        return 2
+    except IsADirectoryError as exc:   # something else at a lock's name: nothing was done
+        _stderr(f"{exc.filename}: not a lock file: nothing compacted")
         return 2
     except RuntimeError as exc:    # a set that cannot be copied whole: left as it is
         sys.stderr.write(f"bread compact: {exc}\n")

@@ -1,6 +1,10 @@
 """``bread --recover FILE [--crash-dir DIR]``: append to FILE what its dead writers left in
 their crash buffers, as the next ``basic_config(FILE, crash_buffer=True)`` would
-(``blogformat.crashfiles``). The one command of bread that writes to a log."""
+(``blogformat.crashfiles``). The one command of bread that writes to a log.
+
+Exit status: 0 done, 2 nothing could be done (a live writer, a buffer directory that is
+not this user's own), 3 a buffer was damaged (its readable events recovered, its files
+kept as ``*.damaged``) or left alone: see standard error."""
 
 from __future__ import annotations
 
@@ -13,6 +17,14 @@ from typing import Any, Sequence
 from blogformat.crashfiles import (LockedFile, UnsafeBufferDirectory, buffer_directory,
                                    check_directory, recover)
 from blogformat.fileset import file_name, members, split_base
+
+from .inputs import name_text
+from .render import escape_controls
+
+
+def _say(out: Any, text: str) -> None:
+    """A line for a person: names as bread shows them, control characters escaped."""
+    out.write(escape_controls(name_text(text)) + "\n")
 
 
 def main(argv: Sequence[str]) -> int:
@@ -30,8 +42,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         check_directory(directory)
     except UnsafeBufferDirectory as exc:
-        sys.stderr.write(f"bread: {exc}; nothing recovered (recover it as the user who owns "
-                         "it)\n")
+        _say(sys.stderr, f"bread: {exc}; nothing recovered (recover it as the user who owns "
+                         "it)")
         return 2
     opened: list[Any] = []
     where, stem = split_base(args.file)
@@ -40,12 +52,12 @@ def main(argv: Sequence[str]) -> int:
         try:
             log: Any = LockedFile(args.file)
         except BlockingIOError:
-            sys.stderr.write(f"bread: {args.file} is being written by a live process; it "
+            _say(sys.stderr, f"bread: {args.file} is being written by a live process; it "
                              "recovers what dead writers left when it starts with "
-                             "crash_buffer=True\n")
+                             "crash_buffer=True")
             return 2
         except OSError as exc:
-            sys.stderr.write(f"bread: cannot open {args.file}: {exc}\n")
+            _say(sys.stderr, f"bread: cannot open {args.file}: {exc}")
             return 2
         opened.append(log)
     else:
@@ -56,11 +68,16 @@ def main(argv: Sequence[str]) -> int:
                            create=True)
             opened.append(f)
             return f
+    said: list[str] = []
+
+    def warn(text: str) -> None:
+        said.append(text)
+        _say(sys.stderr, text)
     try:
-        done = recover(directory, log, args.file)
+        done = recover(directory, log, args.file, warn=warn)
     except OSError as exc:   # the disk, say: the buffer stays for the next try
-        sys.stderr.write(f"bread: recovering into {args.file} failed: {exc}; the crash "
-                         "buffer is kept\n")
+        _say(sys.stderr, f"bread: recovering into {args.file} failed: {exc}; the crash "
+                         "buffer is kept")
         return 2
     finally:
         for f in opened:
@@ -72,7 +89,8 @@ def main(argv: Sequence[str]) -> int:
     except OSError:
         pass
     for r in done:
-        print(f"bread: recovered {r.events} event(s) of process {r.pid} into {r.path}")
+        _say(sys.stdout, f"bread: recovered {r.events} event(s) of process {r.pid} into "
+                         f"{r.path}")
     if not done:
-        print(f"bread: no abandoned crash buffer of {args.file}")
-    return 0
+        _say(sys.stdout, f"bread: no abandoned crash buffer of {args.file}")
+    return 3 if said else 0      # 3: a buffer was damaged or left alone (said above)

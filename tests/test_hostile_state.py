@@ -719,3 +719,103 @@ def test_a_buffer_directory_replaced_after_its_check_changes_nothing_elsewhere(
     assert r.events == 10
     assert sorted(os.listdir(victim)) == ["cache.chan", "job.new", "notes.meta"]
     assert all((victim / n).read_bytes() == b"mine" for n in os.listdir(victim))
+
+
+# --- Review findings: what a catalog claims, and what else may sit in a log directory ----
+
+
+def _set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:
+    """A directory with a closed set of ``files`` files of 50 events each, an hour old."""
+    d = str(tmp_path / name)
+    os.mkdir(d)
+    s = blog.Session(name="w")
+    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1500)
+    log = s.get_logger("x")
+    for k in range(files):
+        for i in range(50):
+            log.info("e {} {}", k, i)
+        s.consume(rf)
+    rf.close()
+    t = os.path.getmtime(d) - 3600
+    for n in os.listdir(d):
+        os.utime(os.path.join(d, n), (t, t))
+    return d
+
+
+def test_a_done_entry_for_a_missing_compacted_file_deletes_nothing(tmp_path, capsys):
+    # Proves: compaction deletes an original only if the compacted file that replaces it is
+    # a regular file whose own header says so; a catalog that only claims it changes
+    # nothing (before: every original deleted, exit 0).
+    from bread.compact import main as compact_main
+    d = _set_dir(tmp_path)
+    names = sorted(n for n in os.listdir(d) if n.startswith("app."))
+    with open(os.path.join(d, "blog-compaction.json"), "w") as f:
+        json.dump({"catalog_version": 1, "compacted": {
+            "app.compacted.2000-01-01T00-00-00.1.blog.gz": {"state": "done", "replaces": names,
+                                                            "events": 0}}}, f)
+    assert compact_main([d, "--older-than", "52w"]) == 3
+    assert "left alone" in capsys.readouterr().err
+    assert sorted(n for n in os.listdir(d) if n.startswith("app.")) == names
+
+
+def test_a_writing_entry_for_a_compacted_file_whose_originals_are_gone_keeps_it(
+        tmp_path, capsys):
+    # Proves: a compacted file that holds the only copy of its events (its originals gone)
+    # is never removed, whatever state the catalog gives it.
+    from bread.compact import main as compact_main
+    d = _set_dir(tmp_path, files=1)
+    assert compact_main([d, "--older-than", "1m"]) == 0
+    [c] = [n for n in os.listdir(d) if ".compacted." in n]
+    p = os.path.join(d, "blog-compaction.json")
+    with open(p) as f:
+        cat = json.load(f)
+    for e in cat["compacted"].values():
+        e["state"] = "writing"
+    with open(p, "w") as f:
+        json.dump(cat, f)
+    capsys.readouterr()
+    assert compact_main([d, "--older-than", "52w"]) == 3
+    assert "left alone" in capsys.readouterr().err
+    assert len(list(bread.read(os.path.join(d, c)))) == 50
+
+
+def test_a_compression_cut_short_is_not_compacted_twice(tmp_path, capsys):
+    # Proves: x.blog beside a whole x.blog.gz (housekeeping killed between its rename and
+    # its unlink) is left for the set's next start: no event ends up twice.
+    import gzip
+    from bread.compact import main as compact_main
+    d = _set_dir(tmp_path, files=1)
+    [n] = [n for n in os.listdir(d) if n.startswith("app.")]
+    with open(os.path.join(d, n), "rb") as f, gzip.open(os.path.join(d, n + ".gz"), "wb") as g:
+        shutil.copyfileobj(f, g)
+    compact_main([d, "--older-than", "1m"])
+    assert len(list(bread.read(d))) == 50
+
+
+def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_compact(tmp_path):
+    # Proves: a FIFO under a set file's name (no manifest: it is rebuilt) and a directory
+    # at a lock file's name end bread compact at once with a message, never a hang or a
+    # traceback.
+    d = _set_dir(tmp_path, files=1)
+    for n in os.listdir(d):
+        if n.startswith("blog-manifest"):
+            os.unlink(os.path.join(d, n))
+    os.mkfifo(os.path.join(d, "app.2026-01-01T00-00-00.000.pid1.blog"))
+    r = subprocess.run([sys.executable, "-m", "bread", "compact", d, "--older-than", "1m"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode in (0, 3) and "Traceback" not in r.stderr, r.stderr
+    e = _set_dir(tmp_path, "other", files=1)
+    os.unlink(os.path.join(e, "blog-manifest.lock"))
+    os.mkdir(os.path.join(e, "blog-manifest.lock"))
+    r = subprocess.run([sys.executable, "-m", "bread", "compact", e, "--older-than", "1m"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not a lock file" in r.stderr, r.stderr
+
+
+def test_compact_names_files_with_controls_escaped(tmp_path):
+    d = _set_dir(tmp_path, files=1)
+    os.symlink("/nonexistent", os.path.join(d, "\x1b]0;owned\x07.2026-01-01T00-00-00.000.pid1.blog"))
+    r = subprocess.run([sys.executable, "-m", "bread", "compact", d, "--older-than", "1m"],
+                       capture_output=True, text=True, timeout=60)
+    assert "left alone" in r.stderr and "\\x1b]0;owned\\x07" in r.stderr, r.stderr
+    assert "\x1b" not in r.stderr + r.stdout and "\x07" not in r.stderr

@@ -28,9 +28,7 @@ import pytest
 import blog
 import bread
 from blog.crashbuf import CTL, buffer_directory
-from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC, recover)
-UnsafeBufferDirectory = PermissionError
-if 0: (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
+from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
                                    UnsafeBufferDirectory, recover)
 
 EVENTS = 200      # what the dead writer logged and never wrote (two threads, 100 each)

@@ -117,6 +117,7 @@ def _check(path: str, returned: list[int], rotating: bool = False) -> tuple[int,
     return sum(map(len, seen.values())), recovered
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_loses_nothing_a_log_call_returned_from(tmp_path):
     # Proves the promise of the crash buffer: TRIALS kills of a process logging from 4
     # threads as fast as it can (small channels: many consumes, some killed in the middle
@@ -148,6 +149,7 @@ def test_kill_9_at_random_moments_loses_nothing_a_log_call_returned_from(tmp_pat
     assert stats["during_consume"] > 0 or TRIALS < 20
 
 
+@pytest.mark.slow
 def test_kill_9_of_a_rotated_set_writer_loses_nothing(tmp_path):
     # Proves the same for a rotated file set whose closed files are compressed (small
     # files: many switches and compressions around the kill): recovery appends to the file

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import bread
 import blog
 from blogformat.fileset import members
@@ -97,6 +99,7 @@ def _check(d: str, killed_pid: int, retention: bool) -> None:
             assert seq == list(range(start, start + len(seq))), "gap or repeat"
 
 
+@pytest.mark.slow
 def test_sigkill_anywhere_in_rotation_compression_and_retention(tmp_path):
     # Proves: after a SIGKILL at a random moment (>= 50 trials), and the next start's
     # recovery, every file reads with no damage except the torn tail of the one being

@@ -21,6 +21,8 @@ import blog
 import bread
 from blog.durability import GroupSync, fsync_policy
 
+from helpers import python_child
+
 
 class Fsyncs:
     """os.fsync, recorded: the size of each log file synced (housekeeping's syncs of its
@@ -404,7 +406,7 @@ def test_the_default_session_flushes_durably(tmp_path):
         except ValueError as e:
             print("refused:", e)
     """)
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+    r = subprocess.run(python_child("-c", code), cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "refused: blog: no output: 1 event(s) are queued" in r.stdout

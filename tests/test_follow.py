@@ -11,6 +11,8 @@ import time
 
 import blog
 
+from helpers import python_child
+
 
 class Writer:
     """A session appending to a path; ``rotate`` / ``truncate`` as a log rotation would."""
@@ -48,7 +50,7 @@ def lines_of(proc, n: int, timeout: float = 20) -> list[str]:
 
 
 def start(path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bread", "-F", "-f", "%m", *args, str(path)],
+    return subprocess.Popen(python_child("-m", "bread", "-F", "-f", "%m", *args, str(path)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

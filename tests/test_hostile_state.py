@@ -29,6 +29,9 @@ import blog
 import bread
 from blog.crashbuf import CTL, buffer_directory
 from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC, recover)
+
+from helpers import python_child
+
 UnsafeBufferDirectory = PermissionError
 if 0: (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
                                    UnsafeBufferDirectory, recover)
@@ -73,7 +76,7 @@ def dead_writer(tmp_path_factory) -> str:
         work("m")
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(python_child("-c", code), capture_output=True, text=True, timeout=60)
     assert r.returncode == -signal.SIGKILL, r.stderr
     assert glob.glob(os.path.join(buffer_directory(path), "*.meta"))
     return d
@@ -135,7 +138,7 @@ def _expected() -> list[str]:
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+    return subprocess.run(python_child("-c", textwrap.dedent(code)), capture_output=True,
                           text=True, timeout=60)
 
 
@@ -160,7 +163,7 @@ def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
         assert f"recovered {EVENTS} event(s)" in r.stderr, r.stderr
         assert sorted(_messages(path)) == sorted(_expected() + ["after 1"])
     else:
-        r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+        r = subprocess.run(python_child("-m", "bread", "--recover", path),
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert f"recovered {EVENTS} event(s)" in r.stdout
@@ -179,7 +182,7 @@ def _refused_directory_case(dead_writer: str, tmp_path, spoil) -> None:
     _aim_at(_control_file(path), victim)
     why = spoil(directory)
     before, planted = snapshot(outside), snapshot(directory)
-    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+    r = subprocess.run(python_child("-m", "bread", "--recover", path),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and why in r.stderr, r.stderr
     r = _run(f"""
@@ -286,7 +289,7 @@ def test_a_length_beyond_its_file_is_damage_reported_not_a_crash_at_every_start(
     assert {m.split()[0] for m in got[:100]} in ({"t"}, {"m"})
     r = _run(code)
     assert r.returncode == 0 and r.stderr == "", r.stderr       # the next start: clean
-    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+    r = subprocess.run(python_child("-m", "bread", "--recover", path),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "no abandoned" in r.stdout, r.stderr
 

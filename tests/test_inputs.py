@@ -13,6 +13,8 @@ import blog
 import bread
 from bread import cli
 
+from helpers import python_child
+
 
 def write_log(path, n: int = 50, tag: str = "a") -> bytes:
     s = blog.Session()
@@ -131,7 +133,7 @@ def test_a_path_that_exists_is_never_a_pattern(tmp_path):
 def test_standard_input_gzip_or_not(tmp_path):
     data = write_log(None, 20)
     for payload in (data, gzip.compress(data)):
-        r = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", "-"], input=payload,
+        r = subprocess.run(python_child("-m", "bread", "-f", "%m", "-"), input=payload,
                            capture_output=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert r.stdout.decode().splitlines() == [f"event {i} of a" for i in range(20)]

@@ -23,6 +23,8 @@ from blog.schedule import Schedule
 from blog.summary import tally
 from blogformat.fileset import file_name, members, parse
 
+from helpers import python_child
+
 
 def _session(stream, **kw):
     s = blog.Session(**kw)
@@ -139,7 +141,7 @@ def test_a_cleanly_closed_file_ends_with_a_summary_and_a_killed_one_does_not(tmp
     """)
     for how in ("clean", "kill"):
         path = tmp_path / f"{how}.blog"
-        subprocess.run([sys.executable, "-c", code, str(path), how], timeout=60)
+        subprocess.run(python_child("-c", code, str(path), how), timeout=60)
         r = bread.read(path)
         evs = list(r)
         assert len(evs) == 500
@@ -428,7 +430,7 @@ def test_a_directory_removed_while_running_is_made_again_and_nothing_is_lost(tmp
 
 
 def _run(code, cwd):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd,
+    return subprocess.run(python_child("-c", textwrap.dedent(code)), cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -567,8 +569,8 @@ def test_reading_a_time_window_skips_files_the_manifest_puts_outside_it(tmp_path
     # The CLI reads through the same reader.
     iso = (_dt.datetime.fromtimestamp(since // 10**9, _dt.timezone.utc)
            + _dt.timedelta(microseconds=since % 10**9 // 1000)).isoformat()
-    out = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", "--since", iso,
-                          str(tmp_path)], capture_output=True, text=True)
+    out = subprocess.run(python_child("-m", "bread", "-f", "%m", "--since", iso,
+                          str(tmp_path)), capture_output=True, text=True)
     assert out.stdout.split("\n")[:2] == ["batch 2 event 0", "batch 2 event 1"]
 
 
@@ -576,7 +578,7 @@ def test_the_service_example_runs_as_documented(tmp_path):
     # Proves: examples/service.py (a master and 3 forked workers) leaves one set per
     # process, every file closed cleanly and compressed, which bread -s merges by time.
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "service.py")
-    r = subprocess.run([sys.executable, example, str(tmp_path / "logs"), "1"],
+    r = subprocess.run(python_child(example, str(tmp_path / "logs"), "1"),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     files = members(str(tmp_path / "logs"), "service")

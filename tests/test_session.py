@@ -19,6 +19,8 @@ from blogformat import frames as fmt
 from bread.entries import FileHeader, RawEvent, iter_entries
 from bread.frames import iter_frames
 
+from helpers import python_child
+
 
 def test_eight_threads_of_100k_events_all_arrive_in_order(tmp_path):
     # Proves: no event is lost or reordered within a thread under concurrent producers
@@ -101,7 +103,7 @@ def test_flush_makes_everything_logged_so_far_readable(tmp_path):
 
 
 def _run(code: str, tmp_path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
+    return subprocess.run(python_child("-c", textwrap.dedent(code)), cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -795,7 +797,7 @@ def test_sigkill_mid_flight_leaves_a_readable_file(tmp_path):
         print("started", flush=True)
         threading.Event().wait()
     """)
-    p = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE)
+    p = subprocess.Popen(python_child("-c", code), cwd=tmp_path, stdout=subprocess.PIPE)
     assert p.stdout.readline().strip() == b"started"
     _time.sleep(0.5)
     p.send_signal(signal.SIGKILL)
@@ -898,7 +900,7 @@ def test_fork_while_another_thread_logs_never_hangs_the_child(tmp_path):
         print("hung", hung)
     """
     # The child inherits this run's hot path (BLOG_PURE_PYTHON): each run tests its own.
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
+    r = subprocess.run(python_child("-c", textwrap.dedent(code)), cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "hung 0"
@@ -1548,7 +1550,7 @@ def test_signals_flush_and_keep_what_they_did(tmp_path, setup, signame, status):
         print("ready", flush=True)
         time.sleep(60)
     """)
-    p = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path,
+    p = subprocess.Popen(python_child("-c", code), cwd=tmp_path,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready", p.stderr.read()

@@ -783,23 +783,31 @@ def test_sigkill_mid_flight_leaves_a_readable_file(tmp_path):
     import signal
     import time as _time
 
+    # Ready once each thread has logged over 100 events and they are written: the kill
+    # then comes while they log and the consumer writes, however loaded the machine.
     code = textwrap.dedent("""
         import threading, blog
         blog.basic_config("k.blog", flush_interval=0.002)
         log = blog.get_logger()
+        logged = [threading.Event() for _ in range(3)]
         def work(k):
             i = 0
             while True:
                 log.info("t{} {}", k, i, pad="x" * (i % 50))
                 i += 1
+                if i == 101:
+                    logged[k].set()
         for k in range(3):
             threading.Thread(target=work, args=(k,), daemon=True).start()
+        for e in logged:
+            e.wait()
+        blog.flush()
         print("started", flush=True)
         threading.Event().wait()
     """)
     p = subprocess.Popen(python_child("-c", code), cwd=tmp_path, stdout=subprocess.PIPE)
     assert p.stdout.readline().strip() == b"started"
-    _time.sleep(0.5)
+    _time.sleep(0.05)
     p.send_signal(signal.SIGKILL)
     p.wait(10)
     r = bread.read(tmp_path / "k.blog")

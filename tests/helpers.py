@@ -3,7 +3,12 @@ written and read back. Imported by the tests as ``helpers`` (pytest puts tests/ 
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
+
+import blog
+from bread import cli
 
 #: The first program of every child: SIGINT and SIGTERM back to their default actions, then
 #: exec of the child proper, which starts as it would from a shell (Python then installs its
@@ -28,3 +33,64 @@ def fresh_signals() -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def run_python(code: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``code`` (dedented) in a child Python, in ``cwd``; its output as text."""
+    return subprocess.run(python_child("-c", textwrap.dedent(code)), cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --- sample types: subclasses of int, float and str with text of their own ----------------
+
+
+class Text(str):
+    """A str whose str and repr are its own (``logging`` and ``{!r}`` show those, not its
+    value; the C encoder leaves it to Python)."""
+
+    def __str__(self) -> str:
+        return "custom-str"
+
+    def __repr__(self) -> str:
+        return "custom-repr"
+
+
+class Count(int):
+    def __str__(self) -> str:
+        return "custom-int"
+
+    def __repr__(self) -> str:
+        return "Count()"
+
+
+class Ratio(float):
+    def __repr__(self) -> str:
+        return "Ratio()"
+
+
+# --- logs written and read back ---------------------------------------------------------
+
+
+def write_log(path, n: int = 50, tag: str = "a") -> bytes:
+    """``n`` events "event {i} of {tag}" of a private session, consumed every ten; written
+    to ``path`` too unless it is None."""
+    s = blog.Session()
+    log = s.get_logger("main")
+    out = blog.MemoryOutputStream()
+    for i in range(n):
+        log.info("event {} of {}", i, tag)
+        if i % 10 == 9:
+            s.consume(out)
+    s.consume(out)
+    data = out.getvalue()
+    if path is not None:
+        with open(path, "wb") as f:
+            f.write(data)
+    return data
+
+
+def run_cli(argv, capsys) -> tuple[int, str, str]:
+    """``bread`` run in this process: its exit code, stdout and stderr."""
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -6,7 +6,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 
 import blog

@@ -20,7 +20,6 @@ import signal
 import stat
 import struct
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -30,7 +29,7 @@ import bread
 from blog.crashbuf import CTL, buffer_directory
 from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC, recover)
 
-from helpers import python_child
+from helpers import python_child, run_python
 
 UnsafeBufferDirectory = PermissionError
 if 0: (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
@@ -137,11 +136,6 @@ def _expected() -> list[str]:
     return [f"t {i}" for i in range(100)] + [f"m {i}" for i in range(100)]
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run(python_child("-c", textwrap.dedent(code)), capture_output=True,
-                          text=True, timeout=60)
-
-
 @pytest.mark.parametrize("how", ["basic_config", "bread --recover"])
 def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
         dead_writer, tmp_path, how):
@@ -154,7 +148,7 @@ def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
     _aim_at(_control_file(path), victim)
     before = snapshot(outside)
     if how == "basic_config":
-        r = _run(f"""
+        r = run_python(f"""
             import blog
             blog.basic_config({path!r}, crash_buffer=True)
             blog.get_logger().info("after {{}}", 1)
@@ -185,7 +179,7 @@ def _refused_directory_case(dead_writer: str, tmp_path, spoil) -> None:
     r = subprocess.run(python_child("-m", "bread", "--recover", path),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and why in r.stderr, r.stderr
-    r = _run(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("after {{}}", 1)
@@ -233,7 +227,7 @@ def test_a_planted_directory_in_a_shared_crash_dir_is_never_taken_over(tmp_path)
     os.makedirs(directory)
     os.mkdir(os.path.dirname(path))
     os.chmod(directory, 0o777)
-    r = _run(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True, crash_dir={shared!r})
         blog.get_logger().info("x {{}}", 1)
@@ -245,7 +239,7 @@ def test_a_planted_directory_in_a_shared_crash_dir_is_never_taken_over(tmp_path)
 
 def test_a_new_buffer_directory_is_private(tmp_path):
     path = str(tmp_path / "app.blog")
-    r = _run(f"""
+    r = run_python(f"""
         import os, blog
         os.umask(0o002)
         blog.basic_config({path!r}, crash_buffer=True)
@@ -279,7 +273,7 @@ def test_a_length_beyond_its_file_is_damage_reported_not_a_crash_at_every_start(
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("after {{}}", 1)
     """
-    r = _run(code)
+    r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert "is damaged" in r.stderr and "100 readable event(s) recovered" in r.stderr, r.stderr
     kept = sorted(os.listdir(buffer_directory(path)))
@@ -287,7 +281,7 @@ def test_a_length_beyond_its_file_is_damage_reported_not_a_crash_at_every_start(
     got = _messages(path)
     assert len(got) == 101 and got[-1] == "after 1"
     assert {m.split()[0] for m in got[:100]} in ({"t"}, {"m"})
-    r = _run(code)
+    r = run_python(code)
     assert r.returncode == 0 and r.stderr == "", r.stderr       # the next start: clean
     r = subprocess.run(python_child("-m", "bread", "--recover", path),
                        capture_output=True, text=True, timeout=60)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import subprocess
-import sys
 
 import pytest
 
@@ -13,33 +12,11 @@ import blog
 import bread
 from bread import cli
 
-from helpers import python_child
-
-
-def write_log(path, n: int = 50, tag: str = "a") -> bytes:
-    s = blog.Session()
-    log = s.get_logger("main")
-    out = blog.MemoryOutputStream()
-    for i in range(n):
-        log.info("event {} of {}", i, tag)
-        if i % 10 == 9:
-            s.consume(out)
-    s.consume(out)
-    data = out.getvalue()
-    if path is not None:
-        with open(path, "wb") as f:
-            f.write(data)
-    return data
+from helpers import python_child, run_cli, write_log
 
 
 def messages(source) -> list[str]:
     return [e.message for e in bread.read(source)]
-
-
-def run_cli(argv, capsys) -> tuple[int, str, str]:
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_gzip_is_read_as_is_whatever_the_name(tmp_path, capsys):

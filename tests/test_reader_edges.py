@@ -17,9 +17,7 @@ from blogformat.values import packb
 from bread import accel
 from bread.render import PrettyPrinter
 
-from test_inputs import run_cli, write_log
-
-from helpers import python_child
+from helpers import python_child, run_cli, write_log
 
 
 def frames(*parts: bytes) -> bytes:

@@ -23,7 +23,7 @@ from blog.schedule import Schedule
 from blog.summary import tally
 from blogformat.fileset import file_name, members, parse
 
-from helpers import python_child
+from helpers import python_child, run_python
 
 
 def _session(stream, **kw):
@@ -429,15 +429,10 @@ def test_a_directory_removed_while_running_is_made_again_and_nothing_is_lost(tmp
 # --- processes -------------------------------------------------------------------------
 
 
-def _run(code, cwd):
-    return subprocess.run(python_child("-c", textwrap.dedent(code)), cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_a_forked_child_logs_into_its_own_file_set(tmp_path):
     # Proves: after fork, the child goes on in a set of its own (its pid, same options),
     # the parent's file is never written by the child, and nothing is duplicated.
-    r = _run("""
+    r = run_python("""
         import os, blog
         blog.basic_config("logs/app.blog", rotate_bytes=4000, flush_interval=0.005)
         log = blog.get_logger()
@@ -482,7 +477,7 @@ def test_multiprocessing_children_log_with_the_same_configuration(tmp_path, meth
             for i in range(100):
                 log.info("job {} {}", k, i)
     """))
-    r = _run(f"""
+    r = run_python(f"""
         import multiprocessing as mp, os, sys
         sys.path.insert(0, os.getcwd())
         import blog, work
@@ -696,7 +691,7 @@ def test_the_configuration_reaches_multiprocessing_children_only(tmp_path):
         blog.get_logger().info("tool {}", 1)
         blog.basic_config("tool.blog")
     """))
-    r = _run("""
+    r = run_python("""
         import subprocess, sys, blog
         blog.basic_config("svc/app.blog", rotate_bytes=1 << 20)
         subprocess.run([sys.executable, "tool.py"], check=True)
@@ -721,7 +716,7 @@ def test_a_multiprocessing_child_that_configures_its_own_file_loses_nothing(tmp_
                 log.info("job {} {}", k, i)
             return k
     """))
-    r = _run(f"""
+    r = run_python(f"""
         import multiprocessing as mp, os, sys
         sys.path.insert(0, os.getcwd())
         import job

@@ -7,7 +7,6 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 

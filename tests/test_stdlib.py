@@ -24,7 +24,7 @@ import blog.stdlib
 import bread
 from blogformat.placeholders import FormatError, parse_printf, render
 
-from helpers import python_child
+from helpers import Count, Ratio, Text, python_child
 
 
 class Bridge:
@@ -53,29 +53,6 @@ def bridge(hot_path):
 
 
 # --- printf-style formats: rendered as % renders them ------------------------
-
-
-class Text(str):
-    """A str whose str and repr are its own: ``logging`` shows those, not its value."""
-
-    def __str__(self) -> str:
-        return "custom-str"
-
-    def __repr__(self) -> str:
-        return "custom-repr"
-
-
-class Count(int):
-    def __str__(self) -> str:
-        return "custom-int"
-
-    def __repr__(self) -> str:
-        return "Count()"
-
-
-class Ratio(float):
-    def __repr__(self) -> str:
-        return "Ratio()"
 
 
 class Level(enum.IntEnum):

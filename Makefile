@@ -1,10 +1,11 @@
 # make demo: set up, log from the example app, render it with bread.
 # make test: set up, run the whole suite.
+# make quick: the suite without the tests marked slow, on the C path only.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test bench clean
+.PHONY: demo test quick bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py blog/_speedups.c bread/_speedups.c bread/_merge.c
 	@rm -f $@
@@ -20,9 +21,16 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/bread demo.blog
 
 # The whole suite twice, as msgpack-python does: the C fast paths, then the pure-Python reference.
+# The second pass runs even when the first fails; the rule fails if either did.
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
-	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q
+	status=0; \
+	$(PY) -m pytest -q || status=1; \
+	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q || status=1; \
+	exit $$status
+
+# While working: the C path, without the few tests marked slow (each takes seconds to minutes).
+quick: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow"
 
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'

@@ -8,6 +8,8 @@ import pathlib
 import subprocess
 import sys
 
+from helpers import python_child
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("blog", "blogformat", "bread")
 
@@ -24,7 +26,7 @@ def _modules() -> dict[str, ast.Module]:
 def test_import_bread_loads_none_of_the_writer():
     # A reader process (a Spark executor) imports only what reads.
     code = "import sys, bread; print(sorted(m for m in sys.modules if m.split('.')[0] == 'blog'))"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    r = subprocess.run(python_child("-c", code), capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"
 
 

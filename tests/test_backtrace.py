@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 import threading
 
@@ -13,6 +12,8 @@ import pytest
 
 import blog
 import bread
+
+from helpers import python_child
 
 
 def test_a_backtrace_is_flushed_by_an_error(make_logged):
@@ -89,11 +90,11 @@ def test_bread_marks_backtrace_events_in_text_and_json(tmp_path):
     path = tmp_path / "x.blog"
     path.write_bytes(out.getvalue())
     for env in ({}, {"BREAD_PURE_PYTHON": "1"}):
-        text = subprocess.run([sys.executable, "-m", "bread", "-f", "%S %m", str(path)],
+        text = subprocess.run(python_child("-m", "bread", "-f", "%S %m", str(path)),
                               capture_output=True, text=True, timeout=60,
                               env={**__import__("os").environ, **env}).stdout
         assert text == "DEBG [backtrace] detail 1\nERRO boom\n"
-    lines = subprocess.run([sys.executable, "-m", "bread", "-o", "jsonl", str(path)],
+    lines = subprocess.run(python_child("-m", "bread", "-o", "jsonl", str(path)),
                            capture_output=True, text=True, timeout=60).stdout.splitlines()
     assert [json.loads(x).get("backtrace", False) for x in lines] == [True, False]
 
@@ -113,14 +114,14 @@ def test_turning_it_off_and_bad_settings(make_logged):
 
 
 def test_basic_config_backtrace(tmp_path):
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+    r = subprocess.run(python_child("-c", textwrap.dedent("""
         import blog
         blog.basic_config("x.blog", min_severity="info", backtrace=2)
         log = blog.get_logger()
         for i in range(4): log.debug("d {}", i)
         log.error("e")
         blog.shutdown()
-    """)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    """)), cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     got = [(ev.backtrace, ev.message) for ev in bread.read(str(tmp_path / "x.blog"))]
     assert got == [(True, "d 2"), (True, "d 3"), (False, "e")]
@@ -128,7 +129,7 @@ def test_basic_config_backtrace(tmp_path):
 
 
 def test_basic_config_again_keeps_the_backtrace_unless_told(tmp_path):
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+    r = subprocess.run(python_child("-c", textwrap.dedent("""
         import blog
         s = blog.basic_config("x.blog", min_severity="info", backtrace=3)
         blog.basic_config("x.blog", min_severity="info")
@@ -136,5 +137,5 @@ def test_basic_config_again_keeps_the_backtrace_unless_told(tmp_path):
         blog.basic_config("x.blog", min_severity="info", backtrace=0)
         assert s.backtrace is None
         blog.shutdown()
-    """)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    """)), cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

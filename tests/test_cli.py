@@ -23,6 +23,8 @@ from blogformat import entries
 from blogformat import frames as fmt
 from bread import cli
 
+from helpers import python_child
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UTC = dt.timezone.utc
 N0 = 1_700_000_000 * 10**9          # 2023-11-14 22:13:20 UTC
@@ -112,7 +114,7 @@ def run(argv, capsysbinary, stdin: bytes | None = None, monkeypatch=None):
 
 def run_proc(args, stdin: bytes | None = None, **kw) -> subprocess.CompletedProcess:
     """bread as a separate process (``python -m bread``), bytes in and out."""
-    return subprocess.run([sys.executable, "-m", "bread", *args], input=stdin,
+    return subprocess.run(python_child("-m", "bread", *args), input=stdin,
                           stdin=None if stdin is not None else subprocess.DEVNULL,
                           capture_output=True, timeout=60, cwd=ROOT, **kw)
 
@@ -269,7 +271,7 @@ def test_no_input_on_a_terminal_is_a_usage_error():
     pty = pytest.importorskip("pty")
     master, slave = pty.openpty()
     try:
-        p = subprocess.run([sys.executable, "-m", "bread"], stdin=slave, capture_output=True,
+        p = subprocess.run(python_child("-m", "bread"), stdin=slave, capture_output=True,
                            timeout=60, cwd=ROOT)
     finally:
         os.close(slave)
@@ -422,7 +424,7 @@ def test_escape_auto_on_a_terminal(tmp_path):
     path = write(tmp_path, "c.blog", control_log())
     master, slave = pty.openpty()
     try:
-        p = subprocess.Popen([sys.executable, "-m", "bread", "-f", "%m", path], stdout=slave,
+        p = subprocess.Popen(python_child("-m", "bread", "-f", "%m", path), stdout=slave,
                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT)
         os.close(slave)
         slave = -1

@@ -20,11 +20,13 @@ from blogformat.fileset import members, parse
 from bread import cli
 from bread.compact import compact
 
+from helpers import python_child
+
 _FMT = "%S %C %n %m %r %F %L %P"
 
 
 def _text(path, *opts) -> list[str]:
-    p = subprocess.run([sys.executable, "-m", "bread", "-f", _FMT, *opts, str(path)],
+    p = subprocess.run(python_child("-m", "bread", "-f", _FMT, *opts, str(path)),
                        capture_output=True, text=True, timeout=60)
     return p.stdout.splitlines()
 
@@ -52,7 +54,7 @@ def _write_set(d, threads=3, n=2000, forks=1):
             os.waitpid(pid, 0)
         blog.shutdown()
     """)
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    subprocess.run(python_child("-c", code), check=True, timeout=60)
 
 
 def _old(d, seconds=3600):
@@ -191,7 +193,7 @@ def test_sigkill_anywhere_in_a_compaction_loses_and_doubles_nothing(tmp_path):
         _old(tmp_path / f"t{k}")
         dirs.append(str(tmp_path / f"t{k}"))
     env = dict(os.environ, SPAN=str(span))
-    out = subprocess.run([sys.executable, "-c", ZYGOTE, "7", *dirs], env=env,
+    out = subprocess.run(python_child("-c", ZYGOTE, "7", *dirs), env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert len(out.stdout.split()) == 24
@@ -296,7 +298,7 @@ def test_a_file_cut_short_is_never_compacted(tmp_path):
     with open(f, "r+b") as fh:
         fh.truncate(os.path.getsize(f) - 3)
     _old(d)
-    r = subprocess.run([sys.executable, "-m", "bread", "compact", str(d), "--older-than", "1m"],
+    r = subprocess.run(python_child("-m", "bread", "compact", str(d), "--older-than", "1m"),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 3 and "cut short" in r.stderr and "nothing changed" in r.stderr
     assert os.path.exists(f)

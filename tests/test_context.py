@@ -8,7 +8,6 @@ import contextvars
 import json
 import logging
 import subprocess
-import sys
 import textwrap
 import threading
 
@@ -16,6 +15,8 @@ import pytest
 
 import blog
 import blog.stdlib
+
+from helpers import python_child
 
 
 @pytest.fixture(autouse=True)
@@ -150,10 +151,10 @@ def test_bread_shows_context_fields_in_text_and_json(tmp_path):
     s.consume(out)
     path = tmp_path / "x.blog"
     path.write_bytes(out.getvalue())
-    text = subprocess.run([sys.executable, "-m", "bread", "-f", "%m %k", str(path)],
+    text = subprocess.run(python_child("-m", "bread", "-f", "%m %k", str(path)),
                           capture_output=True, text=True, timeout=60).stdout
     assert text == "served /a request_id='r 1' user=bob n=3\n"
-    js = subprocess.run([sys.executable, "-m", "bread", "-o", "jsonl", str(path)],
+    js = subprocess.run(python_child("-m", "bread", "-o", "jsonl", str(path)),
                         capture_output=True, text=True, timeout=60).stdout
     assert json.loads(js)["fields"] == {"request_id": "r 1", "user": "bob", "n": 3}
 
@@ -162,7 +163,7 @@ def test_a_process_that_never_uses_context_never_looks_at_it(tmp_path):
     # Proves the "pays nothing" rule where it is decided: until context or bind is first
     # called, the call paths do not read the context variable (blog.contextfields.state;
     # on the C path the static the level methods test is NULL).
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+    r = subprocess.run(python_child("-c", textwrap.dedent("""
         import io, blog, blog.contextfields as c
         s = blog.Session(); log = s.get_logger()
         for i in range(3): log.info("x {}", i)
@@ -170,7 +171,7 @@ def test_a_process_that_never_uses_context_never_looks_at_it(tmp_path):
         with blog.context(a=1): log.info("y")
         assert c.state.in_use
         print("ok")
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.stdout == "ok\n", r.stderr
 
 

@@ -29,6 +29,8 @@ import bread
 from blog.crashbuf import CTL, CrashBuffer, buffer_directory
 from blogformat.crashfiles import recover
 
+from helpers import fresh_signals, python_child
+
 TRIALS = int(os.environ.get("CRASH_TRIALS", 50))   # per run: the suite runs on both paths
 THREADS = 4
 
@@ -37,6 +39,7 @@ def _child(path: str, counters: mmap.mmap, capacity: int, rotating: bool) -> Non
     """In the forked child: log as fast as possible from THREADS threads until killed
     (into a rotated set whose closed files are compressed, with ``rotating``)."""
     try:
+        fresh_signals()
         s = blog.Session(name="crash", channel_capacity=capacity)
         stream = (blog.RotatingFile(path, rotate_bytes=256 << 10, compress=True) if rotating
                   else blog.FileOutputStream(path))
@@ -117,6 +120,7 @@ def _check(path: str, returned: list[int], rotating: bool = False) -> tuple[int,
     return sum(map(len, seen.values())), recovered
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_loses_nothing_a_log_call_returned_from(tmp_path):
     # Proves the promise of the crash buffer: TRIALS kills of a process logging from 4
     # threads as fast as it can (small channels: many consumes, some killed in the middle
@@ -148,6 +152,7 @@ def test_kill_9_at_random_moments_loses_nothing_a_log_call_returned_from(tmp_pat
     assert stats["during_consume"] > 0 or TRIALS < 20
 
 
+@pytest.mark.slow
 def test_kill_9_of_a_rotated_set_writer_loses_nothing(tmp_path):
     # Proves the same for a rotated file set whose closed files are compressed (small
     # files: many switches and compressions around the kill): recovery appends to the file
@@ -186,7 +191,7 @@ def _kill_a_recovery(path: str, rng: random.Random, rotating: bool = False) -> i
         recover(buffer_directory({path!r}), s)
         print("done", flush=True)
     """)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(python_child("-c", code), stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "go"
     time.sleep(rng.uniform(0, 0.05))
     p.kill()
@@ -196,13 +201,13 @@ def _kill_a_recovery(path: str, rng: random.Random, rotating: bool = False) -> i
 
 def test_a_clean_shutdown_leaves_no_buffer_and_nothing_to_recover(tmp_path):
     path = str(tmp_path / "x.blog")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         log = blog.get_logger()
         for i in range(1000):
             log.info("e {{}}", i)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert [e.args[0] for e in bread.read(path)] == list(range(1000))
     assert not os.path.exists(buffer_directory(path))     # files and directory gone
@@ -221,19 +226,19 @@ def test_the_next_start_recovers_and_says_so(tmp_path):
             log.info("e {{}}", i)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(python_child("-c", code), capture_output=True, text=True, timeout=60)
     assert r.returncode == -signal.SIGKILL
     assert list(bread.read(path)) == []          # nothing was consumed: all in the buffer
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("new {{}}", 1)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "recovered 5000 event(s)" in r.stderr, r.stderr
     rd = bread.read(path)
     assert [e.message for e in rd] == [f"e {i}" for i in range(5000)] + ["new 1"]
     assert [(n.events) for n in rd.notices] == [5000]
-    r = subprocess.run([sys.executable, "-m", "bread", path], capture_output=True, text=True)
+    r = subprocess.run(python_child("-m", "bread", path), capture_output=True, text=True)
     assert "5000 event(s) recovered from the crash buffer of process" in r.stderr
 
 
@@ -251,9 +256,9 @@ def test_bread_recover_appends_once_and_refuses_a_live_file(tmp_path):
             log.info("m {{}}", i)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    subprocess.run(python_child("-c", code), capture_output=True, timeout=60)
     for k in range(2):
-        r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+        r = subprocess.run(python_child("-m", "bread", "--recover", path),
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert ("recovered 600 event(s)" if k == 0 else "no abandoned") in r.stdout
@@ -261,7 +266,7 @@ def test_bread_recover_appends_once_and_refuses_a_live_file(tmp_path):
     assert sorted(msgs) == sorted([f"t {i}" for i in range(300)] + [f"m {i}" for i in range(300)])
     live = blog.FileOutputStream(path)           # a live writer holds it
     try:
-        r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+        r = subprocess.run(python_child("-m", "bread", "--recover", path),
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "live process" in r.stderr
     finally:
@@ -389,11 +394,11 @@ def test_a_crash_buffer_that_cannot_be_made_leaves_logging_to_the_file(tmp_path)
     # the way of its directory) says so and logs to the file all the same.
     path = tmp_path / "x.blog"
     (tmp_path / ".x.blog.buffers").write_text("in the way")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import blog
         blog.basic_config({str(path)!r}, crash_buffer=True)
         blog.get_logger().info("e {{}}", 1)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "crash buffer" in r.stderr and "cannot be used" in r.stderr
     assert [e.message for e in bread.read(str(path))] == ["e 1"]
@@ -578,7 +583,7 @@ def test_an_exit_while_the_disk_is_full_leaves_the_events_for_the_next_start(tmp
     # events, and those logged since, in the crash buffer (and says so) instead of losing
     # them; the next start of the same file appends them once.
     path = str(tmp_path / "app.blog")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         log = blog.get_logger()
@@ -594,16 +599,16 @@ def test_an_exit_while_the_disk_is_full_leaves_the_events_for_the_next_start(tmp
         blog.flush()
         for i in range(3000, 3500):
             log.info("e {{}}", i)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "3400 event(s) the output refused are left in the crash buffer" in r.stderr, r.stderr
     assert "never written" not in r.stderr
     assert [e.args[0] for e in bread.read(path)] == list(range(100))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("e {{}}", 3500)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "recovered 3400 event(s)" in r.stderr, r.stderr
     assert [e.args[0] for e in bread.read(path)] == list(range(3501))
 
@@ -613,7 +618,7 @@ def test_a_move_while_the_disk_is_full_writes_the_held_events_to_the_new_output(
     # held events with the channels (into the new crash buffer): the new file gets them
     # once, in order, and nothing is left for the old file's next start to append again.
     old, new = str(tmp_path / "old.blog"), str(tmp_path / "new.blog")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import blog
         blog.basic_config({old!r}, crash_buffer=True)
         log = blog.get_logger()
@@ -629,7 +634,7 @@ def test_a_move_while_the_disk_is_full_writes_the_held_events_to_the_new_output(
         blog.basic_config({new!r}, crash_buffer=True)
         for i in range(1000, 1100):
             log.info("e {{}}", i)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert [e.args[0] for e in bread.read(old)] == [0]
     assert [e.args[0] for e in bread.read(new)] == list(range(1, 1100))
@@ -664,7 +669,7 @@ s.consume(stream)
 def _torn_set(d) -> tuple[str, str]:
     """A set whose writer was killed in the middle of a write: (base path, its file)."""
     path = str(d / "app.blog")
-    r = subprocess.run([sys.executable, "-c", _TORN_SET_WRITER, path], capture_output=True,
+    r = subprocess.run(python_child("-c", _TORN_SET_WRITER, path), capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == -signal.SIGKILL, r.stderr
     [dead] = _set_files(path)
@@ -704,16 +709,16 @@ def test_the_next_start_of_a_rotated_set_and_bread_recover_recover_it(tmp_path):
         d.mkdir()
         path, dead = _torn_set(d)
         if how == "start":
-            r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+            r = subprocess.run(python_child("-c", textwrap.dedent(f"""
                 import blog
                 blog.basic_config({path!r}, rotate_bytes=1 << 20, compress=True,
                                   crash_buffer=True)
                 blog.get_logger("t").info("new {{}}", 1)
-            """)], capture_output=True, text=True, timeout=60)
+            """)), capture_output=True, text=True, timeout=60)
             assert r.returncode == 0 and "recovered 100 event(s)" in r.stderr, r.stderr
             assert dead in r.stderr
         else:
-            r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+            r = subprocess.run(python_child("-m", "bread", "--recover", path),
                                capture_output=True, text=True, timeout=60)
             assert r.returncode == 0 and "recovered 100 event(s)" in r.stdout, r.stderr
             assert dead in r.stdout
@@ -728,7 +733,7 @@ def test_a_forked_child_of_a_rotated_set_has_a_crash_buffer_of_its_own(tmp_path)
     # into its own files with its own buffer, so that the child's kill loses nothing
     # either: the next start recovers its events (here it never wrote: into a new file).
     path = str(tmp_path / "app.blog")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import os, signal, blog
         blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True,
                           flush_interval=60)
@@ -740,12 +745,12 @@ def test_a_forked_child_of_a_rotated_set_has_a_crash_buffer_of_its_own(tmp_path)
                 log.info("child {{}}", i)
             os.kill(os.getpid(), signal.SIGKILL)
         os.waitpid(pid, 0)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
         import blog
         blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True)
-    """)], capture_output=True, text=True, timeout=60)
+    """)), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "recovered 2000 event(s)" in r.stderr, r.stderr
     msgs = sorted(e.message for e in bread.read(_set_files(path)))
     assert msgs == sorted(["parent 0"] + [f"child {i}" for i in range(2000)])
@@ -813,7 +818,7 @@ def test_a_rotated_set_recovery_killed_after_its_append_is_not_redone(tmp_path):
             log.info("w {{}}", i)
         os.kill(os.getpid(), signal.SIGKILL)      # before its first write: no file of its own
     """)
-    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == -9
+    assert subprocess.run(python_child("-c", code), timeout=60).returncode == -9
     code = textwrap.dedent(f"""
         import os, signal, blog
         def sync(self):
@@ -821,8 +826,8 @@ def test_a_rotated_set_recovery_killed_after_its_append_is_not_redone(tmp_path):
         blog.RotatingFile.sync = sync
         blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True)
     """)
-    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == -9
-    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path], capture_output=True,
+    assert subprocess.run(python_child("-c", code), timeout=60).returncode == -9
+    r = subprocess.run(python_child("-m", "bread", "--recover", path), capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0 and "no abandoned crash buffer" in r.stdout, (r.stdout, r.stderr)
     assert sorted(e.args[0] for e in bread.read(_set_files(path))) == list(range(1000))
@@ -877,7 +882,7 @@ def test_housekeeping_leaves_a_dead_writers_file_under_any_buffer_directory(tmp_
             s.consume(stream)
             os.kill(os.getpid(), signal.SIGKILL)
         """)
-        assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == -9
+        assert subprocess.run(python_child("-c", code), timeout=60).returncode == -9
         rf = blog.RotatingFile(path, compress=True,
                                crash_dirs=[buffer_directory(path, cd)] if cd else [])
         rf.wait()

@@ -40,6 +40,8 @@ from blogformat.values import (EXT_DECIMAL, EXT_MEMBER, EXT_RECORD, DataclassVal
 from bread.frames import Damage, Frame, iter_frames
 from bread.render import PrettyPrinter, escape_controls
 
+from helpers import python_child
+
 HS = fmt.HEADER_SIZE
 FAST = settings(max_examples=int(os.environ.get("DAMAGE_EXAMPLES", 40)), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -1171,7 +1173,7 @@ _SEGV_SCRIPT = textwrap.dedent("""
 def _run_limited_stack(*args: str) -> subprocess.CompletedProcess:
     def limit():  # the usual Linux default, so that the result does not depend on the shell
         resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
-    return subprocess.run([sys.executable, "-c", _SEGV_SCRIPT, *args], capture_output=True,
+    return subprocess.run(python_child("-c", _SEGV_SCRIPT, *args), capture_output=True,
                           text=True, timeout=60, preexec_fn=limit,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -1324,11 +1326,11 @@ def test_events_with_unknown_sources_make_bread_exit_3(tmp_path):
     import sys
     path = tmp_path / "u.blog"
     path.write_bytes(BASE + events_frame(1, 0, [[99, 0, [5, "x"]], [1, 1, [6]]]))
-    p = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", str(path)],
+    p = subprocess.run(python_child("-m", "bread", "-f", "%m", str(path)),
                        capture_output=True, text=True)
     assert p.returncode == 3 and "x 6" in p.stdout
     assert "1 event(s) refer to sources whose metadata is missing" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "bread", "stats", str(path)],
+    p = subprocess.run(python_child("-m", "bread", "stats", str(path)),
                        capture_output=True, text=True)
     assert p.returncode == 3
 

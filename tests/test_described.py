@@ -14,7 +14,6 @@ import io
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -31,6 +30,8 @@ from blogformat.values import EXT_MEMBER, EXT_RECORD, DataclassValue, EnumValue,
 from bread.compact import compact
 from bread.entries import iter_entries
 from bread.frames import iter_frames
+
+from helpers import python_child
 
 
 class Venue(enum.Enum):
@@ -160,9 +161,9 @@ def test_a_kill_right_after_a_type_is_first_met_recovers_its_description(tmp_pat
             log.info("late {{}} {{}}", Late(i), Hue.INK)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(python_child("-c", code), capture_output=True, text=True, timeout=60)
     assert r.returncode == -signal.SIGKILL
-    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+    r = subprocess.run(python_child("-m", "bread", "--recover", path),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     rd = bread.read(path)
@@ -185,7 +186,7 @@ def _log_process(d, first: str) -> None:
                 log.info("{{}} {{}}", Side.BUY, [Leg("B", i)])
         blog.shutdown()
     """)
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    subprocess.run(python_child("-c", code), check=True, timeout=60)
 
 
 def test_compaction_renumbers_the_types_of_each_process(tmp_path):
@@ -242,7 +243,7 @@ def test_values_whose_description_is_missing_or_wrong_read_as_extension_values()
             assert all(type(a) is ExtValue and a.code in (EXT_MEMBER, EXT_RECORD)
                        for a in ev.args)
             assert ev.message.startswith("ExtValue(code=")        # rendered, never raised
-        out = subprocess.run([sys.executable, "-m", "bread", "-"], input=_file(meta, args),
+        out = subprocess.run(python_child("-m", "bread", "-"), input=_file(meta, args),
                              capture_output=True, timeout=60)
         assert out.returncode == 0 and out.stdout.count(b"\n") == 1
 

@@ -21,6 +21,8 @@ import blog
 import bread
 from blog.durability import GroupSync, fsync_policy
 
+from helpers import python_child
+
 
 class Fsyncs:
     """os.fsync, recorded: the size of each log file synced (housekeeping's syncs of its
@@ -333,6 +335,16 @@ def test_flushes_fail_while_the_output_fails(monkeypatch, capsys):
     capsys.readouterr()
 
 
+def _waiting(thread: threading.Thread) -> bool:
+    """True once ``thread`` waits in a Condition (for the sync that runs to end)."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code is threading.Condition.wait.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def test_group_sync_never_hides_a_failure():
     # After a failed fsync a later one may succeed though the data is gone (Linux drops
     # the dirty pages): every caller from then on is told, including one that arrived
@@ -359,7 +371,10 @@ def test_group_sync_never_hides_a_failure():
     assert entered.wait(10)
     second = threading.Thread(target=call)     # arrives while the failing sync runs
     second.start()
-    time.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while not _waiting(second):                # (not a sleep: it may come late under load)
+        assert time.monotonic() < deadline, "the second caller never waited"
+        time.sleep(0.001)
     go.set()
     first.join()
     second.join()
@@ -404,7 +419,7 @@ def test_the_default_session_flushes_durably(tmp_path):
         except ValueError as e:
             print("refused:", e)
     """)
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+    r = subprocess.run(python_child("-c", code), cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "refused: blog: no output: 1 event(s) are queued" in r.stdout
@@ -418,15 +433,16 @@ def test_flush_async_asked_while_stopping_is_answered(tmp_path):
     s, c = consumer(tmp_path)
     log = s.get_logger("d")
     futures = []
-    done = threading.Event()
+    asking, done = threading.Event(), threading.Event()
 
     def ask():
         while not done.is_set():
             log.info("e {}", 1)
             futures.append(c.flush_async())
+            asking.set()
     t = threading.Thread(target=ask)
     t.start()
-    time.sleep(0.05)
+    assert asking.wait(10)       # stop() comes while it asks, however loaded the machine
     c.stop()
     done.set()
     t.join()

@@ -27,6 +27,8 @@ from blog import accel
 from blog.capture import capture
 from blogformat.values import enum_type, record_type
 
+from helpers import Count, Ratio, Text
+
 #: The tests that compare the C encoder itself with the Python one (the others run on both
 #: paths: on the pure-Python one they hold the reference to the same promises).
 c_only = pytest.mark.skipif(accel.speedups is None, reason="the C fast path is not built")
@@ -83,27 +85,6 @@ ZONES = [zoneinfo.ZoneInfo(k) for k in ("Europe/Paris", "America/New_York", "Asi
                                          "Australia/Lord_Howe", "UTC")]
 #: An argument's top may also be a datetime in a zoneinfo zone (folds and gaps included).
 arguments = st.one_of(values, st.datetimes(timezones=st.sampled_from(ZONES)))
-
-
-class Text(str):
-    def __str__(self) -> str:
-        return "custom-str"
-
-    def __repr__(self) -> str:
-        return "custom-repr"
-
-
-class Count(int):
-    def __str__(self) -> str:
-        return "custom-int"
-
-    def __repr__(self) -> str:
-        return "Count()"
-
-
-class Ratio(float):
-    def __repr__(self) -> str:
-        return "Ratio()"
 
 
 #: Subclasses of int, float and str with their own text (which the C encoder leaves to

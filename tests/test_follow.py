@@ -6,10 +6,11 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 
 import blog
+
+from helpers import python_child
 
 
 class Writer:
@@ -48,7 +49,7 @@ def lines_of(proc, n: int, timeout: float = 20) -> list[str]:
 
 
 def start(path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bread", "-F", "-f", "%m", *args, str(path)],
+    return subprocess.Popen(python_child("-m", "bread", "-F", "-f", "%m", *args, str(path)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

@@ -20,7 +20,6 @@ import signal
 import stat
 import struct
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -30,6 +29,8 @@ import bread
 from blog.crashbuf import CTL, buffer_directory
 from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
                                    UnsafeBufferDirectory, recover)
+
+from helpers import python_child, run_python
 
 EVENTS = 200      # what the dead writer logged and never wrote (two threads, 100 each)
 
@@ -71,7 +72,7 @@ def dead_writer(tmp_path_factory) -> str:
         work("m")
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(python_child("-c", code), capture_output=True, text=True, timeout=60)
     assert r.returncode == -signal.SIGKILL, r.stderr
     assert glob.glob(os.path.join(buffer_directory(path), "*.meta"))
     return d
@@ -132,11 +133,6 @@ def _expected() -> list[str]:
     return [f"t {i}" for i in range(100)] + [f"m {i}" for i in range(100)]
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=60)
-
-
 @pytest.mark.parametrize("how", ["basic_config", "bread --recover"])
 def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
         dead_writer, tmp_path, how):
@@ -149,7 +145,7 @@ def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
     _aim_at(_control_file(path), victim)
     before = snapshot(outside)
     if how == "basic_config":
-        r = _run(f"""
+        r = run_python(f"""
             import blog
             blog.basic_config({path!r}, crash_buffer=True)
             blog.get_logger().info("after {{}}", 1)
@@ -158,7 +154,7 @@ def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
         assert f"recovered {EVENTS} event(s)" in r.stderr, r.stderr
         assert sorted(_messages(path)) == sorted(_expected() + ["after 1"])
     else:
-        r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+        r = subprocess.run(python_child("-m", "bread", "--recover", path),
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert f"recovered {EVENTS} event(s)" in r.stdout
@@ -177,10 +173,10 @@ def _refused_directory_case(dead_writer: str, tmp_path, spoil) -> None:
     _aim_at(_control_file(path), victim)
     why = spoil(directory)
     before, planted = snapshot(outside), snapshot(directory)
-    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+    r = subprocess.run(python_child("-m", "bread", "--recover", path),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and why in r.stderr, r.stderr
-    r = _run(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("after {{}}", 1)
@@ -228,7 +224,7 @@ def test_a_planted_directory_in_a_shared_crash_dir_is_never_taken_over(tmp_path)
     os.makedirs(directory)
     os.mkdir(os.path.dirname(path))
     os.chmod(directory, 0o777)
-    r = _run(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True, crash_dir={shared!r})
         blog.get_logger().info("x {{}}", 1)
@@ -240,7 +236,7 @@ def test_a_planted_directory_in_a_shared_crash_dir_is_never_taken_over(tmp_path)
 
 def test_a_new_buffer_directory_is_private(tmp_path):
     path = str(tmp_path / "app.blog")
-    r = _run(f"""
+    r = run_python(f"""
         import os, blog
         os.umask(0o002)
         blog.basic_config({path!r}, crash_buffer=True)
@@ -274,7 +270,7 @@ def test_a_length_beyond_its_file_is_damage_reported_not_a_crash_at_every_start(
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("after {{}}", 1)
     """
-    r = _run(code)
+    r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert "is damaged" in r.stderr and "100 readable event(s) recovered" in r.stderr, r.stderr
     kept = sorted(os.listdir(buffer_directory(path)))
@@ -282,9 +278,9 @@ def test_a_length_beyond_its_file_is_damage_reported_not_a_crash_at_every_start(
     got = _messages(path)
     assert len(got) == 101 and got[-1] == "after 1"
     assert {m.split()[0] for m in got[:100]} in ({"t"}, {"m"})
-    r = _run(code)
+    r = run_python(code)
     assert r.returncode == 0 and r.stderr == "", r.stderr       # the next start: clean
-    r = subprocess.run([sys.executable, "-m", "bread", "--recover", path],
+    r = subprocess.run(python_child("-m", "bread", "--recover", path),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "no abandoned" in r.stdout, r.stderr
 
@@ -799,13 +795,13 @@ def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_com
         if n.startswith("blog-manifest"):
             os.unlink(os.path.join(d, n))
     os.mkfifo(os.path.join(d, "app.2026-01-01T00-00-00.000.pid1.blog"))
-    r = subprocess.run([sys.executable, "-m", "bread", "compact", d, "--older-than", "1m"],
+    r = subprocess.run(python_child("-m", "bread", "compact", d, "--older-than", "1m"),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode in (0, 3) and "Traceback" not in r.stderr, r.stderr
     e = _set_dir(tmp_path, "other", files=1)
     os.unlink(os.path.join(e, "blog-manifest.lock"))
     os.mkdir(os.path.join(e, "blog-manifest.lock"))
-    r = subprocess.run([sys.executable, "-m", "bread", "compact", e, "--older-than", "1m"],
+    r = subprocess.run(python_child("-m", "bread", "compact", e, "--older-than", "1m"),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not a lock file" in r.stderr, r.stderr
 
@@ -813,7 +809,7 @@ def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_com
 def test_compact_names_files_with_controls_escaped(tmp_path):
     d = _set_dir(tmp_path, files=1)
     os.symlink("/nonexistent", os.path.join(d, "\x1b]0;owned\x07.2026-01-01T00-00-00.000.pid1.blog"))
-    r = subprocess.run([sys.executable, "-m", "bread", "compact", d, "--older-than", "1m"],
+    r = subprocess.run(python_child("-m", "bread", "compact", d, "--older-than", "1m"),
                        capture_output=True, text=True, timeout=60)
     assert "left alone" in r.stderr and "\\x1b]0;owned\\x07" in r.stderr, r.stderr
     assert "\x1b" not in r.stderr + r.stdout and "\x07" not in r.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import subprocess
-import sys
 
 import pytest
 
@@ -13,31 +12,11 @@ import blog
 import bread
 from bread import cli
 
-
-def write_log(path, n: int = 50, tag: str = "a") -> bytes:
-    s = blog.Session()
-    log = s.get_logger("main")
-    out = blog.MemoryOutputStream()
-    for i in range(n):
-        log.info("event {} of {}", i, tag)
-        if i % 10 == 9:
-            s.consume(out)
-    s.consume(out)
-    data = out.getvalue()
-    if path is not None:
-        with open(path, "wb") as f:
-            f.write(data)
-    return data
+from helpers import python_child, run_cli, write_log
 
 
 def messages(source) -> list[str]:
     return [e.message for e in bread.read(source)]
-
-
-def run_cli(argv, capsys) -> tuple[int, str, str]:
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_gzip_is_read_as_is_whatever_the_name(tmp_path, capsys):
@@ -131,7 +110,7 @@ def test_a_path_that_exists_is_never_a_pattern(tmp_path):
 def test_standard_input_gzip_or_not(tmp_path):
     data = write_log(None, 20)
     for payload in (data, gzip.compress(data)):
-        r = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", "-"], input=payload,
+        r = subprocess.run(python_child("-m", "bread", "-f", "%m", "-"), input=payload,
                            capture_output=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert r.stdout.decode().splitlines() == [f"event {i} of a" for i in range(20)]

@@ -17,7 +17,7 @@ from blogformat.values import packb
 from bread import accel
 from bread.render import PrettyPrinter
 
-from test_inputs import run_cli, write_log
+from helpers import python_child, run_cli, write_log
 
 
 def frames(*parts: bytes) -> bytes:
@@ -315,7 +315,7 @@ def cli_peak(argv: list[str], pure: bool, setup: str = "") -> tuple[list[bytes],
             "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
             "print(code, hwm.split()[1], file=sys.stderr)")
     env = dict(os.environ, BREAD_PURE_PYTHON="1") if pure else dict(os.environ)
-    r = subprocess.run([sys.executable, "-c", code, *argv], env=env, timeout=120,
+    r = subprocess.run(python_child("-c", code, *argv), env=env, timeout=120,
                        capture_output=True)
     status, peak = r.stderr.split()[-2:]
     return r.stdout.split(b"\n"), r.stderr, int(status), int(peak)

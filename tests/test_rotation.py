@@ -23,6 +23,8 @@ from blog.schedule import Schedule
 from blog.summary import tally
 from blogformat.fileset import file_name, members, parse
 
+from helpers import python_child, run_python
+
 
 def _session(stream, **kw):
     s = blog.Session(**kw)
@@ -139,7 +141,7 @@ def test_a_cleanly_closed_file_ends_with_a_summary_and_a_killed_one_does_not(tmp
     """)
     for how in ("clean", "kill"):
         path = tmp_path / f"{how}.blog"
-        subprocess.run([sys.executable, "-c", code, str(path), how], timeout=60)
+        subprocess.run(python_child("-c", code, str(path), how), timeout=60)
         r = bread.read(path)
         evs = list(r)
         assert len(evs) == 500
@@ -427,15 +429,10 @@ def test_a_directory_removed_while_running_is_made_again_and_nothing_is_lost(tmp
 # --- processes -------------------------------------------------------------------------
 
 
-def _run(code, cwd):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_a_forked_child_logs_into_its_own_file_set(tmp_path):
     # Proves: after fork, the child goes on in a set of its own (its pid, same options),
     # the parent's file is never written by the child, and nothing is duplicated.
-    r = _run("""
+    r = run_python("""
         import os, blog
         blog.basic_config("logs/app.blog", rotate_bytes=4000, flush_interval=0.005)
         log = blog.get_logger()
@@ -480,7 +477,7 @@ def test_multiprocessing_children_log_with_the_same_configuration(tmp_path, meth
             for i in range(100):
                 log.info("job {} {}", k, i)
     """))
-    r = _run(f"""
+    r = run_python(f"""
         import multiprocessing as mp, os, sys
         sys.path.insert(0, os.getcwd())
         import blog, work
@@ -568,8 +565,8 @@ def test_reading_a_time_window_skips_files_the_manifest_puts_outside_it(tmp_path
     # The CLI reads through the same reader.
     iso = (_dt.datetime.fromtimestamp(since // 10**9, _dt.timezone.utc)
            + _dt.timedelta(microseconds=since % 10**9 // 1000)).isoformat()
-    out = subprocess.run([sys.executable, "-m", "bread", "-f", "%m", "--since", iso,
-                          str(tmp_path)], capture_output=True, text=True)
+    out = subprocess.run(python_child("-m", "bread", "-f", "%m", "--since", iso,
+                          str(tmp_path)), capture_output=True, text=True)
     assert out.stdout.split("\n")[:2] == ["batch 2 event 0", "batch 2 event 1"]
 
 
@@ -577,7 +574,7 @@ def test_the_service_example_runs_as_documented(tmp_path):
     # Proves: examples/service.py (a master and 3 forked workers) leaves one set per
     # process, every file closed cleanly and compressed, which bread -s merges by time.
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "service.py")
-    r = subprocess.run([sys.executable, example, str(tmp_path / "logs"), "1"],
+    r = subprocess.run(python_child(example, str(tmp_path / "logs"), "1"),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     files = members(str(tmp_path / "logs"), "service")
@@ -695,7 +692,7 @@ def test_the_configuration_reaches_multiprocessing_children_only(tmp_path):
         blog.get_logger().info("tool {}", 1)
         blog.basic_config("tool.blog")
     """))
-    r = _run("""
+    r = run_python("""
         import subprocess, sys, blog
         blog.basic_config("svc/app.blog", rotate_bytes=1 << 20)
         subprocess.run([sys.executable, "tool.py"], check=True)
@@ -720,7 +717,7 @@ def test_a_multiprocessing_child_that_configures_its_own_file_loses_nothing(tmp_
                 log.info("job {} {}", k, i)
             return k
     """))
-    r = _run(f"""
+    r = run_python(f"""
         import multiprocessing as mp, os, sys
         sys.path.insert(0, os.getcwd())
         import job

@@ -7,9 +7,13 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import bread
 import blog
 from blogformat.fileset import members
+
+from helpers import python_child
 
 TRIALS = 52
 ZYGOTES = 2
@@ -97,6 +101,7 @@ def _check(d: str, killed_pid: int, retention: bool) -> None:
             assert seq == list(range(start, start + len(seq))), "gap or repeat"
 
 
+@pytest.mark.slow
 def test_sigkill_anywhere_in_rotation_compression_and_retention(tmp_path):
     # Proves: after a SIGKILL at a random moment (>= 50 trials), and the next start's
     # recovery, every file reads with no damage except the torn tail of the one being
@@ -106,8 +111,8 @@ def test_sigkill_anywhere_in_rotation_compression_and_retention(tmp_path):
     for k in range(TRIALS):
         (tmp_path / f"t{k}").mkdir()
         trials.append((str(tmp_path / f"t{k}"), "3" if k % 3 == 0 else "0"))
-    zygotes = [subprocess.Popen([sys.executable, "-c", ZYGOTE, str(20261126 + z),
-                                 *[x for t in trials[z::ZYGOTES] for x in t]],
+    zygotes = [subprocess.Popen(python_child("-c", ZYGOTE, str(20261126 + z),
+                                             *[x for t in trials[z::ZYGOTES] for x in t]),
                                 stdout=subprocess.PIPE, text=True)
                for z in range(ZYGOTES)]
     done = []

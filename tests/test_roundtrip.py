@@ -20,6 +20,8 @@ import bread
 from bread import (DataclassValue, EnumValue, ExceptionValue, FrozenSetValue, OpaqueValue,
                    SetValue)
 
+from helpers import python_child
+
 
 class Color(enum.Enum):
     RED = 1
@@ -262,7 +264,7 @@ def test_sets_read_back_in_the_order_they_were_logged_under_any_hash_seed(tmp_pa
     """)
     want = []
     for seed in ("1", "2"):
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+        r = subprocess.run(python_child("-c", code), capture_output=True, text=True,
                            env={**__import__("os").environ, "PYTHONHASHSEED": seed})
         assert r.returncode == 0, r.stderr
         want += r.stdout.splitlines()
@@ -409,8 +411,8 @@ def test_the_structured_example_runs_and_reads_back(tmp_path):
     import subprocess
     import sys
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, os.path.join(here, "examples", "structured.py"),
-                        str(tmp_path / "s.blog")], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(python_child(os.path.join(here, "examples", "structured.py"),
+                        str(tmp_path / "s.blog")), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "fill Fill(order_id=12345, px=Decimal('101.25'), qty=150, side=<Side.BUY: 'buy'>)" \

@@ -18,6 +18,8 @@ from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
 from blogformat.values import packb
 from bread import cli
 
+from helpers import python_child
+
 SRC = EventSource(1, 0x80, "c", "f", "x.py", 1, "{} {}", "int,int")
 
 
@@ -152,7 +154,7 @@ def test_sorted_stdin_and_damage(tmp_path):
     import sys
     data = a_file([(1, [10, 30]), (2, [20, 40])])
     cut = data[:-3]
-    r = subprocess.run([sys.executable, "-m", "bread", "-s", "-f", "%r", "-"], input=cut,
+    r = subprocess.run(python_child("-m", "bread", "-s", "-f", "%r", "-"), input=cut,
                        capture_output=True, timeout=60)
     assert r.returncode == cli.EXIT_DAMAGED
     # the torn last frame gives its complete event, unverified, in its place

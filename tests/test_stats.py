@@ -7,12 +7,13 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
 import bread
 from bread import cli
+
+from helpers import python_child
 
 DATA = pathlib.Path(__file__).parent / "data" / "v1"
 
@@ -130,7 +131,7 @@ def test_stats_names_a_file_whose_name_is_not_utf8_and_carries_on(tmp_path):
     shown = os.path.join(str(tmp_path), "bad\ufffd.blog")
     root = pathlib.Path(__file__).parent.parent
     for fmt in ("text", "json"):
-        p = subprocess.run([sys.executable, "-m", "bread", "stats", "-o", fmt, str(tmp_path)],
+        p = subprocess.run(python_child("-m", "bread", "stats", "-o", fmt, str(tmp_path)),
                            capture_output=True, cwd=root, timeout=60,
                            stdin=subprocess.DEVNULL)
         text = p.stdout.decode("utf-8")

@@ -24,6 +24,8 @@ import blog.stdlib
 import bread
 from blogformat.placeholders import FormatError, parse_printf, render
 
+from helpers import Count, Ratio, Text, python_child
+
 
 class Bridge:
     """A private session, a BlogHandler on a private logger, and a way to read back."""
@@ -51,29 +53,6 @@ def bridge(hot_path):
 
 
 # --- printf-style formats: rendered as % renders them ------------------------
-
-
-class Text(str):
-    """A str whose str and repr are its own: ``logging`` shows those, not its value."""
-
-    def __str__(self) -> str:
-        return "custom-str"
-
-    def __repr__(self) -> str:
-        return "custom-repr"
-
-
-class Count(int):
-    def __str__(self) -> str:
-        return "custom-int"
-
-    def __repr__(self) -> str:
-        return "Count()"
-
-
-class Ratio(float):
-    def __repr__(self) -> str:
-        return "Ratio()"
 
 
 class Level(enum.IntEnum):
@@ -432,7 +411,7 @@ def test_dictconfig_routes_a_third_party_module_into_the_file(tmp_path):
     (tmp_path / "vendorlib.py").write_text(textwrap.dedent(_VENDOR))
     (tmp_path / "app.py").write_text(textwrap.dedent(_APP).replace(
         "import vendorlib", "import vendorlib\nlogging.captureWarnings(True)"))
-    r = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, capture_output=True,
+    r = subprocess.run(python_child("app.py"), cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
@@ -444,14 +423,14 @@ def test_dictconfig_routes_a_third_party_module_into_the_file(tmp_path):
     assert len(got) == 3
     src = events[0].source
     assert (src.file, src.line, src.function) == (str(tmp_path / "vendorlib.py"), 6, "connect")
-    text = subprocess.run([sys.executable, "-m", "bread", "-f", "%C %S %m", "app.blog"],
+    text = subprocess.run(python_child("-m", "bread", "-f", "%C %S %m", "app.blog"),
                           cwd=tmp_path, capture_output=True, text=True, timeout=60).stdout
     assert text.splitlines()[:2] == ["vendorlib WARN connecting to db1, 3 tries left",
                                      "app INFO started ok"]
 
 
 def test_capture_routes_every_logger_and_is_idempotent(tmp_path):
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent('''
+    r = subprocess.run(python_child("-c", textwrap.dedent('''
         import logging, blog, blog.stdlib
         blog.basic_config("x.blog")
         h1 = blog.stdlib.capture("INFO", replace=True)
@@ -462,7 +441,7 @@ def test_capture_routes_every_logger_and_is_idempotent(tmp_path):
         logging.getLogger().removeHandler(h1)
         logging.getLogger("c").info("not captured")
         blog.shutdown()
-    ''')], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    ''')), cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     got = [(ev.category, ev.message) for ev in bread.read(str(tmp_path / "x.blog"))]
     assert got == [("a.b", "d 1"), ("c", "i 2")]

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 
 import bread
+
+from helpers import python_child
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "webapp.py"
 
 
 def test_the_web_app_example(tmp_path):
     path = tmp_path / "app.blog"
-    r = subprocess.run([sys.executable, str(EXAMPLE), str(path)], capture_output=True,
+    r = subprocess.run(python_child(str(EXAMPLE), str(path)), capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     events = list(bread.read(str(path)))

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Literal
 
 from blogformat.crashfiles import recover
 from blogformat.fileset import pid_path
@@ -25,6 +25,9 @@ from .report import report
 from .rotating import RotatingFile
 from .session import Session
 from .streams import FileOutputStream
+
+#: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
+CrashOption = str | None | Literal[False]
 
 _session: Session | None = None      # the only global state: the default session
 _lock = threading.Lock()
@@ -159,7 +162,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
 def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float | None,
           rotating: bool, rotation: dict, flush_interval: float, flush_bytes: int,
           channel_capacity: int, overflow: str, min_severity: int,
-          crash: str | None | bool = False) -> None:
+          crash: CrashOption = False) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
     global _closed_by
@@ -201,10 +204,10 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
 
 
 #: The default session's crash buffer option: False (none), or its crash_dir (None: beside).
-_crash_option: str | None | bool = False
+_crash_option: CrashOption = False
 
 
-def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | bool) -> None:
+def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) -> None:
     """Recover what dead writers of this file left, then mirror the channels (``crash`` not
     False), or stop mirroring."""
     global _crash_option
@@ -212,7 +215,7 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | 
     if crash is False or not isinstance(stream, (FileOutputStream, RotatingFile)):
         s.use_crash_buffer(None)
         return
-    directory = buffer_directory(os.fspath(output), crash)   # type: ignore[arg-type]
+    directory = buffer_directory(os.fspath(output), crash)
     try:
         recovered = recover(directory, stream, os.fspath(output), warn=report)
         for r in recovered:

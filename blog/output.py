@@ -27,11 +27,10 @@ def _described(metadata: Sequence[Metadata]) -> tuple[int, int]:
     """(WriterProps, characters of source and writer text) in ``metadata``."""
     writers = text = 0
     for m in metadata:
-        t = type(m)
-        if t is WriterProp:
+        if type(m) is WriterProp:
             writers += 1
             text += text_size(m)
-        elif t is EventSource:
+        elif type(m) is EventSource:
             text += text_size(m)
     return writers, text
 

@@ -428,7 +428,7 @@ class Session:
                 if cb is not None:
                     seq = cb.next_seq()
                     unheld = sum(t.count for w, t in taken if t.data and not (
-                        slots.get(w.id) is not None and slots[w.id].hold(t.data, t.base, seq)))
+                        (slot := slots.get(w.id)) is not None and slot.hold(t.data, t.base, seq)))
                     self._held = (taken, seq)
                     if unheld:
                         report(f"blog: {unheld} held event(s) do not fit in the new crash "
@@ -477,8 +477,8 @@ class Session:
 
     def _full_metadata(self) -> list[Metadata]:
         self._types_written = 0
-        return ([self._clock_sync(), *self._sources, *self._new_types()]
-                + [w.entry(w.stream_name) for w in self._writers])
+        full: list[Metadata] = [self._clock_sync(), *self._sources, *self._new_types()]
+        return full + [w.entry(w.stream_name) for w in self._writers]
 
     # --- outputs beside the main one --------------------------------------
 
@@ -523,8 +523,8 @@ class Session:
                 side_meta = meta
             else:
                 with self._lock:
-                    side_meta = ([self._clock_sync(), *self._sources, *self._types]
-                                 + [w.entry(w.stream_name) for w in self._writers])
+                    side_meta = [self._clock_sync(), *self._sources, *self._types]
+                    side_meta += [w.entry(w.stream_name) for w in self._writers]
             out.write(self.descriptor, side_meta, batches, n_events, taken)
 
     def consume(self, stream: Any) -> int:
@@ -608,7 +608,7 @@ class Session:
             # what the refused write left in the file is cut, so that none is written twice.
             self._held = (taken, seq)
             self.stats.events_held = n_events
-            if self._cut_back(stream):
+            if crash is not None and self._cut_back(stream):   # (hold: there is one)
                 crash.failed(seq)       # only once cut: until then recovery must cut it
             return 0
         self._held = None

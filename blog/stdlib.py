@@ -102,7 +102,7 @@ class BlogHandler(logging.Handler):
         # fit, one per argument, or None: ``_conversions``)
         self._sites: dict[tuple, tuple] = {}
         self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
-        self._severities = {lv: sev for lv, sev in LEVELS}
+        self._severities: dict[int, int] = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
         cls = type(self)
         if (accel.speedups is not None and cls.handle is BlogHandler.handle
@@ -121,7 +121,7 @@ class BlogHandler(logging.Handler):
     def __repr__(self) -> str:
         return f"<BlogHandler {logging.getLevelName(self.level)} {self.session!r}>"
 
-    def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
+    def handle(self, record: logging.LogRecord) -> bool:
         """Filter, then emit: without ``logging``'s per-handler lock, which blog needs not."""
         if self.filters:
             rv = self.filter(record)

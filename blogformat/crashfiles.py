@@ -42,8 +42,8 @@ from typing import Any, Callable
 
 import msgpack
 
-from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, RecordType, Recovered,
-                      WriterProp, decode_header,
+from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, FileHeader, Metadata,
+                      RecordType, Recovered, WriterProp, decode_header,
                       decode_metadata_frame, header_payload, metadata_frames)
 from .fileset import parse, pid_path, split_base
 from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAGIC,
@@ -463,12 +463,11 @@ def _recover_one(meta: str, fd: int, stream: Any, log_path: str,
             sources = []
             sync = None
             for e in entries:
-                t = type(e)
-                if t is EventSource or t is RecordType or t is EnumMember:
+                if type(e) is EventSource or type(e) is RecordType or type(e) is EnumMember:
                     sources.append(e)     # call sites, and the value types events hold
-                elif t is WriterProp and e.id in writers:
+                elif type(e) is WriterProp and e.id in writers:
                     names[e.id] = e
-                elif t is ClockSync:
+                elif type(e) is ClockSync:
                     sync = e
             meta_entries = ([sync] if sync is not None else []) + sources + list(names.values())
             descriptor = dict(header.descriptor if header is not None else {}, recovered=True)
@@ -608,10 +607,12 @@ def _stream_frame_at(stream: Any, dev: int, ino: int, offset: int) -> bool:
         os.close(fd)
 
 
-def _metadata(fd: int, size: int, damage: list[str]) -> tuple[Any, list]:
+def _metadata(fd: int, size: int,
+              damage: list[str]) -> tuple[FileHeader | None, list[Metadata]]:
     """The header and the metadata entries the dead process recorded (whole frames only,
     each read by itself: a length is believed only as far as the file goes)."""
-    pos, header, entries = PAGE, None, []
+    pos, header = PAGE, None
+    entries: list[Metadata] = []
     while pos + HEADER_SIZE <= size:
         fields = parse_header(os.pread(fd, HEADER_SIZE, pos))
         if fields is None or fields[2] > MAX_PAYLOAD or pos + HEADER_SIZE + fields[2] > size:
@@ -689,7 +690,7 @@ def _frames(wid: int, base: int, data: bytes, name: str,
     total = 0
     start = end = 0
     clock = first = base
-    lo = hi = None
+    lo = hi = 0       # of the events counted (count > 0)
     count = 0
     while True:
         try:
@@ -702,15 +703,15 @@ def _frames(wid: int, base: int, data: bytes, name: str,
                               "unreadable")
             break
         clock += ev[1]
-        lo = clock if lo is None or clock < lo else lo
-        hi = clock if hi is None or clock > hi else hi
+        lo = clock if count == 0 or clock < lo else lo
+        hi = clock if count == 0 or clock > hi else hi
         count += 1
         end = u.tell()
         if count == _FRAME_EVENTS:
             frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(wid, first, count, lo, hi).encode()
                                       + data[start:end]))
             total += count
-            start, first, count, lo, hi = end, clock, 0, None, None
+            start, first, count, lo, hi = end, clock, 0, 0, 0
     if count:
         frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(wid, first, count, lo, hi).encode()
                                   + data[start:end]))

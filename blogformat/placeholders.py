@@ -110,7 +110,7 @@ def _check_str(fmt: Any) -> None:
 def _template(literals: list[str], placeholders: list[Placeholder],
               positional: int) -> Template:
     names = frozenset(p.key for p in placeholders if isinstance(p.key, str))
-    return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
+    return Template(tuple(literals), tuple(placeholders), positional, names)
 
 
 def parse_printf(fmt: str) -> Template:

@@ -36,6 +36,7 @@ import argparse
 import fcntl
 import gzip
 import heapq
+import io
 import os
 import stat
 import sys
@@ -48,8 +49,8 @@ import msgpack
 from blogformat import catalog, manifest
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, BatchHeader,
                                 ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
-                                RecordType, Summary, TypeTable, WriterProp, header_payload,
-                                metadata_frames, text_size)
+                                Metadata, RecordType, Summary, TypeTable, WriterProp,
+                                header_payload, metadata_frames, text_size)
 from blogformat.values import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
 from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, members,
@@ -430,7 +431,7 @@ class Compactor:
             self.damage.append(Damage(fr.offset, fr.size,
                                       f"undecodable frame: {exc}", path))
 
-    def write(self, out: BinaryIO, replaces: list[str]) -> int:
+    def write(self, out: io.BufferedIOBase, replaces: list[str]) -> int:
         """Write the compacted stream to ``out``; the number of events.
 
         Its descriptor is the first original's (host, pid, program...: the events'
@@ -441,7 +442,7 @@ class Compactor:
                           compacted_ns=time.time_ns())
         out.write(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
         tz = self.tz or (0, "UTC")
-        meta = [ClockSync(0, _SEC, 0, tz[0], tz[1]), *self.sources.values(),
+        meta: list[Metadata] = [ClockSync(0, _SEC, 0, tz[0], tz[1]), *self.sources.values(),
                 *self.types.values(), *self.writers.values()]
         if self.dropped:
             meta.append(Dropped(0, self.dropped, time.time_ns()))
@@ -467,12 +468,12 @@ class Compactor:
         return n
 
     @staticmethod
-    def _metadata(out: BinaryIO, entries: list) -> None:
+    def _metadata(out: io.BufferedIOBase, entries: list[Metadata]) -> None:
         for fr in metadata_frames(entries):
             out.write(fr)
 
     @staticmethod
-    def _events(out: BinaryIO, chunk: list[tuple], counts: dict[int, int]) -> None:
+    def _events(out: io.BufferedIOBase, chunk: list[tuple], counts: dict[int, int]) -> None:
         """One frame per writer of a stretch of sorted events, each in time order."""
         by_writer: dict[int, list[tuple]] = {}
         for rec in chunk:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import os
@@ -23,7 +24,8 @@ from .render import PrettyPrinter
 
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
 #: standard input), a binary file object, or a list of paths. gzip is read transparently.
-Source = Union[str, "os.PathLike[str]", BinaryIO, Iterable[Union[str, "os.PathLike[str]"]]]
+Source = Union[str, "os.PathLike[str]", BinaryIO,
+               Iterable[Union[str, "os.PathLike[str]", BinaryIO]]]
 
 
 class Reader:
@@ -184,7 +186,7 @@ class Reader:
                 if path == STDIN:
                     yield _reopener(spool(sys.stdin.buffer)), path
                 else:
-                    yield (lambda p=path: open_path(p)), name_text(path)
+                    yield functools.partial(open_path, path), name_text(path)
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread`` prints).
@@ -222,11 +224,13 @@ class Reader:
             return
         for f, name in self._files():
             stream = self._stream((), name)
-            lines = LineRenderer(stream, printer, escape=escape, source=name, flt=self.filter)
+            renderer = LineRenderer(stream, printer, escape=escape, source=name,
+                                    flt=self.filter)
             try:
                 # Whole frames, on both paths: a frame's lines are given as soon as it is read
                 # (bread -F prints what the consumer has just written).
-                yield from lines.blocks(iter_entries(self._frames(f, name), name, raw_events=True))
+                yield from renderer.blocks(iter_entries(self._frames(f, name), name,
+                                                        raw_events=True))
             finally:
                 self.unknown_sources += stream.unknown_sources
 

@@ -120,7 +120,7 @@ class BlogReader(DataSourceReader):
         self.batch_rows = _count(options.get("batchSize", str(BATCH_ROWS)), "batchSize")
         # Filters the reader applies before decoding (bread.filters): checked here, on
         # the driver, so that a bad value fails the query at once.
-        self.filter_options = {
+        self.filter_options: dict[str, Any] = {
             "min_severity": options.get("minSeverity"),
             "categories": options.get("categories"),
             "since": _time(options.get("since")),
@@ -159,9 +159,10 @@ class BlogReader(DataSourceReader):
 
     # --- reading (tasks) -----------------------------------------------------------
 
-    def read(self, partition: FilePart) -> Iterator[Any]:
+    def read(self, partition: FilePart) -> Iterator[Any]:   # type: ignore[override]  # ours
         flt = BreadFilter.make(**self.filter_options)
-        span = None if partition.start is None else (partition.start, partition.end)
+        span = None if partition.start is None or partition.end is None \
+            else (partition.start, partition.end)
         source = list(partition.paths) if len(partition.paths) != 1 else partition.paths[0]
         reader = Reader(source, sort=self.sorted, filter=flt, span=span)
         if self.source is None:

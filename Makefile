@@ -19,8 +19,10 @@ demo: $(VENV)/.installed
 	$(PY) examples/quickstart.py demo.blog
 	$(VENV)/bin/bread demo.blog
 
-# The whole suite twice, as msgpack-python does: the C fast paths, then the pure-Python reference.
+# The types first (mypy, configured in pyproject.toml), then the whole suite twice, as
+# msgpack-python does: the C fast paths, then the pure-Python reference.
 test: $(VENV)/.installed
+	$(PY) -m mypy blog bread blogformat
 	$(PY) -m pytest -q
 	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q
 

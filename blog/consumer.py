@@ -11,6 +11,7 @@ from typing import Any
 from .durability import GroupSync, sync_stream
 from .report import report
 from .session import Session
+from .streams import OutputStream
 
 
 def _settle(fut: "Future[None]", error: BaseException | None) -> None:
@@ -39,7 +40,7 @@ class Consumer:
     share its syncs.
     """
 
-    def __init__(self, session: Session, stream: Any, *, interval: float = 0.02,
+    def __init__(self, session: Session, stream: OutputStream, *, interval: float = 0.02,
                  flush_bytes: int = 1 << 20, name: str = "blog-consumer",
                  fsync_interval: float | None = None) -> None:
         if not hasattr(stream, "write"):

@@ -23,8 +23,9 @@ from .durability import fsync_policy
 from .logger import Logger
 from .report import report
 from .rotating import RotatingFile
+from .schedule import Interval, TimesOfDay
 from .session import Session
-from .streams import FileOutputStream
+from .streams import FileOutputStream, OutputStream
 
 #: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
 CrashOption = str | None | Literal[False]
@@ -46,11 +47,13 @@ def default_session() -> Session:
     return _session
 
 
-def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str = Severity.TRACE,
+def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
+                 min_severity: Severity | int | str = Severity.TRACE,
                  flush_interval: float = 0.02, flush_bytes: int | None = None,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
-                 fsync: bool | str | float = False, rotate_bytes: int | None = None, rotate_every: Any = None,
-                 rotate_at: Any = None, tz: str | None = None, keep_files: int | None = None,
+                 fsync: bool | str | float = False, rotate_bytes: int | None = None,
+                 rotate_every: Interval | None = None, rotate_at: TimesOfDay | None = None,
+                 tz: str | None = None, keep_files: int | None = None,
                  keep_days: float | None = None, keep_bytes: int | None = None,
                  compress: bool = False, crash_buffer: bool = False,
                  crash_dir: str | os.PathLike | None = None,
@@ -186,7 +189,8 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
             else:
                 stream = output
         except BaseException:
-            if same and old is not None:   # give the session its output back
+            if same and old is not None and isinstance(old.stream, FileOutputStream):
+                # give the session its output back
                 Consumer(s, FileOutputStream(old.stream.path, fsync=old.stream.fsync),
                          interval=old.interval, flush_bytes=old.flush_bytes,
                          fsync_interval=old.fsync_interval).start()
@@ -237,7 +241,7 @@ def _same_file(a: str, b: str | os.PathLike) -> bool:
         return os.path.abspath(a) == os.path.abspath(os.fspath(b))
 
 
-def add_output(stream: Any) -> None:
+def add_output(stream: OutputStream) -> None:
     """Write the default session's events to ``stream`` too, beside its file
     (``Session.add_output``): ``blog.add_output(blog.TextStream(sys.stderr,
     min_severity="warning"))``. Events reach it when the session writes (after
@@ -245,7 +249,7 @@ def add_output(stream: Any) -> None:
     default_session().add_output(stream)
 
 
-def remove_output(stream: Any) -> bool:
+def remove_output(stream: OutputStream) -> bool:
     """Stop writing the default session's events to a stream ``add_output`` added."""
     return default_session().remove_output(stream)
 

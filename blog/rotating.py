@@ -26,7 +26,7 @@ from blogformat.fileset import file_name, split_base
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from .housekeeping import NEW, Housekeeper, Retention
 from .report import report
-from .schedule import Schedule
+from .schedule import Interval, Schedule, TimesOfDay
 
 
 def _positive_int(value: Any, option: str) -> int | None:
@@ -66,8 +66,9 @@ class RotatingFile:
     """
 
     def __init__(self, path: str | os.PathLike, *, rotate_bytes: int | None = None,
-                 rotate_every: Any = None, rotate_at: Any = None, tz: str | None = None,
-                 keep_files: int | None = None, keep_days: float | None = None,
+                 rotate_every: Interval | None = None, rotate_at: TimesOfDay | None = None,
+                 tz: str | None = None, keep_files: int | None = None,
+                 keep_days: float | None = None,
                  keep_bytes: int | None = None, compress: bool = False,
                  fsync: bool | str = False, crash_dirs: Sequence[str] = ()) -> None:
         self.path = os.path.abspath(os.fspath(path))   # a later chdir changes nothing
@@ -83,10 +84,11 @@ class RotatingFile:
             raise ValueError(f"compress must be True or False, not {compress!r}")
         self.compress = compress
         self.fsync = stream_policy(fsync)
-        self.options = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
-                            rotate_at=rotate_at, tz=tz, keep_files=keep_files,
-                            keep_days=keep_days, keep_bytes=keep_bytes, compress=compress,
-                            fsync=fsync, crash_dirs=tuple(crash_dirs))
+        self.options: dict[str, Any] = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
+                                            rotate_at=rotate_at, tz=tz, keep_files=keep_files,
+                                            keep_days=keep_days, keep_bytes=keep_bytes,
+                                            compress=compress, fsync=fsync,
+                                            crash_dirs=tuple(crash_dirs))
         # Crash buffers of the set (beside its base name, and crash_dirs): housekeeping
         # leaves the files of a dead writer whose buffer waits for recovery as they are.
         self.crash_dirs = [buffer_directory(self.path), *crash_dirs]

@@ -29,6 +29,11 @@ _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)\s*$")
 _TIME_OF_DAY = re.compile(r"^(\d\d?):(\d\d)(?::(\d\d))?$")
 _DAY_NS = 86400 * 1_000_000_000
 
+#: What ``rotate_every`` takes: "1h", "15m", seconds, a timedelta.
+Interval = str | float | _dt.timedelta
+#: What ``rotate_at`` takes: "00:00", "12:30:15", a time, or several of them.
+TimesOfDay = str | _dt.time | Iterable[str | _dt.time]
+
 
 def parse_interval(value: Any, option: str = "rotate_every") -> int:
     """An interval ("1h", "15m", 90, timedelta) in ns; ValueError naming ``option`` if bad."""
@@ -84,7 +89,8 @@ def parse_zone(value: Any, option: str = "tz") -> _dt.tzinfo | None:
 class Schedule:
     """The next switch time after a given time, from ``every`` and ``at`` in ``zone``."""
 
-    def __init__(self, every: Any = None, at: Any = None, tz: Any = None) -> None:
+    def __init__(self, every: Interval | None = None, at: TimesOfDay | None = None,
+                 tz: str | None = None) -> None:
         self.every = None if every is None else parse_interval(every)
         self.at = None if at is None else parse_times(at)
         self.zone = parse_zone(tz)

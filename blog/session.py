@@ -40,6 +40,7 @@ OVERFLOW_CATEGORY = "blog.overflow"
 from .output import Output, events_frame
 from .report import report
 from .stats import SessionStats
+from .streams import OutputStream
 from .writer import SessionWriter, ThreadEnd
 
 #: The most events a backtrace buffer keeps per thread.
@@ -482,7 +483,7 @@ class Session:
 
     # --- outputs beside the main one --------------------------------------
 
-    def add_output(self, stream: Any) -> None:
+    def add_output(self, stream: OutputStream) -> None:
         """Write everything from now on to ``stream`` too (anything with ``write(bytes)``:
         a ``blog.TextStream`` on the console, a MemoryOutputStream...), beside the main
         output, with its own header and metadata. A side output that fails loses its own
@@ -497,7 +498,7 @@ class Session:
             out.use(stream)
             self._sides = [*self._sides, (stream, out)]
 
-    def remove_output(self, stream: Any) -> bool:
+    def remove_output(self, stream: OutputStream) -> bool:
         """Stop writing to a stream ``add_output`` added; False if it was not one."""
         with self._lock:
             kept = [(s, o) for s, o in self._sides if s is not stream]
@@ -506,12 +507,12 @@ class Session:
         return found
 
     @property
-    def outputs(self) -> list[Any]:
+    def outputs(self) -> list[OutputStream]:
         """The streams ``add_output`` added (not the main output)."""
         return [s for s, _ in self._sides]
 
     @property
-    def output(self) -> Any:
+    def output(self) -> OutputStream | None:
         """The main output: the stream the last ``consume`` wrote to (None before any)."""
         return self._output.stream
 
@@ -527,7 +528,7 @@ class Session:
                     side_meta += [w.entry(w.stream_name) for w in self._writers]
             out.write(self.descriptor, side_meta, batches, n_events, taken)
 
-    def consume(self, stream: Any) -> int:
+    def consume(self, stream: OutputStream) -> int:
         """Write pending metadata, then the queued events, to ``stream``; return bytes written.
 
         ``stream`` is anything with ``write(bytes)`` (and optionally ``flush()``).
@@ -546,7 +547,7 @@ class Session:
             finally:
                 self._consuming = None
 
-    def _consume(self, stream: Any) -> int:
+    def _consume(self, stream: OutputStream) -> int:
         out = self._output
         if stream is not out.stream:
             out.use(stream)
@@ -627,7 +628,7 @@ class Session:
             return written + self._consume(stream)   # then what was logged meanwhile
         return written
 
-    def _cut_back(self, stream: Any) -> bool:
+    def _cut_back(self, stream: OutputStream) -> bool:
         """Cut what a refused write left in the file (it was one writer's: the stream's lock);
         True if the file ends where it did before that write (or is not a file)."""
         at = self._held_at
@@ -653,7 +654,7 @@ class Session:
         """True while the output refuses writes (events are being lost)."""
         return self._output.failing
 
-    def finish(self, stream: Any) -> bool:
+    def finish(self, stream: OutputStream) -> bool:
         """Close the stream's current file cleanly: write its Summary entry (after a last consume).
 
         Returns True if a Summary was written (nothing is written to a stream

@@ -19,7 +19,7 @@ from .report import report
 class OutputStream(Protocol):
     """What a Session consumes into: ``write`` (and optionally ``flush``)."""
 
-    def write(self, data: bytes, /) -> Any: ...
+    def write(self, data: bytes, /) -> object: ...
 
 
 class FileOutputStream:

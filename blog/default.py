@@ -20,6 +20,7 @@ from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
 from .crashbuf import CrashBuffer, buffer_directory
 from .durability import fsync_policy
+from .errors import ConfigurationError
 from .logger import Logger
 from .report import report
 from .rotating import RotatingFile
@@ -102,13 +103,14 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     if flush_bytes is None:
         flush_bytes = min(1 << 20, channel_capacity)
     if not isinstance(flush_bytes, int) or not 1 <= flush_bytes <= channel_capacity:
-        raise ValueError(f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
-                         f"not {flush_bytes!r}")
+        raise ConfigurationError(
+            f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
+            f"not {flush_bytes!r}")
     if isinstance(flush_interval, bool) or not isinstance(flush_interval, (int, float)) \
             or not flush_interval > 0:
-        raise ValueError(f"flush_interval must be positive seconds, not {flush_interval!r}")
+        raise ConfigurationError(f"flush_interval must be positive seconds, not {flush_interval!r}")
     if mode not in ("ab", "wb", "xb"):
-        raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
+        raise ConfigurationError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
     if not isinstance(output, (str, os.PathLike)) and not hasattr(output, "write"):
         raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
     rotation = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every, rotate_at=rotate_at,
@@ -119,22 +121,23 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
         raise TypeError("rotation, retention and compression need a path as output, "
                         f"not {type(output).__name__}")
     if rotating and mode != "ab":
-        raise ValueError(f"mode={mode!r} applies to one file; a rotated set always starts "
-                         "new files")
+        raise ConfigurationError(f"mode={mode!r} applies to one file; a rotated set always "
+                                 "starts new files")
     if not isinstance(crash_buffer, bool):
-        raise ValueError(f"crash_buffer must be True or False, not {crash_buffer!r}")
+        raise ConfigurationError(f"crash_buffer must be True or False, not {crash_buffer!r}")
     if crash_buffer and not isinstance(output, (str, os.PathLike)):
         raise TypeError("crash_buffer needs a file path as output, "
                         f"not {type(output).__name__}")
     if not isinstance(keep_source_lines, bool):
-        raise ValueError(f"keep_source_lines must be True or False, not {keep_source_lines!r}")
+        raise ConfigurationError(
+            f"keep_source_lines must be True or False, not {keep_source_lines!r}")
     if crash_dir is not None and not crash_buffer:
-        raise ValueError("crash_dir is where crash_buffer=True keeps its files: give both")
+        raise ConfigurationError("crash_dir is where crash_buffer=True keeps its files: give both")
     min_severity = to_severity(min_severity)
     backtrace_trigger = to_severity(backtrace_trigger)
     if backtrace is not None and (isinstance(backtrace, bool) or not isinstance(backtrace, int)
                                   or backtrace < 0):
-        raise ValueError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
+        raise ConfigurationError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,

@@ -31,6 +31,7 @@ from . import accel
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
 from .crashbuf import CrashBuffer, file_position
+from .errors import ConfigurationError
 from .logger import DYNAMIC_FORMAT, Logger
 from .source import MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
 
@@ -226,9 +227,9 @@ class Session:
         the backtrace, before the next event of a logger at ``trigger`` or above in that
         thread. ``size=0`` turns it off (what is kept is dropped)."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise ValueError(f"backtrace size must be a count of events >= 0, not {size!r}")
+            raise ConfigurationError(f"backtrace size must be a count of events >= 0, not {size!r}")
         if size > MAX_BACKTRACE:
-            raise ValueError(f"backtrace size {size} is more than {MAX_BACKTRACE}")
+            raise ConfigurationError(f"backtrace size {size} is more than {MAX_BACKTRACE}")
         bt = Backtrace(size, to_severity(trigger), to_severity(least)) if size else None
         with self._lock:
             self.backtrace = bt

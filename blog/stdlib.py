@@ -38,6 +38,7 @@ from .contextfields import FIELDS as _CONTEXT
 from .contextfields import state as _context_state
 from .contextfields import with_context
 from .default import default_session
+from .errors import ConfigurationError
 from .session import Session
 from .source import TooManySources
 
@@ -78,7 +79,8 @@ def level_number(level: int | str) -> int:
     if not isinstance(number, int):
         known = ", ".join(n for _, n in sorted(
             (v, k) for k, v in logging.getLevelNamesMapping().items() if k != "WARN"))
-        raise ValueError(f"unknown logging level {level!r}: use one of {known}, or a number")
+        raise ConfigurationError(
+            f"unknown logging level {level!r}: use one of {known}, or a number")
     return number
 
 

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, Protocol
 from blogformat.fileset import pid_path
 
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
+from .errors import ConfigurationError
 from .report import report
 
 
@@ -52,7 +53,7 @@ class FileOutputStream:
     def __init__(self, path: str | os.PathLike, *, mode: str = "ab",
                  fsync: bool | str = False) -> None:
         if mode not in ("ab", "wb", "xb"):
-            raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
+            raise ConfigurationError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
         self.fsync = stream_policy(fsync)
         self.requested = os.fspath(path)
         self._file, self.path = _open_own(self.requested, mode)

@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 import msgpack
 
+from .errors import UnsafeBufferDirectory
 from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, FileHeader, Metadata,
                       RecordType, Recovered, WriterProp, decode_header,
                       decode_metadata_frame, header_payload, metadata_frames)
@@ -79,11 +80,6 @@ def buffer_directory(log_path: str, crash_dir: str | None = None) -> str:
         return os.path.join(os.path.dirname(log_path), f".{base}.buffers")
     where = os.path.join(os.path.dirname(log_path), base).encode("utf-8", "surrogateescape")
     return os.path.join(crash_dir, f".{base}-{hashlib.sha1(where).hexdigest()[:12]}.buffers")
-
-
-class UnsafeBufferDirectory(PermissionError):
-    """A crash buffer directory this process must not trust: not a directory of its own user,
-    or one others may write (a planted one would make recovery append chosen bytes)."""
 
 
 def check_directory(directory: str) -> bool:

@@ -19,6 +19,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Hashable, Protocol, final
 
+from .errors import BadEntry
+
 ENTRY_RECORD_TYPE = 8
 ENTRY_ENUM_MEMBER = 9
 
@@ -88,10 +90,6 @@ Described = RecordType | EnumMember
 
 #: The values an enum member's value may be to be described (its value is in the entry).
 DESCRIBABLE_VALUES = frozenset({type(None), bool, int, float, str, bytes})
-
-
-class BadEntry(ValueError):
-    """An entry whose fields do not have the specified types (blogformat.entries too)."""
 
 
 def int_field(v: Any) -> int:

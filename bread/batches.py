@@ -22,6 +22,7 @@ from blogformat.severity import Severity
 
 from . import accel
 from .entries import Entry
+from .errors import OptionError
 from .events import Event, EventStream
 from .export import compact, json_pair
 from .frames import Frame
@@ -94,8 +95,8 @@ def check_columns(columns: Sequence[str] | None) -> tuple[str, ...]:
         raise TypeError("columns must be a sequence of column names, not a str")
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
-        raise ValueError(f"unknown column(s) {', '.join(map(repr, unknown))}; "
-                         f"the columns are {', '.join(COLUMNS)}")
+        raise OptionError(f"unknown column(s) {', '.join(map(repr, unknown))}; "
+                          f"the columns are {', '.join(COLUMNS)}")
     return tuple(dict.fromkeys(columns))
 
 

@@ -14,6 +14,7 @@ import pytz
 from blogformat.severity import to_severity
 
 from .entries import Dropped, Lost, Recovered
+from .errors import OptionError
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
 from . import compact, parquet, recover, stats
@@ -134,7 +135,7 @@ def _filter(args: argparse.Namespace) -> Filter:
         try:
             return parse(value)
         except (ValueError, re.error) as exc:
-            raise ValueError(f"{option}: {exc}") from None
+            raise OptionError(f"{option}: {exc}") from None
 
     return Filter(
         min_severity=check("-l/--level", args.level, to_severity),
@@ -152,8 +153,8 @@ def _zone(name: str | None) -> dt.tzinfo | None:
     try:
         return pytz.timezone(name)
     except pytz.UnknownTimeZoneError:
-        raise ValueError(f"--tz: unknown time zone {name!r} (an IANA name: Europe/London, "
-                         "America/New_York, UTC...)") from None
+        raise OptionError(f"--tz: unknown time zone {name!r} (an IANA name: Europe/London, "
+                          "America/New_York, UTC...)") from None
 
 
 def _names(text: str) -> frozenset[str]:

@@ -58,6 +58,7 @@ from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, m
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
+from .errors import OptionError
 from .frames import Damage, Frame, iter_frames
 from .inputs import open_path
 
@@ -74,7 +75,7 @@ def parse_duration(text: str, option: str) -> int:
     t = text.strip()
     if len(t) >= 2 and t[-1] in _UNITS and t[:-1].isdigit() and int(t[:-1]) > 0:
         return int(t[:-1]) * _UNITS[t[-1]] * _SEC
-    raise ValueError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
+    raise OptionError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
 
 
 Warn = Callable[[str], None]

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
 from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
+from .errors import OptionError
 from .events import Event, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, prune,
@@ -59,9 +60,9 @@ class Reader:
         if span is not None:
             if (not isinstance(span, tuple) or len(span) != 2
                     or not all(type(x) is int and x >= 0 for x in span)):
-                raise ValueError(f"span must be (start, end) byte offsets, not {span!r}")
+                raise OptionError(f"span must be (start, end) byte offsets, not {span!r}")
             if sort:
-                raise ValueError("a span is read in file order (sort=False)")
+                raise OptionError("a span is read in file order (sort=False)")
         self.span = span
         if isinstance(source, (str, os.PathLike)):
             self._inputs: list[Any] = [source]
@@ -76,7 +77,7 @@ class Reader:
                 if not isinstance(s, (str, os.PathLike)) and not hasattr(s, "read"):
                     raise TypeError(f"cannot read from {type(s).__name__}")
         if span is not None and (len(self._inputs) != 1 or hasattr(self._inputs[0], "read")):
-            raise ValueError("a span is a part of one file: give one path")
+            raise OptionError("a span is a part of one file: give one path")
         self.damage: list[Damage] = []
         self.notices: list[Any] = []
         self.summaries: list[Any] = []
@@ -248,9 +249,9 @@ class Reader:
         elif arrow and not has_arrow():
             raise ImportError("arrow=True needs pyarrow: pip install 'blog-bread[arrow]'")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, not {batch_size!r}")
+            raise OptionError(f"batch_size must be a positive int, not {batch_size!r}")
         if self.filter.grep is not None:
-            raise ValueError("batches take no grep filter: select on the message column")
+            raise OptionError("batches take no grep filter: select on the message column")
         if self.sort:    # the sorted Events, made into batches by the Python path
             b = BatchReader(self._stream((), "<sorted>"), cols, batch_size, arrow=arrow,
                             python=True)
@@ -298,7 +299,7 @@ class Reader:
         if self.span is None:
             return iter_frames(f, name, self.verified_only)
         if isinstance(f, GzipInput) or not seekable(f):
-            raise ValueError(f"{name}: a span needs an uncompressed file that can seek")
+            raise OptionError(f"{name}: a span needs an uncompressed file that can seek")
         return span_frames(f, *self.span, name, self.verified_only)
 
     def _after(self, f: Any, name: str) -> None:

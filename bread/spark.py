@@ -27,6 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from blogformat.frames import HEADER_SIZE, parse_header
 
 from .batches import COLUMNS, portable
+from .errors import DamagedLog, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
 from .inputs import GzipInput, expand, name_text, open_path, prune
 from . import tables
@@ -84,8 +85,8 @@ class BlogDataSource(DataSource):
             for f in schema.fields:
                 want = _TYPES.get(f.name)
                 if want is not None and f.dataType.simpleString() != want:
-                    raise ValueError(f"column {f.name} of format blog is {want}, "
-                                     f"not {f.dataType.simpleString()}")
+                    raise OptionError(f"column {f.name} of format blog is {want}, "
+                                      f"not {f.dataType.simpleString()}")
         return BlogReader(self.options, [f.name for f in schema.fields])
 
 
@@ -95,9 +96,9 @@ class BlogReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], columns: Sequence[str]) -> None:
         unknown = sorted(k for k in (k.lower() for k in options) if k not in _OPTIONS)
         if unknown:
-            raise ValueError(f"unknown option(s) {', '.join(unknown)} for format blog; the "
-                             "options are sorted, damage, splitBytes, batchSize, minSeverity, "
-                             "categories, since, until")
+            raise OptionError(f"unknown option(s) {', '.join(unknown)} for format blog; the "
+                              "options are sorted, damage, splitBytes, batchSize, minSeverity, "
+                              "categories, since, until")
         # A typed table of one call site (``events``): the source, and its columns' kinds.
         self.source: int | str | None = None
         self.positional = 0
@@ -107,15 +108,15 @@ class BlogReader(DataSourceReader):
         else:
             bad = [c for c in columns if c not in COLUMNS]
             if bad:
-                raise ValueError(f"no column(s) {', '.join(bad)} in format blog; "
-                                 f"its columns are {', '.join(COLUMNS)}")
+                raise OptionError(f"no column(s) {', '.join(bad)} in format blog; "
+                                  f"its columns are {', '.join(COLUMNS)}")
         self.columns = list(columns)
         self.paths = _paths(options)
         self.sorted = _flag(options.get("sorted", "false"), "sorted")
         self.damage = str(options.get("damage", "report")).lower()
         if self.damage not in DAMAGE:
-            raise ValueError(f"option damage must be one of {', '.join(DAMAGE)}, "
-                             f"not {options.get('damage')!r}")
+            raise OptionError(f"option damage must be one of {', '.join(DAMAGE)}, "
+                              f"not {options.get('damage')!r}")
         self.split = _count(options.get("splitBytes", str(SPLIT_BYTES)), "splitBytes")
         self.batch_rows = _count(options.get("batchSize", str(BATCH_ROWS)), "batchSize")
         # Filters the reader applies before decoding (bread.filters): checked here, on
@@ -132,7 +133,7 @@ class BlogReader(DataSourceReader):
         try:
             self._window = BreadFilter.make(**self.filter_options)
         except ValueError as exc:
-            raise ValueError(f"format blog: {exc}") from None
+            raise OptionError(f"format blog: {exc}") from None
 
     # --- planning (driver) ---------------------------------------------------------
 
@@ -173,7 +174,7 @@ class BlogReader(DataSourceReader):
         if reader.damage and self.damage != "ignore":
             lines = "\n".join(str(d) for d in reader.damage)
             if self.damage == "fail":
-                raise ValueError(f"damaged log (option damage=fail):\n{lines}")
+                raise DamagedLog(f"damaged log (option damage=fail):\n{lines}")
             print(f"bread: skipped damaged bytes (option damage=report):\n{lines}",
                   file=sys.stderr)
 
@@ -234,12 +235,12 @@ def _typed(options: Mapping[str, str]) -> tuple[int | str, int, list[str]]:
         cols = json.loads(options.get("sourceColumns", "null"))
         positional, kinds = cols["positional"], cols["kinds"]
     except (ValueError, TypeError, KeyError):
-        raise ValueError("option source is set by bread.spark.events(...); "
-                         "load typed tables with it") from None
+        raise OptionError("option source is set by bread.spark.events(...); "
+                          "load typed tables with it") from None
     if not isinstance(source, (int, str)) or type(positional) is not int \
             or not all(k in tables.KINDS for k in kinds):
-        raise ValueError("option source is set by bread.spark.events(...); "
-                         "load typed tables with it")
+        raise OptionError("option source is set by bread.spark.events(...); "
+                          "load typed tables with it")
     return source, positional, kinds
 
 
@@ -250,14 +251,15 @@ def _paths(options: Mapping[str, str]) -> list[str]:
         except ValueError:
             paths = None
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise ValueError(f"option paths must be a JSON list of paths, not {options['paths']!r}")
+            raise OptionError(
+                f"option paths must be a JSON list of paths, not {options['paths']!r}")
         if "path" in options:
             paths.append(options["path"])
         if paths:
             return paths
     if "path" in options and options["path"]:
         return [options["path"]]
-    raise ValueError('format blog needs a path: spark.read.format("blog").load(path)')
+    raise OptionError('format blog needs a path: spark.read.format("blog").load(path)')
 
 
 def _flag(value: str, name: str) -> bool:
@@ -266,7 +268,7 @@ def _flag(value: str, name: str) -> bool:
         return True
     if v in ("false", "0", "no"):
         return False
-    raise ValueError(f"option {name} must be true or false, not {value!r}")
+    raise OptionError(f"option {name} must be true or false, not {value!r}")
 
 
 def _count(value: str, name: str) -> int:
@@ -275,7 +277,7 @@ def _count(value: str, name: str) -> int:
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"option {name} must be a positive number, not {value!r}")
+        raise OptionError(f"option {name} must be a positive number, not {value!r}")
     return n
 
 
@@ -294,5 +296,5 @@ def _check_log(path: str) -> None:
     finally:
         f.close()
     if len(head) < HEADER_SIZE or parse_header(head) is None:
-        raise ValueError(f"{name_text(path)}: not a blog log file (it does not begin with a "
-                         "frame)")
+        raise NotABlogFile(f"{name_text(path)}: not a blog log file (it does not begin with a "
+                           "frame)")

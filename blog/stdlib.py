@@ -2,7 +2,7 @@
 
     import blog, blog.stdlib
     blog.basic_config("app.blog")
-    blog.stdlib.capture(level="INFO")        # every logger's records, into the file
+    blog.stdlib.capture(min_severity="INFO")  # every logger's records, into the file
 
 or, from ``logging.config.dictConfig``: ``{"class": "blog.stdlib.BlogHandler"}``.
 
@@ -332,15 +332,22 @@ def _message(record: logging.LogRecord) -> str:
             return f"<{type(record.msg).__name__} message that cannot be shown>"
 
 
-def capture(level: int | str = "INFO", *, session: Session | None = None,
-            replace: bool = False, warnings: bool = False) -> BlogHandler:
-    """Route every ``logging`` record at ``level`` or above (the application's and its
-    libraries') into blog: a BlogHandler on the root logger, whose level is set to
-    ``level``. ``replace`` removes the root's other handlers; ``warnings`` captures
-    ``warnings.warn`` too (``capture_warnings``). Calling it again updates the
-    handler it added. Returns the handler (``logging.root.removeHandler`` undoes it).
+def capture(min_severity: int | str | None = None, *, session: Session | None = None,
+            replace: bool = False, warnings: bool = False,
+            level: int | str | None = None) -> BlogHandler:
+    """Route every ``logging`` record at ``min_severity`` (a ``logging`` level name or
+    number, default ``"INFO"``) or above (the application's and its libraries') into blog:
+    a BlogHandler on the root logger, whose level is set to it. ``level`` is the old name
+    of ``min_severity``, still taken. ``replace`` removes the root's other handlers;
+    ``warnings`` captures ``warnings.warn`` too (``capture_warnings``). Calling it again
+    updates the handler it added. Returns the handler (``logging.root.removeHandler``
+    undoes it).
     """
-    number = level_number(level)
+    if level is not None:
+        if min_severity is not None:
+            raise TypeError("capture takes min_severity or its old name level, not both")
+        min_severity = level
+    number = level_number("INFO" if min_severity is None else min_severity)
     root = logging.getLogger()
     target = session if session is not None else default_session()
     handler = next((h for h in root.handlers

@@ -75,9 +75,9 @@ def _parser() -> argparse.ArgumentParser:
                         "until Ctrl-C (as tail -F)")
     p.add_argument("-s", "--sort", action="store_true",
                    help="events in time order across writers and inputs (bounded memory)")
-    p.add_argument("-l", "--level", metavar="SEVERITY",
+    p.add_argument("-l", "--min-severity", "--level", dest="level", metavar="SEVERITY",
                    help="only events of this severity or above (trace, debug, info, warning, "
-                        "error, critical)")
+                        "error, critical); --level is its old name")
     p.add_argument("-c", "--category", metavar="NAMES",
                    help="only these categories (comma-separated)")
     p.add_argument("--since", metavar="TIME",

@@ -85,7 +85,7 @@ def _stderr(message: str) -> None:
     sys.stderr.write(f"bread compact: {message}\n")
 
 
-def recover(directory: str, warn: Warn = _stderr) -> list[str]:
+def finish_interrupted(directory: str, warn: Warn = _stderr) -> list[str]:
     """Finish or undo compactions a crash cut; the paths removed. Run under the lock.
 
     Catalog entries that name anything but the directory's own files are said to ``warn``
@@ -124,6 +124,10 @@ def recover(directory: str, warn: Warn = _stderr) -> list[str]:
     if removed:
         fsync_dir(directory)
     return removed
+
+
+#: The old name of finish_interrupted (``recover`` is the crash buffers': blogformat.crashfiles).
+recover = finish_interrupted
 
 
 def _remove(directory: str, name: str, removed: list[str], warn: Warn,
@@ -508,7 +512,7 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if not dry_run:
-            recover(directory, warn)
+            finish_interrupted(directory, warn)
             _forget(directory, [])    # the manifest's stale entries and temporary files
         groups: dict[tuple[str, int], list[str]] = {}
         for name in candidates(directory, older_than_ns, now, warn):

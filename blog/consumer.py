@@ -6,7 +6,6 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
-from typing import Any
 
 from .durability import GroupSync, sync_stream
 from .errors import ConfigurationError

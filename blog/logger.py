@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from types import FrameType, SimpleNamespace
+from types import CodeType, FrameType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 from blogformat.placeholders import FormatError, parse, render
@@ -37,7 +37,7 @@ _LEVELS = (("trace", Severity.TRACE), ("debug", Severity.DEBUG), ("info", Severi
            ("critical", Severity.CRITICAL))
 
 
-def site_key(code: Any, lasti: int) -> int:
+def site_key(code: CodeType, lasti: int) -> int:
     """The key of a call site in a level method's cache: its code object's id and offset mixed.
 
     The C ``Method`` (``_speedups.c``, method_vectorcall) computes the same.

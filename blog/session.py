@@ -18,6 +18,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from importlib import metadata
+from types import CodeType
 from typing import Any, Iterator
 
 from blogformat.entries import (SOURCE_BACKTRACE, BatchHeader, ClockSync, Dropped, EventSource,
@@ -323,7 +324,8 @@ class Session:
         """True for a source ``overflow_source`` made."""
         return self._overflow.get(source.severity) is source
 
-    def add_site(self, key: tuple, source: EventSource, code: Any = None) -> EventSource:
+    def add_site(self, key: tuple, source: EventSource,
+                 code: CodeType | None = None) -> EventSource:
         """Let ``key`` find ``source`` too (unless it finds one already); return what it finds."""
         with self._lock:
             if code is not None:

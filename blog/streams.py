@@ -8,7 +8,7 @@ import os
 import stat
 import time
 import weakref
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
 from blogformat.fileset import pid_path
 

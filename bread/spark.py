@@ -22,7 +22,9 @@ import json
 import sys
 from typing import Any, Iterator, Mapping, Sequence
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 from blogformat.frames import HEADER_SIZE, parse_header
 
@@ -51,7 +53,7 @@ _OPTIONS = {"path", "paths", "sorted", "damage", "splitbytes", "batchsize", "min
             "categories", "since", "until", "source", "sourcecolumns"}
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("blog")`` available in this session."""
     spark.dataSource.register(BlogDataSource)
 
@@ -80,7 +82,7 @@ class BlogDataSource(DataSource):
     def schema(self) -> str:
         return SCHEMA
 
-    def reader(self, schema: Any) -> "BlogReader":
+    def reader(self, schema: StructType) -> "BlogReader":
         if "source" not in self.options:   # a schema of some columns: only those are read
             for f in schema.fields:
                 want = _TYPES.get(f.name)
@@ -204,7 +206,8 @@ class BlogReader(DataSourceReader):
                   "found when the query began (written since?): left out", file=sys.stderr)
 
 
-def events(spark: Any, path: str | Sequence[str], source: int | str, **options: str) -> Any:
+def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
+           **options: str) -> DataFrame:
     """A DataFrame of one kind of event: its arguments as typed columns (``bread.tables``).
 
     ``source`` names the call site: its format string, its function, or its source id.

@@ -539,7 +539,7 @@ def _write_complete(stream: Any, path: str, writing: int, written: int, dev: int
         return False
     for name in (getattr(stream, "path", None), path):
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # type: ignore
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # type: ignore[arg-type]
         except (OSError, TypeError, ValueError):
             continue
         try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -162,11 +162,11 @@ class BlogReader(DataSourceReader):
 
     # --- reading (tasks) -----------------------------------------------------------
 
-    def read(self, partition: FilePart) -> Iterator[Any]:   # type: ignore[override]  # ours
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        part = cast(FilePart, partition)   # one that partitions() made
         flt = BreadFilter.make(**self.filter_options)
-        span = None if partition.start is None or partition.end is None \
-            else (partition.start, partition.end)
-        source = list(partition.paths) if len(partition.paths) != 1 else partition.paths[0]
+        span = None if part.start is None or part.end is None else (part.start, part.end)
+        source = list(part.paths) if len(part.paths) != 1 else part.paths[0]
         reader = Reader(source, sort=self.sorted, filter=flt, span=span)
         if self.source is None:
             for batch in reader.batches(self.columns, self.batch_rows, arrow=True):

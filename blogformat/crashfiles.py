@@ -539,7 +539,8 @@ def _write_complete(stream: Any, path: str, writing: int, written: int, dev: int
         return False
     for name in (getattr(stream, "path", None), path):
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # type: ignore[arg-type]
+            fd = os.open(name,  # type: ignore[arg-type]  # None: the TypeError below
+                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except (OSError, TypeError, ValueError):
             continue
         try:

@@ -20,10 +20,12 @@ demo: $(VENV)/.installed
 	$(PY) examples/quickstart.py demo.blog
 	$(VENV)/bin/bread demo.blog
 
-# The whole suite twice, as msgpack-python does: the C fast paths, then the pure-Python reference.
-# The second pass runs even when the first fails; the rule fails if either did.
+# The types first (mypy, configured in pyproject.toml), then the whole suite twice, as
+# msgpack-python does: the C fast paths, then the pure-Python reference. Every step runs
+# even when one before it failed; the rule fails if any did.
 test: $(VENV)/.installed
 	status=0; \
+	$(PY) -m mypy blog bread blogformat || status=1; \
 	$(PY) -m pytest -q || status=1; \
 	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q || status=1; \
 	exit $$status

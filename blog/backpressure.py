@@ -20,6 +20,8 @@ from typing import Any, Callable, Protocol
 from blogformat.entries import MAX_EVENT_PREFIX
 from blogformat.frames import MAX_PAYLOAD
 
+from .errors import ConfigurationError
+
 #: When the channel is full: wait for the consumer, or drop the event and count it.
 BLOCK = "block"
 DROP = "drop"
@@ -45,7 +47,7 @@ class Drainer(Protocol):
 def check_overflow(overflow: str) -> str:
     """``overflow`` if it is "block" or "drop", else a ValueError."""
     if overflow not in (BLOCK, DROP):
-        raise ValueError(f"overflow must be {BLOCK!r} or {DROP!r}, not {overflow!r}")
+        raise ConfigurationError(f"overflow must be {BLOCK!r} or {DROP!r}, not {overflow!r}")
     return overflow
 
 
@@ -53,8 +55,8 @@ def check_capacity(capacity: int) -> int:
     """``capacity`` if it is a channel size the format can frame, else a ValueError."""
     if isinstance(capacity, bool) or not isinstance(capacity, int) \
             or not MIN_CHANNEL_CAPACITY <= capacity <= MAX_CHANNEL_CAPACITY:
-        raise ValueError(f"channel_capacity must be bytes from {MIN_CHANNEL_CAPACITY} to "
-                         f"{MAX_CHANNEL_CAPACITY}, not {capacity!r}")
+        raise ConfigurationError(f"channel_capacity must be bytes from {MIN_CHANNEL_CAPACITY} to "
+                                 f"{MAX_CHANNEL_CAPACITY}, not {capacity!r}")
     return capacity
 
 

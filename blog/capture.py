@@ -20,8 +20,8 @@ from blogformat.values import (EXT_OPAQUE, all_plain, encode, pack_args, pack_ar
                                pack_plain, packb, reproducible, safe_str, type_name)
 
 
-def capture(tpl: Template | None, values: Sequence[Any],
-            field_names: Sequence[str], source_lines: bool = False) -> tuple[int, bytes]:
+def encode_with_texts(tpl: Template | None, values: Sequence[Any],
+                      field_names: Sequence[str], source_lines: bool = False) -> tuple[int, bytes]:
     """Encode an event's values now: (element count of the event array, what follows the delta).
 
     What follows the clock delta is the msgpack args array and, if any
@@ -42,12 +42,16 @@ def capture(tpl: Template | None, values: Sequence[Any],
     return EVENT_FIELDS, body
 
 
+#: The old name of encode_with_texts (``capture`` is blog.testing's and blog.stdlib's).
+capture = encode_with_texts
+
+
 def encode_values(tpl: Template | None, values: tuple, field_names: Sequence[str],
                   source_lines: bool = False) -> tuple[int, bytes]:
     """(element count, encoded elements after the clock delta) for an event's values."""
     if all_plain(values):
         return EVENT_FIELDS, pack_args(values)
-    return capture(tpl, values, field_names, source_lines)
+    return encode_with_texts(tpl, values, field_names, source_lines)
 
 
 #: What is kept of a value cut because its event is larger than a whole channel.

@@ -32,7 +32,7 @@ class Taken(NamedTuple):
     """What ``take()`` returns (``_speedups.Taken`` is its C twin)."""
 
     data: bytes      # the encoded events, back to back
-    count: int       # how many events
+    count: int       # type: ignore[assignment]  # how many events (hides tuple.count)
     base: int        # the clock the first event's delta is relative to
     lo: int          # the least clock of the events
     hi: int          # the greatest clock of the events

@@ -6,11 +6,12 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
-from typing import Any
 
 from .durability import GroupSync, sync_stream
+from .errors import ConfigurationError
 from .report import report
 from .session import Session
+from .streams import OutputStream
 
 
 def _settle(fut: "Future[None]", error: BaseException | None) -> None:
@@ -39,17 +40,18 @@ class Consumer:
     share its syncs.
     """
 
-    def __init__(self, session: Session, stream: Any, *, interval: float = 0.02,
+    def __init__(self, session: Session, stream: OutputStream, *, interval: float = 0.02,
                  flush_bytes: int = 1 << 20, name: str = "blog-consumer",
                  fsync_interval: float | None = None) -> None:
         if not hasattr(stream, "write"):
             raise TypeError(f"output stream must have write(bytes); got {type(stream).__name__}")
         if not interval > 0:
-            raise ValueError(f"interval must be positive seconds, not {interval!r}")
+            raise ConfigurationError(f"interval must be positive seconds, not {interval!r}")
         if not isinstance(flush_bytes, int) or flush_bytes < 1:
-            raise ValueError(f"flush_bytes must be a positive int, not {flush_bytes!r}")
+            raise ConfigurationError(f"flush_bytes must be a positive int, not {flush_bytes!r}")
         if fsync_interval is not None and not fsync_interval > 0:
-            raise ValueError(f"fsync_interval must be positive seconds, not {fsync_interval!r}")
+            raise ConfigurationError(
+                f"fsync_interval must be positive seconds, not {fsync_interval!r}")
         self.fsync_interval = fsync_interval
         self.session = session
         self.stream = stream

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Literal
 
 from blogformat.crashfiles import recover
 from blogformat.fileset import pid_path
@@ -20,11 +20,16 @@ from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
 from .crashbuf import CrashBuffer, buffer_directory
 from .durability import fsync_policy
+from .errors import ConfigurationError
 from .logger import Logger
 from .report import report
 from .rotating import RotatingFile
+from .schedule import Interval, TimesOfDay
 from .session import Session
-from .streams import FileOutputStream
+from .streams import FileOutputStream, OutputStream
+
+#: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
+CrashOption = str | None | Literal[False]
 
 _session: Session | None = None      # the only global state: the default session
 _lock = threading.Lock()
@@ -43,11 +48,13 @@ def default_session() -> Session:
     return _session
 
 
-def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str = Severity.TRACE,
+def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
+                 min_severity: Severity | int | str = Severity.TRACE,
                  flush_interval: float = 0.02, flush_bytes: int | None = None,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
-                 fsync: bool | str | float = False, rotate_bytes: int | None = None, rotate_every: Any = None,
-                 rotate_at: Any = None, tz: str | None = None, keep_files: int | None = None,
+                 fsync: bool | str | float = False, rotate_bytes: int | None = None,
+                 rotate_every: Interval | None = None, rotate_at: TimesOfDay | None = None,
+                 tz: str | None = None, keep_files: int | None = None,
                  keep_days: float | None = None, keep_bytes: int | None = None,
                  compress: bool = False, crash_buffer: bool = False,
                  crash_dir: str | os.PathLike | None = None,
@@ -96,13 +103,14 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
     if flush_bytes is None:
         flush_bytes = min(1 << 20, channel_capacity)
     if not isinstance(flush_bytes, int) or not 1 <= flush_bytes <= channel_capacity:
-        raise ValueError(f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
-                         f"not {flush_bytes!r}")
+        raise ConfigurationError(
+            f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
+            f"not {flush_bytes!r}")
     if isinstance(flush_interval, bool) or not isinstance(flush_interval, (int, float)) \
             or not flush_interval > 0:
-        raise ValueError(f"flush_interval must be positive seconds, not {flush_interval!r}")
+        raise ConfigurationError(f"flush_interval must be positive seconds, not {flush_interval!r}")
     if mode not in ("ab", "wb", "xb"):
-        raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
+        raise ConfigurationError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
     if not isinstance(output, (str, os.PathLike)) and not hasattr(output, "write"):
         raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
     rotation = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every, rotate_at=rotate_at,
@@ -113,22 +121,23 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
         raise TypeError("rotation, retention and compression need a path as output, "
                         f"not {type(output).__name__}")
     if rotating and mode != "ab":
-        raise ValueError(f"mode={mode!r} applies to one file; a rotated set always starts "
-                         "new files")
+        raise ConfigurationError(f"mode={mode!r} applies to one file; a rotated set always "
+                                 "starts new files")
     if not isinstance(crash_buffer, bool):
-        raise ValueError(f"crash_buffer must be True or False, not {crash_buffer!r}")
+        raise ConfigurationError(f"crash_buffer must be True or False, not {crash_buffer!r}")
     if crash_buffer and not isinstance(output, (str, os.PathLike)):
         raise TypeError("crash_buffer needs a file path as output, "
                         f"not {type(output).__name__}")
     if not isinstance(keep_source_lines, bool):
-        raise ValueError(f"keep_source_lines must be True or False, not {keep_source_lines!r}")
+        raise ConfigurationError(
+            f"keep_source_lines must be True or False, not {keep_source_lines!r}")
     if crash_dir is not None and not crash_buffer:
-        raise ValueError("crash_dir is where crash_buffer=True keeps its files: give both")
+        raise ConfigurationError("crash_dir is where crash_buffer=True keeps its files: give both")
     min_severity = to_severity(min_severity)
     backtrace_trigger = to_severity(backtrace_trigger)
     if backtrace is not None and (isinstance(backtrace, bool) or not isinstance(backtrace, int)
                                   or backtrace < 0):
-        raise ValueError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
+        raise ConfigurationError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,
@@ -159,7 +168,7 @@ def basic_config(output: Any = "app.blog", *, min_severity: Severity | int | str
 def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float | None,
           rotating: bool, rotation: dict, flush_interval: float, flush_bytes: int,
           channel_capacity: int, overflow: str, min_severity: int,
-          crash: str | None | bool = False) -> None:
+          crash: CrashOption = False) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
     global _closed_by
@@ -183,7 +192,8 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
             else:
                 stream = output
         except BaseException:
-            if same and old is not None:   # give the session its output back
+            if same and old is not None and isinstance(old.stream, FileOutputStream):
+                # give the session its output back
                 Consumer(s, FileOutputStream(old.stream.path, fsync=old.stream.fsync),
                          interval=old.interval, flush_bytes=old.flush_bytes,
                          fsync_interval=old.fsync_interval).start()
@@ -201,10 +211,10 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
 
 
 #: The default session's crash buffer option: False (none), or its crash_dir (None: beside).
-_crash_option: str | None | bool = False
+_crash_option: CrashOption = False
 
 
-def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | bool) -> None:
+def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) -> None:
     """Recover what dead writers of this file left, then mirror the channels (``crash`` not
     False), or stop mirroring."""
     global _crash_option
@@ -212,7 +222,7 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: str | None | 
     if crash is False or not isinstance(stream, (FileOutputStream, RotatingFile)):
         s.use_crash_buffer(None)
         return
-    directory = buffer_directory(os.fspath(output), crash)   # type: ignore[arg-type]
+    directory = buffer_directory(os.fspath(output), crash)
     try:
         recovered = recover(directory, stream, os.fspath(output), warn=report)
         for r in recovered:
@@ -234,7 +244,7 @@ def _same_file(a: str, b: str | os.PathLike) -> bool:
         return os.path.abspath(a) == os.path.abspath(os.fspath(b))
 
 
-def add_output(stream: Any) -> None:
+def add_output(stream: OutputStream) -> None:
     """Write the default session's events to ``stream`` too, beside its file
     (``Session.add_output``): ``blog.add_output(blog.TextStream(sys.stderr,
     min_severity="warning"))``. Events reach it when the session writes (after
@@ -242,7 +252,7 @@ def add_output(stream: Any) -> None:
     default_session().add_output(stream)
 
 
-def remove_output(stream: Any) -> bool:
+def remove_output(stream: OutputStream) -> bool:
     """Stop writing the default session's events to a stream ``add_output`` added."""
     return default_session().remove_output(stream)
 

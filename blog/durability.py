@@ -29,6 +29,8 @@ import os
 import threading
 from typing import Any, Callable
 
+from .errors import ConfigurationError
+
 NEVER, ROTATION, FLUSH = "never", "rotation", "flush"
 
 
@@ -44,16 +46,16 @@ def fsync_policy(value: Any) -> tuple[str, float | None]:
     if (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value) and value > 0):
         return ROTATION, float(value)
-    raise ValueError(f"fsync must be False, 'never', 'rotation', True, 'flush' or a positive "
-                     f"number of seconds, not {value!r}")
+    raise ConfigurationError(f"fsync must be False, 'never', 'rotation', True, 'flush' or a "
+                             f"positive number of seconds, not {value!r}")
 
 
 def stream_policy(value: Any) -> str:
     """A stream's ``fsync=``: NEVER, ROTATION or FLUSH (True is FLUSH, False NEVER)."""
     policy, interval = fsync_policy(value)
     if interval is not None:
-        raise ValueError("a stream's fsync is False, 'never', 'rotation', True or 'flush'; "
-                         "an interval is the consumer's (basic_config(fsync=seconds))")
+        raise ConfigurationError("a stream's fsync is False, 'never', 'rotation', True or 'flush'; "
+                                 "an interval is the consumer's (basic_config(fsync=seconds))")
     return policy
 
 

@@ -113,7 +113,7 @@ def compress(directory: str, name: str, level: int = 6) -> str | None:
     return dst
 
 
-def recover(directory: str, stem: str) -> list[str]:
+def finish_interrupted(directory: str, stem: str) -> list[str]:
     """Finish or undo compressions a crash cut, and remove files a writer died making
     (module docstring); the paths removed."""
     removed: list[str] = []
@@ -146,6 +146,10 @@ def recover(directory: str, stem: str) -> list[str]:
     if removed:
         fsync_dir(directory)
     return removed
+
+
+#: The old name of finish_interrupted (``recover`` is the crash buffers': blogformat.crashfiles).
+recover = finish_interrupted
 
 
 def _age(path: str) -> float:
@@ -260,7 +264,7 @@ class Housekeeper:
                     return
                 kind, name = task
                 if kind == "sweep":
-                    recover(self.directory, self.stem)
+                    finish_interrupted(self.directory, self.stem)
                     self._retain()       # before compressing what retention deletes anyway
                     if self.compress:
                         for f, _ in closed_files(self.directory, self.stem):

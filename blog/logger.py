@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable
+from types import CodeType, FrameType, SimpleNamespace
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
@@ -37,7 +37,7 @@ _LEVELS = (("trace", Severity.TRACE), ("debug", Severity.DEBUG), ("info", Severi
            ("critical", Severity.CRITICAL))
 
 
-def site_key(code: Any, lasti: int) -> int:
+def site_key(code: CodeType, lasti: int) -> int:
     """The key of a call site in a level method's cache: its code object's id and offset mixed.
 
     The C ``Method`` (``_speedups.c``, method_vectorcall) computes the same.
@@ -355,4 +355,6 @@ def _is_literal(fmt: str, code: Any) -> bool:
 
 
 # Stands in for the caller's frame when there is none (a call from C code).
-_NO_FRAME = SimpleNamespace(f_code=compile("", "<unknown>", "exec"), f_lasti=-1, f_lineno=0)
+# What the slow path reads of a frame, where there is none (an embedded interpreter's C call).
+_NO_FRAME = cast(FrameType, SimpleNamespace(f_code=compile("", "<unknown>", "exec"), f_lasti=-1,
+                                            f_lineno=0))

@@ -21,17 +21,17 @@ from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .report import report
 from .stats import SessionStats
+from .streams import OutputStream
 from .summary import Tally
 
 def _described(metadata: Sequence[Metadata]) -> tuple[int, int]:
     """(WriterProps, characters of source and writer text) in ``metadata``."""
     writers = text = 0
     for m in metadata:
-        t = type(m)
-        if t is WriterProp:
+        if type(m) is WriterProp:
             writers += 1
             text += text_size(m)
-        elif t is EventSource:
+        elif type(m) is EventSource:
             text += text_size(m)
     return writers, text
 
@@ -50,7 +50,7 @@ class Output:
     """
 
     def __init__(self, stats: SessionStats, name: str) -> None:
-        self.stream: Any = None
+        self.stream: OutputStream | None = None
         self.started = False
         self._stats = stats
         self._name = name
@@ -68,7 +68,7 @@ class Output:
         """True from a failed write until a write succeeds."""
         return self._failing
 
-    def use(self, stream: Any) -> None:
+    def use(self, stream: OutputStream | None) -> None:
         """Write to ``stream`` from now on (a new stream: header and metadata first)."""
         self.stream = stream
         self.started = False
@@ -92,7 +92,7 @@ class Output:
             self.started = False
             self.tally = Tally()
         try:
-            self.stream.rotate()
+            getattr(self.stream, "rotate")()   # it has rotate_due: a rotating stream
         except Exception as exc:   # the next write fails and counts the loss
             self._stats.last_error = f"{type(exc).__name__}: {exc}"
         return True
@@ -162,16 +162,19 @@ class Output:
 
     def _write_all(self, data: bytes, n_events: int, hold: bool = False) -> bool:
         stats = self._stats
+        # Any stream: its write may return the bytes it took (a raw file), or anything else
+        # (None: all of them).
+        stream: Any = self.stream
         try:
             view = memoryview(data)
             while view:
-                n = self.stream.write(view)
+                n = stream.write(view)
                 if n is None or n >= len(view):
                     break
                 if n <= 0:
                     raise OSError("stream accepted no bytes")
                 view = view[n:]
-            flush = getattr(self.stream, "flush", None)
+            flush = getattr(stream, "flush", None)
             if flush is not None:
                 flush()
         except Exception as exc:  # never raise into the application

@@ -24,16 +24,17 @@ from blogformat.crashfiles import buffer_directory
 from blogformat.fileset import file_name, split_base
 
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
+from .errors import ConfigurationError
 from .housekeeping import NEW, Housekeeper, Retention
 from .report import report
-from .schedule import Schedule
+from .schedule import Interval, Schedule, TimesOfDay
 
 
 def _positive_int(value: Any, option: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{option} must be a positive int, not {value!r}")
+        raise ConfigurationError(f"{option} must be a positive int, not {value!r}")
     return value
 
 
@@ -41,7 +42,7 @@ def _positive_number(value: Any, option: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{option} must be a positive number, not {value!r}")
+        raise ConfigurationError(f"{option} must be a positive number, not {value!r}")
     return float(value)
 
 
@@ -66,8 +67,9 @@ class RotatingFile:
     """
 
     def __init__(self, path: str | os.PathLike, *, rotate_bytes: int | None = None,
-                 rotate_every: Any = None, rotate_at: Any = None, tz: str | None = None,
-                 keep_files: int | None = None, keep_days: float | None = None,
+                 rotate_every: Interval | None = None, rotate_at: TimesOfDay | None = None,
+                 tz: str | None = None, keep_files: int | None = None,
+                 keep_days: float | None = None,
                  keep_bytes: int | None = None, compress: bool = False,
                  fsync: bool | str = False, crash_dirs: Sequence[str] = ()) -> None:
         self.path = os.path.abspath(os.fspath(path))   # a later chdir changes nothing
@@ -75,18 +77,20 @@ class RotatingFile:
         self.rotate_bytes = _positive_int(rotate_bytes, "rotate_bytes")
         self.schedule = Schedule(rotate_every, rotate_at, tz)
         if tz is not None and not self.schedule.active:
-            raise ValueError("tz is the zone of rotate_every and rotate_at: give one of them")
+            raise ConfigurationError(
+                "tz is the zone of rotate_every and rotate_at: give one of them")
         self.retention = Retention(_positive_int(keep_files, "keep_files"),
                                    _positive_number(keep_days, "keep_days"),
                                    _positive_int(keep_bytes, "keep_bytes"))
         if not isinstance(compress, bool):
-            raise ValueError(f"compress must be True or False, not {compress!r}")
+            raise ConfigurationError(f"compress must be True or False, not {compress!r}")
         self.compress = compress
         self.fsync = stream_policy(fsync)
-        self.options = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
-                            rotate_at=rotate_at, tz=tz, keep_files=keep_files,
-                            keep_days=keep_days, keep_bytes=keep_bytes, compress=compress,
-                            fsync=fsync, crash_dirs=tuple(crash_dirs))
+        self.options: dict[str, Any] = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
+                                            rotate_at=rotate_at, tz=tz, keep_files=keep_files,
+                                            keep_days=keep_days, keep_bytes=keep_bytes,
+                                            compress=compress, fsync=fsync,
+                                            crash_dirs=tuple(crash_dirs))
         # Crash buffers of the set (beside its base name, and crash_dirs): housekeeping
         # leaves the files of a dead writer whose buffer waits for recovery as they are.
         self.crash_dirs = [buffer_directory(self.path), *crash_dirs]

@@ -24,10 +24,17 @@ from typing import Any, Iterable
 
 import pytz
 
+from .errors import ConfigurationError
+
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)\s*$")
 _TIME_OF_DAY = re.compile(r"^(\d\d?):(\d\d)(?::(\d\d))?$")
 _DAY_NS = 86400 * 1_000_000_000
+
+#: What ``rotate_every`` takes: "1h", "15m", seconds, a timedelta.
+Interval = str | float | _dt.timedelta
+#: What ``rotate_at`` takes: "00:00", "12:30:15", a time, or several of them.
+TimesOfDay = str | _dt.time | Iterable[str | _dt.time]
 
 
 def parse_interval(value: Any, option: str = "rotate_every") -> int:
@@ -39,10 +46,10 @@ def parse_interval(value: Any, option: str = "rotate_every") -> int:
     elif isinstance(value, str) and (m := _INTERVAL.match(value)):
         seconds = float(m[1]) * _UNITS[m[2]]
     else:
-        raise ValueError(f"{option} must be an interval like '1h', '15m', '1d' or seconds, "
-                         f"not {value!r}")
+        raise ConfigurationError(f"{option} must be an interval like '1h', '15m', '1d' or seconds, "
+                                 f"not {value!r}")
     if not seconds >= 1 or not math.isfinite(seconds):
-        raise ValueError(f"{option} must be at least one second and finite, not {value!r}")
+        raise ConfigurationError(f"{option} must be at least one second and finite, not {value!r}")
     return int(seconds * 1_000_000_000)
 
 
@@ -52,8 +59,8 @@ def parse_times(value: Any, option: str = "rotate_at") -> list[_dt.time]:
     try:
         items = list(items)
     except TypeError:
-        raise ValueError(f"{option} must be a time of day like '00:00' or a list of them, "
-                         f"not {value!r}") from None
+        raise ConfigurationError(f"{option} must be a time of day like '00:00' or a list of them, "
+                                 f"not {value!r}") from None
     out = []
     for item in items:
         if isinstance(item, _dt.time):
@@ -61,11 +68,11 @@ def parse_times(value: Any, option: str = "rotate_at") -> list[_dt.time]:
             continue
         m = _TIME_OF_DAY.match(item) if isinstance(item, str) else None
         if m is None or int(m[1]) > 23 or int(m[2]) > 59 or int(m[3] or 0) > 59:
-            raise ValueError(f"{option} must be a time of day HH:MM or HH:MM:SS (00:00 to "
-                             f"23:59:59), not {item!r}")
+            raise ConfigurationError(f"{option} must be a time of day HH:MM or HH:MM:SS (00:00 to "
+                                     f"23:59:59), not {item!r}")
         out.append(_dt.time(int(m[1]), int(m[2]), int(m[3] or 0)))
     if not out:
-        raise ValueError(f"{option} names no time of day")
+        raise ConfigurationError(f"{option} names no time of day")
     return sorted(set(out))
 
 
@@ -74,17 +81,19 @@ def parse_zone(value: Any, option: str = "tz") -> _dt.tzinfo | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"{option} must be a zone name like 'Europe/London', not {value!r}")
+        raise ConfigurationError(
+            f"{option} must be a zone name like 'Europe/London', not {value!r}")
     try:
         return pytz.timezone(value)
     except pytz.UnknownTimeZoneError:
-        raise ValueError(f"{option}: unknown time zone {value!r}") from None
+        raise ConfigurationError(f"{option}: unknown time zone {value!r}") from None
 
 
 class Schedule:
     """The next switch time after a given time, from ``every`` and ``at`` in ``zone``."""
 
-    def __init__(self, every: Any = None, at: Any = None, tz: Any = None) -> None:
+    def __init__(self, every: Interval | None = None, at: TimesOfDay | None = None,
+                 tz: str | None = None) -> None:
         self.every = None if every is None else parse_interval(every)
         self.at = None if at is None else parse_times(at)
         self.zone = parse_zone(tz)

@@ -18,6 +18,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from importlib import metadata
+from types import CodeType
 from typing import Any, Iterator
 
 from blogformat.entries import (SOURCE_BACKTRACE, BatchHeader, ClockSync, Dropped, EventSource,
@@ -31,6 +32,7 @@ from . import accel
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
 from .crashbuf import CrashBuffer, file_position
+from .errors import ConfigurationError
 from .logger import DYNAMIC_FORMAT, Logger
 from .source import MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
 
@@ -40,6 +42,7 @@ OVERFLOW_CATEGORY = "blog.overflow"
 from .output import Output, events_frame
 from .report import report
 from .stats import SessionStats
+from .streams import OutputStream
 from .writer import SessionWriter, ThreadEnd
 
 #: The most events a backtrace buffer keeps per thread.
@@ -225,9 +228,9 @@ class Session:
         the backtrace, before the next event of a logger at ``trigger`` or above in that
         thread. ``size=0`` turns it off (what is kept is dropped)."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise ValueError(f"backtrace size must be a count of events >= 0, not {size!r}")
+            raise ConfigurationError(f"backtrace size must be a count of events >= 0, not {size!r}")
         if size > MAX_BACKTRACE:
-            raise ValueError(f"backtrace size {size} is more than {MAX_BACKTRACE}")
+            raise ConfigurationError(f"backtrace size {size} is more than {MAX_BACKTRACE}")
         bt = Backtrace(size, to_severity(trigger), to_severity(least)) if size else None
         with self._lock:
             self.backtrace = bt
@@ -321,7 +324,8 @@ class Session:
         """True for a source ``overflow_source`` made."""
         return self._overflow.get(source.severity) is source
 
-    def add_site(self, key: tuple, source: EventSource, code: Any = None) -> EventSource:
+    def add_site(self, key: tuple, source: EventSource,
+                 code: CodeType | None = None) -> EventSource:
         """Let ``key`` find ``source`` too (unless it finds one already); return what it finds."""
         with self._lock:
             if code is not None:
@@ -428,7 +432,7 @@ class Session:
                 if cb is not None:
                     seq = cb.next_seq()
                     unheld = sum(t.count for w, t in taken if t.data and not (
-                        slots.get(w.id) is not None and slots[w.id].hold(t.data, t.base, seq)))
+                        (slot := slots.get(w.id)) is not None and slot.hold(t.data, t.base, seq)))
                     self._held = (taken, seq)
                     if unheld:
                         report(f"blog: {unheld} held event(s) do not fit in the new crash "
@@ -477,12 +481,12 @@ class Session:
 
     def _full_metadata(self) -> list[Metadata]:
         self._types_written = 0
-        return ([self._clock_sync(), *self._sources, *self._new_types()]
-                + [w.entry(w.stream_name) for w in self._writers])
+        full: list[Metadata] = [self._clock_sync(), *self._sources, *self._new_types()]
+        return full + [w.entry(w.stream_name) for w in self._writers]
 
     # --- outputs beside the main one --------------------------------------
 
-    def add_output(self, stream: Any) -> None:
+    def add_output(self, stream: OutputStream) -> None:
         """Write everything from now on to ``stream`` too (anything with ``write(bytes)``:
         a ``blog.TextStream`` on the console, a MemoryOutputStream...), beside the main
         output, with its own header and metadata. A side output that fails loses its own
@@ -497,7 +501,7 @@ class Session:
             out.use(stream)
             self._sides = [*self._sides, (stream, out)]
 
-    def remove_output(self, stream: Any) -> bool:
+    def remove_output(self, stream: OutputStream) -> bool:
         """Stop writing to a stream ``add_output`` added; False if it was not one."""
         with self._lock:
             kept = [(s, o) for s, o in self._sides if s is not stream]
@@ -506,12 +510,12 @@ class Session:
         return found
 
     @property
-    def outputs(self) -> list[Any]:
+    def outputs(self) -> list[OutputStream]:
         """The streams ``add_output`` added (not the main output)."""
         return [s for s, _ in self._sides]
 
     @property
-    def output(self) -> Any:
+    def output(self) -> OutputStream | None:
         """The main output: the stream the last ``consume`` wrote to (None before any)."""
         return self._output.stream
 
@@ -523,11 +527,11 @@ class Session:
                 side_meta = meta
             else:
                 with self._lock:
-                    side_meta = ([self._clock_sync(), *self._sources, *self._types]
-                                 + [w.entry(w.stream_name) for w in self._writers])
+                    side_meta = [self._clock_sync(), *self._sources, *self._types]
+                    side_meta += [w.entry(w.stream_name) for w in self._writers]
             out.write(self.descriptor, side_meta, batches, n_events, taken)
 
-    def consume(self, stream: Any) -> int:
+    def consume(self, stream: OutputStream) -> int:
         """Write pending metadata, then the queued events, to ``stream``; return bytes written.
 
         ``stream`` is anything with ``write(bytes)`` (and optionally ``flush()``).
@@ -546,7 +550,7 @@ class Session:
             finally:
                 self._consuming = None
 
-    def _consume(self, stream: Any) -> int:
+    def _consume(self, stream: OutputStream) -> int:
         out = self._output
         if stream is not out.stream:
             out.use(stream)
@@ -608,7 +612,7 @@ class Session:
             # what the refused write left in the file is cut, so that none is written twice.
             self._held = (taken, seq)
             self.stats.events_held = n_events
-            if self._cut_back(stream):
+            if crash is not None and self._cut_back(stream):   # (hold: there is one)
                 crash.failed(seq)       # only once cut: until then recovery must cut it
             return 0
         self._held = None
@@ -627,7 +631,7 @@ class Session:
             return written + self._consume(stream)   # then what was logged meanwhile
         return written
 
-    def _cut_back(self, stream: Any) -> bool:
+    def _cut_back(self, stream: OutputStream) -> bool:
         """Cut what a refused write left in the file (it was one writer's: the stream's lock);
         True if the file ends where it did before that write (or is not a file)."""
         at = self._held_at
@@ -653,7 +657,7 @@ class Session:
         """True while the output refuses writes (events are being lost)."""
         return self._output.failing
 
-    def finish(self, stream: Any) -> bool:
+    def finish(self, stream: OutputStream) -> bool:
         """Close the stream's current file cleanly: write its Summary entry (after a last consume).
 
         Returns True if a Summary was written (nothing is written to a stream

@@ -9,15 +9,9 @@ from __future__ import annotations
 from types import CodeType
 
 from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
-from blogformat.placeholders import FormatError, Template, parse
+from blogformat.placeholders import Template, parse
 
-
-class CallSiteError(FormatError):
-    """A format string that does not fit the arguments of its call site."""
-
-
-class TooManySources(CallSiteError):
-    """The session has as many sources as a stream may hold (``MAX_SOURCES``)."""
+from .errors import CallSiteError, FormatError, TooManySources
 
 
 #: Sources of one session for call sites; OVERFLOW_SOURCES more are kept for the call

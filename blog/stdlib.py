@@ -2,7 +2,7 @@
 
     import blog, blog.stdlib
     blog.basic_config("app.blog")
-    blog.stdlib.capture(level="INFO")        # every logger's records, into the file
+    blog.stdlib.capture(min_severity="INFO")  # every logger's records, into the file
 
 or, from ``logging.config.dictConfig``: ``{"class": "blog.stdlib.BlogHandler"}``.
 
@@ -38,6 +38,7 @@ from .contextfields import FIELDS as _CONTEXT
 from .contextfields import state as _context_state
 from .contextfields import with_context
 from .default import default_session
+from .errors import ConfigurationError
 from .session import Session
 from .source import TooManySources
 
@@ -78,7 +79,8 @@ def level_number(level: int | str) -> int:
     if not isinstance(number, int):
         known = ", ".join(n for _, n in sorted(
             (v, k) for k, v in logging.getLevelNamesMapping().items() if k != "WARN"))
-        raise ValueError(f"unknown logging level {level!r}: use one of {known}, or a number")
+        raise ConfigurationError(
+            f"unknown logging level {level!r}: use one of {known}, or a number")
     return number
 
 
@@ -102,7 +104,7 @@ class BlogHandler(logging.Handler):
         # fit, one per argument, or None: ``_conversions``)
         self._sites: dict[tuple, tuple] = {}
         self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
-        self._severities = {lv: sev for lv, sev in LEVELS}
+        self._severities: dict[int, int] = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
         cls = type(self)
         if (accel.speedups is not None and cls.handle is BlogHandler.handle
@@ -121,7 +123,7 @@ class BlogHandler(logging.Handler):
     def __repr__(self) -> str:
         return f"<BlogHandler {logging.getLevelName(self.level)} {self.session!r}>"
 
-    def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
+    def handle(self, record: logging.LogRecord) -> bool:
         """Filter, then emit: without ``logging``'s per-handler lock, which blog needs not."""
         if self.filters:
             rv = self.filter(record)
@@ -330,15 +332,22 @@ def _message(record: logging.LogRecord) -> str:
             return f"<{type(record.msg).__name__} message that cannot be shown>"
 
 
-def capture(level: int | str = "INFO", *, session: Session | None = None,
-            replace: bool = False, warnings: bool = False) -> BlogHandler:
-    """Route every ``logging`` record at ``level`` or above (the application's and its
-    libraries') into blog: a BlogHandler on the root logger, whose level is set to
-    ``level``. ``replace`` removes the root's other handlers; ``warnings`` captures
-    ``warnings.warn`` too (``capture_warnings``). Calling it again updates the
-    handler it added. Returns the handler (``logging.root.removeHandler`` undoes it).
+def capture(min_severity: int | str | None = None, *, session: Session | None = None,
+            replace: bool = False, warnings: bool = False,
+            level: int | str | None = None) -> BlogHandler:
+    """Route every ``logging`` record at ``min_severity`` (a ``logging`` level name or
+    number, default ``"INFO"``) or above (the application's and its libraries') into blog:
+    a BlogHandler on the root logger, whose level is set to it. ``level`` is the old name
+    of ``min_severity``, still taken. ``replace`` removes the root's other handlers;
+    ``warnings`` captures ``warnings.warn`` too (``capture_warnings``). Calling it again
+    updates the handler it added. Returns the handler (``logging.root.removeHandler``
+    undoes it).
     """
-    number = level_number(level)
+    if level is not None:
+        if min_severity is not None:
+            raise TypeError("capture takes min_severity or its old name level, not both")
+        min_severity = level
+    number = level_number("INFO" if min_severity is None else min_severity)
     root = logging.getLogger()
     target = session if session is not None else default_session()
     handler = next((h for h in root.handlers

@@ -8,18 +8,19 @@ import os
 import stat
 import time
 import weakref
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
 from blogformat.fileset import pid_path
 
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
+from .errors import ConfigurationError
 from .report import report
 
 
 class OutputStream(Protocol):
     """What a Session consumes into: ``write`` (and optionally ``flush``)."""
 
-    def write(self, data: bytes, /) -> Any: ...
+    def write(self, data: bytes, /) -> object: ...
 
 
 class FileOutputStream:
@@ -52,7 +53,7 @@ class FileOutputStream:
     def __init__(self, path: str | os.PathLike, *, mode: str = "ab",
                  fsync: bool | str = False) -> None:
         if mode not in ("ab", "wb", "xb"):
-            raise ValueError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
+            raise ConfigurationError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
         self.fsync = stream_policy(fsync)
         self.requested = os.fspath(path)
         self._file, self.path = _open_own(self.requested, mode)

@@ -10,13 +10,13 @@ by the pure-Python reference below, which gives the same counts.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import msgpack
 
 from blogformat.entries import Dropped, Lost, Summary
 
 from . import accel
+from .channel import Taken
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)
 
@@ -48,7 +48,7 @@ class Tally:
         self.dropped = 0
         self.lost = 0
 
-    def add_events(self, taken: Any) -> None:
+    def add_events(self, taken: Taken) -> None:
         """Count a channel's ``take()`` (data, count, lo, hi) that was written."""
         if not taken.count:
             return

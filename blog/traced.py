@@ -230,7 +230,7 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
                 t.returned(start, value)
                 return value
             wrapper = call
-        return wrapper  # type: ignore[no-any-return]
+        return wrapper
 
     if fn is not None:
         return decorate(fn)

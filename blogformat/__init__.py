@@ -10,5 +10,6 @@ each pointed to by a section of ``docs/format.md``:
 - ``values``: argument values and the msgpack options of the format (section 7);
 - ``placeholders``: format strings, parsed and rendered safely (section 8);
 - ``severity``: the severity values (section 4.1);
-- ``guard``: which exceptions a guard around a value's methods may catch.
+- ``guard``: which exceptions a guard around a value's methods may catch;
+- ``errors``: the errors of the format (``FormatError``, ``BadEntry``...).
 """

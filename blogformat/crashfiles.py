@@ -43,8 +43,9 @@ from typing import Any, Callable
 
 import msgpack
 
-from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, RecordType, Recovered,
-                      WriterProp, decode_header,
+from .errors import UnsafeBufferDirectory
+from .entries import (BatchHeader, ClockSync, EnumMember, EventSource, FileHeader, Metadata,
+                      RecordType, Recovered, WriterProp, decode_header,
                       decode_metadata_frame, header_payload, metadata_frames)
 from .fileset import parse, split_base
 from .frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAGIC,
@@ -80,11 +81,6 @@ def buffer_directory(log_path: str, crash_dir: str | None = None) -> str:
         return os.path.join(os.path.dirname(log_path), f".{base}.buffers")
     where = os.path.join(os.path.dirname(log_path), base).encode("utf-8", "surrogateescape")
     return os.path.join(crash_dir, f".{base}-{hashlib.sha1(where).hexdigest()[:12]}.buffers")
-
-
-class UnsafeBufferDirectory(PermissionError):
-    """A crash buffer directory this process must not trust: not a directory of its own user,
-    or one others may write (a planted one would make recovery append chosen bytes)."""
 
 
 def open_directory(directory: str) -> int | None:
@@ -538,12 +534,11 @@ def _recover_one(d: _BufferDir, meta: str, fd: int, stream: Any, log_path: str,
             sources = []
             sync = None
             for e in entries:
-                t = type(e)
-                if t is EventSource or t is RecordType or t is EnumMember:
+                if type(e) is EventSource or type(e) is RecordType or type(e) is EnumMember:
                     sources.append(e)     # call sites, and the value types events hold
-                elif t is WriterProp and e.id in writers:
+                elif type(e) is WriterProp and e.id in writers:
                     names[e.id] = e
-                elif t is ClockSync:
+                elif type(e) is ClockSync:
                     sync = e
             meta_entries = ([sync] if sync is not None else []) + sources + list(names.values())
             descriptor = dict(header.descriptor if header is not None else {}, recovered=True)
@@ -611,7 +606,8 @@ def _write_complete(stream: Any, path: str, writing: int, written: int, dev: int
         return False
     for name in (getattr(stream, "path", None), path):
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # type: ignore
+            fd = os.open(name,  # type: ignore[arg-type]  # None: the TypeError below
+                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except (OSError, TypeError, ValueError):
             continue
         try:
@@ -718,10 +714,12 @@ def _stream_frame_at(stream: Any, dev: int, ino: int, offset: int) -> bool:
         os.close(fd)
 
 
-def _metadata(fd: int, size: int, damage: list[str]) -> tuple[Any, list]:
+def _metadata(fd: int, size: int,
+              damage: list[str]) -> tuple[FileHeader | None, list[Metadata]]:
     """The header and the metadata entries the dead process recorded (whole frames only,
     each read by itself: a length is believed only as far as the file goes)."""
-    pos, header, entries = PAGE, None, []
+    pos, header = PAGE, None
+    entries: list[Metadata] = []
     while pos + HEADER_SIZE <= size:
         fields = parse_header(os.pread(fd, HEADER_SIZE, pos))
         if fields is None or fields[2] > MAX_PAYLOAD or pos + HEADER_SIZE + fields[2] > size:
@@ -826,7 +824,7 @@ def _frames(c: _Channel, base: int, at: int, length: int,
     total = fed = 0
     start = end = 0
     clock = first = base
-    lo = hi = None
+    lo = hi = 0       # of the events counted (count > 0)
     count = 0
     while True:
         try:
@@ -849,8 +847,8 @@ def _frames(c: _Channel, base: int, at: int, length: int,
                               f"{total + count} unreadable")
             break
         clock += ev[1]
-        lo = clock if lo is None or clock < lo else lo
-        hi = clock if hi is None or clock > hi else hi
+        lo = clock if count == 0 or clock < lo else lo
+        hi = clock if count == 0 or clock > hi else hi
         count += 1
         end = u.tell()
         if count == _FRAME_EVENTS:
@@ -859,7 +857,7 @@ def _frames(c: _Channel, base: int, at: int, length: int,
                                       + bytes(pending[:end - start])))
             del pending[:end - start]
             total += count
-            start, first, count, lo, hi = end, clock, 0, None, None
+            start, first, count, lo, hi = end, clock, 0, 0, 0
     if count:
         frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(c.writer, first, count, lo,
                                                             hi).encode()

@@ -10,7 +10,7 @@ else. Decoders take untrusted input: a field of the wrong type raises
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar, Iterable, Iterator, final
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
 from .values import begin_event, pack_plain, unpack_plain, unpacker
@@ -39,6 +39,7 @@ _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
 
 # --- the header frame (section 3) -------------------------------------------
 
+@final
 @dataclass(frozen=True)
 class FileHeader:
     """The first frame of every stream: the format version and the writer's descriptor."""
@@ -110,6 +111,7 @@ def text_size(e: "EventSource | WriterProp") -> int:
 
 
 
+@final
 @dataclass
 class EventSource:
     """Severity, category, function, file, line, format and argument tags of a call site.
@@ -161,6 +163,7 @@ class EventSource:
         return a
 
 
+@final
 @dataclass(frozen=True)
 class WriterProp:
     """A SessionWriter: id, name, and the thread and process it belongs to."""
@@ -179,6 +182,7 @@ class WriterProp:
                 self.pid]
 
 
+@final
 @dataclass(frozen=True)
 class ClockSync:
     """Relates clock values to wall time: ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
@@ -196,6 +200,7 @@ class ClockSync:
                 self.tz_offset, self.tz_name]
 
 
+@final
 @dataclass(frozen=True)
 class Dropped:
     """``count`` events of writer ``writer_id`` were dropped (channel full) before ``clock``.
@@ -214,6 +219,7 @@ class Dropped:
         return [ENTRY_DROPPED, self.writer_id, self.count, self.clock]
 
 
+@final
 @dataclass(frozen=True)
 class Lost:
     """The writer's output failed: ``events`` events (``bytes`` bytes) did not reach this file,
@@ -232,6 +238,7 @@ class Lost:
         return head if self.since is None else [*head, self.since]
 
 
+@final
 @dataclass(frozen=True)
 class Summary:
     """The last entry of a cleanly closed stream: what the stream holds, counted by the writer.
@@ -259,6 +266,7 @@ class Summary:
                 self.lost, dict(self.sources), self.clock]
 
 
+@final
 @dataclass(frozen=True)
 class Recovered:
     """The events of this stream were recovered from the crash buffer of process ``pid``
@@ -357,7 +365,8 @@ def decode_metadata(e: Any, offset: int) -> Metadata | None:
             return src
         if tag == ENTRY_WRITER_PROP:
             wid, name = e[1:3]
-            return WriterProp(_int(wid), _str(name), *[_int(x) for x in e[3:6]], offset=offset)
+            return WriterProp(_int(wid), _str(name), *[_int(x) for x in e[3:6]],  # at most 3
+                              offset=offset)  # type: ignore[misc]
         if tag == ENTRY_CLOCK_SYNC:
             return _clock_sync(e)
         if tag == ENTRY_DROPPED:
@@ -386,6 +395,7 @@ def decode_metadata_frame(payload: bytes, offset: int) -> Iterator[Metadata]:
 
 # --- events frames (section 5) ----------------------------------------------
 
+@final
 @dataclass(frozen=True)
 class BatchHeader:
     """What precedes the events of an events frame (5.1)."""
@@ -401,6 +411,7 @@ class BatchHeader:
                            self.max_clock])
 
 
+@final
 @dataclass(slots=True)   # one per event: slots, and not frozen (a frozen __init__ is slower)
 class RawEvent:
     """An event as stored: source and writer ids, clock, argument values and captured texts."""

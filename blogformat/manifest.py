@@ -158,7 +158,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def update(directory: str, change: Callable[[dict], None],
+def update(directory: str, change: Callable[[dict], object],
            is_closed: Callable[[str], bool]) -> dict:
     """Change the manifest under its lock: load it (or rebuild it from the files), drop
     entries whose file is gone, apply ``change``, write it back. Returns it."""
@@ -166,7 +166,7 @@ def update(directory: str, change: Callable[[dict], None],
         return _update(directory, change, is_closed)
 
 
-def _update(directory: str, change: Callable[[dict], None],
+def _update(directory: str, change: Callable[[dict], object],
             is_closed: Callable[[str], bool]) -> dict:
     fd = open_lock(os.path.join(directory, LOCK))
     try:
@@ -237,11 +237,11 @@ def describe(path: str) -> dict:
                         complete = False
         except Exception:   # damage of any kind (zlib, msgpack, a map for an array...)
             complete = False
-    e = {"state": "compressed" if compressed else "closed", "bytes": size, "events": events,
-         "first_ns": lo if complete else None, "last_ns": hi if complete else None}
+    info = {"state": "compressed" if compressed else "closed", "bytes": size, "events": events,
+            "first_ns": lo if complete else None, "last_ns": hi if complete else None}
     if not complete and events == 0:
-        e["events"] = -1    # unknown: never skipped
-    return e
+        info["events"] = -1    # unknown: never skipped
+    return info
 
 
 def _ns(sync: tuple[int, int, int], clock: int) -> int:

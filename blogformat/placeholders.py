@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from blogformat.boundedtext import bounded_text, is_composite
+from blogformat.errors import FormatError
 from blogformat.guard import owned_by_value
 
 #: Largest width or precision rendered; a bigger one in a file is treated as damage.
@@ -38,10 +39,6 @@ _PRINTF = re.compile(r"%(?:\((?P<key>[^()]*)\))?"
                      r"(?P<spec>[#0 +\-]*[0-9]*(?:\.[0-9]*)?[hlL]?[diouxXeEfFgGcrsa%])")
 #: printf conversions that turn their value into an int.
 _PRINTF_INTS = ("d", "i", "o", "u", "x", "X", "c")
-
-
-class FormatError(ValueError):
-    """A format string blog does not accept."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +107,7 @@ def _check_str(fmt: Any) -> None:
 def _template(literals: list[str], placeholders: list[Placeholder],
               positional: int) -> Template:
     names = frozenset(p.key for p in placeholders if isinstance(p.key, str))
-    return Template(tuple(literals), tuple(placeholders), positional, names)  # type: ignore[arg-type]
+    return Template(tuple(literals), tuple(placeholders), positional, names)
 
 
 def parse_printf(fmt: str) -> Template:

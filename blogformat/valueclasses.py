@@ -143,6 +143,7 @@ class FrozenSetValue(frozenset):
     """A frozenset as logged: equal to it, shown in the order its elements were logged in."""
 
     __slots__ = ("_order",)
+    _order: tuple
 
     def __new__(cls, items: Any = ()) -> "FrozenSetValue":
         order = tuple(dict.fromkeys(items))

@@ -183,7 +183,7 @@ def _record_type(cls: Any) -> tuple | None:
         fields = dataclasses.fields(cls)
         inner = getattr(rep, "__wrapped__", None)
         generated = (plain and getattr(cls, "__dataclass_params__", None) is not None
-                     and cls.__dataclass_params__.repr and inner is not None
+                     and getattr(cls, "__dataclass_params__").repr and inner is not None
                      and getattr(rep, "__code__", None) is not None
                      and rep.__code__.co_filename in (dataclasses.__file__, reprlib.__file__)
                      and getattr(inner, "__qualname__", "").startswith("__create_fn__."))
@@ -255,7 +255,7 @@ def _tz(tz: _dt.tzinfo | None, sample: Any) -> list | None:
     return [us, name, key if isinstance(key, str) else None]
 
 
-def _default(obj: Any) -> msgpack.ExtType:
+def _default(obj: Any) -> object:
     """msgpack's hook for everything that is not plain msgpack."""
     depth = getattr(_state, "depth", 0)
     if depth >= MAX_DEPTH:  # readers decode nested extensions only so deep
@@ -317,28 +317,28 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
                                 f"{type(got).__name__}, not a dict with str keys")
             return msgpack.ExtType(EXT_DATACLASS, packb([type_name(t), got, None,
                                                          (1 << len(got)) - 1]))
-    info = record_type(t) if (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
+    rec = record_type(t) if (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
         or (issubclass(t, tuple) and hasattr(t, "_fields")) or t in ADAPTED else None
-    if info is not None:
-        name, repr_name, names, mask, is_tuple = info[:5]
+    if rec is not None:
+        name, repr_name, names, mask, is_tuple = rec[:5]
         values = list(obj) if is_tuple else [getattr(obj, n) for n in names]
-        if info[6] is not None and len(values) == len(names):
+        if rec[6] is not None and len(values) == len(names):
             # Described once (docs/format.md 4.8): only its field values here.
-            return msgpack.ExtType(EXT_RECORD, packb([info[6], *values]))
-        fields = dict(zip(names, obj)) if is_tuple else {n: getattr(obj, n) for n in names}
-        return msgpack.ExtType(EXT_DATACLASS, packb([name, fields, repr_name, mask]))
+            return msgpack.ExtType(EXT_RECORD, packb([rec[6], *values]))
+        shown = dict(zip(names, obj)) if is_tuple else {n: getattr(obj, n) for n in names}
+        return msgpack.ExtType(EXT_DATACLASS, packb([name, shown, repr_name, mask]))
     # Subclasses of plain types (numpy scalars, str subclasses...) keep their base value.
     for base in (bool, int, float, str, bytes):
         if isinstance(obj, base):
-            return base(obj)  # type: ignore[return-value]
+            return base(obj)  # type: ignore[arg-type]
     if isinstance(obj, (bytearray, memoryview)):
-        return bytes(obj)  # type: ignore[return-value]
+        return bytes(obj)
     if t is list or t is dict:  # only reached for subclasses with strict types
         return obj  # pragma: no cover
     if isinstance(obj, list):
-        return list(obj)  # type: ignore[return-value]
+        return list(obj)
     if isinstance(obj, dict):
-        return dict(obj)  # type: ignore[return-value]
+        return dict(obj)
     return msgpack.ExtType(EXT_OPAQUE, packb([type_name(t), safe_str(obj)]))
 
 
@@ -788,7 +788,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
         table = getattr(_state, "types", None)
         items = unpackb(data)
         e = table.get(items[0]) if table is not None else None
-        if type(e) is not RecordType or len(items) != len(e.fields) + 1:
+        if table is None or type(e) is not RecordType or len(items) != len(e.fields) + 1:
             return ExtValue(code, bytes(data))
         fields = dict(zip(e.fields, items[1:]))
         if e.repr_name is None:

@@ -17,7 +17,9 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Hashable, Protocol
+from typing import Any, Callable, ClassVar, Hashable, Protocol, final
+
+from .errors import BadEntry
 
 ENTRY_RECORD_TYPE = 8
 ENTRY_ENUM_MEMBER = 9
@@ -32,6 +34,7 @@ MAX_FIELD_TEXT = 128 << 10
 MAX_RECORD_FIELDS = 4096
 
 
+@final
 @dataclass(frozen=True)
 class RecordType:
     """A dataclass or named tuple class: its qualified name, its field names in order, and,
@@ -60,6 +63,7 @@ class RecordType:
         return tuple(f for i, f in enumerate(self.fields) if self.mask >> i & 1)
 
 
+@final
 @dataclass(frozen=True)
 class EnumMember:
     """An enum member: its class's qualified name, its name, its value (a plain scalar) and
@@ -86,10 +90,6 @@ Described = RecordType | EnumMember
 
 #: The values an enum member's value may be to be described (its value is in the entry).
 DESCRIBABLE_VALUES = frozenset({type(None), bool, int, float, str, bytes})
-
-
-class BadEntry(ValueError):
-    """An entry whose fields do not have the specified types (blogformat.entries too)."""
 
 
 def int_field(v: Any) -> int:

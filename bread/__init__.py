@@ -14,12 +14,14 @@ from blogformat.values import (DataclassValue, EnumValue, ExceptionValue, ExtVal
                                FrozenSetValue, OpaqueValue, SetValue)
 
 from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, Summary, WriterProp
+from .errors import BadEntry, DamagedLog, NotABlogFile, OptionError
 from .events import Event, EventStream
 from .frames import Damage, Frame
 from .reader import Reader, read, read_batches
 
 __all__ = [
-    "ClockSync", "Damage", "DataclassValue", "Dropped", "EnumValue", "Event", "EventStream",
-    "ExceptionValue", "ExtValue", "FileHeader", "Frame", "FrozenSetValue", "Lost", "OpaqueValue",
-    "RawEvent", "Reader", "SetValue", "Severity", "Summary", "WriterProp", "read", "read_batches",
+    "BadEntry", "ClockSync", "Damage", "DamagedLog", "DataclassValue", "Dropped", "EnumValue",
+    "Event", "EventStream", "ExceptionValue", "ExtValue", "FileHeader", "Frame", "FrozenSetValue",
+    "Lost", "NotABlogFile", "OpaqueValue", "OptionError", "RawEvent", "Reader", "SetValue",
+    "Severity", "Summary", "WriterProp", "read", "read_batches",
 ]

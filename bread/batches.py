@@ -22,6 +22,7 @@ from blogformat.severity import Severity
 
 from . import accel
 from .entries import Entry
+from .errors import OptionError
 from .events import Event, EventStream
 from .export import compact, json_pair
 from .frames import Frame
@@ -94,8 +95,8 @@ def check_columns(columns: Sequence[str] | None) -> tuple[str, ...]:
         raise TypeError("columns must be a sequence of column names, not a str")
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
-        raise ValueError(f"unknown column(s) {', '.join(map(repr, unknown))}; "
-                         f"the columns are {', '.join(COLUMNS)}")
+        raise OptionError(f"unknown column(s) {', '.join(map(repr, unknown))}; "
+                          f"the columns are {', '.join(COLUMNS)}")
     return tuple(dict.fromkeys(columns))
 
 
@@ -141,20 +142,20 @@ class BatchReader:
     def batches(self, entries: Iterable[Entry | Frame]) -> Iterator[Any]:
         apply = self.stream.apply if self._native is None else self._native.apply
         for e in entries:
-            t = type(e)
-            if t is RawEvent:
+            if type(e) is RawEvent:
                 yield from self._python_row(self.stream.event(e))
-            elif t is Frame:
+            elif type(e) is Frame:
                 yield from self._frame(e)
             else:
                 # A batch looks its sources and writers up when it is made: any that is
                 # described (its rows may already refer to it) or a new stream ends it.
+                t = type(e)
                 if t is FileHeader or t is EventSource or t is WriterProp:
                     yield from self._flush()
                 apply(e)
-                if t is FileHeader:
+                if type(e) is FileHeader:
                     self._tables.clear()
-                elif (t is EventSource or t is WriterProp) and self._tables:
+                elif (type(e) is EventSource or type(e) is WriterProp) and self._tables:
                     self._retable(e)
         yield from self._flush()
 
@@ -251,7 +252,7 @@ class BatchReader:
 
     def _c_columns(self) -> tuple[int, dict[str, Any]]:
         (rows, clock, ns, sid, wid, msg, msg_off, args, args_off, fields,
-         fields_off) = self._native.renderer.take_columns()
+         fields_off) = self._native.renderer.take_columns()   # type: ignore[union-attr]
         return rows, {"clock": clock, "time": ns, "source_id": sid, "writer_id": wid,
                       "message": (msg_off, msg), "args": (args_off, args),
                       "fields": (fields_off, fields)}
@@ -353,14 +354,14 @@ class BatchReader:
                 conv = _int64 if name in _INT_COLUMNS else _utf8_or_none
                 table[e.id] = conv(SOURCE_COLUMNS[name](owner))
             else:
-                table[e.id] = utf8(owner.name)
+                table[e.id] = utf8(owner.name)   # type: ignore[union-attr]  # a WriterProp
 
     def _gathered(self, name: str, ids: Any, id_bytes: bytes, n: int) -> Any:
         """The column of a source's or a writer's property, one value per row."""
         import pyarrow as pa
         table, default = self._table(name)
         text = name not in _INT_COLUMNS
-        got = accel.speedups.gather(id_bytes, table, default, text)
+        got = accel.speedups.gather(id_bytes, table, default, text)   # type: ignore[union-attr]
         if got is not None:
             values, offsets, validity = got
             valid = pa.py_buffer(validity) if validity is not None else None

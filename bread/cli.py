@@ -7,13 +7,14 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Callable, Iterator, NoReturn, Sequence
+from typing import BinaryIO, Callable, Iterator, NoReturn, Sequence, TypeVar, cast
 
 import pytz
 
 from blogformat.severity import to_severity
 
 from .entries import Dropped, Lost, Recovered
+from .errors import OptionError
 from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
 from . import compact, parquet, recover, stats
@@ -22,6 +23,8 @@ from .inputs import STDIN, expand, name_text
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
 from .stats import iso_time
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_USAGE, EXIT_OPEN, EXIT_DAMAGED = 0, 1, 2, 3
 
@@ -72,9 +75,9 @@ def _parser() -> argparse.ArgumentParser:
                         "until Ctrl-C (as tail -F)")
     p.add_argument("-s", "--sort", action="store_true",
                    help="events in time order across writers and inputs (bounded memory)")
-    p.add_argument("-l", "--level", metavar="SEVERITY",
+    p.add_argument("-l", "--min-severity", "--level", dest="level", metavar="SEVERITY",
                    help="only events of this severity or above (trace, debug, info, warning, "
-                        "error, critical)")
+                        "error, critical); --level is its old name")
     p.add_argument("-c", "--category", metavar="NAMES",
                    help="only these categories (comma-separated)")
     p.add_argument("--since", metavar="TIME",
@@ -126,22 +129,22 @@ def _inputs(names: Sequence[str]) -> list[str]:
 
 def _filter(args: argparse.Namespace) -> Filter:
     """The filter of the options, each checked: a bad value names its option."""
-    def check(option: str, value: str | None, parse: Callable[[str], object]) -> object:
+    def check(option: str, value: str | None, parse: Callable[[str], T]) -> T | None:
         if value is None:
             return None
         try:
             return parse(value)
         except (ValueError, re.error) as exc:
-            raise ValueError(f"{option}: {exc}") from None
+            raise OptionError(f"{option}: {exc}") from None
 
     return Filter(
-        min_severity=check("-l/--level", args.level, to_severity),  # type: ignore[arg-type]
-        categories=check("-c/--category", args.category, _names),    # type: ignore[arg-type]
-        since=check("--since", args.since, parse_time),              # type: ignore[arg-type]
-        until=check("--until", args.until, parse_time),              # type: ignore[arg-type]
-        writers=check("-w/--writer", args.writer, _names),           # type: ignore[arg-type]
-        sites=tuple(sorted(check("--site", args.site, _names) or ())),  # type: ignore[arg-type]
-        grep=check("-g/--grep", args.grep, re.compile))              # type: ignore[arg-type]
+        min_severity=check("-l/--level", args.level, to_severity),
+        categories=check("-c/--category", args.category, _names),
+        since=check("--since", args.since, parse_time),
+        until=check("--until", args.until, parse_time),
+        writers=check("-w/--writer", args.writer, _names),
+        sites=tuple(sorted(check("--site", args.site, _names) or ())),
+        grep=check("-g/--grep", args.grep, re.compile))
 
 
 def _zone(name: str | None) -> dt.tzinfo | None:
@@ -150,8 +153,8 @@ def _zone(name: str | None) -> dt.tzinfo | None:
     try:
         return pytz.timezone(name)
     except pytz.UnknownTimeZoneError:
-        raise ValueError(f"--tz: unknown time zone {name!r} (an IANA name: Europe/London, "
-                         "America/New_York, UTC...)") from None
+        raise OptionError(f"--tz: unknown time zone {name!r} (an IANA name: Europe/London, "
+                          "America/New_York, UTC...)") from None
 
 
 def _names(text: str) -> frozenset[str]:
@@ -198,7 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format, zone, color)
-    source = [Tail(inputs[0])] if args.follow else inputs
+    # A Tail is read as a binary file is (read and close), as it grows.
+    source = [cast(BinaryIO, Tail(inputs[0]))] if args.follow else inputs
     reader = Reader(source, sort=args.sort, filter=flt, verified_only=args.verified_only)
     stdout = sys.stdout.buffer
     try:

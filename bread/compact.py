@@ -36,6 +36,7 @@ import argparse
 import fcntl
 import gzip
 import heapq
+import io
 import os
 import stat
 import sys
@@ -48,8 +49,8 @@ import msgpack
 from blogformat import catalog, manifest
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, BatchHeader,
                                 ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
-                                RecordType, Summary, TypeTable, WriterProp, header_payload,
-                                metadata_frames, text_size)
+                                Metadata, RecordType, Summary, TypeTable, WriterProp,
+                                header_payload, metadata_frames, text_size)
 from blogformat.values import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
 from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, members,
@@ -57,6 +58,7 @@ from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, m
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
+from .errors import OptionError
 from .frames import Damage, Frame, iter_frames
 from .inputs import name_text, open_path
 from .render import escape_controls
@@ -74,7 +76,7 @@ def parse_duration(text: str, option: str) -> int:
     t = text.strip()
     if len(t) >= 2 and t[-1] in _UNITS and t[:-1].isdigit() and int(t[:-1]) > 0:
         return int(t[:-1]) * _UNITS[t[-1]] * _SEC
-    raise ValueError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
+    raise OptionError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
 
 
 Warn = Callable[[str], None]
@@ -84,7 +86,7 @@ def _stderr(message: str) -> None:
     sys.stderr.write(f"bread compact: {escape_controls(name_text(message))}\n")
 
 
-def recover(directory: str, warn: Warn = _stderr) -> list[str]:
+def finish_interrupted(directory: str, warn: Warn = _stderr) -> list[str]:
     """Finish or undo compactions a crash cut; the paths removed. Run under the lock.
 
     Catalog entries that name anything but the directory's own files are said to ``warn``
@@ -134,6 +136,10 @@ def recover(directory: str, warn: Warn = _stderr) -> list[str]:
     if removed:
         fsync_dir(directory)
     return removed
+
+
+#: The old name of finish_interrupted (``recover`` is the crash buffers': blogformat.crashfiles).
+recover = finish_interrupted
 
 
 def _holds(directory: str, name: str, originals: list[str]) -> bool:
@@ -466,7 +472,7 @@ class Compactor:
             self.damage.append(Damage(fr.offset, fr.size,
                                       f"undecodable frame: {exc}", path))
 
-    def write(self, out: BinaryIO, replaces: list[str]) -> int:
+    def write(self, out: io.BufferedIOBase, replaces: list[str]) -> int:
         """Write the compacted stream to ``out``; the number of events.
 
         Its descriptor is the first original's (host, pid, program...: the events'
@@ -477,7 +483,7 @@ class Compactor:
                           compacted_ns=time.time_ns())
         out.write(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
         tz = self.tz or (0, "UTC")
-        meta = [ClockSync(0, _SEC, 0, tz[0], tz[1]), *self.sources.values(),
+        meta: list[Metadata] = [ClockSync(0, _SEC, 0, tz[0], tz[1]), *self.sources.values(),
                 *self.types.values(), *self.writers.values()]
         if self.dropped:
             meta.append(Dropped(0, self.dropped, time.time_ns()))
@@ -503,12 +509,12 @@ class Compactor:
         return n
 
     @staticmethod
-    def _metadata(out: BinaryIO, entries: list) -> None:
+    def _metadata(out: io.BufferedIOBase, entries: list[Metadata]) -> None:
         for fr in metadata_frames(entries):
             out.write(fr)
 
     @staticmethod
-    def _events(out: BinaryIO, chunk: list[tuple], counts: dict[int, int]) -> None:
+    def _events(out: io.BufferedIOBase, chunk: list[tuple], counts: dict[int, int]) -> None:
         """One frame per writer of a stretch of sorted events, each in time order."""
         by_writer: dict[int, list[tuple]] = {}
         for rec in chunk:
@@ -542,7 +548,7 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if not dry_run:
-            recover(directory, warn)
+            finish_interrupted(directory, warn)
             _forget(directory, [])    # the manifest's stale entries and temporary files
         groups: dict[tuple[str, int], list[str]] = {}
         for name in candidates(directory, older_than_ns, now, warn):

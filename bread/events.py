@@ -312,33 +312,32 @@ class EventStream:
         False if it was a source or writer beyond the stream's limits (docs/format.md
         9.1): it is reported as damage and not kept.
         """
-        t = type(e)
-        if t is EventSource or t is WriterProp:
-            return self._describe(e)   # type: ignore[arg-type]
-        elif t is RecordType or t is EnumMember:
-            why = self.types.add(e)    # type: ignore[arg-type]
+        if type(e) is EventSource or type(e) is WriterProp:
+            return self._describe(e)
+        elif type(e) is RecordType or type(e) is EnumMember:
+            why = self.types.add(e)
             if why is not None:
                 self.damage.append(Damage(e.offset, 0, f"metadata beyond the limits: {why}",
                                           self.name))
                 return False
-        elif t is ClockSync:
+        elif type(e) is ClockSync:
             self.sync = e
             try:
                 off = _dt.timedelta(seconds=e.tz_offset)
                 self.tz = _dt.timezone(off, e.tz_name) if e.tz_name else _dt.timezone(off)
             except (ValueError, OverflowError):
                 self.tz = _UTC
-        elif t is FileHeader:
+        elif type(e) is FileHeader:
             self.headers.append(e)
             self._reset()
             self.origin = Origin.of(self.name, e.descriptor)
-        elif t is Damage:
+        elif type(e) is Damage:
             self.damage.append(e)
             if e.unverified:
                 self.origin.unverified.add(e.offset)
-        elif t is Dropped or t is Lost or t is Recovered:
+        elif type(e) is Dropped or type(e) is Lost or type(e) is Recovered:
             self.notices.append(e)
-        elif t is Summary:
+        elif type(e) is Summary:
             self.summaries.append(e)
         return True
 

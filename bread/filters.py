@@ -20,6 +20,7 @@ from typing import Iterable
 from blogformat.entries import EventSource, WriterProp
 from blogformat.severity import to_severity
 
+from .errors import OptionError
 from .events import Event
 
 _UNITS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9,
@@ -39,8 +40,8 @@ def parse_time(text: str, now_ns: int | None = None) -> int:
     try:
         when = _dt.datetime.fromisoformat(t.replace("Z", "+00:00") if t.endswith("Z") else t)
     except ValueError:
-        raise ValueError(f"not a time: {text!r} (use ISO 8601, e.g. 2026-11-26T10:00:00, "
-                         "or a duration ago: 30s, 15m, 2h, 1d)") from None
+        raise OptionError(f"not a time: {text!r} (use ISO 8601, e.g. 2026-11-26T10:00:00, "
+                          "or a duration ago: 30s, 15m, 2h, 1d)") from None
     if when.tzinfo is None:
         when = when.astimezone()   # this machine's zone
     delta = when - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, Union
+from typing import BinaryIO, Iterator, Union, final
 
 from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
                                check_crc, parse_header, unescape)
@@ -15,6 +15,7 @@ CHUNK = 1 << 16
 BATCH_HEAD = 64
 
 
+@final
 @dataclass(frozen=True)
 class Frame:
     """A frame whose checksum matched: where it starts, its kind and its payload (unescaped,
@@ -31,6 +32,7 @@ class Frame:
     verified: bool = True
 
 
+@final
 @dataclass(frozen=True)
 class Damage:
     """A byte range that was skipped: ``offset`` and ``length`` in the input, and why. A

@@ -266,6 +266,6 @@ def spool(f: BinaryIO) -> BinaryIO:
     """A seekable copy of a stream that cannot go back (standard input, a pipe): on disk,
     so that memory stays bounded however long the stream."""
     tmp = tempfile.TemporaryFile()
-    shutil.copyfileobj(f, tmp, 1 << 20)   # type: ignore[misc]
+    shutil.copyfileobj(f, tmp, 1 << 20)
     tmp.seek(0)
-    return tmp  # type: ignore[return-value]
+    return tmp

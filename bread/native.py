@@ -67,17 +67,16 @@ class NativeState:
         if not self.stream.apply(e):
             return       # beyond the stream's limits: damage, not kept
         c = self.renderer
-        t = type(e)
-        if t is EventSource:
+        if type(e) is EventSource:
             if 0 <= e.id < MAX_C_IDS:
                 c.add_source(e.id, self.source_items(e), message_items(e), len(e.field_names),
                              e, e.field_names, not self.filter.source_ok(e),
                              *(self.decorate(e) if self.decorate else ()))
-        elif t is WriterProp:
+        elif type(e) is WriterProp:
             if 0 <= e.id < MAX_C_IDS:
                 c.add_writer(e.id, utf8(e.name), str(e.id).encode(), e,
                              not self.filter.writer_ok(e))
-        elif t is ClockSync:
+        elif type(e) is ClockSync:
             tz = self.stream.tz
             off = tz.utcoffset(None)
             try:
@@ -87,7 +86,7 @@ class NativeState:
                 self.ok = True
             except OverflowError:   # clocks beyond 64 bits: Python reads them
                 self.ok = False
-        elif t is FileHeader:
+        elif type(e) is FileHeader:
             c.reset()
             self.ok = True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import os
@@ -10,6 +11,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
 from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
+from .errors import OptionError
 from .events import Event, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, prune,
@@ -23,7 +25,8 @@ from .render import PrettyPrinter
 
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
 #: standard input), a binary file object, or a list of paths. gzip is read transparently.
-Source = Union[str, "os.PathLike[str]", BinaryIO, Iterable[Union[str, "os.PathLike[str]"]]]
+Source = Union[str, "os.PathLike[str]", BinaryIO,
+               Iterable[Union[str, "os.PathLike[str]", BinaryIO]]]
 
 
 class Reader:
@@ -57,9 +60,9 @@ class Reader:
         if span is not None:
             if (not isinstance(span, tuple) or len(span) != 2
                     or not all(type(x) is int and x >= 0 for x in span)):
-                raise ValueError(f"span must be (start, end) byte offsets, not {span!r}")
+                raise OptionError(f"span must be (start, end) byte offsets, not {span!r}")
             if sort:
-                raise ValueError("a span is read in file order (sort=False)")
+                raise OptionError("a span is read in file order (sort=False)")
         self.span = span
         if isinstance(source, (str, os.PathLike)):
             self._inputs: list[Any] = [source]
@@ -74,7 +77,7 @@ class Reader:
                 if not isinstance(s, (str, os.PathLike)) and not hasattr(s, "read"):
                     raise TypeError(f"cannot read from {type(s).__name__}")
         if span is not None and (len(self._inputs) != 1 or hasattr(self._inputs[0], "read")):
-            raise ValueError("a span is a part of one file: give one path")
+            raise OptionError("a span is a part of one file: give one path")
         self.damage: list[Damage] = []
         self.notices: list[Any] = []
         self.summaries: list[Any] = []
@@ -184,7 +187,7 @@ class Reader:
                 if path == STDIN:
                     yield _reopener(spool(sys.stdin.buffer)), path
                 else:
-                    yield (lambda p=path: open_path(p)), name_text(path)
+                    yield functools.partial(open_path, path), name_text(path)
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread`` prints).
@@ -222,11 +225,13 @@ class Reader:
             return
         for f, name in self._files():
             stream = self._stream((), name)
-            lines = LineRenderer(stream, printer, escape=escape, source=name, flt=self.filter)
+            renderer = LineRenderer(stream, printer, escape=escape, source=name,
+                                    flt=self.filter)
             try:
                 # Whole frames, on both paths: a frame's lines are given as soon as it is read
                 # (bread -F prints what the consumer has just written).
-                yield from lines.blocks(iter_entries(self._frames(f, name), name, raw_events=True))
+                yield from renderer.blocks(iter_entries(self._frames(f, name), name,
+                                                        raw_events=True))
             finally:
                 self.unknown_sources += stream.unknown_sources
 
@@ -244,9 +249,9 @@ class Reader:
         elif arrow and not has_arrow():
             raise ImportError("arrow=True needs pyarrow: pip install 'blog-bread[arrow]'")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, not {batch_size!r}")
+            raise OptionError(f"batch_size must be a positive int, not {batch_size!r}")
         if self.filter.grep is not None:
-            raise ValueError("batches take no grep filter: select on the message column")
+            raise OptionError("batches take no grep filter: select on the message column")
         if self.sort:    # the sorted Events, made into batches by the Python path
             b = BatchReader(self._stream((), "<sorted>"), cols, batch_size, arrow=arrow,
                             python=True)
@@ -294,7 +299,7 @@ class Reader:
         if self.span is None:
             return iter_frames(f, name, self.verified_only)
         if isinstance(f, GzipInput) or not seekable(f):
-            raise ValueError(f"{name}: a span needs an uncompressed file that can seek")
+            raise OptionError(f"{name}: a span needs an uncompressed file that can seek")
         return span_frames(f, *self.span, name, self.verified_only)
 
     def _after(self, f: Any, name: str) -> None:

@@ -56,6 +56,7 @@ class DateFormat:
 
     def _render(self, secs: int, tz: _dt.tzinfo) -> list[str] | None:
         """The text of the second ``secs`` split where the nanoseconds go; None if out of range."""
+        named: _dt.tzinfo | _Named = tz   # what %Z shows
         try:
             if type(tz) is _dt.timezone:   # a file's fixed offset
                 offset = _offset(tz)
@@ -64,7 +65,7 @@ class DateFormat:
                 t = (_EPOCH.replace(tzinfo=_UTC) + _dt.timedelta(seconds=secs)).astimezone(tz)
                 off = t.utcoffset() or _dt.timedelta(0)
                 offset = off.days * 86400 + off.seconds
-                tz = _Named(t.tzname() or "")
+                named = _Named(t.tzname() or "")
         except (OverflowError, ValueError):
             return None
         pieces: list[str] = []
@@ -95,7 +96,7 @@ class DateFormat:
                 h, m = divmod(abs(offset) // 60, 60)
                 out.append(f"{sign}{h:02d}{m:02d}")
             elif code == "Z":
-                out.append(tz.tzname(None) or "")
+                out.append(named.tzname(None) or "")
         pieces.append("".join(out))
         return pieces
 
@@ -202,12 +203,11 @@ class PrettyPrinter:
         if code in SOURCE_TEXT:
             text = SOURCE_TEXT[code]
             return lambda e: text(e.source)
-        date = self.date
+        date, zone = self.date, self.zone
         return {
             "n": lambda e: e.writer_prop.name,
             "t": lambda e: str(e.writer_prop.id),
-            "d": (lambda e: date(e.ns, e.tz)) if self.zone is None else
-                 (lambda e, z=self.zone: date(e.ns, z)),
+            "d": (lambda e: date(e.ns, e.tz)) if zone is None else (lambda e: date(e.ns, zone)),
             "u": lambda e: date(e.ns, _UTC),
             "r": lambda e: str(e.clock),
             # flags (not the backtrace property): read for every event on this path

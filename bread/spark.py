@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, cast
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 from blogformat.frames import HEADER_SIZE, parse_header
 
 from .batches import COLUMNS, portable
+from .errors import DamagedLog, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
 from .inputs import GzipInput, expand, name_text, open_path, prune
 from . import tables
@@ -50,7 +53,7 @@ _OPTIONS = {"path", "paths", "sorted", "damage", "splitbytes", "batchsize", "min
             "categories", "since", "until", "source", "sourcecolumns"}
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("blog")`` available in this session."""
     spark.dataSource.register(BlogDataSource)
 
@@ -79,13 +82,13 @@ class BlogDataSource(DataSource):
     def schema(self) -> str:
         return SCHEMA
 
-    def reader(self, schema: Any) -> "BlogReader":
+    def reader(self, schema: StructType) -> "BlogReader":
         if "source" not in self.options:   # a schema of some columns: only those are read
             for f in schema.fields:
                 want = _TYPES.get(f.name)
                 if want is not None and f.dataType.simpleString() != want:
-                    raise ValueError(f"column {f.name} of format blog is {want}, "
-                                     f"not {f.dataType.simpleString()}")
+                    raise OptionError(f"column {f.name} of format blog is {want}, "
+                                      f"not {f.dataType.simpleString()}")
         return BlogReader(self.options, [f.name for f in schema.fields])
 
 
@@ -95,9 +98,9 @@ class BlogReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], columns: Sequence[str]) -> None:
         unknown = sorted(k for k in (k.lower() for k in options) if k not in _OPTIONS)
         if unknown:
-            raise ValueError(f"unknown option(s) {', '.join(unknown)} for format blog; the "
-                             "options are sorted, damage, splitBytes, batchSize, minSeverity, "
-                             "categories, since, until")
+            raise OptionError(f"unknown option(s) {', '.join(unknown)} for format blog; the "
+                              "options are sorted, damage, splitBytes, batchSize, minSeverity, "
+                              "categories, since, until")
         # A typed table of one call site (``events``): the source, and its columns' kinds.
         self.source: int | str | None = None
         self.positional = 0
@@ -107,20 +110,20 @@ class BlogReader(DataSourceReader):
         else:
             bad = [c for c in columns if c not in COLUMNS]
             if bad:
-                raise ValueError(f"no column(s) {', '.join(bad)} in format blog; "
-                                 f"its columns are {', '.join(COLUMNS)}")
+                raise OptionError(f"no column(s) {', '.join(bad)} in format blog; "
+                                  f"its columns are {', '.join(COLUMNS)}")
         self.columns = list(columns)
         self.paths = _paths(options)
         self.sorted = _flag(options.get("sorted", "false"), "sorted")
         self.damage = str(options.get("damage", "report")).lower()
         if self.damage not in DAMAGE:
-            raise ValueError(f"option damage must be one of {', '.join(DAMAGE)}, "
-                             f"not {options.get('damage')!r}")
+            raise OptionError(f"option damage must be one of {', '.join(DAMAGE)}, "
+                              f"not {options.get('damage')!r}")
         self.split = _count(options.get("splitBytes", str(SPLIT_BYTES)), "splitBytes")
         self.batch_rows = _count(options.get("batchSize", str(BATCH_ROWS)), "batchSize")
         # Filters the reader applies before decoding (bread.filters): checked here, on
         # the driver, so that a bad value fails the query at once.
-        self.filter_options = {
+        self.filter_options: dict[str, Any] = {
             "min_severity": options.get("minSeverity"),
             "categories": options.get("categories"),
             "since": _time(options.get("since")),
@@ -132,7 +135,7 @@ class BlogReader(DataSourceReader):
         try:
             self._window = BreadFilter.make(**self.filter_options)
         except ValueError as exc:
-            raise ValueError(f"format blog: {exc}") from None
+            raise OptionError(f"format blog: {exc}") from None
 
     # --- planning (driver) ---------------------------------------------------------
 
@@ -159,10 +162,11 @@ class BlogReader(DataSourceReader):
 
     # --- reading (tasks) -----------------------------------------------------------
 
-    def read(self, partition: FilePart) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        part = cast(FilePart, partition)   # one that partitions() made
         flt = BreadFilter.make(**self.filter_options)
-        span = None if partition.start is None else (partition.start, partition.end)
-        source = list(partition.paths) if len(partition.paths) != 1 else partition.paths[0]
+        span = None if part.start is None or part.end is None else (part.start, part.end)
+        source = list(part.paths) if len(part.paths) != 1 else part.paths[0]
         reader = Reader(source, sort=self.sorted, filter=flt, span=span)
         if self.source is None:
             for batch in reader.batches(self.columns, self.batch_rows, arrow=True):
@@ -172,7 +176,7 @@ class BlogReader(DataSourceReader):
         if reader.damage and self.damage != "ignore":
             lines = "\n".join(str(d) for d in reader.damage)
             if self.damage == "fail":
-                raise ValueError(f"damaged log (option damage=fail):\n{lines}")
+                raise DamagedLog(f"damaged log (option damage=fail):\n{lines}")
             print(f"bread: skipped damaged bytes (option damage=report):\n{lines}",
                   file=sys.stderr)
 
@@ -202,7 +206,8 @@ class BlogReader(DataSourceReader):
                   "found when the query began (written since?): left out", file=sys.stderr)
 
 
-def events(spark: Any, path: str | Sequence[str], source: int | str, **options: str) -> Any:
+def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
+           **options: str) -> DataFrame:
     """A DataFrame of one kind of event: its arguments as typed columns (``bread.tables``).
 
     ``source`` names the call site: its format string, its function, or its source id.
@@ -233,12 +238,12 @@ def _typed(options: Mapping[str, str]) -> tuple[int | str, int, list[str]]:
         cols = json.loads(options.get("sourceColumns", "null"))
         positional, kinds = cols["positional"], cols["kinds"]
     except (ValueError, TypeError, KeyError):
-        raise ValueError("option source is set by bread.spark.events(...); "
-                         "load typed tables with it") from None
+        raise OptionError("option source is set by bread.spark.events(...); "
+                          "load typed tables with it") from None
     if not isinstance(source, (int, str)) or type(positional) is not int \
             or not all(k in tables.KINDS for k in kinds):
-        raise ValueError("option source is set by bread.spark.events(...); "
-                         "load typed tables with it")
+        raise OptionError("option source is set by bread.spark.events(...); "
+                          "load typed tables with it")
     return source, positional, kinds
 
 
@@ -249,14 +254,15 @@ def _paths(options: Mapping[str, str]) -> list[str]:
         except ValueError:
             paths = None
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise ValueError(f"option paths must be a JSON list of paths, not {options['paths']!r}")
+            raise OptionError(
+                f"option paths must be a JSON list of paths, not {options['paths']!r}")
         if "path" in options:
             paths.append(options["path"])
         if paths:
             return paths
     if "path" in options and options["path"]:
         return [options["path"]]
-    raise ValueError('format blog needs a path: spark.read.format("blog").load(path)')
+    raise OptionError('format blog needs a path: spark.read.format("blog").load(path)')
 
 
 def _flag(value: str, name: str) -> bool:
@@ -265,7 +271,7 @@ def _flag(value: str, name: str) -> bool:
         return True
     if v in ("false", "0", "no"):
         return False
-    raise ValueError(f"option {name} must be true or false, not {value!r}")
+    raise OptionError(f"option {name} must be true or false, not {value!r}")
 
 
 def _count(value: str, name: str) -> int:
@@ -274,7 +280,7 @@ def _count(value: str, name: str) -> int:
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"option {name} must be a positive number, not {value!r}")
+        raise OptionError(f"option {name} must be a positive number, not {value!r}")
     return n
 
 
@@ -293,5 +299,5 @@ def _check_log(path: str) -> None:
     finally:
         f.close()
     if len(head) < HEADER_SIZE or parse_header(head) is None:
-        raise ValueError(f"{name_text(path)}: not a blog log file (it does not begin with a "
-                         "frame)")
+        raise NotABlogFile(f"{name_text(path)}: not a blog log file (it does not begin with a "
+                           "frame)")

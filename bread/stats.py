@@ -23,13 +23,13 @@ from blogformat.entries import Dropped, Lost
 from blogformat.severity import Severity
 
 from .inputs import STDIN, expand, name_text
-from .reader import Reader
+from .reader import Reader, Source
 from .render import escape_controls
 
 _MARKS = {"CRITICAL": "#", "ERROR": "#", "WARNING": "+", "INFO": "=", "DEBUG": ".", "TRACE": "."}
 
 
-def collect(source: Any) -> dict:
+def collect(source: Source) -> dict:
     """The statistics of ``source`` (what ``bread.read`` takes), as a JSON-ready dict."""
     if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
         inputs: list[Any] = [source]

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from blogformat.entries import EventSource
 
+from .errors import OptionError
 from .events import Event
 from .export import json_text
 
@@ -204,9 +205,9 @@ def infer(events: Iterable[Event], which: int | str) -> Typer | None:
             typer = Typer(ev.source)
         elif (ev.source.format, ev.source.field_names) != \
                 (typer.source.format, typer.source.field_names):
-            raise ValueError(f"{which!r} names more than one kind of event: "
-                             f"{typer.source.format!r} and {ev.source.format!r}; "
-                             "name the format string or the source id")
+            raise OptionError(f"{which!r} names more than one kind of event: "
+                              f"{typer.source.format!r} and {ev.source.format!r}; "
+                              "name the format string or the source id")
         typer.add(ev)
     return typer
 

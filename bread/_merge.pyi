@@ -1,0 +1,6 @@
+"""The C extension built from bread/_merge.c (setup.py); its Python twin is the reference."""
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any: ...

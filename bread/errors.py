@@ -1,0 +1,22 @@
+"""The errors bread raises of its own, each a subclass of the built-in it stands for (an
+``except ValueError`` still catches an OptionError or a NotABlogFile).
+
+Damage in a log is not an error: the reader skips it and reports it (``Reader.damage``).
+"""
+
+from blogformat.errors import BadEntry, UnsafeBufferDirectory
+
+__all__ = ["BadEntry", "DamagedLog", "NotABlogFile", "OptionError", "UnsafeBufferDirectory"]
+
+
+class OptionError(ValueError):
+    """A reader option out of its range or not one of its values: a span, a batch size,
+    columns, a filter's time, a command-line option, an option of the Spark format."""
+
+
+class NotABlogFile(ValueError):
+    """An input that does not begin with a blog file header (the Spark format checks)."""
+
+
+class DamagedLog(ValueError):
+    """The Spark format's ``damage=fail``: the log read had damaged bytes."""

@@ -95,6 +95,6 @@ if __name__ == "__main__":
     blog.basic_config(sys.argv[1] if len(sys.argv) > 1 else "app.blog",
                       min_severity="info", backtrace=50)
     blog.add_output(blog.TextStream(sys.stderr, format="%S %C %m %k", min_severity="warning"))
-    blog.stdlib.capture(level="INFO", warnings=True)     # the library's records too
+    blog.stdlib.capture(min_severity="INFO", warnings=True)   # the library's records too
     asyncio.run(main(30))
     blog.shutdown()

@@ -505,7 +505,8 @@ def _recover_one(d: _BufferDir, meta: str, fd: int, stream: Any, log_path: str,
             d.remove(chans + [meta])  # appended before; only the removal was left undone
             return None
         if (rstate == 1 and here[:2] == (rdev, rino) and here[2] > roffset
-                and rlength <= limit and _stream_frame_at(stream, rdev, rino, roffset)):
+                and rlength <= limit
+                and _on_stream_file(stream, rdev, rino, lambda fd: _frame_at(fd, roffset))):
             stream.truncate(roffset)  # a recovery killed midway: its part goes, redone below
         if writing > written and length > limit:
             damage.append(f"a write of {length} bytes recorded, more than the buffer holds: "
@@ -644,8 +645,8 @@ def _cut_partial_write(stream: Any, path: str, writing: int, written: int, dev: 
         return
     here = stream.position()
     if here[:2] == (dev, ino):
-        if offset < here[2] < offset + length and _stream_cut_is_ours(stream, dev, ino, offset,
-                                                                      here[2], pid):
+        if offset < here[2] < offset + length and _on_stream_file(
+                stream, dev, ino, lambda fd: _cut_is_ours(fd, offset, here[2], pid)):
             stream.truncate(offset)
         return
     f = _open_member(path, dev, ino, None)
@@ -685,9 +686,9 @@ def _cut_is_ours(fd: int, offset: int, size: int, pid: int) -> bool:
     return pos > offset or _frame_at(fd, offset)
 
 
-def _stream_cut_is_ours(stream: Any, dev: int, ino: int, offset: int, size: int,
-                        pid: int) -> bool:
-    """``_cut_is_ours`` of the file (dev, ino) that ``stream`` writes."""
+def _on_stream_file(stream: Any, dev: int, ino: int, check: Callable[[int], bool]) -> bool:
+    """``check(fd)`` of the file that ``stream`` writes, opened read-only without following
+    a link, if it is the file (dev, ino); else False."""
     name = getattr(stream, "current", None) or getattr(stream, "path", None)
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)   # type: ignore
@@ -695,21 +696,7 @@ def _stream_cut_is_ours(stream: Any, dev: int, ino: int, offset: int, size: int,
         return False
     try:
         st = os.fstat(fd)
-        return (st.st_dev, st.st_ino) == (dev, ino) and _cut_is_ours(fd, offset, size, pid)
-    finally:
-        os.close(fd)
-
-
-def _stream_frame_at(stream: Any, dev: int, ino: int, offset: int) -> bool:
-    """True if a frame begins at ``offset`` of the file (dev, ino) that ``stream`` writes."""
-    name = getattr(stream, "current", None) or getattr(stream, "path", None)
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)   # type: ignore
-    except (OSError, TypeError, ValueError):
-        return False
-    try:
-        st = os.fstat(fd)
-        return (st.st_dev, st.st_ino) == (dev, ino) and _frame_at(fd, offset)
+        return (st.st_dev, st.st_ino) == (dev, ino) and check(fd)
     finally:
         os.close(fd)
 

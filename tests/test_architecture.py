@@ -28,6 +28,14 @@ def test_import_bread_loads_none_of_the_writer():
     assert r.stdout.strip() == "[]"
 
 
+def test_import_blog_loads_none_of_the_reader():
+    # A writer process imports only what writes: TextStream renders with blogformat.pretty.
+    code = ("import sys, blog; blog.TextStream; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'bread'))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
+
+
 def test_blogformat_imports_neither_side():
     for name, tree in _modules().items():
         if name.split(".")[0] != "blogformat":

@@ -13,12 +13,10 @@ the crash buffer, rotation, the ``logging`` bridge... come only with the options
 use them), then kept here, so that a name costs nothing after its first use.
 """
 
-from importlib import import_module
+from blogformat import lazy
 
 TYPE_CHECKING = False   # (typing.TYPE_CHECKING without importing typing: type checkers know it)
 if TYPE_CHECKING:   # the names below, as type checkers and readers see them
-    from typing import Any
-
     from blogformat.entries import EventSource
     from blogformat.placeholders import FormatError
     from blogformat.severity import Severity
@@ -63,20 +61,4 @@ _DEFINED_IN = {
 __all__ = sorted(_DEFINED_IN) + ["__version__"]
 
 
-def __getattr__(name: str) -> "Any":
-    """A public name, imported on first use; a submodule (``blog.stdlib``), likewise."""
-    where = _DEFINED_IN.get(name)
-    if where is None:
-        try:
-            return import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(import_module(where), name)
-    globals()[name] = value   # the next use is a plain attribute: no call
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_DEFINED_IN})
+__getattr__, __dir__ = lazy.names(__name__, _DEFINED_IN, globals())

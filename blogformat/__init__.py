@@ -10,5 +10,8 @@ each pointed to by a section of ``docs/format.md``:
 - ``values``: argument values and the msgpack options of the format (section 7);
 - ``placeholders``: format strings, parsed and rendered safely (section 8);
 - ``severity``: the severity values (section 4.1);
-- ``guard``: which exceptions a guard around a value's methods may catch.
+- ``guard``: which exceptions a guard around a value's methods may catch;
+- ``pretty``: events as text lines, bread's ``-f``/``-d`` placeholders (bread prints
+  with it, and blog's TextStream);
+- ``lazy``: the packages' public names imported on first use (start-up).
 """

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
+from .batches import BatchReader, check_columns, has_arrow
 from .entries import iter_entries
 from .events import Event, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
@@ -237,7 +238,6 @@ class Reader:
         those are decoded. With ``arrow`` (default: if pyarrow is installed) each
         batch is a ``pyarrow.RecordBatch``, else a dict of column name -> values.
         """
-        from .batches import BatchReader, check_columns, has_arrow   # (start-up: text needs none)
         cols = check_columns(columns)
         if arrow is None:
             arrow = has_arrow()

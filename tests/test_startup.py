@@ -90,8 +90,10 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
         main()
     """, tmp_path)
     assert "bread.reader" in mods
-    # (bread.inputs reads a directory's catalog and manifest when it expands its inputs)
-    assert set(_optional(mods)) <= {"blogformat.catalog", "blogformat.manifest"}
+    # (bread.inputs reads a directory's catalog and manifest when it expands its inputs;
+    # bread.reader imports bread.batches, and with it bread.export, for read_batches)
+    assert set(_optional(mods)) <= {"blogformat.catalog", "blogformat.manifest",
+                                    "bread.batches", "bread.export"}
     assert [m for m in mods if m.split(".")[0] == "blog"] == []
 
 

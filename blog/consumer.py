@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from concurrent.futures import Future, InvalidStateError
+from typing import TYPE_CHECKING, Any
 
 from .durability import GroupSync, sync_stream
 from .errors import ConfigurationError
@@ -13,10 +13,14 @@ from .report import report
 from .session import Session
 from .streams import OutputStream
 
+if TYPE_CHECKING:   # imported by the first flush_async (concurrent.futures imports logging)
+    from concurrent.futures import Future
+
 
 def _settle(fut: "Future[None]", error: BaseException | None) -> None:
     """Complete ``fut`` (unless it was cancelled); what its callbacks raise never reaches
     the consumer's thread."""
+    from concurrent.futures import InvalidStateError
     try:
         if fut.done() or not fut.set_running_or_notify_cancel():
             return                 # answered already, or cancelled
@@ -132,6 +136,7 @@ class Consumer:
         ``durable``, on stable storage), by the consumer's thread: the caller never
         waits. Its exception is the OSError of a failed output or sync. Futures asked for
         at once share one consume and one fsync."""
+        from concurrent.futures import Future
         fut: Future[None] = Future()
         with self._waiting_lock:
             closed = self._closed

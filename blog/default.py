@@ -1,4 +1,10 @@
-"""The default session and the module-level functions that use it."""
+"""The default session and the module-level functions that use it.
+
+What only an option needs is imported when a configuration asks for it, so that
+``basic_config(path)`` costs little more than starting Python: the crash buffer and
+its recovery (``crash_buffer``), rotated file sets (``blog.rotating``: rotation,
+retention, compression), ``concurrent.futures`` (``flush_async``).
+"""
 
 from __future__ import annotations
 
@@ -8,28 +14,29 @@ import json
 import os
 import sys
 import threading
-from concurrent.futures import Future
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
-from blogformat.crashfiles import recover
 from blogformat.fileset import pid_path
 from blogformat.severity import Severity, to_severity
 
 from . import exits
 from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
-from .crashbuf import CrashBuffer, buffer_directory
 from .durability import fsync_policy
 from .errors import ConfigurationError
 from .logger import Logger
 from .report import report
-from .rotating import RotatingFile
-from .schedule import Interval, TimesOfDay
 from .session import Session
 from .streams import FileOutputStream, OutputStream
 
 #: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
 CrashOption = str | None | Literal[False]
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from .rotating import RotatingFile
+    from .schedule import Interval, TimesOfDay
 
 _session: Session | None = None      # the only global state: the default session
 _lock = threading.Lock()
@@ -174,6 +181,9 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
     global _closed_by
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
+        from blogformat.crashfiles import buffer_directory
+
+        from .rotating import RotatingFile
         stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
             [] if crash is None or crash is False else [buffer_directory(os.fspath(output),
                                                                          crash)]))
@@ -208,6 +218,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
                         fsync_interval=fsync_interval)
     s.set_min_severity(min_severity)
     consumer.start()
+    _fork_step_last()   # after the hooks of what this configuration imported
 
 
 #: The default session's crash buffer option: False (none), or its crash_dir (None: beside).
@@ -219,22 +230,36 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) 
     False), or stop mirroring."""
     global _crash_option
     _crash_option = crash
-    if crash is False or not isinstance(stream, (FileOutputStream, RotatingFile)):
+    if crash is False or not _is_file(stream):
         s.use_crash_buffer(None)
         return
+    from blogformat.crashfiles import buffer_directory, recover
+
+    from .crashbuf import CrashBuffer
     directory = buffer_directory(os.fspath(output), crash)
     try:
         recovered = recover(directory, stream, os.fspath(output), warn=report)
         for r in recovered:
             report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but "
                    f"did not write before it died, into {r.path}")
-        if recovered and isinstance(stream, RotatingFile):
+        if recovered and _is_rotating(stream):
             stream.housekeeper.sweep()    # their files may be compressed now
         s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
     except OSError as exc:   # the output is moved already: it goes on, unprotected
         s.use_crash_buffer(None)
         report(f"blog: the crash buffer in {directory} cannot be used ({exc}); logging goes "
                "on to the file without it")
+
+
+def _is_rotating(stream: Any) -> TypeGuard[RotatingFile]:
+    """True for a RotatingFile (blog.rotating is imported with the first one)."""
+    rotating = sys.modules.get("blog.rotating")
+    return rotating is not None and isinstance(stream, rotating.RotatingFile)
+
+
+def _is_file(stream: Any) -> TypeGuard[FileOutputStream | RotatingFile]:
+    """True for the streams basic_config opens on a path (and closes)."""
+    return isinstance(stream, FileOutputStream) or _is_rotating(stream)
 
 
 def _same_file(a: str, b: str | os.PathLike) -> bool:
@@ -294,6 +319,7 @@ def flush_async(durable: bool = False) -> "Future[None]":
     (``await asyncio.wrap_future(blog.flush_async(durable=True))`` in a coroutine). It
     fails with OSError if the output or the device failed. Many at once share one
     consume and one fsync."""
+    from concurrent.futures import Future   # (imported on first use: it imports logging)
     s = default_session()
     c = _consumer(s)
     if c is None:             # no output: done only if nothing waits to be written
@@ -337,7 +363,7 @@ def _stop_consumer(s: Session, keep_buffer: bool = False) -> None:
     c.stop()
     if not keep_buffer:
         s.use_crash_buffer(None)      # everything is written: the buffer goes
-    if isinstance(c.stream, (FileOutputStream, RotatingFile)):
+    if _is_file(c.stream):
         c.stream.close()
 
 
@@ -491,7 +517,7 @@ def _after_fork_in_child() -> None:
         return
     st = old.stream
     try:
-        if isinstance(st, RotatingFile):
+        if _is_rotating(st):
             stream: Any = st.for_child()
         elif isinstance(st, FileOutputStream):
             stream = FileOutputStream(pid_path(st.path, os.getpid()), fsync=st.fsync)
@@ -501,7 +527,10 @@ def _after_fork_in_child() -> None:
         report(f"blog: forked child {os.getpid()} cannot open its log: "
                f"{type(exc).__name__}: {exc}")
         return
-    if _crash_option is not False and isinstance(stream, (FileOutputStream, RotatingFile)):
+    if _crash_option is not False and _is_file(stream):
+        from blogformat.crashfiles import buffer_directory
+
+        from .crashbuf import CrashBuffer
         try:
             directory = buffer_directory(st.requested if isinstance(st, FileOutputStream)
                                          else st.path, _crash_option)
@@ -520,8 +549,30 @@ def _after_fork_in_child() -> None:
             pass
 
 
-if hasattr(os, "register_at_fork"):   # after the session's own hook (registered on its import)
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+#: The modules with at-fork hooks of their own that a configuration may import (an option
+#: needs them) after this one; the default session's step uses what they reset in a child.
+_HOOKED_LATER = ("blog.crashbuf", "blog.rotating", "blog.housekeeping", "blogformat.manifest")
+#: The registration of the default session's at-fork step that acts, and which of those
+#: modules were imported when it was made.
+_fork_step: tuple[object, tuple[bool, ...]] = (None, ())
+
+
+def _fork_step_last() -> None:
+    """Register the default session's at-fork step after the hooks of every module imported
+    so far (hooks run in the order they were registered: the session's own, the streams',
+    the crash buffer's and the rotated files' must run before it); the earlier registration
+    stands down. Called on import, and after a configuration that imported one of them."""
+    global _fork_step
+    loaded = tuple(m in sys.modules for m in _HOOKED_LATER)
+    if loaded == _fork_step[1] or not hasattr(os, "register_at_fork"):
+        return
+    token = object()
+    _fork_step = (token, loaded)
+    os.register_at_fork(after_in_child=lambda: _fork_step[0] is token
+                        and _after_fork_in_child())   # type: ignore[func-returns-value]
+
+
+_fork_step_last()
 
 # A spawned or forkserver child that imports blog while it loads its target is closed at
 # the end of its bootstrap even if it configures its output only in its run.

@@ -1,12 +1,17 @@
-"""blog's pytest plugin (entry point ``pytest11``): the ``blog_capture`` fixture."""
+"""blog's pytest plugin (entry point ``pytest11``): the ``blog_capture`` fixture.
+
+pytest loads it at every start, in every project where blog is installed: it imports
+``blog.testing`` (and the writer with it) only when a test asks for the fixture.
+"""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
-from .testing import Captured, capture
+if TYPE_CHECKING:
+    from .testing import Captured
 
 
 @pytest.fixture
@@ -17,5 +22,6 @@ def blog_capture() -> Iterator[Captured]:
             checkout(cart)
             assert blog_capture.messages() == ["order 42 filled at 101.25"]
     """
+    from .testing import capture
     with capture() as captured:
         yield captured

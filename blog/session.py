@@ -11,15 +11,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import socket
 import sys
 import threading
 import time
 import weakref
 from dataclasses import dataclass
-from importlib import metadata
 from types import CodeType
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from blogformat.entries import (SOURCE_BACKTRACE, BatchHeader, ClockSync, Dropped, EventSource,
                                 Metadata, WriterProp, metadata_frames)
@@ -28,10 +26,9 @@ from blogformat.placeholders import parse
 from blogformat.valuetypes import Described
 from blogformat.severity import Severity, to_severity
 
-from . import accel
+from . import __version__, accel
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
-from .crashbuf import CrashBuffer, file_position
 from .errors import ConfigurationError
 from .logger import DYNAMIC_FORMAT, Logger
 from .source import MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES, OVERFLOW_SOURCES, TooManySources
@@ -45,6 +42,9 @@ from .stats import SessionStats
 from .streams import OutputStream
 from .writer import SessionWriter, ThreadEnd
 
+if TYPE_CHECKING:
+    from .crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
+
 #: The most events a backtrace buffer keeps per thread.
 MAX_BACKTRACE = 1 << 16
 
@@ -57,10 +57,6 @@ class Backtrace:
     trigger: int
     least: int
 
-try:
-    __version__ = metadata.version("blog-bread")
-except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
-    __version__ = "0+unknown"
 
 #: Metadata strings are cut at this many characters, so that an entry always fits in a frame
 #: (a format string is never cut: check_template refuses one longer than MAX_FORMAT).
@@ -122,7 +118,7 @@ class Session:
         self.start_ns = time.time_ns()
         self.descriptor = {
             "library": "blog", "library_version": __version__,
-            "host": socket.gethostname(), "pid": os.getpid(),
+            "host": os.uname().nodename, "pid": os.getpid(),
             "program": os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python",
             "python": sys.version.split()[0], "start_time_ns": self.start_ns,
             "session": self.name,
@@ -154,6 +150,7 @@ class Session:
             cb = self._crash
         if cb is not None and self.pressure.capacity > self._crash_capacity:
             # Channels larger than their files: a new buffer of the new size takes over.
+            from .crashbuf import CrashBuffer
             try:
                 bigger = CrashBuffer(cb.directory, cb.log_path, self.descriptor)
             except OSError as exc:   # a full disk, say: the old one goes on (events past
@@ -602,6 +599,8 @@ class Session:
         before = None
         hold = crash is not None and n_events > 0
         if crash is not None:
+            from .crashbuf import file_position
+
             def before(n: int) -> None:   # only when there is something to write
                 self._held_at = where = file_position(stream)
                 crash.writing(seq, where, n)

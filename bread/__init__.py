@@ -7,21 +7,40 @@
 Layers, each usable alone: ``frames`` (bytes -> checked frames), ``entries``
 (frames -> metadata and raw events), ``events`` (entries -> Event),
 ``render`` (events -> text).
+
+``import bread`` costs about as much as starting Python: each public name (and
+submodule: ``bread.render``) is imported when it is first used, then kept here.
 """
 
-from blogformat.severity import Severity
-from blogformat.values import (DataclassValue, EnumValue, ExceptionValue, ExtValue,
-                               FrozenSetValue, OpaqueValue, SetValue)
+from blogformat import lazy
 
-from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, Summary, WriterProp
-from .errors import BadEntry, DamagedLog, NotABlogFile, OptionError
-from .events import Event, EventStream
-from .frames import Damage, Frame
-from .reader import Reader, read, read_batches
+TYPE_CHECKING = False   # (typing.TYPE_CHECKING without importing typing: type checkers know it)
+if TYPE_CHECKING:   # the names below, as type checkers and readers see them
+    from blogformat.severity import Severity
+    from blogformat.values import (DataclassValue, EnumValue, ExceptionValue, ExtValue,
+                                   FrozenSetValue, OpaqueValue, SetValue)
 
-__all__ = [
-    "BadEntry", "ClockSync", "Damage", "DamagedLog", "DataclassValue", "Dropped", "EnumValue",
-    "Event", "EventStream", "ExceptionValue", "ExtValue", "FileHeader", "Frame", "FrozenSetValue",
-    "Lost", "NotABlogFile", "OpaqueValue", "OptionError", "RawEvent", "Reader", "SetValue",
-    "Severity", "Summary", "WriterProp", "read", "read_batches",
-]
+    from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, Summary, WriterProp
+    from .errors import BadEntry, DamagedLog, NotABlogFile, OptionError
+    from .events import Event, EventStream
+    from .frames import Damage, Frame
+    from .reader import Reader, read, read_batches
+
+#: Where each public name is defined.
+_DEFINED_IN = {
+    "Severity": "blogformat.severity", "DataclassValue": "blogformat.values",
+    "EnumValue": "blogformat.values", "ExceptionValue": "blogformat.values",
+    "ExtValue": "blogformat.values", "FrozenSetValue": "blogformat.values",
+    "OpaqueValue": "blogformat.values", "SetValue": "blogformat.values",
+    "ClockSync": "bread.entries", "Dropped": "bread.entries", "FileHeader": "bread.entries",
+    "Lost": "bread.entries", "RawEvent": "bread.entries", "Summary": "bread.entries",
+    "WriterProp": "bread.entries", "BadEntry": "bread.errors", "DamagedLog": "bread.errors",
+    "NotABlogFile": "bread.errors", "OptionError": "bread.errors", "Event": "bread.events", "EventStream": "bread.events",
+    "Damage": "bread.frames", "Frame": "bread.frames", "Reader": "bread.reader",
+    "read": "bread.reader", "read_batches": "bread.reader",
+}
+
+__all__ = sorted(_DEFINED_IN)
+
+
+__getattr__, __dir__ = lazy.names(__name__, _DEFINED_IN, globals())

@@ -9,20 +9,14 @@ import re
 import sys
 from typing import BinaryIO, Callable, Iterator, NoReturn, Sequence, TypeVar, cast
 
-import pytz
-
 from blogformat.severity import to_severity
 
 from .entries import Dropped, Lost, Recovered
 from .errors import OptionError
-from .export import csv_rows, jsonl
 from .filters import Filter, parse_time
-from . import compact, parquet, recover, stats
-from .follow import Tail
 from .inputs import STDIN, expand, name_text
 from .reader import Reader
 from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
-from .stats import iso_time
 
 T = TypeVar("T")
 
@@ -150,6 +144,7 @@ def _filter(args: argparse.Namespace) -> Filter:
 def _zone(name: str | None) -> dt.tzinfo | None:
     if name is None:
         return None
+    import pytz
     try:
         return pytz.timezone(name)
     except pytz.UnknownTimeZoneError:
@@ -164,13 +159,18 @@ def _names(text: str) -> frozenset[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run bread; return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # Each subcommand's module is imported when it runs (start-up).
     if argv[:1] == ["stats"]:   # bread stats FILE... (a file named stats: ./stats)
+        from . import stats
         return stats.main(argv[1:])
     if argv[:1] == ["compact"]:  # bread compact DIR --older-than AGE
+        from . import compact
         return compact.main(argv[1:])
     if argv[:1] == ["export"]:  # bread export --parquet OUT_DIR FILE...
+        from . import parquet
         return parquet.main(argv[1:])
     if argv[:1] == ["--recover"]:  # bread --recover FILE: what dead writers left
+        from . import recover
         return recover.main(argv[1:])
     try:
         args = _parser().parse_args(argv)
@@ -201,14 +201,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format, zone, color)
-    # A Tail is read as a binary file is (read and close), as it grows.
-    source = [cast(BinaryIO, Tail(inputs[0]))] if args.follow else inputs
+    if args.follow:
+        from .follow import Tail
+        source: list = [Tail(inputs[0])]
+    else:
+        source = inputs
     reader = Reader(source, sort=args.sort, filter=flt, verified_only=args.verified_only)
     stdout = sys.stdout.buffer
     try:
         if args.output == "text":
             blocks: Iterator[bytes] = reader.text(printer, escape=escape)
         else:
+            from .export import csv_rows, jsonl
             rows = jsonl(reader, zone) if args.output == "jsonl" else csv_rows(
                 reader, zone, escape=escape, quote_formulas=args.csv_formulas == "quote")
             blocks = (text.encode("utf-8", "backslashreplace") for text in rows)
@@ -232,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"bread: {n.events} event(s) recovered from the crash buffer of "
                              f"process {n.pid}, which died before writing them\n")
         elif isinstance(n, Lost):
+            from .stats import iso_time
             when = (f" from {iso_time(n.since)} to {iso_time(n.clock)}" if n.since is not None
                     else f" before {iso_time(n.clock)}")
             sys.stderr.write(f"bread: {n.events} event(s) ({n.bytes} bytes) never reached "

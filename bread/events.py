@@ -6,8 +6,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from blogformat.placeholders import (CUT_MARK, MAX_MESSAGE, FormatError, Template, parse_style,
-                                     render, render_safe)
+from blogformat.placeholders import FormatError, Template, parse_style, render
+from blogformat.pretty import unparsed_message
 from blogformat.severity import Severity
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
                                 decode_events, oversized, text_size)
@@ -221,16 +221,8 @@ def render_message(source: EventSource, args: tuple, fields: dict, texts: dict) 
         except FormatError:
             tpl = None
         _remember(key, tpl, len(source.format))
-    if tpl is None:   # as the format, then the values' reprs: cut as render() cuts
-        parts = [source.format[:MAX_MESSAGE + 1]]
-        size = len(parts[0])
-        for a in args:
-            if size > MAX_MESSAGE:
-                break
-            parts.append(" " + render_safe(a, "r", "", decoded=True))
-            size += len(parts[-1])
-        text = "".join(parts)
-        return text[:MAX_MESSAGE] + CUT_MARK if size > MAX_MESSAGE else text
+    if tpl is None:   # as the format, then the values' reprs
+        return unparsed_message(source.format, args)
     return render(tpl, args, fields, texts, decoded=True)  # type: ignore[arg-type]
 
 

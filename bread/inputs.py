@@ -19,9 +19,7 @@ import errno
 import glob
 import os
 import re
-import shutil
 import sys
-import tempfile
 import zlib
 from typing import BinaryIO, Iterable
 
@@ -265,6 +263,8 @@ def open_path(name: str) -> BinaryIO:
 def spool(f: BinaryIO) -> BinaryIO:
     """A seekable copy of a stream that cannot go back (standard input, a pipe): on disk,
     so that memory stays bounded however long the stream."""
+    import shutil   # (here: it imports bz2 and lzma; tempfile imports random)
+    import tempfile
     tmp = tempfile.TemporaryFile()
     shutil.copyfileobj(f, tmp, 1 << 20)
     tmp.seek(0)

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Start-up benchmark: whole processes that import blog or bread, against ``python -c pass``.
+
+Each case is a fresh ``python`` process, timed from its start to its exit (wall, by
+``time.perf_counter``; CPU, the child's user + system time from ``os.wait4``). The
+cases run by turns with ``python -c pass`` (A B A B ...), so that both see the same
+machine; the table gives the medians and the median of the per-pair ratios:
+
+- ``python -c "import blog"`` (issue 31's target: at most 2x);
+- ``import blog; blog.basic_config(path); get_logger().info(...)``, then exit (3x);
+- ``python -c "import bread"`` (2x) and ``bread small.blog``: 100 events as text (3x);
+- for comparison: ``import logging``, and ``import loguru`` if it is installed.
+
+The children run this checkout (``PYTHONPATH``) with their bytecode cached (as an
+installed package has it: ``PYTHONDONTWRITEBYTECODE`` is dropped from their
+environment, and a warm-up run writes it). An editable install's import hook, if
+there is one, costs every case, ``python -c pass`` included.
+
+    python benchmarks/startup.py              # 20 pairs per case, ~10 s on 2 cores
+    python benchmarks/startup.py --runs 50 --json startup.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+#: (name, code run with ``python -c``, target ratio to ``python -c pass`` or None).
+CASES = [
+    ("import blog", "import blog", 2.0),
+    ("import blog; basic_config; info; exit",
+     "import blog; blog.basic_config({log!r}); blog.get_logger().info('started {{}}', 1)", 3.0),
+    ("import bread", "import bread", 2.0),
+    ("bread small.blog (100 events)",
+     "import sys; sys.argv = ['bread', {small!r}]; from bread.cli import run; run()", 3.0),
+    ("import logging", "import logging", None),
+    ("import loguru", "import loguru", None),
+]
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, cpu) seconds of one whole process."""
+    start = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - start
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read() if p.stderr is not None else b""
+    if p.stderr is not None:
+        p.stderr.close()
+    if p.returncode != 0:
+        raise RuntimeError(f"{argv} failed: {err.decode(errors='replace')}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def _small_file(path: str, env: dict[str, str]) -> None:
+    """A file of 100 events, as an application writes them."""
+    code = ("import blog\nblog.basic_config({path!r}, mode='wb')\nlog = blog.get_logger('app')\n"
+            "for i in range(100):\n    log.info('order {{}} filled at {{}}', i, 101.25 + i)\n"
+            "blog.shutdown()\n").format(path=path)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=20, help="pairs per case (default 20)")
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(ROOT)]
+                                        + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    base = [sys.executable, "-c", "pass"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        small = os.path.join(tmp, "small.blog")
+        _small_file(small, env)
+        for name, code, target in CASES:
+            if name == "import loguru" and importlib.util.find_spec("loguru") is None:
+                print(f"{name:40} not installed")
+                continue
+            argv = [sys.executable, "-c", code.format(log=os.path.join(tmp, "app.blog"),
+                                                       small=small)]
+            _run(argv, env)   # warm-up: writes the bytecode
+            _run(base, env)
+            walls, cpus, base_walls, base_cpus = [], [], [], []
+            for _ in range(args.runs):
+                w, c = _run(argv, env)
+                bw, bc = _run(base, env)
+                walls.append(w), cpus.append(c), base_walls.append(bw), base_cpus.append(bc)
+            rows.append({
+                "case": name, "target": target, "runs": args.runs,
+                "wall_ms": 1000 * statistics.median(walls),
+                "cpu_ms": 1000 * statistics.median(cpus),
+                "pass_wall_ms": 1000 * statistics.median(base_walls),
+                "pass_cpu_ms": 1000 * statistics.median(base_cpus),
+                "wall_ratio": statistics.median(a / b for a, b in zip(walls, base_walls)),
+                "cpu_ratio": statistics.median(a / b for a, b in zip(cpus, base_cpus)
+                                               if b > 0),
+            })
+    print(f"{'case':40} {'wall ms':>8} {'cpu ms':>7} {'pass wall':>9} {'pass cpu':>8} "
+          f"{'x wall':>7} {'x cpu':>6}  target")
+    for r in rows:
+        target = f"<= {r['target']:g}x" if r["target"] else ""
+        print(f"{r['case']:40} {r['wall_ms']:8.1f} {r['cpu_ms']:7.1f} {r['pass_wall_ms']:9.1f} "
+              f"{r['pass_cpu_ms']:8.1f} {r['wall_ratio']:7.2f} {r['cpu_ratio']:6.2f}  {target}")
+    print(f"({args.runs} pairs per case, by turns with python -c pass; medians; python "
+          f"{sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

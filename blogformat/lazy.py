@@ -1,0 +1,35 @@
+"""Public names imported on first use (PEP 562): ``import blog`` and ``import bread`` cost
+about as much as starting Python, and a name costs nothing after its first use.
+
+    __getattr__, __dir__ = lazy.names(__name__, {"read": "bread.reader", ...}, globals())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+
+
+def names(package: str, defined_in: dict[str, str], namespace: dict[str, object]
+          ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__``: each name of ``defined_in`` imported from
+    its module when first asked for, then kept in ``namespace`` (the package's globals), so
+    that the next use is a plain attribute; a submodule (``bread.render``), likewise."""
+
+    def __getattr__(name: str) -> object:
+        where = defined_in.get(name)
+        if where is None:
+            try:
+                return import_module(f"{package}.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{package}.{name}":
+                    raise
+                raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        value = getattr(import_module(where), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *defined_in})
+
+    return __getattr__, __dir__

@@ -1,0 +1,142 @@
+"""Start-up: ``import blog``, ``import bread`` and a first log call load only what they need.
+
+What an option needs (the crash buffer, rotation, the ``logging`` bridge, columns, Arrow,
+Spark...) is imported when it is used; each check runs in a fresh process and lists what
+was loaded (``sys.modules`` before and after). The time it saves is measured, whole
+process, by ``benchmarks/startup.py``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
+import tomllib
+
+import pytest
+
+import blog
+import bread
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: Modules only an option or another side needs: neither package's import, nor a first
+#: log call to a file, nor reading a file as text loads one.
+OPTIONAL = (
+    "blog.crashbuf", "blog.rotating", "blog.housekeeping", "blog.schedule", "blog.stdlib",
+    "blog.testing", "blog.textstream", "blog.traced", "blog.event", "blog.adapters",
+    "blogformat.crashfiles", "blogformat.manifest", "blogformat.catalog",
+    "bread.batches", "bread.export", "bread.compact", "bread.parquet", "bread.spark",
+    "bread.stats", "bread.recover", "bread.follow", "bread.tables",
+    "logging", "importlib.metadata", "concurrent.futures", "asyncio", "socket", "pytz",
+    "hashlib", "tempfile", "pyarrow", "pyspark",
+)
+
+
+def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
+    """The modules ``code`` loads, run in a fresh process (in ``tmp_path``)."""
+    script = ("import sys\n_before = set(sys.modules)\n" + textwrap.dedent(code)
+              + "\nimport json\nprint(json.dumps(sorted(set(sys.modules) - _before)))\n")
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def _optional(mods: list[str]) -> list[str]:
+    return [m for m in mods if m in OPTIONAL or m.split(".")[0] in ("pyarrow", "pyspark")
+            or m.startswith(("concurrent.", "logging.", "asyncio.", "importlib.metadata."))]
+
+
+def test_import_blog_loads_only_the_package(tmp_path):
+    mods = _loaded("import blog", tmp_path)
+    assert [m for m in mods if m.split(".")[0] in ("blog", "bread")] == ["blog"]
+    assert _optional(mods) == []
+
+
+def test_import_bread_loads_only_the_package(tmp_path):
+    mods = _loaded("import bread", tmp_path)
+    assert [m for m in mods if m.split(".")[0] in ("blog", "bread")] == ["bread"]
+    assert _optional(mods) == []
+
+
+def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
+    mods = _loaded("""
+        import blog
+        blog.basic_config("app.blog")
+        blog.get_logger().info("started {}", 1)
+        blog.flush()
+    """, tmp_path)
+    assert "blog.default" in mods and "blog.session" in mods
+    assert _optional(mods) == []
+    assert [m for m in mods if m.split(".")[0] == "bread"] == []
+
+
+def test_reading_a_file_as_text_loads_no_option(tmp_path):
+    blog_file = tmp_path / "small.blog"
+    s = blog.Session()
+    log = s.get_logger()
+    for i in range(3):
+        log.info("event {}", i)
+    with open(blog_file, "wb") as f:
+        s.consume(f)
+    mods = _loaded("""
+        import sys
+        from bread.cli import main
+        sys.argv = ["bread", "small.blog"]
+        main()
+    """, tmp_path)
+    assert "bread.reader" in mods
+    # (bread.inputs reads a directory's catalog and manifest when it expands its inputs;
+    # bread.reader imports bread.batches, and with it bread.export, for read_batches)
+    assert set(_optional(mods)) <= {"blogformat.catalog", "blogformat.manifest",
+                                    "bread.batches", "bread.export"}
+    assert [m for m in mods if m.split(".")[0] == "blog"] == []
+
+
+@pytest.mark.parametrize("code, needs", [
+    ('blog.basic_config("logs/app.blog", rotate_bytes=1 << 20); blog.shutdown()',
+     "blog.rotating"),
+    ('blog.basic_config("app.blog", crash_buffer=True); blog.shutdown()', "blog.crashbuf"),
+    ("blog.flush_async().result()", "concurrent.futures"),
+    ("blog.stdlib.capture()", "logging"),
+])
+def test_an_option_brings_its_module_when_used(tmp_path, code, needs):
+    assert needs in _loaded(f"import blog\n{code}", tmp_path)
+
+
+def test_the_pytest_plugin_imports_the_writer_only_for_its_fixture(tmp_path):
+    mods = _loaded("import blog.pytest_plugin", tmp_path)
+    assert [m for m in mods if m.split(".")[0] == "blog"] == ["blog", "blog.pytest_plugin"]
+
+
+def test_version_is_pyprojects():
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        assert blog.__version__ == tomllib.load(f)["project"]["version"]
+
+
+@pytest.mark.parametrize("package", [blog, bread])
+def test_every_public_name_resolves_and_is_listed(package):
+    for name in package.__all__:
+        assert getattr(package, name) is not None, name
+        assert name in dir(package)
+    with pytest.raises(AttributeError):
+        package.no_such_name
+
+
+@pytest.mark.parametrize("package", ["blog", "bread"])
+def test_the_names_type_checkers_see_are_the_names_served(package):
+    # The ``if TYPE_CHECKING`` imports of the package's __init__ say where each name is
+    # defined, as its table does.
+    tree = ast.parse((ROOT / package / "__init__.py").read_text())
+    seen = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            for imp in ast.walk(node):
+                if isinstance(imp, ast.ImportFrom):
+                    where = f"{package}.{imp.module}" if imp.level else imp.module
+                    seen.update({a.name: where for a in imp.names})
+    assert seen == sys.modules[package]._DEFINED_IN

@@ -20,6 +20,10 @@
 
 #include "mpwrite.h"
 
+/* Hidden from outside the shared object, what follows is called directly (no PLT), and
+ * the compiler may inline it within its own file, as it did when it was static. */
+#pragma GCC visibility push(hidden)
+
 /* ---- _channel.c ---------------------------------------------------------- */
 
 typedef struct Channel Channel;
@@ -80,5 +84,7 @@ in_context(void)
     Py_DECREF(v);
     return r;
 }
+
+#pragma GCC visibility pop
 
 #endif

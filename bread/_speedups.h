@@ -155,6 +155,10 @@ event_ns(Renderer *self, long long clock, long long *out)
 
 /* ---- what each file gives the others ---------------------------------------- */
 
+/* Hidden from outside the shared object, what follows is called directly (no PLT), and
+ * the compiler may inline it within its own file, as it did when it was static. */
+#pragma GCC visibility push(hidden)
+
 /* _decode.c: render(), columns() and events() walk a frame (columns: 0 text, 1 columns,
  * 2 Events), then see state; frame_release() lets go of the frame. */
 PyObject *bread_walk(Renderer *self, PyObject *arg, int columns);
@@ -187,5 +191,7 @@ PyObject *bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
 
 /* _native.c: the module's Renderer type. */
 int bread_native_init(PyObject *m);
+
+#pragma GCC visibility pop
 
 #endif

@@ -252,14 +252,11 @@ push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
     return 1;
 }
 
-/* The call paths' push: plain scalars straight into the channel, else push_rich. */
+/* The call paths' push once blog_push_plain has said "not here" (push_call). */
 int
-blog_push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
+blog_push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
                unsigned long long shown_by_repr)
 {
-    int r = blog_push_plain(self, sid, args, n, LLONG_MIN);
-    if (r != 0)
-        return r;
     for (Py_ssize_t i = 0; i < n; i++)
         if (scalar_size(args[i]) < 0)
             return push_rich(self, sid, args, n, LLONG_MIN, shown_by_repr);

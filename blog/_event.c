@@ -53,7 +53,7 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
             Py_DECREF(ch);
             return NULL;
         }
-        int pushed = blog_push_call(ch, sid, args, nargs, ~0ULL);   /* zoned: Python's */
+        int pushed = push_call(ch, sid, args, nargs, ~0ULL);   /* zoned: Python's */
         Py_DECREF(ch);
         if (pushed < 0)
             return NULL;

@@ -128,7 +128,7 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         goto slow;
     }
     /* The keywords' values follow the arguments in args: the event's values, in order. */
-    int pushed = blog_push_call(ch, sid, args + 1, nargs - 1 + nkw, shown);
+    int pushed = push_call(ch, sid, args + 1, nargs - 1 + nkw, shown);
     Py_DECREF(ch);
     if (pushed < 0)
         return NULL;

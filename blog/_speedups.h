@@ -17,6 +17,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 
 #include "mpwrite.h"
 
@@ -37,10 +38,22 @@ PyObject *blog_thread_key(PyObject *local);
  * 0 not here (not plain, or past the limit: the Python path decides), -1 error. */
 int blog_push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
                     long long clock);
-/* The call paths' push, now: plain scalars straight into the channel, else the values
- * beyond them (bit i of shown_by_repr: a !r placeholder shows value i). As above. */
-int blog_push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
+/* The values beyond the plain scalars, now (bit i of shown_by_repr: a !r placeholder shows
+ * value i); 0 if all are plain (refused for its size: the Python path decides). As above. */
+int blog_push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
                    unsigned long long shown_by_repr);
+
+/* The call paths' push, now: plain scalars straight into the channel, else the values
+ * beyond them. As above. */
+static inline int
+push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
+          unsigned long long shown_by_repr)
+{
+    int r = blog_push_plain(self, sid, args, n, LLONG_MIN);
+    if (r != 0)
+        return r;
+    return blog_push_rich(self, sid, args, n, shown_by_repr);
+}
 PyObject *blog_forget_thread_channel(PyObject *module, PyObject *local);
 int blog_channel_init(PyObject *m);
 

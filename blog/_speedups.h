@@ -54,6 +54,7 @@ push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
         return r;
     return blog_push_rich(self, sid, args, n, shown_by_repr);
 }
+
 PyObject *blog_forget_thread_channel(PyObject *module, PyObject *local);
 int blog_channel_init(PyObject *m);
 

@@ -213,6 +213,7 @@ escape_line(Buf *o, Py_ssize_t start)
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = s[i];
         int k;
+        if (c >= 0x20 && c < 0x7f) continue;   /* printable ASCII, most of a line */
         if ((c < 0x20 && c != 0x09) || c == 0x7f) extra += (c == 0x0a || c == 0x0d) ? 1 : 3;
         else if (c == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f) extra += 2;
         else if ((c == 0xd8 || c == 0xe2) && (k = bidi_at(s, i, n, &cp)) > 0) {

@@ -7,7 +7,10 @@ PY     := $(VENV)/bin/python
 
 .PHONY: demo test quick bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py blog/_speedups.c bread/_speedups.c bread/_merge.c
+# The C sources of the extensions and their headers (setup.py lists them one by one).
+CSRC   := $(wildcard blog/_*.c blog/_*.h bread/_*.c bread/_*.h blogformat/_c/*.h)
+
+$(VENV)/.installed: pyproject.toml setup.py $(CSRC)
 	@rm -f $@
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)

@@ -2,19 +2,37 @@
 
 If the C compiler is missing the build carries on, and blog and bread use
 their pure-Python code (blog/logger.py, bread/lines.py), which behaves the same.
+
+Each extension is several C files, one per Python module it mirrors (its internal
+header, blog/_speedups.h or bread/_speedups.h, lists them); both include the headers
+of blogformat/_c (the byte buffer, msgpack reading and writing). Every header is in
+``depends``, so that changing one rebuilds what includes it.
 """
 
 import sys
 
 from setuptools import Extension, setup
 
+SHARED = ["blogformat/_c/buf.h", "blogformat/_c/mpread.h", "blogformat/_c/mpwrite.h"]
+
+
+def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
+    """One optional C extension built from ``sources``, rebuilt when a header changes."""
+    return Extension(name, sources, optional=True, include_dirs=["blogformat/_c"],
+                     depends=headers + SHARED, extra_compile_args=["-O2"])
+
+
 ext = []
 if sys.implementation.name == "cpython" and sys.platform != "win32":
-    ext.append(Extension("blog._speedups", ["blog/_speedups.c"], optional=True,
-                         depends=["blog/_encode.h"], extra_compile_args=["-O2"]))
-    ext.append(Extension("bread._speedups", ["bread/_speedups.c"], optional=True,
-                         extra_compile_args=["-O2"]))
-    ext.append(Extension("bread._merge", ["bread/_merge.c"], optional=True,
-                         extra_compile_args=["-O2"]))
+    ext.append(extension("blog._speedups",
+                         ["blog/_speedups.c", "blog/_channel.c", "blog/_encode.c",
+                          "blog/_logger.c", "blog/_event.c", "blog/_stdlib.c",
+                          "blog/_summary.c"],
+                         ["blog/_speedups.h"]))
+    ext.append(extension("bread._speedups",
+                         ["bread/_speedups.c", "bread/_native.c", "bread/_decode.c",
+                          "bread/_lines.c", "bread/_events.c", "bread/_batches.c"],
+                         ["bread/_speedups.h"]))
+    ext.append(extension("bread._merge", ["bread/_merge.c"], []))
 
 setup(ext_modules=ext)

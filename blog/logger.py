@@ -40,7 +40,7 @@ _LEVELS = (("trace", Severity.TRACE), ("debug", Severity.DEBUG), ("info", Severi
 def site_key(code: CodeType, lasti: int) -> int:
     """The key of a call site in a level method's cache: its code object's id and offset mixed.
 
-    The C ``Method`` (``_speedups.c``, method_vectorcall) computes the same.
+    The C ``Method`` (``_logger.c``, method_vectorcall) computes the same.
     The cached entry then confirms the code object itself.
     """
     return (id(code) >> 4) ^ lasti

@@ -62,7 +62,7 @@ UNPACK_OPTIONS: dict[str, Any] = {"raw": False, "strict_map_key": False,
 
 
 #: Per enum class: (type name, style, {member name: described id}), for the C call paths
-#: too (blog/_encode.h). Classes are kept (a class is long-lived); at most MAX_TYPES.
+#: too (blog/_encode.c). Classes are kept (a class is long-lived); at most MAX_TYPES.
 ENUM_TYPES: dict[type, tuple[str, int, dict]] = {}
 MAX_TYPES = 4096
 

@@ -5,7 +5,7 @@ of columns instead of one object per event. With pyarrow installed, a batch
 is a ``pyarrow.RecordBatch``; otherwise a dict of column name -> values, the
 numeric columns as ``array.array("q")`` (no Python object per event).
 
-The C fast path (``bread/_speedups.c``, ``Renderer.columns``) decodes each
+The C fast path (``bread/_batches.c``, ``Renderer.columns``) decodes each
 events frame into int64 buffers (clock, time, source id, writer id) and the
 message's UTF-8, which become Arrow arrays without a copy; the columns that
 are properties of a call site or a writer are looked up per batch. The Python

@@ -1,7 +1,7 @@
 """Entries -> text lines in large blocks of UTF-8: what the ``bread`` command prints.
 
 The Python path renders each event as an Event through a PrettyPrinter. The
-C fast path (``bread/_speedups.c``) renders a whole events frame at once:
+C fast path (``bread/_lines.c``) renders a whole events frame at once:
 this module gives it, once, everything that is fixed per call site (the
 event format with the source's fields already rendered, and the message
 template), per writer and per clock sync; an event it cannot render exactly

@@ -1,4 +1,4 @@
-"""The C fast path's tables kept in step with an EventStream (``bread/_speedups.c``).
+"""The C fast path's tables kept in step with an EventStream (``bread/_native.c``).
 
 The C Renderer knows call sites, writers and the clock sync only as this
 module tells it, from the same entries the Python EventStream reads: what it

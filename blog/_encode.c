@@ -1,132 +1,23 @@
-/* blog/_encode.h: argument values as msgpack, byte for byte as blogformat/values.py
- * encodes them (docs/format.md 7), for the C fast path (included by _speedups.c).
+/* blog/_encode.c: argument values as msgpack, byte for byte as blogformat/values.py
+ * encodes them (docs/format.md 7), for the C fast path (blog/_channel.c's pushes).
  *
- * put_scalar() encodes the plain scalars (None, bool, int within 64 bits, float, str
- * without lone surrogates, bytes). put_value() adds the values whose text a reader
- * derives from the value itself (blogformat.values.reproducible), so that an event of
- * them needs no texts map: list, tuple, dict, set, frozenset (of such values, nested up
- * to MAX_NEST), naive or UTC datetime and time, a datetime in a zoneinfo zone (at the
- * top of an argument that no !r or !a placeholder shows), date, timedelta, Decimal and
- * UUID, each of exactly that type. Anything else (a subclass, an enum, a dataclass, a
- * pytz datetime...) answers "not here" and the Python path encodes the whole event.
+ * The plain scalars (None, bool, int within 64 bits, float, str without lone surrogates,
+ * bytes) are blogformat/_c/mpwrite.h's put_scalar. put_value() adds the values whose text
+ * a reader derives from the value itself (blogformat.values.reproducible), so that an
+ * event of them needs no texts map: list, tuple, dict, set, frozenset (of such values,
+ * nested up to MAX_NEST), naive or UTC datetime and time, a datetime in a zoneinfo zone
+ * (at the top of an argument that no !r or !a placeholder shows), date, timedelta, Decimal
+ * and UUID, each of exactly that type; and the enum members, dataclasses and named tuples
+ * the Python path has described. Anything else (a subclass, a pytz datetime...) answers
+ * "not here" and the Python path encodes the whole event.
  *
  * Exact builtin types only, read through their C API; the zoneinfo zone's utcoffset and
  * tzname are its C methods.
  */
-#ifndef BLOG_ENCODE_H
-#define BLOG_ENCODE_H
+#include "_speedups.h"
 
-#include <Python.h>
 #include <datetime.h>
 #include <string.h>
-
-/* ---- a growable byte buffer and msgpack encoders ----------------------- */
-
-typedef struct { char *p; Py_ssize_t len, cap; } Buf;
-
-static int
-buf_reserve(Buf *b, Py_ssize_t more)
-{
-    if (b->len + more <= b->cap)
-        return 0;
-    Py_ssize_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + more)
-        cap *= 2;
-    char *p = PyMem_Realloc(b->p, cap);
-    if (p == NULL) { PyErr_NoMemory(); return -1; }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static inline void
-put_be(Buf *b, unsigned char tag, unsigned long long v, int n)
-{
-    b->p[b->len++] = (char)tag;
-    for (int i = n - 1; i >= 0; i--)
-        b->p[b->len++] = (char)((v >> (8 * i)) & 0xff);
-}
-
-/* msgpack's smallest encoding of an integer, as msgpack-python writes it. */
-static int
-put_int(Buf *b, long long v)
-{
-    if (buf_reserve(b, 9) < 0) return -1;
-    if (v >= 0) {
-        if (v < 0x80) b->p[b->len++] = (char)v;
-        else if (v <= 0xff) put_be(b, 0xcc, v, 1);
-        else if (v <= 0xffff) put_be(b, 0xcd, v, 2);
-        else if (v <= 0xffffffffLL) put_be(b, 0xce, v, 4);
-        else put_be(b, 0xcf, (unsigned long long)v, 8);
-    } else {
-        if (v >= -32) b->p[b->len++] = (char)(unsigned char)(0xe0 | (v + 32));
-        else if (v >= -128) put_be(b, 0xd0, (unsigned long long)v, 1);
-        else if (v >= -32768) put_be(b, 0xd1, (unsigned long long)v, 2);
-        else if (v >= -2147483648LL) put_be(b, 0xd2, (unsigned long long)v, 4);
-        else put_be(b, 0xd3, (unsigned long long)v, 8);
-    }
-    return 0;
-}
-
-static int
-put_raw(Buf *b, unsigned char fix, unsigned char t8, unsigned char t16, unsigned char t32,
-        const char *data, Py_ssize_t n, int has_fix)
-{
-    if (buf_reserve(b, n + 5) < 0) return -1;
-    if (has_fix && n < 32) b->p[b->len++] = (char)(fix | n);
-    else if (n <= 0xff) put_be(b, t8, n, 1);
-    else if (n <= 0xffff) put_be(b, t16, n, 2);
-    else put_be(b, t32, n, 4);
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    return 0;
-}
-
-/* Encode one plain scalar: 1 done, 0 not a plain scalar (or not encodable
- * here: ints beyond 64 bits, lone surrogates), -1 error. */
-static int
-put_scalar(Buf *b, PyObject *a)
-{
-    PyTypeObject *t = Py_TYPE(a);
-    if (t == &PyLong_Type) {
-        int overflow;
-        long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
-        if (overflow) {
-            if (overflow > 0) {   /* 2**63 .. 2**64-1 is still a msgpack uint64 */
-                unsigned long long u = PyLong_AsUnsignedLongLong(a);
-                if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-                if (buf_reserve(b, 9) < 0) return -1;
-                put_be(b, 0xcf, u, 8);
-                return 1;
-            }
-            return 0;
-        }
-        if (v == -1 && PyErr_Occurred()) return -1;
-        return put_int(b, v) < 0 ? -1 : 1;
-    }
-    if (t == &PyFloat_Type) {
-        union { double d; unsigned long long u; } x;
-        x.d = PyFloat_AS_DOUBLE(a);
-        if (buf_reserve(b, 9) < 0) return -1;
-        put_be(b, 0xcb, x.u, 8);
-        return 1;
-    }
-    if (t == &PyUnicode_Type) {
-        Py_ssize_t n;
-        const char *s = PyUnicode_AsUTF8AndSize(a, &n);
-        if (s == NULL) { PyErr_Clear(); return 0; }
-        return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, s, n, 1) < 0 ? -1 : 1;
-    }
-    if (a == Py_None || t == &PyBool_Type) {
-        if (buf_reserve(b, 1) < 0) return -1;
-        b->p[b->len++] = (char)(a == Py_None ? 0xc0 : a == Py_True ? 0xc3 : 0xc2);
-        return 1;
-    }
-    if (t == &PyBytes_Type)
-        return put_raw(b, 0, 0xc4, 0xc5, 0xc6, PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), 0)
-               < 0 ? -1 : 1;
-    return 0;
-}
 
 /* ---- values beyond the scalars ------------------------------------------ */
 
@@ -167,8 +58,8 @@ static struct { PyObject *member; PyObject *bytes; } member_cache[MEMBER_CACHE];
 #define ENUM_VALUE 2
 
 /* Import what put_value() needs; 0 done, -1 error. Called once, at module init. */
-static int
-encode_init(void)
+int
+blog_encode_init(void)
 {
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL)
@@ -201,66 +92,6 @@ encode_init(void)
         || str_key == NULL || str_utcoffset == NULL || str_tzname == NULL
         || !PyType_Check(DecimalType) || !PyType_Check(UUIDType) || !PyType_Check(ZoneInfoType))
         return -1;
-    return 0;
-}
-
-static int
-put_header(Buf *b, unsigned char fix, unsigned char t16, unsigned char t32, Py_ssize_t n)
-{
-    if (buf_reserve(b, 5) < 0) return -1;
-    if (n < 16) b->p[b->len++] = (char)(fix | n);
-    else if (n <= 0xffff) put_be(b, t16, n, 2);
-    else put_be(b, t32, n, 4);
-    return 0;
-}
-
-/* Room for the longest extension header (ext 32: c9, length, code), kept before a
- * payload whose length is known only once it is encoded. */
-#define EXT_ROOM 6
-
-/* The extension header of a payload of n bytes written at b->p[at + EXT_ROOM...]: the
- * payload moves back to right after it, as msgpack-python lays an ExtType out. */
-static void
-close_ext(Buf *b, Py_ssize_t at, int code)
-{
-    Py_ssize_t n = b->len - at - EXT_ROOM;
-    unsigned char h[EXT_ROOM];
-    int k = 0;
-    switch (n) {
-    case 1: h[k++] = 0xd4; break;
-    case 2: h[k++] = 0xd5; break;
-    case 4: h[k++] = 0xd6; break;
-    case 8: h[k++] = 0xd7; break;
-    case 16: h[k++] = 0xd8; break;
-    default:
-        if (n <= 0xff) { h[k++] = 0xc7; h[k++] = (unsigned char)n; }
-        else if (n <= 0xffff) { h[k++] = 0xc8; h[k++] = (unsigned char)(n >> 8);
-                                h[k++] = (unsigned char)n; }
-        else { h[k++] = 0xc9; for (int i = 3; i >= 0; i--) h[k++] = (unsigned char)(n >> (8 * i)); }
-    }
-    h[k++] = (unsigned char)code;
-    memmove(b->p + at + k, b->p + at + EXT_ROOM, n);
-    memcpy(b->p + at, h, k);
-    b->len = at + k + n;
-}
-
-static int
-open_ext(Buf *b, Py_ssize_t *at)
-{
-    if (buf_reserve(b, EXT_ROOM) < 0) return -1;
-    *at = b->len;
-    b->len += EXT_ROOM;
-    return 0;
-}
-
-/* Encode ints into an array: [a, b, ...]. */
-static int
-put_ints(Buf *b, const long long *v, int n)
-{
-    if (buf_reserve(b, 1) < 0) return -1;
-    b->p[b->len++] = (char)(0x90 | n);
-    for (int i = 0; i < n; i++)
-        if (put_int(b, v[i]) < 0) return -1;
     return 0;
 }
 
@@ -361,8 +192,9 @@ put_list(Buf *b, PyObject *v, int depth)
 /* An event's values: the array of them. Bit i of ``shown_by_repr`` says a !r or !a
  * placeholder, or one with a spec, shows value i: a zoneinfo datetime or a dataclass
  * there is the Python path's (its text may be kept), as is one past the 64th value. */
-static int
-put_args(Buf *b, PyObject *const *items, Py_ssize_t n, unsigned long long shown_by_repr)
+int
+blog_put_args(Buf *b, PyObject *const *items, Py_ssize_t n,
+              unsigned long long shown_by_repr)
 {
     if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -657,4 +489,45 @@ put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_v
     return 0;
 }
 
-#endif
+/* encode_values(values: tuple) -> bytes | None: the msgpack array of the values as the
+ * call paths encode them (None: not here, the Python path's). For the parity tests. */
+PyObject *
+blog_encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2 || !PyTuple_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "encode_values(values: tuple, shown_by_repr=0)");
+        return NULL;
+    }
+    PyObject *values = args[0];
+    unsigned long long shown = 0;
+    if (nargs == 2) {
+        shown = PyLong_AsUnsignedLongLongMask(args[1]);
+        if (shown == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+    }
+    Buf b = {NULL, 0, 0};
+    int r = blog_put_args(&b, ((PyTupleObject *)values)->ob_item, PyTuple_GET_SIZE(values), shown);
+    PyObject *out = r > 0 ? PyBytes_FromStringAndSize(b.p, b.len) : NULL;
+    PyMem_Free(b.p);
+    if (r < 0 && PyErr_ExceptionMatches(PyExc_MemoryError))
+        return NULL;
+    if (r <= 0) {            /* as the call paths do: anything else is the Python path's */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+/* use_registries(enum_types, record_types): blogformat.values.ENUM_TYPES and
+ * RECORD_TYPES, read by put_value(). */
+PyObject *
+blog_use_registries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "use_registries(enum_types: dict, record_types: dict)");
+        return NULL;
+    }
+    Py_XSETREF(enum_types, Py_NewRef(args[0]));
+    Py_XSETREF(record_types, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}

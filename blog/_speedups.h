@@ -1,0 +1,104 @@
+/* blog/_speedups.h: what the C files of blog's extension (blog._speedups) share.
+ *
+ * The extension is the hot path of a log call; the pure-Python code is the reference,
+ * and each C file is named after the module it mirrors:
+ *   _channel.c   blog/channel.py      a thread's Channel, the pushes, finding it per thread
+ *   _encode.c    blogformat/values.py argument values as msgpack (docs/format.md 7)
+ *   _logger.c    blog/logger.py       Method: a logger's level methods, by call site
+ *   _event.c     blog/event.py        EventCall: a function decorated with @blog.event
+ *   _stdlib.c    blog/stdlib.py       RecordHandler: BlogHandler.handle's common record
+ *   _summary.c   blog/summary.py      tally: a channel's events counted per source
+ *   _speedups.c  blog/accel.py        the module: its functions and types, context fields
+ * The buffer and msgpack writing are blogformat/_c's, shared with the reader's extension.
+ * What one file gives another is declared here, its name prefixed blog_.
+ */
+#ifndef BLOG_SPEEDUPS_H
+#define BLOG_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <limits.h>
+
+#include "mpwrite.h"
+
+/* Hidden from outside the shared object, what follows is called directly (no PLT), and
+ * the compiler may inline it within its own file, as it did when it was static. */
+#pragma GCC visibility push(hidden)
+
+/* ---- _channel.c ---------------------------------------------------------- */
+
+typedef struct Channel Channel;
+
+/* The calling thread's Channel for a session (a new reference), or NULL without an error
+ * if the thread has no C channel yet (the Python path makes one). */
+Channel *blog_thread_channel(PyObject *local, PyObject *key);
+/* The thread state dict's key of a session's local: "blog.channel:<id>". */
+PyObject *blog_thread_key(PyObject *local);
+/* [sid, delta, [args...]] with plain scalar args at `clock` (LLONG_MIN: now). 1 pushed,
+ * 0 not here (not plain, or past the limit: the Python path decides), -1 error. */
+int blog_push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
+                    long long clock);
+/* The values beyond the plain scalars, now (bit i of shown_by_repr: a !r placeholder shows
+ * value i); 0 if all are plain (refused for its size: the Python path decides). As above. */
+int blog_push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
+                   unsigned long long shown_by_repr);
+
+/* The call paths' push, now: plain scalars straight into the channel, else the values
+ * beyond them. As above. */
+static inline int
+push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
+          unsigned long long shown_by_repr)
+{
+    int r = blog_push_plain(self, sid, args, n, LLONG_MIN);
+    if (r != 0)
+        return r;
+    return blog_push_rich(self, sid, args, n, shown_by_repr);
+}
+
+PyObject *blog_forget_thread_channel(PyObject *module, PyObject *local);
+int blog_channel_init(PyObject *m);
+
+/* ---- _encode.c ----------------------------------------------------------- */
+
+/* An event's values: the array of them. 1 done, 0 not here (the Python path encodes
+ * them), -1 error; on 0 and -1 what was written is garbage. */
+int blog_put_args(Buf *b, PyObject *const *items, Py_ssize_t n,
+                  unsigned long long shown_by_repr);
+PyObject *blog_encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *blog_use_registries(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+int blog_encode_init(void);
+
+/* ---- _logger.c, _event.c, _stdlib.c, _summary.c ----------------------------- */
+
+int blog_logger_init(PyObject *m);
+int blog_event_init(PyObject *m);
+int blog_stdlib_init(PyObject *m);
+PyObject *blog_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* ---- _speedups.c: the module --------------------------------------------------- */
+
+/* Ready a type and add it to the module under `name`: 0, or -1 with an error. */
+int blog_add_type(PyObject *m, PyTypeObject *t, const char *name);
+
+/* blog.context.FIELDS once blog.context or blog.bind was first used, else NULL: until
+ * then the call paths do not look at it (an application without context pays nothing). */
+extern PyObject *blog_context_var;
+
+/* 1 if fields are in context now (the call takes the Python path, which adds them),
+ * 0 if none, -1 on error. */
+static inline int
+in_context(void)
+{
+    if (blog_context_var == NULL)
+        return 0;
+    PyObject *v;
+    if (PyContextVar_Get(blog_context_var, Py_None, &v) < 0)
+        return -1;
+    int r = v != Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,294 @@
+/* bread/_batches.c: events as columns, its twin bread/batches.py: a row per event (clock,
+ * time, ids, the message, the args and fields as JSON as bread.export.value_json writes
+ * them), and gather(), a call site's or writer's property per row.
+ */
+#include "_speedups.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- JSON of values, as bread.export.value_json writes it ------------------ */
+
+/* A JSON string of UTF-8 text, escaped as Python's json does with ensure_ascii=False. */
+static int
+put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (buf_reserve(o, n + 2) < 0) return -1;
+    o->p[o->len++] = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            if (buf_reserve(o, 1) < 0) return -1;
+            o->p[o->len++] = (char)c;
+            continue;
+        }
+        char tmp[8];
+        int k;
+        switch (c) {
+        case '"': k = snprintf(tmp, sizeof tmp, "\\\""); break;
+        case '\\': k = snprintf(tmp, sizeof tmp, "\\\\"); break;
+        case '\n': k = snprintf(tmp, sizeof tmp, "\\n"); break;
+        case '\r': k = snprintf(tmp, sizeof tmp, "\\r"); break;
+        case '\t': k = snprintf(tmp, sizeof tmp, "\\t"); break;
+        case '\b': k = snprintf(tmp, sizeof tmp, "\\b"); break;
+        case '\f': k = snprintf(tmp, sizeof tmp, "\\f"); break;
+        default: k = snprintf(tmp, sizeof tmp, "\\u%04x", c);
+        }
+        if (buf_put(o, tmp, k) < 0) return -1;
+    }
+    if (buf_reserve(o, 1) < 0) return -1;
+    o->p[o->len++] = '"';
+    return 0;
+}
+
+#define SAFE_INT (1LL << 53)
+
+/* 1 written, 0 Python must write it ($-objects, surrogates), -1 error. */
+static int
+put_json_value(Buf *o, const Val *v)
+{
+    switch (v->kind) {
+    case V_NIL: return buf_put(o, "null", 4) < 0 ? -1 : 1;
+    case V_TRUE: return buf_put(o, "true", 4) < 0 ? -1 : 1;
+    case V_FALSE: return buf_put(o, "false", 5) < 0 ? -1 : 1;
+    case V_INT:
+        if (v->i < -SAFE_INT || v->i > SAFE_INT) return 0;
+        return buf_int(o, v->i) < 0 ? -1 : 1;
+    case V_STR:
+        if (v->surrogates) return 0;
+        return put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
+    case V_F64:
+        if (!isfinite(v->d)) return 0;
+        return bread_put_value(o, v);
+    default: return 0;   /* V_UINT (beyond 53 bits), rich values */
+    }
+}
+
+/* The args and fields columns of an event: [positional...] and {name: value...}.
+ * 1 written, 0 Python must write them, -1 error. */
+static int
+put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
+{
+    PyObject *names = src->names;
+    Py_ssize_t nn = names != NULL ? PyTuple_GET_SIZE(names) : 0;
+    Py_ssize_t npos = nn && nargs >= nn ? nargs - nn : nargs;
+    if (buf_put(ja, "[", 1) < 0) return -1;
+    for (Py_ssize_t i = 0; i < npos; i++) {
+        if (i && buf_put(ja, ",", 1) < 0) return -1;
+        int r = put_json_value(ja, &args[i]);
+        if (r <= 0) return r;
+    }
+    if (buf_put(ja, "]", 1) < 0 || buf_put(jf, "{", 1) < 0) return -1;
+    if (npos < nargs) {
+        for (Py_ssize_t j = 0; j < nn; j++) {
+            PyObject *name = PyTuple_GET_ITEM(names, j);
+            for (Py_ssize_t k = 0; k < j; k++)   /* a name given twice: Python's dict */
+                if (PyUnicode_Compare(name, PyTuple_GET_ITEM(names, k)) == 0) return 0;
+            Py_ssize_t len;
+            const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &len) : NULL;
+            if (u == NULL) { PyErr_Clear(); return 0; }
+            if ((j && buf_put(jf, ",", 1) < 0)
+                || put_json_text(jf, (const unsigned char *)u, len) < 0
+                || buf_put(jf, ":", 1) < 0)
+                return -1;
+            int r = put_json_value(jf, &args[npos + j]);
+            if (r <= 0) return r;
+        }
+    }
+    return buf_put(jf, "}", 1) < 0 ? -1 : 1;
+}
+
+/* Columns mode: one row per event, appended to the column buffers. 1 done,
+ * 0 the rest of the frame is Python's (a time beyond 64 bits), -1 error. */
+int
+bread_column_event(Renderer *self, long long wid, long long sid, long long clock, const Val *args,
+                   Py_ssize_t nargs, int simple, const unsigned char *ev, Py_ssize_t evlen)
+{
+    long long ns;
+    if (!event_ns(self, clock, &ns)) return 0;
+    Source *src = sid >= 0 && sid < MAX_IDS ? self->sources[sid] : NULL;
+    Writer *w = wid >= 0 && wid < MAX_IDS ? &self->writers[wid] : NULL;
+    Buf *m = &self->col[C_MSG], *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
+    Py_ssize_t start = m->len, astart = ja->len, fstart = jf->len;
+    int r = src != NULL && w != NULL && w->name != NULL;
+    if (r && self->want_message)
+        r = simple ? bread_put_message(m, src, args, nargs) : 0;
+    if (r > 0 && self->want_json)
+        r = simple ? put_json_args(ja, jf, src, args, nargs) : 0;
+    if (r < 0) return -1;
+    if (r == 0) {   /* Python: the texts, and the count of unknown sources and writers */
+        m->len = start;
+        ja->len = astart;
+        jf->len = fstart;
+        PyObject *texts = PyObject_CallFunction(self->message_fallback, "y#LL", (const char *)ev,
+                                                evlen, wid, clock);
+        if (texts == NULL) return -1;
+        if (texts == Py_None) {   /* left out by the filter: no row */
+            Py_DECREF(texts);
+            return 1;
+        }
+        if (!PyTuple_Check(texts) || PyTuple_GET_SIZE(texts) != 3
+            || !PyBytes_Check(PyTuple_GET_ITEM(texts, 0))
+            || !PyBytes_Check(PyTuple_GET_ITEM(texts, 1))
+            || !PyBytes_Check(PyTuple_GET_ITEM(texts, 2))) {
+            Py_DECREF(texts);
+            PyErr_SetString(PyExc_TypeError,
+                            "message_fallback must return None or (message, args, fields) bytes");
+            return -1;
+        }
+        Buf *to[3] = {m, ja, jf};
+        int rc = 0;
+        for (int k = 0; k < 3 && rc == 0; k++) {
+            PyObject *b = PyTuple_GET_ITEM(texts, k);
+            if (k == 0 ? self->want_message : self->want_json)
+                rc = buf_put(to[k], PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
+        }
+        Py_DECREF(texts);
+        if (rc < 0) return -1;
+    }
+    long long row[4] = {clock, ns, sid, wid};
+    for (int k = 0; k < 4; k++)
+        if (buf_put(&self->col[k], &row[k], sizeof(long long)) < 0) return -1;
+    long long ends[3] = {m->len, ja->len, jf->len};
+    if (buf_put(&self->col[C_MSGOFF], &ends[0], sizeof(long long)) < 0
+        || buf_put(&self->col[C_ARGSOFF], &ends[1], sizeof(long long)) < 0
+        || buf_put(&self->col[C_FIELDSOFF], &ends[2], sizeof(long long)) < 0)
+        return -1;
+    self->rows++;
+    return 1;
+}
+
+/* take_columns() -> (rows, clock, ns, source id, writer id, message data,
+ * message offsets, args data, offsets, fields data, offsets): int64
+ * native-endian buffers, the text columns' UTF-8 and their offsets (rows + 1 of
+ * them, the first 0); the buffers start afresh. */
+PyObject *
+bread_take_columns(Renderer *self, PyObject *unused)
+{
+    PyObject *r = PyTuple_New(1 + C_NCOLS);
+    if (r == NULL) return NULL;
+    PyObject *rows = PyLong_FromSsize_t(self->rows);
+    if (rows == NULL) { Py_DECREF(r); return NULL; }
+    PyTuple_SET_ITEM(r, 0, rows);
+    for (int k = 0; k < C_NCOLS; k++) {
+        Buf *b = &self->col[k];
+        PyObject *v;
+        if (IS_OFFSETS(k)) {
+            v = PyBytes_FromStringAndSize(NULL, b->len + (Py_ssize_t)sizeof(long long));
+            if (v != NULL) {
+                memset(PyBytes_AS_STRING(v), 0, sizeof(long long));
+                if (b->len) memcpy(PyBytes_AS_STRING(v) + sizeof(long long), b->p, b->len);
+            }
+        }
+        else
+            v = PyBytes_FromStringAndSize(b->p ? b->p : "", b->len);
+        if (v == NULL) { Py_DECREF(r); return NULL; }
+        PyTuple_SET_ITEM(r, 1 + k, v);
+    }
+    for (int k = 0; k < C_NCOLS; k++) self->col[k].len = 0;
+    self->rows = 0;
+    return r;
+}
+
+/* gather(ids, table, default, text) -> (values, offsets, validity) or None: the
+ * column of a call site's or a writer's property for each row, its id in ids
+ * (native int64s); table maps an id to the value (text: UTF-8 bytes; else an
+ * int within 64 bits), or None for a null; an id not in table takes default.
+ * text: values are the UTF-8 data and offsets int32 (rows + 1), None if the
+ * data would not fit 31 bits; else values are int64s and offsets None.
+ * validity is Arrow's bitmap, None without a null. */
+#define GATHER_CACHE 256
+PyObject *
+bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyDict_Check(a[1])) {
+        PyErr_SetString(PyExc_TypeError, "gather(ids, table: dict, default, text)");
+        return NULL;
+    }
+    int text = PyObject_IsTrue(a[3]);
+    if (text < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(a[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t n = view.len / (Py_ssize_t)sizeof(long long);
+    const unsigned char *ids = view.buf;
+    struct { long long id; PyObject *v; int used; } cache[GATHER_CACHE];
+    memset(cache, 0, sizeof cache);
+    Buf data = {0}, offs = {0}, valid = {0};
+    PyObject *res = NULL;
+    int nulls = 0;
+    if (buf_reserve(&valid, (n + 7) / 8 + 1) < 0) goto done;
+    memset(valid.p, 0xff, (size_t)((n + 7) / 8 + 1));
+    valid.len = (n + 7) / 8;
+    if (text) {
+        int zero = 0;
+        if (buf_reserve(&offs, (n + 1) * (Py_ssize_t)sizeof(int)) < 0
+            || buf_put(&offs, &zero, sizeof zero) < 0)
+            goto done;
+    }
+    else if (buf_reserve(&data, n * (Py_ssize_t)sizeof(long long)) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long id;
+        memcpy(&id, ids + i * sizeof(long long), sizeof id);
+        unsigned slot = (unsigned)((unsigned long long)id % GATHER_CACHE);
+        PyObject *v;
+        if (cache[slot].used && cache[slot].id == id)
+            v = cache[slot].v;
+        else {
+            PyObject *key = PyLong_FromLongLong(id);
+            if (key == NULL) goto done;
+            v = PyDict_GetItemWithError(a[1], key);   /* borrowed: the dict outlives the call */
+            Py_DECREF(key);
+            if (v == NULL) {
+                if (PyErr_Occurred()) goto done;
+                v = a[2];
+            }
+            if (v != Py_None && (text ? !PyBytes_Check(v) : !PyLong_Check(v))) {
+                PyErr_SetString(PyExc_TypeError, text ? "gather: values must be bytes or None"
+                                                      : "gather: values must be int or None");
+                goto done;
+            }
+            cache[slot].id = id;
+            cache[slot].v = v;
+            cache[slot].used = 1;
+        }
+        if (v == Py_None) {
+            valid.p[i >> 3] &= (char)~(1 << (i & 7));
+            nulls = 1;
+        }
+        if (text) {
+            if (v != Py_None) {
+                if (PyBytes_GET_SIZE(v) > INT32_MAX - data.len) {   /* beyond Arrow's string */
+                    res = Py_NewRef(Py_None);
+                    goto done;
+                }
+                if (buf_put(&data, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0) goto done;
+            }
+            int end = (int)data.len;
+            if (buf_put(&offs, &end, sizeof end) < 0) goto done;
+        }
+        else {
+            long long x = 0;
+            if (v != Py_None) {
+                x = PyLong_AsLongLong(v);
+                if (x == -1 && PyErr_Occurred()) goto done;
+            }
+            if (buf_put(&data, &x, sizeof x) < 0) goto done;
+        }
+    }
+    PyObject *d = PyBytes_FromStringAndSize(data.p ? data.p : "", data.len);
+    PyObject *o = text ? PyBytes_FromStringAndSize(offs.p, offs.len) : Py_NewRef(Py_None);
+    PyObject *va = nulls ? PyBytes_FromStringAndSize(valid.p, valid.len) : Py_NewRef(Py_None);
+    if (d != NULL && o != NULL && va != NULL)
+        res = PyTuple_Pack(3, d, o, va);
+    Py_XDECREF(d);
+    Py_XDECREF(o);
+    Py_XDECREF(va);
+done:
+    PyBuffer_Release(&view);
+    PyMem_Free(data.p);
+    PyMem_Free(offs.p);
+    PyMem_Free(valid.p);
+    return res;
+}

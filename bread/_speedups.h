@@ -1,0 +1,197 @@
+/* bread/_speedups.h: what the C files of bread's extension (bread._speedups) share.
+ *
+ * The extension does the per-event work of reading; the pure-Python code is the reference,
+ * and each C file is named after the module it mirrors:
+ *   _native.c    bread/native.py   the Renderer: its tables of call sites, writers and sync
+ *   _decode.c    blogformat/entries.py (decode_events)  the walk over one events frame
+ *   _lines.c     bread/lines.py, bread/render.py  an event as a text line
+ *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
+ *   _batches.c   bread/batches.py  an event as a row of columns; gather()
+ *   _speedups.c  bread/accel.py    the module
+ * The buffer and msgpack reading are blogformat/_c's, shared with the writer's extension.
+ * What one file gives another is declared here, its name prefixed bread_.
+ */
+#ifndef BREAD_SPEEDUPS_H
+#define BREAD_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* The reader's buffers hold whole frames' text: they start larger than the writer's. */
+#define BUF_FIRST (1 << 16)
+#include "buf.h"
+#include "mpread.h"
+
+/* ---- the Renderer's tables (_native.c) -------------------------------------- */
+
+/* Event format items (bytes literal, or a code rendered per event). */
+enum { IT_LIT = 0, IT_DATE = 'd', IT_UTC = 'u', IT_CLOCK = 'r', IT_MSG = 'm',
+       IT_WNAME = 'n', IT_WID = 't' };
+/* Message items. */
+enum { MI_LIT = 0, MI_POS = 1, MI_FIELD = 2 };
+
+typedef struct { int code; Py_ssize_t index; const char *s; Py_ssize_t n; } Item;
+
+typedef struct {
+    Item *items; Py_ssize_t nitems;      /* the event format, this source's constants baked in */
+    Item *msg; Py_ssize_t nmsg;          /* the message template; NULL: Python renders it */
+    Py_ssize_t nnames;                   /* keyword fields at the end of args */
+    PyObject *obj;                       /* the EventSource (borrowed: `keep` owns it), or NULL */
+    PyObject *names;                     /* its field_names, a tuple of str, or NULL */
+    int skip;                            /* the filter leaves out every event of this source */
+    const char *pre, *post;              /* around each line, not escaped (colour), or NULL */
+    Py_ssize_t npre, npost;
+} Source;
+
+typedef struct {
+    const char *name; Py_ssize_t nname; const char *id; Py_ssize_t nid;
+    PyObject *obj;                       /* the WriterProp (borrowed: `keep` owns it), or NULL */
+    int skip;                            /* the filter leaves out every event of this writer */
+} Writer;
+
+#define MAX_IDS 65536
+#define MAX_ARGS 32
+#define MAX_N 8
+
+/* A date rendered for one second, with the places where %N goes. */
+typedef struct {
+    int valid;
+    long long secs;
+    char text[256];
+    Py_ssize_t len;
+    Py_ssize_t at[MAX_N];
+    int nat;
+} DateCache;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *keep;              /* dict: per source, writer and sync, what the tables point
+                                    into (3*id, 3*id+1, -1); emptied by reset() */
+    PyObject *date_hold;         /* list: what the date format's items point into */
+    Source **sources;            /* by id, < MAX_IDS */
+    Writer *writers;             /* by id, < MAX_IDS; name NULL: unknown */
+    Item *date; Py_ssize_t ndate;
+    long long clock_value, frequency, ns0;
+    long long tz_offset;
+    const char *tz_name; Py_ssize_t ntz;
+    DateCache local, utc;
+    PyObject *fallback;          /* fallback(event bytes, writer id, clock) -> bytes */
+    int escape;
+    Buf out;
+    Py_ssize_t max_out;          /* bytes of text per render() call, about */
+    /* the frame being rendered */
+    PyObject *payload;
+    Py_buffer view;
+    Rd rd;                       /* the next event */
+    long long wid, prev, left;   /* its writer, the previous clock, events left */
+    long long rendered;          /* events of the frame rendered so far */
+    int state;
+    /* the filter's time window: events with since <= time < until */
+    long long since, until;
+    int windowed;
+    /* events mode */
+    PyObject *event_type;        /* bread.Event; its slots are at these offsets: */
+    Py_ssize_t off[11];          /* source, writer_prop, clock, ns, tz, args, fields, _texts,
+                                    _message, offset, origin */
+    PyObject *origin;            /* the Origin of the events of this call */
+    PyObject *event_fallback;    /* event_fallback(event bytes, writer id, clock) -> Event */
+    PyObject *tz;                /* the zone of the sync in force (borrowed: `keep`) */
+    PyObject *utc_tz;            /* the default sync's zone */
+    PyObject *empty_texts;       /* {}: the captured texts of an event that has none */
+    PyObject *events;            /* the list events() returns */
+    PyObject *frame_offset;      /* int: the offset of the frame being read */
+    /* keys of the events kept, for the sorted merge (keyed(), events() with want_keys) */
+    Buf keys;
+    int want_keys;
+    /* columns mode */
+    Buf col[10];                 /* clock, ns, source id, writer id (int64), message data,
+                                    offsets; args JSON, offsets; fields JSON, offsets */
+    int want_json;               /* columns(): the args and fields columns too */
+    Py_ssize_t rows, max_rows;
+    int want_message;
+    PyObject *message_fallback;  /* message_fallback(event bytes, writer id, clock) -> bytes */
+} Renderer;
+
+enum { C_CLOCK = 0, C_NS = 1, C_SID = 2, C_WID = 3, C_MSG = 4, C_MSGOFF = 5, C_ARGS = 6,
+       C_ARGSOFF = 7, C_FIELDS = 8, C_FIELDSOFF = 9, C_NCOLS = 10 };
+#define IS_OFFSETS(k) ((k) == C_MSGOFF || (k) == C_ARGSOFF || (k) == C_FIELDSOFF)
+
+/* Longest message rendered here, in bytes; a longer one is Python's to cut
+ * (blogformat.placeholders.MAX_MESSAGE characters, never more than as many bytes). */
+#define MAX_MESSAGE (1 << 20)
+
+/* Where render() is in the frame it was given. */
+enum { ST_DONE = 0, ST_MORE = 1, ST_PYTHON = 2 };
+
+/* Python's floor division of a by b > 0. */
+static inline __int128
+floordiv(__int128 a, long long b)
+{
+    __int128 q = a / b;
+    if ((a % b) != 0 && a < 0) q -= 1;
+    return q;
+}
+
+/* The wall time of `clock` in ns since the epoch (docs/format.md 4.3): 1, or 0
+ * if it does not fit in 64 bits. */
+static inline int
+event_ns(Renderer *self, long long clock, long long *out)
+{
+    long long ns;
+    if (self->frequency == 1000000000LL) {   /* blog's clock: ns since the epoch */
+        if (__builtin_sub_overflow(clock, self->clock_value, &ns)
+            || __builtin_add_overflow(ns, self->ns0, &ns))
+            return 0;
+    }
+    else {
+        __int128 t = floordiv(((__int128)clock - self->clock_value) * 1000000000,
+                              self->frequency) + self->ns0;
+        if (t > LLONG_MAX || t < LLONG_MIN) return 0;
+        ns = (long long)t;
+    }
+    *out = ns;
+    return 1;
+}
+
+/* ---- what each file gives the others ---------------------------------------- */
+
+/* Hidden from outside the shared object, what follows is called directly (no PLT), and
+ * the compiler may inline it within its own file, as it did when it was static. */
+#pragma GCC visibility push(hidden)
+
+/* _decode.c: render(), columns() and events() walk a frame (columns: 0 text, 1 columns,
+ * 2 Events), then see state; frame_release() lets go of the frame. */
+PyObject *bread_walk(Renderer *self, PyObject *arg, int columns);
+void bread_frame_release(Renderer *self);
+
+/* _lines.c: one event as a text line (1 done, 0 Python must render it, -1 error; on 0
+ * the buffer is as it was); its message; one value's text; repr() of the common floats
+ * (1 written, 0 not such a float, -1 error). */
+int bread_render_event(Renderer *self, long long wid, long long sid, long long clock,
+                       const Val *args, Py_ssize_t nargs, int simple);
+int bread_put_message(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs);
+int bread_put_value(Buf *o, const Val *v);
+int bread_put_short_float(Buf *o, double d);
+
+/* _events.c: one event as an Event (1 done, 0 Python must make it, -1 error); the offset
+ * of a slot of a class; message(); the module's MessageGetter type. */
+int bread_event_object(Renderer *self, long long wid, long long sid, long long clock,
+                       const Val *args, Py_ssize_t nargs, int simple);
+int bread_slot_offset(PyObject *type, const char *name, Py_ssize_t *off);
+PyObject *bread_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
+int bread_events_init(PyObject *m);
+
+/* _batches.c: one event as a row (1 done, 0 the rest of the frame is Python's, -1 error);
+ * Renderer.take_columns(); gather(). */
+int bread_column_event(Renderer *self, long long wid, long long sid, long long clock,
+                       const Val *args, Py_ssize_t nargs, int simple,
+                       const unsigned char *ev, Py_ssize_t evlen);
+PyObject *bread_take_columns(Renderer *self, PyObject *unused);
+PyObject *bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
+
+/* _native.c: the module's Renderer type. */
+int bread_native_init(PyObject *m);
+
+#pragma GCC visibility pop
+
+#endif

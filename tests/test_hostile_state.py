@@ -84,15 +84,20 @@ def _victims(root: str) -> tuple[str, str]:
     outside = os.path.join(root, "outside")
     os.mkdir(outside)
     victim = os.path.join(outside, "victim.blog")
-    s = blog.Session(name="victim")
-    out = blog.FileOutputStream(victim)
-    for i in range(50):
-        s.get_logger("v").info("victim {}", i)
-    s.consume(out)
-    out.close()
+    _log_to(victim, "victim", 50)
     with open(os.path.join(outside, "passwd"), "w") as f:
         f.write("root:x:0:0::/root:/bin/sh\n")
     return outside, victim
+
+
+def _log_to(path: str, word: str, n: int) -> None:
+    """``n`` events ``"<word> <i>"`` written to the file ``path`` by a session of its own."""
+    s = blog.Session(name=word)
+    out = blog.FileOutputStream(path)
+    for i in range(n):
+        s.get_logger(word).info(word + " {}", i)
+    s.consume(out)
+    out.close()
 
 
 def _copy(dead_writer: str, root: str) -> str:
@@ -608,12 +613,7 @@ def test_a_cut_never_takes_another_processs_stream(tmp_path):
     # Proves: a recorded write that would begin at another process's stream (its header
     # names another pid) is not cut, whatever length it claims.
     path = str(tmp_path / "app.blog")
-    s = blog.Session(name="other")
-    out = blog.FileOutputStream(path)
-    for i in range(30):
-        s.get_logger("o").info("other {}", i)
-    s.consume(out)
-    out.close()
+    _log_to(path, "other", 30)
     _killed(path)
     meta = _control_file(path)
     st = os.stat(path)

@@ -354,7 +354,6 @@ def _is_literal(fmt: str, code: Any) -> bool:
     return False
 
 
-# Stands in for the caller's frame when there is none (a call from C code).
-# What the slow path reads of a frame, where there is none (an embedded interpreter's C call).
+# What the slow path reads of a frame, where there is none (a call from C code).
 _NO_FRAME = cast(FrameType, SimpleNamespace(f_code=compile("", "<unknown>", "exec"), f_lasti=-1,
                                             f_lineno=0))

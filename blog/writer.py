@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Sequence
 
 from blogformat.entries import MAX_EVENT_PREFIX, WriterProp
 from blogformat.placeholders import Template
-from blogformat.values import all_plain
 
 from .capture import cut, encode_values
 from .channel import new_channel
@@ -84,9 +83,10 @@ class SessionWriter:
     def push_event(self, sid: int, clock: int, tpl: Template | None, values: tuple,
                    field_names: Sequence[str]) -> None:
         """Queue an event of the Python path: plain values straight into the channel,
-        anything else encoded (and captured) now. An event larger than a whole channel
-        is logged with its largest values cut, each marked (``blog.capture.cut``)."""
-        if not (all_plain(values) and self.channel.push_values(sid, clock, values)):
+        anything else encoded (and captured) now: the channel refuses a value not of
+        exactly a plain type, as both twins do. An event larger than a whole channel is
+        logged with its largest values cut, each marked (``blog.capture.cut``)."""
+        if not self.channel.push_values(sid, clock, values):
             nelems, tail = encode_values(tpl, values, field_names,
                                          self.session.keep_source_lines)
             if len(tail) + MAX_EVENT_PREFIX > self.channel.capacity:

@@ -94,3 +94,16 @@ def run_cli(argv, capsys) -> tuple[int, str, str]:
     code = cli.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def abandon(cb) -> None:
+    """A ``blog.crashbuf.CrashBuffer`` as if its process died: its lock goes, its files
+    stay (what a recovery then finds). Reaches into its state: there is no public way to
+    die."""
+    import os
+    for slot in cb._slots.values():
+        slot.map.flush()
+    cb.closed = True
+    cb._words.release()
+    cb._ctl.close()           # (an mmap holds a descriptor of its own: the lock with it)
+    os.close(cb._fd)

@@ -29,7 +29,7 @@ import bread
 from blog.crashbuf import CTL, CrashBuffer, buffer_directory
 from blogformat.crashfiles import recover
 
-from helpers import fresh_signals, python_child
+from helpers import abandon, fresh_signals, python_child
 
 TRIALS = int(os.environ.get("CRASH_TRIALS", 50))   # per run: the suite runs on both paths
 THREADS = 4
@@ -317,14 +317,7 @@ def test_a_write_cut_by_the_kill_is_cut_off_and_its_events_recovered_once(tmp_pa
     assert r.damage == []
 
 
-def _abandon(cb: CrashBuffer) -> None:
-    """As if the process died: its lock goes, its files stay."""
-    for slot in cb._slots.values():
-        slot.map.flush()
-    cb.closed = True
-    cb._words.release()
-    cb._ctl.close()           # (an mmap holds a descriptor of its own: the lock with it)
-    os.close(cb._fd)
+_abandon = abandon
 
 
 def test_the_c_and_python_channels_mirror_the_same_bytes(tmp_path, monkeypatch):

@@ -30,7 +30,7 @@ from blog.crashbuf import CTL, buffer_directory
 from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
                                    UnsafeBufferDirectory, recover)
 
-from helpers import python_child, run_python
+from helpers import abandon, python_child, run_python
 
 EVENTS = 200      # what the dead writer logged and never wrote (two threads, 100 each)
 
@@ -403,19 +403,7 @@ def test_recover_refuses_an_unsafe_directory_before_reading_it(dead_writer, tmp_
 def closed_set(tmp_path_factory) -> str:
     """A directory holding a rotated set of six closed files (300 events, each args unique),
     all last written an hour ago (a template: copy it, never change it)."""
-    d = str(tmp_path_factory.mktemp("set"))
-    s = blog.Session(name="w")
-    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1500)
-    log = s.get_logger("x")
-    for k in range(6):
-        for i in range(50):
-            log.info("e {} {}", k, i)
-        s.consume(rf)
-    rf.close()
-    t = os.path.getmtime(d) - 3600
-    for n in os.listdir(d):
-        os.utime(os.path.join(d, n), (t, t), follow_symlinks=False)
-    return d
+    return _set_dir(tmp_path_factory.mktemp("set"), files=6)
 
 
 def _args(directory: str) -> list[tuple]:
@@ -531,12 +519,7 @@ def _killed(path: str, own: str | None = None, threads: int = 1, before: int = 0
             t = threading.Thread(target=work)
             t.start()
             t.join()
-    for slot in cb._slots.values():       # as if killed: the lock goes, the files stay
-        slot.map.flush()
-    cb.closed = True
-    cb._words.release()
-    cb._ctl.close()
-    os.close(cb._fd)
+    abandon(cb)                           # as if killed: the lock goes, the files stay
     stream.close()
     return stream.path
 
@@ -576,12 +559,7 @@ def test_a_dead_processs_own_pid_file_is_recovered_into_once(tmp_path, name):
             raise SystemExit("killed")
     with pytest.raises(SystemExit):
         s.consume(Whole())
-    for slot in cb._slots.values():
-        slot.map.flush()
-    cb.closed = True
-    cb._words.release()
-    cb._ctl.close()
-    os.close(cb._fd)
+    abandon(cb)
     stream.close()
     said: list[str] = []
     assert _recover_into(path, said) == [] and said == []
@@ -719,7 +697,8 @@ def test_a_buffer_directory_replaced_after_its_check_changes_nothing_elsewhere(
 
 
 def _set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:
-    """A directory with a closed set of ``files`` files of 50 events each, an hour old."""
+    """A directory ``tmp_path/name`` with a closed set of ``files`` files of 50 events each
+    (each event's args unique), all last written an hour ago."""
     d = str(tmp_path / name)
     os.mkdir(d)
     s = blog.Session(name="w")

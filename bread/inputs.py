@@ -181,6 +181,8 @@ class GzipInput:
                     self._inflate(chunk[k:k + _PIECE])
                 except zlib.error as exc:
                     self._eof = True
+                    if self._first_piece:      # what came before the damage, in it
+                        self._salvage(chunk[k:k + _PIECE])
                     # Nothing came out of the first piece: it was never gzip (bytes that
                     # only looked like its header), if the file can go back.
                     if (self.pos == 0 and not self._buf and self._start is not None
@@ -194,6 +196,16 @@ class GzipInput:
         del self._buf[:want]
         self.pos += len(out)
         return out
+
+    def _salvage(self, piece: bytes) -> None:
+        """The first piece failed: inflate it again from its start in small steps, keeping
+        what came out before the damage (zlib gives nothing of a call that fails)."""
+        d = zlib.decompressobj(31)
+        try:
+            for j in range(0, len(piece), 64):
+                self._buf += d.decompress(piece[j:j + 64])
+        except zlib.error:
+            pass
 
     def _inflate(self, chunk: bytes) -> None:
         self._first_piece = not self._fed_any

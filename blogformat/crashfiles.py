@@ -354,10 +354,16 @@ def _open_member(log_path: str, dev: int, ino: int, pid: int | None) -> LockedFi
     path = _find(os.path.dirname(log_path) or ".", dev, ino)
     if path is None or not _log_file(log_path, os.path.basename(path), pid):
         return None               # gone (its inode may be another file's now)
-    try:
-        f = LockedFile(path, found=True)
-    except OSError:               # a live writer has it (this caller's stream, say)
-        return None
+    for _ in range(20):
+        try:
+            f = LockedFile(path, found=True)
+            break
+        except BlockingIOError:   # a live writer has it, or a housekeeper's probe of its
+            time.sleep(0.005)     # lock (is_locked) holds it for an instant: tried again
+        except OSError:
+            return None
+    else:
+        return None               # a live writer has it (this caller's stream, say)
     st = os.fstat(f.fd)
     if (st.st_dev, st.st_ino) != (dev, ino):
         f.close()                 # renamed over meanwhile

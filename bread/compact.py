@@ -50,7 +50,7 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, B
                                 ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
                                 Metadata, RecordType, Summary, TypeTable, WriterProp,
                                 header_payload, metadata_frames, text_size)
-from blogformat.values import may_hold_described, renumber
+from blogformat.valuedecoding import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 from blogstore import catalog, manifest

@@ -28,7 +28,7 @@ demo: $(VENV)/.installed
 # even when one before it failed; the rule fails if any did.
 test: $(VENV)/.installed
 	status=0; \
-	$(PY) -m mypy blog bread blogformat || status=1; \
+	$(PY) -m mypy blog bread blogformat blogstore || status=1; \
 	$(PY) -m pytest -q || status=1; \
 	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q || status=1; \
 	exit $$status

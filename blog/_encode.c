@@ -1,9 +1,9 @@
-/* blog/_encode.c: argument values as msgpack, byte for byte as blogformat/values.py
+/* blog/_encode.c: argument values as msgpack, byte for byte as blogformat/valueencoding.py
  * encodes them (docs/format.md 7), for the C fast path (blog/_channel.c's pushes).
  *
  * The plain scalars (None, bool, int within 64 bits, float, str without lone surrogates,
  * bytes) are blogformat/_c/mpwrite.h's put_scalar. put_value() adds the values whose text
- * a reader derives from the value itself (blogformat.values.reproducible), so that an
+ * a reader derives from the value itself (blogformat.valueencoding.reproducible), so that an
  * event of them needs no texts map: list, tuple, dict, set, frozenset (of such values,
  * nested up to MAX_NEST), naive or UTC datetime and time, a datetime in a zoneinfo zone
  * (at the top of an argument that no !r or !a placeholder shows), date, timedelta, Decimal
@@ -40,11 +40,11 @@ static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
  * the last zone met with its key. */
 static PyObject *zone_utcoffset, *zone_tzname, *last_zone, *last_key;
 static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname, *str_name_, *str_value_;
-/* blogformat.values.ENUM_TYPES: enum class -> (type name, style, {member name: described
+/* blogformat.valueencoding.ENUM_TYPES: enum class -> (type name, style, {member name: described
  * id}), filled by the Python path the first time it meets a class, and a member (set by
  * use_registries: NULL until then). */
 static PyObject *enum_types;
-/* blogformat.values.RECORD_TYPES: dataclass or named tuple class -> (type name, repr name
+/* blogformat.valueencoding.RECORD_TYPES: dataclass or named tuple class -> (type name, repr name
  * or None, field names, shown mask, is a named tuple, field access, described id). */
 static PyObject *record_types;
 /* The encodings of the enum members met last, by address (direct-mapped): a member's
@@ -95,7 +95,7 @@ blog_encode_init(void)
     return 0;
 }
 
-/* [offset_us, tzname, key] of a datetime in a zoneinfo zone, as values._tz writes it;
+/* [offset_us, tzname, key] of a datetime in a zoneinfo zone, as valueencoding._tz writes it;
  * nil if its utcoffset is None. 1 done, 0 not here, -1 error. */
 static int
 put_zone(Buf *b, PyObject *tz, PyObject *dt)
@@ -137,7 +137,7 @@ put_zone(Buf *b, PyObject *tz, PyObject *dt)
         else if (buf_reserve(b, 1) < 0)
             r = -1;
         else
-            b->p[b->len++] = (char)0xc0;     /* not a str: nil, as values._tz writes it */
+            b->p[b->len++] = (char)0xc0;     /* not a str: nil, as valueencoding._tz writes it */
     }
 done:
     Py_DECREF(name);
@@ -145,7 +145,7 @@ done:
     return r;
 }
 
-/* tz of a datetime or time: nil if naive, [0, nil, nil] for UTC (as values._tz writes the
+/* tz of a datetime or time: nil if naive, [0, nil, nil] for UTC (as valueencoding._tz writes the
  * timezone.utc singleton), a zoneinfo zone's if ``zone`` (a datetime allowed one); 1 done,
  * 0 any other zone (the Python path), -1 error. */
 static int
@@ -208,7 +208,7 @@ blog_put_args(Buf *b, PyObject *const *items, Py_ssize_t n,
     return 1;
 }
 
-/* [described id, field values...] (extension 16), as blogformat.values encodes a class of
+/* [described id, field values...] (extension 16), as blogformat.valueencoding encodes a class of
  * RECORD_TYPES (its field names and repr are in its description, written once). */
 static int
 put_record(Buf *b, PyObject *v, PyObject *info, int depth)
@@ -220,7 +220,7 @@ put_record(Buf *b, PyObject *v, PyObject *info, int depth)
     if (tid == -1 && PyErr_Occurred()) return -1;
     PyObject *names = PyTuple_GET_ITEM(info, 2);
     int is_tuple = PyTuple_GET_ITEM(info, 4) == Py_True;
-    /* How its fields are read (blogformat.values.FIELDS_IN_*): 0 where that could run
+    /* How its fields are read (blogformat.valueencoding.FIELDS_IN_*): 0 where that could run
      * Python code (a property...), which could change what is being encoded: not here. */
     long access = is_tuple ? 0 : PyLong_AsLong(PyTuple_GET_ITEM(info, 5));
     if (!is_tuple && access != 1 && access != 2) {
@@ -518,7 +518,7 @@ blog_encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
-/* use_registries(enum_types, record_types): blogformat.values.ENUM_TYPES and
+/* use_registries(enum_types, record_types): blogformat.valueencoding.ENUM_TYPES and
  * RECORD_TYPES, read by put_value(). */
 PyObject *
 blog_use_registries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)

@@ -3,7 +3,7 @@
  * The extension is the hot path of a log call; the pure-Python code is the reference,
  * and each C file is named after the module it mirrors:
  *   _channel.c   blog/channel.py      a thread's Channel, the pushes, finding it per thread
- *   _encode.c    blogformat/values.py argument values as msgpack (docs/format.md 7)
+ *   _encode.c    blogformat/valueencoding.py: argument values as msgpack (docs/format.md 7)
  *   _logger.c    blog/logger.py       Method: a logger's level methods, by call site
  *   _event.c     blog/event.py        EventCall: a function decorated with @blog.event
  *   _stdlib.c    blog/stdlib.py       RecordHandler: BlogHandler.handle's common record

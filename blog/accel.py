@@ -18,5 +18,5 @@ except ImportError:  # pragma: no cover - built without a C compiler
 if os.environ.get("BLOG_PURE_PYTHON"):
     speedups = None
 if speedups is not None:   # what the Python path records per class, the C path reads
-    from blogformat.values import ENUM_TYPES, RECORD_TYPES
+    from blogformat.valueencoding import ENUM_TYPES, RECORD_TYPES
     speedups.use_registries(ENUM_TYPES, RECORD_TYPES)

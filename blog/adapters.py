@@ -16,7 +16,8 @@ import enum
 import inspect
 from typing import Any, Callable, Sequence
 
-from blogformat.values import PLAIN_TYPES, adapt_names, adapt_with
+from blogformat.valueencoding import adapt_names, adapt_with
+from blogformat.values import PLAIN_TYPES
 
 
 def adapt(cls: type, fields: Sequence[str] | Callable[[Any], dict]) -> type:

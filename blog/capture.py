@@ -16,8 +16,9 @@ from msgpack import ExtType
 
 from blogformat.entries import EVENT_FIELDS, EVENT_FIELDS_WITH_TEXTS
 from blogformat.placeholders import Template, render_safe
-from blogformat.values import (EXT_OPAQUE, all_plain, encode, pack_args, pack_array_header,
-                               pack_plain, packb, reproducible, safe_str, type_name)
+from blogformat.valueencoding import encode, pack_args, packb, reproducible
+from blogformat.values import (EXT_OPAQUE, all_plain, pack_array_header, pack_plain, safe_str,
+                               type_name)
 
 
 def encode_with_texts(tpl: Template | None, values: Sequence[Any],

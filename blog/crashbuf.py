@@ -8,8 +8,8 @@ directory next to the log: a control file ``<pid>.meta`` (locked while the proce
 a lock that can be taken marks an abandoned buffer) holding the consume record and the
 metadata (call sites, writers), and per writer a channel file ``<pid>-<writer>.chan``
 with two halves: the one the thread appends to, and the one the consumer took and is
-writing. ``blogformat.crashfiles`` has their layout (docs/format.md 15) and reads what a
-dead process left.
+writing. ``blogstore.crashlayout`` has their layout (docs/format.md 15); ``blogstore.recovery``
+reads what a dead process left.
 
 Power loss is another matter: only what was fsynced survives it (``blog.durability``).
 """
@@ -25,11 +25,11 @@ import time
 import weakref
 from typing import Any, Iterable
 
-from blogformat.crashfiles import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, MAX_PATH,
-                                   PAGE, PATH_AT, SLACK, VERSION, buffer_directory,
-                                   make_directory)
 from blogformat.entries import Metadata, header_payload, metadata_frames
 from blogformat.frames import FRAME_HEADER, frame_bytes
+from blogstore.crashlayout import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, MAX_PATH,
+                                   PAGE, PATH_AT, SLACK, VERSION, buffer_directory,
+                                   make_directory)
 
 from .report import report
 
@@ -154,7 +154,7 @@ class CrashBuffer:
     neither a process that reuses a dead one's pid nor one of another pid namespace
     ever takes over (or truncates) a buffer still to be recovered. The directory is made
     0700 if it is not there; one that is not this user's own, or that others may write,
-    is refused (``blogformat.crashfiles.UnsafeBufferDirectory``, an OSError).
+    is refused (``blogformat.errors.UnsafeBufferDirectory``, an OSError).
     """
 
     def __init__(self, directory: str, log_path: str, descriptor: dict) -> None:

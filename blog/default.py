@@ -16,8 +16,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
-from blogformat.fileset import pid_path
 from blogformat.severity import Severity, to_severity
+from blogstore.fileset import pid_path
 
 from . import exits
 from .backpressure import BLOCK, check_capacity, check_overflow
@@ -181,7 +181,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
     global _closed_by
     old = _consumer(s)
     if rotating:   # a new file of the set: never the old output's file
-        from blogformat.crashfiles import buffer_directory
+        from blogstore.crashlayout import buffer_directory
 
         from .rotating import RotatingFile
         stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
@@ -233,7 +233,8 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) 
     if crash is False or not _is_file(stream):
         s.use_crash_buffer(None)
         return
-    from blogformat.crashfiles import buffer_directory, recover
+    from blogstore.crashlayout import buffer_directory
+    from blogstore.recovery import recover
 
     from .crashbuf import CrashBuffer
     directory = buffer_directory(os.fspath(output), crash)
@@ -528,7 +529,7 @@ def _after_fork_in_child() -> None:
                f"{type(exc).__name__}: {exc}")
         return
     if _crash_option is not False and _is_file(stream):
-        from blogformat.crashfiles import buffer_directory
+        from blogstore.crashlayout import buffer_directory
 
         from .crashbuf import CrashBuffer
         try:
@@ -551,7 +552,7 @@ def _after_fork_in_child() -> None:
 
 #: The modules with at-fork hooks of their own that a configuration may import (an option
 #: needs them) after this one; the default session's step uses what they reset in a child.
-_HOOKED_LATER = ("blog.crashbuf", "blog.rotating", "blog.housekeeping", "blogformat.manifest")
+_HOOKED_LATER = ("blog.crashbuf", "blog.rotating", "blog.housekeeping", "blogstore.manifest")
 #: The registration of the default session's at-fork step that acts, and which of those
 #: modules were imported when it was made.
 _fork_step: tuple[object, tuple[bool, ...]] = (None, ())

@@ -2,7 +2,7 @@
 
 It runs on its own thread (never the consumer's: logging is never blocked by
 it). No fork happens while it holds a lock for a moment (a probe, the
-manifest's): the child would hold the lock as long as it lives. Only files of the set (their names parse as ``blogformat.fileset``
+manifest's): the child would hold the lock as long as it lives. Only files of the set (their names parse as ``blogstore.fileset``
 names of the set's stem, in its directory) that no process is writing are
 touched: a writer holds an exclusive ``flock`` on the file it writes for as
 long as it writes it, and the kernel releases it when the process dies, even
@@ -34,10 +34,10 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from blogformat import manifest
-from blogformat.crashfiles import alive, pending_pids
-from blogformat.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
-                                members, parse, remove)
+from blogstore import manifest
+from blogstore.crashlayout import alive, pending_pids
+from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
+                               members, parse, remove)
 
 from .report import report
 
@@ -148,7 +148,7 @@ def finish_interrupted(directory: str, stem: str) -> list[str]:
     return removed
 
 
-#: The old name of finish_interrupted (``recover`` is the crash buffers': blogformat.crashfiles).
+#: The old name of finish_interrupted (``recover`` is the crash buffers': blogstore.recovery).
 recover = finish_interrupted
 
 
@@ -197,7 +197,7 @@ def expired(files: list[tuple[SetFile, os.stat_result]], policy: Retention,
 
 class Housekeeper:
     """A thread that compresses closed files of a set, applies its retention and keeps the
-    directory's manifest (``blogformat.manifest``) up to date.
+    directory's manifest (``blogstore.manifest``) up to date.
 
     ``closed(name)`` hands it a file the writer has just closed; ``sweep()`` asks for a pass over the
     whole directory (done at start: files left by earlier runs, steps a crash

@@ -1,7 +1,7 @@
 """RotatingFile: an OutputStream that writes a file set, switching files by size and time.
 
 ``RotatingFile("logs/app.blog", rotate_bytes=64 << 20, rotate_every="1h")``
-writes ``logs/app.<UTC time>.pid<N>.blog`` files (``blogformat.fileset``).
+writes ``logs/app.<UTC time>.pid<N>.blog`` files (``blogstore.fileset``).
 The session switches between two consumes (``rotate_due``/``rotate``), so no
 event is ever split across files; each new file starts with a header and all
 metadata, and each file closed cleanly ends with a Summary entry. Closed
@@ -20,8 +20,8 @@ import time
 import weakref
 from typing import Any, Sequence
 
-from blogformat.crashfiles import buffer_directory
-from blogformat.fileset import file_name, split_base
+from blogstore.crashlayout import buffer_directory
+from blogstore.fileset import file_name, split_base
 
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from .errors import ConfigurationError

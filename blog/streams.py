@@ -10,7 +10,7 @@ import time
 import weakref
 from typing import BinaryIO, Protocol
 
-from blogformat.fileset import pid_path
+from blogstore.fileset import pid_path
 
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from .errors import ConfigurationError

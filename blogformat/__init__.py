@@ -1,13 +1,19 @@
 """blogformat: the bytes of a blog file, defined once for the writer and the reader.
 
 ``blog`` (the writer) and ``bread`` (the reader) both import this package;
-it imports neither, so a reader process loads none of the writer. Modules,
+it imports neither, so a reader process loads none of the writer, nor
+``blogstore`` (the files of a log on disk), which is built on it. Modules,
 each pointed to by a section of ``docs/format.md``:
 
 - ``frames``: the 20-byte checked frame header (section 2);
 - ``entries``: the header, metadata entries, batch header and events, with an
   encode and a decode per kind (sections 3 to 5);
-- ``values``: argument values and the msgpack options of the format (section 7);
+- ``values``: the extension codes of argument values, the msgpack options of the
+  format, and what encoding and decoding share (section 7);
+- ``valueencoding``: a value to its msgpack, the classes it has learnt (section 7);
+- ``valuedecoding``: msgpack back to a value, within bounds (section 7);
+- ``valueclasses``: the classes of the values a reader decodes (section 7);
+- ``valuetypes``: value types described once per stream (sections 4.8, 4.9);
 - ``placeholders``: format strings, parsed and rendered safely (section 8);
 - ``severity``: the severity values (section 4.1);
 - ``guard``: which exceptions a guard around a value's methods may catch;

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator, final
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
-from .values import begin_event, pack_plain, unpack_plain, unpacker
+from .valuedecoding import begin_event, unpacker
+from .values import pack_plain, unpack_plain
 from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, BadEntry,
                          EnumMember, RecordType, TypeTable, decode_entry)
 from .valuetypes import int_field as _int

@@ -3,7 +3,7 @@ dataclass or named tuple, an exception, an opaque object, an unknown extension, 
 shown in the order they were logged in (docs/format.md 7).
 
 Each shows (``str``, ``repr``, ``format``) what the writer's value showed, from what the
-file holds; ``blogformat.values`` decodes them, ``blogformat.boundedtext`` gives their
+file holds; ``blogformat.valuedecoding`` decodes them, ``blogformat.boundedtext`` gives their
 text within a budget.
 """
 

@@ -67,7 +67,7 @@ class RecordType:
 @dataclass(frozen=True)
 class EnumMember:
     """An enum member: its class's qualified name, its name, its value (a plain scalar) and
-    its style (how its class shows it: blogformat.values.ENUM_*)."""
+    its style (how its class shows it: blogformat.valueclasses.ENUM_*)."""
 
     TAG: ClassVar[int] = ENTRY_ENUM_MEMBER
 

@@ -17,8 +17,8 @@ from blogformat import lazy
 TYPE_CHECKING = False   # (typing.TYPE_CHECKING without importing typing: type checkers know it)
 if TYPE_CHECKING:   # the names below, as type checkers and readers see them
     from blogformat.severity import Severity
-    from blogformat.values import (DataclassValue, EnumValue, ExceptionValue, ExtValue,
-                                   FrozenSetValue, OpaqueValue, SetValue)
+    from blogformat.valueclasses import (DataclassValue, EnumValue, ExceptionValue, ExtValue,
+                                         FrozenSetValue, OpaqueValue, SetValue)
 
     from .entries import ClockSync, Dropped, FileHeader, Lost, RawEvent, Summary, WriterProp
     from .errors import BadEntry, DamagedLog, NotABlogFile, OptionError
@@ -28,10 +28,10 @@ if TYPE_CHECKING:   # the names below, as type checkers and readers see them
 
 #: Where each public name is defined.
 _DEFINED_IN = {
-    "Severity": "blogformat.severity", "DataclassValue": "blogformat.values",
-    "EnumValue": "blogformat.values", "ExceptionValue": "blogformat.values",
-    "ExtValue": "blogformat.values", "FrozenSetValue": "blogformat.values",
-    "OpaqueValue": "blogformat.values", "SetValue": "blogformat.values",
+    "Severity": "blogformat.severity", "DataclassValue": "blogformat.valueclasses",
+    "EnumValue": "blogformat.valueclasses", "ExceptionValue": "blogformat.valueclasses",
+    "ExtValue": "blogformat.valueclasses", "FrozenSetValue": "blogformat.valueclasses",
+    "OpaqueValue": "blogformat.valueclasses", "SetValue": "blogformat.valueclasses",
     "ClockSync": "bread.entries", "Dropped": "bread.entries", "FileHeader": "bread.entries",
     "Lost": "bread.entries", "RawEvent": "bread.entries", "Summary": "bread.entries",
     "WriterProp": "bread.entries", "BadEntry": "bread.errors", "DamagedLog": "bread.errors",

@@ -19,7 +19,7 @@ describe becomes 0, which none does), its other extension values kept as they we
 
 Memory stays bounded: events are sorted in runs of ``RUN_EVENTS`` spilled
 to temporary files, then merged. The compaction catalog
-(``blogformat.catalog``) makes every step crash-safe: see its docstring and
+(``blogstore.catalog``) makes every step crash-safe: see its docstring and
 docs/guide.md ("Compaction").
 
 Only what was carried over is deleted, and only inside the directory: an
@@ -46,16 +46,16 @@ from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import msgpack
 
-from blogformat import catalog, manifest
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, BatchHeader,
                                 ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
                                 Metadata, RecordType, Summary, TypeTable, WriterProp,
                                 header_payload, metadata_frames, text_size)
-from blogformat.values import may_hold_described, renumber
+from blogformat.valuedecoding import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
-from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, members,
-                                open_lock, parse)
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
+from blogstore import catalog, manifest
+from blogstore.fileset import (create_temp, fsync_dir, is_locked, is_regular, members,
+                               open_lock, parse)
 
 from .entries import iter_entries
 from .errors import OptionError
@@ -138,7 +138,7 @@ def finish_interrupted(directory: str, warn: Warn = _stderr) -> list[str]:
     return removed
 
 
-#: The old name of finish_interrupted (``recover`` is the crash buffers': blogformat.crashfiles).
+#: The old name of finish_interrupted (``recover`` is the crash buffers': blogstore.recovery).
 recover = finish_interrupted
 
 

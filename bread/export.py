@@ -21,7 +21,7 @@ import uuid
 from decimal import Decimal
 from typing import Any, Iterable, Iterator
 
-from blogformat.values import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
+from blogformat.valueclasses import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
 
 from .events import Event
 from .render import BIDI_FORMATS, escape_controls

@@ -1,12 +1,12 @@
 """Inputs: what bread reads. Paths, globs, directories, ``-`` for standard input; gzip by content.
 
 A directory stands for its log files (names ending ``.blog`` or ``.blog.gz``)
-in name order, which for a rotated set is time order (``blogformat.fileset``);
+in name order, which for a rotated set is time order (``blogstore.fileset``);
 of ``x.blog`` and ``x.blog.gz`` (a compression under way) only ``x.blog`` is read.
 Of compacted files and the originals they replace (``bread compact``), one
-or the other is read, never both (``blogformat.catalog``). Reading a time
+or the other is read, never both (``blogstore.catalog``). Reading a time
 window, files that the directory's manifest
-(``blogformat.manifest``) shows to be outside it are not opened (``prune``). A pattern is expanded
+(``blogstore.manifest``) shows to be outside it are not opened (``prune``). A pattern is expanded
 here too (for shells that do not, and for the library); a path that exists is
 never taken for a pattern. A gzip-compressed input is recognized by its first
 bytes, not its name, and read through ``gzip``; a compressed stream cut short
@@ -23,7 +23,7 @@ import sys
 import zlib
 from typing import BinaryIO, Iterable
 
-from blogformat import catalog, manifest
+from blogstore import catalog, manifest
 
 #: Names of the files a directory stands for.
 LOG_SUFFIXES = (".blog", ".blog.gz")
@@ -109,7 +109,7 @@ def prune(paths: list[str], since: int | None, until: int | None,
 def _compaction(paths: list[str]) -> list[str]:
     """The matches of a pattern, by the rules of a directory: no file being made
     (``.tmp``, ``.new``), no ``x.blog.gz`` beside its ``x.blog``, compacted files or
-    the originals they replace, never both (``blogformat.catalog.left_out``), and not
+    the originals they replace, never both (``blogstore.catalog.left_out``), and not
     the ``damaged`` directory of originals compaction kept (their readable events are in
     a compacted file; named alone, it is read)."""
     by_dir: dict[str, list[str]] = {}

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from blogformat.entries import (ClockSync, EventSource, FileHeader, RawEvent, TypeTable,
                                 WriterProp)
-from blogformat.values import begin_event, unpackb
+from blogformat.valuedecoding import begin_event, unpackb
 
 from . import accel
 from .entries import Entry

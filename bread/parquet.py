@@ -24,7 +24,7 @@ from typing import Any, Sequence, TextIO
 
 from .batches import COLUMNS, portable
 from blogformat.frames import FRAME_EVENTS
-from blogformat.values import unpacker
+from blogformat.valuedecoding import unpacker
 
 from .frames import Skim
 from .inputs import STDIN, GzipInput, expand, open_path

@@ -1,6 +1,6 @@
 """``bread --recover FILE [--crash-dir DIR]``: append to FILE what its dead writers left in
 their crash buffers, as the next ``basic_config(FILE, crash_buffer=True)`` would
-(``blogformat.crashfiles``). The one command of bread that writes to a log.
+(``blogstore.recovery``). The one command of bread that writes to a log.
 
 Exit status: 0 done, 2 nothing could be done (a live writer, a buffer directory that is
 not this user's own), 3 a buffer was damaged (its readable events recovered, its files
@@ -14,9 +14,11 @@ import sys
 import time
 from typing import Any, Sequence
 
-from blogformat.crashfiles import (LockedFile, UnsafeBufferDirectory, buffer_directory,
-                                   check_directory, recover)
-from blogformat.fileset import file_name, members, split_base
+from blogformat.errors import UnsafeBufferDirectory
+from blogstore.crashlayout import buffer_directory, check_directory
+from blogstore.fileset import file_name, members, split_base
+from blogstore.recovery import recover
+from blogstore.recoverytarget import LockedFile
 
 from .inputs import name_text
 from .render import escape_controls

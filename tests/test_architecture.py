@@ -1,5 +1,5 @@
-"""The shape the code keeps: one definition of the bytes, a reader without the writer,
-no import circles, objects that talk through public methods."""
+"""The shape the code keeps: one definition of the bytes, one of the files on disk, a reader
+without the writer, no import circles, objects that talk through public methods."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ import sys
 from helpers import python_child
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("blog", "blogformat", "bread")
+PACKAGES = ("blog", "blogformat", "blogstore", "bread")
+#: The layers, lowest first: a package imports only those below it (blog and bread, both
+#: on top, never each other). blogformat is the bytes of a file, blogstore the files of a
+#: log on disk (file sets, manifest, catalog, crash buffers).
+LAYERS = {"blogformat": {"blogformat"}, "blogstore": {"blogformat", "blogstore"},
+          "blog": {"blogformat", "blogstore", "blog"},
+          "bread": {"blogformat", "blogstore", "bread"}}
+#: The one crossing allowed: blog's testing helpers read what a test logged back with the
+#: reader (``blog.testing`` is imported only by a test that uses it, never by ``import blog``).
+CROSSINGS = {("blog.testing", "bread")}
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -38,15 +47,21 @@ def test_import_blog_loads_none_of_the_reader():
     assert r.stdout.strip() == "[]"
 
 
-def test_blogformat_imports_neither_side():
+def test_each_package_imports_only_the_layers_below_it():
+    # blogformat imports no other package of the project; blogstore only blogformat; blog
+    # and bread those two, never each other (anywhere: in a function, under TYPE_CHECKING).
     for name, tree in _modules().items():
-        if name.split(".")[0] != "blogformat":
-            continue
+        allowed = LAYERS[name.split(".")[0]]
         for node in ast.walk(tree):
+            found = []
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                assert node.module.split(".")[0] not in ("blog", "bread"), (name, node.module)
-            if isinstance(node, ast.Import):
-                assert all(a.name.split(".")[0] not in ("blog", "bread") for a in node.names)
+                found = [node.module]
+            elif isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            for module in found:
+                top = module.split(".")[0]
+                assert top not in LAYERS or top in allowed or (name, module) in CROSSINGS, \
+                    (name, module)
 
 
 def _imports(name: str, tree: ast.Module, deferred: bool = False) -> set[str]:

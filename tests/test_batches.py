@@ -362,7 +362,7 @@ def _hostile_names_log() -> bytes:
     from blogformat import frames as fmt
     from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
                                     encode_metadata, header_payload)
-    from blogformat.values import packb
+    from blogformat.valueencoding import packb
     meta = [ClockSync(0, 10**9, 0, 0, "UTC"), EventSource(1, 0x80, "c", "f", "x.py", 1, "{}",
                                                           "int"), WriterProp(1, "main")]
     return (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({"host": "h\udcff",

@@ -17,9 +17,11 @@ from blogformat.boundedtext import bounded_text, is_composite
 from blogformat.placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from blogformat.entries import EventSource
 from blogformat.valuetypes import RecordType
-from blogformat.values import EXT_RECORD, packb
-from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, DataclassValue, EnumValue,
-                               ExceptionValue, ExtValue, FrozenSetValue, OpaqueValue, SetValue)
+from blogformat.valueclasses import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, DataclassValue, EnumValue,
+                                     ExceptionValue, ExtValue, FrozenSetValue, OpaqueValue,
+                                     SetValue)
+from blogformat.valueencoding import packb
+from blogformat.values import EXT_RECORD
 
 _leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6),
                   st.binary(max_size=4))
@@ -237,7 +239,8 @@ def test_texts_made_while_decoding_stay_within_the_events_budget():
     # A set whose member is a list (no hash: kept as the text of its repr), and the text
     # fields of an opaque value and an enum that a crafted file makes lists: each list of
     # 2,000 references to a record type with a 128 Ki-character repr name (256 MB).
-    from blogformat.values import DECODE_CUT, EXT_ENUM, EXT_OPAQUE, EXT_SET, MAX_DECODED_TEXT
+    from blogformat.valuedecoding import DECODE_CUT, MAX_DECODED_TEXT
+    from blogformat.values import EXT_ENUM, EXT_OPAQUE, EXT_SET
     from test_render_parity import build
     rec = msgpack.ExtType(EXT_RECORD, packb([1]))
     inner = [rec] * 2_000
@@ -266,7 +269,8 @@ def test_a_traceback_is_rendered_within_the_budget_however_many_long_lines(tmp_p
     # Frames may name any .py file on the reader's machine: 2,000 frames of a 100 KB line
     # (alternating functions, so that no run collapses) would be 200 MB of traceback.
     from blogformat.tracebacks import CUT, MAX_FRAMES
-    from blogformat.values import EXT_EXCEPTION, MAX_DECODED_TEXT
+    from blogformat.valuedecoding import MAX_DECODED_TEXT
+    from blogformat.values import EXT_EXCEPTION
     from test_render_parity import build
     py = tmp_path / "long.py"
     py.write_text("x = 1\n" + "y = '" + "z" * 100_000 + "'\n")

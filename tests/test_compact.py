@@ -15,8 +15,8 @@ import pytest
 
 import blog
 import bread
-from blogformat import catalog, manifest
-from blogformat.fileset import members, parse
+from blogstore import catalog, manifest
+from blogstore.fileset import members, parse
 from bread import cli
 from bread.compact import compact
 

@@ -1,5 +1,5 @@
 """The crash buffer: kill -9 loses no event whose log call returned (blog/crashbuf.py,
-blogformat/crashfiles.py, docs/format.md 15).
+blogstore/recovery.py, docs/format.md 15).
 
 The kill tests fork the test process (blog already imported: a trial costs the time it logs,
 not an interpreter's start), log from 4 threads into a file with a crash buffer, and record
@@ -27,7 +27,7 @@ import pytest
 import blog
 import bread
 from blog.crashbuf import CTL, CrashBuffer, buffer_directory
-from blogformat.crashfiles import recover
+from blogstore.recovery import recover
 
 from helpers import abandon, fresh_signals, python_child
 
@@ -187,7 +187,7 @@ def _kill_a_recovery(path: str, rng: random.Random, rotating: bool = False) -> i
     code = textwrap.dedent(f"""
         import blog
         from blog.crashbuf import buffer_directory
-        from blogformat.crashfiles import recover
+        from blogstore.recovery import recover
         s = blog.{"RotatingFile" if rotating else "FileOutputStream"}({path!r})
         print("go", flush=True)
         recover(buffer_directory({path!r}), s)

@@ -31,12 +31,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import blog
-import blogformat.values
+import blogformat.valueencoding
 import bread
 from blogformat import entries
 from blogformat import frames as fmt
-from blogformat.values import (EXT_DECIMAL, EXT_MEMBER, EXT_RECORD, DataclassValue, EnumValue,
-                               ExtValue)
+from blogformat.valueclasses import DataclassValue, EnumValue, ExtValue
+from blogformat.values import EXT_DECIMAL, EXT_MEMBER, EXT_RECORD
 from bread.frames import Damage, Frame, iter_frames
 from bread.render import PrettyPrinter, escape_controls
 
@@ -242,7 +242,7 @@ def meta_frame(*entries) -> bytes:
 
 def events_frame(wid, first, evs, count=None) -> bytes:
     head = msgpack.packb([wid, first, len(evs) if count is None else count, first, first])
-    return fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(blogformat.values.packb(e) for e in evs))
+    return fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(blogformat.valueencoding.packb(e) for e in evs))
 
 
 def source_entry(sid, form, names=(), sev=0x80, cat="cat") -> list:

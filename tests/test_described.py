@@ -26,7 +26,8 @@ import bread
 from blogformat import frames as fmt
 from blogformat import values, valuetypes
 from blogformat.entries import EnumMember, RecordType, metadata_frames
-from blogformat.values import EXT_MEMBER, EXT_RECORD, DataclassValue, EnumValue, ExtValue
+from blogformat.valueclasses import ENUM_NAMED, DataclassValue, EnumValue, ExtValue
+from blogformat.values import EXT_MEMBER, EXT_RECORD
 from bread.compact import compact
 from bread.entries import iter_entries
 from bread.frames import iter_frames
@@ -226,7 +227,7 @@ def _ext(code: int, value) -> msgpack.ExtType:
 
 def test_values_whose_description_is_missing_or_wrong_read_as_extension_values():
     rec = RecordType(3, "m.R", "R", ("a", "b"), 3)
-    mem = EnumMember(4, "m.E", "X", 1, values.ENUM_NAMED)
+    mem = EnumMember(4, "m.E", "X", 1, ENUM_NAMED)
     cases = [
         ([rec, mem], [_ext(EXT_RECORD, [3, 1, "s"]), _ext(EXT_MEMBER, 4)], "R(a=1, b='s') E.X"),
         ([], [_ext(EXT_RECORD, [3, 1, "s"]), _ext(EXT_MEMBER, 4)], None),     # not described
@@ -344,7 +345,7 @@ def _compacted(tmp_path, *files: bytes, damage: int = 0) -> list[str]:
 
 
 def test_compaction_keeps_extension_values_it_cannot_decode_as_they_are(tmp_path):
-    member = EnumMember(1, "m.Side", "BUY", 1, values.ENUM_NAMED)
+    member = EnumMember(1, "m.Side", "BUY", 1, ENUM_NAMED)
     future = msgpack.ExtType(20, b"\xc1\xc1")      # a newer writer's code, not msgpack
     data = _stream([member], [[_ext(EXT_MEMBER, 1), 5], [_ext(EXT_MEMBER, 1), future]])
     before = [e.message for e in bread.read(io.BytesIO(data))]

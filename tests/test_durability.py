@@ -236,7 +236,7 @@ def test_a_durable_flush_makes_the_names_of_a_rotated_set_durable(tmp_path, monk
 
 
 def _set_files(directory):
-    from blogformat.fileset import members
+    from blogstore.fileset import members
     return [os.path.join(directory, f.name) for f in members(str(directory), "app")]
 
 

@@ -1,5 +1,5 @@
 """The C call paths encode rich values (lists, tuples, dicts, datetimes, Decimal, UUID...)
-byte for byte as the Python reference (blog/capture.py, blogformat/values.py) does: a
+byte for byte as the Python reference (blog/capture.py, blogformat/valueencoding.py) does: a
 property test over random nested values, and the values it leaves to Python."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import blog.stdlib
 import bread
 from blog import accel
 from blog.capture import capture
-from blogformat.values import enum_type, record_type
+from blogformat.valueencoding import enum_type, record_type
 
 from helpers import Count, Ratio, Text
 

@@ -10,7 +10,8 @@ import pytest
 import blog
 import blogformat
 import bread
-from blogformat import crashfiles, errors, placeholders, valuetypes
+from blogformat import errors, placeholders, valuetypes
+from blogstore import crashlayout
 
 
 def test_each_error_subclasses_the_built_in_it_replaced():
@@ -31,7 +32,7 @@ def test_errors_stay_importable_where_they_were():
     assert TooManySources is blog_errors.TooManySources
     assert placeholders.FormatError is errors.FormatError is blog.FormatError
     assert valuetypes.BadEntry is errors.BadEntry is bread.BadEntry
-    assert crashfiles.UnsafeBufferDirectory is errors.UnsafeBufferDirectory
+    assert crashlayout.UnsafeBufferDirectory is errors.UnsafeBufferDirectory
     assert blogformat.errors is errors
 
 

@@ -18,7 +18,7 @@ import bread
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
-from blogformat.values import packb
+from blogformat.valueencoding import packb
 from bread import cli
 from bread.export import csv_rows, jsonl
 from bread.render import escape_controls

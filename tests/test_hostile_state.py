@@ -1,5 +1,5 @@
 """Crafted state: a buffer, control, manifest or catalog file is input, never an instruction
-(docs/guide.md, "Security"; blogformat/crashfiles.py).
+(docs/guide.md, "Security"; blogstore/).
 
 Each test plants state a local attacker (or a damaged disk) could leave where blog and bread
 look, runs what an operator runs (``basic_config(crash_buffer=True)``, ``bread --recover``,
@@ -27,8 +27,9 @@ import pytest
 import blog
 import bread
 from blog.crashbuf import CTL, buffer_directory
-from blogformat.crashfiles import (CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC,
-                                   UnsafeBufferDirectory, recover)
+from blogformat.errors import UnsafeBufferDirectory
+from blogstore.crashlayout import CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC
+from blogstore.recovery import recover
 
 from helpers import abandon, python_child, run_python
 
@@ -677,15 +678,15 @@ def test_a_buffer_directory_replaced_after_its_check_changes_nothing_elsewhere(
     victim.mkdir()
     for n in ("notes.meta", "job.new", "cache.chan"):
         (victim / n).write_bytes(b"mine")
-    from blogformat import crashfiles
-    real_open = crashfiles.open_directory
+    from blogstore import recovery
+    real_open = recovery.open_directory
 
     def open_then_swap(d):
         fd = real_open(d)
         os.rename(d, d + ".moved")
         os.symlink(str(victim), d)
         return fd
-    monkeypatch.setattr(crashfiles, "open_directory", open_then_swap)
+    monkeypatch.setattr(recovery, "open_directory", open_then_swap)
     said: list[str] = []
     [r] = _recover_into(path, said)
     assert r.events == 10

@@ -82,7 +82,7 @@ def test_typed_tables_of_crafted_values_do_not_break_the_export(tmp_path):
     from blogformat import frames as fmt
     from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
                                     encode_metadata, header_payload)
-    from blogformat.values import packb
+    from blogformat.valueencoding import packb
     src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {} {}", "int,str")
     meta = [ClockSync(0, 1, 0, 0, "UTC"), src, WriterProp(2**64 - 1, "w")]
     data = (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({}))

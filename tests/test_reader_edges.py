@@ -16,7 +16,7 @@ import bread
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
-from blogformat.values import packb
+from blogformat.valueencoding import packb
 from bread import accel
 from bread.render import PrettyPrinter
 
@@ -372,7 +372,7 @@ def test_a_captured_text_that_is_not_a_str_renders_safely():
     # Proves: a crafted texts map whose value is an int too big to print (10**5000, past
     # Python's digit limit) renders as a marker: iterating bread.read and the CLI's line
     # rendering never raise.
-    from blogformat.values import pack_args
+    from blogformat.valueencoding import pack_args
     src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {}", "int")
     ev = b"\x94\x01\x01" + pack_args((1,)) + packb({0: 10**5000})
     head = BatchHeader(1, 0, 1, 1, 1).encode()

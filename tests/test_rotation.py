@@ -21,7 +21,7 @@ import bread
 from blog.housekeeping import Retention, compress, expired, recover
 from blog.schedule import Schedule
 from blog.summary import tally
-from blogformat.fileset import file_name, members, parse
+from blogstore.fileset import file_name, members, parse
 
 from helpers import python_child, run_python
 
@@ -505,7 +505,7 @@ def test_multiprocessing_children_log_with_the_same_configuration(tmp_path, meth
 # --- the manifest ----------------------------------------------------------------------
 
 def test_the_manifest_lists_each_closed_file_with_its_range_and_count(tmp_path):
-    from blogformat import manifest
+    from blogstore import manifest
     rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1, compress=True)
     s = blog.Session()   # consumed only by flush: one file per batch however slow the machine
     c = blog.Consumer(s, rf, interval=3600).start()
@@ -535,7 +535,7 @@ def test_the_manifest_lists_each_closed_file_with_its_range_and_count(tmp_path):
 
 
 def test_reading_a_time_window_skips_files_the_manifest_puts_outside_it(tmp_path):
-    from blogformat import manifest
+    from blogstore import manifest
     rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1)
     s, c = _session(rf)
     log = s.get_logger()

@@ -11,7 +11,7 @@ import pytest
 
 import bread
 import blog
-from blogformat.fileset import members
+from blogstore.fileset import members
 
 from helpers import python_child
 

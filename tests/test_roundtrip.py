@@ -281,7 +281,7 @@ def test_zoned_datetimes_render_as_logged_even_where_the_zone_rules_differ(logge
     # (its str and strftime come from the file); under !r its text is kept. A reader
     # whose zone rules give another offset keeps the logged (fixed) form, so the message
     # stays exact.
-    import blogformat.values as values
+    from blogformat import valuedecoding
     paris = zoneinfo.ZoneInfo("Europe/Paris")
     when = dt.datetime(2026, 11, 26, 14, 30, 5, 123456, tzinfo=paris)
     logged.log.info("at {} {:%H:%M %Z} {!r}", when, when, when)
@@ -290,7 +290,7 @@ def test_zoned_datetimes_render_as_logged_even_where_the_zone_rules_differ(logge
     a, b = logged.read()
     assert a.message == want and b.message == f"at {when}"
     assert a.args[0] == when and a.args[0].tzinfo is paris
-    monkeypatch.setattr(values, "_zone", lambda tz: zoneinfo.ZoneInfo("Asia/Tokyo"))
+    monkeypatch.setattr(valuedecoding, "_zone", lambda tz: zoneinfo.ZoneInfo("Asia/Tokyo"))
     import bread
     import io
     [_, b2] = bread.read(io.BytesIO(logged.out.getvalue()))

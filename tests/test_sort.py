@@ -15,7 +15,7 @@ import bread.merge
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
-from blogformat.values import packb
+from blogformat.valueencoding import packb
 from bread import cli
 
 from helpers import python_child

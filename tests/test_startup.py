@@ -28,7 +28,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPTIONAL = (
     "blog.crashbuf", "blog.rotating", "blog.housekeeping", "blog.schedule", "blog.stdlib",
     "blog.testing", "blog.textstream", "blog.traced", "blog.event", "blog.adapters",
-    "blogformat.crashfiles", "blogformat.manifest", "blogformat.catalog",
+    "blogstore.crashlayout", "blogstore.bufferread", "blogstore.recoverytarget",
+    "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
     "bread.batches", "bread.export", "bread.compact", "bread.parquet", "bread.spark",
     "bread.stats", "bread.recover", "bread.follow", "bread.tables",
     "logging", "importlib.metadata", "concurrent.futures", "asyncio", "socket", "pytz",
@@ -92,7 +93,7 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
     assert "bread.reader" in mods
     # (bread.inputs reads a directory's catalog and manifest when it expands its inputs;
     # bread.reader imports bread.batches, and with it bread.export, for read_batches)
-    assert set(_optional(mods)) <= {"blogformat.catalog", "blogformat.manifest",
+    assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest",
                                     "bread.batches", "bread.export"}
     assert [m for m in mods if m.split(".")[0] == "blog"] == []
 

@@ -27,11 +27,14 @@ import stat
 import threading
 from typing import Any, Callable, Iterator
 
-from .entries import BadEntry, ClockSync, decode_metadata_frame
+from blogformat.entries import BadEntry, ClockSync, decode_metadata_frame
+from blogformat.frames import (FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER,
+                               FRAME_METADATA, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header,
+                               unescape)
+from blogformat.valuedecoding import unpacker
+from blogformat.values import unpack_plain
+
 from .fileset import create_temp, fsync_dir, is_bare_name, members, open_lock, parse
-from .frames import (FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA,
-                     HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header, unescape)
-from .values import unpack_plain, unpacker
 
 NAME = "blog-manifest.json"
 LOCK = "blog-manifest.lock"

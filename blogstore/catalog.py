@@ -36,10 +36,12 @@ import os
 import re
 from typing import Any, Iterable
 
+from blogformat.frames import (FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header,
+                               unescape)
+from blogformat.values import unpack_plain
+
 from .fileset import is_bare_name, parse
 from .manifest import read_json, write_json
-from .frames import FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header, unescape
-from .values import unpack_plain
 
 NAME = "blog-compaction.json"
 LOCK = "blog-compaction.lock"

@@ -1,0 +1,10 @@
+"""The errors of the files on disk: ``UnsafeBufferDirectory`` (a ``PermissionError``), a
+crash buffer directory this process must not trust (``crashlayout.open_directory``).
+
+It is defined with the format's errors (``blogformat.errors``), which ``blog.errors`` and
+``bread.errors`` re-export it from, so that one class is caught wherever it is raised.
+"""
+
+from blogformat.errors import UnsafeBufferDirectory
+
+__all__ = ["UnsafeBufferDirectory"]

@@ -1,0 +1,293 @@
+"""Crash-buffer recovery (docs/format.md 15): it appends the events a killed process left
+in its crash buffer to the log. ``basic_config`` and ``bread --recover`` run it.
+
+A buffer is abandoned when its control file's lock can be taken (its process is
+gone). Its events are those of each channel file's halves that no finished write
+covers: a half taken by a consume whose write did not complete, and the half the
+thread was appending to. They are appended to the log as a stream of their own:
+the dead process's header and metadata, its events writer by writer in order, and a
+Recovered entry saying how many (docs/format.md 15). A write the process was in the
+middle of is cut off the log first (its events are among those recovered), so every
+event is in the log once. Recovery records what it appends before it does, so that a
+recovery killed midway is finished or redone by the next, never done twice.
+
+Nothing a buffer holds is an instruction (docs/guide.md, "Security"): its directory is
+checked first (``blogstore.crashlayout.open_directory``), the files recovery writes
+are only the log's (``blogstore.recoverytarget``), every length read from a buffer is
+checked against its file's real size (``blogstore.bufferread``). A buffer that cannot be
+read whole is reported; what could be read is recovered and its files are moved aside
+(``<name>.damaged``), so that it never stops the next start.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import stat
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import msgpack
+
+from blogformat.entries import (ClockSync, EnumMember, EventSource, RecordType, Recovered,
+                                WriterProp, header_payload, metadata_frames)
+from blogformat.frames import FRAME_HEADER, frame_bytes
+
+from .bufferread import BufferDir, channel_names, events_frames, open_channel, read_metadata
+from .crashlayout import CTL, CTL_MAGIC, PAGE, REC, VERSION, open_directory
+from .recoverytarget import (cut_partial_write, frame_at, on_stream_file, own_file,
+                             settle_elsewhere, write_complete)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What one abandoned buffer gave: its process, and how many events were appended."""
+
+    pid: int
+    events: int
+    path: str = ""        # the file they were appended to
+
+
+def _stderr(text: str) -> None:
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+
+
+def recover(directory: str, stream: Any, log_path: str | None = None,
+            warn: Callable[[str], None] = _stderr) -> list[Recovery]:
+    """Append the events of every abandoned buffer in ``directory`` to the file its process
+    was writing when it died (it is no longer locked: a file of a rotated set, say), or
+    else to ``stream``; then remove the buffer. ``stream`` is the log, locked by the
+    caller and not yet written by its session: ``write(bytes)``, ``position()`` (device,
+    inode, size), ``truncate(size)`` and ``sync()``, as ``blog.FileOutputStream``; a
+    callable gives such a stream when it is first needed (and is not called otherwise).
+
+    ``log_path`` is the log the caller configured (by default the stream's): the only
+    directory and names recovery writes to, whatever a buffer records. A buffer directory
+    that is not this user's own raises UnsafeBufferDirectory before anything is read; a
+    damaged buffer is reported through ``warn``, what it held readable recovered, and its
+    files moved aside."""
+    if log_path is None:
+        log_path = getattr(stream, "requested", None) or getattr(stream, "path")
+    log_path = os.path.abspath(os.fspath(log_path))
+    dfd = open_directory(directory)
+    if dfd is None:
+        return []
+    d = BufferDir(directory, dfd)
+    done: list[Recovery] = []
+    given: list[Any] = []
+
+    def fallback() -> Any:
+        if not given:
+            given.append(stream() if callable(stream) else stream)
+        return given[0]
+    try:
+        for meta in d.names(".meta"):
+            try:
+                fd = d.open(meta, os.O_RDWR)
+            except OSError:
+                continue          # a link, say: never followed
+            try:
+                r = _recover_locked(d, meta, fd, log_path, fallback, warn)
+            finally:
+                os.close(fd)
+            if r is not None:
+                done.append(r)
+        _sweep(d)
+    finally:
+        os.close(dfd)
+    return done
+
+
+def _recover_locked(d: BufferDir, meta: str, fd: int, log_path: str,
+                    fallback: Callable[[], Any],
+                    warn: Callable[[str], None]) -> Recovery | None:
+    """Recover the buffer whose control file ``meta`` is open as ``fd``, if its lock can be
+    taken (its process is gone) and it is this user's regular file."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None               # its process lives (or another recovers it now)
+    st = os.fstat(fd)
+    if st.st_nlink == 0:
+        return None               # removed meanwhile by whoever held it
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        warn(f"blog: crash buffer {d.show(meta)} is not a regular file of this user: left "
+             "alone")
+        return None
+    damage: list[str] = []
+    own = own_file(fd, log_path)
+    r = None
+    try:
+        r = _recover_one(d, meta, fd, own if own is not None else fallback(), log_path,
+                         damage)
+    except _LeaveAlone as exc:
+        warn(str(exc))
+        return None
+    except (ValueError, TypeError, struct.error, OverflowError, MemoryError,
+            IndexError, KeyError, msgpack.UnpackException) as exc:
+        damage.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        if own is not None:
+            own.close()
+    if damage:
+        _set_aside(d, meta, warn, damage, r)
+    return r
+
+
+class _LeaveAlone(Exception):
+    """A buffer recovery must not judge (a newer format): reported, its files untouched."""
+
+
+def _set_aside(d: BufferDir, meta: str, warn: Callable[[str], None], damage: list[str],
+               r: Recovery | None) -> None:
+    """A damaged buffer: its files (what is left of them) renamed ``<name>.damaged``, never
+    read again by a recovery, and the damage reported."""
+    moved = []
+    for n in channel_names(d, meta) + [meta]:     # the control file last
+        try:
+            os.rename(n, n + ".damaged", src_dir_fd=d.fd, dst_dir_fd=d.fd)
+            moved.append(n + ".damaged")
+        except OSError:
+            pass
+    got = f"{r.events} readable event(s) recovered into {r.path}" if r is not None else \
+        "no readable event recovered"
+    kept = f"; kept as {', '.join(moved)}" if moved else ""
+    warn(f"blog: crash buffer {d.show(meta)} is damaged ({'; '.join(damage)[:500]}): "
+         f"{got}{kept}")
+
+
+def _sweep(d: BufferDir) -> None:
+    """What no recovery will read: a control file whose process died while making it
+    (``.new``, unlocked), and channel files whose control file is gone."""
+    for n in d.names(".new"):
+        try:
+            fd = d.open(n, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            d.remove([n])
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    present = set(os.listdir(d.fd))
+    for n in d.names(".chan"):
+        prefix = n[:-len(".chan")].rsplit("-", 1)[0]
+        if prefix + ".meta" not in present and prefix + ".new" not in present:
+            d.remove([n])
+
+
+def _recover_one(d: BufferDir, meta: str, fd: int, stream: Any, log_path: str,
+                 damage: list[str]) -> Recovery | None:
+    size = os.fstat(fd).st_size
+    if size < PAGE:               # it is made whole (allocated) before it is named
+        damage.append("shorter than its control page")
+        return None
+    with mmap.mmap(fd, PAGE) as ctl:
+        magic, version, pid, written, writing, dev, ino, offset, length = CTL.unpack_from(ctl, 0)
+        if magic != CTL_MAGIC:
+            damage.append("not a crash buffer control file")
+            return None
+        if version != VERSION:
+            raise _LeaveAlone(f"blog: crash buffer {d.show(meta)} has format version "
+                              f"{version}, this blog reads {VERSION}: left alone")
+        rstate, rdev, rino, roffset, rlength = REC.unpack_from(ctl, 64)
+        chans = channel_names(d, meta)
+        channels = [open_channel(d, n, damage) for n in chans]
+        # What one consume could write at most: the events the channel files hold, the
+        # metadata, and its frames' headers. A recorded write longer than that is not cut.
+        limit = size + sum(c.size for c in channels if c is not None) + (1 << 20)
+        here = stream.position()
+        if rstate == 1 and here[:2] != (rdev, rino):
+            # The recovery that died appended elsewhere (a new file of a set): finished
+            # there, or its part cut off there, before it is redone here.
+            rstate = settle_elsewhere(log_path, rdev, rino, roffset, rlength)
+        if rstate == 2 or (rstate == 1 and here[:2] == (rdev, rino)
+                           and here[2] >= roffset + rlength):
+            d.remove(chans + [meta])  # appended before; only the removal was left undone
+            return None
+        if (rstate == 1 and here[:2] == (rdev, rino) and here[2] > roffset
+                and rlength <= limit
+                and on_stream_file(stream, rdev, rino, lambda fd: frame_at(fd, roffset))):
+            stream.truncate(roffset)  # a recovery killed midway: its part goes, redone below
+        if writing > written and length > limit:
+            damage.append(f"a write of {length} bytes recorded, more than the buffer holds: "
+                          "not cut")
+            writing = 0
+        cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length, pid)
+        complete = write_complete(stream, log_path, writing, written, dev, ino, offset, length)
+        header, entries = read_metadata(fd, size, damage)
+        batches: list[bytes] = []
+        writers: set[int] = set()
+        events = 0
+        for c in channels:
+            if c is None:
+                continue
+            try:
+                for base, at, n in c.runs(written, writing if complete else 0, damage):
+                    got, frames = events_frames(c, base, at, n, damage)
+                    if got:
+                        writers.add(c.writer)
+                        events += got
+                        batches.extend(frames)
+            finally:
+                c.close()
+        if events:
+            names = {}
+            sources = []
+            sync = None
+            for e in entries:
+                if type(e) is EventSource or type(e) is RecordType or type(e) is EnumMember:
+                    sources.append(e)     # call sites, and the value types events hold
+                elif type(e) is WriterProp and e.id in writers:
+                    names[e.id] = e
+                elif type(e) is ClockSync:
+                    sync = e
+            meta_entries = ([sync] if sync is not None else []) + sources + list(names.values())
+            descriptor = dict(header.descriptor if header is not None else {}, recovered=True)
+            data = (frame_bytes(FRAME_HEADER, header_payload(descriptor))
+                    + b"".join(metadata_frames(meta_entries)) + b"".join(batches)
+                    + b"".join(metadata_frames([Recovered(events, pid, time.time_ns())])))
+            here = stream.position()
+            words = memoryview(ctl).cast("Q")     # single stores: never a zeroed field
+            try:
+                words[9], words[10], words[11], words[12] = here[0], here[1], here[2], len(data)
+                words[8] = 1
+                try:
+                    _write_all(stream, data)
+                    if hasattr(stream, "sync"):
+                        stream.sync()
+                except OSError:
+                    # A full disk, say: what was appended goes (the buffer stays, for a
+                    # later recovery), so that no later write follows a torn part of it.
+                    try:
+                        stream.truncate(here[2])
+                        words[8] = 0
+                    except OSError:
+                        pass
+                    raise
+                words[8] = 2
+            finally:
+                words.release()
+        if not damage:
+            d.remove(chans + [meta])  # else they are moved aside whole (the caller)
+    path = getattr(stream, "current", None) or getattr(stream, "path", "")
+    return Recovery(pid, events, str(path)) if events else None
+
+
+def _write_all(stream: Any, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = stream.write(view)
+        if n is None:
+            break
+        if n <= 0:      # never spin on a stream that takes nothing: the buffer stays
+            raise OSError("the log accepted no bytes")
+        view = view[n:]

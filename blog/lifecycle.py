@@ -35,8 +35,6 @@ CrashOption = str | None | Literal[False]
 #: Where basic_config leaves its options for multiprocessing children started by spawn
 #: or forkserver (they do not inherit the parent's memory, only its environment).
 CONFIG_ENV = "BLOG_CONFIG"
-#: The lowest priority of a multiprocessing exit finalizer: run after all others.
-_LAST = -sys.maxsize
 #: Events told of as never written; what closed the output as the process ended.
 _told_unwritten = 0
 _closed_by: str | None = None
@@ -85,9 +83,7 @@ def at_exit(s: Session) -> None:
     multiprocessing's exit handler may run after this one and log (its children's end):
     what it logs is told by its last finalizer."""
     close_for_good(s, "at exit, after blog had closed its output")
-    mpu = sys.modules.get("multiprocessing.util")
-    if mpu is not None:
-        mpu.Finalize(None, _tell_unwritten, args=(s,), exitpriority=_LAST)
+    process.last_mp_finalizer(None, _tell_unwritten, s)
 
 
 def close_for_good(s: Session, after: str) -> None:
@@ -166,17 +162,15 @@ def hook_multiprocessing(s: Session) -> None:
     Called in the child, before multiprocessing's bootstrap clears the finalizers it
     inherited and runs its after-fork hooks (of which this makes one).
     """
-    mpu = sys.modules.get("multiprocessing.util")
-    if mpu is not None:
-        mpu.register_after_fork(s, finalize_in_mp_child)
+    process.after_mp_fork(s, finalize_in_mp_child)
 
 
 def finalize_in_mp_child(s: Session) -> None:
     """Close the output in multiprocessing's last exit finalizer (the lowest priority: after
     the application's, and the join of its children), unless the end of the child's
     bootstrap will, later still."""
-    import multiprocessing.util as mpu
-    mpu.Finalize(s, _at_mp_finalizers, args=(s,), exitpriority=_LAST)
+    import multiprocessing.util   # (a child has it loaded: its bootstrap runs on it)
+    process.last_mp_finalizer(s, _at_mp_finalizers, s)
 
 
 def _at_mp_finalizers(s: Session) -> None:

@@ -23,7 +23,9 @@ Before a fork, in the parent, the fork guard is taken (``fork_guard``: held for 
 instant around a short-lived file lock, a probe or the manifest's, so that no child
 inherits the lock for its life), and released after it in both processes.
 
-At exit: the default session closes its output (``at_exit``: Python's ``atexit``).
+At exit: the default session closes its output (``at_exit``: Python's ``atexit``);
+in a multiprocessing child, at the end of its bootstrap (``hook_multiprocessing``) or
+in multiprocessing's last exit finalizer (``last_mp_finalizer``).
 The ways a process ends that skip ``atexit`` flush the default session too
 (``install_exit_hooks``, called by ``basic_config``):
 
@@ -131,11 +133,30 @@ _installed = {"sys": False, "threading": False, "asyncio": False}
 _child_end: Callable[[], None] | None = None
 _bootstrapped = 0    # the pid of the process whose wrapped multiprocessing bootstrap runs
 _wrapper: Callable[..., Any] | None = None   # that wrapper
+#: The lowest priority of a multiprocessing exit finalizer: run after all others.
+_LAST = -sys.maxsize
 
 
 def at_exit(end: Callable[..., None], *args: Any) -> None:
     """Call ``end(*args)`` when Python exits (``atexit``)."""
     atexit.register(end, *args)
+
+
+def last_mp_finalizer(owner: Any, end: Callable[..., None], *args: Any) -> None:
+    """Call ``end(*args)`` in multiprocessing's last exit finalizer (the lowest priority:
+    after the application's, and the join of its children), if multiprocessing is loaded;
+    ``owner`` is None, or an object the finalizer goes with."""
+    mpu = sys.modules.get("multiprocessing.util")
+    if mpu is not None:
+        mpu.Finalize(owner, end, args=args, exitpriority=_LAST)
+
+
+def after_mp_fork(owner: Any, step: Callable[[Any], None]) -> None:
+    """Call ``step(owner)`` in a multiprocessing child, when its bootstrap runs the
+    after-fork hooks it registered, if multiprocessing is loaded."""
+    mpu = sys.modules.get("multiprocessing.util")
+    if mpu is not None:
+        mpu.register_after_fork(owner, step)
 
 
 def install_exit_hooks(flush: Callable[[], None], log_critical: Callable[..., None],

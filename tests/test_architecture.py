@@ -126,11 +126,13 @@ def test_no_import_inside_a_function_hides_a_circle():
     _assert_no_circle(deferred=True)
 
 
-#: What hooks into the process (fork, exit, signals, unhandled exceptions) or keeps a weak set
-#: of live objects: only blog.process (the one owner of the process's state) does.
+#: What hooks into the process (fork, exit, signals, unhandled exceptions, multiprocessing's
+#: finalizers and bootstrap) or keeps a weak set of live objects: only blog.process (the one
+#: owner of the process's state) does.
 #: blogformat.valuetypes' listeners are the sessions its codec's registry tells of new type
 #: descriptions (the encoder, in blogformat, gives the ids: it imports nothing of blog).
-PROCESS_STATE = {"register_at_fork", "atexit", "signal.signal", "excepthook", "WeakSet"}
+PROCESS_STATE = {"register_at_fork", "atexit", "signal.signal", "excepthook", "WeakSet",
+                 "Finalize", "register_after_fork", "_bootstrap"}
 PROCESS_OWNERS = {"blog.process", "blogformat.valuetypes"}
 
 

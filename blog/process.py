@@ -8,9 +8,10 @@ of them or registers a hook with the interpreter.
 After a fork, the child runs these steps, in this order, whatever order the modules
 were imported in (one ``os.register_at_fork``, made when this module is imported):
 
-1. locks a thread of the parent may have held are new: the fork guard (below), the
-   writer's registry of described types (``blogformat.valuetypes``) and the manifest's
-   in-process lock (``blogformat.manifest``), each if its module is loaded;
+1. locks a thread of the parent may have held: the fork guard is released (below); the
+   lock of the registry of described types (``blogformat.valuetypes``) and the manifest's
+   in-process lock (``blogformat.manifest``) are made anew (their ``reset_after_fork``),
+   each if its module is loaded;
 2. file streams close the files they inherited (their flock is the parent's too);
 3. rotated file sets let go of theirs, with housekeeping of their own;
 4. crash buffers let go of theirs (never unlocking: the lock is the parent's);

@@ -22,7 +22,6 @@ import os
 import struct
 import threading
 import time
-import weakref
 from typing import Any, Iterable
 
 from blogformat.entries import Metadata, header_payload, metadata_frames
@@ -31,6 +30,7 @@ from blogstore.crashlayout import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_
                                    PAGE, PATH_AT, SLACK, VERSION, buffer_directory,
                                    make_directory)
 
+from . import process
 from .report import report
 
 __all__ = ["CrashBuffer", "Slot", "buffer_directory", "file_position"]
@@ -192,7 +192,7 @@ class CrashBuffer:
         self._slots: dict[int, Slot] = {}
         self._failed = False         # reported a file that could not be made or written
         self.closed = False
-        _BUFFERS.add(self)
+        process.track(process.CRASH_BUFFER, self)
 
     def _append(self, data: bytes) -> None:
         os.pwrite(self._fd, data, self._end)
@@ -312,6 +312,8 @@ class CrashBuffer:
     def _forked(self) -> None:
         """In a forked child: the parent's buffer is not ours; let go of our copies (never
         unlocking: the lock belongs to the parent's open file too)."""
+        if self.closed:
+            return
         self.closed = True
         for s in self._slots.values():
             s.close(unlink=False)
@@ -325,19 +327,6 @@ class CrashBuffer:
             os.close(self._fd)
         except OSError:
             pass
-
-
-_BUFFERS: "weakref.WeakSet[CrashBuffer]" = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for b in list(_BUFFERS):
-        if not b.closed:
-            b._forked()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def file_position(stream: Any) -> tuple[int, int, int] | None:

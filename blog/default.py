@@ -8,34 +8,28 @@ retention, compression), ``concurrent.futures`` (``flush_async``).
 
 from __future__ import annotations
 
-import atexit
-import datetime as _dt
-import json
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from blogformat.severity import Severity, to_severity
 from blogstore.fileset import pid_path
 
-from . import exits
+from . import lifecycle, process
 from .backpressure import BLOCK, check_capacity, check_overflow
 from .consumer import Consumer
 from .durability import fsync_policy
 from .errors import ConfigurationError
+from .lifecycle import CONFIG_ENV, CrashOption, consumer_of, is_file, is_rotating, stop_consumer
 from .logger import Logger
 from .report import report
 from .session import Session
 from .streams import FileOutputStream, OutputStream
 
-#: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
-CrashOption = str | None | Literal[False]
-
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from .rotating import RotatingFile
     from .schedule import Interval, TimesOfDay
 
 _session: Session | None = None      # the only global state: the default session
@@ -50,7 +44,7 @@ def default_session() -> Session:
         with _lock:
             if _session is None:
                 _session = Session()
-                atexit.register(_at_exit, _session)
+                process.at_exit(lifecycle.at_exit, _session)
                 _configure_from_env(_session)
     return _session
 
@@ -152,16 +146,17 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     s.keep_source_lines = keep_source_lines
     if backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
         s.use_backtrace(backtrace, trigger=backtrace_trigger)
-    exits.install(flush, lambda *a, **k: get_logger("blog").critical(*a, **k), flush_async)
-    exits.hook_multiprocessing(_at_child_end)
+    process.install_exit_hooks(flush, lambda *a, **k: get_logger("blog").critical(*a, **k),
+                               flush_async)
+    process.hook_multiprocessing(_at_child_end)
     mp = sys.modules.get("multiprocessing.process")
     if mp is not None and mp.parent_process() is not None:
         # A multiprocessing child configuring its own output: it ends with os._exit
         # (no atexit), so it is closed at the end of its bootstrap, or failing that
         # by multiprocessing's exit finalizers.
-        _finalize_in_mp_child(s)
+        lifecycle.finalize_in_mp_child(s)
     if isinstance(output, (str, os.PathLike)):
-        _for_children(os.path.abspath(os.fspath(output)), rotating, dict(
+        lifecycle.for_children(os.path.abspath(os.fspath(output)), rotating, dict(
             rotation if rotating else {}, min_severity=int(min_severity),
             flush_interval=flush_interval, flush_bytes=flush_bytes,
             channel_capacity=channel_capacity, overflow=overflow, fsync=fsync,
@@ -178,8 +173,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
           crash: CrashOption = False) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
-    global _closed_by
-    old = _consumer(s)
+    old = consumer_of(s)
     if rotating:   # a new file of the set: never the old output's file
         from blogstore.crashlayout import buffer_directory
 
@@ -187,7 +181,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
         stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
             [] if crash is None or crash is False else [buffer_directory(os.fspath(output),
                                                                          crash)]))
-        _stop_consumer(s, keep_buffer=True)
+        stop_consumer(s, keep_buffer=True)
     else:
         same = (old is not None and isinstance(old.stream, FileOutputStream)
                 and isinstance(output, (str, os.PathLike))
@@ -195,7 +189,8 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
                     (old.stream.path, output), (old.stream.requested, output),
                     (old.stream.path, pid_path(os.fspath(output), os.getpid())))))
         if same:
-            _stop_consumer(s, keep_buffer=True)   # the file gets what is pending before it is reopened
+            # the file gets what is pending before it is reopened
+            stop_consumer(s, keep_buffer=True)
         try:
             if isinstance(output, (str, os.PathLike)):
                 stream = FileOutputStream(output, mode=mode, fsync=fsync)
@@ -209,16 +204,14 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
                          fsync_interval=old.fsync_interval).start()
             raise
         if not same:
-            _stop_consumer(s, keep_buffer=True)   # the old output gets what is pending
-    s.was_shut_down = False
-    _closed_by = None
+            stop_consumer(s, keep_buffer=True)   # the old output gets what is pending
+    lifecycle.opened(s)
     s.configure(channel_capacity=channel_capacity, overflow=overflow)
     _use_crash_buffer(s, stream, output, crash)
     consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes,
                         fsync_interval=fsync_interval)
     s.set_min_severity(min_severity)
     consumer.start()
-    _fork_step_last()   # after the hooks of what this configuration imported
 
 
 #: The default session's crash buffer option: False (none), or its crash_dir (None: beside).
@@ -230,7 +223,7 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) 
     False), or stop mirroring."""
     global _crash_option
     _crash_option = crash
-    if crash is False or not _is_file(stream):
+    if crash is False or not is_file(stream):
         s.use_crash_buffer(None)
         return
     from blogstore.crashlayout import buffer_directory
@@ -243,24 +236,13 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) 
         for r in recovered:
             report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but "
                    f"did not write before it died, into {r.path}")
-        if recovered and _is_rotating(stream):
+        if recovered and is_rotating(stream):
             stream.housekeeper.sweep()    # their files may be compressed now
         s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
     except OSError as exc:   # the output is moved already: it goes on, unprotected
         s.use_crash_buffer(None)
         report(f"blog: the crash buffer in {directory} cannot be used ({exc}); logging goes "
                "on to the file without it")
-
-
-def _is_rotating(stream: Any) -> TypeGuard[RotatingFile]:
-    """True for a RotatingFile (blog.rotating is imported with the first one)."""
-    rotating = sys.modules.get("blog.rotating")
-    return rotating is not None and isinstance(stream, rotating.RotatingFile)
-
-
-def _is_file(stream: Any) -> TypeGuard[FileOutputStream | RotatingFile]:
-    """True for the streams basic_config opens on a path (and closes)."""
-    return isinstance(stream, FileOutputStream) or _is_rotating(stream)
 
 
 def _same_file(a: str, b: str | os.PathLike) -> bool:
@@ -295,7 +277,7 @@ def flush(durable: bool = False) -> None:
     failed); durable flushes at once share one fsync."""
     s = default_session()
     with _config_lock:       # not halfway through a basic_config: its new output gets it
-        c = _consumer(s)
+        c = consumer_of(s)
         if c is not None:
             c.flush()
     if not durable:
@@ -322,7 +304,7 @@ def flush_async(durable: bool = False) -> "Future[None]":
     consume and one fsync."""
     from concurrent.futures import Future   # (imported on first use: it imports logging)
     s = default_session()
-    c = _consumer(s)
+    c = consumer_of(s)
     if c is None:             # no output: done only if nothing waits to be written
         fut: Future[None] = Future()
         try:
@@ -338,9 +320,9 @@ def shutdown() -> None:
     """Flush and stop the default session's consumer and close its file. Also runs at exit."""
     if _session is not None:
         with _config_lock:
-            if _consumer(_session) is not None:
+            if consumer_of(_session) is not None:
                 _session.was_shut_down = True
-            _stop_consumer(_session)
+            stop_consumer(_session)
 
 
 def set_writer_name(name: str) -> None:
@@ -348,233 +330,43 @@ def set_writer_name(name: str) -> None:
     default_session().writer().name = name
 
 
-def _consumer(s: Session) -> Consumer | None:
-    """The default session's consumer (basic_config attaches only Consumers)."""
-    c = s.drainer
-    return c if isinstance(c, Consumer) else None
-
-
-def _stop_consumer(s: Session, keep_buffer: bool = False) -> None:
-    """Stop the consumer (a last consume, the file closed cleanly); its crash buffer goes
-    too, unless ``keep_buffer`` (a move: it mirrors the channels until the next output's
-    buffer takes over)."""
-    c = _consumer(s)
-    if c is None:
-        return
-    c.stop()
-    if not keep_buffer:
-        s.use_crash_buffer(None)      # everything is written: the buffer goes
-    if _is_file(c.stream):
-        c.stream.close()
-
-
-def _at_exit(s: Session) -> None:
-    """Python's exit: close the output (a last consume) and tell what was never written.
-    multiprocessing's exit handler may run after this one and log (its children's end):
-    what it logs is told by its last finalizer."""
-    _close_for_good(s, "at exit, after blog had closed its output")
-    mpu = sys.modules.get("multiprocessing.util")
-    if mpu is not None:
-        mpu.Finalize(None, _tell_unwritten, args=(s,), exitpriority=_LAST)
-
-
-def _close_for_good(s: Session, after: str) -> None:
-    """Close the output as the process ends; what is logged from now on is told as ``after``."""
-    global _closed_by
-    if _consumer(s) is not None:
-        _closed_by = after
-    _stop_consumer(s)
-    _tell_unwritten(s)
-
-
-def _tell_unwritten(s: Session) -> None:
-    """Report on stderr the events logged but never written (each once)."""
-    global _told_unwritten
-    left, dropped = s.pending(), s.unrecorded_drops()
-    if left + dropped <= _told_unwritten:
-        return
-    _told_unwritten = left + dropped
-    why = ("after blog.shutdown() (the session had no output any more)" if s.was_shut_down
-           else _closed_by or "without an output: call blog.basic_config() to give the "
-                              "session one")
-    report(f"blog: {left + dropped} event(s) were logged but never written ({left} "
-           f"queued, {dropped} dropped when the queue was full), logged {why}")
-
-
-#: Events told of as never written; what closed the output as the process ended.
-_told_unwritten = 0
-_closed_by: str | None = None
-#: The lowest priority of a multiprocessing exit finalizer: run after all others.
-_LAST = -sys.maxsize
-
-
-# --- child processes: one file set per process ------------------------------------
-
-#: Where basic_config leaves its options for multiprocessing children started by spawn
-#: or forkserver (they do not inherit the parent's memory, only its environment).
-CONFIG_ENV = "BLOG_CONFIG"
-
-
-def _for_children(path: str, rotating: bool, options: dict) -> None:
-    """Record the configuration for children started by spawn or forkserver."""
-    def plain(v: Any) -> Any:
-        if isinstance(v, _dt.timedelta):
-            return v.total_seconds()
-        if isinstance(v, _dt.time):
-            return v.isoformat()
-        if isinstance(v, (list, tuple)):
-            return [plain(x) for x in v]
-        return v
-    os.environ[CONFIG_ENV] = json.dumps({"pid": os.getpid(), "output": path,
-                                         "rotating": rotating,
-                                         "options": {k: plain(v) for k, v in options.items()}})
-
-
-def _hook_multiprocessing(s: Session) -> None:
-    """A multiprocessing child ends with os._exit (no atexit): close its output at the end of
-    its bootstrap (``exits.hook_multiprocessing``), or failing that in its exit finalizers.
-
-    Called in the child, before multiprocessing's bootstrap clears the finalizers it
-    inherited and runs its after-fork hooks (of which this makes one).
-    """
-    mpu = sys.modules.get("multiprocessing.util")
-    if mpu is not None:
-        mpu.register_after_fork(s, _finalize_in_mp_child)
-
-
-def _finalize_in_mp_child(s: Session) -> None:
-    """Close the output in multiprocessing's last exit finalizer (the lowest priority: after
-    the application's, and the join of its children), unless the end of the child's
-    bootstrap will, later still."""
-    import multiprocessing.util as mpu
-    mpu.Finalize(s, _at_mp_finalizers, args=(s,), exitpriority=_LAST)
-
-
-def _at_mp_finalizers(s: Session) -> None:
-    """multiprocessing's last exit finalizer in a child: close the output, unless the end of
-    its bootstrap will."""
-    if not exits.child_ends_later():
-        _at_child_end()
-
-
 def _at_child_end() -> None:
     """A multiprocessing child's run is over (os._exit follows): close the output, and tell
     what is left unwritten."""
     if _session is not None:
-        _close_for_good(_session, "after the multiprocessing child's run had ended (its "
-                                  "output was closed then: multiprocessing ends a child "
-                                  "with os._exit)")
-
-
-def _mp_child() -> bool:
-    """True in a multiprocessing child started by spawn or forkserver (not in any program
-    that merely imports multiprocessing)."""
-    mp = sys.modules.get("multiprocessing.process")
-    if mp is None or not ("multiprocessing.spawn" in sys.modules
-                          or "multiprocessing.forkserver" in sys.modules):
-        return False
-    # While a child unpickles its target (and imports its modules) multiprocessing marks
-    # the process as inheriting; once it runs, it has a parent process.
-    return bool(getattr(mp.current_process(), "_inheriting", False)) \
-        or mp.parent_process() is not None
+        lifecycle.close_at_child_end(_session)
 
 
 def _configure_from_env(s: Session) -> None:
     """In a multiprocessing child started by spawn or forkserver: the parent's configuration."""
-    raw = os.environ.get(CONFIG_ENV)
-    if not raw or not _mp_child():
+    config = lifecycle.parent_config()
+    if config is None:
         return
-    try:
-        cfg = json.loads(raw)
-        if cfg["pid"] == os.getpid():
-            return
-        path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
-        options = dict(cfg["options"])
-    except (ValueError, KeyError, TypeError):
-        return
+    path, options = config
     try:
         basic_config(path, **options)
-        _hook_multiprocessing(s)
+        lifecycle.hook_multiprocessing(s)
         # Closed when the child ends (with os._exit): in case its bootstrap is past the
         # point where it runs the after-fork hooks.
-        _finalize_in_mp_child(s)
+        lifecycle.finalize_in_mp_child(s)
     except Exception as exc:   # a child must start even if its log cannot be opened
         report(f"blog: the parent's configuration failed in child {os.getpid()}: "
                f"{type(exc).__name__}: {exc}")
 
 
 def _after_fork_in_child() -> None:
-    """A forked child goes on logging into its own file (set): same options, its pid."""
-    global _config_lock, _closed_by, _told_unwritten
+    """The last after-fork step (blog.process): a forked child goes on logging into its own
+    file (set), with the same options and its pid."""
+    global _config_lock
     _config_lock = threading.RLock()   # may have been held by a thread that is gone
-    _closed_by, _told_unwritten = None, 0   # the child's own queue: none of it told yet
-    exits.hook_multiprocessing(_at_child_end)   # before a multiprocessing child's bootstrap
-    s = _session
-    if s is None:
-        return
-    old = s.forked_drainer
-    s.forked_drainer = None
-    if not isinstance(old, Consumer):
-        return
-    st = old.stream
-    try:
-        if _is_rotating(st):
-            stream: Any = st.for_child()
-        elif isinstance(st, FileOutputStream):
-            stream = FileOutputStream(pid_path(st.path, os.getpid()), fsync=st.fsync)
-        else:
-            return   # the application's own stream: the child gives itself an output
-    except Exception as exc:
-        report(f"blog: forked child {os.getpid()} cannot open its log: "
-               f"{type(exc).__name__}: {exc}")
-        return
-    if _crash_option is not False and _is_file(stream):
-        from blogstore.crashlayout import buffer_directory
-
-        from .crashbuf import CrashBuffer
-        try:
-            directory = buffer_directory(st.requested if isinstance(st, FileOutputStream)
-                                         else st.path, _crash_option)
-            s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
-        except OSError as exc:
-            report(f"blog: forked child {os.getpid()} has no crash buffer: {exc}")
-    Consumer(s, stream, interval=old.interval, flush_bytes=old.flush_bytes,
-             fsync_interval=old.fsync_interval).start()
-    _hook_multiprocessing(s)
-    if CONFIG_ENV in os.environ:
-        try:
-            cfg = json.loads(os.environ[CONFIG_ENV])
-            cfg["pid"] = os.getpid()
-            os.environ[CONFIG_ENV] = json.dumps(cfg)
-        except (ValueError, TypeError):
-            pass
+    lifecycle.forked()
+    process.hook_multiprocessing(_at_child_end)   # before a multiprocessing child's bootstrap
+    if _session is not None:
+        lifecycle.own_output(_session, _crash_option)
 
 
-#: The modules with at-fork hooks of their own that a configuration may import (an option
-#: needs them) after this one; the default session's step uses what they reset in a child.
-_HOOKED_LATER = ("blog.crashbuf", "blog.rotating", "blog.housekeeping", "blogstore.manifest")
-#: The registration of the default session's at-fork step that acts, and which of those
-#: modules were imported when it was made.
-_fork_step: tuple[object, tuple[bool, ...]] = (None, ())
-
-
-def _fork_step_last() -> None:
-    """Register the default session's at-fork step after the hooks of every module imported
-    so far (hooks run in the order they were registered: the session's own, the streams',
-    the crash buffer's and the rotated files' must run before it); the earlier registration
-    stands down. Called on import, and after a configuration that imported one of them."""
-    global _fork_step
-    loaded = tuple(m in sys.modules for m in _HOOKED_LATER)
-    if loaded == _fork_step[1] or not hasattr(os, "register_at_fork"):
-        return
-    token = object()
-    _fork_step = (token, loaded)
-    os.register_at_fork(after_in_child=lambda: _fork_step[0] is token
-                        and _after_fork_in_child())   # type: ignore[func-returns-value]
-
-
-_fork_step_last()
+process.after_fork_last(_after_fork_in_child)
 
 # A spawned or forkserver child that imports blog while it loads its target is closed at
 # the end of its bootstrap even if it configures its output only in its run.
-exits.hook_multiprocessing(_at_child_end)
+process.hook_multiprocessing(_at_child_end)

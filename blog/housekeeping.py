@@ -39,16 +39,11 @@ from blogstore.crashlayout import alive, pending_pids
 from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
                                members, parse, remove)
 
+from . import process
 from .report import report
 
 TMP = ".tmp"
 
-# No fork while this process holds a short-lived lock of a file (a probe, the manifest):
-# a child would inherit the open file description, and with it the lock, for its life.
-_fork_guard = threading.Lock()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_fork_guard.acquire, after_in_parent=_fork_guard.release,
-                        after_in_child=_fork_guard.release)
 NEW = ".new"    # a file being opened by its writer: renamed to its name once locked
 _CHUNK = 1 << 20
 
@@ -72,7 +67,9 @@ class Retention:
 
 def is_being_written(path: str) -> bool:
     """True if a process holds the file's writer lock (or the file cannot be opened to check)."""
-    with _fork_guard:
+    # No fork meanwhile: a child would inherit the open file description, and with it the
+    # lock, for its life (blog.process.fork_guard).
+    with process.fork_guard:
         return is_locked(path)
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-import weakref
 from typing import Any, Sequence
 
 from blogstore.crashlayout import buffer_directory
 from blogstore.fileset import file_name, split_base
 
+from . import process
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from .errors import ConfigurationError
 from .housekeeping import NEW, Housekeeper, Retention
@@ -97,7 +97,7 @@ class RotatingFile:
         os.makedirs(self.directory, exist_ok=True)
         if not os.access(self.directory, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write in the log directory {self.directory!r}")
-        _OPEN.add(self)
+        process.track(process.ROTATING, self)
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=compress,
                                        retention=self.retention, buffers=self.crash_dirs)
         self.pid = os.getpid()
@@ -298,16 +298,3 @@ class RotatingFile:
 
     def __repr__(self) -> str:
         return f"RotatingFile({self.path!r}, current={self.current!r})"
-
-
-#: Every RotatingFile of the process, so that a forked child lets go of their files.
-_OPEN: weakref.WeakSet[RotatingFile] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for rf in list(_OPEN):
-        rf._forked()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -14,7 +14,6 @@ import os
 import sys
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 from types import CodeType
 from typing import TYPE_CHECKING, Any, Iterator
@@ -26,7 +25,7 @@ from blogformat.placeholders import parse
 from blogformat.valuetypes import Described
 from blogformat.severity import Severity, to_severity
 
-from . import __version__, accel
+from . import __version__, accel, process
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
 from .errors import ConfigurationError
@@ -99,7 +98,7 @@ class Session:
         self._loggers: dict[str, Logger] = {}
         self._output = Output(self.stats, self.name)
         self._consuming: int | None = None       # ident of the thread inside consume()
-        _SESSIONS.add(self)
+        process.track(process.SESSION, self)
         self._tz_offset: int | None = None       # of the last ClockSync written
         self._crash: CrashBuffer | None = None
         self._crash_capacity = 0                 # the channel capacity its files were made for
@@ -743,18 +742,6 @@ class Session:
         with self._lock:
             return sum(max(0, w.channel.dropped - self._reported_drops.get(w.id, 0))
                        for w in self._writers)
-
-
-_SESSIONS: weakref.WeakSet[Session] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for s in list(_SESSIONS):
-        s._forked()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _cap(text: str, limit: int = MAX_METADATA_TEXT) -> str:

@@ -7,11 +7,11 @@ import io
 import os
 import stat
 import time
-import weakref
 from typing import BinaryIO, Protocol
 
 from blogstore.fileset import pid_path
 
+from . import process
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from .errors import ConfigurationError
 from .report import report
@@ -57,7 +57,7 @@ class FileOutputStream:
         self.fsync = stream_policy(fsync)
         self.requested = os.fspath(path)
         self._file, self.path = _open_own(self.requested, mode)
-        _open_streams.add(self)
+        process.track(process.STREAM, self)
         self._size = 0                 # the file's size after our writes
         self.reopened = 0              # times the path was opened again
         self._writes = self._synced = 0    # writes, and writes synced
@@ -153,29 +153,19 @@ class FileOutputStream:
     def closed(self) -> bool:
         return self._file.closed
 
-    def __repr__(self) -> str:
-        return f"FileOutputStream({self.path!r})"
-
-
-#: Every FileOutputStream, so that a forked child lets go of their files (below).
-_open_streams: "weakref.WeakSet[FileOutputStream]" = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    """A forked child closes the files it inherited: their lock is shared with the parent
-    (flock belongs to the open file), so an fd kept here would hold the parent's file
-    locked after the parent let go of it (a copytruncate, basic_config again). The
-    child's streams write nowhere from now on (counted as lost); the default session
-    gives the child a file of its own."""
-    for st in list(_open_streams):
+    def _forked(self) -> None:
+        """In a forked child (``blog.process``): close the file inherited. Its lock is shared
+        with the parent (flock belongs to the open file), so an fd kept here would hold the
+        parent's file locked after the parent let go of it (a copytruncate, basic_config
+        again). The stream writes nowhere from now on (counted as lost); the default
+        session gives the child a file of its own."""
         try:
-            st._file.close()     # close, never unlock: the parent holds the lock still
+            self._file.close()     # close, never unlock: the parent holds the lock still
         except OSError:
             pass
 
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    def __repr__(self) -> str:
+        return f"FileOutputStream({self.path!r})"
 
 
 #: How long a writer waits for a lock before it takes a file of its own: a child just

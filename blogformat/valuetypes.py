@@ -13,7 +13,6 @@ stream). Reader: a ``TypeTable`` per stream keeps the entries in force, bounded.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -225,10 +224,7 @@ def listen(session: Listener) -> list[Described]:
         return list(_described)
 
 
-def _after_fork_in_child() -> None:
+def reset_after_fork() -> None:
+    """In a forked child (blog.process calls it): another thread may have held the lock."""
     global _lock
-    _lock = threading.RLock()   # another thread may have held it at the fork
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    _lock = threading.RLock()

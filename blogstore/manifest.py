@@ -152,13 +152,11 @@ def write_json(directory: str, name: str, obj: Any) -> None:
 _in_process = threading.Lock()
 
 
-def _reset_after_fork() -> None:   # a thread of the parent may have held it: not ours
+def reset_after_fork() -> None:
+    """In a forked child (blog.process calls it): a thread of the parent may have held the
+    in-process lock."""
     global _in_process
     _in_process = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def update(directory: str, change: Callable[[dict], object],

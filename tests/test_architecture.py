@@ -111,9 +111,9 @@ def test_no_import_circle():
 
 
 #: The stdlib's private attributes blog replaces, where the stdlib offers no hook: a
-#: multiprocessing child's bootstrap (blog.exits: its output is closed after the child's
+#: multiprocessing child's bootstrap (blog.process: its output is closed after the child's
 #: last record, just before multiprocessing ends it with os._exit).
-STDLIB_HOOKS = {("blog.exits", "_bootstrap")}
+STDLIB_HOOKS = {("blog.process", "_bootstrap")}
 
 
 def test_no_module_assigns_another_objects_private_attributes():
@@ -139,3 +139,28 @@ def test_no_import_inside_a_function_hides_a_circle():
     # An import inside a function is how a circle hides. The modules have some (what only an
     # option needs is imported when it is used: tests/test_startup.py), and they count here.
     _assert_no_circle(deferred=True)
+
+
+#: What hooks into the process (fork, exit, signals, unhandled exceptions, multiprocessing's
+#: finalizers and bootstrap) or keeps a weak set of live objects: only blog.process (the one
+#: owner of the process's state) does.
+#: blogformat.valuetypes' listeners are the sessions its codec's registry tells of new type
+#: descriptions (the encoder, in blogformat, gives the ids: it imports nothing of blog).
+PROCESS_STATE = {"register_at_fork", "atexit", "signal.signal", "excepthook", "WeakSet",
+                 "Finalize", "register_after_fork", "_bootstrap"}
+PROCESS_OWNERS = {"blog.process", "blogformat.valuetypes"}
+
+
+def test_only_blog_process_hooks_into_the_process():
+    bad = []
+    for name, tree in _modules().items():
+        for node in ast.walk(tree):
+            used = set()
+            if isinstance(node, ast.Attribute):
+                used = {node.attr, f"{getattr(node.value, 'id', '')}.{node.attr}"}
+            elif isinstance(node, ast.Import):
+                used = {a.name for a in node.names}
+            if used & PROCESS_STATE and not (name == "blog.process" or (
+                    name in PROCESS_OWNERS and used & PROCESS_STATE == {"WeakSet"})):
+                bad.append(f"{name}:{node.lineno} {sorted(used & PROCESS_STATE)}")
+    assert bad == []

@@ -1,4 +1,34 @@
-"""The ways a process ends that skip ``atexit``: flush the default session on them too.
+"""The process's live objects, and every hook by which blog follows the process: fork, exit,
+signals, unhandled exceptions, the end of a multiprocessing child.
+
+Live objects: each session, file stream, rotated file set and crash buffer registers
+itself here when it is made (``track``; held weakly). Nothing else in blog keeps a set
+of them or registers a hook with the interpreter.
+
+After a fork, the child runs these steps, in this order, whatever order the modules
+were imported in (one ``os.register_at_fork``, made when this module is imported):
+
+1. locks a thread of the parent may have held: the fork guard is released (below); the
+   lock of the registry of described types (``blogformat.valuetypes``) and the manifest's
+   in-process lock (``blogstore.manifest``) are made anew (their ``reset_after_fork``),
+   each if its module is loaded;
+2. file streams close the files they inherited (their flock is the parent's too);
+3. rotated file sets let go of theirs, with housekeeping of their own;
+4. crash buffers let go of theirs (never unlocking: the lock is the parent's);
+5. sessions forget the parent's threads, queued events and output;
+6. the default session opens the child's own output (``blog.default``): a new file
+   stream, file set or crash buffer made now is the child's, and no step above lets
+   go of it.
+
+Before a fork, in the parent, the fork guard is taken (``fork_guard``: held for an
+instant around a short-lived file lock, a probe or the manifest's, so that no child
+inherits the lock for its life), and released after it in both processes.
+
+At exit: the default session closes its output (``at_exit``: Python's ``atexit``);
+in a multiprocessing child, at the end of its bootstrap (``hook_multiprocessing``) or
+in multiprocessing's last exit finalizer (``last_mp_finalizer``).
+The ways a process ends that skip ``atexit`` flush the default session too
+(``install_exit_hooks``, called by ``basic_config``):
 
 - ``SIGTERM`` (what ``kill``, systemd and container runtimes send): the
   default action ends the process at once, without ``atexit``. blog's handler
@@ -17,26 +47,84 @@
   raised): it is logged first, at CRITICAL with its traceback in the
   ``exception`` field, flushed, and then handed to the hook that was there
   before (which prints it, as usual).
-
 - A ``multiprocessing`` child: multiprocessing ends it with ``os._exit``
   once its bootstrap returns (fork, forkserver), after its exit finalizers,
   the join of its threads and its last record ("process exiting with exitcode
   0"). ``hook_multiprocessing`` wraps the bootstrap so that blog closes its
   output after all of that.
 
-``install`` is called by ``basic_config``; it installs each hook once, the
-signal handlers only from the main thread (Python allows no other), and the
-asyncio hook if asyncio is imported by then (it is not imported for it).
+``install_exit_hooks`` installs each hook once, the signal handlers only from the main
+thread (Python allows no other), and the asyncio hook if asyncio is imported by then
+(it is not imported for it).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
 import threading
+import weakref
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
+
+# --- live objects and the after-fork steps ----------------------------------------
+
+
+class Forked(Protocol):
+    """A live object: ``_forked()`` lets go, in a forked child, of what is the parent's."""
+
+    def _forked(self) -> None: ...
+
+
+#: The kinds of live object, in the order a forked child runs their steps (2 to 5 above).
+STREAM, ROTATING, CRASH_BUFFER, SESSION = ("file stream", "rotated file set", "crash buffer",
+                                           "session")
+_live: dict[str, weakref.WeakSet[Forked]] = {
+    kind: weakref.WeakSet() for kind in (STREAM, ROTATING, CRASH_BUFFER, SESSION)}
+
+#: The modules whose per-process state a child resets (step 1), if they are loaded: each
+#: has ``reset_after_fork()`` (blogformat imports nothing of blog: it is called from here).
+RESET_AFTER_FORK = ("blogformat.valuetypes", "blogstore.manifest")
+
+#: No fork while this is held (housekeeping holds it around a short-lived file lock).
+fork_guard = threading.Lock()
+
+_default_step: Callable[[], None] | None = None
+
+
+def track(kind: str, obj: Forked) -> None:
+    """Register a live object of ``kind`` (``STREAM``...): a forked child calls its
+    ``_forked()`` in its kind's step."""
+    _live[kind].add(obj)
+
+
+def after_fork_last(step: Callable[[], None]) -> None:
+    """Make ``step`` the last after-fork step in a child (6 above: the default session's)."""
+    global _default_step
+    _default_step = step
+
+
+def _after_fork_in_child() -> None:
+    fork_guard.release()     # taken before the fork by the thread that goes on here
+    for name in RESET_AFTER_FORK:
+        module = sys.modules.get(name)
+        if module is not None:
+            module.reset_after_fork()
+    for objects in _live.values():
+        for obj in list(objects):
+            obj._forked()
+    if _default_step is not None:
+        _default_step()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=fork_guard.acquire, after_in_parent=fork_guard.release,
+                        after_in_child=_after_fork_in_child)
+
+
+# --- exit, signals, unhandled exceptions ------------------------------------------
 
 _flush: Callable[[], None] | None = None
 _flush_soon: Callable[[], Any] | None = None
@@ -46,10 +134,34 @@ _installed = {"sys": False, "threading": False, "asyncio": False}
 _child_end: Callable[[], None] | None = None
 _bootstrapped = 0    # the pid of the process whose wrapped multiprocessing bootstrap runs
 _wrapper: Callable[..., Any] | None = None   # that wrapper
+#: The lowest priority of a multiprocessing exit finalizer: run after all others.
+_LAST = -sys.maxsize
 
 
-def install(flush: Callable[[], None], log_critical: Callable[..., None],
-            flush_soon: Callable[[], Any] | None = None) -> None:
+def at_exit(end: Callable[..., None], *args: Any) -> None:
+    """Call ``end(*args)`` when Python exits (``atexit``)."""
+    atexit.register(end, *args)
+
+
+def last_mp_finalizer(owner: Any, end: Callable[..., None], *args: Any) -> None:
+    """Call ``end(*args)`` in multiprocessing's last exit finalizer (the lowest priority:
+    after the application's, and the join of its children), if multiprocessing is loaded;
+    ``owner`` is None, or an object the finalizer goes with."""
+    mpu = sys.modules.get("multiprocessing.util")
+    if mpu is not None:
+        mpu.Finalize(owner, end, args=args, exitpriority=_LAST)
+
+
+def after_mp_fork(owner: Any, step: Callable[[Any], None]) -> None:
+    """Call ``step(owner)`` in a multiprocessing child, when its bootstrap runs the
+    after-fork hooks it registered, if multiprocessing is loaded."""
+    mpu = sys.modules.get("multiprocessing.util")
+    if mpu is not None:
+        mpu.register_after_fork(owner, step)
+
+
+def install_exit_hooks(flush: Callable[[], None], log_critical: Callable[..., None],
+                       flush_soon: Callable[[], Any] | None = None) -> None:
     """Flush with ``flush`` on SIGTERM and unhandled exceptions, logging them with
     ``log_critical(fmt, *args, exception=exc)`` first; ``flush_soon`` asks for a flush
     without waiting (from asyncio's handler, which may run in a finalizer)."""

@@ -1,0 +1,237 @@
+"""The default session's output at the process's ends and in its children.
+
+How it ends: at exit, and at the end of a multiprocessing child (which multiprocessing
+ends with ``os._exit``, no ``atexit``), the output is closed (a last consume) and what
+was logged but never written is told on stderr. How children go on: a forked child
+logs into a file (set) of its own, with the parent's options; a multiprocessing child
+started by spawn or forkserver reads them from the environment (``CONFIG_ENV``).
+
+``blog.default`` calls these with its session; ``blog.process`` holds the hooks that
+call them (at exit, after a fork, at a multiprocessing child's end).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+
+from blogstore.fileset import pid_path
+
+from . import process
+from .consumer import Consumer
+from .report import report
+from .session import Session
+from .streams import FileOutputStream
+
+if TYPE_CHECKING:
+    from .rotating import RotatingFile
+
+#: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
+CrashOption = str | None | Literal[False]
+
+#: Where basic_config leaves its options for multiprocessing children started by spawn
+#: or forkserver (they do not inherit the parent's memory, only its environment).
+CONFIG_ENV = "BLOG_CONFIG"
+#: Events told of as never written; what closed the output as the process ended.
+_told_unwritten = 0
+_closed_by: str | None = None
+
+
+def consumer_of(s: Session) -> Consumer | None:
+    """The default session's consumer (basic_config attaches only Consumers)."""
+    c = s.drainer
+    return c if isinstance(c, Consumer) else None
+
+
+def is_rotating(stream: Any) -> TypeGuard[RotatingFile]:
+    """True for a RotatingFile (blog.rotating is imported with the first one)."""
+    rotating = sys.modules.get("blog.rotating")
+    return rotating is not None and isinstance(stream, rotating.RotatingFile)
+
+
+def is_file(stream: Any) -> TypeGuard[FileOutputStream | RotatingFile]:
+    """True for the streams basic_config opens on a path (and closes)."""
+    return isinstance(stream, FileOutputStream) or is_rotating(stream)
+
+
+def stop_consumer(s: Session, keep_buffer: bool = False) -> None:
+    """Stop the consumer (a last consume, the file closed cleanly); its crash buffer goes
+    too, unless ``keep_buffer`` (a move: it mirrors the channels until the next output's
+    buffer takes over)."""
+    c = consumer_of(s)
+    if c is None:
+        return
+    c.stop()
+    if not keep_buffer:
+        s.use_crash_buffer(None)      # everything is written: the buffer goes
+    if is_file(c.stream):
+        c.stream.close()
+
+
+def opened(s: Session) -> None:
+    """The session was given an output: what it logs from now on is written."""
+    global _closed_by
+    s.was_shut_down = False
+    _closed_by = None
+
+
+def at_exit(s: Session) -> None:
+    """Python's exit: close the output (a last consume) and tell what was never written.
+    multiprocessing's exit handler may run after this one and log (its children's end):
+    what it logs is told by its last finalizer."""
+    close_for_good(s, "at exit, after blog had closed its output")
+    process.last_mp_finalizer(None, _tell_unwritten, s)
+
+
+def close_for_good(s: Session, after: str) -> None:
+    """Close the output as the process ends; what is logged from now on is told as ``after``."""
+    global _closed_by
+    if consumer_of(s) is not None:
+        _closed_by = after
+    stop_consumer(s)
+    _tell_unwritten(s)
+
+
+def _tell_unwritten(s: Session) -> None:
+    """Report on stderr the events logged but never written (each once)."""
+    global _told_unwritten
+    left, dropped = s.pending(), s.unrecorded_drops()
+    if left + dropped <= _told_unwritten:
+        return
+    _told_unwritten = left + dropped
+    why = ("after blog.shutdown() (the session had no output any more)" if s.was_shut_down
+           else _closed_by or "without an output: call blog.basic_config() to give the "
+                              "session one")
+    report(f"blog: {left + dropped} event(s) were logged but never written ({left} "
+           f"queued, {dropped} dropped when the queue was full), logged {why}")
+
+
+# --- multiprocessing children --------------------------------------------------------
+
+def for_children(path: str, rotating: bool, options: dict) -> None:
+    """Record the configuration for children started by spawn or forkserver."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, _dt.timedelta):
+            return v.total_seconds()
+        if isinstance(v, _dt.time):
+            return v.isoformat()
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+    os.environ[CONFIG_ENV] = json.dumps({"pid": os.getpid(), "output": path,
+                                         "rotating": rotating,
+                                         "options": {k: plain(v) for k, v in options.items()}})
+
+
+def parent_config() -> tuple[str, dict] | None:
+    """In a multiprocessing child started by spawn or forkserver: the output and options
+    of the parent's configuration (``CONFIG_ENV``), the output made the child's own."""
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw or not _mp_child():
+        return None
+    try:
+        cfg = json.loads(raw)
+        if cfg["pid"] == os.getpid():
+            return None
+        path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
+        return path, dict(cfg["options"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _mp_child() -> bool:
+    """True in a multiprocessing child started by spawn or forkserver (not in any program
+    that merely imports multiprocessing)."""
+    mp = sys.modules.get("multiprocessing.process")
+    if mp is None or not ("multiprocessing.spawn" in sys.modules
+                          or "multiprocessing.forkserver" in sys.modules):
+        return False
+    # While a child unpickles its target (and imports its modules) multiprocessing marks
+    # the process as inheriting; once it runs, it has a parent process.
+    return bool(getattr(mp.current_process(), "_inheriting", False)) \
+        or mp.parent_process() is not None
+
+
+def hook_multiprocessing(s: Session) -> None:
+    """A multiprocessing child ends with os._exit (no atexit): close its output at the end of
+    its bootstrap (``process.hook_multiprocessing``), or failing that in its exit finalizers.
+
+    Called in the child, before multiprocessing's bootstrap clears the finalizers it
+    inherited and runs its after-fork hooks (of which this makes one).
+    """
+    process.after_mp_fork(s, finalize_in_mp_child)
+
+
+def finalize_in_mp_child(s: Session) -> None:
+    """Close the output in multiprocessing's last exit finalizer (the lowest priority: after
+    the application's, and the join of its children), unless the end of the child's
+    bootstrap will, later still."""
+    import multiprocessing.util   # (a child has it loaded: its bootstrap runs on it)
+    process.last_mp_finalizer(s, _at_mp_finalizers, s)
+
+
+def _at_mp_finalizers(s: Session) -> None:
+    """multiprocessing's last exit finalizer in a child: close the output, unless the end of
+    its bootstrap will."""
+    if not process.child_ends_later():
+        close_at_child_end(s)
+
+
+def close_at_child_end(s: Session) -> None:
+    """A multiprocessing child's run is over (os._exit follows): close the output, and tell
+    what is left unwritten."""
+    close_for_good(s, "after the multiprocessing child's run had ended (its output was "
+                      "closed then: multiprocessing ends a child with os._exit)")
+
+
+# --- forked children -----------------------------------------------------------------
+
+def forked() -> None:
+    """In a forked child: its own queue, none of it told of yet."""
+    global _closed_by, _told_unwritten
+    _closed_by, _told_unwritten = None, 0
+
+
+def own_output(s: Session, crash: CrashOption) -> None:
+    """In a forked child: go on logging into a file (set) of its own, with the parent's
+    options (``crash``: its crash buffer option); the application's own stream is left
+    for the child to replace."""
+    old = s.forked_drainer
+    s.forked_drainer = None
+    if not isinstance(old, Consumer):
+        return
+    st = old.stream
+    try:
+        if is_rotating(st):
+            stream: Any = st.for_child()
+        elif isinstance(st, FileOutputStream):
+            stream = FileOutputStream(pid_path(st.path, os.getpid()), fsync=st.fsync)
+        else:
+            return   # the application's own stream: the child gives itself an output
+    except Exception as exc:
+        report(f"blog: forked child {os.getpid()} cannot open its log: "
+               f"{type(exc).__name__}: {exc}")
+        return
+    if crash is not False and is_file(stream):
+        from blogstore.crashlayout import buffer_directory
+
+        from .crashbuf import CrashBuffer
+        try:
+            directory = buffer_directory(st.requested if isinstance(st, FileOutputStream)
+                                         else st.path, crash)
+            s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
+        except OSError as exc:
+            report(f"blog: forked child {os.getpid()} has no crash buffer: {exc}")
+    Consumer(s, stream, interval=old.interval, flush_bytes=old.flush_bytes,
+             fsync_interval=old.fsync_interval).start()
+    hook_multiprocessing(s)
+    if CONFIG_ENV in os.environ:
+        try:
+            cfg = json.loads(os.environ[CONFIG_ENV])
+            cfg["pid"] = os.getpid()
+            os.environ[CONFIG_ENV] = json.dumps(cfg)
+        except (ValueError, TypeError):
+            pass

@@ -1,0 +1,114 @@
+"""The process's live objects and hooks (blog/process.py): a forked child runs the
+after-fork steps in the stated order, whatever order the modules were imported in."""
+
+from __future__ import annotations
+
+import glob
+
+import pytest
+from helpers import run_python
+
+import bread
+
+
+def test_a_forked_child_runs_the_after_fork_steps_in_the_stated_order(tmp_path):
+    # Proves: the order of blog.process's docstring (codec state, file streams, rotated
+    # sets, crash buffers, sessions, the default session), whatever order the objects
+    # were made in.
+    r = run_python("""
+        import os, sys
+        import blogstore.manifest, blogformat.valuetypes
+        from blog import process
+        done = []
+
+        class Live:
+            def __init__(self, kind):
+                self.kind = kind
+                process.track(kind, self)
+
+            def _forked(self):
+                done.append(self.kind)
+        for name in ("blogformat.valuetypes", "blogstore.manifest"):
+            sys.modules[name].reset_after_fork = lambda name=name: done.append(name)
+        objects = [Live(k) for k in (process.SESSION, process.CRASH_BUFFER, process.ROTATING,
+                                     process.STREAM, process.SESSION)]
+        process.after_fork_last(lambda: done.append("default session"))
+        pid = os.fork()
+        if pid == 0:
+            with open("order", "w") as f:
+                f.write(",".join(done))
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert done == [], done   # the parent runs none of them
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "order").read_text().split(",") == [
+        "blogformat.valuetypes", "blogstore.manifest", "file stream", "rotated file set",
+        "crash buffer", "session", "session", "default session"]
+
+
+#: Import orders: the options' modules before the default session's, and after it (a
+#: configuration imports them when it asks for rotation or a crash buffer).
+IMPORT_ORDERS = {
+    "options first": "import blog.crashbuf, blog.rotating, blog.housekeeping, blog.default",
+    "default first": "import blog.default, blog.session, blog.streams",
+}
+
+
+def _fork(tmp_path, order: str, options: str, child_end: str) -> int:
+    """In a child Python that imports blog's modules in ``order`` and calls
+    ``basic_config("app.blog", <options>)``: log "parent 0", fork a child that logs
+    "child 0" to "child 99" and runs ``child_end``, then log "parent 1". The child's pid."""
+    r = run_python(f"""
+        import os, signal
+        {IMPORT_ORDERS[order]}
+        import blog
+        blog.basic_config("app.blog", {options})
+        log = blog.get_logger("t")
+        log.info("parent {{}}", 0)
+        blog.flush()
+        pid = os.fork()
+        if pid == 0:
+            for i in range(100):
+                log.info("child {{}}", i)
+            {child_end}
+        log.info("parent {{}}", 1)
+        os.waitpid(pid, 0)
+        blog.shutdown()
+        print(pid)
+    """, tmp_path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return int(r.stdout)
+
+
+CHILD = [f"child {i}" for i in range(100)]
+
+
+@pytest.mark.parametrize("order", sorted(IMPORT_ORDERS))
+def test_a_forked_child_logs_into_its_own_file_whatever_the_import_order(tmp_path, order):
+    # Proves: the child's new file is its own (a step after the default session's would
+    # close it), and the parent's file is untouched by the child.
+    child = _fork(tmp_path, order, "flush_interval=60", "blog.shutdown(); os._exit(0)")
+    assert [e.message for e in bread.read(tmp_path / "app.blog")] == ["parent 0", "parent 1"]
+    assert [e.message for e in bread.read(tmp_path / f"app.pid{child}.blog")] == CHILD
+
+
+@pytest.mark.parametrize("order", sorted(IMPORT_ORDERS))
+def test_a_killed_forked_child_of_a_rotated_set_loses_nothing_whatever_the_import_order(
+        tmp_path, order):
+    # Proves: the child's file set and crash buffer are its own (a step after the default
+    # session's would let go of them): its events, never written when it is killed, are
+    # recovered by the next start; the parent's files hold only the parent's events.
+    child = _fork(tmp_path, order, "rotate_bytes=1 << 20, crash_buffer=True, flush_interval=60",
+                  "os.kill(os.getpid(), signal.SIGKILL)")
+    files = glob.glob(str(tmp_path / "app.*.blog*"))
+    assert [e.message for e in bread.read([f for f in files if f".pid{child}." not in f])] \
+        == ["parent 0", "parent 1"]
+    r = run_python("""
+        import blog
+        blog.basic_config("app.blog", rotate_bytes=1 << 20, crash_buffer=True)
+        blog.shutdown()
+    """, tmp_path)
+    assert r.returncode == 0 and "recovered 100 event(s)" in r.stderr, r.stderr
+    assert sorted(e.message for e in bread.read(glob.glob(str(tmp_path / "app.*.blog*")))) \
+        == sorted(["parent 0", "parent 1", *CHILD])

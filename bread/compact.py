@@ -32,7 +32,6 @@ of those names are removed or moved. Whatever is left alone is said to
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import gzip
 import heapq
@@ -42,7 +41,7 @@ import stat
 import sys
 import tempfile
 import time
-from typing import Any, BinaryIO, Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator
 
 import msgpack
 
@@ -58,7 +57,6 @@ from blogformat.fileset import (create_temp, fsync_dir, is_locked, is_regular, m
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from .entries import iter_entries
-from .errors import OptionError
 from .frames import Damage, Frame, iter_frames
 from .inputs import name_text, open_path
 from .render import escape_controls
@@ -68,25 +66,16 @@ RUN_EVENTS = 200_000
 #: Events per events frame of a compacted file (one writer's events of a stretch of time).
 EVENTS_PER_FRAME = 4096
 _SEC = 1_000_000_000
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_duration(text: str, option: str) -> int:
-    """``30s``, ``15m``, ``12h``, ``1d``, ``2w`` in ns; ValueError naming ``option``."""
-    t = text.strip()
-    if len(t) >= 2 and t[-1] in _UNITS and t[:-1].isdigit() and int(t[:-1]) > 0:
-        return int(t[:-1]) * _UNITS[t[-1]] * _SEC
-    raise OptionError(f"{option} must be a duration like 30m, 12h, 1d or 1w, not {text!r}")
-
 
 Warn = Callable[[str], None]
 
 
-def _stderr(message: str) -> None:
+def to_stderr(message: str) -> None:
+    """The default ``warn``: a line on standard error."""
     sys.stderr.write(f"bread compact: {escape_controls(name_text(message))}\n")
 
 
-def finish_interrupted(directory: str, warn: Warn = _stderr) -> list[str]:
+def finish_interrupted(directory: str, warn: Warn = to_stderr) -> list[str]:
     """Finish or undo compactions a crash cut; the paths removed. Run under the lock.
 
     Catalog entries that name anything but the directory's own files are said to ``warn``
@@ -235,7 +224,7 @@ def _exists(name: str, dir_fd: int) -> bool:
 
 
 def candidates(directory: str, older_than_ns: int, now_ns: int,
-               warn: Warn = _stderr) -> list[str]:
+               warn: Warn = to_stderr) -> list[str]:
     """Closed files of the sets in ``directory`` last written before ``now - older_than``:
     regular files (a link is said to ``warn`` and left alone) that no compacted file
     replaces already (an original a crash left, or one kept for its damage)."""
@@ -534,7 +523,7 @@ class Compactor:
 
 def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC,
             now_ns: int | None = None, dry_run: bool = False,
-            log: Any = None, warn: Warn = _stderr) -> list[dict]:
+            log: Any = None, warn: Warn = to_stderr) -> list[dict]:
     """Compact the closed files of ``directory`` older than ``older_than_ns``; one compacted
     file per set and period. Returns what was done (or would be, with ``dry_run``): with
     ``kept``, the originals that held damage and where they are now (module docstring).
@@ -647,67 +636,3 @@ def _forget(directory: str, names: list[str]) -> None:
     gone = set(names)
     manifest.update(directory, lambda m: [m["files"].pop(n, None) for n in gone],
                     lambda p: not is_locked(p))
-
-
-def main(argv: Sequence[str]) -> int:
-    """``bread compact DIR --older-than 1d [--period 1d] [--dry-run]``."""
-    p = argparse.ArgumentParser(
-        prog="bread compact", description=__doc__.split("\n")[0], epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("directory", metavar="DIR")
-    p.add_argument("--older-than", required=True, metavar="AGE",
-                   help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
-    p.add_argument("--period", default="1d", metavar="LENGTH",
-                   help="one compacted file per set and period of this length (UTC; default 1d)")
-    p.add_argument("--dry-run", action="store_true", help="say what would be done; do nothing")
-    try:
-        args = p.parse_args(argv)
-        older = parse_duration(args.older_than, "--older-than")
-        period = parse_duration(args.period, "--period")
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 1
-    except ValueError as exc:
-        sys.stderr.write(f"bread compact: error: {exc}\n")
-        return 1
-    if not os.path.isdir(args.directory):
-        sys.stderr.write(f"bread compact: not a directory: {args.directory}\n")
-        return 2
-
-    notes: list[str] = []
-
-    def warn(message: str) -> None:
-        notes.append(message)
-        _stderr(message)
-
-    def say(plan: dict) -> None:
-        what = plan.get("compacted", "(dry run)")
-        sys.stdout.write(escape_controls(name_text(what))
-                         + f": {len(plan['replaces'])} file(s)"
-                         + (f", {plan['events']:,} events" if "events" in plan else "") + "\n")
-
-    try:
-        compact(args.directory, older, period_ns=period, dry_run=args.dry_run, log=say,
-                warn=warn)
-    except BlockingIOError:
-        sys.stderr.write("bread compact: another compaction of this directory is running\n")
-        return 2
-    except IsADirectoryError as exc:   # something else at a lock's name: nothing was done
-        _stderr(f"{exc.filename}: not a lock file: nothing compacted")
-        return 2
-    except RuntimeError as exc:    # a set that cannot be copied whole: left as it is
-        sys.stderr.write(f"bread compact: {exc}\n")
-        return 3
-    return 3 if notes else 0
-
-
-_EPILOG = """\
-Only what was copied is deleted. An original in which reading met damage is
-never deleted: its readable events go into the compacted file and the original
-is moved to DIR/damaged/ (no reader of DIR nor compaction takes it again; read
-it with `bread DIR/damaged/NAME`). Names in the compaction catalog that are not
-the directory's own files, and files that are not regular files (links), are
-left alone. Each such case is said on standard error.
-
-exit status: 0 done, 1 bad option, 2 not a directory or another compaction
-running, 3 something was left as it is (an original kept for its damage, a set
-that cannot be copied whole, a name left alone): see standard error."""

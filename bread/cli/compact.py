@@ -8,6 +8,7 @@ import os
 import sys
 
 from .. import compact
+from ..compact.files import to_stderr
 from ..errors import OptionError
 from ..inputs import name_text
 from ..render import escape_controls
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     def warn(message: str) -> None:
         notes.append(message)
-        compact.to_stderr(message)
+        to_stderr(message)
 
     def say(plan: dict) -> None:
         what = plan.get("compacted", "(dry run)")
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2
     except IsADirectoryError as exc:   # something else at a lock's name: nothing was done
-        compact.to_stderr(f"{exc.filename}: not a lock file: nothing compacted")
+        to_stderr(f"{exc.filename}: not a lock file: nothing compacted")
         return 2
     except RuntimeError as exc:    # a set that cannot be copied whole: left as it is
         sys.stderr.write(f"bread compact: {exc}\n")

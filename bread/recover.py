@@ -45,13 +45,10 @@ class Log:
 
 def recover_into(log: Log, directory: str, warn: Callable[[str], None]) -> list[Recovery]:
     """Append to ``log`` the events of every abandoned buffer in ``directory``
-    (``crashfiles.recover``: a damaged buffer is said to ``warn``), close ``log``, and remove
-    ``directory`` if that emptied it; what was recovered. An OSError (the disk, say) keeps
-    the buffers for the next try."""
-    try:
-        done = recover(directory, log.stream, log.path, warn=warn)
-    finally:
-        log.close()
+    (``crashfiles.recover``: a damaged buffer is said to ``warn``), then remove ``directory``
+    if that emptied it; what was recovered. An OSError (the disk, say) keeps the buffers for
+    the next try. The caller closes ``log`` in any case."""
+    done = recover(directory, log.stream, log.path, warn=warn)
     try:
         os.rmdir(directory)      # emptied (a writer's next start makes it again)
     except OSError:

@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         _say(sys.stderr, f"bread: recovering into {args.file} failed: {exc}; the crash "
                          "buffer is kept")
         return 2
+    finally:
+        log.close()
     for r in done:
         _say(sys.stdout, f"bread: recovered {r.events} event(s) of process {r.pid} into "
                          f"{r.path}")

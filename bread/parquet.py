@@ -15,10 +15,8 @@ each call site, then the typed tables. Memory: one batch of rows per call site.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import time
 from typing import Any, Sequence, TextIO
 
@@ -27,9 +25,8 @@ from blogformat.frames import FRAME_EVENTS
 from blogformat.valuedecoding import unpacker
 
 from .frames import Skim
-from .inputs import STDIN, GzipInput, expand, open_path
+from .inputs import GzipInput, expand, open_path
 from .reader import Reader
-from .render import escape_controls
 from . import tables
 
 ROWS = 65536
@@ -159,38 +156,3 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
         json.dump(index, f, indent=1)
     return {"events": n, "sources": len(index), "late": late,
             "damage": [str(d) for d in reader.damage]}
-
-
-def main(argv: Sequence[str]) -> int:
-    """``bread export --parquet OUT_DIR FILE...``; the exit codes of bread."""
-    p = argparse.ArgumentParser(prog="bread export", description=__doc__.split("\n")[0])
-    p.add_argument("--parquet", metavar="OUT_DIR", required=True,
-                   help="write events.parquet, sources/*.parquet and sources.json here")
-    p.add_argument("inputs", nargs="+", metavar="FILE")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 1   # --help; a usage error is exit 1, as for bread
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        sys.stderr.write("bread export: Parquet needs pyarrow: pip install 'blog-bread[arrow]'\n")
-        return 1
-    if STDIN in args.inputs:
-        sys.stderr.write("bread export: reads files (three passes), not standard input\n")
-        return 1
-    try:
-        summary = export(args.inputs, args.parquet,
-                         sys.stderr if sys.stderr.isatty() else None)
-    except OSError as exc:
-        sys.stderr.write(f"bread export: {escape_controls(str(exc))}\n")
-        return 2
-    for d in summary["damage"]:
-        sys.stderr.write(f"bread: {escape_controls(d)}\n")
-    if summary["late"]:
-        sys.stderr.write(f"bread export: {summary['late']:,} event(s) that the column-type "
-                         "pass did not see (written while exporting) are not in the typed "
-                         "tables\n")
-    sys.stderr.write(f"bread export: {summary['events']:,} events, {summary['sources']} call "
-                     f"site table(s) in {escape_controls(args.parquet)}\n")
-    return 3 if summary["damage"] else 0

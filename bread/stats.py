@@ -3,26 +3,23 @@
 Counts by severity, category, call site and writer; the first and last time
 and the rate; what the writer recorded as dropped or lost; per file, whether
 its writer closed it cleanly (a Summary entry ends each of its streams) and
-whether the events read agree with the Summary's count; the damaged regions; and a histogram of events over time by severity, sized to the
-terminal. Read through the batch API (no object per event); memory holds one
+whether the events read agree with the Summary's count; the damaged regions;
+and a histogram of events over time by severity, sized to the terminal.
+Read through the batch API (no object per event); memory holds one
 count per second of log time, not the events.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime as _dt
-import json
 import os
-import shutil
-import sys
-from typing import Any, Sequence
+from typing import Any
 
 from blogformat.entries import Dropped, Lost
 from blogformat.severity import Severity
 
-from .inputs import STDIN, expand, name_text
+from .inputs import name_text
 from .reader import Reader, Source
 from .render import escape_controls
 
@@ -186,29 +183,3 @@ def render(stats: dict, width: int) -> str:
             total = sum(b["severity"].values())
             lines.append(f"  {b['start'][:19]} {total:>10,} {bar}")
     return "\n".join(escape_controls(x) for x in lines) + "\n"
-
-
-def main(argv: Sequence[str]) -> int:
-    """``bread stats [-o json] FILE...``; the same exit codes as bread."""
-    p = argparse.ArgumentParser(prog="bread stats", description=__doc__.split("\n")[0])
-    p.add_argument("inputs", nargs="*", metavar="FILE")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 1   # --help; a usage error is exit 1, as for bread
-    try:
-        inputs = expand(args.inputs or [STDIN])
-        for path in inputs:
-            if path != STDIN:
-                open(path, "rb").close()
-    except OSError as exc:
-        sys.stderr.write(f"bread: cannot open {escape_controls(name_text(exc.filename))}: "
-                         f"{exc.strerror}\n")
-        return 2
-    stats = collect(inputs)
-    if args.output == "json":
-        sys.stdout.write(json.dumps(stats, indent=1) + "\n")
-    else:
-        sys.stdout.write(render(stats, shutil.get_terminal_size().columns))
-    return 3 if stats["damage"] or stats["unknown_sources"] else 0

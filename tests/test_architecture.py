@@ -24,12 +24,20 @@ CROSSINGS = {("blog.testing", "bread")}
 
 
 def _modules() -> dict[str, ast.Module]:
+    """Every module of the packages, subpackages' too (``bread.cli.read``)."""
     out = {}
     for pkg in PACKAGES:
-        for f in sorted((ROOT / pkg).glob("*.py")):
-            name = pkg if f.stem == "__init__" else f"{pkg}.{f.stem}"
+        for f in sorted((ROOT / pkg).rglob("*.py")):
+            parts = f.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             out[name] = ast.parse(f.read_text(), str(f))
     return out
+
+
+def _package(name: str) -> str:
+    """The package a relative import in module ``name`` starts from."""
+    is_package = (ROOT / name.replace(".", "/") / "__init__.py").exists()
+    return name if is_package else name.rpartition(".")[0]
 
 
 def test_import_bread_loads_none_of_the_writer():
@@ -68,7 +76,7 @@ def _imports(name: str, tree: ast.Module, deferred: bool = False) -> set[str]:
     """Modules of the project that ``name`` imports when it is imported (module level), and
     with ``deferred`` those its functions import when first called (lazy imports, which keep
     start-up short); not those under ``if TYPE_CHECKING``."""
-    pkg = name.split(".")[0]
+    pkg = _package(name).split(".")
     deps = set()
     nodes = list(tree.body)
     if deferred:
@@ -79,7 +87,8 @@ def _imports(name: str, tree: ast.Module, deferred: bool = False) -> set[str]:
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = f"{pkg}.{base}" if base else pkg
+                start = ".".join(pkg[:len(pkg) - node.level + 1])
+                base = f"{start}.{base}" if base else start
             deps.add(base)
             deps.update(f"{base}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
@@ -164,3 +173,19 @@ def test_only_blog_process_hooks_into_the_process():
                     name in PROCESS_OWNERS and used & PROCESS_STATE == {"WeakSet"})):
                 bad.append(f"{name}:{node.lineno} {sorted(used & PROCESS_STATE)}")
     assert bad == []
+
+
+def test_only_the_cli_parses_command_lines():
+    # The library modules keep their library job: each subcommand's options, messages and
+    # exit statuses are in its module of bread/cli/ (bread.cli.COMMANDS, read the default).
+    from bread import cli
+    for name, tree in _modules().items():
+        if name.split(".")[:2] == ["bread", "cli"]:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert "argparse" not in [a.name for a in node.names], name
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "argparse", name
+    for command in ["read", *cli.COMMANDS.values()]:
+        assert (ROOT / "bread" / "cli" / f"{command}.py").exists(), command

@@ -84,7 +84,7 @@ def test_compaction_keeps_every_event_and_sorts_them(tmp_path):
     evs = list(r)
     # One stream per process (events keep their pid); in each, stretches of
     # EVENTS_PER_FRAME events in time order, one frame per writer in each stretch.
-    from bread.compact import EVENTS_PER_FRAME
+    from bread.compact.compactor import EVENTS_PER_FRAME
     pids = [h.descriptor["pid"] for h in r.headers]
     assert len(pids) == 2 and [s.events for s in r.summaries] == [6012, 500]
     assert r.damage == []
@@ -264,7 +264,7 @@ def test_compaction_past_the_limits_of_a_stream_changes_nothing(tmp_path, monkey
     # (format.md 9.1; limit lowered to 3 here) is not compacted into a file a reader would
     # find damaged: compact raises saying why, and every original is still there and read.
     import pytest
-    import bread.compact as compact_mod
+    import bread.compact.compactor as compact_mod
     d = tmp_path / "logs"
     _write_set(d, threads=1, n=600, forks=0)
     before = _text(d, "-s")
@@ -506,7 +506,7 @@ def test_damage_in_one_original_excuses_no_missing_event_in_another(tmp_path, mo
     # Proves: the count check is per original: an original without damage whose events
     # were not all copied makes the compaction undo itself (nothing changed), even when
     # another original of the same compaction held damage.
-    import bread.compact as compact_mod
+    import bread.compact.transaction as compact_mod
     d = tmp_path / "logs"
     names = _small_set(d)
     _flip(d / names[0])

@@ -333,7 +333,7 @@ def _stream(meta: list, events: list, pid: int = 1) -> bytes:
 
 
 def _compacted(tmp_path, *files: bytes, damage: int = 0) -> list[str]:
-    from bread.compact import Compactor
+    from bread.compact.compactor import Compactor
     c = Compactor(str(tmp_path))
     for k, data in enumerate(files):
         (tmp_path / f"{k}.blog").write_bytes(data)

@@ -471,7 +471,7 @@ def test_crafted_manifests_and_catalogs_never_touch_anything_outside_the_log(
     # at the lock and temporary names): housekeeping (compression) and bread compact raise
     # nothing, exit 0 or 3, change nothing outside the log's directory, and every event
     # readable before is readable after, once.
-    from bread.compact import main as compact_main
+    from bread.cli.compact import main as compact_main
     rng = random.Random(int(os.environ.get("HOSTILE_SEED", 2024)))
     outside, victim = _victims(str(tmp_path))
     targets = [victim, os.path.join(outside, "passwd"), os.path.join(outside, "new")]
@@ -720,7 +720,7 @@ def test_a_done_entry_for_a_missing_compacted_file_deletes_nothing(tmp_path, cap
     # Proves: compaction deletes an original only if the compacted file that replaces it is
     # a regular file whose own header says so; a catalog that only claims it changes
     # nothing (before: every original deleted, exit 0).
-    from bread.compact import main as compact_main
+    from bread.cli.compact import main as compact_main
     d = _set_dir(tmp_path)
     names = sorted(n for n in os.listdir(d) if n.startswith("app."))
     with open(os.path.join(d, "blog-compaction.json"), "w") as f:
@@ -736,7 +736,7 @@ def test_a_writing_entry_for_a_compacted_file_whose_originals_are_gone_keeps_it(
         tmp_path, capsys):
     # Proves: a compacted file that holds the only copy of its events (its originals gone)
     # is never removed, whatever state the catalog gives it.
-    from bread.compact import main as compact_main
+    from bread.cli.compact import main as compact_main
     d = _set_dir(tmp_path, files=1)
     assert compact_main([d, "--older-than", "1m"]) == 0
     [c] = [n for n in os.listdir(d) if ".compacted." in n]
@@ -757,7 +757,7 @@ def test_a_compression_cut_short_is_not_compacted_twice(tmp_path, capsys):
     # Proves: x.blog beside a whole x.blog.gz (housekeeping killed between its rename and
     # its unlink) is left for the set's next start: no event ends up twice.
     import gzip
-    from bread.compact import main as compact_main
+    from bread.cli.compact import main as compact_main
     d = _set_dir(tmp_path, files=1)
     [n] = [n for n in os.listdir(d) if n.startswith("app.")]
     with open(os.path.join(d, n), "rb") as f, gzip.open(os.path.join(d, n + ".gz"), "wb") as g:

@@ -32,6 +32,7 @@ OPTIONAL = (
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
     "bread.batches", "bread.export", "bread.compact", "bread.parquet", "bread.spark",
     "bread.stats", "bread.recover", "bread.follow", "bread.tables",
+    "bread.cli.stats", "bread.cli.compact", "bread.cli.export", "bread.cli.recover",
     "logging", "importlib.metadata", "concurrent.futures", "asyncio", "socket", "pytz",
     "hashlib", "tempfile", "pyarrow", "pyspark",
 )
@@ -62,6 +63,7 @@ def test_import_bread_loads_only_the_package(tmp_path):
     mods = _loaded("import bread", tmp_path)
     assert [m for m in mods if m.split(".")[0] in ("blog", "bread")] == ["bread"]
     assert _optional(mods) == []
+    assert "argparse" not in mods     # the command line is parsed only when bread.cli runs
 
 
 def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):

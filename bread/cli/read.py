@@ -1,4 +1,4 @@
-"""The ``bread`` command: render blog files as text."""
+"""``bread FILE...``, the default command: blog files rendered as text, JSON lines or CSV."""
 
 from __future__ import annotations
 
@@ -7,20 +7,19 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import BinaryIO, Callable, Iterator, NoReturn, Sequence, TypeVar, cast
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from blogformat.severity import to_severity
 
-from .entries import Dropped, Lost, Recovered
-from .errors import OptionError
-from .filters import Filter, parse_time
-from .inputs import STDIN, expand, name_text
-from .reader import Reader
-from .render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
+from ..entries import Dropped, Lost, Recovered
+from ..errors import OptionError
+from ..filters import Filter, parse_time
+from ..inputs import STDIN, expand, name_text
+from ..reader import Reader
+from ..render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
+from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE, Parser, subcommand
 
 T = TypeVar("T")
-
-EXIT_OK, EXIT_USAGE, EXIT_OPEN, EXIT_DAMAGED = 0, 1, 2, 3
 
 EPILOG = """\
 event format placeholders (-f):
@@ -44,15 +43,10 @@ bread --recover FILE [--crash-dir DIR]: append to FILE the events its killed wri
 left in their crash buffers (basic_config(crash_buffer=True))."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"bread: error: {message}\n")
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="bread", description="Print blog binary log files as text.",
-                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> argparse.ArgumentParser:
+    """The options of ``bread FILE...``."""
+    p = Parser(prog="bread", description="Print blog binary log files as text.",
+               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="FILE",
                    help="blog files to read in order: paths, directories (their *.blog and "
                         "*.blog.gz files), glob patterns; gzip is read as is; "
@@ -112,13 +106,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _inputs(names: Sequence[str]) -> list[str]:
-    """The files to read (patterns and directories expanded), each checked to open."""
+def open_inputs(names: Sequence[str]) -> list[str]:
+    """The files to read (patterns and directories expanded, standard input if none), each
+    checked to open: OSError (``cannot_open`` says it)."""
     paths = expand(names or [STDIN])
     for path in paths:
         if path != STDIN:
             open(path, "rb").close()
     return paths
+
+
+def cannot_open(exc: OSError) -> int:
+    """Say on standard error that an input does not open; the exit status."""
+    sys.stderr.write(f"bread: cannot open {escape_controls(name_text(exc.filename))}: "
+                     f"{exc.strerror}\n")
+    return EXIT_OPEN
 
 
 def _filter(args: argparse.Namespace) -> Filter:
@@ -156,63 +158,43 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run bread; return the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # Each subcommand's module is imported when it runs (start-up).
-    if argv[:1] == ["stats"]:   # bread stats FILE... (a file named stats: ./stats)
-        from . import stats
-        return stats.main(argv[1:])
-    if argv[:1] == ["compact"]:  # bread compact DIR --older-than AGE
-        from . import compact
-        return compact.main(argv[1:])
-    if argv[:1] == ["export"]:  # bread export --parquet OUT_DIR FILE...
-        from . import parquet
-        return parquet.main(argv[1:])
-    if argv[:1] == ["--recover"]:  # bread --recover FILE: what dead writers left
-        from . import recover
-        return recover.main(argv[1:])
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # -h, or a bad option (already explained on stderr)
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+def run(args: argparse.Namespace) -> int:
+    """``bread [OPTION...] [FILE...]``; the exit status."""
     if not args.inputs and sys.stdin.isatty():
-        _parser().print_usage(sys.stderr)
+        parser().print_usage(sys.stderr)
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
     try:
         flt = _filter(args)
         zone = _zone(args.tz)
     except ValueError as exc:
-        _parser().print_usage(sys.stderr)
+        parser().print_usage(sys.stderr)
         sys.stderr.write(f"bread: error: {exc}\n")
         return EXIT_USAGE
     if args.follow and (len(args.inputs) != 1 or args.inputs[0] == STDIN or args.sort):
-        _parser().print_usage(sys.stderr)
+        parser().print_usage(sys.stderr)
         sys.stderr.write("bread: error: -F/--follow takes one file (not '-'), and no -s\n")
         return EXIT_USAGE
     try:
-        inputs = _inputs(args.inputs)
+        paths = open_inputs(args.inputs)
     except OSError as exc:
-        sys.stderr.write(f"bread: cannot open {escape_controls(name_text(exc.filename))}: "
-                         f"{exc.strerror}\n")
-        return EXIT_OPEN
+        return cannot_open(exc)
     out = sys.stdout
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     printer = PrettyPrinter(args.format, args.date_format, zone, color)
     if args.follow:
-        from .follow import Tail
-        source: list = [Tail(inputs[0])]
+        from ..follow import Tail
+        source: list = [Tail(paths[0])]
     else:
-        source = inputs
+        source = paths
     reader = Reader(source, sort=args.sort, filter=flt, verified_only=args.verified_only)
     stdout = sys.stdout.buffer
     try:
         if args.output == "text":
             blocks: Iterator[bytes] = reader.text(printer, escape=escape)
         else:
-            from .export import csv_rows, jsonl
+            from ..export import csv_rows, jsonl
             rows = jsonl(reader, zone) if args.output == "jsonl" else csv_rows(
                 reader, zone, escape=escape, quote_formulas=args.csv_formulas == "quote")
             blocks = (text.encode("utf-8", "backslashreplace") for text in rows)
@@ -236,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"bread: {n.events} event(s) recovered from the crash buffer of "
                              f"process {n.pid}, which died before writing them\n")
         elif isinstance(n, Lost):
-            from .stats import iso_time
+            from ..stats import iso_time
             when = (f" from {iso_time(n.since)} to {iso_time(n.clock)}" if n.since is not None
                     else f" before {iso_time(n.clock)}")
             sys.stderr.write(f"bread: {n.events} event(s) ({n.bytes} bytes) never reached "
@@ -255,6 +237,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
-def run() -> NoReturn:
-    """Console-script entry point."""
-    sys.exit(main())
+main = subcommand(parser, run)

@@ -1,0 +1,262 @@
+"""One process's files merged into one compacted stream, written to a file (see the
+package docstring): its header, the call sites, value types and writers of all of those
+files renumbered as one, its events in time order, and a Summary."""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any, Iterator
+
+import msgpack
+
+from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, BatchHeader,
+                                ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
+                                Metadata, RecordType, Summary, TypeTable, WriterProp,
+                                header_payload, metadata_frames, text_size)
+from blogformat.valuedecoding import may_hold_described, renumber
+from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
+from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
+
+from ..entries import iter_entries
+from ..frames import Damage, Frame, iter_frames
+from ..inputs import open_path
+from .runs import Runs
+
+#: Events per events frame of a compacted file (one writer's events of a stretch of time).
+EVENTS_PER_FRAME = 4096
+_SEC = 1_000_000_000
+
+
+class TooBig(RuntimeError):
+    """What one process's files hold passes the limits of one stream (format.md 9.1), or
+    cannot be copied whole (a frame cut short: its events are unverified)."""
+
+
+class Compactor:
+    """Merges the events of some files into one sorted stream (see the module docstring)."""
+
+    def __init__(self, tmpdir: str) -> None:
+        self.sources: dict[tuple, EventSource] = {}
+        self.writers: dict[tuple, WriterProp] = {}
+        self.runs = Runs(tmpdir)
+        self.dropped = 0
+        self.lost = 0
+        self.damage: list[Damage] = []
+        self.tz: tuple[int, str] | None = None
+        self.descriptors: list[dict] = []
+        self._seq = 0      # events taken in so far
+        self._text = 0     # characters of the sources' and writers' text (format.md 9.1)
+        self.types: dict[tuple, Described] = {}   # descriptions of value types, by content
+        self._type_text = 0
+
+    @property
+    def events(self) -> int:
+        """The events taken in so far."""
+        return self._seq
+
+    def add_file(self, path: str) -> bool:
+        """Take in every event of ``path`` (damaged ranges are skipped and kept in
+        ``damage``); True if it held damage."""
+        before = len(self.damage)
+        f = open_path(path)
+        try:
+            self._add(iter_entries(iter_frames(f, path), path, raw_events=True), path)
+            error = getattr(f, "error", None)     # compressed data that did not decode
+            if error is not None:
+                self.damage.append(Damage(getattr(f, "pos", 0), 0, error, path))
+        finally:
+            f.close()
+        return len(self.damage) > before
+
+    def _add(self, entries: Iterator[Any], path: str) -> None:
+        sources: dict[int, EventSource] = {}
+        writers: dict[int, WriterProp] = {}
+        types = TypeTable()
+        sync = (0, _SEC, 0)
+        desc: dict = {}
+        for e in entries:
+            t = type(e)
+            if t is Frame and e.kind == FRAME_EVENTS:
+                if not e.verified:   # never made checksummed, never deleted: left as it is
+                    raise TooBig(f"{path}: a frame cut short by the end of the file holds "
+                                 "events that can only be read unverified")
+                self._frame(e, sources, writers, types, sync, desc, path)
+            elif t is FileHeader:
+                sources, writers, sync, desc = {}, {}, (0, _SEC, 0), e.descriptor
+                types = TypeTable()
+                self.descriptors.append(desc)
+            elif t is EventSource:
+                sources[e.id] = e
+            elif t is WriterProp:
+                writers[e.id] = e
+            elif t is RecordType or t is EnumMember:
+                why = types.add(e)
+                if why is not None:
+                    self.damage.append(Damage(e.offset, 0, f"metadata beyond the limits: {why}",
+                                              path))
+            elif t is ClockSync:
+                sync = (e.clock_value, e.frequency, e.ns_since_epoch)
+                if self.tz is None:
+                    self.tz = (e.tz_offset, e.tz_name)
+            elif t is Dropped:
+                self.dropped += e.count
+            elif t is Lost:
+                self.lost += e.events
+            elif t is Damage:
+                self.damage.append(e)
+
+    def _source(self, src: EventSource | None, sid: int) -> int:
+        if src is None:
+            key: tuple = ("?", sid)
+        else:
+            key = (src.severity, src.category, src.function, src.file, src.line, src.format,
+                   src.arg_tags, src.field_names, src.positional, src.arg_names, src.style,
+                   src.flags)
+        s = self.sources.get(key)
+        if s is None:
+            size = text_size(src) if src is not None else 1
+            if len(self.sources) >= MAX_SOURCE_ID or self._text + size > MAX_METADATA_TEXT:
+                raise TooBig("more sources than one stream holds (format.md 9.1)")
+            self._text += size
+            if src is None:
+                s = EventSource(len(self.sources) + 1, 0, "?", "?", "?", 0, "", "")
+            else:
+                s = EventSource(len(self.sources) + 1, src.severity, src.category, src.function,
+                                src.file, src.line, src.format, src.arg_tags, src.field_names,
+                                src.positional, arg_names=src.arg_names, style=src.style,
+                                flags=src.flags)
+            self.sources[key] = s
+        return s.id
+
+    def _type(self, types: TypeTable, tid: Any) -> int:
+        """The compacted stream's id of the description ``types`` has under ``tid`` (0, which
+        no stream describes, for one it has not)."""
+        e = types.get(tid)
+        if e is None:
+            return 0
+        key = ((e.type, e.repr_name, e.fields, e.mask) if type(e) is RecordType
+               else (e.type, e.name, e.value, type(e.value), e.style))
+        got = self.types.get(key)
+        if got is None:
+            size = e.text_size()
+            if len(self.types) >= MAX_TYPE_ID or self._type_text + size > MAX_TYPE_TEXT:
+                raise TooBig("more value types than one stream holds (format.md 9.1)")
+            self._type_text += size
+            new_id = len(self.types) + 1
+            got = self.types[key] = (RecordType(new_id, e.type, e.repr_name, e.fields, e.mask)
+                                     if type(e) is RecordType else
+                                     EnumMember(new_id, e.type, e.name, e.value, e.style))
+        return got.id
+
+    def _writer(self, w: WriterProp | None, wid: int, desc: dict) -> int:
+        name = w.name if w is not None else ""
+        key = (desc.get("host"), desc.get("pid"), desc.get("start_time_ns"), wid, name)
+        nw = self.writers.get(key)
+        if nw is None:
+            if len(self.writers) >= MAX_WRITERS or self._text + len(name) > MAX_METADATA_TEXT:
+                raise TooBig("more writers than one stream holds (format.md 9.1)")
+            self._text += len(name)
+            pid = w.pid if w is not None and w.pid else desc.get("pid", 0)
+            nw = WriterProp(len(self.writers) + 1, name, w.thread_ident if w else 0,
+                            w.native_id if w else 0, pid if type(pid) is int else 0)
+            self.writers[key] = nw
+        return nw.id
+
+    def _frame(self, fr: Frame, sources: dict, writers: dict, types: TypeTable, sync: tuple,
+               desc: dict, path: str) -> None:
+        u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(fr.payload) + 1)
+        u.feed(fr.payload)
+        try:     # the file is untrusted: anything but the format is damage of the frame
+            head = u.unpack()
+            if type(head) is not list or len(head) < 3:
+                raise ValueError("batch header is not an array of 3 or more")
+            wid, clock, count = head[0], head[1], head[2]
+            if type(wid) is not int or type(clock) is not int or type(count) is not int:
+                raise ValueError("batch header fields are not integers")
+            new_wid = self._writer(writers.get(wid), wid, desc)
+            cv, freq, ns0 = sync
+            for _ in range(count):
+                n = u.read_array_header()
+                sid = u.unpack()
+                delta = u.unpack()
+                if n < 3 or type(sid) is not int or type(delta) is not int:
+                    raise ValueError("an event is not [source id, clock delta, args...]")
+                clock += delta
+                start = u.tell()
+                for _ in range(n - 2):
+                    u.skip()
+                raw = fr.payload[start:u.tell()]
+                if may_hold_described(raw):   # ids of this stream's descriptions: the
+                    # compacted one's (0, described by none, where this stream has none)
+                    raw = renumber(raw, lambda tid: self._type(types, tid))
+                ns = ns0 + (clock - cv) * _SEC // freq
+                if not -(1 << 63) <= ns < 1 << 63:
+                    raise ValueError("a time beyond 64 bits of nanoseconds")
+                self._seq += 1
+                self.runs.add((ns, new_wid, self._seq, self._source(sources.get(sid), sid),
+                               n, raw))
+        except (ValueError, TypeError, IndexError, msgpack.OutOfData,
+                msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
+                RecursionError) as exc:
+            self.damage.append(Damage(fr.offset, fr.size,
+                                      f"undecodable frame: {exc}", path))
+
+    def write(self, out: io.BufferedIOBase, replaces: list[str]) -> int:
+        """Write the compacted stream to ``out``; the number of events.
+
+        Its descriptor is the first original's (host, pid, program...: the events'
+        origin), marked ``compacted`` and listing every original the file replaces.
+        """
+        descriptor = dict(self.descriptors[0]) if self.descriptors else {}
+        descriptor.update(compacted=True, replaces=replaces, compacted_by="bread",
+                          compacted_ns=time.time_ns())
+        out.write(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
+        tz = self.tz or (0, "UTC")
+        meta: list[Metadata] = [ClockSync(0, _SEC, 0, tz[0], tz[1]), *self.sources.values(),
+                *self.types.values(), *self.writers.values()]
+        if self.dropped:
+            meta.append(Dropped(0, self.dropped, time.time_ns()))
+        if self.lost:
+            meta.append(Lost(self.lost, 0, time.time_ns()))
+        self._metadata(out, meta)
+        counts: dict[int, int] = {}
+        n, lo, hi = 0, None, None
+        chunk: list[tuple] = []
+        for rec in self.runs.merged():
+            chunk.append(rec)
+            if len(chunk) >= EVENTS_PER_FRAME:
+                self._events(out, chunk, counts)
+                chunk = []
+            n += 1
+            lo = rec[0] if lo is None else lo
+            hi = rec[0]
+        if chunk:
+            self._events(out, chunk, counts)
+        self._metadata(out, [Summary(n, lo or 0, hi or 0, self.dropped, self.lost, counts,
+                                     time.time_ns())])
+        self.runs.close()
+        return n
+
+    @staticmethod
+    def _metadata(out: io.BufferedIOBase, entries: list[Metadata]) -> None:
+        for fr in metadata_frames(entries):
+            out.write(fr)
+
+    @staticmethod
+    def _events(out: io.BufferedIOBase, chunk: list[tuple], counts: dict[int, int]) -> None:
+        """One frame per writer of a stretch of sorted events, each in time order."""
+        by_writer: dict[int, list[tuple]] = {}
+        for rec in chunk:
+            by_writer.setdefault(rec[1], []).append(rec)
+        pack = msgpack.packb
+        for wid, recs in by_writer.items():
+            base = prev = recs[0][0]
+            parts = []
+            for ns, _w, _s, sid, n, raw in recs:
+                head_n = bytes([0x90 | n]) if n < 16 else b"\xdc" + n.to_bytes(2, "big")
+                parts.append(head_n + pack(sid) + pack(ns - prev) + raw)
+                prev = ns
+                counts[sid] = counts.get(sid, 0) + 1
+            head = BatchHeader(wid, base, len(recs), recs[0][0], recs[-1][0])
+            out.write(frame_bytes(FRAME_EVENTS, head.encode() + b"".join(parts)))

@@ -103,7 +103,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
                 except AttributeError:
                     ch = new_writer().channel
                 if not ch.push_values(hit[1], clock, values):
-                    ch.writer.push_event(hit[1], clock, hit[3], values, hit[2])
+                    ch.on_overflow(hit[1], clock, hit[3], values, hit[2])
                 return
         # The call site is (code object, instruction offset): exact even for two
         # calls on one line. The code and the format object confirm the entry.
@@ -122,7 +122,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
         except AttributeError:
             ch = new_writer().channel
         if not ch.push_values(site[2], clock, values):   # at the limit, or not encodable in C
-            ch.writer.push_event(site[2], clock, None, values, ())
+            ch.on_overflow(site[2], clock, None, values, ())
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method

@@ -153,7 +153,7 @@ class BlogHandler(logging.Handler):
                     except AttributeError:
                         ch = session.new_writer().channel
                     if not ch.push_values(site[0], clock, args):
-                        ch.writer.push_event(site[0], clock, site[1], args, ())
+                        ch.on_overflow(site[0], clock, site[1], args, ())
                     return
             self._emit(record)
         except RecursionError:

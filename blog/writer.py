@@ -38,7 +38,8 @@ class SessionWriter:
         self.id = writer_id
         self._name = thread.name
         self.stream_name = self._name  # the name in effect where the consumer has got to
-        self.channel = new_channel(pressure.capacity, pressure.wake_bytes, self, time.time_ns())
+        self.channel = new_channel(pressure.capacity, pressure.wake_bytes, self.push_event,
+                                   time.time_ns())
         self.session = session
         self.pressure = pressure
         self.thread = thread

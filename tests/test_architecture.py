@@ -49,13 +49,24 @@ def test_blogformat_imports_neither_side():
                 assert all(a.name.split(".")[0] not in ("blog", "bread") for a in node.names)
 
 
+def _type_checking(node: ast.stmt) -> bool:
+    """True for ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    if not isinstance(node, ast.If):
+        return False
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
 def _imports(name: str, tree: ast.Module, deferred: bool = False) -> set[str]:
-    """Modules of the project that ``name`` imports when it is imported (module level), and
-    with ``deferred`` those its functions import when first called (lazy imports, which keep
-    start-up short); not those under ``if TYPE_CHECKING``."""
+    """Modules of the project that ``name`` imports when it is imported (module level, and
+    under ``if TYPE_CHECKING``: an import for the type checker only still ties the two
+    modules together), and with ``deferred`` those its functions import when first called
+    (lazy imports, which keep start-up short)."""
     pkg = name.split(".")[0]
     deps = set()
     nodes = list(tree.body)
+    nodes += [n for node in tree.body if _type_checking(node) for n in node.body]
     if deferred:
         nodes += [n for fn in ast.walk(tree)
                   if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))

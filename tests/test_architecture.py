@@ -106,6 +106,19 @@ def test_no_import_circle():
     _assert_no_circle(deferred=False)
 
 
+#: The writer's pipeline, from the bottom up: each imports none of those after it (not even
+#: for the type checker). Loggers and writers depend on the registry, never on the Session;
+#: a channel knows nothing of its writer (it hands a refused push to a callback).
+PIPELINE = ("blog.registry", "blog.channel", "blog.writer", "blog.logger", "blog.session")
+
+
+def test_loggers_and_writers_depend_on_the_registry_not_on_the_session():
+    mods = _modules()
+    for i, name in enumerate(PIPELINE):
+        above = set(PIPELINE[i + 1:]) & _imports(name, mods[name], deferred=True)
+        assert not above, (name, above)
+
+
 #: The stdlib's private attributes blog replaces, where the stdlib offers no hook: a
 #: multiprocessing child's bootstrap (blog.exits: its output is closed after the child's
 #: last record, just before multiprocessing ends it with os._exit).

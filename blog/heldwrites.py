@@ -5,16 +5,20 @@ halves they take), the write in progress is recorded (where, how long) before it
 starts, and a write the output refuses is not lost: its events stay taken in the
 channel files (a kill now recovers them), what it left in the file is cut, and the
 next consume writes it again, whole, before it takes anything more from the channels.
-The Session asks it what to write (``take``) and tells it how the write went
-(``settle``, ``done``); moving to another buffer, the held write goes along
-(``hand_over``) or is left on disk for the next start of the log (``let_go``).
+The Session asks it what to write (``take``), writes through it (``write``: around the
+Output's, it holds or settles) and tells it the write is done (``done``); moving to
+another buffer, the held write goes along (``hand_over``) or is left on disk for the next
+start of the log (``let_go``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+
+from blogformat.entries import Metadata
 
 from .crashbuf import CrashBuffer, Slot, file_position
+from .output import Output
 from .report import report
 from .stats import SessionStats
 from .streams import OutputStream
@@ -57,28 +61,29 @@ class HeldWrites:
         self._seq = self.buffer.next_seq()
         return [(w, w.channel.take(self._seq)) for w in writers], False
 
-    def before(self, stream: OutputStream) -> Callable[[int], None]:
-        """The Output's ``before``: records the write about to start (only when there is
-        something to write)."""
+    def write(self, out: Output, stream: OutputStream, descriptor: dict, meta: list[Metadata],
+              batches: list[bytes], taken: Takes, n_events: int) -> int | None:
+        """``out.write`` of what ``take`` gave, the write in progress recorded in the buffer
+        first (only when there is something to write). Returns the bytes written, or None
+        if the output refused it and its ``n_events`` are held: their halves stay taken in
+        the buffer, and what the refused write left in the file is cut, so that none is
+        written twice."""
         def before(n: int) -> None:
             self._at = where = file_position(stream)
             self.buffer.writing(self._seq, where, n)
-        return before
 
-    def settle(self, taken: Takes, n_events: int, written: int, stream: OutputStream) -> bool:
-        """After the write: True if the output refused it and its ``n_events`` are held
-        (their halves stay taken in the buffer; what the refused write left is cut, so that
-        none is written twice)."""
+        written = out.write(descriptor, meta, batches, n_events, [t for _, t in taken],
+                            before=before, hold=n_events > 0)
         if n_events and not written:
             self._held = taken
             self._stats.events_held = n_events
             if self._cut_back(stream):
                 self.buffer.failed(self._seq)   # only once cut: until then recovery must cut it
-            return True
+            return None
         self._held = None
         self._at = None
         self._stats.events_held = 0
-        return False
+        return written
 
     def done(self, retired: list[SessionWriter]) -> None:
         """The write is done (written, or its loss counted): the halves are free, and the

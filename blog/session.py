@@ -366,10 +366,10 @@ class Session:
         if crash is None:
             written = out.write(self.descriptor, meta, batches, n_events, takes)
         else:
-            written = out.write(self.descriptor, meta, batches, n_events, takes,
-                                before=crash.before(stream), hold=n_events > 0)
-            if crash.settle(taken, n_events, written, stream):
+            kept = crash.write(out, stream, self.descriptor, meta, batches, taken, n_events)
+            if kept is None:
                 return 0         # held: its events stay in the crash buffer
+            written = kept
         if self._sides:
             self._sides.write(self.descriptor, meta, batches, n_events, takes,
                               self._described_so_far)

@@ -38,7 +38,7 @@ struct Channel {
     Py_ssize_t limit;        /* bytes at which a push leaves the fast path */
     Py_ssize_t dropped;      /* events dropped so far; written by the producer only */
     char woken;
-    PyObject *writer;
+    PyObject *on_overflow;   /* called by the fast paths with a push refused here */
     PyObject *marks;         /* [(offset, count, prev, entry)]: in-band metadata */
     /* The crash buffer (blog/crashbuf.py, docs/format.md 15): buf mirrored into the
      * active half of a shared file mapping, its length stored after the bytes. */
@@ -460,12 +460,12 @@ channel_nbytes(Channel *self, void *closure)
 static PyObject *
 channel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"capacity", "wake_at", "writer", "clock", NULL};
+    static char *kwlist[] = {"capacity", "wake_at", "on_overflow", "clock", NULL};
     Py_ssize_t capacity, wake_at;
-    PyObject *writer;
+    PyObject *on_overflow;
     long long clock;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "nnOL:Channel", kwlist,
-                                     &capacity, &wake_at, &writer, &clock))
+                                     &capacity, &wake_at, &on_overflow, &clock))
         return NULL;
     Channel *self = (Channel *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -475,8 +475,7 @@ channel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(self);
         return NULL;
     }
-    Py_INCREF(writer);
-    self->writer = writer;
+    self->on_overflow = Py_NewRef(on_overflow);
     self->capacity = capacity;
     self->wake_at = wake_at;
     self->prev = clock;
@@ -487,7 +486,7 @@ channel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static int
 channel_traverse(Channel *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->writer);
+    Py_VISIT(self->on_overflow);
     Py_VISIT(self->marks);
     return 0;
 }
@@ -495,7 +494,7 @@ channel_traverse(Channel *self, visitproc visit, void *arg)
 static int
 channel_clear(Channel *self)
 {
-    Py_CLEAR(self->writer);
+    Py_CLEAR(self->on_overflow);
     Py_CLEAR(self->marks);
     if (self->slot_map != NULL) {
         self->map = NULL;
@@ -542,7 +541,8 @@ static PyMemberDef channel_members[] = {
     {"limit", T_PYSSIZET, offsetof(Channel, limit), 0, "bytes at which a push leaves C"},
     {"dropped", T_PYSSIZET, offsetof(Channel, dropped), 0, "events dropped so far"},
     {"woken", T_BOOL, offsetof(Channel, woken), 0, NULL},
-    {"writer", T_OBJECT, offsetof(Channel, writer), READONLY, "the SessionWriter"},
+    {"on_overflow", T_OBJECT, offsetof(Channel, on_overflow), READONLY,
+     "on_overflow(sid, clock, template, values, names): takes a push refused here"},
     {NULL}
 };
 
@@ -556,7 +556,7 @@ static PyTypeObject ChannelType = {
     .tp_name = "blog._speedups.Channel",
     .tp_basicsize = sizeof(Channel),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Channel(capacity, wake_at, writer, clock): see blog.channel.PyChannel.",
+    .tp_doc = "Channel(capacity, wake_at, on_overflow, clock): see blog.channel.PyChannel.",
     .tp_new = channel_new,
     .tp_traverse = (traverseproc)channel_traverse,
     .tp_clear = (inquiry)channel_clear,

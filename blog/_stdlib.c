@@ -20,7 +20,7 @@ typedef struct {
                             the Python handler */
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (blog_thread_channel) */
-    PyObject *session;   /* its _min: the session's minimum severity */
+    PyObject *registry;  /* its min_severity: the session's minimum severity */
     PyObject *handler;   /* its filters (a list): any, and the Python path runs */
     PyObject *fallback;  /* the Python handle: everything else */
     Py_ssize_t base;     /* how many attributes a LogRecord without extra has */
@@ -134,7 +134,7 @@ record_push(RecordHandler *self, PyObject *rec)
     long severity = PyLong_AsLong(PyTuple_GET_ITEM(site, 2));
     if (PyErr_Occurred())
         goto done;
-    PyObject *smin = PyObject_GetAttr(self->session, str_smin);
+    PyObject *smin = PyObject_GetAttr(self->registry, str_smin);
     long least = smin != NULL ? PyLong_AsLong(smin) : -1;
     Py_XDECREF(smin);
     if (PyErr_Occurred())
@@ -177,7 +177,7 @@ record_handler_traverse(RecordHandler *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->sites);
     Py_VISIT(self->local);
-    Py_VISIT(self->session);
+    Py_VISIT(self->registry);
     Py_VISIT(self->handler);
     Py_VISIT(self->fallback);
     return 0;
@@ -189,7 +189,7 @@ record_handler_clear(RecordHandler *self)
     Py_CLEAR(self->sites);
     Py_CLEAR(self->local);
     Py_CLEAR(self->key);
-    Py_CLEAR(self->session);
+    Py_CLEAR(self->registry);
     Py_CLEAR(self->handler);
     Py_CLEAR(self->fallback);
     return 0;
@@ -206,10 +206,10 @@ record_handler_dealloc(RecordHandler *self)
 static PyObject *
 record_handler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *sites, *local, *session, *handler, *fallback;
+    PyObject *sites, *local, *registry, *handler, *fallback;
     Py_ssize_t base;
     if (!PyArg_ParseTuple(args, "O!OOOOn:RecordHandler", &PyDict_Type, &sites, &local,
-                          &session, &handler, &fallback, &base))
+                          &registry, &handler, &fallback, &base))
         return NULL;
     RecordHandler *self = (RecordHandler *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -217,7 +217,7 @@ record_handler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->vectorcall = record_handler_vectorcall;
     self->sites = Py_NewRef(sites);
     self->local = Py_NewRef(local);
-    self->session = Py_NewRef(session);
+    self->registry = Py_NewRef(registry);
     self->handler = Py_NewRef(handler);
     self->fallback = Py_NewRef(fallback);
     self->base = base;
@@ -234,7 +234,7 @@ static PyTypeObject RecordHandlerType = {
     .tp_name = "blog._speedups.RecordHandler",
     .tp_basicsize = sizeof(RecordHandler),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "RecordHandler(sites, local, session, handler, fallback, base): "
+    .tp_doc = "RecordHandler(sites, local, registry, handler, fallback, base): "
               "BlogHandler.handle with a C fast path for the common record.",
     .tp_new = record_handler_new,
     .tp_call = PyVectorcall_Call,
@@ -251,7 +251,7 @@ blog_stdlib_init(PyObject *m)
         {&str_msg, "msg"}, {&str_args, "args"}, {&str_exc_info, "exc_info"},
         {&str_stack_info, "stack_info"}, {&str_pathname, "pathname"}, {&str_lineno, "lineno"},
         {&str_levelno, "levelno"}, {&str_logname, "name"}, {&str_created, "created"},
-        {&str_smin, "_min"}, {&str_message, "message"}, {&str_asctime, "asctime"},
+        {&str_smin, "min_severity"}, {&str_message, "message"}, {&str_asctime, "asctime"},
         {&str_filters, "filters"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -8,7 +8,9 @@ This is the C binlog's design: the call serializes, the consumer only copies.
 
 An event is accepted if its exact encoded size keeps the buffer within
 ``limit``; ``blog.backpressure`` sets the limits and decides what a refused
-push does.
+push does. A channel knows nothing of its writer: the fast paths hand a push
+it refused (at its limit, or values it leaves to the caller to capture) to its
+``on_overflow`` callback (the writer's ``push_event``), the only call back.
 
 ``PyChannel`` is the reference implementation. ``_speedups.Channel`` is the
 same in C; there, each method runs without releasing the GIL, so no lock is
@@ -19,7 +21,7 @@ property test says so). ``new_channel`` picks one.
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from blogformat.entries import event_prefix
 from blogformat.values import all_plain, plain_packer
@@ -27,6 +29,9 @@ from blogformat.values import all_plain, plain_packer
 from . import accel
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)   # the bounds of an empty channel
+
+#: What a channel calls with a push it refused: (sid, clock, template, values, field names).
+OnOverflow = Callable[..., None]
 
 class Taken(NamedTuple):
     """What ``take()`` returns (``_speedups.Taken`` is its C twin)."""
@@ -42,10 +47,11 @@ class Taken(NamedTuple):
 class PyChannel:
     """A bounded byte buffer of encoded events (see the module docstring)."""
 
-    def __init__(self, capacity: int, wake_at: int, writer: Any, clock: int) -> None:
+    def __init__(self, capacity: int, wake_at: int, on_overflow: OnOverflow | None,
+                 clock: int) -> None:
         self.capacity = capacity    # bytes the channel may hold
         self.wake_at = wake_at      # bytes at which the consumer is woken
-        self.writer = writer        # the SessionWriter
+        self.on_overflow = on_overflow   # takes a push refused here (the writer's push_event)
         self.dropped = 0            # events dropped so far; written by the producer only
         self.prev = clock           # clock of the last event pushed
         # Reentrant: a signal handler or finalizer on this thread may log mid-push.
@@ -161,8 +167,8 @@ class PyChannel:
             self.slot = slot
 
 
-def new_channel(capacity: int, wake_at: int, writer: Any, clock: int) -> Any:
+def new_channel(capacity: int, wake_at: int, on_overflow: OnOverflow, clock: int) -> Any:
     """A C Channel where the C fast path is built, else a PyChannel."""
     if accel.speedups is not None:
-        return accel.speedups.Channel(capacity, wake_at, writer, clock)
-    return PyChannel(capacity, wake_at, writer, clock)
+        return accel.speedups.Channel(capacity, wake_at, on_overflow, clock)
+    return PyChannel(capacity, wake_at, on_overflow, clock)

@@ -112,7 +112,7 @@ class Consumer:
         """
         me = threading.current_thread()
         if (me is self.thread or self.session.consuming_here()
-                or self.session.registering_here()):
+                or self.session.registry.registering_here()):
             return False
         if self._stopping:  # stop() consumes what is pending before it detaches
             return me is not self._stopper

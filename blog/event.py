@@ -88,16 +88,16 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         field_names = names[k:]
         tpl = check_template(fmt, k, field_names, where)
         tags = ",".join(_tag(p.annotation) for p in params)
-        source = s.add_source(key=None, severity=sev, category=category,
-                              function=code.co_qualname, file=code.co_filename,
-                              line=code.co_firstlineno, format=fmt, arg_tags=tags,
-                              field_names=field_names, positional=k, template=tpl,
-                              arg_names=names[:k])
+        source = s.registry.add_source(key=None, severity=sev, category=category,
+                                       function=code.co_qualname, file=code.co_filename,
+                                       line=code.co_firstlineno, format=fmt, arg_tags=tags,
+                                       field_names=field_names, positional=k, template=tpl,
+                                       arg_names=names[:k])
         sid = source.id
         nparams = len(names)
         run_body = not _has_empty_body(fn)
-        local = s.local
-        writer_of = s.writer
+        local = s.writers.local
+        writer_of = s.writers.writer
         ctx = context_state
         clock_ns = time.time_ns
 
@@ -106,11 +106,11 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
             source of its own per set of context field names."""
             names_now = field_names + tuple(fields)
             try:
-                src = s.add_source(key=("event", sid, names_now), severity=sev,
-                                   category=category, function=code.co_qualname,
-                                   file=code.co_filename, line=code.co_firstlineno,
-                                   format=fmt, arg_tags=tags, field_names=names_now,
-                                   positional=k, template=tpl, arg_names=names[:k])
+                src = s.registry.add_source(key=("event", sid, names_now), severity=sev,
+                                            category=category, function=code.co_qualname,
+                                            file=code.co_filename, line=code.co_firstlineno,
+                                            format=fmt, arg_tags=tags, field_names=names_now,
+                                            positional=k, template=tpl, arg_names=names[:k])
             except TooManySources:      # the stream is full of sources: without context
                 return sid, values, field_names
             return src.id, values + tuple(fields.values()), names_now

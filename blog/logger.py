@@ -16,10 +16,11 @@ from .contextfields import FIELDS as _CONTEXT
 from .contextfields import state as _context_state
 from .contextfields import with_context
 from .report import report
-from .source import CallSiteError, TooManySources, check_template, describe
+from .source import DYNAMIC_FORMAT, CallSiteError, TooManySources, check_template, describe
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .registry import Registry
+    from .writer import Writers
 
 _getframe = sys._getframe
 _time_ns = time.time_ns
@@ -28,7 +29,6 @@ _time_ns = time.time_ns
 #: passed as the format, say) gets one source with format "{}" and its
 #: message rendered at call time, instead of a source per message.
 MAX_FORMATS_PER_SITE = 16
-DYNAMIC_FORMAT = "{}"
 #: Entries a logger keeps for calls in a context (per site and set of context names).
 MAX_CONTEXT_SITES = 4096
 
@@ -55,7 +55,7 @@ def _method(lg: Logger, level: int) -> Callable[..., None]:
     sites: dict[int, tuple] = {}
     method = _make_method(lg, level, sites)
     if accel.speedups is not None:
-        return accel.speedups.Method(sites, lg.session.local, method)
+        return accel.speedups.Method(sites, lg.writers.local, method)
     return method
 
 
@@ -71,8 +71,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
     arguments, then the keywords' values. This is the reference for the C
     ``Method``, which calls it for anything but the common case.
     """
-    local = lg.session.local
-    new_writer = lg.session.new_writer
+    local = lg.writers.local
+    new_writer = lg.writers.new_writer
     slow = lg._slow
     plain = PLAIN_TYPES
     getframe = _getframe
@@ -103,7 +103,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
                 except AttributeError:
                     ch = new_writer().channel
                 if not ch.push_values(hit[1], clock, values):
-                    ch.writer.push_event(hit[1], clock, hit[3], values, hit[2])
+                    ch.on_overflow(hit[1], clock, hit[3], values, hit[2])
                 return
         # The call site is (code object, instruction offset): exact even for two
         # calls on one line. The code and the format object confirm the entry.
@@ -122,7 +122,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
         except AttributeError:
             ch = new_writer().channel
         if not ch.push_values(site[2], clock, values):   # at the limit, or not encodable in C
-            ch.writer.push_event(site[2], clock, None, values, ())
+            ch.on_overflow(site[2], clock, None, values, ())
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method
@@ -144,8 +144,9 @@ class Logger:
     critical: Callable[..., None]
     exception: Callable[..., None]
 
-    def __init__(self, session: Session, category: str) -> None:
-        self.session = session
+    def __init__(self, registry: Registry, writers: Writers, category: str) -> None:
+        self.registry = registry   # the session's sources and settings
+        self.writers = writers     # and its threads' writers
         self.category = category
         self._own_min: int = Severity.TRACE
         self.threshold: int = Severity.TRACE   # the least severity logged now (read by C too)
@@ -180,8 +181,8 @@ class Logger:
         """Apply the minimum severities in force (the session calls it when its own changes)."""
         # A disabled level is an instance attribute bound to a no-op function:
         # the call costs no more than calling an empty function.
-        self.threshold = max(self._own_min, self.session.min_severity)
-        bt = self.session.backtrace
+        self.threshold = max(self._own_min, self.registry.min_severity)
+        bt = self.registry.backtrace
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
             if sev >= self.threshold:
                 method = self._live[name] if bt is None or sev < bt.trigger \
@@ -196,7 +197,7 @@ class Logger:
         """A level method while the session keeps a backtrace (``Session.use_backtrace``):
         below the minimum it keeps the event in the thread's backtrace; at the trigger
         severity or above it writes the backtrace first. Both take the Python path."""
-        session, slow = self.session, self._slow
+        writers, slow = self.writers, self._slow
         with_exception = name == "exception"
 
         def method(fmt: str, /, *args: Any, **fields: Any) -> None:
@@ -207,7 +208,7 @@ class Logger:
             except ValueError:
                 f = _NO_FRAME
             if not keep:
-                session.writer().write_backtrace()
+                writers.writer().write_backtrace()
             slow(level, None, f, fmt, args, fields, keep=keep)
 
         method.__name__ = name
@@ -216,7 +217,7 @@ class Logger:
     def log(self, severity: Severity | int | str, fmt: str, /, *args: Any, **fields: Any) -> None:
         """Log at a severity chosen at runtime (slower than the level methods)."""
         level = to_severity(severity)
-        bt = self.session.backtrace
+        bt = self.registry.backtrace
         keep = level < self.threshold
         if not keep or (bt is not None and level >= bt.least):
             try:
@@ -224,7 +225,7 @@ class Logger:
             except ValueError:
                 f = _NO_FRAME
             if bt is not None and level >= bt.trigger and not keep:
-                self.session.writer().write_backtrace()
+                self.writers.writer().write_backtrace()
             self._slow(level, None, f, fmt, args, fields, keep=keep)
 
     # --- slow path: first call of a site, keyword fields, rich arguments -----
@@ -248,20 +249,20 @@ class Logger:
         if type(fmt) is not str:
             raise TypeError(f"{describe(code, f.f_lineno)}: format must be a str, "
                             f"not {type(fmt).__name__}")
-        session = self.session
+        registry = self.registry
         values = args + tuple(fields.values()) if fields else args
         # id(code), not code: hashing a code object hashes its whole contents. The
         # registered source keeps its code object alive, so the id stays its own.
         # The argument count is part of the key: a call site that passes another number
         # of arguments (``log.info("{} {}", *a)``) is checked again, and raises.
         key = (id(code), lasti, level, self.category, fmt, names, len(args))
-        source = session.site(key)
+        source = registry.site(key)
         if source is None:
             source = self._register(key, level, f, fmt, args, values, names)
         tpl = source.template
         if source.format is DYNAMIC_FORMAT:
             message = _render_dynamic(fmt, args, fields)
-            if session.is_overflow(source):   # past the session's sources: all of it as text
+            if registry.is_overflow(source):   # past the session's sources: all of it as text
                 extra = [f"{k}={v!r}" for k, v in fields.items() if "{" + k not in fmt]
                 values = (f"[{self.category}] {describe(code, f.f_lineno)}: {message}"
                           + (" " + " ".join(extra) if extra else ""),)
@@ -275,9 +276,9 @@ class Logger:
         elif context_key is not None and len(self._context_sites) < MAX_CONTEXT_SITES:
             self._context_sites[context_key] = (code, source.id, names, tpl)
         if keep:     # below the minimum: into the thread's backtrace
-            session.writer().keep(source.id, clock, tpl, values, names)
+            self.writers.writer().keep(source.id, clock, tpl, values, names)
         else:
-            session.writer().push_event(source.id, clock, tpl, values, names)
+            self.writers.writer().push_event(source.id, clock, tpl, values, names)
 
     def _register(self, key: tuple, level: int, f: Any, fmt: str, args: tuple,
                   values: tuple, names: tuple[str, ...]) -> Any:
@@ -297,29 +298,29 @@ class Logger:
                 self._warned.add(where)
                 report(f"blog: {exc}; a computed format string is logged as text")
             seen.add(fmt)   # counts toward the site's limit, which bounds the keys kept
-            return self.session.add_site(key, self._dynamic(key, level, f, names), code)
+            return self.registry.add_site(key, self._dynamic(key, level, f, names), code)
         seen.add(fmt)
         tags = ",".join(type_name(type(v)) for v in values)
         try:
-            return self.session.add_source(
+            return self.registry.add_source(
                 key=key, severity=level, category=self.category, function=code.co_qualname,
                 file=code.co_filename, line=f.f_lineno, format=fmt, arg_tags=tags,
                 field_names=names, positional=len(args), template=tpl, code=code)
         except TooManySources:
             seen.discard(fmt)   # nothing kept for it: the limit bounds what is kept
-            return self.session.overflow_source(level)
+            return self.registry.overflow_source(level)
 
     def _dynamic(self, key: tuple, level: int, f: Any, names: tuple[str, ...]) -> Any:
         """The site's source for messages rendered at call time (format ``{}``)."""
         code = f.f_code
         dyn_key = key[:4] + (DYNAMIC_FORMAT, names)
         try:
-            return self.session.site(dyn_key) or self.session.add_source(
+            return self.registry.site(dyn_key) or self.registry.add_source(
                 key=dyn_key, severity=level, category=self.category, function=code.co_qualname,
                 file=code.co_filename, line=f.f_lineno, format=DYNAMIC_FORMAT, arg_tags="str",
                 field_names=names, positional=1, template=parse(DYNAMIC_FORMAT), code=code)
         except TooManySources:
-            return self.session.overflow_source(level)
+            return self.registry.overflow_source(level)
 
 
 def _shown_by_repr(tpl: Any, positional: int, names: tuple[str, ...]) -> int:

@@ -29,6 +29,11 @@ def describe(code: CodeType | None, lineno: int) -> str:
     return f"{code.co_filename}:{lineno} ({code.co_qualname})"
 
 
+#: The format of a source whose message is rendered at call time: a call site that logs
+#: more distinct format strings than a logger keeps (an f-string passed as the format), or
+#: one past MAX_SOURCES (``Registry.overflow_source``).
+DYNAMIC_FORMAT = "{}"
+
 #: The longest format string a call site may have, in characters: kept whole up to this,
 #: refused beyond it (a metadata entry always fits in a frame).
 MAX_FORMAT = 1 << 20

@@ -112,7 +112,7 @@ class BlogHandler(logging.Handler):
             # The common record without a Python frame (not for a subclass that overrides
             # what it would skip).
             self.handle = accel.speedups.RecordHandler(  # type: ignore[method-assign]
-                self._sites, self._session.local, self._session, self,
+                self._sites, self._session.writers.local, self._session.registry, self,
                 MethodType(BlogHandler.handle, self), _BASE)
 
     @property
@@ -145,15 +145,15 @@ class BlogHandler(logging.Handler):
                                         record.name, len(args)))
                 if site is not None and (site[3] is None or _all_fit(site[3], args)):
                     session = self.session
-                    if site[2] < session.min_severity:
+                    if site[2] < session.registry.min_severity:
                         return
                     clock = int(record.created * 1e9)
                     try:
-                        ch = session.local.c
+                        ch = session.writers.local.c
                     except AttributeError:
-                        ch = session.new_writer().channel
+                        ch = session.writers.new_writer().channel
                     if not ch.push_values(site[0], clock, args):
-                        ch.writer.push_event(site[0], clock, site[1], args, ())
+                        ch.on_overflow(site[0], clock, site[1], args, ())
                     return
             self._emit(record)
         except RecursionError:
@@ -169,7 +169,7 @@ class BlogHandler(logging.Handler):
         severity = self._severities.get(level)
         if severity is None:
             severity = self._severities[level] = severity_of(level)
-        if severity < session.min_severity:
+        if severity < session.registry.min_severity:
             return
         msg = record.msg
         style, fmt, positional, fields = _split(record)
@@ -200,16 +200,16 @@ class BlogHandler(logging.Handler):
         if site is None:
             tpl = parse_style(fmt, style)
             try:
-                src = session.add_source(
+                src = session.registry.add_source(
                     key=("logging",) + key, severity=severity, category=record.name,
                     function=record.funcName or "", file=record.pathname or "",
                     line=record.lineno or 0, format=fmt,
                     arg_tags=",".join(type_name(type(v)) for v in values),
                     field_names=names, positional=len(positional), template=tpl, style=style)
             except TooManySources:
-                src = session.overflow_source(severity)
+                src = session.registry.overflow_source(severity)
                 text = f"[{record.name}] {record.pathname}:{record.lineno}: {_message(record)}"
-                session.writer().push_event(src.id, clock, None, (text,), ())
+                session.writers.writer().push_event(src.id, clock, None, (text,), ())
                 return
             seen.add(fmt)
             site = (src.id, tpl, severity, _conversions(tpl) if style == STYLE_PRINTF else None)
@@ -218,7 +218,7 @@ class BlogHandler(logging.Handler):
                 if not names and fmt is msg and type(record.args) is tuple:
                     # the key the common case looks up: the record's own attributes
                     self._sites[(msg,) + place[:3] + (record.name, len(positional))] = site
-        session.writer().push_event(site[0], clock, site[1], values, names)
+        session.writers.writer().push_event(site[0], clock, site[1], values, names)
 
 
 def _split(record: logging.LogRecord) -> tuple[str, str, tuple, dict[str, Any]]:

@@ -72,13 +72,13 @@ class _Tracer:
             where = f"{self.file}:{self.line} ({self.name})"
             sev = self.error_severity if kind == _RAISE else self.severity
             try:
-                src = self.session.add_source(   # keyed by this tracer (kept alive by it)
+                src = self.session.registry.add_source(   # keyed by this tracer (kept alive by it)
                     key=("traced", self, kind, names), severity=sev, category=self.category,
                     function=self.name, file=self.file, line=self.line, format=fmt,
                     arg_tags="", field_names=names, positional=0,
                     template=check_template(fmt, 0, names, where))
             except TooManySources:
-                src = self.session.overflow_source(sev)
+                src = self.session.registry.overflow_source(sev)
             with self._lock:
                 if len(self._sources) < 256:
                     self._sources[(kind, names)] = src
@@ -96,9 +96,9 @@ class _Tracer:
         names = tuple(fields)
         src = self._source(kind, names)
         values = tuple(fields.values())
-        if self.session.is_overflow(src):
+        if self.session.registry.is_overflow(src):
             values, names = (self.formats[kind] + " " + repr(fields),), ()
-        writer = self.session.writer()
+        writer = self.session.writers.writer()
         if keep:
             writer.keep(src.id, clock, src.template, values, names)
             return

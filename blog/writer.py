@@ -1,7 +1,9 @@
-"""SessionWriter: one thread's handle for adding events to a Session."""
+"""SessionWriter: one thread's handle for adding events to a Session; Writers: a session's
+writers, one per thread that logged."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -11,12 +13,14 @@ from typing import TYPE_CHECKING, Sequence
 from blogformat.entries import MAX_EVENT_PREFIX, WriterProp
 from blogformat.placeholders import Template
 
+from . import accel
 from .capture import cut, encode_values
 from .channel import new_channel
+from .registry import Registry
 
 if TYPE_CHECKING:
     from .backpressure import Backpressure
-    from .session import Session
+    from .crashbuf import CrashBuffer, Slot
 
 
 #: A writer's name is written cut to this many characters (docs/format.md 9.1).
@@ -30,16 +34,17 @@ class SessionWriter:
     channel; everything here is the slow path.
     """
 
-    __slots__ = ("id", "_name", "stream_name", "channel", "session", "pressure", "thread",
+    __slots__ = ("id", "_name", "stream_name", "channel", "registry", "pressure", "thread",
                  "ident", "native_id", "pid", "ended", "kept", "__weakref__")
 
-    def __init__(self, session: Session, writer_id: int, pressure: Backpressure) -> None:
+    def __init__(self, registry: Registry, writer_id: int, pressure: Backpressure) -> None:
         thread = threading.current_thread()
         self.id = writer_id
         self._name = thread.name
         self.stream_name = self._name  # the name in effect where the consumer has got to
-        self.channel = new_channel(pressure.capacity, pressure.wake_bytes, self, time.time_ns())
-        self.session = session
+        self.channel = new_channel(pressure.capacity, pressure.wake_bytes, self.push_event,
+                                   time.time_ns())
+        self.registry = registry
         self.pressure = pressure
         self.thread = thread
         self.ident = thread.ident or 0
@@ -68,10 +73,10 @@ class SessionWriter:
         if threading.current_thread() is self.thread:
             # In band: events queued before the rename keep the old name in the file.
             self.channel.mark(self.entry())
-            self.session.described(self.entry())
+            self.registry.described(self.entry())
         else:
             self.stream_name = value
-            self.session.writer_renamed(self)
+            self.registry.note(self.entry())   # not in band: recorded as it is now
 
     def entry(self, name: str | None = None) -> WriterProp:
         """The WriterProp metadata entry (with the current name unless given)."""
@@ -88,7 +93,7 @@ class SessionWriter:
         logged with its largest values cut, each marked (``blog.capture.cut``)."""
         if not self.channel.push_values(sid, clock, values):
             nelems, tail = encode_values(tpl, values, field_names,
-                                         self.session.keep_source_lines)
+                                         self.registry.keep_source_lines)
             if len(tail) + MAX_EVENT_PREFIX > self.channel.capacity:
                 nelems, tail = encode_values(None, cut(values, self.channel.capacity),
                                              field_names)
@@ -98,13 +103,13 @@ class SessionWriter:
              field_names: Sequence[str]) -> None:
         """Keep an event below the minimum severity in the backtrace (encoded now: what
         it shows is what it held at the call); the oldest goes when it is full."""
-        bt = self.session.backtrace
+        bt = self.registry.backtrace
         if bt is None:
             return
         kept = self.kept
         if kept is None or kept.maxlen != bt.size:
             kept = self.kept = deque(kept or (), maxlen=bt.size)
-        nelems, tail = encode_values(tpl, values, field_names, self.session.keep_source_lines)
+        nelems, tail = encode_values(tpl, values, field_names, self.registry.keep_source_lines)
         if len(tail) + MAX_EVENT_PREFIX > self.channel.capacity:
             nelems, tail = encode_values(None, cut(values, self.channel.capacity), field_names)
         kept.append((sid, clock, nelems, tail))
@@ -120,7 +125,7 @@ class SessionWriter:
         for sid, clock, nelems, tail in kept:
             twin = twins.get(sid)
             if twin is None:
-                twin = twins[sid] = self.session.backtrace_source(sid)
+                twin = twins[sid] = self.registry.backtrace_source(sid)
             self.push(twin, clock, nelems, tail)
 
     def forget_backtrace(self) -> None:
@@ -144,3 +149,72 @@ class ThreadEnd:
 
     def __del__(self) -> None:
         self.writer.ended = True
+
+
+class Writers:
+    """A session's SessionWriters: one per thread, made on its first event, forgotten once
+    its thread ended and its channel is empty. ``local`` holds, per thread, ``.w`` its
+    writer and ``.c`` its Channel (what the fast paths read), and ``.end`` its ThreadEnd."""
+
+    def __init__(self, registry: Registry, pressure: Backpressure) -> None:
+        self.registry = registry
+        self.pressure = pressure
+        self.local = threading.local()
+        self.all: list[SessionWriter] = []
+        self._ids = itertools.count(1)
+
+    def writer(self) -> SessionWriter:
+        """The calling thread's SessionWriter (made on first use)."""
+        try:
+            return self.local.w
+        except AttributeError:
+            return self.new_writer()
+
+    def new_writer(self) -> SessionWriter:
+        """Make the calling thread's SessionWriter (``writer()`` does when needed)."""
+        reg = self.registry
+        with reg.lock:
+            w = SessionWriter(reg, next(self._ids), self.pressure)
+            self.all.append(w)
+            reg.note(w.entry())
+            if reg.mirror is not None:
+                w.channel.use_slot(reg.mirror.slot(w.id, self.pressure.capacity,
+                                                   w.channel.prev))
+        self.local.w = w
+        self.local.c = w.channel
+        self.local.end = ThreadEnd(w)
+        return w
+
+    def mirror_into(self, cb: CrashBuffer | None, stop: bool) -> dict[int, Slot | None]:
+        """Mirror every channel into ``cb`` from now on (with ``lock`` held); with None, and
+        ``stop``, no channel is mirrored any more. Returns the writers' channel files."""
+        slots: dict[int, Slot | None] = {}
+        for w in self.all:
+            if cb is not None:
+                slots[w.id] = cb.slot(w.id, self.pressure.capacity, w.channel.prev)
+                w.channel.use_slot(slots[w.id])
+            elif stop:
+                w.channel.use_slot(None)
+        return slots
+
+    def entries(self) -> list[WriterProp]:
+        """The writers' properties, with the names in effect where the consumer has got to."""
+        return [w.entry(w.stream_name) for w in self.all]
+
+    def retire(self, writers: list[SessionWriter]) -> list[SessionWriter]:
+        """Forget the ones of ``writers`` whose thread ended and channel is empty; return them."""
+        dead = [w for w in writers if not w.alive() and not w.channel.nbytes]
+        if dead:
+            with self.registry.lock:
+                self.all = [w for w in self.all if w not in dead]
+        return dead
+
+    def forked(self, pressure: Backpressure) -> None:
+        """In a child made by fork(): the parent's threads and their channels are not ours (not
+        touched: their locks may be held); the child's writers wait on ``pressure``."""
+        self.all = []
+        self.pressure = pressure
+        for name in ("w", "c", "end"):
+            self.local.__dict__.pop(name, None)
+        if accel.speedups is not None:   # the C call paths' entry of this thread: gone too
+            accel.speedups.forget_thread_channel(self.local)

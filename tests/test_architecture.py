@@ -72,13 +72,24 @@ def test_each_package_imports_only_the_layers_below_it():
                     (name, module)
 
 
+def _type_checking(node: ast.stmt) -> bool:
+    """True for ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    if not isinstance(node, ast.If):
+        return False
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
 def _imports(name: str, tree: ast.Module, deferred: bool = False) -> set[str]:
-    """Modules of the project that ``name`` imports when it is imported (module level), and
-    with ``deferred`` those its functions import when first called (lazy imports, which keep
-    start-up short); not those under ``if TYPE_CHECKING``."""
+    """Modules of the project that ``name`` imports when it is imported (module level, and
+    under ``if TYPE_CHECKING``: an import for the type checker only still ties the two
+    modules together), and with ``deferred`` those its functions import when first called
+    (lazy imports, which keep start-up short)."""
     pkg = _package(name).split(".")
     deps = set()
     nodes = list(tree.body)
+    nodes += [n for node in tree.body if _type_checking(node) for n in node.body]
     if deferred:
         nodes += [n for fn in ast.walk(tree)
                   if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -117,6 +128,19 @@ def _assert_no_circle(deferred: bool) -> None:
 
 def test_no_import_circle():
     _assert_no_circle(deferred=False)
+
+
+#: The writer's pipeline, from the bottom up: each imports none of those after it (not even
+#: for the type checker). Loggers and writers depend on the registry, never on the Session;
+#: a channel knows nothing of its writer (it hands a refused push to a callback).
+PIPELINE = ("blog.registry", "blog.channel", "blog.writer", "blog.logger", "blog.session")
+
+
+def test_loggers_and_writers_depend_on_the_registry_not_on_the_session():
+    mods = _modules()
+    for i, name in enumerate(PIPELINE):
+        above = set(PIPELINE[i + 1:]) & _imports(name, mods[name], deferred=True)
+        assert not above, (name, above)
 
 
 #: The stdlib's private attributes blog replaces, where the stdlib offers no hook: a

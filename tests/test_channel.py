@@ -179,3 +179,21 @@ def test_a_string_that_fits_exactly_is_accepted_by_both():
     for ch in (PyChannel(64, 64, None, 0), C(64, 64, None, 0)):
         assert ch.push_values(1, 1, ("x" * 40,))
         assert not ch.push_values(1, 2, ("x" * 40,))
+
+
+def test_a_channel_calls_nothing_back_and_knows_no_writer():
+    # Proves: a channel's only way back is the overflow callback it was given, which the
+    # fast paths call with a push it refused; it never calls it itself, and neither twin
+    # points back to a writer (the writer -> channel -> writer circle is gone).
+    called = []
+
+    def on_overflow(*push: object) -> None:
+        called.append(push)
+
+    for ch in (PyChannel(64, 64, on_overflow, 0),) + ((C(64, 64, on_overflow, 0),)
+                                                      if C is not None else ()):
+        assert ch.on_overflow is on_overflow and not hasattr(ch, "writer")
+        assert ch.push_values(1, 1, ("x" * 40,))
+        assert not ch.push_values(1, 2, ("x" * 40,))     # refused: the caller's to hand on
+        assert not ch.push_raw(1, 3, 3, b"\x91" + b"\xa1x" * 70)
+    assert called == []

@@ -307,8 +307,9 @@ def test_a_signal_handler_logging_a_new_type_while_its_thread_holds_the_session_
         i = 0
         while time.monotonic() < end:
             i += 1
-            s.add_source(key=("k", i % 1000), severity=0x80, category="c", function="f",
-                         file="x.py", line=i % 1000, format="{}", arg_tags="")
+            s.registry.add_source(key=("k", i % 1000), severity=0x80, category="c",
+                                  function="f", file="x.py", line=i % 1000, format="{}",
+                                  arg_tags="")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)

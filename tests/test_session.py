@@ -1448,8 +1448,8 @@ def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, ca
     # through one overflow source per severity, their category, call site, message and
     # fields kept as text, reported once on stderr; nothing is lost, and the C and Python
     # hot paths agree. A decorated event past the limit raises at decoration.
-    import blog.session as session_mod
-    monkeypatch.setattr(session_mod, "MAX_SOURCES", 5)
+    import blog.registry as registry_mod
+    monkeypatch.setattr(registry_mod, "MAX_SOURCES", 5)
     s = blog.Session()
     out = blog.MemoryOutputStream()
     ns: dict = {"s": s}

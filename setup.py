@@ -1,7 +1,7 @@
 """Only for the optional C fast paths; everything else is in pyproject.toml.
 
 If the C compiler is missing the build carries on, and blog and bread use
-their pure-Python code (blog/logger.py, bread/lines.py), which behaves the same.
+their pure-Python code (blog/pipeline/logger.py, bread/lines.py), which behaves the same.
 
 Each extension is several C files, one per Python module it mirrors (its internal
 header, blog/_speedups.h or bread/_speedups.h, lists them); both include the headers

@@ -241,8 +241,8 @@ def setup_blog(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]
     counter = Counted()
     w0, d0 = s.stats.events_written, s.stats.events_dropped
     # The same call into a session whose channels are mirrored into a crash buffer
-    # (blog.crashbuf: kill -9 loses nothing), side by side.
-    from blog.crashbuf import CrashBuffer, buffer_directory
+    # (blog.files.crashbuf: kill -9 loses nothing), side by side.
+    from blog.files.crashbuf import CrashBuffer, buffer_directory
     cs = blog.Session(name="crash")
     cpath = os.path.join(tmp, "blog-crash.blog")
     cstream = blog.FileOutputStream(cpath, mode="wb")

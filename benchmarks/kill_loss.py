@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import blog  # noqa: E402
 import bread  # noqa: E402
-from blog.crashbuf import CrashBuffer, buffer_directory  # noqa: E402
+from blog.files.crashbuf import CrashBuffer, buffer_directory  # noqa: E402
 from blogstore.recovery import recover  # noqa: E402
 
 THREADS = 4

@@ -20,42 +20,50 @@ if TYPE_CHECKING:   # the names below, as type checkers and readers see them
     from blogformat.entries import EventSource
     from blogformat.severity import Severity
 
-    from .adapters import adapt
-    from .backpressure import BLOCK, DROP
-    from .consumer import Consumer
     from .contextfields import bind, context, unbind
     from .default import (add_output, basic_config, default_session, flush, flush_async,
                           get_logger, remove_output, set_writer_name, shutdown)
     from .errors import CallSiteError, ConfigurationError, FormatError, UnsafeBufferDirectory
-    from .event import event
-    from .logger import Logger
-    from .rotating import RotatingFile
-    from .session import Session
-    from .stats import SessionStats
-    from .streams import FileOutputStream, MemoryOutputStream, OutputStream
-    from .textstream import TextStream
-    from .traced import traced
-    from .writer import SessionWriter
+    from .files.rotating import RotatingFile
+    from .integrations.adapters import adapt
+    from .integrations.event import event
+    from .integrations.textstream import TextStream
+    from .integrations.traced import traced
+    from .pipeline.backpressure import BLOCK, DROP
+    from .pipeline.consumer import Consumer
+    from .pipeline.logger import Logger
+    from .pipeline.session import Session
+    from .pipeline.stats import SessionStats
+    from .pipeline.streams import FileOutputStream, MemoryOutputStream, OutputStream
+    from .pipeline.writer import SessionWriter
 
 #: The version of the package (pyproject.toml's: tests/test_startup.py checks them equal).
 __version__ = "0.1.0"
 
 #: Where each public name is defined.
 _DEFINED_IN = {
-    "EventSource": "blogformat.entries", "FormatError": "blog.errors",
-    "Severity": "blogformat.severity",
-    "adapt": "blog.adapters", "BLOCK": "blog.backpressure", "DROP": "blog.backpressure",
-    "Consumer": "blog.consumer", "bind": "blog.contextfields", "context": "blog.contextfields",
-    "unbind": "blog.contextfields", "add_output": "blog.default", "basic_config": "blog.default",
+    "bind": "blog.contextfields", "context": "blog.contextfields", "unbind": "blog.contextfields",
+    "add_output": "blog.default", "basic_config": "blog.default",
     "default_session": "blog.default", "flush": "blog.default", "flush_async": "blog.default",
     "get_logger": "blog.default", "remove_output": "blog.default",
-    "set_writer_name": "blog.default", "shutdown": "blog.default", "event": "blog.event",
-    "Logger": "blog.logger", "RotatingFile": "blog.rotating", "Session": "blog.session",
-    "CallSiteError": "blog.errors", "ConfigurationError": "blog.errors",
-    "UnsafeBufferDirectory": "blog.errors", "SessionStats": "blog.stats",
-    "FileOutputStream": "blog.streams", "MemoryOutputStream": "blog.streams",
-    "OutputStream": "blog.streams", "TextStream": "blog.textstream", "traced": "blog.traced",
-    "SessionWriter": "blog.writer",
+    "set_writer_name": "blog.default", "shutdown": "blog.default",
+    "FormatError": "blog.errors", "CallSiteError": "blog.errors",
+    "ConfigurationError": "blog.errors", "UnsafeBufferDirectory": "blog.errors",
+    "RotatingFile": "blog.files.rotating",
+    "adapt": "blog.integrations.adapters",
+    "event": "blog.integrations.event",
+    "TextStream": "blog.integrations.textstream",
+    "traced": "blog.integrations.traced",
+    "BLOCK": "blog.pipeline.backpressure", "DROP": "blog.pipeline.backpressure",
+    "Consumer": "blog.pipeline.consumer",
+    "Logger": "blog.pipeline.logger",
+    "Session": "blog.pipeline.session",
+    "SessionStats": "blog.pipeline.stats",
+    "FileOutputStream": "blog.pipeline.streams", "MemoryOutputStream": "blog.pipeline.streams",
+    "OutputStream": "blog.pipeline.streams",
+    "SessionWriter": "blog.pipeline.writer",
+    "EventSource": "blogformat.entries",
+    "Severity": "blogformat.severity",
 }
 
 __all__ = sorted(_DEFINED_IN) + ["__version__"]

@@ -2,7 +2,7 @@
 
 What only an option needs is imported when a configuration asks for it, so that
 ``basic_config(path)`` costs little more than starting Python: the crash buffer and
-its recovery (``crash_buffer``), rotated file sets (``blog.rotating``: rotation,
+its recovery (``crash_buffer``), rotated file sets (``blog.files.rotating``: rotation,
 retention, compression), ``concurrent.futures`` (``flush_async``).
 """
 
@@ -17,20 +17,20 @@ from blogformat.severity import Severity, to_severity
 from blogstore.fileset import pid_path
 
 from . import lifecycle, process
-from .backpressure import BLOCK, check_capacity, check_overflow
-from .consumer import Consumer
-from .durability import fsync_policy
+from .pipeline.backpressure import BLOCK, check_capacity, check_overflow
+from .pipeline.consumer import Consumer
+from .files.durability import fsync_policy
 from .errors import ConfigurationError
 from .lifecycle import CONFIG_ENV, CrashOption, consumer_of, is_file, is_rotating, stop_consumer
-from .logger import Logger
+from .pipeline.logger import Logger
 from .report import report
-from .session import Session
-from .streams import FileOutputStream, OutputStream
+from .pipeline.session import Session
+from .pipeline.streams import FileOutputStream, OutputStream
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from .schedule import Interval, TimesOfDay
+    from .files.schedule import Interval, TimesOfDay
 
 _session: Session | None = None      # the only global state: the default session
 _lock = threading.Lock()
@@ -75,13 +75,13 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     child, and a ``multiprocessing`` child started by spawn or forkserver,
     goes on logging into a file set of its own (its pid) with the same options.
 
-    ``fsync`` is the durability policy (``blog.durability``): ``False`` (the OS
+    ``fsync`` is the durability policy (``blog.files.durability``): ``False`` (the OS
     writes back when it likes), ``"rotation"`` (each file when it is closed),
     ``True`` (after every consume) or a number of seconds (group commit: at
     most that often while there is something new, and at close).
 
     ``crash_buffer=True`` (a file output) mirrors every thread's channel into
-    file-backed shared memory (``blog.crashbuf``: in ``.<name>.buffers`` beside
+    file-backed shared memory (``blog.files.crashbuf``: in ``.<name>.buffers`` beside
     the file, or under ``crash_dir``), so that a process killed at any moment
     (kill -9, the OOM killer) loses no event a log call returned from: the next
     ``basic_config`` of the same file (or ``bread --recover FILE``) appends what a
@@ -177,7 +177,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
     if rotating:   # a new file of the set: never the old output's file
         from blogstore.crashlayout import buffer_directory
 
-        from .rotating import RotatingFile
+        from .files.rotating import RotatingFile
         stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
             [] if crash is None or crash is False else [buffer_directory(os.fspath(output),
                                                                          crash)]))
@@ -229,7 +229,7 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) 
     from blogstore.crashlayout import buffer_directory
     from blogstore.recovery import recover
 
-    from .crashbuf import CrashBuffer
+    from .files.crashbuf import CrashBuffer
     directory = buffer_directory(os.fspath(output), crash)
     try:
         recovered = recover(directory, stream, os.fspath(output), warn=report)

@@ -21,4 +21,5 @@ class CallSiteError(FormatError):
 
 
 class TooManySources(CallSiteError):
-    """The session has as many sources as a stream may hold (``blog.source.MAX_SOURCES``)."""
+    """The session has as many sources as a stream may hold
+    (``blog.pipeline.source.MAX_SOURCES``)."""

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 from blogstore.fileset import pid_path
 
 from . import process
-from .consumer import Consumer
+from .pipeline.consumer import Consumer
 from .report import report
-from .session import Session
-from .streams import FileOutputStream
+from .pipeline.session import Session
+from .pipeline.streams import FileOutputStream
 
 if TYPE_CHECKING:
-    from .rotating import RotatingFile
+    from .files.rotating import RotatingFile
 
 #: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
 CrashOption = str | None | Literal[False]
@@ -47,8 +47,8 @@ def consumer_of(s: Session) -> Consumer | None:
 
 
 def is_rotating(stream: Any) -> TypeGuard[RotatingFile]:
-    """True for a RotatingFile (blog.rotating is imported with the first one)."""
-    rotating = sys.modules.get("blog.rotating")
+    """True for a RotatingFile (blog.files.rotating is imported with the first one)."""
+    rotating = sys.modules.get("blog.files.rotating")
     return rotating is not None and isinstance(stream, rotating.RotatingFile)
 
 
@@ -218,7 +218,7 @@ def own_output(s: Session, crash: CrashOption) -> None:
     if crash is not False and is_file(stream):
         from blogstore.crashlayout import buffer_directory
 
-        from .crashbuf import CrashBuffer
+        from .files.crashbuf import CrashBuffer
         try:
             directory = buffer_directory(st.requested if isinstance(st, FileOutputStream)
                                          else st.path, crash)

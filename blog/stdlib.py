@@ -39,8 +39,8 @@ from .contextfields import state as _context_state
 from .contextfields import with_context
 from .default import default_session
 from .errors import ConfigurationError
-from .session import Session
-from .source import TooManySources
+from .pipeline.session import Session
+from .pipeline.source import TooManySources
 
 #: ``logging`` levels and the severity each maps to. Any other level maps to the
 #: nearest of these (a tie to the lower one): 5 and below to trace, 15 to debug,

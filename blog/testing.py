@@ -19,8 +19,8 @@ import bread
 from blogformat.severity import Severity, to_severity
 
 from .default import default_session
-from .session import Session
-from .streams import MemoryOutputStream
+from .pipeline.session import Session
+from .pipeline.streams import MemoryOutputStream
 
 
 class Captured:

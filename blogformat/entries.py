@@ -84,7 +84,7 @@ MAX_WRITERS = 1 << 20
 #: Characters of text (category, function, file, format, tags, field and argument names,
 #: writer names) the sources and writers in force in one stream hold together.
 MAX_METADATA_TEXT = 64 << 20
-#: Characters of one format (blog writes at most 1 Mi: blog.source.MAX_FORMAT).
+#: Characters of one format (blog writes at most 1 Mi: blog.pipeline.source.MAX_FORMAT).
 MAX_FORMAT_TEXT = 2 << 20
 # MAX_FIELD_TEXT (characters of any other one text of a source or writer): valuetypes.
 

@@ -1,7 +1,7 @@
 """The crash buffer's files (docs/format.md 15): their layout, where they live, and the
 checks of their directory.
 
-The writer (``blog.crashbuf``) makes the files; recovery (``blogstore.recovery``) reads
+The writer (``blog.files.crashbuf``) makes the files; recovery (``blogstore.recovery``) reads
 what a killed process left in them. A buffer directory is used only if it is a real
 directory owned by this process's user and not writable by group or others
 (``open_directory``): nothing a buffer holds is an instruction (docs/guide.md, "Security").

@@ -128,7 +128,7 @@ def _compaction(paths: list[str]) -> list[str]:
 
 def _directory(path: str) -> list[str]:
     names = set(os.listdir(path))
-    # ``x.blog`` beside ``x.blog.gz``: a compression not yet finished (blog.housekeeping);
+    # ``x.blog`` beside ``x.blog.gz``: a compression not yet finished (blog.files.housekeeping);
     # both are complete copies, so only the original is read.
     skip = catalog.left_out(path, names)     # compaction: originals or compacted, never both
     files = sorted(f for f in names if f.endswith(LOG_SUFFIXES) and f not in skip

@@ -97,7 +97,7 @@ def run_cli(argv, capsys) -> tuple[int, str, str]:
 
 
 def abandon(cb) -> None:
-    """A ``blog.crashbuf.CrashBuffer`` as if its process died: its lock goes, its files
+    """A ``blog.files.crashbuf.CrashBuffer`` as if its process died: its lock goes, its files
     stay (what a recovery then finds). Reaches into its state: there is no public way to
     die."""
     import os

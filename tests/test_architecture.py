@@ -133,7 +133,8 @@ def test_no_import_circle():
 #: The writer's pipeline, from the bottom up: each imports none of those after it (not even
 #: for the type checker). Loggers and writers depend on the registry, never on the Session;
 #: a channel knows nothing of its writer (it hands a refused push to a callback).
-PIPELINE = ("blog.registry", "blog.channel", "blog.writer", "blog.logger", "blog.session")
+PIPELINE = ("blog.pipeline.registry", "blog.pipeline.channel", "blog.pipeline.writer",
+            "blog.pipeline.logger", "blog.pipeline.session")
 
 
 def test_loggers_and_writers_depend_on_the_registry_not_on_the_session():

@@ -1,4 +1,4 @@
-"""The crash buffer: kill -9 loses no event whose log call returned (blog/crashbuf.py,
+"""The crash buffer: kill -9 loses no event whose log call returned (blog/files/crashbuf.py,
 blogstore/recovery.py, docs/format.md 15).
 
 The kill tests fork the test process (blog already imported: a trial costs the time it logs,
@@ -26,7 +26,7 @@ import pytest
 
 import blog
 import bread
-from blog.crashbuf import CTL, CrashBuffer, buffer_directory
+from blog.files.crashbuf import CTL, CrashBuffer, buffer_directory
 from blogstore.recovery import recover
 
 from helpers import abandon, fresh_signals, python_child
@@ -186,7 +186,7 @@ def _kill_a_recovery(path: str, rng: random.Random, rotating: bool = False) -> i
     killed before it finished."""
     code = textwrap.dedent(f"""
         import blog
-        from blog.crashbuf import buffer_directory
+        from blog.files.crashbuf import buffer_directory
         from blogstore.recovery import recover
         s = blog.{"RotatingFile" if rotating else "FileOutputStream"}({path!r})
         print("go", flush=True)
@@ -324,8 +324,8 @@ def test_the_c_and_python_channels_mirror_the_same_bytes(tmp_path, monkeypatch):
     # Proves parity: the same pushes, takes and nested rename give the same channel file
     # bytes in the C channel and in the Python reference.
     from blog import accel
-    from blog.channel import PyChannel
-    from blog.crashbuf import Slot
+    from blog.pipeline.channel import PyChannel
+    from blog.files.crashbuf import Slot
     if accel.speedups is None:
         pytest.skip("the C channel is not built (or turned off)")
     files = []
@@ -641,7 +641,7 @@ def test_a_move_while_the_disk_is_full_writes_the_held_events_to_the_new_output(
 
 _TORN_SET_WRITER = """
 import os, signal, sys, blog
-from blog.crashbuf import CrashBuffer, buffer_directory
+from blog.files.crashbuf import CrashBuffer, buffer_directory
 path = sys.argv[1]
 s = blog.Session(name="cut")
 stream = blog.RotatingFile(path, compress=True)
@@ -867,7 +867,7 @@ def test_housekeeping_leaves_a_dead_writers_file_under_any_buffer_directory(tmp_
         cd = str(d / crash_dir) if crash_dir else None
         code = textwrap.dedent(f"""
             import os, signal, blog
-            from blog.crashbuf import CrashBuffer, buffer_directory
+            from blog.files.crashbuf import CrashBuffer, buffer_directory
             s = blog.Session(name="cut")
             stream = blog.RotatingFile({path!r}, compress=True)
             s.use_crash_buffer(CrashBuffer(buffer_directory({path!r}, {cd!r}), stream.path,

@@ -19,7 +19,7 @@ import pytest
 
 import blog
 import bread
-from blog.durability import GroupSync, fsync_policy
+from blog.files.durability import GroupSync, fsync_policy
 
 from helpers import python_child
 

@@ -1,6 +1,6 @@
 """The C call paths encode rich values (lists, tuples, dicts, datetimes, Decimal, UUID...)
-byte for byte as the Python reference (blog/capture.py, blogformat/valueencoding.py) does: a
-property test over random nested values, and the values it leaves to Python."""
+byte for byte as the Python reference (blog/pipeline/capture.py, blogformat/valueencoding.py)
+does: a property test over random nested values, and the values it leaves to Python."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import blog
 import blog.stdlib
 import bread
 from blog import accel
-from blog.capture import capture
+from blog.pipeline.capture import capture
 from blogformat.valueencoding import enum_type, record_type
 
 from helpers import Count, Ratio, Text

@@ -26,7 +26,7 @@ def test_each_error_subclasses_the_built_in_it_replaced():
 
 def test_errors_stay_importable_where_they_were():
     # Proves: the classes moved to the errors modules are the same objects at their old homes.
-    from blog.source import CallSiteError, TooManySources
+    from blog.pipeline.source import CallSiteError, TooManySources
     from blog import errors as blog_errors
     assert CallSiteError is blog_errors.CallSiteError is blog.CallSiteError
     assert TooManySources is blog_errors.TooManySources

@@ -385,7 +385,7 @@ def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> N
     if clock == "stepping-back":
         # A clock that sometimes goes back: the pure-Python logger, whose clock we can replace.
         monkeypatch.setattr(blog.accel, "speedups", None)
-        monkeypatch.setattr(blog.logger, "_time_ns", make_clock(1_700_000_000_000_000_000))
+        monkeypatch.setattr(blog.pipeline.logger, "_time_ns", make_clock(1_700_000_000_000_000_000))
     s = blog.Session(name="spec")
     log = s.get_logger("main")
     out = blog.MemoryOutputStream()

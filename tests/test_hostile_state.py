@@ -26,7 +26,7 @@ import pytest
 
 import blog
 import bread
-from blog.crashbuf import CTL, buffer_directory
+from blog.files.crashbuf import CTL, buffer_directory
 from blogformat.errors import UnsafeBufferDirectory
 from blogstore.crashlayout import CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC
 from blogstore.recovery import recover
@@ -503,7 +503,7 @@ def _killed(path: str, own: str | None = None, threads: int = 1, before: int = 0
     ``before`` events written, then 10 per thread (main first) left in the buffer as if
     the process had been killed. Returns the stream's path."""
     import threading
-    from blog.crashbuf import CrashBuffer
+    from blog.files.crashbuf import CrashBuffer
     s = blog.Session(name="dead")
     stream = blog.FileOutputStream(own or path)
     log = s.get_logger("t")
@@ -541,7 +541,7 @@ def test_a_dead_processs_own_pid_file_is_recovered_into_once(tmp_path, name):
     path = str(tmp_path / "app.blog")
     own = str(tmp_path / name.format(os.getpid()))
     s = blog.Session(name="p")
-    from blog.crashbuf import CrashBuffer
+    from blog.files.crashbuf import CrashBuffer
     stream = blog.FileOutputStream(own)
     cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
     s.use_crash_buffer(cb)

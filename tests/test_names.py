@@ -9,7 +9,8 @@ import pytest
 
 import blog
 import blog.stdlib
-from blog import capture as encoding, housekeeping
+from blog.files import housekeeping
+from blog.pipeline import capture as encoding
 from bread import cli, compact
 
 

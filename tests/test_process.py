@@ -50,8 +50,9 @@ def test_a_forked_child_runs_the_after_fork_steps_in_the_stated_order(tmp_path):
 #: Import orders: the options' modules before the default session's, and after it (a
 #: configuration imports them when it asks for rotation or a crash buffer).
 IMPORT_ORDERS = {
-    "options first": "import blog.crashbuf, blog.rotating, blog.housekeeping, blog.default",
-    "default first": "import blog.default, blog.session, blog.streams",
+    "options first": ("import blog.files.crashbuf, blog.files.rotating, blog.files.housekeeping,"
+                      " blog.default"),
+    "default first": "import blog.default, blog.pipeline.session, blog.pipeline.streams",
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import blog
 import blog.accel
-import blog.logger
+import blog.pipeline.logger
 import bread
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
@@ -82,7 +82,7 @@ def test_a_gzip_damaged_early_keeps_what_came_before(monkeypatch: pytest.MonkeyP
     # clock), and a fixed gzip mtime.
     monkeypatch.setattr(blog.accel, "speedups", None)
     clock = iter(range(1_700_000_000_000_000_000, 1 << 62, 1000))
-    monkeypatch.setattr(blog.logger, "_time_ns", lambda: next(clock))
+    monkeypatch.setattr(blog.pipeline.logger, "_time_ns", lambda: next(clock))
     data = write_log(None, 2000)
     want = [f"event {i} of a" for i in range(2000)]
     assert [e.message for e in bread.read(io.BytesIO(data))] == want

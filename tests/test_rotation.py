@@ -18,9 +18,9 @@ from hypothesis import given, settings, strategies as st
 
 import blog
 import bread
-from blog.housekeeping import Retention, compress, expired, recover
-from blog.schedule import Schedule
-from blog.summary import tally
+from blog.files.housekeeping import Retention, compress, expired, recover
+from blog.files.schedule import Schedule
+from blog.pipeline.summary import tally
 from blogstore.fileset import file_name, members, parse
 
 from helpers import python_child, run_python
@@ -296,7 +296,7 @@ def test_retention_by_count_age_and_bytes_deletes_only_closed_files_of_the_set(t
     held = open(files[0], "rb")       # another process writing it: holds its lock
     fcntl.flock(held.fileno(), fcntl.LOCK_EX)
     try:
-        from blog.housekeeping import closed_files
+        from blog.files.housekeeping import closed_files
         closed = closed_files(d, "app")
         assert [f.name for f, _ in closed] == [os.path.basename(p) for p in files[1:]]
         now = time.time()

@@ -214,14 +214,14 @@ def test_keyword_calls_after_the_first_take_the_fast_path(monkeypatch, make_logg
     # values) never reach the slow path, on the C path and the Python one, and each is
     # read back with its own values. A call with other keywords, or the same ones in
     # another order, is another source.
-    import blog.logger
+    import blog.pipeline.logger
     slow_calls = []
-    real = blog.logger.Logger._slow
+    real = blog.pipeline.logger.Logger._slow
 
     def counting(self, *a, **k):
         slow_calls.append(a[3])
         return real(self, *a, **k)
-    monkeypatch.setattr(blog.logger.Logger, "_slow", counting)
+    monkeypatch.setattr(blog.pipeline.logger.Logger, "_slow", counting)
     logged = make_logged()        # its level methods are made with the counting _slow
     for i in range(5):
         logged.log.info("order {oid} filled", oid=i, px=1.5 * i, venue="X")

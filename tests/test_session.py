@@ -605,7 +605,7 @@ def test_a_file_system_without_locks_is_written_unlocked(tmp_path, monkeypatch):
     # Proves: where flock is not supported (ENOLCK on some network mounts) the stream still
     # opens its path and writes, instead of failing to open the log.
     import errno
-    import blog.streams as streams
+    import blog.pipeline.streams as streams
 
     def no_locks(fd, op):
         raise OSError(errno.ENOLCK, "No locks available")
@@ -1116,7 +1116,7 @@ def test_a_value_whose_attributes_or_class_raise_never_makes_a_log_call_raise():
 def test_a_long_literal_format_is_kept_whole_and_one_beyond_the_limit_is_refused():
     # Proves: a format is never cut (a cut once made placeholders past 64 KiB vanish): one
     # of 100 KiB renders whole; one beyond MAX_FORMAT raises at its call site.
-    from blog.source import MAX_FORMAT
+    from blog.pipeline.source import MAX_FORMAT
     s = blog.Session()
     out = blog.MemoryOutputStream()
     ns = {"log": s.get_logger()}
@@ -1448,7 +1448,7 @@ def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, ca
     # through one overflow source per severity, their category, call site, message and
     # fields kept as text, reported once on stderr; nothing is lost, and the C and Python
     # hot paths agree. A decorated event past the limit raises at decoration.
-    import blog.registry as registry_mod
+    import blog.pipeline.registry as registry_mod
     monkeypatch.setattr(registry_mod, "MAX_SOURCES", 5)
     s = blog.Session()
     out = blog.MemoryOutputStream()
@@ -1480,9 +1480,9 @@ def test_a_stream_that_would_describe_too_many_writers_starts_anew(monkeypatch):
     # stream than a reader keeps (format.md 9.1): it ends the stream cleanly and starts
     # one describing only the live writers, so every event reads with its writer's name
     # and nothing is damage. (Limit lowered to 3 for the test, on both sides.)
-    import blog.output
+    import blog.pipeline.output
     import bread.events
-    monkeypatch.setattr(blog.output, "MAX_WRITERS", 3)
+    monkeypatch.setattr(blog.pipeline.output, "MAX_WRITERS", 3)
     monkeypatch.setattr(bread.events, "MAX_WRITERS", 3)
     s = blog.Session()
     out = blog.MemoryOutputStream()

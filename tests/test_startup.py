@@ -26,8 +26,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: Modules only an option or another side needs: neither package's import, nor a first
 #: log call to a file, nor reading a file as text loads one.
 OPTIONAL = (
-    "blog.crashbuf", "blog.rotating", "blog.housekeeping", "blog.schedule", "blog.stdlib",
-    "blog.testing", "blog.textstream", "blog.traced", "blog.event", "blog.adapters",
+    "blog.files.crashbuf", "blog.files.rotating", "blog.files.housekeeping",
+    "blog.files.schedule", "blog.stdlib", "blog.testing", "blog.integrations.textstream",
+    "blog.integrations.traced", "blog.integrations.event", "blog.integrations.adapters",
     "blogstore.crashlayout", "blogstore.bufferread", "blogstore.recoverytarget",
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
     "bread.batches", "bread.export", "bread.compact", "bread.parquet", "bread.spark",
@@ -73,7 +74,7 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
         blog.get_logger().info("started {}", 1)
         blog.flush()
     """, tmp_path)
-    assert "blog.default" in mods and "blog.session" in mods
+    assert "blog.default" in mods and "blog.pipeline.session" in mods
     assert _optional(mods) == []
     assert [m for m in mods if m.split(".")[0] == "bread"] == []
 
@@ -102,8 +103,8 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
 
 @pytest.mark.parametrize("code, needs", [
     ('blog.basic_config("logs/app.blog", rotate_bytes=1 << 20); blog.shutdown()',
-     "blog.rotating"),
-    ('blog.basic_config("app.blog", crash_buffer=True); blog.shutdown()', "blog.crashbuf"),
+     "blog.files.rotating"),
+    ('blog.basic_config("app.blog", crash_buffer=True); blog.shutdown()', "blog.files.crashbuf"),
     ("blog.flush_async().result()", "concurrent.futures"),
     ("blog.stdlib.capture()", "logging"),
 ])

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 import pytz
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d|w)\s*$")

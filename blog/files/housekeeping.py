@@ -39,8 +39,8 @@ from blogstore.crashlayout import alive, pending_pids
 from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
                                members, parse, remove)
 
-from . import process
-from .report import report
+from .. import process
+from ..report import report
 
 TMP = ".tmp"
 

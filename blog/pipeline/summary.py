@@ -15,7 +15,7 @@ import msgpack
 
 from blogformat.entries import Dropped, Lost, Summary
 
-from . import accel
+from .. import accel
 from .channel import Taken
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)

@@ -4,10 +4,10 @@ Its public surface is what a drainer needs (``attach``, ``detach``,
 ``consume``, ``pending``) and what a producer needs (``get_logger``,
 ``writer``); what loggers and writers share (sources, call sites, value types,
 writers' properties, the settings they read) is its ``registry``
-(``blog.registry``), its threads' writers are ``writers`` (``blog.writer``).
-Back-pressure lives in ``blog.backpressure``, the framing and writing of a
-consume in ``blog.output``, the crash buffer's hold on the writes in
-``blog.heldwrites`` and the outputs beside the main one in ``blog.sideoutputs``.
+(``blog.pipeline.registry``), its threads' writers are ``writers`` (``blog.pipeline.writer``).
+Back-pressure lives in ``blog.pipeline.backpressure``, the framing and writing of a
+consume in ``blog.pipeline.output``, the crash buffer's hold on the writes in
+``blog.pipeline.heldwrites`` and the outputs beside the main one in ``blog.pipeline.sideoutputs``.
 """
 
 from __future__ import annotations
@@ -22,21 +22,21 @@ from typing import TYPE_CHECKING, Iterator
 from blogformat.entries import BatchHeader, ClockSync, Dropped, Metadata, metadata_frames
 from blogformat.severity import Severity, to_severity
 
-from . import __version__, process
+from .. import __version__, process
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
 from .channel import Taken
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 from .logger import Logger
 from .output import Output, events_frame
 from .registry import Backtrace, Registry
-from .report import report
+from ..report import report
 from .sideoutputs import SideOutputs
 from .stats import SessionStats
 from .streams import OutputStream
 from .writer import SessionWriter, Writers
 
 if TYPE_CHECKING:
-    from .crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
+    from ..files.crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
     from .heldwrites import HeldWrites
 
 #: The most events a backtrace buffer keeps per thread.
@@ -102,7 +102,7 @@ class Session:
             cb = self.registry.mirror
         if cb is not None and self.pressure.capacity > self._crash_capacity:
             # Channels larger than their files: a new buffer of the new size takes over.
-            from .crashbuf import CrashBuffer
+            from ..files.crashbuf import CrashBuffer
             try:
                 bigger = CrashBuffer(cb.directory, cb.log_path, self.descriptor)
             except OSError as exc:   # a full disk, say: the old one goes on (events past
@@ -222,7 +222,7 @@ class Session:
         return self.registry.mirror
 
     def use_crash_buffer(self, cb: CrashBuffer | None) -> None:
-        """Mirror every channel into ``cb`` (``blog.crashbuf``) from now on; None stops
+        """Mirror every channel into ``cb`` (``blog.files.crashbuf``) from now on; None stops
         (the old one is removed: call it once everything is written).
 
         Events a refused write left held move to ``cb`` with the channels, and are written
@@ -449,7 +449,7 @@ class Session:
         self.pressure = Backpressure(capacity=self.pressure.capacity, policy=self.pressure.policy)
         self.writers.forked(self.pressure)   # the parent's writers and channels: not ours
         self._output = Output(self.stats, self.name)
-        self._crash = None   # the parent's (blog.crashbuf lets go of it in the child)
+        self._crash = None   # the parent's (blog.files.crashbuf lets go of it in the child)
         self.stats.events_held = 0
         self.descriptor = dict(self.descriptor, pid=os.getpid())
 

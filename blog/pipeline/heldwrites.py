@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from blogformat.entries import Metadata
 
-from .crashbuf import CrashBuffer, Slot, file_position
+from ..files.crashbuf import CrashBuffer, Slot, file_position
 from .output import Output
-from .report import report
+from ..report import report
 from .stats import SessionStats
 from .streams import OutputStream
 

@@ -22,11 +22,11 @@ from typing import Any, Sequence
 from blogstore.crashlayout import buffer_directory
 from blogstore.fileset import file_name, split_base
 
-from . import process
+from .. import process
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 from .housekeeping import NEW, Housekeeper, Retention
-from .report import report
+from ..report import report
 from .schedule import Interval, Schedule, TimesOfDay
 
 
@@ -53,14 +53,14 @@ class RotatingFile:
 
     - ``rotate_bytes``: switch before a file would grow beyond this many bytes
       (a file holds at least one consume, however large);
-    - ``rotate_every``, ``rotate_at``, ``tz``: switch by time (``blog.schedule``);
+    - ``rotate_every``, ``rotate_at``, ``tz``: switch by time (``blog.files.schedule``);
     - ``keep_files``, ``keep_days``, ``keep_bytes``: retention of closed files;
     - ``compress``: gzip closed files in the background;
     - ``fsync``: ``True`` or ``"flush"``: fsync the file at every flush and when it is
-      closed; ``"rotation"``: when it is closed (``blog.durability``); either way each
+      closed; ``"rotation"``: when it is closed (``blog.files.durability``); either way each
       file's name (the directory) once it is made; ``"never"``: a durable flush does both;
     - ``crash_dirs``: where crash buffers of the set are kept besides the default
-      (``basic_config``'s ``crash_dir``): see ``blog.crashbuf``.
+      (``basic_config``'s ``crash_dir``): see ``blog.files.crashbuf``.
 
     Bad options raise ValueError naming the option, before any file is
     opened; a directory that cannot be created or written raises OSError.

@@ -7,7 +7,7 @@ the consumer ``take()``s everything at once and starts the channel afresh.
 This is the C binlog's design: the call serializes, the consumer only copies.
 
 An event is accepted if its exact encoded size keeps the buffer within
-``limit``; ``blog.backpressure`` sets the limits and decides what a refused
+``limit``; ``blog.pipeline.backpressure`` sets the limits and decides what a refused
 push does. A channel knows nothing of its writer: the fast paths hand a push
 it refused (at its limit, or values it leaves to the caller to capture) to its
 ``on_overflow`` callback (the writer's ``push_event``), the only call back.
@@ -26,7 +26,7 @@ from typing import Any, Callable, NamedTuple
 from blogformat.entries import event_prefix
 from blogformat.values import all_plain, plain_packer
 
-from . import accel
+from .. import accel
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)   # the bounds of an empty channel
 
@@ -61,7 +61,7 @@ class PyChannel:
         self._pack_event = plain_packer().pack
         self._busy = False          # a push is in progress on the owning thread
         self._nested: list[tuple] = []
-        self.slot: Any = None       # the crash buffer's mirror (blog.crashbuf.Slot), if any
+        self.slot: Any = None       # the crash buffer's mirror (blog.files.crashbuf.Slot), if any
         self._reset()
 
     def _reset(self) -> None:

@@ -11,7 +11,7 @@ from types import CodeType
 from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
 from blogformat.placeholders import Template, parse
 
-from .errors import CallSiteError, FormatError, TooManySources
+from ..errors import CallSiteError, FormatError, TooManySources
 
 
 #: Sources of one session for call sites; OVERFLOW_SOURCES more are kept for the call

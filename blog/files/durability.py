@@ -29,7 +29,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 NEVER, ROTATION, FLUSH = "never", "rotation", "flush"
 

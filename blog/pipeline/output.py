@@ -19,7 +19,7 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_WRITERS, BatchHeader, Eve
                                 text_size)
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
-from .report import report
+from ..report import report
 from .stats import SessionStats
 from .streams import OutputStream
 from .summary import Tally

@@ -23,11 +23,11 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from blogformat.severity import Severity, to_severity
 
-from .contextfields import state as context_state
-from .contextfields import with_context
-from .default import default_session
-from .session import Session
-from .source import TooManySources, check_template
+from ..contextfields import state as context_state
+from ..contextfields import with_context
+from ..default import default_session
+from ..pipeline.session import Session
+from ..pipeline.source import TooManySources, check_template
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol
 from blogformat.entries import MAX_EVENT_PREFIX
 from blogformat.frames import MAX_PAYLOAD
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 #: When the channel is full: wait for the consumer, or drop the event and count it.
 BLOCK = "block"

@@ -11,11 +11,11 @@ from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
 from blogformat.values import PLAIN_TYPES, type_name
 
-from . import accel
-from .contextfields import FIELDS as _CONTEXT
-from .contextfields import state as _context_state
-from .contextfields import with_context
-from .report import report
+from .. import accel
+from ..contextfields import FIELDS as _CONTEXT
+from ..contextfields import state as _context_state
+from ..contextfields import with_context
+from ..report import report
 from .source import DYNAMIC_FORMAT, CallSiteError, TooManySources, check_template, describe
 
 if TYPE_CHECKING:

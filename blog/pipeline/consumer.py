@@ -7,9 +7,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .durability import GroupSync, sync_stream
-from .errors import ConfigurationError
-from .report import report
+from ..files.durability import GroupSync, sync_stream
+from ..errors import ConfigurationError
+from ..report import report
 from .session import Session
 from .streams import OutputStream
 
@@ -40,7 +40,7 @@ class Consumer:
     It wakes early when a thread's channel holds ``flush_bytes`` bytes: the
     producer that crosses that mark signals it. With ``fsync_interval`` (seconds)
     it also syncs the stream that often while there are new writes (group
-    commit, ``blog.durability``); ``flush_async`` and ``flush(durable=True)``
+    commit, ``blog.files.durability``); ``flush_async`` and ``flush(durable=True)``
     share its syncs.
     """
 

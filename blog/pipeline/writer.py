@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Sequence
 from blogformat.entries import MAX_EVENT_PREFIX, WriterProp
 from blogformat.placeholders import Template
 
-from . import accel
+from .. import accel
 from .capture import cut, encode_values
 from .channel import new_channel
 from .registry import Registry
 
 if TYPE_CHECKING:
     from .backpressure import Backpressure
-    from .crashbuf import CrashBuffer, Slot
+    from ..files.crashbuf import CrashBuffer, Slot
 
 
 #: A writer's name is written cut to this many characters (docs/format.md 9.1).
@@ -90,7 +90,7 @@ class SessionWriter:
         """Queue an event of the Python path: plain values straight into the channel,
         anything else encoded (and captured) now: the channel refuses a value not of
         exactly a plain type, as both twins do. An event larger than a whole channel is
-        logged with its largest values cut, each marked (``blog.capture.cut``)."""
+        logged with its largest values cut, each marked (``blog.pipeline.capture.cut``)."""
         if not self.channel.push_values(sid, clock, values):
             nelems, tail = encode_values(tpl, values, field_names,
                                          self.registry.keep_source_lines)

@@ -11,7 +11,7 @@ with two halves: the one the thread appends to, and the one the consumer took an
 writing. ``blogstore.crashlayout`` has their layout (docs/format.md 15); ``blogstore.recovery``
 reads what a dead process left.
 
-Power loss is another matter: only what was fsynced survives it (``blog.durability``).
+Power loss is another matter: only what was fsynced survives it (``blog.files.durability``).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from blogstore.crashlayout import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_
                                    PAGE, PATH_AT, SLACK, VERSION, buffer_directory,
                                    make_directory)
 
-from . import process
-from .report import report
+from .. import process
+from ..report import report
 
 __all__ = ["CrashBuffer", "Slot", "buffer_directory", "file_position"]
 

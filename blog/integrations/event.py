@@ -12,12 +12,12 @@ from blogformat.placeholders import FormatError, parse
 from blogformat.severity import Severity, to_severity
 from blogformat.values import type_name
 
-from . import accel
-from .contextfields import state as context_state
-from .contextfields import with_context
-from .default import default_session
-from .session import Session
-from .source import CallSiteError, TooManySources, check_template
+from .. import accel
+from ..contextfields import state as context_state
+from ..contextfields import with_context
+from ..default import default_session
+from ..pipeline.session import Session
+from ..pipeline.source import CallSiteError, TooManySources, check_template
 
 F = TypeVar("F", bound=Callable[..., Any])
 

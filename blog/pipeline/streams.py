@@ -11,10 +11,10 @@ from typing import BinaryIO, Protocol
 
 from blogstore.fileset import pid_path
 
-from . import process
-from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
-from .errors import ConfigurationError
-from .report import report
+from .. import process
+from ..files.durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
+from ..errors import ConfigurationError
+from ..report import report
 
 
 class OutputStream(Protocol):
@@ -27,7 +27,7 @@ class FileOutputStream:
     """Appends to a file, unbuffered: each consume is handed to the OS at once.
 
     A process killed after a consume loses nothing that consume wrote. For
-    power loss, ``fsync`` (``blog.durability``): ``True`` or ``"flush"`` puts it
+    power loss, ``fsync`` (``blog.files.durability``): ``True`` or ``"flush"`` puts it
     on disk at every flush, ``"rotation"`` when the file is closed; ``sync()``
     does it now. The file's name is synced (its directory) once per file opened:
     when it is opened if ``fsync`` is on, else by the first ``sync()``.

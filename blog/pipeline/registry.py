@@ -20,12 +20,12 @@ from blogformat.placeholders import parse
 from blogformat.severity import Severity
 from blogformat.valuetypes import Described
 
-from .report import report
+from ..report import report
 from .source import (DYNAMIC_FORMAT, MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES,
                      OVERFLOW_SOURCES, TooManySources)
 
 if TYPE_CHECKING:
-    from .crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
+    from ..files.crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
 
 #: The category of the sources of call sites past MAX_SOURCES (their own category is
 #: in the message).

@@ -1,0 +1,2 @@
+"""The writer's files: rotated file sets and when they switch, their housekeeping
+(compression, retention, the manifest), the crash buffer, and durable flushes (fsync)."""

@@ -1,8 +1,9 @@
 /* blog._speedups: the hot path of a log call, in C; this file is the module (its
- * functions, its types, the context fields), blog/_speedups.h says which file does what.
+ * functions and types), blog/_speedups.h says which file does what. It calls the other
+ * files; none calls it.
  *
- * The pure-Python code is the reference: blog/channel.py (PyChannel),
- * blog/logger.py (_make_method) and blog/event.py (the wrapper). This extension
+ * The pure-Python code is the reference: blog/pipeline/channel.py (PyChannel),
+ * blog/pipeline/logger.py (_make_method) and blog/integrations/event.py (the wrapper). This extension
  * does the same, faster, and whenever it meets anything but the common case
  * it calls the Python function, which starts over. The common case: the call
  * site is cached, no keyword fields, every argument is a plain scalar, and
@@ -16,21 +17,6 @@
  * a take never interleave.
  */
 #include "_speedups.h"
-
-/* ---- context fields (blog.context) --------------------------------------- */
-
-PyObject *blog_context_var = NULL;
-
-static PyObject *
-use_context(PyObject *module, PyObject *var)
-{
-    if (!PyContextVar_CheckExact(var)) {
-        PyErr_SetString(PyExc_TypeError, "use_context(var: ContextVar)");
-        return NULL;
-    }
-    Py_XSETREF(blog_context_var, Py_NewRef(var));
-    Py_RETURN_NONE;
-}
 
 /* ---- module ------------------------------------------------------------ */
 
@@ -50,7 +36,7 @@ static PyMethodDef module_methods[] = {
     {"encode_values", (PyCFunction)(void (*)(void))blog_encode_values, METH_FASTCALL,
      "encode_values(values, shown_by_repr=0) -> bytes | None: the values as the C call "
      "paths encode them"},
-    {"use_context", (PyCFunction)use_context, METH_O,
+    {"use_context", (PyCFunction)blog_use_context, METH_O,
      "use_context(var) -> None: the call paths look at this ContextVar from now on"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop(*args, **kwargs) -> None"},
@@ -62,19 +48,6 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "blog._speedups", "C fast path of blog's log calls.", -1, module_methods,
 };
-
-int
-blog_add_type(PyObject *m, PyTypeObject *t, const char *name)
-{
-    if (PyType_Ready(t) < 0)
-        return -1;
-    Py_INCREF(t);
-    if (PyModule_AddObject(m, name, (PyObject *)t) < 0) {
-        Py_DECREF(t);
-        return -1;
-    }
-    return 0;
-}
 
 PyMODINIT_FUNC
 PyInit__speedups(void)

@@ -2,15 +2,17 @@
  *
  * The extension is the hot path of a log call; the pure-Python code is the reference,
  * and each C file is named after the module it mirrors:
- *   _channel.c   blog/channel.py      a thread's Channel, the pushes, finding it per thread
+ *   _context.c   blog/contextfields.py  whether fields are in context (blog.context)
  *   _encode.c    blogformat/valueencoding.py: argument values as msgpack (docs/format.md 7)
- *   _logger.c    blog/logger.py       Method: a logger's level methods, by call site
- *   _event.c     blog/event.py        EventCall: a function decorated with @blog.event
- *   _stdlib.c    blog/stdlib.py       RecordHandler: BlogHandler.handle's common record
- *   _summary.c   blog/summary.py      tally: a channel's events counted per source
- *   _speedups.c  blog/accel.py        the module: its functions and types, context fields
+ *   _channel.c   blog/pipeline/channel.py  a thread's Channel, the pushes, per thread
+ *   _summary.c   blog/pipeline/summary.py  tally: a channel's events counted per source
+ *   _logger.c    blog/pipeline/logger.py   Method: a logger's level methods, by call site
+ *   _event.c     blog/integrations/event.py  EventCall: a function decorated with @blog.event
+ *   _stdlib.c    blog/stdlib.py        RecordHandler: BlogHandler.handle's common record
+ *   _speedups.c  blog/accel.py         the module: its functions and types
  * The buffer and msgpack writing are blogformat/_c's, shared with the reader's extension.
- * What one file gives another is declared here, its name prefixed blog_.
+ * What one file gives another is declared here, its name prefixed blog_; a file calls only
+ * those listed before it (tests/test_c_sources.py).
  */
 #ifndef BLOG_SPEEDUPS_H
 #define BLOG_SPEEDUPS_H
@@ -75,10 +77,24 @@ int blog_event_init(PyObject *m);
 int blog_stdlib_init(PyObject *m);
 PyObject *blog_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
-/* ---- _speedups.c: the module --------------------------------------------------- */
-
 /* Ready a type and add it to the module under `name`: 0, or -1 with an error. */
-int blog_add_type(PyObject *m, PyTypeObject *t, const char *name);
+static inline int
+blog_add_type(PyObject *m, PyTypeObject *t, const char *name)
+{
+    if (PyType_Ready(t) < 0)
+        return -1;
+    Py_INCREF(t);
+    if (PyModule_AddObject(m, name, (PyObject *)t) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- _context.c ------------------------------------------------------------ */
+
+/* use_context(var): the call paths look at this ContextVar from now on. */
+PyObject *blog_use_context(PyObject *module, PyObject *var);
 
 /* blog.context.FIELDS once blog.context or blog.bind was first used, else NULL: until
  * then the call paths do not look at it (an application without context pays nothing). */

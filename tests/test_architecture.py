@@ -124,3 +124,15 @@ def test_no_import_inside_a_function_hides_a_circle():
     # An import inside a function is how a circle hides. The modules have some (what only an
     # option needs is imported when it is used: tests/test_startup.py), and they count here.
     _assert_no_circle(deferred=True)
+
+
+def test_the_reader_loop_exists_once():
+    # bread.decoder alone hands an events frame to C, and to Python from the event where C
+    # stopped (`rendered`): the sinks (text, Events, columns) say what becomes of events.
+    for name, tree in _modules().items():
+        if not name.startswith("bread.") or name == "bread.decoder":
+            continue
+        attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        calls = {n.func.attr for n in ast.walk(tree)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+        assert "rendered" not in attrs and "frame" not in calls, name

@@ -32,7 +32,7 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
     ext.append(extension("bread._speedups",
                          ["bread/_speedups.c", "bread/_native.c", "bread/_decode.c",
                           "bread/_lines.c", "bread/_events.c", "bread/_batches.c"],
-                         ["bread/_speedups.h"]))
+                         ["bread/_speedups.h", "bread/_message.h"]))
     ext.append(extension("bread._merge", ["bread/_merge.c"], []))
 
 setup(ext_modules=ext)

@@ -3,6 +3,7 @@
  * them), and gather(), a call site's or writer's property per row.
  */
 #include "_speedups.h"
+#include "_message.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -102,8 +103,9 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
 /* Columns mode: one row per event, appended to the column buffers. 1 done,
  * 0 the rest of the frame is Python's (a time beyond 64 bits), -1 error. */
 int
-bread_column_event(Renderer *self, long long wid, long long sid, long long clock, const Val *args,
-                   Py_ssize_t nargs, int simple, const unsigned char *ev, Py_ssize_t evlen)
+bread_column_event(Renderer *self, long long wid, long long sid, long long clock,
+                   const Val *args, Py_ssize_t nargs, int simple,
+                   const unsigned char *ev, Py_ssize_t evlen)
 {
     long long ns;
     if (!event_ns(self, clock, &ns)) return 0;
@@ -121,8 +123,7 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
         m->len = start;
         ja->len = astart;
         jf->len = fstart;
-        PyObject *texts = PyObject_CallFunction(self->message_fallback, "y#LL", (const char *)ev,
-                                                evlen, wid, clock);
+        PyObject *texts = bread_fallback(self, ev, evlen, wid, clock);
         if (texts == NULL) return -1;
         if (texts == Py_None) {   /* left out by the filter: no row */
             Py_DECREF(texts);
@@ -134,7 +135,7 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
             || !PyBytes_Check(PyTuple_GET_ITEM(texts, 2))) {
             Py_DECREF(texts);
             PyErr_SetString(PyExc_TypeError,
-                            "message_fallback must return None or (message, args, fields) bytes");
+                            "fallback must return None or (message, args, fields) bytes");
             return -1;
         }
         Buf *to[3] = {m, ja, jf};

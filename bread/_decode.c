@@ -1,8 +1,9 @@
 /* bread/_decode.c: the walk over one events frame (docs/format.md 5), its twins
  * blogformat/entries.py (decode_events) and the EventStream's filter (bread/filters.py):
  * each event decoded with blogformat/_c/mpread.h, the filter applied, then handed to the
- * output of the call: text (bread/_lines.c), an Event (bread/_events.c), a row of
- * columns (bread/_batches.c), or the Python fallback.
+ * output the call gives (an EventFn: text in bread/_lines.c, an Event in bread/_events.c,
+ * a row of columns in bread/_batches.c); what an output leaves to Python goes to the
+ * fallback, here for all of them.
  */
 #include "_speedups.h"
 
@@ -29,9 +30,9 @@ left_out(Renderer *self, long long wid, long long sid, long long clock)
 }
 
 /* The sorted reader's key of an event kept: its time (beyond 64 bits: the least
- * or greatest 64-bit time, as bread.native.clamp does) and where its line ends. */
-static int
-put_key(Renderer *self, long long clock, Py_ssize_t end)
+ * or greatest 64-bit time, as bread.merge.clamp64 does) and where its line ends. */
+int
+bread_put_key(Renderer *self, long long clock, Py_ssize_t end)
 {
     long long k[2];
     if (!event_ns(self, clock, &k[0])) {
@@ -43,6 +44,25 @@ put_key(Renderer *self, long long clock, Py_ssize_t end)
     return buf_put(&self->keys, k, sizeof k);
 }
 
+/* fallback(event bytes, writer id, clock): what the output makes of an event C leaves to
+ * Python, or None if the filter leaves it out. */
+PyObject *
+bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evlen, long long wid,
+               long long clock)
+{
+    return PyObject_CallFunction(self->fallback, "y#LL", (const char *)ev, evlen, wid, clock);
+}
+
+static PyObject *str_payload, *str_offset;
+
+int
+bread_walk_init(void)
+{
+    str_payload = PyUnicode_InternFromString("payload");
+    str_offset = PyUnicode_InternFromString("offset");
+    return str_payload != NULL && str_offset != NULL ? 0 : -1;
+}
+
 void
 bread_frame_release(Renderer *self)
 {
@@ -52,21 +72,28 @@ bread_frame_release(Renderer *self)
     }
 }
 
-/* render(payload) begins an events frame and returns the text of its first
- * events; render(None) returns the next part. At most about max_out bytes per
- * call, so that a frame whose events render to much text never needs more.
- * After each call, `state` says: 0 the frame is done, 1 more to come, 2 Python
- * must read the frame from event `rendered` on (the bytes are not what the
- * Python reader decodes, or not here). */
+/* The walk: walk(frame) begins an events frame and hands its first events to `each`;
+ * walk(None) goes on with the next ones. A call stops after about max_out bytes of text
+ * or max_rows rows, so that a frame whose events make much never needs more. After each
+ * call, `state` says: 0 the frame is done, 1 more to come, 2 Python must read the frame
+ * from event `rendered` on (the bytes are not what the Python reader decodes, or not
+ * here). Returns the text made (b"" for the outputs that make none). */
 PyObject *
-bread_walk(Renderer *self, PyObject *arg, int columns)
+bread_walk(Renderer *self, PyObject *frame, EventFn each)
 {
     Buf *o = &self->out;
     o->len = 0;
-    if (arg != Py_None) {
+    if (frame != Py_None) {
         bread_frame_release(self);
-        if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) return NULL;
-        Py_INCREF(arg);
+        PyObject *arg = PyObject_GetAttr(frame, str_payload);
+        if (arg == NULL) return NULL;
+        PyObject *offset = PyObject_GetAttr(frame, str_offset);
+        if (offset == NULL) { Py_DECREF(arg); return NULL; }
+        Py_XSETREF(self->frame_offset, offset);
+        if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(arg);
+            return NULL;
+        }
         self->payload = arg;
         self->rd.p = (const unsigned char *)self->view.buf;
         self->rd.end = self->rd.p + self->view.len;
@@ -85,8 +112,7 @@ bread_walk(Renderer *self, PyObject *arg, int columns)
     }
     Rd r = self->rd;
     Val args[MAX_ARGS], tmp;
-    while (self->left > 0 && (columns == 2 ? PyList_GET_SIZE(self->events) < self->max_rows
-                              : columns ? self->rows < self->max_rows : o->len < self->max_out)) {
+    while (self->left > 0 && self->rows < self->max_rows && o->len < self->max_out) {
         const unsigned char *ev_start = r.p;
         long long ne = read_array(&r), sid, delta, prev;
         if (ne < 3 || read_int(&r, &sid) < 0 || read_int(&r, &delta) < 0) goto python;
@@ -102,55 +128,11 @@ bread_walk(Renderer *self, PyObject *arg, int columns)
         long long ns;   /* a time beyond 64 bits: Python reports it as damage (format.md 4.3) */
         if (__builtin_add_overflow(self->prev, delta, &prev) || !event_ns(self, prev, &ns))
             goto python;
-        if (left_out(self, self->wid, sid, prev)) {   /* the filter: nothing to make */
-            self->prev = prev;
-            self->rd = r;
-            self->left--;
-            self->rendered++;
-            continue;
-        }
-        if (columns == 2) {
-            Py_ssize_t before = PyList_GET_SIZE(self->events);
-            int e = bread_event_object(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
-            if (e < 0) goto error;
-            if (e == 0) {
-                PyObject *ev = PyObject_CallFunction(self->event_fallback, "y#LL",
-                                                     (const char *)ev_start,
-                                                     (Py_ssize_t)(r.p - ev_start), self->wid, prev);
-                if (ev == NULL) goto error;
-                int rc = ev == Py_None ? 0 : PyList_Append(self->events, ev);   /* None: left out */
-                Py_DECREF(ev);
-                if (rc < 0) goto error;
-            }
-            if (self->want_keys && PyList_GET_SIZE(self->events) > before
-                && put_key(self, prev, 0) < 0)
-                goto error;
-        }
-        else if (columns) {
-            int c = bread_column_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple,
-                                 ev_start, (Py_ssize_t)(r.p - ev_start));
-            if (c < 0) goto error;
-            if (c == 0) goto python;
-        }
-        else {
-        Py_ssize_t before = o->len;
-        int done = bread_render_event(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple);
-        if (done < 0) goto error;
-        if (done == 0) {
-            PyObject *line = PyObject_CallFunction(self->fallback, "y#LL", (const char *)ev_start,
-                                                   (Py_ssize_t)(r.p - ev_start), self->wid, prev);
-            if (line == NULL) goto error;
-            if (!PyBytes_Check(line)) {
-                Py_DECREF(line);
-                PyErr_SetString(PyExc_TypeError, "fallback must return bytes");
-                goto error;
-            }
-            int rc = buf_put(o, PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line));
-            Py_DECREF(line);
-            if (rc < 0) goto error;
-        }
-        if (self->want_keys && o->len > before && put_key(self, prev, o->len) < 0)
-            goto error;
+        if (!left_out(self, self->wid, sid, prev)) {   /* the filter: else nothing to make */
+            int done = each(self, self->wid, sid, prev, args, (Py_ssize_t)na, simple, ev_start,
+                            (Py_ssize_t)(r.p - ev_start));
+            if (done < 0) goto error;
+            if (done == 0) goto python;
         }
         self->prev = prev;
         self->rd = r;

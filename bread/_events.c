@@ -2,6 +2,7 @@
  * of a frame, message() and Event.message's getter (MessageGetter) for the common case.
  */
 #include "_speedups.h"
+#include "_message.h"
 
 #include <structmember.h>
 #include <stddef.h>
@@ -59,10 +60,10 @@ set_slot(PyObject *ev, Py_ssize_t off, PyObject *v)   /* steals v */
 }
 
 /* Events mode: one Event per event, as bread.events.EventStream.event makes it.
- * 1 done, 0 Python must make it (the caller asks event_fallback), -1 error. */
-int
-bread_event_object(Renderer *self, long long wid, long long sid, long long clock, const Val *args,
-                   Py_ssize_t nargs, int simple)
+ * 1 done, 0 Python must make it (the caller asks the fallback), -1 error. */
+static int
+event_object(Renderer *self, long long wid, long long sid, long long clock, const Val *args,
+             Py_ssize_t nargs, int simple)
 {
     long long ns;
     if (!simple || !event_ns(self, clock, &ns)) return 0;
@@ -115,6 +116,31 @@ fail:
     Py_XDECREF(tuple);
     Py_XDECREF(fields);
     return -1;
+}
+
+/* The events output's EventFn: the event's Event, made here or by the fallback (an Event,
+ * or None if the filter leaves it out), appended to the list of the call; with want_keys,
+ * its sort key. */
+int
+bread_object_event(Renderer *self, long long wid, long long sid, long long clock,
+                   const Val *args, Py_ssize_t nargs, int simple,
+                   const unsigned char *ev, Py_ssize_t evlen)
+{
+    Py_ssize_t before = PyList_GET_SIZE(self->events);
+    int e = event_object(self, wid, sid, clock, args, nargs, simple);
+    if (e < 0) return -1;
+    if (e == 0) {
+        PyObject *obj = bread_fallback(self, ev, evlen, wid, clock);
+        if (obj == NULL) return -1;
+        int rc = obj == Py_None ? 0 : PyList_Append(self->events, obj);   /* None: left out */
+        Py_DECREF(obj);
+        if (rc < 0) return -1;
+    }
+    if (PyList_GET_SIZE(self->events) > before) {
+        self->rows++;
+        if (self->want_keys && bread_put_key(self, clock, 0) < 0) return -1;
+    }
+    return 1;
 }
 
 /* The offset of a slot (a T_OBJECT_EX member) of a class. */

@@ -1,8 +1,9 @@
-/* bread/_lines.c: an event as a text line, its twins bread/lines.py (LineRenderer) and
+/* bread/_lines.c: an event as a text line, its twins bread/lines.py (LineSink) and
  * bread/render.py: the event format's items, the date and clock, the message of {}
  * placeholders of None, bool, int, float and str, and the escaping of control characters.
  */
 #include "_speedups.h"
+#include "_message.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -98,93 +99,6 @@ put_date(Renderer *self, Buf *o, long long clock, int utc)
     return 1;
 }
 
-/* A str value's text: surrogates as Python's "backslashreplace" writes them. */
-static int
-put_str(Buf *o, const Val *v)
-{
-    if (!v->surrogates)
-        return buf_put(o, v->s, v->n);
-    for (Py_ssize_t i = 0; i < v->n;) {
-        if (v->s[i] == 0xed && v->s[i + 1] >= 0xa0) {
-            unsigned cp = ((v->s[i] & 0x0f) << 12) | ((v->s[i + 1] & 0x3f) << 6)
-                          | (v->s[i + 2] & 0x3f);
-            char tmp[8];
-            snprintf(tmp, sizeof tmp, "\\u%04x", cp);
-            if (buf_put(o, tmp, 6) < 0) return -1;
-            i += 3;
-        }
-        else {
-            if (buf_put(o, v->s + i, 1) < 0) return -1;
-            i++;
-        }
-    }
-    return 0;
-}
-
-static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19};
-
-/* repr(d) for the common floats, without the general shortest-digits search:
- * d in [1e-4, 2**53) (where repr uses fixed notation) that is m / 10**k for
- * the least k with an integer m below 2**53. With at most 15 significant
- * digits, m / 10**k is the only k-decimal string that reads back as d, so it
- * is the shortest one, which is what repr writes. 1 written, 0 not such a
- * float (PyOS_double_to_string does it), -1 error. */
-int
-bread_put_short_float(Buf *o, double d)
-{
-    double a = d < 0 ? -d : d;
-    if (!(a >= 1e-4 && a < 9007199254740992.0))
-        return 0;
-    for (int k = 0; k < 20; k++) {
-        double scaled = a * POW10[k];
-        if (scaled >= 1e15)   /* more than 15 significant digits: not sure to be shortest */
-            return 0;
-        /* The nearest integer (scaled < 1e15: exact in a double and a long long). A
-         * candidate m has m / 10**k == a, so scaled is within a few ulps of m: others
-         * are passed over without the division that checks a candidate. */
-        unsigned long long u = (unsigned long long)(scaled + 0.5);
-        double m = (double)u;
-        if (m - scaled > scaled * 1e-15 || scaled - m > scaled * 1e-15 || m / POW10[k] != a)
-            continue;
-        char tmp[40];
-        int n = 0;
-        for (int j = 0; j < k; j++) { tmp[n++] = (char)('0' + u % 10); u /= 10; }
-        tmp[n++] = '.';
-        if (k == 0) { tmp[0] = '0'; tmp[1] = '.'; n = 2; }
-        do { tmp[n++] = (char)('0' + u % 10); u /= 10; } while (u);
-        if (d < 0) tmp[n++] = '-';
-        if (buf_reserve(o, n) < 0) return -1;
-        while (n) o->p[o->len++] = tmp[--n];
-        return 1;
-    }
-    return 0;
-}
-
-/* 1 rendered, 0 not a value rendered here, -1 error. */
-int
-bread_put_value(Buf *o, const Val *v)
-{
-    switch (v->kind) {
-    case V_NIL: return buf_put(o, "None", 4) < 0 ? -1 : 1;
-    case V_TRUE: return buf_put(o, "True", 4) < 0 ? -1 : 1;
-    case V_FALSE: return buf_put(o, "False", 5) < 0 ? -1 : 1;
-    case V_INT: return buf_int(o, v->i) < 0 ? -1 : 1;
-    case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
-    case V_STR: return put_str(o, v) < 0 ? -1 : 1;
-    case V_F64: {
-        int r = bread_put_short_float(o, v->d);
-        if (r != 0) return r;
-        char *s = PyOS_double_to_string(v->d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-        if (s == NULL) return -1;
-        r = buf_put(o, s, (Py_ssize_t)strlen(s));
-        PyMem_Free(s);
-        return r < 0 ? -1 : 1;
-    }
-    default: return 0;
-    }
-}
-
 /* The bidirectional format character (bread.render.BIDI_FORMATS) whose UTF-8 starts at
  * s[i]: its length (2 or 3), its code point in *cp; 0 for none. */
 static int
@@ -257,43 +171,11 @@ escape_line(Buf *o, Py_ssize_t start)
     return 0;
 }
 
-/* The message of an event: 1 done, 0 Python must render it (the buffer may
- * hold part of it), -1 error. Keyword fields are the last nnames args. */
-int
-bread_put_message(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs)
-{
-    if (src->msg == NULL) return 0;
-    Py_ssize_t start = o->len;
-    Py_ssize_t npos = nargs, nn = src->nnames;
-    int have_fields = nn && nargs >= nn;
-    if (have_fields) npos = nargs - nn;
-    for (Py_ssize_t k = 0; k < src->nmsg; k++) {
-        const Item *m = &src->msg[k];
-        if (m->code == MI_LIT) {
-            if (buf_put(o, m->s, m->n) < 0) return -1;
-            continue;
-        }
-        Py_ssize_t at;
-        if (m->code == MI_POS) {
-            if (m->index >= npos) return 0;
-            at = m->index;
-        }
-        else {
-            if (!have_fields || m->index >= nn) return 0;
-            at = npos + m->index;
-        }
-        int r = bread_put_value(o, &args[at]);
-        if (r <= 0) return r;
-        if (o->len - start > MAX_MESSAGE) return 0;
-    }
-    return o->len - start > MAX_MESSAGE ? 0 : 1;
-}
-
 /* Render one event; 1 done, 0 Python must render it, -1 error. On 0 the
  * buffer is as it was. */
-int
-bread_render_event(Renderer *self, long long wid, long long sid, long long clock,
-                   const Val *args, Py_ssize_t nargs, int simple)
+static int
+render_line(Renderer *self, long long wid, long long sid, long long clock,
+            const Val *args, Py_ssize_t nargs, int simple)
 {
     Buf *o = &self->out;
     Py_ssize_t start = o->len;
@@ -324,5 +206,34 @@ bread_render_event(Renderer *self, long long wid, long long sid, long long clock
     if (self->escape && escape_line(o, text) < 0) return -1;
     if (src->post != NULL && buf_put(o, src->post, src->npost) < 0) return -1;
     if (buf_put(o, "\n", 1) < 0) return -1;
+    return 1;
+}
+
+/* The text output's EventFn: the event's line, rendered here or by the fallback (bytes,
+ * or None if the filter leaves it out); with want_keys, its sort key. */
+int
+bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
+                 const Val *args, Py_ssize_t nargs, int simple,
+                 const unsigned char *ev, Py_ssize_t evlen)
+{
+    Buf *o = &self->out;
+    Py_ssize_t before = o->len;
+    int done = render_line(self, wid, sid, clock, args, nargs, simple);
+    if (done < 0) return -1;
+    if (done == 0) {
+        PyObject *line = bread_fallback(self, ev, evlen, wid, clock);
+        if (line == NULL) return -1;
+        int rc = 0;
+        if (PyBytes_Check(line))
+            rc = buf_put(o, PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line));
+        else if (line != Py_None) {
+            PyErr_SetString(PyExc_TypeError, "fallback must return bytes or None");
+            rc = -1;
+        }
+        Py_DECREF(line);
+        if (rc < 0) return -1;
+    }
+    if (self->want_keys && o->len > before && bread_put_key(self, clock, o->len) < 0)
+        return -1;
     return 1;
 }

@@ -1,7 +1,7 @@
-/* bread/_native.c: the Renderer, its twin bread/native.py: the tables of call sites,
+/* bread/_native.c: the Renderer, its twin bread/decoder.py: the tables of call sites,
  * writers and the clock sync that the Python code keeps in step with an EventStream, and
- * the calls that walk an events frame with them (bread/_decode.c) into text lines
- * (bread/_lines.c), Event objects (bread/_events.c) or columns (bread/_batches.c).
+ * the calls that walk an events frame with them (bread/_decode.c), one per output: text
+ * lines (bread/_lines.c), Event objects (bread/_events.c) or columns (bread/_batches.c).
  */
 #include "_speedups.h"
 
@@ -221,33 +221,40 @@ renderer_reset(Renderer *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* render(frame or None) -> bytes: the lines of the frame's events, about max_out bytes
+ * at most per call; then see state. */
 static PyObject *
-renderer_render(Renderer *self, PyObject *arg)
+renderer_render(Renderer *self, PyObject *frame)
 {
-    return bread_walk(self, arg, 0);
+    return bread_walk(self, frame, bread_line_event);
 }
 
-/* columns(payload or None): as render(), but each event becomes a row of the
- * column buffers (take_columns()); returns how many rows this call added. A
- * call stops at max_rows rows in the buffers (state 1). */
+/* columns(frame or None): as render(), but each event becomes a row of the column
+ * buffers (take_columns()); returns how many rows this call added. A call stops at
+ * max_rows rows in the buffers (state 1). */
 static PyObject *
-renderer_columns(Renderer *self, PyObject *arg)
+renderer_columns(Renderer *self, PyObject *frame)
 {
     Py_ssize_t before = self->rows;
-    PyObject *r = bread_walk(self, arg, 1);
+    PyObject *r = bread_walk(self, frame, bread_column_event);
     if (r == NULL) return NULL;
     Py_DECREF(r);
     return PyLong_FromSsize_t(self->rows - before);
 }
 
-/* The walk in the events mode: the list of Events. */
+/* The walk to Events: the list of this call's Events (at most max_rows). */
 static PyObject *
-walk_list(Renderer *self, PyObject *payload, int mode)
+walk_list(Renderer *self, PyObject *frame)
 {
+    if (self->event_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "set_event_type() first");
+        return NULL;
+    }
     PyObject *list = PyList_New(0);
     if (list == NULL) return NULL;
     Py_XSETREF(self->events, list);
-    PyObject *r = bread_walk(self, payload, mode);
+    self->rows = 0;
+    PyObject *r = bread_walk(self, frame, bread_object_event);
     if (r == NULL) return NULL;
     Py_DECREF(r);
     list = self->events;
@@ -255,64 +262,58 @@ walk_list(Renderer *self, PyObject *payload, int mode)
     return list;
 }
 
-/* events(payload or None, offset) -> list of Events: as render(), one Event per
- * event (at most max_rows per call); then see state. */
+/* events(frame or None) -> list of Events: as render(), one Event per event (at most
+ * max_rows per call); then see state. */
 static PyObject *
-renderer_events(Renderer *self, PyObject *args)
+renderer_events(Renderer *self, PyObject *frame)
 {
-    PyObject *payload, *offset, *origin = Py_None;
-    if (!PyArg_ParseTuple(args, "OO|O:events", &payload, &offset, &origin)) return NULL;
-    if (self->event_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "set_event_type() first");
-        return NULL;
-    }
-    Py_INCREF(offset);
-    Py_XSETREF(self->frame_offset, offset);
-    Py_INCREF(origin);
-    Py_XSETREF(self->origin, origin);
-    return walk_list(self, payload, 2);
+    return walk_list(self, frame);
 }
 
-/* keyed(payload or None) -> (text, keys, writer id): as render(), with the key of
- * each line (bread.merge.Merger's: native int64 time, end of the line in text) for
- * merging rendered lines by time; then see state. */
+/* keyed(frame or None) -> (writer id, items, keys), or None if no event is kept: as
+ * events() if set_event_type() was called (items: the list of Events), else as render()
+ * (items: the text), with the key of each item (bread.merge.Merger's: native int64 time,
+ * end of the line in the text or 0), for merging by time; then see state. */
 static PyObject *
-renderer_keyed(Renderer *self, PyObject *arg)
+renderer_keyed(Renderer *self, PyObject *frame)
 {
     self->keys.len = 0;
     self->want_keys = 1;
-    PyObject *text = bread_walk(self, arg, 0);
+    PyObject *items = self->event_type != NULL ? walk_list(self, frame)
+                                               : bread_walk(self, frame, bread_line_event);
     self->want_keys = 0;
-    if (text == NULL) return NULL;
-    return Py_BuildValue("Ny#L", text, self->keys.p ? self->keys.p : "", self->keys.len,
-                         self->wid);
+    if (items == NULL) return NULL;
+    if (PyObject_Length(items) == 0) {
+        Py_DECREF(items);
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("LNy#", self->wid, items, self->keys.p ? self->keys.p : "",
+                         self->keys.len);
 }
 
-/* take_keys() -> bytes: the keys (time, 0) of the events that events() gave since
- * the last call, while want_keys is set. */
+/* set_origin(origin): the Origin the Events made from here on hold (the stream's). */
 static PyObject *
-renderer_take_keys(Renderer *self, PyObject *unused)
+renderer_set_origin(Renderer *self, PyObject *origin)
 {
-    PyObject *r = PyBytes_FromStringAndSize(self->keys.p ? self->keys.p : "", self->keys.len);
-    self->keys.len = 0;
-    return r;
+    Py_INCREF(origin);
+    Py_XSETREF(self->origin, origin);
+    Py_RETURN_NONE;
 }
 
-/* set_event_type(Event, fallback): the class whose slots events() fills, in the
- * order source, writer_prop, clock, ns, tz, args, _fields, _texts, _message, offset, origin;
- * fallback(event bytes, writer id, clock) makes the Events C leaves to Python. */
+/* set_event_type(Event, utc): the class whose slots events() fills, in the order source,
+ * writer_prop, clock, ns, tz, args, _fields, _texts, _message, offset, origin; the zone of
+ * the default sync. */
 static PyObject *
 renderer_set_event_type(Renderer *self, PyObject *args)
 {
     static const char *names[11] = {"source", "writer_prop", "clock", "ns", "tz", "args",
                                     "_fields", "_texts", "_message", "offset", "origin"};
-    PyObject *type, *fallback, *utc;
-    if (!PyArg_ParseTuple(args, "O!OO:set_event_type", &PyType_Type, &type, &fallback, &utc))
+    PyObject *type, *utc;
+    if (!PyArg_ParseTuple(args, "O!O:set_event_type", &PyType_Type, &type, &utc))
         return NULL;
     for (int k = 0; k < 11; k++)
         if (bread_slot_offset(type, names[k], &self->off[k]) < 0) return NULL;
     Py_INCREF(type); Py_XSETREF(self->event_type, type);
-    Py_INCREF(fallback); Py_XSETREF(self->event_fallback, fallback);
     Py_INCREF(utc); Py_XSETREF(self->utc_tz, utc);
     if (self->empty_texts == NULL && (self->empty_texts = PyDict_New()) == NULL) return NULL;
     if (self->tz == NULL) self->tz = self->utc_tz;
@@ -323,11 +324,11 @@ renderer_set_event_type(Renderer *self, PyObject *args)
 static PyObject *
 renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"date_items", "fallback", "escape", "message_fallback", NULL};
-    PyObject *date, *fallback, *message_fallback = Py_None;
+    static char *kwlist[] = {"date_items", "fallback", "escape", NULL};
+    PyObject *date, *fallback;
     int escape;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOp|O:Renderer", kwlist, &date, &fallback,
-                                     &escape, &message_fallback))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOp:Renderer", kwlist, &date, &fallback,
+                                     &escape))
         return NULL;
     Renderer *self = (Renderer *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
@@ -340,10 +341,8 @@ renderer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
-    Py_INCREF(fallback);
-    self->fallback = fallback;
-    Py_INCREF(message_fallback);
-    self->message_fallback = message_fallback;
+    self->fallback = Py_NewRef(fallback);
+    self->origin = Py_NewRef(Py_None);
     self->escape = escape;
     self->max_out = 1 << 20;
     self->max_rows = 65536;
@@ -366,9 +365,7 @@ renderer_traverse(Renderer *self, visitproc visit, void *arg)
     Py_VISIT(self->keep);
     Py_VISIT(self->date_hold);
     Py_VISIT(self->fallback);
-    Py_VISIT(self->message_fallback);
     Py_VISIT(self->event_type);
-    Py_VISIT(self->event_fallback);
     Py_VISIT(self->utc_tz);
     Py_VISIT(self->empty_texts);
     Py_VISIT(self->events);
@@ -384,9 +381,7 @@ renderer_clear(Renderer *self)
     Py_CLEAR(self->keep);
     Py_CLEAR(self->date_hold);
     Py_CLEAR(self->fallback);
-    Py_CLEAR(self->message_fallback);
     Py_CLEAR(self->event_type);
-    Py_CLEAR(self->event_fallback);
     Py_CLEAR(self->utc_tz);
     Py_CLEAR(self->empty_texts);
     Py_CLEAR(self->events);
@@ -424,19 +419,19 @@ static PyMethodDef renderer_methods[] = {
     {"reset", (PyCFunction)renderer_reset, METH_NOARGS, "a new stream: forget everything"},
     {"set_window", (PyCFunction)renderer_set_window, METH_VARARGS,
      "set_window(since, until): leave out events whose time is not in [since, until)"},
+    {"set_origin", (PyCFunction)renderer_set_origin, METH_O,
+     "set_origin(origin): the Origin of the Events made from here on"},
     {"render", (PyCFunction)renderer_render, METH_O,
-     "render(payload) begins a frame, render(None) continues it -> bytes; then see state"},
+     "render(frame) begins a frame, render(None) continues it -> bytes; then see state"},
     {"columns", (PyCFunction)renderer_columns, METH_O,
-     "columns(payload or None) -> rows added to the column buffers; then see state"},
-    {"events", (PyCFunction)renderer_events, METH_VARARGS,
-     "events(payload or None, frame offset[, origin]) -> list of Events; then see state"},
+     "columns(frame or None) -> rows added to the column buffers; then see state"},
+    {"events", (PyCFunction)renderer_events, METH_O,
+     "events(frame or None) -> list of Events; then see state"},
     {"keyed", (PyCFunction)renderer_keyed, METH_O,
-     "keyed(payload or None) -> (text, keys: int64 (time, line end) pairs, writer id); "
-     "then see state"},
-    {"take_keys", (PyCFunction)renderer_take_keys, METH_NOARGS,
-     "take_keys() -> int64 (time, 0) pairs of the events given since, with want_keys"},
+     "keyed(frame or None) -> (writer id, text or list of Events, keys: int64 (time, line "
+     "end) pairs) or None; then see state"},
     {"set_event_type", (PyCFunction)renderer_set_event_type, METH_VARARGS,
-     "set_event_type(Event, fallback, utc zone)"},
+     "set_event_type(Event, utc zone)"},
     {"take_columns", (PyCFunction)bread_take_columns, METH_NOARGS,
      "take_columns() -> (rows, clock, ns, source id, writer id, then data and offsets of "
      "message, args and fields)"},
@@ -451,13 +446,11 @@ static PyMemberDef renderer_members[] = {
     {"max_out", T_PYSSIZET, offsetof(Renderer, max_out), 0,
      "about how many bytes of text one render() call returns at most"},
     {"max_rows", T_PYSSIZET, offsetof(Renderer, max_rows), 0,
-     "rows the column buffers hold before columns() stops (state 1)"},
+     "Events one events() call makes, rows the column buffers hold before columns() stops"},
     {"want_message", T_INT, offsetof(Renderer, want_message), 0,
      "columns(): render the message column"},
     {"want_json", T_INT, offsetof(Renderer, want_json), 0,
      "columns(): render the args and fields columns (JSON)"},
-    {"want_keys", T_INT, offsetof(Renderer, want_keys), 0,
-     "events(): note each event's key (take_keys())"},
     {NULL}
 };
 
@@ -466,7 +459,8 @@ static PyTypeObject RendererType = {
     .tp_name = "bread._speedups.Renderer",
     .tp_basicsize = sizeof(Renderer),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Renderer(date_items, fallback, escape): events frames to text lines.",
+    .tp_doc = "Renderer(date_items, fallback, escape): events frames to text lines, Events "
+              "or columns.",
     .tp_new = renderer_new,
     .tp_traverse = (traverseproc)renderer_traverse,
     .tp_clear = (inquiry)renderer_clear,
@@ -478,7 +472,7 @@ static PyTypeObject RendererType = {
 int
 bread_native_init(PyObject *m)
 {
-    if (PyType_Ready(&RendererType) < 0)
+    if (PyType_Ready(&RendererType) < 0 || bread_walk_init() < 0)
         return -1;
     return PyModule_AddObjectRef(m, "Renderer", (PyObject *)&RendererType);
 }

@@ -1,18 +1,19 @@
 /* bread._speedups: the per-event work of reading, in C; this file is the module,
  * bread/_speedups.h says which file does what.
  *
- * The pure-Python code is the reference: bread/lines.py (LineRenderer) with
- * bread/events.py and bread/render.py. A Renderer here is given, by that
- * Python code, everything that is fixed per call site, per writer and per
- * clock sync, already rendered to bytes; render(payload) then walks the
- * events of one events frame (docs/format.md section 5) and renders each
- * into one output buffer. It renders in C only what it renders exactly as
- * Python does: {} placeholders of None, bool, int, float and str, the date
- * and clock, the writer. Any other event goes to the Python fallback
- * callback, one event at a time. A frame whose bytes Python would not decode
- * (a wrong type, a truncated event, invalid UTF-8, anything unusual) is not
- * rendered at all: render() returns None and the Python path reads the frame,
- * reporting the damage exactly as it does without this module.
+ * The pure-Python code is the reference: bread/decoder.py and its sinks
+ * (bread/lines.py, bread/events.py, bread/batches.py). A Renderer here is
+ * given, by bread/decoder.py, everything that is fixed per call site, per
+ * writer and per clock sync, already rendered to bytes; render(frame) (or
+ * events(), columns(), keyed()) then walks the events of one events frame
+ * (docs/format.md section 5) and makes each into one output. It makes in C
+ * only what it makes exactly as Python does: {} placeholders of None, bool,
+ * int, float and str, the date and clock, the writer. Any other event goes to
+ * the Python fallback callback, one event at a time. From an event whose bytes
+ * Python would not decode (a wrong type, a truncated event, invalid UTF-8,
+ * anything unusual) on, the frame is not read here: `state` says so and the
+ * Python path reads the rest, reporting the damage exactly as it does without
+ * this module.
  *
  * The input is untrusted: every read is bounds-checked, nesting is bounded,
  * and allocations are bounded by the payload and the rendered text.

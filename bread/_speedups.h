@@ -2,12 +2,17 @@
  *
  * The extension does the per-event work of reading; the pure-Python code is the reference,
  * and each C file is named after the module it mirrors:
- *   _native.c    bread/native.py   the Renderer: its tables of call sites, writers and sync
- *   _decode.c    blogformat/entries.py (decode_events)  the walk over one events frame
+ *   _native.c    bread/decoder.py  the Renderer: its tables of call sites, writers and sync,
+ *                                  and its calls, one per output
  *   _lines.c     bread/lines.py, bread/render.py  an event as a text line
  *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
  *   _batches.c   bread/batches.py  an event as a row of columns; gather()
+ *   _decode.c    blogformat/entries.py (decode_events)  the walk over one events frame,
+ *                                  each event handed to the output's EventFn
+ *   _message.h   blogformat/placeholders.py  a message and its values as text
  *   _speedups.c  bread/accel.py    the module
+ * Each file calls only the files below it in this list (the Renderer calls the outputs,
+ * which call the walk's helpers; the walk calls the output it is given, by pointer).
  * The buffer and msgpack reading are blogformat/_c's, shared with the writer's extension.
  * What one file gives another is declared here, its name prefixed bread_.
  */
@@ -63,7 +68,7 @@ typedef struct {
     int nat;
 } DateCache;
 
-typedef struct {
+typedef struct Renderer {
     PyObject_HEAD
     PyObject *keep;              /* dict: per source, writer and sync, what the tables point
                                     into (3*id, 3*id+1, -1); emptied by reset() */
@@ -75,7 +80,10 @@ typedef struct {
     long long tz_offset;
     const char *tz_name; Py_ssize_t ntz;
     DateCache local, utc;
-    PyObject *fallback;          /* fallback(event bytes, writer id, clock) -> bytes */
+    PyObject *fallback;          /* fallback(event bytes, writer id, clock) -> what the output
+                                    makes of an event C leaves to Python (text: bytes, events:
+                                    an Event, columns: (message, args, fields) bytes), or None
+                                    if the filter leaves it out */
     int escape;
     Buf out;
     Py_ssize_t max_out;          /* bytes of text per render() call, about */
@@ -93,24 +101,31 @@ typedef struct {
     PyObject *event_type;        /* bread.Event; its slots are at these offsets: */
     Py_ssize_t off[11];          /* source, writer_prop, clock, ns, tz, args, fields, _texts,
                                     _message, offset, origin */
-    PyObject *origin;            /* the Origin of the events of this call */
-    PyObject *event_fallback;    /* event_fallback(event bytes, writer id, clock) -> Event */
+    PyObject *origin;            /* the Origin of the events (the stream's: set by Python) */
     PyObject *tz;                /* the zone of the sync in force (borrowed: `keep`) */
     PyObject *utc_tz;            /* the default sync's zone */
     PyObject *empty_texts;       /* {}: the captured texts of an event that has none */
-    PyObject *events;            /* the list events() returns */
+    PyObject *events;            /* the list events() and keyed() return */
     PyObject *frame_offset;      /* int: the offset of the frame being read */
-    /* keys of the events kept, for the sorted merge (keyed(), events() with want_keys) */
+    /* keys of the events kept, for the sorted merge (keyed()) */
     Buf keys;
     int want_keys;
+    /* events and columns: rows made (this call's Events; the columns since take_columns()) */
+    Py_ssize_t rows, max_rows;
     /* columns mode */
     Buf col[10];                 /* clock, ns, source id, writer id (int64), message data,
                                     offsets; args JSON, offsets; fields JSON, offsets */
     int want_json;               /* columns(): the args and fields columns too */
-    Py_ssize_t rows, max_rows;
     int want_message;
-    PyObject *message_fallback;  /* message_fallback(event bytes, writer id, clock) -> bytes */
 } Renderer;
+
+/* What an output makes of one event the walk decoded and the filter keeps: its time is
+ * within 64 bits; `simple`: its args are args[0..nargs) (no more than MAX_ARGS, no texts);
+ * ev[0..evlen) its bytes, for the fallback. 1 done (made, or left to the fallback, which
+ * may leave it out), 0 Python reads the rest of the frame, -1 error. */
+typedef int (*EventFn)(Renderer *self, long long wid, long long sid, long long clock,
+                       const Val *args, Py_ssize_t nargs, int simple,
+                       const unsigned char *ev, Py_ssize_t evlen);
 
 enum { C_CLOCK = 0, C_NS = 1, C_SID = 2, C_WID = 3, C_MSG = 4, C_MSGOFF = 5, C_ARGS = 6,
        C_ARGSOFF = 7, C_FIELDS = 8, C_FIELDSOFF = 9, C_NCOLS = 10 };
@@ -159,33 +174,35 @@ event_ns(Renderer *self, long long clock, long long *out)
  * the compiler may inline it within its own file, as it did when it was static. */
 #pragma GCC visibility push(hidden)
 
-/* _decode.c: render(), columns() and events() walk a frame (columns: 0 text, 1 columns,
- * 2 Events), then see state; frame_release() lets go of the frame. */
-PyObject *bread_walk(Renderer *self, PyObject *arg, int columns);
+/* _decode.c: walk a frame (an object with payload and offset; None: the rest of the one
+ * begun), handing each event kept to `each`, then see state; its text or b"" (the columns
+ * and Events are in the Renderer's buffers); frame_release() lets go of the frame. For the
+ * outputs: the fallback's value for an event (a new reference), the sort key of an event
+ * kept (time, end of its line in the text). */
+PyObject *bread_walk(Renderer *self, PyObject *frame, EventFn each);
 void bread_frame_release(Renderer *self);
+PyObject *bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evlen,
+                         long long wid, long long clock);
+int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);
+int bread_walk_init(void);
 
-/* _lines.c: one event as a text line (1 done, 0 Python must render it, -1 error; on 0
- * the buffer is as it was); its message; one value's text; repr() of the common floats
- * (1 written, 0 not such a float, -1 error). */
-int bread_render_event(Renderer *self, long long wid, long long sid, long long clock,
-                       const Val *args, Py_ssize_t nargs, int simple);
-int bread_put_message(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs);
-int bread_put_value(Buf *o, const Val *v);
-int bread_put_short_float(Buf *o, double d);
-
-/* _events.c: one event as an Event (1 done, 0 Python must make it, -1 error); the offset
- * of a slot of a class; message(); the module's MessageGetter type. */
-int bread_event_object(Renderer *self, long long wid, long long sid, long long clock,
-                       const Val *args, Py_ssize_t nargs, int simple);
-int bread_slot_offset(PyObject *type, const char *name, Py_ssize_t *off);
-PyObject *bread_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
-int bread_events_init(PyObject *m);
-
-/* _batches.c: one event as a row (1 done, 0 the rest of the frame is Python's, -1 error);
- * Renderer.take_columns(); gather(). */
+/* The outputs, each an EventFn: _lines.c a text line, _events.c an Event, _batches.c a
+ * row of columns. */
+int bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
+                     const Val *args, Py_ssize_t nargs, int simple,
+                     const unsigned char *ev, Py_ssize_t evlen);
+int bread_object_event(Renderer *self, long long wid, long long sid, long long clock,
+                       const Val *args, Py_ssize_t nargs, int simple,
+                       const unsigned char *ev, Py_ssize_t evlen);
 int bread_column_event(Renderer *self, long long wid, long long sid, long long clock,
                        const Val *args, Py_ssize_t nargs, int simple,
                        const unsigned char *ev, Py_ssize_t evlen);
+
+/* _events.c: the offset of a slot of a class; message(); the module's MessageGetter type.
+ * _batches.c: Renderer.take_columns(); gather(). */
+int bread_slot_offset(PyObject *type, const char *name, Py_ssize_t *off);
+PyObject *bread_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
+int bread_events_init(PyObject *m);
 PyObject *bread_take_columns(Renderer *self, PyObject *unused);
 PyObject *bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
 

@@ -5,19 +5,20 @@ of columns instead of one object per event. With pyarrow installed, a batch
 is a ``pyarrow.RecordBatch``; otherwise a dict of column name -> values, the
 numeric columns as ``array.array("q")`` (no Python object per event).
 
-The C fast path (``bread/_batches.c``, ``Renderer.columns``) decodes each
-events frame into int64 buffers (clock, time, source id, writer id) and the
-message's UTF-8, which become Arrow arrays without a copy; the columns that
-are properties of a call site or a writer are looked up per batch. The Python
-path builds the same columns from Events, and is the reference.
+The columns sink of ``bread.decoder``: the C fast path (``bread/_batches.c``,
+``Renderer.columns``) decodes each events frame into int64 buffers (clock,
+time, source id, writer id) and the message's UTF-8, which become Arrow
+arrays without a copy; the columns that are properties of a call site or a
+writer are looked up per batch. The Python path builds the same columns from
+Events, and is the reference.
 """
 
 from __future__ import annotations
 
 import array
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from blogformat.entries import EventSource, FileHeader, RawEvent, WriterProp
+from blogformat.entries import EventSource, FileHeader, WriterProp
 from blogformat.severity import Severity
 
 from . import accel
@@ -26,8 +27,7 @@ from .errors import OptionError
 from .events import Event, EventStream
 from .export import compact, json_pair
 from .frames import Frame
-from .filters import NO_FILTER, Filter
-from .native import DONE, PYTHON, NativeState, raw_event, utf8
+from .decoder import PYTHON, utf8
 
 #: Every column, in this order; ``columns=`` picks some. ``args`` and ``fields`` are JSON
 #: text (``bread.export.json_text``: a list, an object); ``host``, ``pid`` and ``program``
@@ -53,10 +53,6 @@ _INT_COLUMNS = {"time", "clock", "severity_value", "writer_id", "source_id", "li
 _TEXT_COLUMNS = ("message", "args", "fields")
 #: What an event of a source the file never described shows (as ``bread.read`` does).
 _UNKNOWN = EventSource(0, 0, "?", "?", "?", 0, "", "")
-
-
-def _keep_all(ev: Event) -> bool:
-    return True
 
 
 def _severity_name(value: int) -> str:
@@ -109,76 +105,96 @@ def has_arrow() -> bool:
     return True
 
 
-class BatchReader:
-    """Turns the entries of one input into batches of ``batch_size`` rows at most."""
+class BatchSink:
+    """Events as batches of at most ``batch_size`` rows (``bread.decoder.Sink``): the
+    outputs are lists of batches, the C renderer's column buffers or rows of Events made
+    by Python; ``batches`` gives the batches of one input."""
+
+    decorate = None
 
     def __init__(self, stream: EventStream, columns: tuple[str, ...], batch_size: int, *,
-                 arrow: bool, source: str = "", flt: Filter = NO_FILTER,
-                 python: bool = False) -> None:
-        self.filter = flt
+                 arrow: bool) -> None:
         self.stream = stream
         self.columns = columns
         self.batch_size = batch_size
         self.arrow = arrow
-        self.source = source
-        self._offset = 0
         self._rows: list[Event] = []            # Python path: the batch's events
-        self._c_pending = False                 # the C buffers hold rows
-        self._sids: set[int] = set()           # ids used by the pending batch
-        self._wids: set[int] = set()
-        self._native: NativeState | None = None
+        self._c: Any = None                     # the C renderer
+        self._c_pending = False                 # its buffers hold rows
         self._tables: dict[str, tuple[dict[int, Any], Any]] = {}   # see _table
-        if accel.speedups is not None and not python:
-            c = accel.speedups.Renderer([], self._fallback, False, self._message_fallback)
-            c.max_rows = batch_size
-            c.want_message = "message" in columns
-            c.want_json = "args" in columns or "fields" in columns
-            self._native = NativeState(stream, c, lambda src: [], flt)
-
-    @property
-    def uses_c(self) -> bool:
-        return self._native is not None
-
-    def batches(self, entries: Iterable[Entry | Frame]) -> Iterator[Any]:
-        apply = self.stream.apply if self._native is None else self._native.apply
-        for e in entries:
-            if type(e) is RawEvent:
-                yield from self._python_row(self.stream.event(e))
-            elif type(e) is Frame:
-                yield from self._frame(e)
-            else:
-                # A batch looks its sources and writers up when it is made: any that is
-                # described (its rows may already refer to it) or a new stream ends it.
-                t = type(e)
-                if t is FileHeader or t is EventSource or t is WriterProp:
-                    yield from self._flush()
-                apply(e)
-                if type(e) is FileHeader:
-                    self._tables.clear()
-                elif (type(e) is EventSource or type(e) is WriterProp) and self._tables:
-                    self._retable(e)
-        yield from self._flush()
 
     def from_events(self, events: Iterable[Event]) -> Iterator[Any]:
-        """Batches of Events already read (by the Python path): sorted reading."""
-        for ev in events:
-            yield from self._python_row(ev)
+        """Batches of Events already read (sorted reading)."""
+        for ready in self.python(iter(events)):
+            yield from ready
         yield from self._flush()
+
+    def metadata(self, e: Entry, apply: Callable[[Entry], bool]) -> list:
+        # A batch looks its sources and writers up when it is made: any that is described
+        # (its rows may already refer to it) or a new stream ends it.
+        t = type(e)
+        ready = list(self._flush()) if t is FileHeader or t is EventSource or t is WriterProp \
+            else []
+        apply(e)
+        if t is FileHeader:
+            self._tables.clear()
+        elif (t is EventSource or t is WriterProp) and self._tables:
+            self._retable(e)   # type: ignore[arg-type]
+        return ready
+
+    # --- the C renderer --------------------------------------------------------
+
+    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Any:
+        c = accel.speedups.Renderer([], fallback, False)  # type: ignore[union-attr]
+        c.max_rows = self.batch_size
+        c.want_message = "message" in self.columns
+        c.want_json = "args" in self.columns or "fields" in self.columns
+        self._c = c
+        return c
+
+    def step(self, c: Any) -> Callable[[Frame | None], list]:
+        return self._c_step
+
+    def _c_step(self, fr: Frame | None) -> list:
+        """Rows of a frame (None: of its rest) into the C buffers; the batches to give
+        first: the Python path's rows before a frame, a whole batch before the rest."""
+        ready = list(self._flush()) if fr is None or self._rows else []
+        c = self._c
+        if c.columns(fr):
+            self._c_pending = True
+        if c.state == PYTHON:
+            ready += self._flush()
+        return ready
+
+    def fallback(self, event: Event) -> tuple[bytes, bytes, bytes]:
+        """The message, args and fields (UTF-8) of an event (or of its source, or writer)
+        that the C renderer leaves to Python."""
+        cols = self.columns
+        if "args" in cols or "fields" in cols:   # within one MAX_JSON, as -o jsonl
+            args, fields = json_pair(event.args, event.fields)
+        return (utf8(event.message) if "message" in cols else b"",
+                compact(args).encode() if "args" in cols else b"",
+                compact(fields).encode() if "fields" in cols else b"")
+
+    def source_items(self, src: EventSource) -> list:
+        return []
 
     # --- Python path: the reference -----------------------------------------
 
-    def _python_row(self, ev: Event) -> Iterator[Any]:
-        if not self.filter.keeps(ev):
-            return
-        if self._c_pending:   # rows of the C path come first
-            yield from self._flush()
-        self._rows.append(ev)
-        if len(self._rows) >= self.batch_size:
-            yield from self._flush()
+    def python(self, events: Iterator[Event]) -> Iterator[list]:
+        size = self.batch_size
+        for ev in events:
+            if self._c_pending:   # rows of the C path come first
+                yield list(self._flush())
+            self._rows.append(ev)
+            if len(self._rows) >= size:
+                yield list(self._flush())
 
-    def _python_frame(self, fr: Frame, skip: int = 0) -> Iterator[Any]:
-        for ev in self.stream.frame(fr, _keep_all, self.source, skip):
-            yield from self._python_row(ev)   # filters
+    def runs(self, events: Iterator[Event]) -> Iterator[tuple]:
+        raise AssertionError("batches are sorted as Events")  # pragma: no cover
+
+    def finish(self) -> Iterator[list]:
+        yield list(self._flush())
 
     def _python_columns(self) -> dict[str, list]:
         rows = self._rows
@@ -208,51 +224,9 @@ class BatchReader:
                 out[name] = [_origin_value(e.origin, name) for e in rows]
         return out
 
-    # --- C path ----------------------------------------------------------------
-
-    def _frame(self, fr: Frame) -> Iterator[Any]:
-        n = self._native
-        if n is None or not n.ok:
-            yield from self._python_frame(fr)
-            return
-        if self._rows:   # rows of the Python path come first
-            yield from self._flush()
-        c = n.renderer
-        self._offset = fr.offset
-        if c.columns(fr.payload):
-            self._c_pending = True
-        while True:
-            if c.state == DONE:
-                return
-            if c.state == PYTHON:
-                yield from self._flush()
-                yield from self._python_frame(fr, skip=c.rendered)
-                return
-            yield from self._flush()       # the buffers hold a whole batch
-            if c.columns(None):
-                self._c_pending = True
-
-    def _fallback(self, data: bytes, writer_id: int, clock: int) -> bytes:
-        raise AssertionError("text rendering is not used for batches")  # pragma: no cover
-
-    def _message_fallback(self, data: bytes, writer_id: int, clock: int
-                          ) -> tuple[bytes, bytes, bytes] | None:
-        """An event whose message, args or fields (or source, or writer) the C path leaves
-        to Python: their UTF-8; None if the filter leaves it out."""
-        event = self.stream.event(raw_event(data, self._offset, writer_id, clock,
-                                            self.stream.types))
-        if not self.filter.keeps(event):
-            return None
-        cols = self.columns
-        if "args" in cols or "fields" in cols:   # within one MAX_JSON, as -o jsonl
-            args, fields = json_pair(event.args, event.fields)
-        return (utf8(event.message) if "message" in cols else b"",
-                compact(args).encode() if "args" in cols else b"",
-                compact(fields).encode() if "fields" in cols else b"")
-
     def _c_columns(self) -> tuple[int, dict[str, Any]]:
         (rows, clock, ns, sid, wid, msg, msg_off, args, args_off, fields,
-         fields_off) = self._native.renderer.take_columns()   # type: ignore[union-attr]
+         fields_off) = self._c.take_columns()
         return rows, {"clock": clock, "time": ns, "source_id": sid, "writer_id": wid,
                       "message": (msg_off, msg), "args": (args_off, args),
                       "fields": (fields_off, fields)}

@@ -42,7 +42,7 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
     """Decode frames into entries; anything malformed becomes a Damage (never an exception).
 
     With ``raw_events``, events frames come out as they are (a Frame), for a
-    caller that decodes them itself (``bread.lines``), with the stream's descriptions
+    caller that decodes them itself (``bread.decoder``), with the stream's descriptions
     of value types (``EventStream.types``).
     """
     unsupported: int | None = None   # the version of the current stream, if not readable

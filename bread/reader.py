@@ -9,18 +9,17 @@ import os
 import sys
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
-from .batches import BatchReader, check_columns, has_arrow
+from .batches import BatchSink, check_columns, has_arrow
+from .decoder import Decoder, Sink
 from .entries import iter_entries
 from .errors import OptionError
-from .events import Event, EventStream
+from .events import Event, EventSink, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, prune,
                      seekable, spool)
 from .filters import NO_FILTER, Filter
-from .merge import MAX_HELD, SortedInput, event_run, index, merge, merger
-from . import accel
-from .lines import BLOCK_LINES, LineRenderer, join_lines
-from .native import EventDecoder
+from .merge import MAX_HELD, SortedInput, index, merge, merger
+from .lines import LineSink, line_blocks
 from .render import PrettyPrinter
 
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
@@ -93,35 +92,41 @@ class Reader:
         return sum(d.unverified for d in self.damage)
 
     def __iter__(self) -> Iterator[Event]:
-        # The events come in chunks (lists from the C decoder, or a Python generator) that
-        # chain flattens in C: no generator level of ours per event.
-        events = itertools.chain.from_iterable(self._chunks())
+        # The events come in chunks (lists from the C renderer, or a Python generator per
+        # frame) that chain flattens in C: no generator level of ours per event.
+        events = itertools.chain.from_iterable(self._outputs(_events))
         grep = self.filter.grep
         if grep is not None:   # what remains of the other conditions, by its message
             return (ev for ev in events if grep.search(ev.message))
         return events
 
-    def _chunks(self) -> Iterator[Iterable[Event]]:
-        if self.sort:
-            yield from self._sorted()
-            return
-        flt = self.filter
-        for f, name in self._files():
-            stream = self._stream((), name)
-            entries = iter_entries(self._frames(f, name), name, raw_events=True)
-            try:
-                if accel.speedups is not None:
-                    yield from EventDecoder(stream, name, flt).chunks(entries)
-                else:
-                    yield _python_events(stream, entries, flt, name)
-            finally:
-                self.unknown_sources += stream.unknown_sources
+    # --- inputs -> decode -> [merge] ---------------------------------------------
 
-    def _sorted(self, text: Callable[[BinaryIO, str], Iterator[Any]] | None = None
-                ) -> Iterator[Any]:
-        """All inputs merged by time (``bread.merge``): Events, or with ``text`` (an input's
-        runs of rendered lines, ``LineRenderer.runs``) blocks of lines."""
-        runs = self._event_runs if text is None else text
+    def _outputs(self, sink: Callable[[EventStream], Sink], text: bool = False
+                 ) -> Iterator[Any]:
+        """What the sinks (``sink(stream)``, one per input) give: in file order, or sorted
+        (the sink's runs merged by time: Events, or with ``text`` blocks of lines)."""
+        if self.sort:
+            return self._merged(sink, text)
+        return self._in_file_order(sink)
+
+    def _in_file_order(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]:
+        for f, name in self._files():
+            yield from self._decoded(f, name, sink)
+
+    def _decoded(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
+                 keyed: bool = False) -> Iterator[Any]:
+        """One input, decoded into what its sink gives (with ``keyed``, runs to merge)."""
+        stream = self._stream((), name)
+        decoder = Decoder(stream, sink(stream), self.filter, name, keyed)
+        try:
+            yield from decoder.outputs(iter_entries(self._frames(f, name), name,
+                                                    raw_events=True))
+        finally:
+            self.unknown_sources += stream.unknown_sources
+
+    def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
+        """All inputs merged by time (``bread.merge``)."""
         inputs = []
         for position, (opener, name) in enumerate(self._openers()):
             f = opener()
@@ -129,10 +134,10 @@ class Reader:
                 idx = index(f, name)
             finally:
                 f.close()
-            inputs.append(SortedInput(idx, position, self._input_runs(opener, name, runs),
+            inputs.append(SortedInput(idx, position, self._input_runs(opener, name, sink),
                                       name))
-        if text is None:
-            yield from merge(inputs, merger(text=False, max_out=EventDecoder.CHUNK))
+        if not text:
+            yield from merge(inputs, merger(text=False, max_out=EventSink.CHUNK))
             return
         told: set[int] = set()
 
@@ -146,32 +151,15 @@ class Reader:
         yield from merge(inputs, merger(text=True), MAX_HELD, early)
 
     def _input_runs(self, opener: Callable[[], BinaryIO], name: str,
-                    runs: Callable[[BinaryIO, str], Iterator[Any]]) -> Callable[[], Iterator[Any]]:
+                    sink: Callable[[EventStream], Sink]) -> Callable[[], Iterator[Any]]:
         def start() -> Iterator[Any]:
             f = opener()
             try:
-                yield from runs(f, name)
+                yield from self._decoded(f, name, sink, keyed=True)
                 self._after(f, name)
             finally:
                 f.close()
         return start
-
-    def _event_runs(self, f: BinaryIO, name: str) -> Iterator[Any]:
-        stream = self._stream((), name)
-        entries = iter_entries(self._frames(f, name), name, raw_events=True)
-        try:
-            if accel.speedups is not None:
-                yield from EventDecoder(stream, name, self.filter).runs(entries)
-                return
-            keeps = self.filter.keeps
-            for e in entries:
-                if type(e) is Frame:
-                    yield e.offset
-                    yield from event_run(stream.frame(e, keeps, name))
-                else:
-                    stream.apply(e)
-        finally:
-            self.unknown_sources += stream.unknown_sources
 
     def _openers(self) -> Iterator[tuple[Callable[[], BinaryIO], str]]:
         """Each input as a way to open it (again): sorting reads every input twice."""
@@ -190,50 +178,19 @@ class Reader:
                     yield functools.partial(open_path, path), name_text(path)
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
-        """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread`` prints).
+        """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread``
+        prints).
 
         ``escape`` replaces control and bidirectional format characters
         (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
-        if self.sort and self.filter.grep is None and printer.zone is None:
-            # Lines rendered per frame (by C where it can), then merged by time.
-            def runs(f: BinaryIO, name: str) -> Iterator[Any]:
-                stream = self._stream((), name)
-                lines = LineRenderer(stream, printer, escape=escape, source=name,
-                                     flt=self.filter)
-                try:
-                    yield from lines.runs(iter_entries(self._frames(f, name), name,
-                                                       raw_events=True))
-                finally:
-                    self.unknown_sources += stream.unknown_sources
-            yield from self._sorted(runs)
+        if self.filter.grep is None and printer.zone is None:
+            # Whole frames, on both paths (by C where it can): a frame's lines are given as
+            # soon as it is read (bread -F prints what the consumer has just written).
+            yield from self._outputs(lambda stream: LineSink(printer, escape=escape), text=True)
             return
-        if self.sort or self.filter.grep is not None or printer.zone is not None:   # one by one
-            lines: list[str] = []
-            size = 0
-            for ev in self:
-                line = printer.line(ev, escape)
-                lines.append(line)
-                size += len(line)
-                if len(lines) >= BLOCK_LINES or size >= LineRenderer.C_MAX_OUT:
-                    yield join_lines(lines)
-                    lines = []
-                    size = 0
-            if lines:
-                yield join_lines(lines)
-            return
-        for f, name in self._files():
-            stream = self._stream((), name)
-            renderer = LineRenderer(stream, printer, escape=escape, source=name,
-                                    flt=self.filter)
-            try:
-                # Whole frames, on both paths: a frame's lines are given as soon as it is read
-                # (bread -F prints what the consumer has just written).
-                yield from renderer.blocks(iter_entries(self._frames(f, name), name,
-                                                        raw_events=True))
-            finally:
-                self.unknown_sources += stream.unknown_sources
+        yield from line_blocks(self, printer, escape)   # Events, then their lines one by one
 
     def batches(self, columns: Sequence[str] | None = None, batch_size: int = 65536, *,
                 arrow: bool | None = None) -> Iterator[Any]:
@@ -253,17 +210,11 @@ class Reader:
         if self.filter.grep is not None:
             raise OptionError("batches take no grep filter: select on the message column")
         if self.sort:    # the sorted Events, made into batches by the Python path
-            b = BatchReader(self._stream((), "<sorted>"), cols, batch_size, arrow=arrow,
-                            python=True)
+            b = BatchSink(self._stream((), "<sorted>"), cols, batch_size, arrow=arrow)
             yield from b.from_events(iter(self))
             return
-        for f, name in self._files():
-            stream = self._stream((), name)
-            b = BatchReader(stream, cols, batch_size, arrow=arrow, source=name, flt=self.filter)
-            try:
-                yield from b.batches(iter_entries(self._frames(f, name), name, raw_events=b.uses_c))
-            finally:
-                self.unknown_sources += stream.unknown_sources
+        yield from itertools.chain.from_iterable(self._outputs(
+            lambda stream: BatchSink(stream, cols, batch_size, arrow=arrow)))
 
     def _files(self) -> Iterator[tuple[BinaryIO, str]]:
         """Each input, opened and decompressed as needed, with its name."""
@@ -315,14 +266,8 @@ class Reader:
         return stream
 
 
-def _python_events(stream: EventStream, entries: Iterable[Any], flt: Filter,
-                   name: str) -> Iterator[Event]:
-    """The pure-Python reader: the Events of one input that the filter keeps."""
-    for e in entries:
-        if type(e) is Frame:
-            yield from stream.frame(e, flt.keeps, name)
-        else:
-            stream.apply(e)
+def _events(stream: EventStream) -> EventSink:
+    return EventSink()
 
 
 class _Unclosed:

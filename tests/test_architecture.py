@@ -214,3 +214,15 @@ def test_only_the_cli_parses_command_lines():
                 assert node.module != "argparse", name
     for command in ["read", *cli.COMMANDS.values()]:
         assert (ROOT / "bread" / "cli" / f"{command}.py").exists(), command
+
+
+def test_the_reader_loop_exists_once():
+    # bread.decoder alone hands an events frame to C, and to Python from the event where C
+    # stopped (`rendered`): the sinks (text, Events, columns) say what becomes of events.
+    for name, tree in _modules().items():
+        if not name.startswith("bread.") or name == "bread.decoder":
+            continue
+        attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        calls = {n.func.attr for n in ast.walk(tree)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+        assert "rendered" not in attrs and "frame" not in calls, name

@@ -45,3 +45,25 @@ def test_the_shared_helpers_are_defined_once():
         "read_value": ["blogformat/_c/mpread.h"],
         "skip_value": ["blogformat/_c/mpread.h"],
     }
+
+
+#: The reader's C files from the top down (bread/_speedups.h): the module, the Renderer,
+#: its outputs, the walk over a frame, the text of messages and values.
+BREAD_LEVELS = {"_speedups.c": 4, "_native.c": 3, "_lines.c": 2, "_events.c": 2,
+                "_batches.c": 2, "_decode.c": 1, "_message.h": 0}
+
+
+def test_each_c_file_of_the_reader_calls_only_the_files_below_it():
+    # The walk hands each event to its output by pointer, and what every output needs sits
+    # below them all: no file calls up into one above it, nor across into a sibling.
+    defined = re.compile(r"^(?:static )?(?:inline )?[\w ]+\*?\n(bread_\w+)\(", re.M)
+    where = {}
+    for name in BREAD_LEVELS:
+        for fn in defined.findall((ROOT / "bread" / name).read_text()):
+            where[fn] = name
+    assert set(where.values()) == set(BREAD_LEVELS) - {"_speedups.c"}
+    for name, level in BREAD_LEVELS.items():
+        for fn in set(re.findall(r"\b(bread_\w+)\(", (ROOT / "bread" / name).read_text())):
+            home = where.get(fn)
+            if home is not None and home != name:
+                assert BREAD_LEVELS[home] < level, f"{name} calls {fn} of {home}"

@@ -19,7 +19,7 @@ from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
 from blogformat.valueencoding import packb
-import bread.native
+import bread.decoder
 from bread import accel, lines
 from bread.render import PrettyPrinter
 
@@ -48,7 +48,7 @@ def render(data: bytes, printer: PrettyPrinter, escape: bool, use_c: bool,
         if not use_c:
             m.setattr(accel, "speedups", None)
         if max_out is not None:
-            m.setattr(lines.LineRenderer, "C_MAX_OUT", max_out)
+            m.setattr(lines, "MAX_BLOCK", max_out)
         r = bread.read(io.BytesIO(data))
         out = b"".join(r.text(printer, escape=escape))
         return out, [(d.offset, d.length, d.reason) for d in r.damage] + [r.unknown_sources]
@@ -206,13 +206,13 @@ def test_events_the_c_renderer_leaves_to_python_are_few_on_a_plain_file(monkeypa
     data = build([src], [[1, 1000, [i, 101.25 + i, "AAPL"]] for i in range(500)],
                  events_per_frame=100)
     calls = []
-    orig = lines.LineRenderer._fallback
+    orig = bread.decoder.Decoder._fallback
 
     def counting(self, *a):
         calls.append(a)
         return orig(self, *a)
 
-    monkeypatch.setattr(lines.LineRenderer, "_fallback", counting)
+    monkeypatch.setattr(bread.decoder.Decoder, "_fallback", counting)
     both(data)
     assert calls == []
 
@@ -246,8 +246,8 @@ def test_the_c_decoder_renders_the_benchmark_event_without_python():
     data = build([src], [[1, 1000, [i, 101.25 + i, "AAPL"]] for i in range(100)])
     calls = []
     with pytest.MonkeyPatch.context() as m:
-        orig = bread.native.EventDecoder._fallback
-        m.setattr(bread.native.EventDecoder, "_fallback",
+        orig = bread.decoder.Decoder._fallback
+        m.setattr(bread.decoder.Decoder, "_fallback",
                   lambda self, *a: calls.append(a) or orig(self, *a))
         msgs = [e.message for e in bread.read(io.BytesIO(data))]
     assert calls == [] and msgs[-1] == "order 99 filled at 200.25 qty AAPL"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pathlib
 import re
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED = ROOT / "blogformat" / "_c"
 C_FILES = sorted([*ROOT.glob("blog/_*.[ch]"), *ROOT.glob("bread/_*.[ch]"), *SHARED.glob("*.h")])
@@ -47,23 +49,36 @@ def test_the_shared_helpers_are_defined_once():
     }
 
 
-#: The reader's C files from the top down (bread/_speedups.h): the module, the Renderer,
-#: its outputs, the walk over a frame, the text of messages and values.
-BREAD_LEVELS = {"_speedups.c": 4, "_native.c": 3, "_lines.c": 2, "_events.c": 2,
-                "_batches.c": 2, "_decode.c": 1, "_message.h": 0}
+#: Each extension's C files from the top down (its _speedups.h): a file calls only files
+#: of a lower level. The reader: the module, the Renderer, its outputs, the walk over a
+#: frame, the text of messages and values. The writer: the module, the call paths (a
+#: logger's methods, @blog.event, the logging bridge), the channel, the values' encoding,
+#: the per-source tally and the context fields.
+LEVELS = {
+    "bread": {"_speedups.c": 4, "_native.c": 3, "_lines.c": 2, "_events.c": 2,
+              "_batches.c": 2, "_decode.c": 1, "_message.h": 0},
+    "blog": {"_speedups.c": 4, "_logger.c": 3, "_event.c": 3, "_stdlib.c": 3,
+             "_channel.c": 2, "_encode.c": 1, "_summary.c": 1, "_context.c": 0},
+}
 
 
-def test_each_c_file_of_the_reader_calls_only_the_files_below_it():
-    # The walk hands each event to its output by pointer, and what every output needs sits
-    # below them all: no file calls up into one above it, nor across into a sibling.
-    defined = re.compile(r"^(?:static )?(?:inline )?[\w ]+\*?\n(bread_\w+)\(", re.M)
+@pytest.mark.parametrize("package", sorted(LEVELS))
+def test_each_c_file_calls_only_the_files_below_it(package: str):
+    # The reader's walk hands each event to its output by pointer, and what every output
+    # needs sits below them all; the writer's module is the only file that calls the call
+    # paths' setup. No file calls up into one above it, nor across into a sibling.
+    levels = LEVELS[package]
+    prefix = f"{package}_"
+    defined = re.compile(rf"^(?:static )?(?:inline )?[\w ]+\*?\n({prefix}\w+)\(", re.M)
     where = {}
-    for name in BREAD_LEVELS:
-        for fn in defined.findall((ROOT / "bread" / name).read_text()):
+    for name in levels:
+        for fn in defined.findall((ROOT / package / name).read_text()):
             where[fn] = name
-    assert set(where.values()) == set(BREAD_LEVELS) - {"_speedups.c"}
-    for name, level in BREAD_LEVELS.items():
-        for fn in set(re.findall(r"\b(bread_\w+)\(", (ROOT / "bread" / name).read_text())):
+    assert set(where.values()) == set(levels) - {"_speedups.c"}
+    assert set(levels) == {f.name for f in C_FILES if f.parent.name == package} - {
+        "_speedups.h", "_merge.c"}
+    for name, level in levels.items():
+        for fn in set(re.findall(rf"\b({prefix}\w+)\(", (ROOT / package / name).read_text())):
             home = where.get(fn)
             if home is not None and home != name:
-                assert BREAD_LEVELS[home] < level, f"{name} calls {fn} of {home}"
+                assert levels[home] < level, f"{name} calls {fn} of {home}"

@@ -10,7 +10,7 @@ goes to the one fallback here, one at a time.
 
 What becomes of the events is the sink's (``Sink``): text lines
 (``bread.lines``), Event objects (``bread.events``) or columns
-(``bread.batches``); each also gives them with their sort keys, as runs for
+(``bread.columnar.batches``); each also gives them with their sort keys, as runs for
 the merge (``bread.merge``).
 """
 

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
-from .batches import BatchSink, check_columns, has_arrow
+from .columnar.batches import BatchSink, check_columns, has_arrow
 from .decoder import Decoder, Sink
 from .entries import iter_entries
 from .errors import OptionError
@@ -194,9 +194,10 @@ class Reader:
 
     def batches(self, columns: Sequence[str] | None = None, batch_size: int = 65536, *,
                 arrow: bool | None = None) -> Iterator[Any]:
-        """The events as batches of columns (``bread.batches``), at most ``batch_size`` rows each.
+        """The events as batches of columns (``bread.columnar.batches``), at most
+        ``batch_size`` rows each.
 
-        ``columns`` picks some of ``bread.batches.COLUMNS`` (default: all); only
+        ``columns`` picks some of ``bread.columnar.batches.COLUMNS`` (default: all); only
         those are decoded. With ``arrow`` (default: if pyarrow is installed) each
         batch is a ``pyarrow.RecordBatch``, else a dict of column name -> values.
         """

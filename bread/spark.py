@@ -2,7 +2,7 @@
 
 A data source on PySpark's Python Data Source API (``pyspark.sql.datasource``,
 PySpark 4.1 or later): one row per event, read by ``bread``'s columnar batch
-reader (``bread.batches``, the C fast path where it is built) and handed to
+reader (``bread.columnar.batches``, the C fast path where it is built) and handed to
 Spark as Arrow record batches. Each file is a partition; a file larger than
 ``splitBytes`` is split into several at byte offsets, each reading the frames
 that begin in its range (``bread.frames.span_frames``: every event once,
@@ -28,11 +28,11 @@ from pyspark.sql.types import StructType
 
 from blogformat.frames import HEADER_SIZE, parse_header
 
-from .batches import COLUMNS, portable
+from .columnar.batches import COLUMNS, portable
 from .errors import DamagedLog, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
 from .inputs import GzipInput, expand, name_text, open_path, prune
-from . import tables
+from .columnar import tables
 from .reader import Reader
 
 #: One row per event. ``time`` is UTC, to the microsecond (Spark's precision; ``clock``
@@ -208,7 +208,7 @@ class BlogReader(DataSourceReader):
 
 def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
            **options: str) -> DataFrame:
-    """A DataFrame of one kind of event: its arguments as typed columns (``bread.tables``).
+    """A DataFrame of one kind of event: its arguments as typed columns (``bread.columnar.tables``).
 
     ``source`` names the call site: its format string, its function, or its source id.
     The columns' types are found by a first pass over the files on the driver, then the

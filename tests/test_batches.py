@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 import blog
 import bread
 from blogformat.severity import Severity
-from bread import accel, batches
-from bread.batches import COLUMNS
+from bread import accel
+from bread.columnar import batches
+from bread.columnar.batches import COLUMNS
 from bread.export import json_text, json_value
 
 pa = pytest.importorskip("pyarrow", reason="the Arrow form needs pyarrow (make test installs it)")

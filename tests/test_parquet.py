@@ -9,7 +9,8 @@ import pytest
 
 import blog
 import bread
-from bread import cli, parquet
+from bread import cli
+from bread.columnar import parquet
 
 pq = pytest.importorskip("pyarrow.parquet", reason="Parquet export needs pyarrow")
 
@@ -122,7 +123,7 @@ def test_an_event_functions_parameters_name_its_columns(tmp_path):
 
 
 def test_a_typer_says_which_events_fit_its_columns(tmp_path):
-    from bread import tables
+    from bread.columnar import tables
     s = blog.Session()
     log = s.get_logger("t")
     for v in (1, 2.5, None):

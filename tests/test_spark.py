@@ -20,8 +20,8 @@ import pytest
 
 import blog
 import bread
-import bread.batches
-import bread.tables
+import bread.columnar.batches
+import bread.columnar.tables
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -179,7 +179,8 @@ def test_damage_is_reported_failed_or_ignored(spark, logs, tmp_path, capfd):
     # The report goes to the task's stderr, which Spark keeps (here: the JVM's); the
     # reader's own read(), run in this process, shows what it says.
     for damage, said in (("report", True), ("ignore", False)):
-        r = bread.spark.BlogReader({"path": str(bad), "damage": damage}, list(bread.batches.COLUMNS))
+        r = bread.spark.BlogReader({"path": str(bad), "damage": damage},
+                                   list(bread.columnar.batches.COLUMNS))
         n = sum(b.num_rows for part in r.partitions() for b in r.read(part))
         err = capfd.readouterr().err
         assert n == readable
@@ -198,7 +199,7 @@ def test_a_file_whose_name_is_not_utf8_is_a_partition_like_any_other(tmp_path):
               threads=1)
     except OSError:
         pytest.skip("this file system takes only UTF-8 names")
-    r = bread.spark.BlogReader({"path": str(tmp_path)}, list(bread.batches.COLUMNS))
+    r = bread.spark.BlogReader({"path": str(tmp_path)}, list(bread.columnar.batches.COLUMNS))
     paths = [p for part in r.partitions() for b in r.read(part) for p in b.column("path")]
     assert {p.as_py() for p in paths} == {os.path.join(str(tmp_path), "bad\ufffd.blog")}
     assert len(paths) == sum(1 for _ in bread.read(str(tmp_path))) > 0
@@ -223,7 +224,7 @@ def test_typed_tables_per_call_site(spark, logs, tmp_path):
     path = str(logs / "a.blog")
     df = bread.spark.events(spark, path, source="request {} took {} ms")
     types = dict(df.dtypes)
-    assert [c for c in df.columns][:6] == list(bread.tables.COMMON)
+    assert [c for c in df.columns][:6] == list(bread.columnar.tables.COMMON)
     assert (types["arg0"], types["arg1"], types["route"]) == ("bigint", "double", "string")
     want = sorted((e.args[0], e.args[1], e.fields["route"], e.writer)
                   for e in bread.read(path) if e.format == "request {} took {} ms")
@@ -270,7 +271,7 @@ def test_the_spark_example_answers_from_the_logs(spark, tmp_path):
 
 
 def test_spark_reads_the_parquet_export(spark, logs, tmp_path):
-    from bread import parquet
+    from bread.columnar import parquet
     path = str(logs / "a.blog")
     summary = parquet.export([path], str(tmp_path / "pq"))
     ev = spark.read.parquet(str(tmp_path / "pq" / "events.parquet"))

@@ -31,8 +31,9 @@ OPTIONAL = (
     "blog.integrations.traced", "blog.integrations.event", "blog.integrations.adapters",
     "blogstore.crashlayout", "blogstore.bufferread", "blogstore.recoverytarget",
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
-    "bread.batches", "bread.export", "bread.compact", "bread.parquet", "bread.spark",
-    "bread.stats", "bread.recover", "bread.follow", "bread.tables",
+    "bread.columnar.batches", "bread.columnar.parquet", "bread.columnar.tables",
+    "bread.export", "bread.compact", "bread.spark", "bread.stats", "bread.recover",
+    "bread.follow",
     "bread.cli.stats", "bread.cli.compact", "bread.cli.export", "bread.cli.recover",
     "logging", "importlib.metadata", "concurrent.futures", "asyncio", "socket", "pytz",
     "hashlib", "tempfile", "pyarrow", "pyspark",
@@ -95,9 +96,9 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
     """, tmp_path)
     assert "bread.reader" in mods
     # (bread.inputs reads a directory's catalog and manifest when it expands its inputs;
-    # bread.reader imports bread.batches, and with it bread.export, for read_batches)
+    # bread.reader imports bread.columnar.batches, and with it bread.export, for read_batches)
     assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest",
-                                    "bread.batches", "bread.export"}
+                                    "bread.columnar.batches", "bread.export"}
     assert [m for m in mods if m.split(".")[0] == "blog"] == []
 
 

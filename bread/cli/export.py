@@ -1,11 +1,11 @@
-"""``bread export --parquet OUT_DIR FILE...``: the Parquet tables of ``bread.parquet``."""
+"""``bread export --parquet OUT_DIR FILE...``: the Parquet tables of ``bread.columnar.parquet``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .. import parquet
+from ..columnar import parquet
 from ..inputs import STDIN
 from ..render import escape_controls
 from .options import Parser, subcommand

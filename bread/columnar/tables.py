@@ -23,9 +23,9 @@ from typing import Any, Iterable, Iterator
 
 from blogformat.entries import EventSource
 
-from .errors import OptionError
-from .events import Event
-from .export import json_text
+from ..errors import OptionError
+from ..events import Event
+from ..export import json_text
 
 #: Columns every typed table starts with (then the arguments).
 COMMON = ("time", "writer", "writer_id", "host", "pid", "path")

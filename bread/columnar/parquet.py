@@ -2,10 +2,10 @@
 
 OUT_DIR gets:
 
-- ``events.parquet``: one row per event, the columns of ``bread.batches``
+- ``events.parquet``: one row per event, the columns of ``bread.columnar.batches``
   (time in microseconds, UTC; ``clock`` keeps every tick);
-- ``sources/NNNN.parquet``: per call site (``bread.tables.site``), its events
-  with one typed column per argument (``bread.tables``);
+- ``sources/NNNN.parquet``: per call site (``bread.columnar.tables.site``), its events
+  with one typed column per argument (``bread.columnar.tables``);
 - ``sources.json``: which call site each of those files holds, and its columns.
 
 Readable by ``spark.read.parquet``, pyarrow, pandas and DuckDB. Three passes
@@ -24,9 +24,9 @@ from .batches import COLUMNS, portable
 from blogformat.frames import FRAME_EVENTS
 from blogformat.valuedecoding import unpacker
 
-from .frames import Skim
-from .inputs import GzipInput, expand, open_path
-from .reader import Reader
+from ..frames import Skim
+from ..inputs import GzipInput, expand, open_path
+from ..reader import Reader
 from . import tables
 
 ROWS = 65536

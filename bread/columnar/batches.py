@@ -21,13 +21,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from blogformat.entries import EventSource, FileHeader, WriterProp
 from blogformat.severity import Severity
 
-from . import accel
-from .entries import Entry
-from .errors import OptionError
-from .events import Event, EventStream
-from .export import compact, json_pair
-from .frames import Frame
-from .decoder import PYTHON, utf8
+from .. import accel
+from ..entries import Entry
+from ..errors import OptionError
+from ..events import Event, EventStream
+from ..export import compact, json_pair
+from ..frames import Frame
+from ..decoder import PYTHON, utf8
 
 #: Every column, in this order; ``columns=`` picks some. ``args`` and ``fields`` are JSON
 #: text (``bread.export.json_text``: a list, an object); ``host``, ``pid`` and ``program``

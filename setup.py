@@ -4,7 +4,7 @@ If the C compiler is missing the build carries on, and blog and bread use
 their pure-Python code (blog/pipeline/logger.py, bread/lines.py), which behaves the same.
 
 Each extension is several C files, one per Python module it mirrors (its internal
-header, blog/_speedups.h or bread/_speedups.h, lists them); both include the headers
+header, blog/_extension.h or bread/_extension.h, lists them); both include the headers
 of blogformat/_c (the byte buffer, msgpack reading and writing). Every header is in
 ``depends``, so that changing one rebuilds what includes it.
 """
@@ -28,11 +28,11 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
                          ["blog/_speedups.c", "blog/_context.c", "blog/_channel.c",
                           "blog/_encode.c", "blog/_logger.c", "blog/_event.c",
                           "blog/_stdlib.c", "blog/_summary.c"],
-                         ["blog/_speedups.h"]))
+                         ["blog/_extension.h", "blog/_callpath.h"]))
     ext.append(extension("bread._speedups",
                          ["bread/_speedups.c", "bread/_native.c", "bread/_decode.c",
                           "bread/_lines.c", "bread/_events.c", "bread/_batches.c"],
-                         ["bread/_speedups.h", "bread/_message.h"]))
+                         ["bread/_extension.h", "bread/_message.h"]))
     ext.append(extension("bread._merge", ["bread/_merge.c"], []))
 
 setup(ext_modules=ext)

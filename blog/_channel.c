@@ -5,7 +5,7 @@
  * Every function here runs without releasing the GIL and without calling Python code
  * between reading and updating a channel, so a push, a mark and a take never interleave.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 #include <structmember.h>
 #include <limits.h>

@@ -3,7 +3,7 @@
  * blog.contextfields hands its ContextVar over on first use (use_context); until then
  * the call paths never look at it, so an application without context pays nothing.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 PyObject *blog_context_var = NULL;
 

@@ -14,7 +14,7 @@
  * Exact builtin types only, read through their C API; the zoneinfo zone's utcoffset and
  * tzname are its C methods.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 #include <datetime.h>
 #include <string.h>

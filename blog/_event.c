@@ -1,7 +1,7 @@
 /* blog/_event.c: EventCall, a function decorated with @blog.event, with a C fast path;
  * its twin is blog/event.py (the wrapper), which it calls for anything but the common case.
  */
-#include "_speedups.h"
+#include "_callpath.h"
 
 #include <stddef.h>
 

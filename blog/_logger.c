@@ -4,7 +4,7 @@
  * Then a call is: find the site by the caller's instruction offset, and push the values
  * into the thread's channel (blog/_channel.c).
  */
-#include "_speedups.h"
+#include "_callpath.h"
 
 #include <frameobject.h>
 #include <stddef.h>

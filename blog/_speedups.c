@@ -1,5 +1,5 @@
 /* blog._speedups: the hot path of a log call, in C; this file is the module (its
- * functions and types), blog/_speedups.h says which file does what. It calls the other
+ * functions and types), blog/_extension.h says which file does what. It calls the other
  * files; none calls it.
  *
  * The pure-Python code is the reference: blog/pipeline/channel.py (PyChannel),
@@ -16,7 +16,7 @@
  * Python code between reading and updating a channel, so a push, a mark and
  * a take never interleave.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 /* ---- module ------------------------------------------------------------ */
 

@@ -2,7 +2,7 @@
  * the common logging record; its twin is blog/stdlib.py (BlogHandler.emit's first branch),
  * which it calls for everything else.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 #include <math.h>
 #include <stddef.h>

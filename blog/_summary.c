@@ -1,7 +1,7 @@
 /* blog/_summary.c: tally, the events of a channel's bytes counted per source; its twin
  * is blog/summary.py's tally, which reads the same bytes with msgpack-python.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * time, ids, the message, the args and fields as JSON as bread.export.value_json writes
  * them), and gather(), a call site's or writer's property per row.
  */
-#include "_speedups.h"
+#include "_extension.h"
 #include "_message.h"
 
 #include <math.h>

@@ -5,7 +5,7 @@
  * a row of columns in bread/_batches.c); what an output leaves to Python goes to the
  * fallback, here for all of them.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* bread/_events.c: events as Event objects, its twin bread/events.py: an Event per event
  * of a frame, message() and Event.message's getter (MessageGetter) for the common case.
  */
-#include "_speedups.h"
+#include "_extension.h"
 #include "_message.h"
 
 #include <structmember.h>

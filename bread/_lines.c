@@ -2,7 +2,7 @@
  * bread/render.py: the event format's items, the date and clock, the message of {}
  * placeholders of None, bool, int, float and str, and the escaping of control characters.
  */
-#include "_speedups.h"
+#include "_extension.h"
 #include "_message.h"
 
 #include <stdio.h>

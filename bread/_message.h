@@ -6,7 +6,7 @@
 #ifndef BREAD_MESSAGE_H
 #define BREAD_MESSAGE_H
 
-#include "_speedups.h"
+#include "_extension.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * the calls that walk an events frame with them (bread/_decode.c), one per output: text
  * lines (bread/_lines.c), Event objects (bread/_events.c) or columns (bread/_batches.c).
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 #include <structmember.h>
 #include <stddef.h>

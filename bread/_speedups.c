@@ -1,5 +1,5 @@
 /* bread._speedups: the per-event work of reading, in C; this file is the module,
- * bread/_speedups.h says which file does what.
+ * bread/_extension.h says which file does what.
  *
  * The pure-Python code is the reference: bread/decoder.py and its sinks
  * (bread/lines.py, bread/events.py, bread/batches.py). A Renderer here is
@@ -18,7 +18,7 @@
  * The input is untrusted: every read is bounds-checked, nesting is bounded,
  * and allocations are bounded by the payload and the rendered text.
  */
-#include "_speedups.h"
+#include "_extension.h"
 
 static PyMethodDef module_methods[] = {
     {"gather", (PyCFunction)(void (*)(void))bread_gather, METH_FASTCALL,

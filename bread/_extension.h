@@ -1,4 +1,4 @@
-/* bread/_speedups.h: what the C files of bread's extension (bread._speedups) share.
+/* bread/_extension.h: what the C files of bread's extension (bread._speedups) share.
  *
  * The extension does the per-event work of reading; the pure-Python code is the reference,
  * and each C file is named after the module it mirrors:

@@ -1,4 +1,4 @@
-/* blog/_speedups.h: what the C files of blog's extension (blog._speedups) share.
+/* blog/_extension.h: what the C files of blog's extension (blog._speedups) share.
  *
  * The extension is the hot path of a log call; the pure-Python code is the reference,
  * and each C file is named after the module it mirrors:
@@ -44,18 +44,6 @@ int blog_push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssiz
  * value i); 0 if all are plain (refused for its size: the Python path decides). As above. */
 int blog_push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
                    unsigned long long shown_by_repr);
-
-/* The call paths' push, now: plain scalars straight into the channel, else the values
- * beyond them. As above. */
-static inline int
-push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
-          unsigned long long shown_by_repr)
-{
-    int r = blog_push_plain(self, sid, args, n, LLONG_MIN);
-    if (r != 0)
-        return r;
-    return blog_push_rich(self, sid, args, n, shown_by_repr);
-}
 
 PyObject *blog_forget_thread_channel(PyObject *module, PyObject *local);
 int blog_channel_init(PyObject *m);

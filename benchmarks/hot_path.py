@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without install
 
 import blog  # noqa: E402
 import structured  # noqa: E402  (beside this file: keyword fields, rich values, exceptions)
+from timedloop import timed_loop  # noqa: E402  (beside this file)
 
 perf_ns = time.perf_counter_ns
 thread_ns = time.thread_time_ns
@@ -49,100 +50,40 @@ FMT_BRACE = "order {} filled at {} qty {}"
 FMT_PERCENT = "order %s filled at %s qty %s"
 LINE_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
-# Each loop below is written out with literal arguments, so that every library
-# sees the same call: a constant format and three constant scalars. The logger
-# is a local variable and the method is looked up on each call, as in
-# application code (``log.info(...)``). A loop returns (wall ns, thread CPU ns).
+# Each loop below has its call written out with literal arguments (timedloop.py compiles
+# it into the loop's body), so that every library sees the same call: a constant format
+# and three constant scalars. The logger is a local variable and the method is looked up
+# on each call, as in application code (``log.info(...)``). A loop returns (wall ns,
+# thread CPU ns).
 
 
 def empty(fmt, a, b, c):
     pass
 
 
-def loop_bare(n: int, _obj: Any = None) -> tuple[int, int]:
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        pass
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
+def _loop(name: str, stmt: str, arg: str = "log", before: str = "") -> Callable:
+    return timed_loop(globals(), name, stmt, arg=arg, before=before, thread_cpu=True)
 
 
-# One loop per call shape, each written out: a shared loop taking the call as
-# a function would add a call of its own to every measured call.
-
-def loop_empty(n: int, f: Callable = empty) -> tuple[int, int]:
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        f("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
-
-
-def loop_blog_info(n: int, log: Any) -> tuple[int, int]:
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
-
-
-def loop_blog_event(n: int, order_filled: Callable) -> tuple[int, int]:
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        order_filled(12345, 101.25, "AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
-
-
-def loop_blog_disabled(n: int, log: Any) -> tuple[int, int]:
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        log.debug("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
-
-
-def loop_blog_disabled_local(n: int, log: Any) -> tuple[int, int]:
-    debug = log.debug
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        debug("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
-
-
-def loop_percent(n: int, log: Any) -> tuple[int, int]:
-    """stdlib logging and picologging."""
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order %s filled at %s qty %s", 12345, 101.25, "AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
-
-
-def loop_structlog(n: int, log: Any) -> tuple[int, int]:
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order filled", order_id=12345, price=101.25, symbol="AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
-
-
-def loop_loguru(n: int, log: Any) -> tuple[int, int]:
-    c0 = thread_ns()
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
-    t1 = perf_ns()
-    return t1 - t0, thread_ns() - c0
+loop_bare = _loop("loop_bare", "pass", arg="_obj")
+loop_empty = _loop("loop_empty", 'f("order {} filled at {} qty {}", 12345, 101.25, "AAPL")',
+                   arg="f")
+loop_blog_info = _loop("loop_blog_info",
+                       'log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")')
+loop_blog_event = _loop("loop_blog_event", 'order_filled(12345, 101.25, "AAPL")',
+                        arg="order_filled")
+loop_blog_disabled = _loop("loop_blog_disabled",
+                           'log.debug("order {} filled at {} qty {}", 12345, 101.25, "AAPL")')
+loop_blog_disabled_local = _loop(
+    "loop_blog_disabled_local", 'debug("order {} filled at {} qty {}", 12345, 101.25, "AAPL")',
+    before="debug = log.debug")
+#: stdlib logging and picologging.
+loop_percent = _loop("loop_percent",
+                     'log.info("order %s filled at %s qty %s", 12345, 101.25, "AAPL")')
+loop_structlog = _loop("loop_structlog",
+                       'log.info("order filled", order_id=12345, price=101.25, symbol="AAPL")')
+loop_loguru = _loop("loop_loguru",
+                    'log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")')
 
 
 # --- measuring ---------------------------------------------------------------

@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
 
 import blog  # noqa: E402
+from timedloop import timed_loop  # noqa: E402  (beside this file)
 
 perf_ns = time.perf_counter_ns
 process_ns = time.process_time_ns
@@ -91,278 +92,81 @@ def _raise(depth: int) -> None:
     _raise(depth - 1)
 
 
-# --- blog's loops: one per call shape, the call written out -----------------------
-
-def b_positional(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")
-    return perf_ns() - t0
-
-
-def b_positional2(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order {} filled at {}", 12345, 101.25)
-    return perf_ns() - t0
-
-
-def b_positional1(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("legs {}", 12345)
-    return perf_ns() - t0
-
-
-def b_started(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("started")
-    return perf_ns() - t0
-
-
-def b_kw_in_format(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order {oid} filled at {px}", oid=12345, px=101.25)
-    return perf_ns() - t0
-
-
-def b_kw_fields(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("order filled", oid=12345, px=101.25, sym="AAPL")
-    return perf_ns() - t0
-
+# --- the loops: one per call shape, the call written out (timedloop.py compiles it into the
+# loop's body) ----------------------------------------------------------------------------
 
 LEGS = [1, 2, 3]
 LEGS16 = list(range(1, 17))
 DICT = {"a": 1, "b": 2}
 SET = {1, 2, 3}
+#: The exception rows' call: raise and catch through 10 frames, then the statement given.
+CATCHING = "try:\n    _raise(10)\nexcept ValueError:\n    {}"
 
 
-def b_list_built(n: int, log: Any) -> int:
-    v = LEGS
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("legs {}", v)
-    return perf_ns() - t0
-
-
-def b_list16_built(n: int, log: Any) -> int:
-    v = LEGS16
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("legs {}", v)
-    return perf_ns() - t0
-
-
-def b_dict_built(n: int, log: Any) -> int:
-    v = DICT
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("d {}", v)
-    return perf_ns() - t0
-
-
-def b_set_built(n: int, log: Any) -> int:
-    v = SET
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("s {}", v)
-    return perf_ns() - t0
-
-
-def b_list(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("legs {}", [1, 2, 3])
-    return perf_ns() - t0
-
-
-def b_list16(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("legs {}", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])
-    return perf_ns() - t0
-
-
-def b_tuple(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("legs {}", (1, 2, 3))
-    return perf_ns() - t0
-
-
-def b_dict(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("d {}", {"a": 1, "b": 2})
-    return perf_ns() - t0
-
-
-def b_set(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("s {}", {1, 2, 3})
-    return perf_ns() - t0
-
-
-def b_datetime(n: int, log: Any) -> int:
-    v = AWARE
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("at {}", v)
-    return perf_ns() - t0
-
-
-def b_date(n: int, log: Any) -> int:
-    v = DATE
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("on {}", v)
-    return perf_ns() - t0
-
-
-def b_time(n: int, log: Any) -> int:
-    v = TIME
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("at {}", v)
-    return perf_ns() - t0
-
-
-def b_timedelta(n: int, log: Any) -> int:
-    v = DELTA
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("took {}", v)
-    return perf_ns() - t0
-
-
-def b_decimal(n: int, log: Any) -> int:
-    v = DEC
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("px {}", v)
-    return perf_ns() - t0
-
-
-def b_uuid(n: int, log: Any) -> int:
-    v = UID
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("id {}", v)
-    return perf_ns() - t0
-
-
-def b_enum(n: int, log: Any) -> int:
-    v = Color.RED
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("c {}", v)
-    return perf_ns() - t0
-
-
-def b_enum_attr(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("c {}", Color.RED)
-    return perf_ns() - t0
-
-
-def b_dataclass(n: int, log: Any) -> int:
-    v = POINT
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("p {}", v)
-    return perf_ns() - t0
-
-
-def b_dataclass8(n: int, log: Any) -> int:
-    v = FILL
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("f {}", v)
-    return perf_ns() - t0
-
-
-def b_namedtuple(n: int, log: Any) -> int:
-    v = LEG
-    t0 = perf_ns()
-    for _ in range(n):
-        log.info("leg {}", v)
-    return perf_ns() - t0
-
-
-def b_exception(n: int, log: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        try:
-            _raise(10)
-        except ValueError:
-            log.exception("boom")
-    return perf_ns() - t0
-
-
-def s_positional(n: int, lg: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        lg.info("order %s filled at %s qty %s", 12345, 101.25, "AAPL")
-    return perf_ns() - t0
-
-
-def s_exception(n: int, lg: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        try:
-            _raise(10)
-        except ValueError:
-            lg.exception("boom")
-    return perf_ns() - t0
-
-
-def raise_only(n: int, _: Any) -> int:
-    t0 = perf_ns()
-    for _ in range(n):
-        try:
-            _raise(10)
-        except ValueError:
-            pass
-    return perf_ns() - t0
+def _loop(name: str, stmt: str, before: str = "", arg: str = "log") -> Callable[[int, Any], int]:
+    """``name(n, log)``: ``stmt`` ``n`` times (after ``before``, outside the clock); wall ns."""
+    return timed_loop(globals(), name, stmt, arg=arg, before=before)
 
 
 #: (row, loop, values it passes (for the ratio to the positional call of as many), target
 #: as a ratio to that call, or None). The targets are issue 8's.
 ROWS: list[tuple[str, Callable[[int, Any], int], int, float | None]] = [
-    ('log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")', b_positional, 3, None),
-    ('log.info("order {} filled at {}", 12345, 101.25)', b_positional2, 2, None),
-    ('log.info("legs {}", 12345)', b_positional1, 1, None),
-    ('log.info("started")', b_started, 0, None),
-    ('log.info("order {oid} filled at {px}", oid=12345, px=101.25)', b_kw_in_format, 2, 1.5),
-    ('log.info("order filled", oid=12345, px=101.25, sym="AAPL")', b_kw_fields, 3, 1.5),
-    ('log.info("legs {}", legs)  (a list of 3 ints)', b_list_built, 1, 2.0),
-    ('log.info("legs {}", legs)  (a list of 16 ints)', b_list16_built, 1, 2.0),
-    ('log.info("legs {}", (1, 2, 3))', b_tuple, 1, 2.0),
-    ('log.info("d {}", d)  (a dict of 2)', b_dict_built, 1, 2.0),
-    ('log.info("s {}", s)  (a set of 3)', b_set_built, 1, 2.0),
-    ('log.info("legs {}", [1, 2, 3])  (literal built in the call)', b_list, 1, None),
-    ('log.info("legs {}", [16 ints])  (literal)', b_list16, 1, None),
-    ('log.info("d {}", {"a": 1, "b": 2})  (literal)', b_dict, 1, None),
-    ('log.info("s {}", {1, 2, 3})  (literal)', b_set, 1, None),
-    ('log.info("at {}", aware_datetime)', b_datetime, 1, 2.0),
-    ('log.info("on {}", date)', b_date, 1, 2.0),
-    ('log.info("at {}", time)', b_time, 1, 2.0),
-    ('log.info("took {}", timedelta)', b_timedelta, 1, 2.0),
-    ('log.info("px {}", Decimal)', b_decimal, 1, 2.0),
-    ('log.info("id {}", UUID)', b_uuid, 1, 2.0),
-    ('log.info("c {}", c)  (an Enum member)', b_enum, 1, 2.0),
-    ('log.info("c {}", Color.RED)  (the member looked up in the call)', b_enum_attr, 1, None),
-    ('log.info("p {}", Point(1, 2.0))  (dataclass)', b_dataclass, 1, 3.0),
-    ('log.info("f {}", Fill(8 fields))  (dataclass)', b_dataclass8, 1, 3.0),
-    ('log.info("leg {}", Leg("AAPL", 100))  (NamedTuple)', b_namedtuple, 1, 3.0),
-    ('log.exception("boom"), 10-frame traceback', b_exception, 1, None),
+    ('log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")',
+     _loop("b_positional", 'log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")'),
+     3, None),
+    ('log.info("order {} filled at {}", 12345, 101.25)',
+     _loop("b_positional2", 'log.info("order {} filled at {}", 12345, 101.25)'), 2, None),
+    ('log.info("legs {}", 12345)', _loop("b_positional1", 'log.info("legs {}", 12345)'), 1, None),
+    ('log.info("started")', _loop("b_started", 'log.info("started")'), 0, None),
+    ('log.info("order {oid} filled at {px}", oid=12345, px=101.25)',
+     _loop("b_kw_in_format", 'log.info("order {oid} filled at {px}", oid=12345, px=101.25)'),
+     2, 1.5),
+    ('log.info("order filled", oid=12345, px=101.25, sym="AAPL")',
+     _loop("b_kw_fields", 'log.info("order filled", oid=12345, px=101.25, sym="AAPL")'), 3, 1.5),
+    ('log.info("legs {}", legs)  (a list of 3 ints)',
+     _loop("b_list_built", 'log.info("legs {}", v)', "v = LEGS"), 1, 2.0),
+    ('log.info("legs {}", legs)  (a list of 16 ints)',
+     _loop("b_list16_built", 'log.info("legs {}", v)', "v = LEGS16"), 1, 2.0),
+    ('log.info("legs {}", (1, 2, 3))', _loop("b_tuple", 'log.info("legs {}", (1, 2, 3))'), 1, 2.0),
+    ('log.info("d {}", d)  (a dict of 2)',
+     _loop("b_dict_built", 'log.info("d {}", v)', "v = DICT"), 1, 2.0),
+    ('log.info("s {}", s)  (a set of 3)',
+     _loop("b_set_built", 'log.info("s {}", v)', "v = SET"), 1, 2.0),
+    ('log.info("legs {}", [1, 2, 3])  (literal built in the call)',
+     _loop("b_list", 'log.info("legs {}", [1, 2, 3])'), 1, None),
+    ('log.info("legs {}", [16 ints])  (literal)',
+     _loop("b_list16", 'log.info("legs {}", '
+                       '[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])'),
+     1, None),
+    ('log.info("d {}", {"a": 1, "b": 2})  (literal)',
+     _loop("b_dict", 'log.info("d {}", {"a": 1, "b": 2})'), 1, None),
+    ('log.info("s {}", {1, 2, 3})  (literal)',
+     _loop("b_set", 'log.info("s {}", {1, 2, 3})'), 1, None),
+    ('log.info("at {}", aware_datetime)',
+     _loop("b_datetime", 'log.info("at {}", v)', "v = AWARE"), 1, 2.0),
+    ('log.info("on {}", date)', _loop("b_date", 'log.info("on {}", v)', "v = DATE"), 1, 2.0),
+    ('log.info("at {}", time)', _loop("b_time", 'log.info("at {}", v)', "v = TIME"), 1, 2.0),
+    ('log.info("took {}", timedelta)',
+     _loop("b_timedelta", 'log.info("took {}", v)', "v = DELTA"), 1, 2.0),
+    ('log.info("px {}", Decimal)', _loop("b_decimal", 'log.info("px {}", v)', "v = DEC"), 1, 2.0),
+    ('log.info("id {}", UUID)', _loop("b_uuid", 'log.info("id {}", v)', "v = UID"), 1, 2.0),
+    ('log.info("c {}", c)  (an Enum member)',
+     _loop("b_enum", 'log.info("c {}", v)', "v = Color.RED"), 1, 2.0),
+    ('log.info("c {}", Color.RED)  (the member looked up in the call)',
+     _loop("b_enum_attr", 'log.info("c {}", Color.RED)'), 1, None),
+    ('log.info("p {}", Point(1, 2.0))  (dataclass)',
+     _loop("b_dataclass", 'log.info("p {}", v)', "v = POINT"), 1, 3.0),
+    ('log.info("f {}", Fill(8 fields))  (dataclass)',
+     _loop("b_dataclass8", 'log.info("f {}", v)', "v = FILL"), 1, 3.0),
+    ('log.info("leg {}", Leg("AAPL", 100))  (NamedTuple)',
+     _loop("b_namedtuple", 'log.info("leg {}", v)', "v = LEG"), 1, 3.0),
+    ('log.exception("boom"), 10-frame traceback',
+     _loop("b_exception", CATCHING.format('log.exception("boom")')), 1, None),
 ]
+s_positional = _loop("s_positional",
+                     'lg.info("order %s filled at %s qty %s", 12345, 101.25, "AAPL")', arg="lg")
+s_exception = _loop("s_exception", CATCHING.format('lg.exception("boom")'), arg="lg")
+raise_only = _loop("raise_only", CATCHING.format("pass"), arg="_")
 STDLIB = "stdlib FileHandler: logger.info(%-format, 3 values)"
 STDLIB_EXC = "stdlib FileHandler: logger.exception, 10-frame traceback"
 RAISE = "(raise and catch through 10 frames alone)"

@@ -51,6 +51,12 @@ def _offset(tz: _dt.tzinfo) -> int:
     return int(off.total_seconds()) if off is not None else 0
 
 
+#: ``DateFormat``'s numeric codes and the field each shows: ``%Y`` in four digits, the others
+#: in two (``%y``: the year's last two).
+_DATE_FIELDS = {"Y": "year", "y": "year", "m": "month", "d": "day", "H": "hour", "M": "minute",
+                "S": "second"}
+
+
 class DateFormat:
     """``%Y %y %m %d %H %M %S %N %z %Z`` over nanoseconds since the epoch and a zone."""
 
@@ -93,20 +99,10 @@ class DateFormat:
             out.append(lit)
             if code is None:
                 continue
-            if code == "Y":
-                out.append(f"{t.year:04d}")
-            elif code == "y":
-                out.append(f"{t.year % 100:02d}")
-            elif code == "m":
-                out.append(f"{t.month:02d}")
-            elif code == "d":
-                out.append(f"{t.day:02d}")
-            elif code == "H":
-                out.append(f"{t.hour:02d}")
-            elif code == "M":
-                out.append(f"{t.minute:02d}")
-            elif code == "S":
-                out.append(f"{t.second:02d}")
+            field = _DATE_FIELDS.get(code)
+            if field is not None:
+                value = getattr(t, field)
+                out.append(f"{value:04d}" if code == "Y" else f"{value % 100:02d}")
             elif code == "N":
                 pieces.append("".join(out))
                 out = []

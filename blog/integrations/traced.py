@@ -124,10 +124,12 @@ class _Tracer:
             self.log(_CALL, fields)
         return time.perf_counter_ns()
 
-    def returned(self, start: int, value: Any) -> None:
+    def returned(self, start: int, value: Any) -> Any:
+        """Log the return of ``value``; ``value``, for the wrapper to return."""
         ms = (time.perf_counter_ns() - start) / 1e6
         self.log(_RETURN, {"result": value, "duration_ms": ms} if self.result
                  else {"duration_ms": ms})
+        return value
 
     def raised(self, start: int, exc: BaseException) -> None:
         self.log(_RAISE, {"exception": exc, "duration_ms": (time.perf_counter_ns() - start) / 1e6})
@@ -200,8 +202,7 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
                 except BaseException as exc:
                     t.raised(start, exc)
                     raise
-                t.returned(start, value)
-                return value
+                return t.returned(start, value)
             wrapper = coro
         elif inspect.isgeneratorfunction(f):
             @functools.wraps(f)
@@ -215,8 +216,7 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
                 except BaseException as exc:
                     t.raised(start, exc)
                     raise
-                t.returned(start, value)
-                return value
+                return t.returned(start, value)
             wrapper = gen
         else:
             @functools.wraps(f)
@@ -227,8 +227,7 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
                 except BaseException as exc:
                     t.raised(start, exc)
                     raise
-                t.returned(start, value)
-                return value
+                return t.returned(start, value)
             wrapper = call
         return wrapper
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import os
 import platform
@@ -149,10 +150,11 @@ def not_installed(name: str, exc: Exception) -> dict:
 # --- the libraries -------------------------------------------------------------
 #
 # Each setup_* function opens the library's file and returns its rows (Case
-# objects, or a "not installed" dict) and a finish() that closes the file and
-# records its bytes/event. All libraries are set up first; the repeats then
-# run round-robin over every case, so that a slow spell of the machine falls
-# on all cases alike rather than on every repeat of one.
+# objects) and a finish() that closes the file and records its bytes/event; an
+# optional library not installed is a "not installed" row (per_call). All
+# libraries are set up first; the repeats then run round-robin over every case,
+# so that a slow spell of the machine falls on all cases alike rather than on
+# every repeat of one.
 
 
 def setup_blog(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]]:
@@ -213,22 +215,28 @@ def setup_blog(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]
     return rows, finish
 
 
-def stdlib_logger(name: str, path: str):
-    import logging
+def bench_logger(logging: Any, name: str, handler: Any) -> Any:
+    """``logging``'s logger ``name`` (``logging`` the stdlib's module, or picologging, its
+    drop-in) at INFO, with ``handler`` alone and not propagating."""
     lg = logging.getLogger(name)
     lg.handlers.clear()
     lg.propagate = False
     lg.setLevel(logging.INFO)
+    lg.addHandler(handler)
+    return lg
+
+
+def file_logger(logging: Any, name: str, path: str) -> tuple[Any, Any]:
+    """A ``bench_logger`` writing LINE_FORMAT lines to ``path``, and its FileHandler."""
     h = logging.FileHandler(path, mode="w", encoding="utf-8")
     h.setFormatter(logging.Formatter(LINE_FORMAT))
-    lg.addHandler(h)
-    return lg, h
+    return bench_logger(logging, name, h), h
 
 
-def setup_stdlib(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]]:
-    name = "(e) stdlib logging FileHandler"
-    path = os.path.join(tmp, "stdlib.log")
-    lg, h = stdlib_logger("bench", path)
+def setup_file_handler(name: str, logging: Any, path: str, cfg: dict,
+                       out: dict) -> tuple[list, Callable[[], None]]:
+    """The row of ``logging``'s FileHandler (the stdlib's or picologging's)."""
+    lg, h = file_logger(logging, "bench", path)
     counter = Counted()
 
     def finish() -> None:
@@ -237,6 +245,12 @@ def setup_stdlib(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], Non
         h.close()
         lg.removeHandler(h)
     return [Case(name, loop_percent, lg, cfg["n_slow"], h.flush, counter=counter)], finish
+
+
+def setup_stdlib(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]]:
+    import logging
+    return setup_file_handler("(e) stdlib logging FileHandler", logging,
+                              os.path.join(tmp, "stdlib.log"), cfg, out)
 
 
 def setup_bridge(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None]]:
@@ -256,44 +270,20 @@ def setup_bridge(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], Non
                            blog.stdlib.BlogHandler()),
                           ("(e3) stdlib logging, a handler doing nothing (logging's own)",
                            Nothing())):
-        lg = logging.getLogger("bench." + name[1:3])
-        lg.handlers.clear()
-        lg.propagate = False
-        lg.setLevel(logging.INFO)
-        lg.addHandler(handler)
+        lg = bench_logger(logging, "bench." + name[1:3], handler)
         rows.append(Case(name, loop_percent, lg, cfg["n_slow"], blog.flush))
     return rows, lambda: None
 
 
-def setup_picologging(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None] | None]:
-    name = "(f) picologging FileHandler"
-    try:
-        import picologging
-    except Exception as exc:  # ImportError, or a broken binary wheel
-        return [dict(not_installed("picologging", exc), row=name)], None
-    path = os.path.join(tmp, "picologging.log")
-    lg = picologging.getLogger("bench")
-    lg.propagate = False
-    lg.setLevel(picologging.INFO)
-    h = picologging.FileHandler(path, mode="w", encoding="utf-8")
-    h.setFormatter(picologging.Formatter(LINE_FORMAT))
-    lg.addHandler(h)
-    counter = Counted()
+# The optional libraries': each takes the library's module and its row's name.
 
-    def finish() -> None:
-        h.flush()
-        out["bytes"][name] = file_stats(path, counter.events)
-        h.close()
-        lg.removeHandler(h)
-    return [Case(name, loop_percent, lg, cfg["n_slow"], h.flush, counter=counter)], finish
+def setup_picologging(picologging: Any, name: str, tmp: str, cfg: dict,
+                      out: dict) -> tuple[list, Callable[[], None]]:
+    return setup_file_handler(name, picologging, os.path.join(tmp, "picologging.log"), cfg, out)
 
 
-def setup_structlog(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None] | None]:
-    name = "(g) structlog (JSON line)"
-    try:
-        import structlog
-    except Exception as exc:
-        return [dict(not_installed("structlog", exc), row=name)], None
+def setup_structlog(structlog: Any, name: str, tmp: str, cfg: dict,
+                    out: dict) -> tuple[list, Callable[[], None]]:
     import logging
     path = os.path.join(tmp, "structlog.log")
     fh = open(path, "w", encoding="utf-8")
@@ -316,12 +306,9 @@ def setup_structlog(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], 
     return [Case(name, loop_structlog, lg, cfg["n_slow"], counter=counter)], finish
 
 
-def setup_loguru(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], None] | None]:
-    name = "(h) loguru file sink"
-    try:
-        from loguru import logger
-    except Exception as exc:
-        return [dict(not_installed("loguru", exc), row=name)], None
+def setup_loguru(loguru: Any, name: str, tmp: str, cfg: dict,
+                 out: dict) -> tuple[list, Callable[[], None]]:
+    logger = loguru.logger
     path = os.path.join(tmp, "loguru.log")
     logger.remove()   # the default stderr sink
     sink = logger.add(path, mode="w", level="INFO",
@@ -334,16 +321,29 @@ def setup_loguru(tmp: str, cfg: dict, out: dict) -> tuple[list, Callable[[], Non
     return [Case(name, loop_loguru, logger, cfg["n_slow"], counter=counter)], finish
 
 
+#: The optional libraries (``pip install -e '.[bench]'``): module, row, setup.
+OPTIONAL = (("picologging", "(f) picologging FileHandler", setup_picologging),
+            ("structlog", "(g) structlog (JSON line)", setup_structlog),
+            ("loguru", "(h) loguru file sink", setup_loguru))
+
+
 def per_call(tmp: str, cfg: dict, out: dict) -> None:
     rows: list = [Case("(bare for-loop, for reference)", loop_bare, None, cfg["n_fast"]),
                   Case("(a) empty function", loop_empty, empty, cfg["n_fast"])]
     finishers = []
-    for setup in (setup_blog, setup_stdlib, setup_bridge, setup_picologging, setup_structlog,
-                  setup_loguru):
+    for setup in (setup_blog, setup_stdlib, setup_bridge):
         r, fin = setup(tmp, cfg, out)
         rows += r
-        if fin is not None:
-            finishers.append(fin)
+        finishers.append(fin)
+    for module, name, setup_optional in OPTIONAL:
+        try:
+            lib = importlib.import_module(module)
+        except Exception as exc:  # ImportError, or a broken binary wheel
+            rows.append(dict(not_installed(module, exc), row=name))
+            continue
+        r, fin = setup_optional(lib, name, tmp, cfg, out)
+        rows += r
+        finishers.append(fin)
     cases = [r for r in rows if isinstance(r, Case)]
     for c in cases:
         c.warm_up()
@@ -396,7 +396,8 @@ def end_to_end(tmp: str, cfg: dict, out: dict) -> None:
     loop_blog_info(1000, log)
     blog.flush()
     path_s = os.path.join(tmp, "stdlib_e2e.log")
-    lg, h = stdlib_logger("bench.e2e", path_s)
+    import logging
+    lg, h = file_logger(logging, "bench.e2e", path_s)
     loop_percent(1000, lg)
     h.flush()
 
@@ -440,18 +441,24 @@ def fmt_ns(x: float) -> str:
     return f"{x:,.1f}"
 
 
+def table(title: str, header: str) -> None:
+    """A table's title, then its header and a rule as wide as the header."""
+    print()
+    print(title)
+    print()
+    print(header)
+    print("-" * len(header))
+
+
 def report(out: dict, cfg: dict) -> list[dict]:
     pc, by, e2e = out["per_call"], out["bytes"], out["e2e"]
     std = pc.get("(e) stdlib logging FileHandler", {}).get("ns_per_call")
     loop_ns = pc["(bare for-loop, for reference)"]["ns_per_call"]
 
-    print()
-    print("1. Per-call cost on the calling thread (best of repeats; wall = perf_counter_ns,")
-    print("   thread CPU = thread_time_ns of the calling thread only; loop overhead included)")
-    print()
     w = max(len(k) for k in pc) + 2
-    print(f"{'case':<{w}}{'ns/call':>10}{'thread CPU':>12}{'stdlib/x':>10}{'N x repeats':>15}")
-    print("-" * (w + 47))
+    table("1. Per-call cost on the calling thread (best of repeats; wall = perf_counter_ns,\n"
+          "   thread CPU = thread_time_ns of the calling thread only; loop overhead included)",
+          f"{'case':<{w}}{'ns/call':>10}{'thread CPU':>12}{'stdlib/x':>10}{'N x repeats':>15}")
     for name, r in pc.items():
         if r.get("status") == "not installed":
             print(f"{name:<{w}}{'not installed':>32}   ({r['error']})")
@@ -475,12 +482,9 @@ def report(out: dict, cfg: dict) -> list[dict]:
             print(f"{label}: events logged {b['events']:,}, written {b['written']:,}, "
                   f"dropped {b['dropped']:,}")
 
-    print()
-    print("2. Bytes per event on disk (file size / events)")
-    print()
     w2 = max(len(k) for k in by) + 2
-    print(f"{'case':<{w2}}{'bytes':>14}{'events':>12}{'bytes/event':>13}")
-    print("-" * (w2 + 39))
+    table("2. Bytes per event on disk (file size / events)",
+          f"{'case':<{w2}}{'bytes':>14}{'events':>12}{'bytes/event':>13}")
     for name, b in by.items():
         print(f"{name:<{w2}}{b['bytes']:>14,}{b['events']:>12,}{b['bytes_per_event']:>13.2f}")
     std_b = by.get("(e) stdlib logging FileHandler", {}).get("bytes_per_event")
@@ -488,12 +492,10 @@ def report(out: dict, cfg: dict) -> list[dict]:
     if std_b and blog_b:
         print(f"\nblog / stdlib bytes per event: {blog_b / std_b:.3f}")
 
-    print()
-    print("3. End to end: process CPU (all threads) per event, until flush() returns")
-    print()
     w3 = max(len(k) for k in e2e) + 2
-    print(f"{'case':<{w3}}{'CPU ns/event':>14}{'wall ns/event':>15}{'events':>12}{'runs (CPU ns/event)':>28}")
-    print("-" * (w3 + 69))
+    table("3. End to end: process CPU (all threads) per event, until flush() returns",
+          f"{'case':<{w3}}{'CPU ns/event':>14}{'wall ns/event':>15}{'events':>12}"
+          f"{'runs (CPU ns/event)':>28}")
     for name, r in e2e.items():
         runs = ", ".join(f"{c:,.0f}" for c in r["all_cpu_ns_per_event"])
         print(f"{name:<{w3}}{fmt_ns(r['cpu_ns_per_event']):>14}{fmt_ns(r['wall_ns_per_event']):>15}"
@@ -504,13 +506,10 @@ def report(out: dict, cfg: dict) -> list[dict]:
 
     ctx = out.get("context")
     if ctx:
-        print()
-        print("4. Context fields (blog.context): the same log.info, after the tables above")
-        print()
         w4 = max(len(k) for k in ctx) + 2
         base = next(iter(ctx.values()))["ns_per_call"]
-        print(f"{'case':<{w4}}{'ns/call':>10}{'thread CPU':>12}{'x never':>10}")
-        print("-" * (w4 + 32))
+        table("4. Context fields (blog.context): the same log.info, after the tables above",
+              f"{'case':<{w4}}{'ns/call':>10}{'thread CPU':>12}{'x never':>10}")
         for name, r in ctx.items():
             print(f"{name:<{w4}}{fmt_ns(r['ns_per_call']):>10}"
                   f"{fmt_ns(r['thread_cpu_ns_per_call']):>12}{r['ns_per_call'] / base:>9.2f}x")

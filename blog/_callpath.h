@@ -5,16 +5,24 @@
 
 #include "_extension.h"
 
-/* The call paths' push, now: plain scalars straight into the channel, else the values
- * beyond them: 1 pushed, 0 not here (the Python path decides), -1 error. */
+/* The call paths' push, now, into the calling thread's channel: plain scalars straight in,
+ * else the values beyond them. 1 pushed; 0 not here (fields in context, no channel for this
+ * thread yet, values the channel does not take: the Python path decides); -1 error. */
 static inline int
-push_call(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
+push_call(PyObject *local, PyObject *key, long long sid, PyObject *const *args, Py_ssize_t n,
           unsigned long long shown_by_repr)
 {
-    int r = blog_push_plain(self, sid, args, n, LLONG_MIN);
-    if (r != 0)
-        return r;
-    return blog_push_rich(self, sid, args, n, shown_by_repr);
+    int ctx = in_context();
+    if (ctx != 0)
+        return ctx < 0 ? -1 : 0;
+    Channel *ch = blog_thread_channel(local, key);
+    if (ch == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    int r = blog_push_plain(ch, sid, args, n, LLONG_MIN);
+    if (r == 0)
+        r = blog_push_rich(ch, sid, args, n, shown_by_repr);
+    Py_DECREF(ch);
+    return r;
 }
 
 #endif

@@ -36,25 +36,11 @@ event_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     if (m == -1 && PyErr_Occurred())
         return NULL;
     if (m <= self->severity) {
-        int ctx = in_context();
-        if (ctx != 0) {
-            if (ctx < 0)
-                return NULL;
-            goto slow;
-        }
-        Channel *ch = blog_thread_channel(self->local, self->key);
-        if (ch == NULL) {
-            if (PyErr_Occurred())
-                return NULL;
-            goto slow;
-        }
         long long sid = PyLong_AsLongLong(self->sid);
-        if (sid == -1 && PyErr_Occurred()) {
-            Py_DECREF(ch);
+        if (sid == -1 && PyErr_Occurred())
             return NULL;
-        }
-        int pushed = push_call(ch, sid, args, nargs, ~0ULL);   /* zoned: Python's */
-        Py_DECREF(ch);
+        int pushed = push_call(self->local, self->key, sid, args, nargs,
+                               ~0ULL);   /* zoned: Python's */
         if (pushed < 0)
             return NULL;
         if (!pushed)

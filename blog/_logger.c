@@ -115,21 +115,8 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
      * code (a collection's finalizer) that logs and refills the slot. */
     long long sid = self->cache[slot].sid;
     unsigned long long shown = self->cache[slot].shown;
-    int ctx = in_context();
-    if (ctx != 0) {
-        if (ctx < 0)
-            return NULL;
-        goto slow;
-    }
-    Channel *ch = blog_thread_channel(self->local, self->key);
-    if (ch == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        goto slow;
-    }
     /* The keywords' values follow the arguments in args: the event's values, in order. */
-    int pushed = push_call(ch, sid, args + 1, nargs - 1 + nkw, shown);
-    Py_DECREF(ch);
+    int pushed = push_call(self->local, self->key, sid, args + 1, nargs - 1 + nkw, shown);
     if (pushed < 0)
         return NULL;
     if (pushed)

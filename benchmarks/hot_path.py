@@ -41,14 +41,13 @@ sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without install
 
 import blog  # noqa: E402
 import structured  # noqa: E402  (beside this file: keyword fields, rich values, exceptions)
+from hot_path_report import blog_hot_path, report  # noqa: E402  (beside this file)
 from timedloop import timed_loop  # noqa: E402  (beside this file)
 
 perf_ns = time.perf_counter_ns
 thread_ns = time.thread_time_ns
 process_ns = time.process_time_ns
 
-FMT_BRACE = "order {} filled at {} qty {}"
-FMT_PERCENT = "order %s filled at %s qty %s"
 LINE_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 # Each loop below has its call written out with literal arguments (timedloop.py compiles
@@ -434,149 +433,6 @@ def end_to_end(tmp: str, cfg: dict, out: dict) -> None:
     blog.shutdown()
 
 
-# --- report ------------------------------------------------------------------
-
-
-def fmt_ns(x: float) -> str:
-    return f"{x:,.1f}"
-
-
-def table(title: str, header: str) -> None:
-    """A table's title, then its header and a rule as wide as the header."""
-    print()
-    print(title)
-    print()
-    print(header)
-    print("-" * len(header))
-
-
-def report(out: dict, cfg: dict) -> list[dict]:
-    pc, by, e2e = out["per_call"], out["bytes"], out["e2e"]
-    std = pc.get("(e) stdlib logging FileHandler", {}).get("ns_per_call")
-    loop_ns = pc["(bare for-loop, for reference)"]["ns_per_call"]
-
-    w = max(len(k) for k in pc) + 2
-    table("1. Per-call cost on the calling thread (best of repeats; wall = perf_counter_ns,\n"
-          "   thread CPU = thread_time_ns of the calling thread only; loop overhead included)",
-          f"{'case':<{w}}{'ns/call':>10}{'thread CPU':>12}{'stdlib/x':>10}{'N x repeats':>15}")
-    for name, r in pc.items():
-        if r.get("status") == "not installed":
-            print(f"{name:<{w}}{'not installed':>32}   ({r['error']})")
-            continue
-        ratio = f"{std / r['ns_per_call']:.1f}x" if std else "-"
-        print(f"{name:<{w}}{fmt_ns(r['ns_per_call']):>10}{fmt_ns(r['thread_cpu_ns_per_call']):>12}"
-              f"{ratio:>10}{r['n']:>9,} x {r['repeats']}")
-    e = pc["(a) empty function"]["ns_per_call"]
-    d = pc["(d) blog disabled (log.debug)"]["ns_per_call"]
-    dl = pc["(d2) blog disabled, method in a local"]["ns_per_call"]
-    print()
-    print(f"disabled / empty: {d / e:.2f}x  ({fmt_ns(d)} / {fmt_ns(e)} ns);"
-          f" without the for-loop's {fmt_ns(loop_ns)} ns: {(d - loop_ns) / (e - loop_ns):.2f}x")
-    print(f"disabled with the method in a local / empty: {dl / e:.2f}x")
-    cons = out.get("blog_consumer", {})
-    for label, c in cons.items():
-        print(f"{label}: largest backlog left in the channel at the end of a timed loop: "
-              f"{c['max_backlog_after_loop']:,} events")
-    for label, b in by.items():
-        if "written" in b:
-            print(f"{label}: events logged {b['events']:,}, written {b['written']:,}, "
-                  f"dropped {b['dropped']:,}")
-
-    w2 = max(len(k) for k in by) + 2
-    table("2. Bytes per event on disk (file size / events)",
-          f"{'case':<{w2}}{'bytes':>14}{'events':>12}{'bytes/event':>13}")
-    for name, b in by.items():
-        print(f"{name:<{w2}}{b['bytes']:>14,}{b['events']:>12,}{b['bytes_per_event']:>13.2f}")
-    std_b = by.get("(e) stdlib logging FileHandler", {}).get("bytes_per_event")
-    blog_b = by.get("(b,c) blog log.info + @event", {}).get("bytes_per_event")
-    if std_b and blog_b:
-        print(f"\nblog / stdlib bytes per event: {blog_b / std_b:.3f}")
-
-    w3 = max(len(k) for k in e2e) + 2
-    table("3. End to end: process CPU (all threads) per event, until flush() returns",
-          f"{'case':<{w3}}{'CPU ns/event':>14}{'wall ns/event':>15}{'events':>12}"
-          f"{'runs (CPU ns/event)':>28}")
-    for name, r in e2e.items():
-        runs = ", ".join(f"{c:,.0f}" for c in r["all_cpu_ns_per_event"])
-        print(f"{name:<{w3}}{fmt_ns(r['cpu_ns_per_event']):>14}{fmt_ns(r['wall_ns_per_event']):>15}"
-              f"{r['events']:>12,}{runs:>28}")
-    std_e = e2e["(e) stdlib logging FileHandler"]["cpu_ns_per_event"]
-    blog_e = e2e["(b) blog log.info"]["cpu_ns_per_event"]
-    print(f"\nstdlib / blog end-to-end CPU: {std_e / blog_e:.1f}x")
-
-    ctx = out.get("context")
-    if ctx:
-        w4 = max(len(k) for k in ctx) + 2
-        base = next(iter(ctx.values()))["ns_per_call"]
-        table("4. Context fields (blog.context): the same log.info, after the tables above",
-              f"{'case':<{w4}}{'ns/call':>10}{'thread CPU':>12}{'x never':>10}")
-        for name, r in ctx.items():
-            print(f"{name:<{w4}}{fmt_ns(r['ns_per_call']):>10}"
-                  f"{fmt_ns(r['thread_cpu_ns_per_call']):>12}{r['ns_per_call'] / base:>9.2f}x")
-
-    targets = []
-
-    def target(name: str, ok: bool, detail: str) -> None:
-        targets.append({"target": name, "pass": ok, "detail": detail})
-
-    for key, label in (("(b) blog log.info", "enabled log.info <= 1/25 of stdlib"),
-                       ("(c) blog @event", "@blog.event <= 1/25 of stdlib")):
-        x = pc[key]["ns_per_call"]
-        x_cpu = pc[key]["thread_cpu_ns_per_call"]
-        std_cpu = pc["(e) stdlib logging FileHandler"]["thread_cpu_ns_per_call"]
-        target(label, std / x >= 25,
-               f"{fmt_ns(x)} ns vs stdlib {fmt_ns(std)} ns: {std / x:.1f}x faster (need >= 25x); "
-               f"calling thread's CPU alone: {fmt_ns(x_cpu)} vs {fmt_ns(std_cpu)} ns, "
-               f"{std_cpu / x_cpu:.1f}x")
-    b, b2 = pc["(b) blog log.info"]["ns_per_call"], pc["(b2) blog log.info, crash buffer"]["ns_per_call"]
-    target("crash buffer costs <= 10% of log.info", b2 / b <= 1.10,
-           f"{fmt_ns(b2)} ns vs {fmt_ns(b)} ns: {b2 / b:.3f}x (need <= 1.10x)")
-    target("end-to-end CPU <= 1/12 of stdlib", std_e / blog_e >= 12,
-           f"{fmt_ns(blog_e)} ns vs stdlib {fmt_ns(std_e)} ns per event: "
-           f"{std_e / blog_e:.1f}x less (need >= 12x)")
-    bridge = pc.get("(e2) stdlib logging -> blog.stdlib.BlogHandler", {}).get("ns_per_call")
-    own = pc.get("(e3) stdlib logging, a handler doing nothing (logging's own)", {}).get(
-        "ns_per_call")
-    if bridge and own:
-        target("stdlib bridge <= 0.3x the FileHandler", bridge / std <= 0.3,
-               f"{fmt_ns(bridge)} ns vs FileHandler {fmt_ns(std)} ns: {bridge / std:.3f}x "
-               f"(need <= 0.3x); logging's own record and dispatch: {fmt_ns(own)} ns "
-               f"({own / std:.3f}x), the bridge's handler: {fmt_ns(bridge - own)} ns")
-    target("disabled call <= 1.2x empty call", d / e <= 1.2,
-           f"{fmt_ns(d)} ns vs empty {fmt_ns(e)} ns: {d / e:.2f}x (need <= 1.2x)")
-    target("bytes/event <= 0.35x stdlib", blog_b / std_b <= 0.35,
-           f"{blog_b:.2f} vs stdlib {std_b:.2f} bytes/event: {blog_b / std_b:.3f}x (need <= 0.35x)")
-    print()
-    print("Targets")
-    print()
-    for t in targets:
-        print(f"  [{'PASS' if t['pass'] else 'FAIL'}] {t['target']}: {t['detail']}")
-    return targets
-
-
-def blog_hot_path() -> str:
-    """What blog runs here: a C or a pure-Python level method, and its C module if loaded.
-
-    blog is measured as found in the tree; this line says which build that was.
-    """
-    try:
-        kind = type(blog.Session().get_logger("probe").info)
-    except Exception as exc:  # blog's API moved: say so rather than stop the run
-        return f"unknown ({type(exc).__name__}: {exc})"
-    where = ("pure Python" if kind.__name__ == "function"
-             else f"C ({kind.__module__}.{kind.__qualname__})")
-    c_mod = next((m for name, m in sys.modules.items()
-                  if name.startswith("blog.") and name.rsplit(".", 1)[1].startswith("_speedups")),
-                 None)
-    if c_mod is not None:
-        names = sorted(n for n in vars(c_mod) if not n.startswith("_"))
-        c_text = f"{c_mod.__name__} loaded ({', '.join(names)})"
-    else:
-        c_text = "no C module loaded"
-    pure = os.environ.get("BLOG_PURE_PYTHON")
-    return f"level methods {where}; {c_text}" + (f"; BLOG_PURE_PYTHON={pure}" if pure else "")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small N: a smoke run of a few seconds")
@@ -631,7 +487,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     out["env"]["seconds"] = (perf_ns() - start) / 1e9
     out["env"]["loadavg_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
-    print(f"\ntotal {out['env']['seconds']:.1f} s; load average after {out['env']['loadavg_after']}")
+    print(f"\ntotal {out['env']['seconds']:.1f} s; "
+          f"load average after {out['env']['loadavg_after']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)

@@ -22,6 +22,7 @@ import msgpack
 import pytest
 
 import blog
+import blog.pipeline.logger
 import blogformat.entries
 import bread
 

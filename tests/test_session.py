@@ -172,7 +172,8 @@ def test_never_configured_output_is_reported(tmp_path):
     assert "never written" in r.stderr
 
 
-def test_mismatched_format_raises_naming_the_call_site(logged):
+def test_mismatched_format_raises_naming_the_call_site_in_a_strict_session(make_logged):
+    logged = make_logged(strict=True)
     with pytest.raises(blog.CallSiteError) as info:
         logged.log.info("a {} b {}", 1)  # the line named below
     msg = str(info.value)
@@ -185,6 +186,31 @@ def test_mismatched_format_raises_naming_the_call_site(logged):
     with pytest.raises(TypeError, match="format must be a str"):
         logged.log.info(42)
     assert logged.read() == []
+
+
+def test_a_format_that_does_not_fit_is_logged_as_marked_text_and_said_once(logged, capsys):
+    # Proves: by default a log call never raises for its format: the event is logged, its
+    # format as text (braces and all), marked, its arguments after it and its fields kept;
+    # stderr says so once per call site; the fast path takes the site's next calls.
+    for i in range(3):
+        logged.log.info("no args {}")
+        logged.log.info('got {"a": 1}')
+        logged.log.warning("a {} b {}", i, host="db1")
+    err = capsys.readouterr().err
+    assert err.count("logged as text") == 3 and __file__ in err
+    evs = logged.read()
+    assert [e.message for e in evs[:3]] == [
+        "no args {} [format does not fit the call]",
+        'got {"a": 1} [format does not fit the call]',
+        "a {} b {} [format does not fit the call: 0]"]
+    assert [e.message for e in evs[-1:]] == ["a {} b {} [format does not fit the call: 2]"]
+    assert evs[2].fields == {"host": "db1"} and evs[2].source.severity == blog.Severity.WARNING
+    assert len({e.source.id for e in evs}) == 3
+    logged.session.strict = True     # a site logged as text stays so; a new one raises
+    with pytest.raises(blog.CallSiteError, match="1 {} placeholder"):
+        logged.log.info("strict {}")
+    with pytest.raises(blog.ConfigurationError):
+        logged.session.strict = 1
 
 
 def test_two_sites_with_the_same_format_are_two_sources(logged):
@@ -451,6 +477,26 @@ def test_basic_config_rejects_bad_settings(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:-1] == [f"rejected {k}" for k in (
         "overflow", "channel_capacity", "flush_bytes", "flush_interval", "mode", "output")]
+
+
+def test_basic_config_strict_makes_a_format_that_does_not_fit_raise(tmp_path):
+    r = run_python("""
+        import blog
+        log = blog.get_logger()
+        blog.basic_config("x.blog")
+        log.info("lenient {}")
+        blog.basic_config("x.blog", strict=True)
+        try:
+            log.info("strict {}")
+        except blog.CallSiteError:
+            print("raised")
+        blog.basic_config("x.blog")          # left out: as it was
+        print(blog.default_session().strict)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["raised", "True"]
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == [
+        "lenient {} [format does not fit the call]"]
 
 
 def test_computed_format_with_braces_is_logged_as_text(logged, capsys):
@@ -931,7 +977,9 @@ def test_failed_reconfiguration_keeps_the_old_output(tmp_path):
     assert not (tmp_path / "b.blog").exists()
 
 
-def test_a_site_called_with_another_argument_count_is_checked_again(logged):
+def test_a_site_called_with_another_argument_count_is_checked_again(make_logged):
+    logged = make_logged(strict=True)
+
     def call(args):
         logged.log.info("{} {}", *args)   # one call site, a varying number of arguments
 
@@ -1117,7 +1165,7 @@ def test_a_long_literal_format_is_kept_whole_and_one_beyond_the_limit_is_refused
     # Proves: a format is never cut (a cut once made placeholders past 64 KiB vanish): one
     # of 100 KiB renders whole; one beyond MAX_FORMAT raises at its call site.
     from blog.pipeline.source import MAX_FORMAT
-    s = blog.Session()
+    s = blog.Session(strict=True)
     out = blog.MemoryOutputStream()
     ns = {"log": s.get_logger()}
     exec(compile(f"def long():\n    log.info({'x' * 100_000 + ' end {}'!r}, 7)\n",

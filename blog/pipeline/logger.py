@@ -16,7 +16,8 @@ from ..contextfields import FIELDS as _CONTEXT
 from ..contextfields import state as _context_state
 from ..contextfields import with_context
 from ..report import report
-from .source import DYNAMIC_FORMAT, CallSiteError, TooManySources, check_template, describe
+from .source import (DYNAMIC_FORMAT, CallSiteError, TooManySources, check_template, describe,
+                     unfit)
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -290,24 +291,38 @@ class Logger:
         try:
             tpl = check_template(fmt, len(args), names, where)
         except CallSiteError as exc:
-            # A literal format that does not fit its call is a bug to report at once.
-            # A computed one (an f-string whose text holds braces) is logged as text.
-            if _is_literal(fmt, code) or f is _NO_FRAME:
+            # A format that does not fit its call is logged as text, said once per call
+            # site on stderr; a strict session raises for a literal one (a bug to fix).
+            # A computed one (an f-string whose text holds braces) never raises.
+            literal = _is_literal(fmt, code) or f is _NO_FRAME
+            if literal and self.registry.strict:
                 raise
             if where not in self._warned:
                 self._warned.add(where)
-                report(f"blog: {exc}; a computed format string is logged as text")
+                report(f"blog: {exc}; " + ("logged as text (strict=True raises)" if literal
+                                           else "a computed format string is logged as text"))
             seen.add(fmt)   # counts toward the site's limit, which bounds the keys kept
-            return self.registry.add_site(key, self._dynamic(key, level, f, names), code)
+            text = unfit(fmt, len(args)) if literal else None
+            if text is None:
+                return self.registry.add_site(key, self._dynamic(key, level, f, names), code)
+            return self._add(key, level, f, text, values, names, len(args), parse(text))
         seen.add(fmt)
+        source = self._add(key, level, f, fmt, values, names, len(args), tpl)
+        if self.registry.is_overflow(source):
+            seen.discard(fmt)   # nothing kept for it: the limit bounds what is kept
+        return source
+
+    def _add(self, key: tuple, level: int, f: Any, fmt: str, values: tuple,
+             names: tuple[str, ...], positional: int, tpl: Any) -> Any:
+        """Register the call site's source of format ``fmt``, or an overflow source."""
+        code = f.f_code
         tags = ",".join(type_name(type(v)) for v in values)
         try:
             return self.registry.add_source(
                 key=key, severity=level, category=self.category, function=code.co_qualname,
                 file=code.co_filename, line=f.f_lineno, format=fmt, arg_tags=tags,
-                field_names=names, positional=len(args), template=tpl, code=code)
+                field_names=names, positional=positional, template=tpl, code=code)
         except TooManySources:
-            seen.discard(fmt)   # nothing kept for it: the limit bounds what is kept
             return self.registry.overflow_source(level)
 
     def _dynamic(self, key: tuple, level: int, f: Any, names: tuple[str, ...]) -> Any:

@@ -57,6 +57,9 @@ class Registry:
         self.lock = threading.RLock()
         self.min_severity: int = Severity.TRACE   # no logger of the session logs below it
         self.backtrace: Backtrace | None = None    # Session.use_backtrace
+        #: A literal format that does not fit its call raises CallSiteError (Session.strict);
+        #: otherwise it is logged as text.
+        self.strict = False
         #: Keep the source line of each traceback frame of a logged exception (read from its
         #: file at the call); by default only file, line and function are kept, and the
         #: reader shows the line from the file where it has it.

@@ -48,17 +48,19 @@ class Session:
 
     ``channel_capacity`` bounds each thread's queue in bytes; ``overflow``
     says what a full queue does: ``"block"`` (wait for the consumer; the
-    default) or ``"drop"`` (drop and count; the file records how many).
+    default) or ``"drop"`` (drop and count; the file records how many). ``strict``:
+    a literal format that does not fit its call raises ``CallSiteError`` (``strict``).
     """
 
     def __init__(self, *, min_severity: Severity | int | str = Severity.TRACE,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK,
-                 name: str | None = None) -> None:
+                 name: str | None = None, strict: bool = False) -> None:
         self.pressure = Backpressure(capacity=channel_capacity, policy=overflow)
         self.name = name or "blog"
         self.stats = SessionStats()
         self.registry = Registry()    # sources, sites, types, metadata to write; its lock
         self.registry.min_severity = to_severity(min_severity)
+        self.strict = strict
         self.writers = Writers(self.registry, self.pressure)
         self._consume_lock = threading.RLock()   # one consume at a time
         self._reported_drops: dict[int, int] = {}   # writer id -> drops recorded in the output
@@ -163,6 +165,20 @@ class Session:
             self.registry.min_severity = to_severity(severity)
             for lg in list(self._loggers.values()):
                 lg.refresh()
+
+    @property
+    def strict(self) -> bool:
+        """True: a literal format that does not fit its call (``log.info("no args {}")``)
+        raises ``CallSiteError`` at the call site's first call, as tests want. False (the
+        default): the event is logged, its format as text marked and its arguments after
+        it, and stderr says so once per call site: a log call never raises."""
+        return self.registry.strict
+
+    @strict.setter
+    def strict(self, strict: bool) -> None:
+        if not isinstance(strict, bool):
+            raise ConfigurationError(f"strict must be True or False, not {strict!r}")
+        self.registry.strict = strict
 
     @property
     def backtrace(self) -> Backtrace | None:

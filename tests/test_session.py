@@ -1114,6 +1114,38 @@ def test_the_c_reader_is_built_unless_asked_not_to():
         assert bread.accel.merge is not None, "bread/_merge.c was not built"
 
 
+def test_logging_levels_and_names_are_severities_everywhere_one_is_taken():
+    # Proves: logging's int levels map as the bridge maps them (log.log(logging.ERROR)
+    # was a severity of 40: "????", below trace), in a call, a minimum, a decoration and
+    # a reader's filter; logging's names (WARN, FATAL) too; blog's own values stay.
+    import logging
+    s = blog.Session(min_severity=logging.INFO)
+    assert s.min_severity == blog.Severity.INFO
+    log = s.get_logger()
+    log.set_min_severity(logging.WARNING)
+    assert log.min_severity == blog.Severity.WARNING and not log.enabled(logging.INFO)
+    log.set_min_severity("trace")
+    s.set_min_severity(logging.DEBUG)
+    log.log(logging.ERROR, "error {}", 1)
+    log.log(logging.INFO, "info {}", 2)
+    log.log(logging.DEBUG, "debug {}", 3)        # at the minimum: kept
+    log.log(5, "trace {}", 4)                    # below it
+    log.log("fatal", "fatal {}", 5)
+    log.log(0x20, "trace")
+    log.log(0x7FFF, "top")
+    ev = blog.event("ev {}", severity=logging.CRITICAL, session=s)(lambda x: None)
+    ev(6)
+    s.consume(out := blog.MemoryOutputStream())
+    data = io.BytesIO(out.getvalue())
+    got = [(int(e.severity), e.message) for e in bread.read(data)]
+    assert got == [(0x200, "error 1"), (0x80, "info 2"), (0x40, "debug 3"), (0x400, "fatal 5"),
+                   (0x7FFF, "top"), (0x400, "ev 6")]
+    assert [e.message for e in bread.read(io.BytesIO(out.getvalue()),
+                                          min_severity=logging.ERROR)] == [
+        "error 1", "fatal 5", "top", "ev 6"]
+    assert blog.Severity.ERROR == blog.stdlib.severity_of(logging.ERROR)
+
+
 def test_a_severity_out_of_range_is_refused_at_the_call_and_never_poisons_the_session():
     # Proves: an int severity beyond 0..NO_LOGS raises ValueError where it is given (a
     # call, a decoration, a minimum), and the session goes on writing every later event.

@@ -279,6 +279,12 @@ def get_logger(category: str = "main") -> Logger:
     return default_session().get_logger(category)
 
 
+def set_min_severity(severity: Severity | int | str | None, category: str | None = None) -> None:
+    """The default session's minimum severity, or with ``category`` that category's and its
+    children's without one of their own (``Session.set_min_severity``)."""
+    default_session().set_min_severity(severity, category)
+
+
 def flush(durable: bool = False) -> None:
     """Write everything logged so far to the output; when it returns, it is there (handed
     to the OS: it survives the process). With ``durable``, it is also on stable storage

@@ -246,6 +246,44 @@ def test_severity_control_per_logger_and_session(logged):
         log.set_min_severity("loud")
 
 
+def test_a_category_minimum_applies_to_its_children_without_their_own(logged):
+    # Proves: as logging's logger tree: a minimum set for "db" applies to "db.pool" and
+    # "db.pool.conn" (made before or after), not to "dbx" nor "db"'s parent; a child's own
+    # minimum wins, None gives its parent's back; the session's minimum still applies.
+    s = logged.session
+    conn = s.get_logger("db.pool.conn")
+    s.set_min_severity("warning", category="db")
+    pool, db, dbx = s.get_logger("db.pool"), s.get_logger("db"), s.get_logger("dbx")
+    assert (db.min_severity, pool.min_severity, conn.min_severity, dbx.min_severity) == (
+        blog.Severity.WARNING, blog.Severity.WARNING, blog.Severity.WARNING,
+        blog.Severity.TRACE)
+    for lg in (db, pool, conn, dbx):
+        lg.info("info {}", lg.category)
+        lg.warning("warning {}", lg.category)
+    pool.set_min_severity("debug")            # its own: conn under it follows it
+    conn.debug("debug {}", "conn")
+    db.debug("debug {}", "db")
+    assert not s.get_logger("db.other").enabled("info")
+    pool.set_min_severity(None)               # db's again
+    conn.info("info {}", "conn again")
+    s.set_min_severity("error")
+    dbx.warning("warning {}", "dbx under the session's error")
+    s.set_min_severity("trace")
+    s.set_min_severity(None, category="db")
+    conn.trace("trace {}", "conn")
+    assert [e.message for e in logged.read()] == [
+        "warning db", "warning db.pool", "warning db.pool.conn", "info dbx", "warning dbx",
+        "debug conn", "trace conn"]
+    with pytest.raises(TypeError):
+        s.set_min_severity(None)
+    blog.set_min_severity("error", category="hier.test")    # the default session's
+    try:
+        assert blog.get_logger("hier.test.child").min_severity == blog.Severity.ERROR
+    finally:
+        blog.set_min_severity(None, category="hier.test")
+    assert blog.get_logger("hier.test.child").min_severity == blog.Severity.TRACE
+
+
 def test_severities_have_the_cpp_values(logged):
     for name in ("trace", "debug", "info", "warning", "error", "critical"):
         getattr(logged.log, name)(name)

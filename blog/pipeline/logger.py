@@ -149,7 +149,6 @@ class Logger:
         self.registry = registry   # the session's sources and settings
         self.writers = writers     # and its threads' writers
         self.category = category
-        self._own_min: int = Severity.TRACE
         self.threshold: int = Severity.TRACE   # the least severity logged now (read by C too)
         self._formats: dict[tuple, set[str]] = {}
         self._warned: set[str] = set()
@@ -166,13 +165,16 @@ class Logger:
 
     @property
     def min_severity(self) -> int:
-        """This logger's own minimum severity (the session's minimum applies too)."""
-        return self._own_min
+        """This category's minimum severity: its own, or else its nearest parent's (``db``'s
+        for ``db.pool``), or TRACE; the session's minimum applies too."""
+        return self.registry.min_of(self.category)
 
-    def set_min_severity(self, severity: Severity | int | str) -> None:
-        """Disable events below ``severity`` for this logger, at runtime."""
-        self._own_min = to_severity(severity)
-        self.refresh()
+    def set_min_severity(self, severity: Severity | int | str | None) -> None:
+        """Disable events below ``severity`` for this category and the categories under it
+        that have no minimum of their own (``db.pool`` under ``db``), at runtime; None: this
+        category's parent's minimum applies again."""
+        self.registry.set_category_min(
+            self.category, None if severity is None else to_severity(severity))
 
     def enabled(self, severity: Severity | int | str) -> bool:
         """True if an event of ``severity`` would be logged."""
@@ -182,7 +184,7 @@ class Logger:
         """Apply the minimum severities in force (the session calls it when its own changes)."""
         # A disabled level is an instance attribute bound to a no-op function:
         # the call costs no more than calling an empty function.
-        self.threshold = max(self._own_min, self.registry.min_severity)
+        self.threshold = max(self.registry.min_of(self.category), self.registry.min_severity)
         bt = self.registry.backtrace
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
             if sev >= self.threshold:

@@ -66,6 +66,7 @@ class Session:
         self._reported_drops: dict[int, int] = {}   # writer id -> drops recorded in the output
         self._counted_drops: dict[int, int] = {}    # writer id -> drops counted in stats
         self._loggers: dict[str, Logger] = {}
+        self.registry.loggers = self._loggers    # read when a minimum changes
         self._output = Output(self.stats, self.name)
         self._consuming: int | None = None       # ident of the thread inside consume()
         process.track(process.SESSION, self)
@@ -159,12 +160,23 @@ class Session:
         """Events below this severity are not logged by any logger of the session."""
         return self.registry.min_severity
 
-    def set_min_severity(self, severity: Severity | int | str) -> None:
-        """Change the session-wide minimum severity at runtime."""
+    def set_min_severity(self, severity: Severity | int | str | None,
+                         category: str | None = None) -> None:
+        """Change the session-wide minimum severity at runtime; with ``category``, that
+        category's own, which its children without one share (``"db"`` applies to
+        ``db.pool`` and ``db.pool.conn``, as ``logging``'s logger tree does; None: its
+        parent's again). The session-wide minimum applies to every category too."""
+        if category is not None:
+            if not isinstance(category, str):
+                raise TypeError(f"category must be a str, not {type(category).__name__}")
+            self.registry.set_category_min(
+                category, None if severity is None else to_severity(severity))
+            return
+        if severity is None:
+            raise TypeError("the session-wide minimum needs a severity, not None")
         with self.registry.lock:
             self.registry.min_severity = to_severity(severity)
-            for lg in list(self._loggers.values()):
-                lg.refresh()
+            self.registry.refresh_loggers()
 
     @property
     def strict(self) -> bool:
@@ -211,8 +223,7 @@ class Session:
             self.registry.backtrace = bt
             for w in self.writers.all:
                 w.forget_backtrace()
-            for lg in list(self._loggers.values()):
-                lg.refresh()
+            self.registry.refresh_loggers()
 
     def get_logger(self, category: str = "main") -> Logger:
         """The session's logger for ``category`` (one per category)."""

@@ -206,6 +206,10 @@ def test_a_format_that_does_not_fit_is_logged_as_marked_text_and_said_once(logge
     assert [e.message for e in evs[-1:]] == ["a {} b {} [format does not fit the call: 2]"]
     assert evs[2].fields == {"host": "db1"} and evs[2].source.severity == blog.Severity.WARNING
     assert len({e.source.id for e in evs}) == 3
+    logged.log.info(42)                       # not a str: its text, as logging logs it
+    logged.log.info(["{x}"], 1)
+    assert [e.message for e in logged.read()[-2:]] == ["42", "['{x}'] (1,)"]
+    assert "format must be a str, not int" in capsys.readouterr().err
     logged.session.strict = True     # a site logged as text stays so; a new one raises
     with pytest.raises(blog.CallSiteError, match="1 {} placeholder"):
         logged.log.info("strict {}")

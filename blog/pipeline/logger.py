@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
-from blogformat.values import PLAIN_TYPES, type_name
+from blogformat.values import PLAIN_TYPES, safe_str, type_name
 
 from .. import accel
 from ..contextfields import FIELDS as _CONTEXT
@@ -249,9 +249,15 @@ class Logger:
                 fields, sites = merged, None
         code, lasti = f.f_code, f.f_lasti
         names = tuple(fields)
-        if type(fmt) is not str:
-            raise TypeError(f"{describe(code, f.f_lineno)}: format must be a str, "
-                            f"not {type(fmt).__name__}")
+        if type(fmt) is not str:   # logged as its text (a computed format); strict: raised
+            where = describe(code, f.f_lineno)
+            if self.registry.strict:
+                raise TypeError(f"{where}: format must be a str, not {type(fmt).__name__}")
+            if where not in self._warned:
+                self._warned.add(where)
+                report(f"blog: {where}: format must be a str, not {type(fmt).__name__}; "
+                       "its text is logged (strict=True raises)")
+            fmt = safe_str(fmt)
         registry = self.registry
         values = args + tuple(fields.values()) if fields else args
         # id(code), not code: hashing a code object hashes its whole contents. The

@@ -22,7 +22,8 @@ if TYPE_CHECKING:   # the names below, as type checkers and readers see them
 
     from .contextfields import bind, context, unbind
     from .default import (add_output, basic_config, default_session, flush, flush_async,
-                          get_logger, remove_output, set_writer_name, shutdown)
+                          get_logger, remove_output, set_min_severity, set_writer_name,
+                          shutdown)
     from .errors import CallSiteError, ConfigurationError, FormatError, UnsafeBufferDirectory
     from .files.rotating import RotatingFile
     from .integrations.adapters import adapt
@@ -46,7 +47,8 @@ _DEFINED_IN = {
     "add_output": "blog.default", "basic_config": "blog.default",
     "default_session": "blog.default", "flush": "blog.default", "flush_async": "blog.default",
     "get_logger": "blog.default", "remove_output": "blog.default",
-    "set_writer_name": "blog.default", "shutdown": "blog.default",
+    "set_min_severity": "blog.default", "set_writer_name": "blog.default",
+    "shutdown": "blog.default",
     "FormatError": "blog.errors", "CallSiteError": "blog.errors",
     "ConfigurationError": "blog.errors", "UnsafeBufferDirectory": "blog.errors",
     "RotatingFile": "blog.files.rotating",

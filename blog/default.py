@@ -60,7 +60,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
                  compress: bool = False, crash_buffer: bool = False,
                  crash_dir: str | os.PathLike | None = None,
                  keep_source_lines: bool = False, backtrace: int | None = None,
-                 backtrace_trigger: Severity | int | str = Severity.ERROR) -> Session:
+                 backtrace_trigger: Severity | int | str = Severity.ERROR,
+                 strict: bool | None = None) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
@@ -96,6 +97,10 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     and writes them (marked) before its next event at ``backtrace_trigger`` or above
     (``Session.use_backtrace``): debug detail around every error; ``0`` turns it off,
     and leaving it out keeps what was set.
+
+    ``strict=True`` makes a literal format that does not fit its call raise
+    ``CallSiteError`` (``Session.strict``); by default such an event is logged as text,
+    marked, and stderr says so once per call site. Leaving it out keeps what was set.
     """
     s = default_session()
     policy, fsync_interval = fsync_policy(fsync)
@@ -134,6 +139,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
             f"keep_source_lines must be True or False, not {keep_source_lines!r}")
     if crash_dir is not None and not crash_buffer:
         raise ConfigurationError("crash_dir is where crash_buffer=True keeps its files: give both")
+    if strict is not None and not isinstance(strict, bool):
+        raise ConfigurationError(f"strict must be True or False, not {strict!r}")
     min_severity = to_severity(min_severity)
     backtrace_trigger = to_severity(backtrace_trigger)
     if backtrace is not None and (isinstance(backtrace, bool) or not isinstance(backtrace, int)
@@ -144,6 +151,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
               flush_bytes, channel_capacity, overflow, min_severity,
               os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False)
     s.keep_source_lines = keep_source_lines
+    if strict is not None:
+        s.strict = strict
     if backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
         s.use_backtrace(backtrace, trigger=backtrace_trigger)
     process.install_exit_hooks(flush, lambda *a, **k: get_logger("blog").critical(*a, **k),
@@ -268,6 +277,12 @@ def remove_output(stream: OutputStream) -> bool:
 def get_logger(category: str = "main") -> Logger:
     """The default session's logger for ``category``."""
     return default_session().get_logger(category)
+
+
+def set_min_severity(severity: Severity | int | str | None, category: str | None = None) -> None:
+    """The default session's minimum severity, or with ``category`` that category's and its
+    children's without one of their own (``Session.set_min_severity``)."""
+    default_session().set_min_severity(severity, category)
 
 
 def flush(durable: bool = False) -> None:

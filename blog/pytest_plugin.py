@@ -21,6 +21,8 @@ def blog_capture() -> Iterator[Captured]:
         def test_checkout(blog_capture):
             checkout(cart)
             assert blog_capture.messages() == ["order 42 filled at 101.25"]
+
+    The session is strict meanwhile: a format that does not fit its call raises.
     """
     from .testing import capture
     with capture() as captured:

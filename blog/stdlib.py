@@ -30,7 +30,8 @@ from typing import Any
 from blogformat.guard import owned_by_value
 from blogformat.placeholders import (STYLE_BRACES, STYLE_LITERAL, STYLE_PRINTF, FormatError,
                                      parse_printf, parse_style)
-from blogformat.severity import Severity
+from blogformat.severity import LOGGING_LEVELS
+from blogformat.severity import from_logging as severity_of
 from blogformat.values import type_name
 
 from . import accel
@@ -44,10 +45,9 @@ from .pipeline.source import TooManySources
 
 #: ``logging`` levels and the severity each maps to. Any other level maps to the
 #: nearest of these (a tie to the lower one): 5 and below to trace, 15 to debug,
-#: 25 to info, 60 to critical.
-LEVELS = ((5, Severity.TRACE), (logging.DEBUG, Severity.DEBUG), (logging.INFO, Severity.INFO),
-          (logging.WARNING, Severity.WARNING), (logging.ERROR, Severity.ERROR),
-          (logging.CRITICAL, Severity.CRITICAL))
+#: 25 to info, 60 to critical (``severity_of``, as every severity argument maps a
+#: ``logging`` level: ``log.log(logging.ERROR, ...)``).
+LEVELS = LOGGING_LEVELS
 
 #: The attributes every LogRecord has; any other one came from ``extra`` (or a filter).
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
@@ -58,15 +58,6 @@ _BASE = len(logging.makeLogRecord({}).__dict__)
 MAX_MESSAGES_PER_SITE = 16
 #: Keys a handler remembers; past them, records take the slower path (their sources stay).
 MAX_SITES = 1 << 16
-
-
-def severity_of(levelno: int) -> int:
-    """The blog severity of a ``logging`` level: the nearest of LEVELS, a tie to the lower."""
-    best = LEVELS[0]
-    for lv in LEVELS:
-        if abs(levelno - lv[0]) < abs(levelno - best[0]):
-            best = lv
-    return best[1]
 
 
 def level_number(level: int | str) -> int:

@@ -31,7 +31,8 @@ class Captured:
     """
 
     def __init__(self, session: Session | None = None,
-                 min_severity: Severity | int | str = Severity.TRACE) -> None:
+                 min_severity: Severity | int | str = Severity.TRACE,
+                 strict: bool = True) -> None:
         if session is not None and not isinstance(session, Session):
             raise TypeError(f"capture needs a blog.Session, not {type(session).__name__}")
         self.session = session if session is not None else default_session()
@@ -41,6 +42,8 @@ class Captured:
         self._start = 0
         self._stopped = False
         self._events: list[bread.Event] = []
+        self.strict = strict
+        self._was_strict = False
 
     def start(self) -> "Captured":
         """Capture from now on."""
@@ -48,6 +51,8 @@ class Captured:
         if flush is not None:
             flush()               # what was logged before goes to the output only
         self._start = time.time_ns()
+        self._was_strict = self.session.strict
+        self.session.strict = self.strict
         self.session.add_output(self._out)
         return self
 
@@ -56,6 +61,7 @@ class Captured:
         if not self._stopped:
             self._events = self._read()
             self.session.remove_output(self._out)
+            self.session.strict = self._was_strict
             self._stopped = True
 
     def _read(self) -> list[bread.Event]:
@@ -108,10 +114,15 @@ class _Discard:
 
 
 def capture(session: Session | None = None, *,
-            min_severity: Severity | int | str = Severity.TRACE) -> Captured:
+            min_severity: Severity | int | str = Severity.TRACE,
+            strict: bool = True) -> Captured:
     """Collect the events logged from now until the end of the ``with`` block (or ``stop()``)
-    into ``session`` (the default session if None), at ``min_severity`` or above."""
-    return Captured(session, min_severity)
+    into ``session`` (the default session if None), at ``min_severity`` or above.
+
+    While it captures, the session is strict (``Session.strict``): a literal format that
+    does not fit its call raises ``CallSiteError``, so that a test finds the mistake;
+    ``strict=False`` leaves it logged as text, as in production."""
+    return Captured(session, min_severity, strict)
 
 
 __all__ = ["Captured", "capture"]

@@ -172,7 +172,8 @@ def test_never_configured_output_is_reported(tmp_path):
     assert "never written" in r.stderr
 
 
-def test_mismatched_format_raises_naming_the_call_site(logged):
+def test_mismatched_format_raises_naming_the_call_site_in_a_strict_session(make_logged):
+    logged = make_logged(strict=True)
     with pytest.raises(blog.CallSiteError) as info:
         logged.log.info("a {} b {}", 1)  # the line named below
     msg = str(info.value)
@@ -185,6 +186,35 @@ def test_mismatched_format_raises_naming_the_call_site(logged):
     with pytest.raises(TypeError, match="format must be a str"):
         logged.log.info(42)
     assert logged.read() == []
+
+
+def test_a_format_that_does_not_fit_is_logged_as_marked_text_and_said_once(logged, capsys):
+    # Proves: by default a log call never raises for its format: the event is logged, its
+    # format as text (braces and all), marked, its arguments after it and its fields kept;
+    # stderr says so once per call site; the fast path takes the site's next calls.
+    for i in range(3):
+        logged.log.info("no args {}")
+        logged.log.info('got {"a": 1}')
+        logged.log.warning("a {} b {}", i, host="db1")
+    err = capsys.readouterr().err
+    assert err.count("logged as text") == 3 and __file__ in err
+    evs = logged.read()
+    assert [e.message for e in evs[:3]] == [
+        "no args {} [format does not fit the call]",
+        'got {"a": 1} [format does not fit the call]',
+        "a {} b {} [format does not fit the call: 0]"]
+    assert [e.message for e in evs[-1:]] == ["a {} b {} [format does not fit the call: 2]"]
+    assert evs[2].fields == {"host": "db1"} and evs[2].source.severity == blog.Severity.WARNING
+    assert len({e.source.id for e in evs}) == 3
+    logged.log.info(42)                       # not a str: its text, as logging logs it
+    logged.log.info(["{x}"], 1)
+    assert [e.message for e in logged.read()[-2:]] == ["42", "['{x}'] (1,)"]
+    assert "format must be a str, not int" in capsys.readouterr().err
+    logged.session.strict = True     # a site logged as text stays so; a new one raises
+    with pytest.raises(blog.CallSiteError, match="1 {} placeholder"):
+        logged.log.info("strict {}")
+    with pytest.raises(blog.ConfigurationError):
+        logged.session.strict = 1
 
 
 def test_two_sites_with_the_same_format_are_two_sources(logged):
@@ -218,6 +248,44 @@ def test_severity_control_per_logger_and_session(logged):
     assert [e.message for e in logged.read()] == ["yes 1", "yes 2", "yes 3", "yes 4"]
     with pytest.raises(ValueError):
         log.set_min_severity("loud")
+
+
+def test_a_category_minimum_applies_to_its_children_without_their_own(logged):
+    # Proves: as logging's logger tree: a minimum set for "db" applies to "db.pool" and
+    # "db.pool.conn" (made before or after), not to "dbx" nor "db"'s parent; a child's own
+    # minimum wins, None gives its parent's back; the session's minimum still applies.
+    s = logged.session
+    conn = s.get_logger("db.pool.conn")
+    s.set_min_severity("warning", category="db")
+    pool, db, dbx = s.get_logger("db.pool"), s.get_logger("db"), s.get_logger("dbx")
+    assert (db.min_severity, pool.min_severity, conn.min_severity, dbx.min_severity) == (
+        blog.Severity.WARNING, blog.Severity.WARNING, blog.Severity.WARNING,
+        blog.Severity.TRACE)
+    for lg in (db, pool, conn, dbx):
+        lg.info("info {}", lg.category)
+        lg.warning("warning {}", lg.category)
+    pool.set_min_severity("debug")            # its own: conn under it follows it
+    conn.debug("debug {}", "conn")
+    db.debug("debug {}", "db")
+    assert not s.get_logger("db.other").enabled("info")
+    pool.set_min_severity(None)               # db's again
+    conn.info("info {}", "conn again")
+    s.set_min_severity("error")
+    dbx.warning("warning {}", "dbx under the session's error")
+    s.set_min_severity("trace")
+    s.set_min_severity(None, category="db")
+    conn.trace("trace {}", "conn")
+    assert [e.message for e in logged.read()] == [
+        "warning db", "warning db.pool", "warning db.pool.conn", "info dbx", "warning dbx",
+        "debug conn", "trace conn"]
+    with pytest.raises(TypeError):
+        s.set_min_severity(None)
+    blog.set_min_severity("error", category="hier.test")    # the default session's
+    try:
+        assert blog.get_logger("hier.test.child").min_severity == blog.Severity.ERROR
+    finally:
+        blog.set_min_severity(None, category="hier.test")
+    assert blog.get_logger("hier.test.child").min_severity == blog.Severity.TRACE
 
 
 def test_severities_have_the_cpp_values(logged):
@@ -451,6 +519,26 @@ def test_basic_config_rejects_bad_settings(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:-1] == [f"rejected {k}" for k in (
         "overflow", "channel_capacity", "flush_bytes", "flush_interval", "mode", "output")]
+
+
+def test_basic_config_strict_makes_a_format_that_does_not_fit_raise(tmp_path):
+    r = run_python("""
+        import blog
+        log = blog.get_logger()
+        blog.basic_config("x.blog")
+        log.info("lenient {}")
+        blog.basic_config("x.blog", strict=True)
+        try:
+            log.info("strict {}")
+        except blog.CallSiteError:
+            print("raised")
+        blog.basic_config("x.blog")          # left out: as it was
+        print(blog.default_session().strict)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["raised", "True"]
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == [
+        "lenient {} [format does not fit the call]"]
 
 
 def test_computed_format_with_braces_is_logged_as_text(logged, capsys):
@@ -931,7 +1019,9 @@ def test_failed_reconfiguration_keeps_the_old_output(tmp_path):
     assert not (tmp_path / "b.blog").exists()
 
 
-def test_a_site_called_with_another_argument_count_is_checked_again(logged):
+def test_a_site_called_with_another_argument_count_is_checked_again(make_logged):
+    logged = make_logged(strict=True)
+
     def call(args):
         logged.log.info("{} {}", *args)   # one call site, a varying number of arguments
 
@@ -1066,6 +1156,38 @@ def test_the_c_reader_is_built_unless_asked_not_to():
         assert bread.accel.merge is not None, "bread/_merge.c was not built"
 
 
+def test_logging_levels_and_names_are_severities_everywhere_one_is_taken():
+    # Proves: logging's int levels map as the bridge maps them (log.log(logging.ERROR)
+    # was a severity of 40: "????", below trace), in a call, a minimum, a decoration and
+    # a reader's filter; logging's names (WARN, FATAL) too; blog's own values stay.
+    import logging
+    s = blog.Session(min_severity=logging.INFO)
+    assert s.min_severity == blog.Severity.INFO
+    log = s.get_logger()
+    log.set_min_severity(logging.WARNING)
+    assert log.min_severity == blog.Severity.WARNING and not log.enabled(logging.INFO)
+    log.set_min_severity("trace")
+    s.set_min_severity(logging.DEBUG)
+    log.log(logging.ERROR, "error {}", 1)
+    log.log(logging.INFO, "info {}", 2)
+    log.log(logging.DEBUG, "debug {}", 3)        # at the minimum: kept
+    log.log(5, "trace {}", 4)                    # below it
+    log.log("fatal", "fatal {}", 5)
+    log.log(0x20, "trace")
+    log.log(0x7FFF, "top")
+    ev = blog.event("ev {}", severity=logging.CRITICAL, session=s)(lambda x: None)
+    ev(6)
+    s.consume(out := blog.MemoryOutputStream())
+    data = io.BytesIO(out.getvalue())
+    got = [(int(e.severity), e.message) for e in bread.read(data)]
+    assert got == [(0x200, "error 1"), (0x80, "info 2"), (0x40, "debug 3"), (0x400, "fatal 5"),
+                   (0x7FFF, "top"), (0x400, "ev 6")]
+    assert [e.message for e in bread.read(io.BytesIO(out.getvalue()),
+                                          min_severity=logging.ERROR)] == [
+        "error 1", "fatal 5", "top", "ev 6"]
+    assert blog.Severity.ERROR == blog.stdlib.severity_of(logging.ERROR)
+
+
 def test_a_severity_out_of_range_is_refused_at_the_call_and_never_poisons_the_session():
     # Proves: an int severity beyond 0..NO_LOGS raises ValueError where it is given (a
     # call, a decoration, a minimum), and the session goes on writing every later event.
@@ -1117,7 +1239,7 @@ def test_a_long_literal_format_is_kept_whole_and_one_beyond_the_limit_is_refused
     # Proves: a format is never cut (a cut once made placeholders past 64 KiB vanish): one
     # of 100 KiB renders whole; one beyond MAX_FORMAT raises at its call site.
     from blog.pipeline.source import MAX_FORMAT
-    s = blog.Session()
+    s = blog.Session(strict=True)
     out = blog.MemoryOutputStream()
     ns = {"log": s.get_logger()}
     exec(compile(f"def long():\n    log.info({'x' * 100_000 + ' end {}'!r}, 7)\n",

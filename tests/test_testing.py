@@ -80,3 +80,20 @@ def test_a_capture_of_a_session_written_by_hand_leaves_its_output_whole(tmp_path
     assert logged.messages() == ["during 2"]
     assert [ev.message for ev in bread.read(str(tmp_path / "x.blog"))] == [
         "before 1", "during 2", "after 3"]
+
+
+def test_a_capture_is_strict_so_that_a_test_finds_a_format_that_does_not_fit(blog_capture):
+    # Proves: inside the fixture and blog.testing.capture a literal format that does not
+    # fit its call raises (in production it is logged as text); the session is as it was
+    # after, and capture(strict=False) logs it as text.
+    log = blog.get_logger("shop")
+    with pytest.raises(blog.CallSiteError, match="1 {} placeholder"):
+        log.info("fixture {}")
+    s = blog.Session()
+    with pytest.raises(blog.CallSiteError, match="2 {} placeholder"):
+        with blog.testing.capture(s):
+            s.get_logger().info("{} and {}", 1)
+    assert s.strict is False
+    with blog.testing.capture(s, strict=False) as logged:
+        s.get_logger().info("lenient {}")
+    assert logged.messages() == ["lenient {} [format does not fit the call]"]

@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
-from blogformat.values import PLAIN_TYPES, type_name
+from blogformat.values import PLAIN_TYPES, safe_str, type_name
 
 from .. import accel
 from ..contextfields import FIELDS as _CONTEXT
 from ..contextfields import state as _context_state
 from ..contextfields import with_context
 from ..report import report
-from .source import DYNAMIC_FORMAT, CallSiteError, TooManySources, check_template, describe
+from .source import (DYNAMIC_FORMAT, CallSiteError, TooManySources, check_template, describe,
+                     unfit)
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -148,7 +149,6 @@ class Logger:
         self.registry = registry   # the session's sources and settings
         self.writers = writers     # and its threads' writers
         self.category = category
-        self._own_min: int = Severity.TRACE
         self.threshold: int = Severity.TRACE   # the least severity logged now (read by C too)
         self._formats: dict[tuple, set[str]] = {}
         self._warned: set[str] = set()
@@ -165,13 +165,16 @@ class Logger:
 
     @property
     def min_severity(self) -> int:
-        """This logger's own minimum severity (the session's minimum applies too)."""
-        return self._own_min
+        """This category's minimum severity: its own, or else its nearest parent's (``db``'s
+        for ``db.pool``), or TRACE; the session's minimum applies too."""
+        return self.registry.min_of(self.category)
 
-    def set_min_severity(self, severity: Severity | int | str) -> None:
-        """Disable events below ``severity`` for this logger, at runtime."""
-        self._own_min = to_severity(severity)
-        self.refresh()
+    def set_min_severity(self, severity: Severity | int | str | None) -> None:
+        """Disable events below ``severity`` for this category and the categories under it
+        that have no minimum of their own (``db.pool`` under ``db``), at runtime; None: this
+        category's parent's minimum applies again."""
+        self.registry.set_category_min(
+            self.category, None if severity is None else to_severity(severity))
 
     def enabled(self, severity: Severity | int | str) -> bool:
         """True if an event of ``severity`` would be logged."""
@@ -181,7 +184,7 @@ class Logger:
         """Apply the minimum severities in force (the session calls it when its own changes)."""
         # A disabled level is an instance attribute bound to a no-op function:
         # the call costs no more than calling an empty function.
-        self.threshold = max(self._own_min, self.registry.min_severity)
+        self.threshold = max(self.registry.min_of(self.category), self.registry.min_severity)
         bt = self.registry.backtrace
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
             if sev >= self.threshold:
@@ -246,9 +249,15 @@ class Logger:
                 fields, sites = merged, None
         code, lasti = f.f_code, f.f_lasti
         names = tuple(fields)
-        if type(fmt) is not str:
-            raise TypeError(f"{describe(code, f.f_lineno)}: format must be a str, "
-                            f"not {type(fmt).__name__}")
+        if type(fmt) is not str:   # logged as its text (a computed format); strict: raised
+            where = describe(code, f.f_lineno)
+            if self.registry.strict:
+                raise TypeError(f"{where}: format must be a str, not {type(fmt).__name__}")
+            if where not in self._warned:
+                self._warned.add(where)
+                report(f"blog: {where}: format must be a str, not {type(fmt).__name__}; "
+                       "its text is logged (strict=True raises)")
+            fmt = safe_str(fmt)
         registry = self.registry
         values = args + tuple(fields.values()) if fields else args
         # id(code), not code: hashing a code object hashes its whole contents. The
@@ -290,24 +299,38 @@ class Logger:
         try:
             tpl = check_template(fmt, len(args), names, where)
         except CallSiteError as exc:
-            # A literal format that does not fit its call is a bug to report at once.
-            # A computed one (an f-string whose text holds braces) is logged as text.
-            if _is_literal(fmt, code) or f is _NO_FRAME:
+            # A format that does not fit its call is logged as text, said once per call
+            # site on stderr; a strict session raises for a literal one (a bug to fix).
+            # A computed one (an f-string whose text holds braces) never raises.
+            literal = _is_literal(fmt, code) or f is _NO_FRAME
+            if literal and self.registry.strict:
                 raise
             if where not in self._warned:
                 self._warned.add(where)
-                report(f"blog: {exc}; a computed format string is logged as text")
+                report(f"blog: {exc}; " + ("logged as text (strict=True raises)" if literal
+                                           else "a computed format string is logged as text"))
             seen.add(fmt)   # counts toward the site's limit, which bounds the keys kept
-            return self.registry.add_site(key, self._dynamic(key, level, f, names), code)
+            text = unfit(fmt, len(args)) if literal else None
+            if text is None:
+                return self.registry.add_site(key, self._dynamic(key, level, f, names), code)
+            return self._add(key, level, f, text, values, names, len(args), parse(text))
         seen.add(fmt)
+        source = self._add(key, level, f, fmt, values, names, len(args), tpl)
+        if self.registry.is_overflow(source):
+            seen.discard(fmt)   # nothing kept for it: the limit bounds what is kept
+        return source
+
+    def _add(self, key: tuple, level: int, f: Any, fmt: str, values: tuple,
+             names: tuple[str, ...], positional: int, tpl: Any) -> Any:
+        """Register the call site's source of format ``fmt``, or an overflow source."""
+        code = f.f_code
         tags = ",".join(type_name(type(v)) for v in values)
         try:
             return self.registry.add_source(
                 key=key, severity=level, category=self.category, function=code.co_qualname,
                 file=code.co_filename, line=f.f_lineno, format=fmt, arg_tags=tags,
-                field_names=names, positional=len(args), template=tpl, code=code)
+                field_names=names, positional=positional, template=tpl, code=code)
         except TooManySources:
-            seen.discard(fmt)   # nothing kept for it: the limit bounds what is kept
             return self.registry.overflow_source(level)
 
     def _dynamic(self, key: tuple, level: int, f: Any, names: tuple[str, ...]) -> Any:

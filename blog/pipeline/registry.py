@@ -10,9 +10,10 @@ A crash buffer, when the session has one, is told of each entry as it is made
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import CodeType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from blogformat import valuetypes
 from blogformat.entries import SOURCE_BACKTRACE, EventSource, Metadata, WriterProp
@@ -36,6 +37,14 @@ OVERFLOW_CATEGORY = "blog.overflow"
 MAX_METADATA_TEXT = 1 << 16
 
 
+class Reader(Protocol):
+    """What reads the settings (a Logger): told to read them again when they change."""
+
+    category: str
+
+    def refresh(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Backtrace:
     """A session's backtrace settings (``Session.use_backtrace``)."""
@@ -56,7 +65,14 @@ class Registry:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.min_severity: int = Severity.TRACE   # no logger of the session logs below it
+        #: The minimums set per category (``set_category_min``); a category without one has
+        #: its nearest parent's, as ``logging``'s logger tree does.
+        self.category_min: dict[str, int] = {}
+        self.loggers: Mapping[str, Reader] = {}   # the session's loggers, by category
         self.backtrace: Backtrace | None = None    # Session.use_backtrace
+        #: A literal format that does not fit its call raises CallSiteError (Session.strict);
+        #: otherwise it is logged as text.
+        self.strict = False
         #: Keep the source line of each traceback frame of a logged exception (read from its
         #: file at the call); by default only file, line and function are kept, and the
         #: reader shows the line from the file where it has it.
@@ -82,6 +98,41 @@ class Registry:
         and logged again from inside (a gc callback, a finalizer). A drainer needs that
         lock, so such a thread must not wait for one."""
         return self.lock._is_owned()   # type: ignore[attr-defined]  # RLock's own check
+
+    # --- minimum severities -----------------------------------------------------
+
+    def min_of(self, category: str) -> int:
+        """The minimum set for ``category``, or else for its nearest parent (``db`` for
+        ``db.pool`` and ``db.pool.conn``); TRACE if none is. The session's applies too."""
+        mins = self.category_min
+        while mins:
+            m = mins.get(category)
+            if m is not None:
+                return m
+            dot = category.rfind(".")
+            if dot < 0:
+                break
+            category = category[:dot]
+        return Severity.TRACE
+
+    def set_category_min(self, category: str, severity: int | None) -> None:
+        """Set ``category``'s own minimum (None: its parent's again); its loggers and its
+        children's read it at once."""
+        with self.lock:
+            if severity is None:
+                self.category_min.pop(category, None)
+            else:
+                self.category_min[category] = severity
+            below = category + "."
+            for lg in list(self.loggers.values()):
+                if lg.category == category or lg.category.startswith(below):
+                    lg.refresh()
+
+    def refresh_loggers(self) -> None:
+        """Every logger reads the settings again (the session's minimum or backtrace changed)."""
+        with self.lock:
+            for lg in list(self.loggers.values()):
+                lg.refresh()
 
     # --- event sources and call sites -----------------------------------------
 

@@ -48,22 +48,25 @@ class Session:
 
     ``channel_capacity`` bounds each thread's queue in bytes; ``overflow``
     says what a full queue does: ``"block"`` (wait for the consumer; the
-    default) or ``"drop"`` (drop and count; the file records how many).
+    default) or ``"drop"`` (drop and count; the file records how many). ``strict``:
+    a literal format that does not fit its call raises ``CallSiteError`` (``strict``).
     """
 
     def __init__(self, *, min_severity: Severity | int | str = Severity.TRACE,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK,
-                 name: str | None = None) -> None:
+                 name: str | None = None, strict: bool = False) -> None:
         self.pressure = Backpressure(capacity=channel_capacity, policy=overflow)
         self.name = name or "blog"
         self.stats = SessionStats()
         self.registry = Registry()    # sources, sites, types, metadata to write; its lock
         self.registry.min_severity = to_severity(min_severity)
+        self.strict = strict
         self.writers = Writers(self.registry, self.pressure)
         self._consume_lock = threading.RLock()   # one consume at a time
         self._reported_drops: dict[int, int] = {}   # writer id -> drops recorded in the output
         self._counted_drops: dict[int, int] = {}    # writer id -> drops counted in stats
         self._loggers: dict[str, Logger] = {}
+        self.registry.loggers = self._loggers    # read when a minimum changes
         self._output = Output(self.stats, self.name)
         self._consuming: int | None = None       # ident of the thread inside consume()
         process.track(process.SESSION, self)
@@ -157,12 +160,37 @@ class Session:
         """Events below this severity are not logged by any logger of the session."""
         return self.registry.min_severity
 
-    def set_min_severity(self, severity: Severity | int | str) -> None:
-        """Change the session-wide minimum severity at runtime."""
+    def set_min_severity(self, severity: Severity | int | str | None,
+                         category: str | None = None) -> None:
+        """Change the session-wide minimum severity at runtime; with ``category``, that
+        category's own, which its children without one share (``"db"`` applies to
+        ``db.pool`` and ``db.pool.conn``, as ``logging``'s logger tree does; None: its
+        parent's again). The session-wide minimum applies to every category too."""
+        if category is not None:
+            if not isinstance(category, str):
+                raise TypeError(f"category must be a str, not {type(category).__name__}")
+            self.registry.set_category_min(
+                category, None if severity is None else to_severity(severity))
+            return
+        if severity is None:
+            raise TypeError("the session-wide minimum needs a severity, not None")
         with self.registry.lock:
             self.registry.min_severity = to_severity(severity)
-            for lg in list(self._loggers.values()):
-                lg.refresh()
+            self.registry.refresh_loggers()
+
+    @property
+    def strict(self) -> bool:
+        """True: a literal format that does not fit its call (``log.info("no args {}")``)
+        raises ``CallSiteError`` at the call site's first call, as tests want. False (the
+        default): the event is logged, its format as text marked and its arguments after
+        it, and stderr says so once per call site: a log call never raises."""
+        return self.registry.strict
+
+    @strict.setter
+    def strict(self, strict: bool) -> None:
+        if not isinstance(strict, bool):
+            raise ConfigurationError(f"strict must be True or False, not {strict!r}")
+        self.registry.strict = strict
 
     @property
     def backtrace(self) -> Backtrace | None:
@@ -195,8 +223,7 @@ class Session:
             self.registry.backtrace = bt
             for w in self.writers.all:
                 w.forget_backtrace()
-            for lg in list(self._loggers.values()):
-                lg.refresh()
+            self.registry.refresh_loggers()
 
     def get_logger(self, category: str = "main") -> Logger:
         """The session's logger for ``category`` (one per category)."""

@@ -39,6 +39,22 @@ DYNAMIC_FORMAT = "{}"
 MAX_FORMAT = 1 << 20
 
 
+#: What follows the text of a format that does not fit its call, logged as text (``unfit``).
+UNFIT_MARK = " [format does not fit the call]"
+
+
+def unfit(fmt: str, positional: int) -> str | None:
+    """The format of a source for a call whose format ``fmt`` does not fit it: ``fmt`` as
+    text (its braces escaped), marked, then the call's positional arguments by ``repr``
+    (its keyword fields stay fields). None if that would be longer than MAX_FORMAT."""
+    text = fmt.replace("{", "{{").replace("}", "}}")
+    if positional:
+        text += UNFIT_MARK[:-1] + ": " + ", ".join(["{!r}"] * positional) + "]"
+    else:
+        text += UNFIT_MARK
+    return text if len(text) <= MAX_FORMAT else None
+
+
 def check_template(fmt: str, positional: int, fields: tuple[str, ...], where: str) -> Template:
     """Parse ``fmt`` and check it against the call's arguments; raise CallSiteError naming ``where``."""
     if len(fmt) > MAX_FORMAT:

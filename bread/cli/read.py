@@ -65,7 +65,8 @@ def parser() -> argparse.ArgumentParser:
                    help="events in time order across writers and inputs (bounded memory)")
     p.add_argument("-l", "--min-severity", "--level", dest="level", metavar="SEVERITY",
                    help="only events of this severity or above (trace, debug, info, warning, "
-                        "error, critical); --level is its old name")
+                        "error, critical; or logging's names: warn, fatal); --level is its "
+                        "old name")
     p.add_argument("-c", "--category", metavar="NAMES",
                    help="only these categories (comma-separated)")
     p.add_argument("--since", metavar="TIME",

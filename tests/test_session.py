@@ -836,14 +836,13 @@ def test_logging_inside_consume_with_a_full_blocking_channel_returns(tmp_path):
     # A GC callback that logs while its thread is inside consume() (holding the consume
     # lock) must not wait for the consumer thread, which waits for that lock.
     r = run_python("""
-        import gc, threading, blog, bread
+        import gc, blog, bread
         out = blog.MemoryOutputStream()
         s = blog.basic_config(out, channel_capacity=4096, flush_bytes=4096, flush_interval=5)
         log = blog.get_logger("m")
-        me = threading.get_ident()
         armed = [False]
         def cb(phase, info):
-            if armed[0] and phase == "start" and s._consuming == me:
+            if armed[0] and phase == "start" and s.consuming_here():
                 armed[0] = False
                 for i in range(200):
                     log.info("from gc {} {}", i, "y" * 50)

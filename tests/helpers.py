@@ -7,6 +7,7 @@ import io
 import subprocess
 import sys
 import textwrap
+import threading
 from typing import Callable
 
 import blog
@@ -103,6 +104,27 @@ class Trickle(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         return self._f.read(min(self._n, size) if size >= 0 else self._n)
+
+
+def in_threads(work: Callable[[int], object], n: int, name: str | None = None) -> None:
+    """Run ``work(0)`` to ``work(n - 1)`` each in a thread of its own, all at once, and wait
+    for them; ``name``: the threads' names, formatted with their number (``"w{}"``)."""
+    threads = [threading.Thread(target=work, args=(k,),
+                                name=None if name is None else name.format(k))
+               for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def with_crash_buffer(session, path, stream):
+    """A crash buffer for the log at ``path`` that ``session`` writes to ``stream``, in use by
+    the session: the ``blog.files.crashbuf.CrashBuffer``."""
+    from blog.files.crashbuf import CrashBuffer, buffer_directory
+    cb = CrashBuffer(buffer_directory(path), stream.path, session.descriptor)
+    session.use_crash_buffer(cb)
+    return cb
 
 
 def run_cli(argv, capsys) -> tuple[int, str, str]:

@@ -9,7 +9,6 @@ import tracemalloc
 
 import pytest
 
-import blog
 import bread
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,

@@ -1,5 +1,7 @@
-"""What several test files share: the way to start a child Python, sample types, and logs
-written and read back. Imported by the tests as ``helpers`` (pytest puts tests/ on the path)."""
+"""What several test files share: the way to start a child Python, sample types, logs
+written and read back, and the few reaches into private state that no public way replaces
+(each says why). Imported by the tests and conftest.py as ``helpers`` (pytest puts tests/
+on the path)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import threading
 from typing import Callable
 
 import blog
+import bread
 from bread import cli
 
 #: The first program of every child: SIGINT and SIGTERM back to their default actions, then
@@ -72,6 +75,25 @@ class Ratio(float):
 
 
 # --- logs written and read back ---------------------------------------------------------
+
+
+class Logged:
+    """A private session writing into memory, and a way to read what it wrote."""
+
+    def __init__(self, **options) -> None:
+        self.session = blog.Session(**options)
+        self.log = self.session.get_logger("main")
+        self.out = blog.MemoryOutputStream()
+
+    def consume(self) -> int:
+        return self.session.consume(self.out)
+
+    def read(self) -> list[bread.Event]:
+        self.consume()
+        self.reader = bread.read(io.BytesIO(self.out.getvalue()))
+        events = list(self.reader)
+        assert self.reader.damage == []
+        return events
 
 
 def write_log(path, n: int = 50, tag: str = "a") -> bytes:

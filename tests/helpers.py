@@ -1,13 +1,19 @@
-"""What several test files share: the way to start a child Python, sample types, and logs
-written and read back. Imported by the tests as ``helpers`` (pytest puts tests/ on the path)."""
+"""What several test files share: the way to start a child Python, sample types, logs
+written and read back, and the few reaches into private state that no public way replaces
+(each says why). Imported by the tests and conftest.py as ``helpers`` (pytest puts tests/
+on the path)."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import textwrap
+import threading
+from typing import Callable
 
 import blog
+import bread
 from bread import cli
 
 #: The first program of every child: SIGINT and SIGTERM back to their default actions, then
@@ -71,6 +77,25 @@ class Ratio(float):
 # --- logs written and read back ---------------------------------------------------------
 
 
+class Logged:
+    """A private session writing into memory, and a way to read what it wrote."""
+
+    def __init__(self, **options) -> None:
+        self.session = blog.Session(**options)
+        self.log = self.session.get_logger("main")
+        self.out = blog.MemoryOutputStream()
+
+    def consume(self) -> int:
+        return self.session.consume(self.out)
+
+    def read(self) -> list[bread.Event]:
+        self.consume()
+        self.reader = bread.read(io.BytesIO(self.out.getvalue()))
+        events = list(self.reader)
+        assert self.reader.damage == []
+        return events
+
+
 def write_log(path, n: int = 50, tag: str = "a") -> bytes:
     """``n`` events "event {i} of {tag}" of a private session, consumed every ten; written
     to ``path`` too unless it is None."""
@@ -89,11 +114,52 @@ def write_log(path, n: int = 50, tag: str = "a") -> bytes:
     return data
 
 
+class Trickle(io.RawIOBase):
+    """A pipe-like stream (it cannot seek): every read returns at most ``n`` bytes."""
+
+    def __init__(self, data: bytes, n: int) -> None:
+        self._f = io.BytesIO(data)
+        self._n = n
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        return self._f.read(min(self._n, size) if size >= 0 else self._n)
+
+
+def in_threads(work: Callable[[int], object], n: int, name: str | None = None) -> None:
+    """Run ``work(0)`` to ``work(n - 1)`` each in a thread of its own, all at once, and wait
+    for them; ``name``: the threads' names, formatted with their number (``"w{}"``)."""
+    threads = [threading.Thread(target=work, args=(k,),
+                                name=None if name is None else name.format(k))
+               for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def with_crash_buffer(session, path, stream):
+    """A crash buffer for the log at ``path`` that ``session`` writes to ``stream``, in use by
+    the session: the ``blog.files.crashbuf.CrashBuffer``."""
+    from blog.files.crashbuf import CrashBuffer, buffer_directory
+    cb = CrashBuffer(buffer_directory(path), stream.path, session.descriptor)
+    session.use_crash_buffer(cb)
+    return cb
+
+
 def run_cli(argv, capsys) -> tuple[int, str, str]:
     """``bread`` run in this process: its exit code, stdout and stderr."""
     code = cli.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+# --- reaches inside: where no public way shows what a test proves -------------------------
+#
+# Each of these touches private state of the product, in one place, and says why: the
+# tests call them rather than reach in themselves.
 
 
 def abandon(cb) -> None:
@@ -107,3 +173,95 @@ def abandon(cb) -> None:
     cb._words.release()
     cb._ctl.close()           # (an mmap holds a descriptor of its own: the lock with it)
     os.close(cb._fd)
+
+
+def count_reader_fallbacks(monkeypatch) -> list[tuple]:
+    """The events the C decoder leaves to Python from now on (one entry each), for a test
+    that the fast path stays fast. Reaches into ``bread.decoder.Decoder``: what C hands
+    over reads back the same, so nothing public tells the two apart."""
+    import bread.decoder
+    calls: list[tuple] = []
+    orig = bread.decoder.Decoder._fallback
+
+    def counting(self, *a):
+        calls.append(a)
+        return orig(self, *a)
+
+    monkeypatch.setattr(bread.decoder.Decoder, "_fallback", counting)
+    return calls
+
+
+def count_slow_calls(monkeypatch) -> list[str]:
+    """The formats of the calls that take a logger's slow path from now on (loggers made
+    after this call). Reaches into ``blog.pipeline.logger.Logger``: the slow path writes
+    the bytes the fast one would, so nothing public tells the two apart."""
+    import blog.pipeline.logger
+    calls: list[str] = []
+    real = blog.pipeline.logger.Logger._slow
+
+    def counting(self, *a, **k):
+        calls.append(a[3])
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(blog.pipeline.logger.Logger, "_slow", counting)
+    return calls
+
+
+def count_slow_records(handler) -> list:
+    """The records a ``blog.stdlib.BlogHandler`` sends down its slow path from now on.
+    Reaches into the handler: the slow path writes what the fast one would, so nothing
+    public tells the two apart."""
+    records: list = []
+    first = handler._emit
+    handler._emit = lambda record: (records.append(record), first(record))
+    return records
+
+
+def texts_kept(event) -> dict:
+    """The texts a ``bread.Event`` carries from its call (a value's str or repr kept where
+    its class's style could not derive it). Reaches into the event: its message is the
+    same either way, only the file's size differs."""
+    return event._texts
+
+
+def interrupt_encoding(ch, between: Callable[[], object]) -> None:
+    """Make a ``PyChannel``'s next push call ``between`` once, after it encoded its event
+    and before it appends it: where a signal handler that logs may run. Reaches into the
+    channel: no public way stops a push at that point."""
+    encode = ch._encode
+    fired: list[int] = []
+
+    def interrupted(*a):
+        b = encode(*a)
+        if not fired:
+            fired.append(1)
+            between()
+        return b
+
+    ch._encode = interrupted
+
+
+def pure_python_clock(monkeypatch, clock: Callable[[], int]) -> None:
+    """Log on the pure-Python path with ``clock`` (ns since the epoch) as the loggers'
+    clock. Reaches into ``blog.pipeline.logger``: the clock is not a parameter (the C path
+    reads it itself)."""
+    import blog.pipeline.logger
+    monkeypatch.setattr(blog.accel, "speedups", None)
+    monkeypatch.setattr(blog.pipeline.logger, "_time_ns", clock)
+
+
+def reader_zones(monkeypatch, zone: Callable[[list | None], object]) -> None:
+    """Read as on a machine whose zone rules are ``zone`` (an encoded tz -> a tzinfo).
+    Reaches into ``blogformat.valuedecoding``: the reader finds zones by name through
+    ``zoneinfo``, which no public setting redirects per test."""
+    from blogformat import valuedecoding
+    monkeypatch.setattr(valuedecoding, "_zone", zone)
+
+
+def format_cache(monkeypatch, chars: int) -> Callable[[], int]:
+    """Bound ``bread.events``' cache of parsed formats to ``chars`` characters; a function
+    giving how many it holds. Reaches into the cache: what it holds shows nowhere but in
+    memory."""
+    from bread import events
+    monkeypatch.setattr(events, "_CACHE_CHARS", chars)
+    return lambda: sum(len(k if type(k) is str else k[0]) for k in events._templates)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import textwrap
-import threading
 
 import pytest
 
 import blog
 import bread
 
-from helpers import python_child
+from helpers import in_threads, python_child, run_python
 
 
 def test_a_backtrace_is_flushed_by_an_error(make_logged):
@@ -53,11 +51,7 @@ def test_each_thread_keeps_its_own_backtrace(make_logged):
             log.error("an error is not the trigger here")
             log.critical("t1 down")
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(3)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    in_threads(work, 3)
     got = [(ev.backtrace, ev.message) for ev in logged.read()]
     assert got == [(False, "an error is not the trigger here"),
                    (True, "t1 0"), (True, "t1 1"), (True, "t1 2"), (False, "t1 down")]
@@ -114,14 +108,14 @@ def test_turning_it_off_and_bad_settings(make_logged):
 
 
 def test_basic_config_backtrace(tmp_path):
-    r = subprocess.run(python_child("-c", textwrap.dedent("""
+    r = run_python("""
         import blog
         blog.basic_config("x.blog", min_severity="info", backtrace=2)
         log = blog.get_logger()
         for i in range(4): log.debug("d {}", i)
         log.error("e")
         blog.shutdown()
-    """)), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    """, tmp_path, timeout=60)
     assert r.returncode == 0, r.stderr
     got = [(ev.backtrace, ev.message) for ev in bread.read(str(tmp_path / "x.blog"))]
     assert got == [(True, "d 2"), (True, "d 3"), (False, "e")]
@@ -129,7 +123,7 @@ def test_basic_config_backtrace(tmp_path):
 
 
 def test_basic_config_again_keeps_the_backtrace_unless_told(tmp_path):
-    r = subprocess.run(python_child("-c", textwrap.dedent("""
+    r = run_python("""
         import blog
         s = blog.basic_config("x.blog", min_severity="info", backtrace=3)
         blog.basic_config("x.blog", min_severity="info")
@@ -137,5 +131,5 @@ def test_basic_config_again_keeps_the_backtrace_unless_told(tmp_path):
         blog.basic_config("x.blog", min_severity="info", backtrace=0)
         assert s.backtrace is None
         blog.shutdown()
-    """)), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    """, tmp_path, timeout=60)
     assert r.returncode == 0, r.stderr

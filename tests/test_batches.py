@@ -8,7 +8,6 @@ import dataclasses
 import datetime as dt
 import io
 import os
-import threading
 from decimal import Decimal
 
 import pytest
@@ -22,6 +21,7 @@ from bread import accel
 from bread.columnar import batches
 from bread.columnar.batches import COLUMNS
 from bread.export import json_text, json_value
+from helpers import in_threads
 
 pa = pytest.importorskip("pyarrow", reason="the Arrow form needs pyarrow (make test installs it)")
 
@@ -109,11 +109,7 @@ def a_log() -> bytes:
             if i % 100 == 0:
                 s.consume(out)
 
-    ts = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    in_threads(worker, 2)
     s.consume(out)
     return out.getvalue()
 

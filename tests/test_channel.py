@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blog.pipeline.channel import PyChannel
+from helpers import interrupt_encoding
 
 try:   # both channels in every run, whichever hot path the run uses
     from blog._speedups import Channel as C
@@ -69,17 +70,11 @@ def test_a_push_in_the_middle_of_a_push_keeps_clocks_right():
     # As a signal handler that logs would: a second push starts while the first is
     # between encoding its clock delta and appending. Both clocks must decode exactly.
     ch = PyChannel(1 << 20, 1 << 20, None, 0)
-    encode = ch._encode
-    fired: list[int] = []
 
-    def interrupted(*a):
-        b = encode(*a)
-        if not fired:
-            fired.append(1)
-            assert ch.push_values(2, 150, ("from handler",))
-        return b
+    def handler() -> None:
+        assert ch.push_values(2, 150, ("from handler",))
 
-    ch._encode = interrupted
+    interrupt_encoding(ch, handler)
     assert ch.push_values(1, 100, ("outer",))
     assert ch.push_values(1, 200, ("after",))
     assert decode(ch.take()) == [(1, 100, ["outer"]), (2, 150, ["from handler"]),

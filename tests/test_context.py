@@ -8,7 +8,6 @@ import contextvars
 import json
 import logging
 import subprocess
-import textwrap
 import threading
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 import blog
 import blog.stdlib
 
-from helpers import python_child
+from helpers import python_child, run_python
 
 
 @pytest.fixture(autouse=True)
@@ -163,7 +162,7 @@ def test_a_process_that_never_uses_context_never_looks_at_it(tmp_path):
     # Proves the "pays nothing" rule where it is decided: until context or bind is first
     # called, the call paths do not read the context variable (blog.contextfields.state;
     # on the C path the static the level methods test is NULL).
-    r = subprocess.run(python_child("-c", textwrap.dedent("""
+    r = run_python("""
         import io, blog, blog.contextfields as c
         s = blog.Session(); log = s.get_logger()
         for i in range(3): log.info("x {}", i)
@@ -171,7 +170,7 @@ def test_a_process_that_never_uses_context_never_looks_at_it(tmp_path):
         with blog.context(a=1): log.info("y")
         assert c.state.in_use
         print("ok")
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.stdout == "ok\n", r.stderr
 
 

@@ -26,10 +26,10 @@ import pytest
 
 import blog
 import bread
-from blog.files.crashbuf import CTL, CrashBuffer, buffer_directory
+from blog.files.crashbuf import CTL, buffer_directory
 from blogstore.recovery import recover
 
-from helpers import abandon, fresh_signals, python_child
+from helpers import abandon, fresh_signals, python_child, run_python, with_crash_buffer
 
 TRIALS = int(os.environ.get("CRASH_TRIALS", 50))   # per run: the suite runs on both paths
 THREADS = 4
@@ -43,7 +43,7 @@ def _child(path: str, counters: mmap.mmap, capacity: int, rotating: bool) -> Non
         s = blog.Session(name="crash", channel_capacity=capacity)
         stream = (blog.RotatingFile(path, rotate_bytes=256 << 10, compress=True) if rotating
                   else blog.FileOutputStream(path))
-        s.use_crash_buffer(CrashBuffer(buffer_directory(path), stream.path, s.descriptor))
+        with_crash_buffer(s, path, stream)
         blog.Consumer(s, stream, interval=0.005, flush_bytes=capacity // 2).start()
         log = s.get_logger("t")
 
@@ -203,13 +203,13 @@ def _kill_a_recovery(path: str, rng: random.Random, rotating: bool = False) -> i
 
 def test_a_clean_shutdown_leaves_no_buffer_and_nothing_to_recover(tmp_path):
     path = str(tmp_path / "x.blog")
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         log = blog.get_logger()
         for i in range(1000):
             log.info("e {{}}", i)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0, r.stderr
     assert [e.args[0] for e in bread.read(path)] == list(range(1000))
     assert not os.path.exists(buffer_directory(path))     # files and directory gone
@@ -231,11 +231,11 @@ def test_the_next_start_recovers_and_says_so(tmp_path):
     r = subprocess.run(python_child("-c", code), capture_output=True, text=True, timeout=60)
     assert r.returncode == -signal.SIGKILL
     assert list(bread.read(path)) == []          # nothing was consumed: all in the buffer
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("new {{}}", 1)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0 and "recovered 5000 event(s)" in r.stderr, r.stderr
     rd = bread.read(path)
     assert [e.message for e in rd] == [f"e {i}" for i in range(5000)] + ["new 1"]
@@ -282,8 +282,7 @@ def test_a_write_cut_by_the_kill_is_cut_off_and_its_events_recovered_once(tmp_pa
     path = str(tmp_path / "x.blog")
     s = blog.Session(name="cut")
     stream = blog.FileOutputStream(path)
-    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
-    s.use_crash_buffer(cb)
+    cb = with_crash_buffer(s, path, stream)
     log = s.get_logger("t")
     for i in range(100):
         log.info("a {}", i)
@@ -302,7 +301,7 @@ def test_a_write_cut_by_the_kill_is_cut_off_and_its_events_recovered_once(tmp_pa
         s.consume(Torn())
     for i in range(50):
         log.info("c {}", i)
-    _abandon(cb)
+    abandon(cb)
     stream.close()
     out = blog.FileOutputStream(path)
     try:
@@ -315,9 +314,6 @@ def test_a_write_cut_by_the_kill_is_cut_off_and_its_events_recovered_once(tmp_pa
     assert msgs == ([f"a {i}" for i in range(100)] + [f"b {i}" for i in range(100)]
                     + [f"c {i}" for i in range(50)])
     assert r.damage == []
-
-
-_abandon = abandon
 
 
 def test_the_c_and_python_channels_mirror_the_same_bytes(tmp_path, monkeypatch):
@@ -364,7 +360,7 @@ def test_a_channel_file_that_cannot_be_made_never_fails_a_log_call(tmp_path, cap
     path = str(tmp_path / "x.blog")
     s = blog.Session(name="nodir")
     stream = blog.FileOutputStream(path)
-    s.use_crash_buffer(CrashBuffer(buffer_directory(path), stream.path, s.descriptor))
+    with_crash_buffer(s, path, stream)
     log = s.get_logger("t")
     log.info("main {}", 1)
     shutil.rmtree(buffer_directory(path))
@@ -389,11 +385,11 @@ def test_a_crash_buffer_that_cannot_be_made_leaves_logging_to_the_file(tmp_path)
     # the way of its directory) says so and logs to the file all the same.
     path = tmp_path / "x.blog"
     (tmp_path / ".x.blog.buffers").write_text("in the way")
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({str(path)!r}, crash_buffer=True)
         blog.get_logger().info("e {{}}", 1)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "crash buffer" in r.stderr and "cannot be used" in r.stderr
     assert [e.message for e in bread.read(str(path))] == ["e 1"]
@@ -405,11 +401,10 @@ def test_a_log_that_takes_nothing_keeps_the_buffer_for_the_next_recovery(tmp_pat
     path = str(tmp_path / "x.blog")
     s = blog.Session(name="zero")
     stream = blog.FileOutputStream(path)
-    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
-    s.use_crash_buffer(cb)
+    cb = with_crash_buffer(s, path, stream)
     for i in range(20):
         s.get_logger("t").info("e {}", i)
-    _abandon(cb)
+    abandon(cb)
     stream.close()
 
     class Refusing:
@@ -454,7 +449,7 @@ class _Filling(blog.FileOutputStream):
 def _held_session(path: str, capacity: int = 1 << 20, overflow: str = "block"):
     s = blog.Session(name="held", channel_capacity=capacity, overflow=overflow)
     stream = _Filling(path)
-    s.use_crash_buffer(CrashBuffer(buffer_directory(path), stream.path, s.descriptor))
+    with_crash_buffer(s, path, stream)
     return s, stream
 
 
@@ -578,7 +573,7 @@ def test_an_exit_while_the_disk_is_full_leaves_the_events_for_the_next_start(tmp
     # events, and those logged since, in the crash buffer (and says so) instead of losing
     # them; the next start of the same file appends them once.
     path = str(tmp_path / "app.blog")
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         log = blog.get_logger()
@@ -594,16 +589,16 @@ def test_an_exit_while_the_disk_is_full_leaves_the_events_for_the_next_start(tmp
         blog.flush()
         for i in range(3000, 3500):
             log.info("e {{}}", i)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "3400 event(s) the output refused are left in the crash buffer" in r.stderr, r.stderr
     assert "never written" not in r.stderr
     assert [e.args[0] for e in bread.read(path)] == list(range(100))
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, crash_buffer=True)
         blog.get_logger().info("e {{}}", 3500)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0 and "recovered 3400 event(s)" in r.stderr, r.stderr
     assert [e.args[0] for e in bread.read(path)] == list(range(3501))
 
@@ -613,7 +608,7 @@ def test_a_move_while_the_disk_is_full_writes_the_held_events_to_the_new_output(
     # held events with the channels (into the new crash buffer): the new file gets them
     # once, in order, and nothing is left for the old file's next start to append again.
     old, new = str(tmp_path / "old.blog"), str(tmp_path / "new.blog")
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({old!r}, crash_buffer=True)
         log = blog.get_logger()
@@ -629,7 +624,7 @@ def test_a_move_while_the_disk_is_full_writes_the_held_events_to_the_new_output(
         blog.basic_config({new!r}, crash_buffer=True)
         for i in range(1000, 1100):
             log.info("e {{}}", i)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0, r.stderr
     assert [e.args[0] for e in bread.read(old)] == [0]
     assert [e.args[0] for e in bread.read(new)] == list(range(1, 1100))
@@ -704,12 +699,12 @@ def test_the_next_start_of_a_rotated_set_and_bread_recover_recover_it(tmp_path):
         d.mkdir()
         path, dead = _torn_set(d)
         if how == "start":
-            r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+            r = run_python(f"""
                 import blog
                 blog.basic_config({path!r}, rotate_bytes=1 << 20, compress=True,
                                   crash_buffer=True)
                 blog.get_logger("t").info("new {{}}", 1)
-            """)), capture_output=True, text=True, timeout=60)
+            """, timeout=60)
             assert r.returncode == 0 and "recovered 100 event(s)" in r.stderr, r.stderr
             assert dead in r.stderr
         else:
@@ -728,7 +723,7 @@ def test_a_forked_child_of_a_rotated_set_has_a_crash_buffer_of_its_own(tmp_path)
     # into its own files with its own buffer, so that the child's kill loses nothing
     # either: the next start recovers its events (here it never wrote: into a new file).
     path = str(tmp_path / "app.blog")
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import os, signal, blog
         blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True,
                           flush_interval=60)
@@ -740,12 +735,12 @@ def test_a_forked_child_of_a_rotated_set_has_a_crash_buffer_of_its_own(tmp_path)
                 log.info("child {{}}", i)
             os.kill(os.getpid(), signal.SIGKILL)
         os.waitpid(pid, 0)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run(python_child("-c", textwrap.dedent(f"""
+    r = run_python(f"""
         import blog
         blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True)
-    """)), capture_output=True, text=True, timeout=60)
+    """, timeout=60)
     assert r.returncode == 0 and "recovered 2000 event(s)" in r.stderr, r.stderr
     msgs = sorted(e.message for e in bread.read(_set_files(path)))
     assert msgs == sorted(["parent 0"] + [f"child {i}" for i in range(2000)])
@@ -775,8 +770,7 @@ def test_a_refused_write_that_cannot_be_cut_is_cut_by_recovery(tmp_path):
             super().truncate(size)
     s = blog.Session(name="stuck")
     stream = Stuck(path)
-    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
-    s.use_crash_buffer(cb)
+    cb = with_crash_buffer(s, path, stream)
     log = s.get_logger("t")
 
     def work(k: int) -> None:          # a frame per thread: whole ones land before the cut
@@ -789,7 +783,7 @@ def test_a_refused_write_that_cannot_be_cut_is_cut_by_recovery(tmp_path):
     stream.full = True
     assert s.consume(stream) == 0 and s.held
     assert os.path.getsize(path) > 0     # part of the write is in the file
-    _abandon(cb)
+    abandon(cb)
     stream.close()
     out = blog.FileOutputStream(path)
     try:
@@ -900,7 +894,7 @@ def test_a_held_write_in_a_rotated_set_is_retried_in_one_file(tmp_path):
             return super().write(data)
     s = blog.Session(name="held")
     rf = Full(path, rotate_bytes=64 << 10, keep_files=2)
-    s.use_crash_buffer(CrashBuffer(buffer_directory(path), rf.path, s.descriptor))
+    with_crash_buffer(s, path, rf)
     log = s.get_logger("t")
     log.info("a {}", 0)
     s.consume(rf)

@@ -40,7 +40,7 @@ from blogformat.values import EXT_DECIMAL, EXT_MEMBER, EXT_RECORD
 from bread.frames import Damage, Frame, iter_frames
 from bread.render import PrettyPrinter, escape_controls
 
-from helpers import python_child
+from helpers import Trickle, python_child
 
 HS = fmt.HEADER_SIZE
 FAST = settings(max_examples=int(os.environ.get("DAMAGE_EXAMPLES", 40)), deadline=None,
@@ -203,20 +203,6 @@ def assert_tiles(data: bytes, chunked: int | None = None) -> list:
     for a, b in zip(ranges, ranges[1:]):
         assert not (isinstance(a, Damage) and isinstance(b, Damage))
     return items
-
-
-class Trickle(io.RawIOBase):
-    """A pipe-like stream: every read returns at most ``n`` bytes."""
-
-    def __init__(self, data: bytes, n: int) -> None:
-        self._f = io.BytesIO(data)
-        self._n = n
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        return self._f.read(min(self._n, size) if size >= 0 else self._n)
 
 
 # --- hand-built frames ----------------------------------------------------------------

@@ -32,7 +32,7 @@ from bread.compact import compact
 from bread.entries import iter_entries
 from bread.frames import iter_frames
 
-from helpers import python_child
+from helpers import in_threads, python_child
 
 
 class Venue(enum.Enum):
@@ -134,9 +134,7 @@ def test_threads_meeting_a_new_type_at_once_share_one_description():
         for i in range(200):
             log.info("{} {}", Fresh(k, i), Mood.BUSY if i % 2 else Mood.CALM)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    [t.start() for t in ts]
-    [t.join() for t in ts]
+    in_threads(work, 8)
     s.consume(out)
     data = out.getvalue()
     fresh = [e for e in _entries(data) if type(e) is RecordType and e.type.endswith("Fresh")]

@@ -21,7 +21,7 @@ import blog
 import bread
 from blog.files.durability import GroupSync, fsync_policy
 
-from helpers import python_child
+from helpers import in_threads, python_child
 
 
 class Fsyncs:
@@ -257,11 +257,7 @@ def test_flush_async_never_blocks_and_concurrent_waiters_share_one_fsync(tmp_pat
     def ask(k):
         log.info("e {}", k)
         futures.append(c.flush_async(durable=True))
-    threads = [threading.Thread(target=ask, args=(k,)) for k in range(40)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()                             # every flush_async returned: none waited
+    in_threads(ask, 40)                      # every flush_async returned: none waited
     assert len(futures) == 40 and not any(f.done() for f in futures)
     fs.gate.set()
     first.result(10)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import threading
 
 import pytest
 
@@ -13,6 +12,7 @@ import blog
 import bread
 from bread import accel, cli
 from bread.filters import Filter, parse_time
+from helpers import in_threads
 
 
 def a_log() -> bytes:
@@ -31,11 +31,7 @@ def a_log() -> bytes:
             if i % 40 == 0:
                 s.consume(out)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    in_threads(work, 2)
     s.consume(out)
     return out.getvalue()
 

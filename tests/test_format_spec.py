@@ -25,6 +25,7 @@ import blog
 import blog.pipeline.logger
 import blogformat.entries
 import bread
+from helpers import pure_python_clock
 
 # --- the decoder, from docs/format.md --------------------------------------
 
@@ -385,8 +386,7 @@ def test_decoder_matches_bread(monkeypatch: pytest.MonkeyPatch, clock: str) -> N
     monkeypatch.setattr(blogformat.entries, "FRAME_TARGET", 200)
     if clock == "stepping-back":
         # A clock that sometimes goes back: the pure-Python logger, whose clock we can replace.
-        monkeypatch.setattr(blog.accel, "speedups", None)
-        monkeypatch.setattr(blog.pipeline.logger, "_time_ns", make_clock(1_700_000_000_000_000_000))
+        pure_python_clock(monkeypatch, make_clock(1_700_000_000_000_000_000))
     s = blog.Session(name="spec")
     log = s.get_logger("main")
     out = blog.MemoryOutputStream()

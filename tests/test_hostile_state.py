@@ -31,7 +31,7 @@ from blogformat.errors import UnsafeBufferDirectory
 from blogstore.crashlayout import CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC
 from blogstore.recovery import recover
 
-from helpers import abandon, python_child, run_python
+from helpers import abandon, python_child, run_python, with_crash_buffer
 
 EVENTS = 200      # what the dead writer logged and never wrote (two threads, 100 each)
 
@@ -503,15 +503,13 @@ def _killed(path: str, own: str | None = None, threads: int = 1, before: int = 0
     ``before`` events written, then 10 per thread (main first) left in the buffer as if
     the process had been killed. Returns the stream's path."""
     import threading
-    from blog.files.crashbuf import CrashBuffer
     s = blog.Session(name="dead")
     stream = blog.FileOutputStream(own or path)
     log = s.get_logger("t")
     for i in range(before):
         log.info("written {}", i)
     s.consume(stream)
-    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
-    s.use_crash_buffer(cb)
+    cb = with_crash_buffer(s, path, stream)
     for k in range(threads):
         work = lambda k=k: [log.info("w{} {}", k, i) for i in range(10)]   # noqa: E731
         if k == 0:
@@ -541,10 +539,8 @@ def test_a_dead_processs_own_pid_file_is_recovered_into_once(tmp_path, name):
     path = str(tmp_path / "app.blog")
     own = str(tmp_path / name.format(os.getpid()))
     s = blog.Session(name="p")
-    from blog.files.crashbuf import CrashBuffer
     stream = blog.FileOutputStream(own)
-    cb = CrashBuffer(buffer_directory(path), stream.path, s.descriptor)
-    s.use_crash_buffer(cb)
+    cb = with_crash_buffer(s, path, stream)
     log = s.get_logger("t")
     for i in range(10):
         log.info("a {}", i)

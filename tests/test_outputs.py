@@ -4,16 +4,14 @@ the file has everything."""
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
-import textwrap
 
 import pytest
 
 import blog
 import bread
 
-from helpers import python_child
+from helpers import run_python
 
 
 class Tty(io.StringIO):
@@ -114,7 +112,7 @@ def test_remove_output_and_bad_outputs():
 
 
 def test_the_default_session_shows_warnings_on_stderr_beside_its_file(tmp_path):
-    r = subprocess.run(python_child("-c", textwrap.dedent("""
+    r = run_python("""
         import sys, blog
         blog.basic_config("app.blog")
         blog.add_output(blog.TextStream(sys.stderr, format="%S %m", min_severity="warning"))
@@ -122,7 +120,7 @@ def test_the_default_session_shows_warnings_on_stderr_beside_its_file(tmp_path):
         log.info("started")
         log.warning("low disk {}%", 7)
         blog.shutdown()
-    """)), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    """, tmp_path, timeout=60)
     assert r.returncode == 0
     assert r.stderr == "WARN low disk 7%\n"
     assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [

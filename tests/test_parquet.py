@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 
@@ -53,10 +54,12 @@ def test_export_round_trips(tmp_path):
          '[270,"x"]']
 
 
-def test_progress_shows_events_rate_and_eta():
+def test_progress_shows_events_rate_and_eta(monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     out = io.StringIO()
     p = parquet.Progress(1000, out, passes=1)
-    p._last -= 1
+    now[0] += 1                # a second on: time for a line
     p.add(500, "events table")
     assert "500 events" in out.getvalue() and "/s" in out.getvalue() and "ETA" in out.getvalue()
     quiet = parquet.Progress(1000, None)

@@ -9,9 +9,6 @@ import tracemalloc
 
 import pytest
 
-import blog
-import blog.accel
-import blog.pipeline.logger
 import bread
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
@@ -20,7 +17,7 @@ from blogformat.valueencoding import packb
 from bread import accel
 from bread.render import PrettyPrinter
 
-from helpers import python_child, run_cli, write_log
+from helpers import pure_python_clock, python_child, run_cli, write_log
 
 
 def frames(*parts: bytes) -> bytes:
@@ -80,9 +77,8 @@ def test_a_gzip_damaged_early_keeps_what_came_before(monkeypatch: pytest.MonkeyP
     # The same bytes on every run: the pure-Python logger with a clock that steps by 1 us
     # (how well the events compress, and so where the middle byte falls, depends on the
     # clock), and a fixed gzip mtime.
-    monkeypatch.setattr(blog.accel, "speedups", None)
     clock = iter(range(1_700_000_000_000_000_000, 1 << 62, 1000))
-    monkeypatch.setattr(blog.pipeline.logger, "_time_ns", lambda: next(clock))
+    pure_python_clock(monkeypatch, lambda: next(clock))
     data = write_log(None, 2000)
     want = [f"event {i} of a" for i in range(2000)]
     assert [e.message for e in bread.read(io.BytesIO(data))] == want

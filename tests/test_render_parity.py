@@ -19,9 +19,9 @@ from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
 from blogformat.valueencoding import packb
-import bread.decoder
 from bread import accel, lines
 from bread.render import PrettyPrinter
+from helpers import count_reader_fallbacks, texts_kept
 
 C = accel.speedups
 needs_c = pytest.mark.skipif(C is None, reason="compares the C reader with Python: it is off (BREAD_PURE_PYTHON=1) or not built")
@@ -205,14 +205,7 @@ def test_events_the_c_renderer_leaves_to_python_are_few_on_a_plain_file(monkeypa
     src = EventSource(1, 0x80, "c", "f", "x.py", 1, "order {} filled at {} qty {}", "")
     data = build([src], [[1, 1000, [i, 101.25 + i, "AAPL"]] for i in range(500)],
                  events_per_frame=100)
-    calls = []
-    orig = bread.decoder.Decoder._fallback
-
-    def counting(self, *a):
-        calls.append(a)
-        return orig(self, *a)
-
-    monkeypatch.setattr(bread.decoder.Decoder, "_fallback", counting)
+    calls = count_reader_fallbacks(monkeypatch)
     both(data)
     assert calls == []
 
@@ -225,7 +218,7 @@ def events(data: bytes, use_c: bool) -> tuple[list, list, int]:
             m.setattr(accel, "speedups", None)
         r = bread.read(io.BytesIO(data))
         out = [(e.source, e.writer_prop, e.clock, e.ns, e.tz, repr(e.args), repr(e.fields),
-                e._texts, e.message, e.offset, type(e)) for e in r]
+                texts_kept(e), e.message, e.offset, type(e)) for e in r]
         return out, [(d.offset, d.length, d.reason) for d in r.damage], r.unknown_sources
 
 
@@ -244,11 +237,8 @@ def test_read_gives_the_same_events_with_the_c_decoder(data, cuts):
 def test_the_c_decoder_renders_the_benchmark_event_without_python():
     src = EventSource(1, 0x80, "c", "f", "x.py", 1, "order {} filled at {} qty {}", "")
     data = build([src], [[1, 1000, [i, 101.25 + i, "AAPL"]] for i in range(100)])
-    calls = []
     with pytest.MonkeyPatch.context() as m:
-        orig = bread.decoder.Decoder._fallback
-        m.setattr(bread.decoder.Decoder, "_fallback",
-                  lambda self, *a: calls.append(a) or orig(self, *a))
+        calls = count_reader_fallbacks(m)
         msgs = [e.message for e in bread.read(io.BytesIO(data))]
     assert calls == [] and msgs[-1] == "order 99 filled at 200.25 qty AAPL"
 

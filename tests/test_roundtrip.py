@@ -20,7 +20,7 @@ import bread
 from bread import (DataclassValue, EnumValue, ExceptionValue, FrozenSetValue, OpaqueValue,
                    SetValue)
 
-from helpers import python_child
+from helpers import count_slow_calls, python_child, reader_zones, texts_kept
 
 
 class Color(enum.Enum):
@@ -214,14 +214,7 @@ def test_keyword_calls_after_the_first_take_the_fast_path(monkeypatch, make_logg
     # values) never reach the slow path, on the C path and the Python one, and each is
     # read back with its own values. A call with other keywords, or the same ones in
     # another order, is another source.
-    import blog.pipeline.logger
-    slow_calls = []
-    real = blog.pipeline.logger.Logger._slow
-
-    def counting(self, *a, **k):
-        slow_calls.append(a[3])
-        return real(self, *a, **k)
-    monkeypatch.setattr(blog.pipeline.logger.Logger, "_slow", counting)
+    slow_calls = count_slow_calls(monkeypatch)
     logged = make_logged()        # its level methods are made with the counting _slow
     for i in range(5):
         logged.log.info("order {oid} filled", oid=i, px=1.5 * i, venue="X")
@@ -281,7 +274,6 @@ def test_zoned_datetimes_render_as_logged_even_where_the_zone_rules_differ(logge
     # (its str and strftime come from the file); under !r its text is kept. A reader
     # whose zone rules give another offset keeps the logged (fixed) form, so the message
     # stays exact.
-    from blogformat import valuedecoding
     paris = zoneinfo.ZoneInfo("Europe/Paris")
     when = dt.datetime(2026, 11, 26, 14, 30, 5, 123456, tzinfo=paris)
     logged.log.info("at {} {:%H:%M %Z} {!r}", when, when, when)
@@ -290,7 +282,7 @@ def test_zoned_datetimes_render_as_logged_even_where_the_zone_rules_differ(logge
     a, b = logged.read()
     assert a.message == want and b.message == f"at {when}"
     assert a.args[0] == when and a.args[0].tzinfo is paris
-    monkeypatch.setattr(valuedecoding, "_zone", lambda tz: zoneinfo.ZoneInfo("Asia/Tokyo"))
+    reader_zones(monkeypatch, lambda tz: zoneinfo.ZoneInfo("Asia/Tokyo"))
     import bread
     import io
     [_, b2] = bread.read(io.BytesIO(logged.out.getvalue()))
@@ -343,7 +335,7 @@ def test_enum_members_show_as_logged(logged, member):
     assert ev.args[0] == bread.EnumValue(f"{__name__}.{type(member).__name__}",
                                          member.name, member.value)
     derived = not isinstance(member, (Perm, Loud))
-    assert (not ev._texts) == derived, ev._texts      # no text per call where derived
+    assert (not texts_kept(ev)) == derived, texts_kept(ev)   # no text per call where derived
 
 
 @dataclasses.dataclass
@@ -401,7 +393,7 @@ def test_dataclasses_and_named_tuples_show_as_logged(logged, value):
     v = evs[0].args[0]
     assert isinstance(v, bread.DataclassValue) and v.type == f"{__name__}.{type(value).__qualname__}"
     derived = type(value) not in (Custom_repr, Custom_str, LegR)
-    assert (not evs[0]._texts) == derived, evs[0]._texts
+    assert (not texts_kept(evs[0])) == derived, texts_kept(evs[0])
 
 
 def test_the_structured_example_runs_and_reads_back(tmp_path):

@@ -19,7 +19,7 @@ from blogformat import frames as fmt
 from bread.entries import FileHeader, RawEvent, iter_entries
 from bread.frames import iter_frames
 
-from helpers import python_child, run_python
+from helpers import in_threads, python_child, run_python
 
 
 def test_eight_threads_of_100k_events_all_arrive_in_order(tmp_path):
@@ -36,11 +36,7 @@ def test_eight_threads_of_100k_events_all_arrive_in_order(tmp_path):
         for i in range(n):
             log.info("t{} i{}", k, i)
 
-    threads = [threading.Thread(target=work, args=(k,), name=f"w{k}") for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work, 8, "w{}")
     consumer.stop()
     stream.close()
     seen: dict[str, list[int]] = {}
@@ -924,14 +920,13 @@ def test_logging_inside_consume_with_a_full_blocking_channel_returns(tmp_path):
     # A GC callback that logs while its thread is inside consume() (holding the consume
     # lock) must not wait for the consumer thread, which waits for that lock.
     r = run_python("""
-        import gc, threading, blog, bread
+        import gc, blog, bread
         out = blog.MemoryOutputStream()
         s = blog.basic_config(out, channel_capacity=4096, flush_bytes=4096, flush_interval=5)
         log = blog.get_logger("m")
-        me = threading.get_ident()
         armed = [False]
         def cb(phase, info):
-            if armed[0] and phase == "start" and s._consuming == me:
+            if armed[0] and phase == "start" and s.consuming_here():
                 armed[0] = False
                 for i in range(200):
                     log.info("from gc {} {}", i, "y" * 50)
@@ -991,8 +986,7 @@ def test_fork_while_another_thread_logs_never_hangs_the_child(tmp_path):
         print("hung", hung)
     """
     # The child inherits this run's hot path (BLOG_PURE_PYTHON): each run tests its own.
-    r = subprocess.run(python_child("-c", textwrap.dedent(code)), cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    r = run_python(code, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "hung 0"
 

@@ -24,7 +24,7 @@ import blog.stdlib
 import bread
 from blogformat.placeholders import FormatError, parse_printf, render
 
-from helpers import Count, Ratio, Text, python_child
+from helpers import Count, Ratio, Text, count_slow_records, python_child, run_python
 
 
 class Bridge:
@@ -430,7 +430,7 @@ def test_dictconfig_routes_a_third_party_module_into_the_file(tmp_path):
 
 
 def test_capture_routes_every_logger_and_is_idempotent(tmp_path):
-    r = subprocess.run(python_child("-c", textwrap.dedent('''
+    r = run_python('''
         import logging, blog, blog.stdlib
         blog.basic_config("x.blog")
         h1 = blog.stdlib.capture("INFO", replace=True)
@@ -441,7 +441,7 @@ def test_capture_routes_every_logger_and_is_idempotent(tmp_path):
         logging.getLogger().removeHandler(h1)
         logging.getLogger("c").info("not captured")
         blog.shutdown()
-    ''')), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    ''', tmp_path, timeout=60)
     assert r.returncode == 0, r.stderr
     got = [(ev.category, ev.message) for ev in bread.read(str(tmp_path / "x.blog"))]
     assert got == [("a.b", "d 1"), ("c", "i 2")]
@@ -460,9 +460,7 @@ def test_the_common_record_takes_the_fast_path_and_writes_what_the_slow_one_woul
     # Proves: after a call site's first record, a record of plain scalars goes through
     # the handler's fast path (C, or its Python twin) without the slow path, and reads
     # back the same as the first.
-    slow = []
-    first = bridge.handler._emit
-    bridge.handler._emit = lambda record: (slow.append(record), first(record))
+    slow = count_slow_records(bridge.handler)
     for i in range(50):
         bridge.logger.info("n=%d x=%s", i, "y" * (i % 3))
     events = bridge.read()
@@ -532,9 +530,7 @@ def test_records_other_handlers_formatted_first_still_take_the_fast_path(bridge)
     console = logging.StreamHandler(io.StringIO())
     console.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     bridge.logger.handlers.insert(0, console)
-    slow = []
-    first = bridge.handler._emit
-    bridge.handler._emit = lambda record: (slow.append(record), first(record))
+    slow = count_slow_records(bridge.handler)
     for i in range(20):
         bridge.logger.info("n %d", i)
     assert len(slow) == 1

@@ -144,7 +144,11 @@ def test_the_reader_reads_only_regular_py_files_of_bounded_size(tmp_path):
                  "/nonexistent/x.py", "bad\0name.py"):
         assert lines.line(name, 1) is None
     assert lines.line(str(ok), 2) == "second"
-    assert len(lines._files) == 2                  # at most max_files kept
+    ok.write_text("first\nchanged\n")
+    assert lines.line(str(ok), 2) == "second"      # kept: read once
+    for name in (str(txt), str(big)):
+        lines.line(name, 1)
+    assert lines.line(str(ok), 2) == "changed"     # at most max_files kept: read anew
     text = render("X", "m", [[str(txt), 1, "f"], [str(ok), 1, "g"]], None, None, lines)
     assert "secret" not in text and "    first\n" in text
 

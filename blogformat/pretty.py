@@ -25,7 +25,21 @@ _UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
-class Event(Protocol):
+class Process(Protocol):
+    """The writing process as its stream's file header names it, None where it does not
+    say (an Event has it, and ``bread.events.Origin``)."""
+
+    @property
+    def host(self) -> str | None: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def program(self) -> str | None: ...
+
+
+class Event(Process, Protocol):
     """What a printer reads of an event (``bread.Event`` has it, and blog's TextStream's)."""
 
     source: EventSource
@@ -196,6 +210,16 @@ SOURCE_TEXT: dict[str, Callable[[EventSource], str]] = {
 }
 
 
+#: ``-f`` placeholders whose text is a property of the writing process (its stream's file
+#: header): host, process id, program (``sys.argv[0]``'s base name); empty where the header
+#: does not say. The C++ bread has none of these letters.
+PROCESS_TEXT: dict[str, Callable[[Process], str]] = {
+    "h": lambda p: p.host or "",
+    "p": lambda p: "" if p.pid is None else str(p.pid),
+    "a": lambda p: p.program or "",
+}
+
+
 def fields_text(event: Event) -> str:
     """An event's keyword fields as ``name=value`` pairs (``%k``): its call's fields and
     those of its context (``blog.context``). A str value is quoted (repr) if it is empty or
@@ -219,7 +243,7 @@ def fields_text(event: Event) -> str:
 class PrettyPrinter:
     """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...)."""
 
-    CODES = "ISCMFGLPTntdurmk"
+    CODES = "ISCMFGLPTntdurmkhpa"
 
     def __init__(self, event_format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None,
@@ -236,6 +260,8 @@ class PrettyPrinter:
         if code in SOURCE_TEXT:
             text = SOURCE_TEXT[code]
             return lambda e: text(e.source)
+        if code in PROCESS_TEXT:
+            return PROCESS_TEXT[code]
         date, zone = self.date, self.zone
         return {
             "n": lambda e: e.writer_prop.name,

@@ -240,6 +240,9 @@ def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
         "category": src.category,
         "writer": ev.writer,
         "writer_id": ev.writer_id,
+        "host": ev.host,
+        "pid": ev.pid,
+        "program": ev.program,
         "source": {"id": src.id, "function": src.function, "file": src.file, "line": src.line,
                    "format": src.format},
         "message": ev.message,
@@ -258,7 +261,7 @@ def jsonl(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str
 
 
 CSV_COLUMNS = ("time", "severity", "category", "writer", "function", "file", "line",
-               "message", "args", "fields")
+               "message", "args", "fields", "host", "pid", "program")
 
 #: What makes a spreadsheet run a cell as a formula when the cell begins with it (OWASP's
 #: CSV injection): a cell of the file's text that does gets a leading ``'``.
@@ -282,7 +285,7 @@ def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: b
     ``escape``: control and bidi format characters in the cells are escapes, as in bread's
     text (``render.escape_controls``; in the JSON cells JSON's ``\\u0085``), so that a row
     is one line that cannot drive a terminal. ``quote_formulas``: a cell of the file's
-    text (category, writer, function, file, message) that begins with a ``FORMULA_STARTS``
+    text (category, writer, function, file, message, host, program) that begins with a ``FORMULA_STARTS``
     gets a leading ``'`` (OWASP), so that a spreadsheet shows it instead of running it;
     bread's own columns (time, severity, line) and the JSON (``[``, ``{``) never do."""
     buf = io.StringIO()
@@ -291,16 +294,17 @@ def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: b
     dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
     for ev in events:
         o = event_object(ev, tz)
-        texts = [o["category"], o["writer"], ev.function, ev.file, o["message"]]
+        texts = [o["category"], o["writer"], ev.function, ev.file, o["message"],
+                 ev.host or "", ev.program or ""]
         args, fields = dumps(o["args"]), dumps(o["fields"])
         if quote_formulas:
             texts = [_defused(t) for t in texts]
         if escape:
             texts = [escape_controls(t) for t in texts]
             args, fields = args.translate(_JSON_ESCAPES), fields.translate(_JSON_ESCAPES)
-        category, writer, function, file, message = texts
+        category, writer, function, file, message, host, program = texts
         w.writerow((o["time"], o["severity"], category, writer, function, file, ev.line,
-                    message, args, fields))
+                    message, args, fields, host, "" if ev.pid is None else ev.pid, program))
         if buf.tell() > 1 << 16:
             yield buf.getvalue()
             buf.seek(0)

@@ -106,7 +106,8 @@ def test_csv_is_rfc_4180_with_a_header(tmp_path, capsys):
     p.write_bytes(data)
     assert cli.main(["-o", "csv", "--escape", "never", str(p)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("time,severity,category,writer,function,file,line,message,args,fields\r\n")
+    assert out.startswith("time,severity,category,writer,function,file,line,message,args,fields,"
+                          "host,pid,program\r\n")
     rows = list(csv.reader(io.StringIO(out, newline="")))
     assert rows[0][7] == "message"
     assert [r[7] for r in rows[1:]] == ["plain", "with, comma", 'with "quotes"', "two\nlines", ""]
@@ -115,6 +116,23 @@ def test_csv_is_rfc_4180_with_a_header(tmp_path, capsys):
     assert cli.main(["-o", "csv", str(p)]) == 0   # escaped by default: a row is a line
     rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))
     assert rows[4][7] == "two\\nlines" and json.loads(rows[4][8]) == ["two\nlines"]
+
+
+def test_jsonl_and_csv_say_which_process_wrote_each_event(tmp_path, capsys):
+    # Proves: -o jsonl has host, pid and program keys (null where the header does not say)
+    # and -o csv has them as its last columns, from each stream's file header.
+    src = EventSource(1, 0x80, "c", "f", "x.py", 3, "{}", "int")
+    first = _file([src], [[1, 5, [1]]], descriptor={"host": "db1", "pid": 42, "program": "=app"})
+    p = tmp_path / "x.blog"
+    p.write_bytes(first + _file([src], [[1, 5, [2]]]))
+    assert cli.main(["-o", "jsonl", str(p)]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(o["host"], o["pid"], o["program"]) for o in objs] == [
+        ("db1", 42, "=app"), (None, None, None)]
+    assert cli.main(["-o", "csv", str(p)]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert rows[0][-3:] == ["host", "pid", "program"]
+    assert [r[-3:] for r in rows[1:]] == [["db1", "42", "'=app"], ["", "", ""]]
 
 
 #: What a crafted file's strings hold to drive a terminal: CSI, OSC (a title, a link),
@@ -188,7 +206,7 @@ def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted(tmp_path, caps
         *FORMULAS, "-5"]
 
 
-def _file(sources, events, sync=None) -> bytes:
+def _file(sources, events, sync=None, descriptor=None) -> bytes:
     meta = [sync or ClockSync(0, 10**9, 0, 0, "UTC"), *sources, WriterProp(1, "main")]
     clocks, prev, body = [], 0, []
     for e in events:
@@ -197,7 +215,7 @@ def _file(sources, events, sync=None) -> bytes:
     for e in events:
         body.append(packb(e))
     head = BatchHeader(1, 0, len(events), min(clocks), max(clocks)).encode()
-    return (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({}))
+    return (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload(descriptor or {}))
             + fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))
             + fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(body)))
 

@@ -28,6 +28,7 @@ event format placeholders (-f):
   %T argument tags %n writer name   %t writer id     %d time (writer's zone)
   %u time (UTC)    %r raw clock     %m message       %% a percent sign
   %k keyword fields, context fields too, as name=value pairs
+  %h host          %p process id    %a program       (of the file header)
 date format placeholders (-d):
   %Y year  %y 2-digit year  %m month  %d day  %H hour  %M minute  %S second
   %N nanoseconds  %z UTC offset (+hhmm)  %Z zone name

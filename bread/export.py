@@ -2,10 +2,11 @@
 
 JSON keeps each value's type as far as JSON allows; what JSON has no type
 for becomes an object with one ``$``-key saying what it is (docs/guide.md
-lists them): an int beyond 53 bits ``{"$int": "..."}``, a non-finite float
-``{"$float": "nan"}``, bytes ``{"$bytes": base64}``, a datetime
-``{"$datetime": iso}`` (with ``"zone": "Europe/Paris"`` where it had a named zone), a Decimal ``{"$decimal": "1.10"}``, a tuple
-``{"$tuple": [...]}``, a dataclass ``{"$dataclass": type, "fields": {...}}``...
+lists them). An int within 64 bits (signed or unsigned) is a number, a larger
+one ``{"$int": "..."}``; a non-finite float ``{"$float": "nan"}``, bytes
+``{"$bytes": base64}``, a datetime ``{"$datetime": iso}`` (with ``"zone":
+"Europe/Paris"`` where it had a named zone), a Decimal ``{"$decimal": "1.10"}``,
+a tuple ``{"$tuple": [...]}``, a dataclass ``{"$dataclass": type, "fields": {...}}``...
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from blogformat.valueclasses import DataclassValue, EnumValue, ExceptionValue, E
 from .events import Event
 from .render import BIDI_FORMATS, escape_controls
 
-_SAFE_INT = 1 << 53
+#: The ints that are JSON numbers: those of 64 bits, signed or unsigned (Python's json,
+#: pandas, Spark, DuckDB and jq 1.7 read them exactly); the others are ``{"$int": ...}``.
+_INT_MIN, _INT_END = -(1 << 63), 1 << 64
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
@@ -98,7 +101,7 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
         return b.text(v)
     if t is int:
         b.take(24)
-        return v if -_SAFE_INT <= v <= _SAFE_INT else {"$int": b.text(_int_text(v))}
+        return v if _INT_MIN <= v < _INT_END else {"$int": b.text(_int_text(v))}
     if t is float:
         b.take(24)
         return v if math.isfinite(v) else {"$float": repr(v)}

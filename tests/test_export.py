@@ -255,17 +255,39 @@ def test_outputs_take_filters_and_sort(fmt_, capsys):
     assert len(lines) == n
 
 
+INTS_64 = [2**53 + 1, 1_764_000_000_123_456_789, -2**63, 2**63, 2**64 - 1, -2**53 - 1]
+
+
+@pytest.mark.parametrize("use_c", [True, False])
+def test_ints_within_64_bits_are_json_numbers(use_c, monkeypatch):
+    # Proves: an int of 64 bits, signed or unsigned (time.time_ns() values), is a JSON
+    # number in -o jsonl and the args column; a larger one stays {"$int": ...}.
+    if not use_c:
+        monkeypatch.setattr(bread.accel, "speedups", None)
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    s.get_logger("x").info("{} {} {} {} {} {}", *INTS_64)
+    s.get_logger("x").info("{} {}", 2**64, -2**63 - 1)
+    s.consume(out)
+    text = "".join(jsonl(bread.read(io.BytesIO(out.getvalue()))))
+    lines = [json.loads(line)["args"] for line in text.splitlines()]
+    assert lines == [INTS_64, [{"$int": str(2**64)}, {"$int": str(-2**63 - 1)}]]
+    assert str(2**64 - 1) in text and str(1_764_000_000_123_456_789) in text
+    cols = next(iter(bread.read_batches(io.BytesIO(out.getvalue()), ["args"], arrow=False)))
+    assert [json.loads(a) for a in cols["args"]] == lines
+
+
 def test_an_int_of_more_digits_than_python_converts_is_exported_in_hex(tmp_path):
     # 10**5000 has more decimal digits than str() converts (sys.get_int_max_str_digits):
     # -o jsonl and -o csv crashed on it; now it is {"$int": "0x..."}, in linear time.
     s = blog.Session()
     log = s.get_logger("x")
     out = blog.MemoryOutputStream()
-    log.info("{} {}", 10**5000, -(2**60))
+    log.info("{} {}", 10**5000, -(2**70))
     s.consume(out)
     [ev] = list(bread.read(io.BytesIO(out.getvalue())))
     obj = json.loads(next(iter(jsonl([ev]))))
-    assert obj["args"] == [{"$int": hex(10**5000)}, {"$int": str(-(2**60))}]
+    assert obj["args"] == [{"$int": hex(10**5000)}, {"$int": str(-(2**70))}]
     assert int(obj["args"][0]["$int"], 16) == 10**5000
     header, row = list(csv.reader(io.StringIO("".join(csv_rows([ev])))))
     assert json.loads(row[header.index("args")]) == obj["args"]

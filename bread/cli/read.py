@@ -12,7 +12,7 @@ from typing import Callable, Iterator, Sequence, TypeVar
 from blogformat.severity import to_severity
 
 from ..entries import Dropped, Lost, Recovered
-from ..errors import OptionError
+from ..errors import NotABlogFile, OptionError
 from ..filters import Filter, parse_time
 from ..inputs import STDIN, expand, name_text
 from ..reader import Reader
@@ -32,8 +32,9 @@ event format placeholders (-f):
 date format placeholders (-d):
   %Y year  %y 2-digit year  %m month  %d day  %H hour  %M minute  %S second
   %N nanoseconds  %z UTC offset (+hhmm)  %Z zone name
-exit status: 0 ok, 1 bad option, 2 cannot open an input, 3 damaged input or
-events whose call site is unknown (everything readable is printed first).
+exit status: 0 ok, 1 bad option, 2 cannot open an input or it is not a blog
+file, 3 damaged input or events whose call site is unknown (everything readable
+is printed first).
 bread export --parquet OUT_DIR FILE...: the events table and a typed table per
 call site, as Parquet files (docs/spark.md).
 bread stats [-o json] FILE...: counts by severity, category, call site and
@@ -124,6 +125,12 @@ def cannot_open(exc: OSError) -> int:
     return EXIT_OPEN
 
 
+def not_blog(exc: NotABlogFile) -> int:
+    """Say on standard error that an input is not a blog file; the exit status."""
+    sys.stderr.write(f"bread: {escape_controls(str(exc))}\n")
+    return EXIT_OPEN
+
+
 def _filter(args: argparse.Namespace) -> Filter:
     """The filter of the options, each checked: a bad value names its option."""
     def check(option: str, value: str | None, parse: Callable[[str], T]) -> T | None:
@@ -187,8 +194,8 @@ def run(args: argparse.Namespace) -> int:
     if args.follow:
         from ..follow import Tail
         source: list = [Tail(paths[0])]
-    else:
-        source = paths
+    else:   # as named: a file found in a directory that is not a blog file is damage
+        source = list(args.inputs) or [STDIN]
     reader = Reader(source, sort=args.sort, filter=flt, verified_only=args.verified_only)
     stdout = sys.stdout.buffer
     try:
@@ -206,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
         stdout.flush()
     except KeyboardInterrupt:     # Ctrl-C: the way a follow ends
         stdout.flush()
+    except NotABlogFile as exc:
+        stdout.flush()
+        return not_blog(exc)
     except BrokenPipeError:
         # The reader of our output went away (``bread x | head``): stop quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -13,6 +13,7 @@ import re
 from typing import Any, Callable, Protocol, Sequence
 
 from .entries import SOURCE_BACKTRACE, EventSource, WriterProp
+from .errors import FormatError
 from .placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from .severity import ABBREVIATIONS
 
@@ -66,7 +67,8 @@ def _offset(tz: _dt.tzinfo) -> int:
 
 
 class DateFormat:
-    """``%Y %y %m %d %H %M %S %N %z %Z`` over nanoseconds since the epoch and a zone."""
+    """``%Y %y %m %d %H %M %S %N %z %Z`` over nanoseconds since the epoch and a zone; another
+    placeholder is a FormatError."""
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
@@ -145,7 +147,9 @@ class _Named:
 
 
 def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
-    """Split a ``%`` pattern into (literal, code) pairs; unknown codes stay literal."""
+    """Split a ``%`` pattern into (literal, code) pairs (``%%`` a percent sign, and a ``%``
+    that ends it or comes before a character that is not a letter: literal). FormatError
+    for a ``%`` before a letter that is no code, naming it."""
     parts: list[tuple[str, str | None]] = []
     lit = []
     i = 0
@@ -162,6 +166,9 @@ def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
                 lit = []
                 i += 2
                 continue
+            if n.isascii() and n.isalpha():   # another character: literal ("100% done")
+                raise FormatError(f"unknown placeholder {'%' + n!r} in {pattern!r} (known: "
+                                  f"{' '.join('%' + c for c in codes)} %%)")
         lit.append(c)
         i += 1
     parts.append(("".join(lit), None))
@@ -241,7 +248,8 @@ def fields_text(event: Event) -> str:
 
 
 class PrettyPrinter:
-    """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...)."""
+    """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...); an
+    unknown placeholder in either format is a FormatError naming it."""
 
     CODES = "ISCMFGLPTntdurmkhpa"
 

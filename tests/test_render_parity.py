@@ -50,7 +50,10 @@ def render(data: bytes, printer: PrettyPrinter, escape: bool, use_c: bool,
         if max_out is not None:
             m.setattr(lines, "MAX_BLOCK", max_out)
         r = bread.read(io.BytesIO(data))
-        out = b"".join(r.text(printer, escape=escape))
+        try:
+            out = b"".join(r.text(printer, escape=escape))
+        except bread.NotABlogFile as exc:   # damage at the very start can make one
+            return b"", [str(exc)]
         return out, [(d.offset, d.length, d.reason) for d in r.damage] + [r.unknown_sources]
 
 
@@ -238,8 +241,11 @@ def events(data: bytes, use_c: bool) -> tuple[list, list, int]:
         if not use_c:
             m.setattr(accel, "speedups", None)
         r = bread.read(io.BytesIO(data))
-        out = [(e.source, e.writer_prop, e.clock, e.ns, e.tz, repr(e.args), repr(e.fields),
-                e._texts, e.message, e.offset, type(e)) for e in r]
+        try:
+            out = [(e.source, e.writer_prop, e.clock, e.ns, e.tz, repr(e.args), repr(e.fields),
+                    e._texts, e.message, e.offset, type(e)) for e in r]
+        except bread.NotABlogFile as exc:   # damage at the very start can make one
+            return [], [str(exc)], 0
         return out, [(d.offset, d.length, d.reason) for d in r.damage], r.unknown_sources
 
 

@@ -16,7 +16,8 @@ from ..errors import NotABlogFile, OptionError
 from ..filters import Filter, parse_time
 from ..inputs import STDIN, expand, name_text
 from ..reader import Reader
-from ..render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
+from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,
+                      escape_controls)
 from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE, Parser, subcommand
 
 T = TypeVar("T")
@@ -162,6 +163,18 @@ def _zone(name: str | None) -> dt.tzinfo | None:
                           "America/New_York, UTC...)") from None
 
 
+def _printer(args: argparse.Namespace, zone: dt.tzinfo | None, color: bool) -> PrettyPrinter:
+    """The printer of -f and -d: an unknown placeholder names its option."""
+    try:
+        DateFormat(args.date_format)
+    except ValueError as exc:
+        raise OptionError(f"-d/--date-format: {exc}") from None
+    try:
+        return PrettyPrinter(args.format, args.date_format, zone, color)
+    except ValueError as exc:
+        raise OptionError(f"-f/--format: {exc}") from None
+
+
 def _names(text: str) -> frozenset[str]:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
@@ -172,9 +185,12 @@ def run(args: argparse.Namespace) -> int:
         parser().print_usage(sys.stderr)
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
+    out = sys.stdout
+    color = args.color == "always" or (args.color == "auto" and out.isatty())
     try:
         flt = _filter(args)
         zone = _zone(args.tz)
+        printer = _printer(args, zone, color)
     except ValueError as exc:
         parser().print_usage(sys.stderr)
         sys.stderr.write(f"bread: error: {exc}\n")
@@ -187,10 +203,7 @@ def run(args: argparse.Namespace) -> int:
         paths = open_inputs(args.inputs)
     except OSError as exc:
         return cannot_open(exc)
-    out = sys.stdout
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
-    color = args.color == "always" or (args.color == "auto" and out.isatty())
-    printer = PrettyPrinter(args.format, args.date_format, zone, color)
     if args.follow:
         from ..follow import Tail
         source: list = [Tail(paths[0])]

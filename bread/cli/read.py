@@ -9,6 +9,7 @@ import re
 import sys
 from typing import Callable, Iterator, Sequence, TypeVar
 
+from blogformat import __version__
 from blogformat.severity import to_severity
 
 from ..entries import Dropped, Lost, Recovered
@@ -57,6 +58,8 @@ def parser() -> argparse.ArgumentParser:
     def pct(text: str) -> str:  # argparse %-formats help strings
         return text.replace("%", "%%")
 
+    p.add_argument("--version", action="version", version=f"bread {__version__}",
+                   help="print bread's version (blog's, pyproject's) and exit")
     p.add_argument("-f", "--format", default=DEFAULT_FORMAT,
                    help=pct(f"event format (default {DEFAULT_FORMAT!r})"))
     p.add_argument("-d", "--date-format", default=DEFAULT_DATE_FORMAT,

@@ -15,7 +15,8 @@ from blogformat.severity import to_severity
 from ..entries import Dropped, Lost, Recovered
 from ..errors import NotABlogFile, OptionError
 from ..filters import Filter, parse_time
-from ..inputs import STDIN, expand, name_text
+from ..frames import CHUNK, check_begins
+from ..inputs import STDIN, expand, name_text, open_path
 from ..reader import Reader
 from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,
                       escape_controls)
@@ -209,6 +210,13 @@ def run(args: argparse.Namespace) -> int:
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     if args.follow:
         from ..follow import Tail
+        f = open_path(paths[0])   # (a Tail waits for more bytes: what is there is judged first)
+        try:
+            check_begins(f.read(CHUNK), name_text(paths[0]))
+        except NotABlogFile as exc:
+            return not_blog(exc)
+        finally:
+            f.close()
         source: list = [Tail(paths[0])]
     else:   # as named: a file found in a directory that is not a blog file is damage
         source = list(args.inputs) or [STDIN]

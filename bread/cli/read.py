@@ -107,7 +107,7 @@ def parser() -> argparse.ArgumentParser:
                         "is always exact")
     p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
                    help="-o csv: a cell of logged text (category, writer, function, file, "
-                        "message) that begins with = + - @ tab or CR, which a spreadsheet "
+                        "message, host, program) that begins with = + - @ tab or CR, which a spreadsheet "
                         "would run as a formula: quote (the default) puts a ' before it "
                         "(OWASP), so that it is shown, not run; raw leaves it as logged")
     return p

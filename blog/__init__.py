@@ -13,7 +13,7 @@ the crash buffer, rotation, the ``logging`` bridge... come only with the options
 use them), then kept here, so that a name costs nothing after its first use.
 """
 
-from blogformat import lazy
+from blogformat import __version__, lazy
 
 TYPE_CHECKING = False   # (typing.TYPE_CHECKING without importing typing: type checkers know it)
 if TYPE_CHECKING:   # the names below, as type checkers and readers see them
@@ -37,9 +37,6 @@ if TYPE_CHECKING:   # the names below, as type checkers and readers see them
     from .pipeline.stats import SessionStats
     from .pipeline.streams import FileOutputStream, MemoryOutputStream, OutputStream
     from .pipeline.writer import SessionWriter
-
-#: The version of the package (pyproject.toml's: tests/test_startup.py checks them equal).
-__version__ = "0.1.0"
 
 #: Where each public name is defined.
 _DEFINED_IN = {

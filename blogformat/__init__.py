@@ -21,4 +21,11 @@ each pointed to by a section of ``docs/format.md``:
   with it, and blog's TextStream);
 - ``lazy``: the packages' public names imported on first use (start-up).
 - ``errors``: the errors of the format (``FormatError``, ``BadEntry``...).
+
+``__version__`` is the distribution's (pyproject.toml's), which ``blog.__version__`` and
+``bread.__version__`` name.
 """
+
+#: The version of the distribution, blog and bread alike (pyproject.toml's:
+#: tests/test_startup.py checks them equal).
+__version__ = "0.1.0"

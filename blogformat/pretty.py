@@ -13,6 +13,7 @@ import re
 from typing import Any, Callable, Protocol, Sequence
 
 from .entries import SOURCE_BACKTRACE, EventSource, WriterProp
+from .errors import FormatError
 from .placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from .severity import ABBREVIATIONS
 
@@ -25,7 +26,21 @@ _UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
-class Event(Protocol):
+class Process(Protocol):
+    """The writing process as its stream's file header names it, None where it does not
+    say (an Event has it, and ``bread.events.Origin``)."""
+
+    @property
+    def host(self) -> str | None: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def program(self) -> str | None: ...
+
+
+class Event(Process, Protocol):
     """What a printer reads of an event (``bread.Event`` has it, and blog's TextStream's)."""
 
     source: EventSource
@@ -58,7 +73,8 @@ _DATE_FIELDS = {"Y": "year", "y": "year", "m": "month", "d": "day", "H": "hour",
 
 
 class DateFormat:
-    """``%Y %y %m %d %H %M %S %N %z %Z`` over nanoseconds since the epoch and a zone."""
+    """``%Y %y %m %d %H %M %S %N %z %Z`` over nanoseconds since the epoch and a zone; another
+    placeholder is a FormatError."""
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
@@ -127,7 +143,9 @@ class _Named:
 
 
 def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
-    """Split a ``%`` pattern into (literal, code) pairs; unknown codes stay literal."""
+    """Split a ``%`` pattern into (literal, code) pairs (``%%`` a percent sign, and a ``%``
+    that ends it or comes before a character that is not a letter: literal). FormatError
+    for a ``%`` before a letter that is no code, naming it."""
     parts: list[tuple[str, str | None]] = []
     lit = []
     i = 0
@@ -144,6 +162,9 @@ def _split(pattern: str, codes: str) -> list[tuple[str, str | None]]:
                 lit = []
                 i += 2
                 continue
+            if n.isascii() and n.isalpha():   # another character: literal ("100% done")
+                raise FormatError(f"unknown placeholder {'%' + n!r} in {pattern!r} (known: "
+                                  f"{' '.join('%' + c for c in codes)} %%)")
         lit.append(c)
         i += 1
     parts.append(("".join(lit), None))
@@ -192,6 +213,16 @@ SOURCE_TEXT: dict[str, Callable[[EventSource], str]] = {
 }
 
 
+#: ``-f`` placeholders whose text is a property of the writing process (its stream's file
+#: header): host, process id, program (``sys.argv[0]``'s base name); empty where the header
+#: does not say. The C++ bread has none of these letters.
+PROCESS_TEXT: dict[str, Callable[[Process], str]] = {
+    "h": lambda p: p.host or "",
+    "p": lambda p: "" if p.pid is None else str(p.pid),
+    "a": lambda p: p.program or "",
+}
+
+
 def fields_text(event: Event) -> str:
     """An event's keyword fields as ``name=value`` pairs (``%k``): its call's fields and
     those of its context (``blog.context``). A str value is quoted (repr) if it is empty or
@@ -213,9 +244,10 @@ def fields_text(event: Event) -> str:
 
 
 class PrettyPrinter:
-    """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...)."""
+    """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...); an
+    unknown placeholder in either format is a FormatError naming it."""
 
-    CODES = "ISCMFGLPTntdurmk"
+    CODES = "ISCMFGLPTntdurmkhpa"
 
     def __init__(self, event_format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None,
@@ -232,6 +264,8 @@ class PrettyPrinter:
         if code in SOURCE_TEXT:
             text = SOURCE_TEXT[code]
             return lambda e: text(e.source)
+        if code in PROCESS_TEXT:
+            return PROCESS_TEXT[code]
         date, zone = self.date, self.zone
         return {
             "n": lambda e: e.writer_prop.name,

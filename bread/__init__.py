@@ -12,7 +12,7 @@ Layers, each usable alone: ``frames`` (bytes -> checked frames), ``entries``
 submodule: ``bread.render``) is imported when it is first used, then kept here.
 """
 
-from blogformat import lazy
+from blogformat import __version__, lazy
 
 TYPE_CHECKING = False   # (typing.TYPE_CHECKING without importing typing: type checkers know it)
 if TYPE_CHECKING:   # the names below, as type checkers and readers see them
@@ -40,7 +40,7 @@ _DEFINED_IN = {
     "read": "bread.reader", "read_batches": "bread.reader",
 }
 
-__all__ = sorted(_DEFINED_IN)
+__all__ = sorted(_DEFINED_IN) + ["__version__"]
 
 
 __getattr__, __dir__ = lazy.names(__name__, _DEFINED_IN, globals())

@@ -43,8 +43,6 @@ put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
-#define SAFE_INT (1LL << 53)
-
 /* 1 written, 0 Python must write it ($-objects, surrogates), -1 error. */
 static int
 put_json_value(Buf *o, const Val *v)
@@ -53,16 +51,15 @@ put_json_value(Buf *o, const Val *v)
     case V_NIL: return buf_put(o, "null", 4) < 0 ? -1 : 1;
     case V_TRUE: return buf_put(o, "true", 4) < 0 ? -1 : 1;
     case V_FALSE: return buf_put(o, "false", 5) < 0 ? -1 : 1;
-    case V_INT:
-        if (v->i < -SAFE_INT || v->i > SAFE_INT) return 0;
-        return buf_int(o, v->i) < 0 ? -1 : 1;
+    case V_INT: return buf_int(o, v->i) < 0 ? -1 : 1;   /* within 64 bits: a number */
+    case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
     case V_STR:
         if (v->surrogates) return 0;
         return put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
     case V_F64:
         if (!isfinite(v->d)) return 0;
         return bread_put_value(o, v);
-    default: return 0;   /* V_UINT (beyond 53 bits), rich values */
+    default: return 0;   /* rich values */
     }
 }
 

@@ -24,7 +24,7 @@ from blogformat.valuedecoding import begin_event, unpackb
 
 from . import accel
 from .entries import Entry
-from .events import Event, EventStream, message_plan
+from .events import Event, EventStream, Origin, message_plan
 from .filters import NO_FILTER, Filter
 from .frames import Frame
 from .merge import clamp64
@@ -93,8 +93,9 @@ class Sink(Protocol):
     def fallback(self, ev: Event) -> Any:
         """What the C renderer takes for an event it leaves to Python (kept by the filter)."""
 
-    def source_items(self, src: EventSource) -> list:
-        """The event-format items of a source (text: ``bread.lines``), else ``[]``."""
+    def source_items(self, src: EventSource, origin: Origin) -> list:
+        """The event-format items of a source of a stream from ``origin`` (text:
+        ``bread.lines``), else ``[]``."""
 
 
 class Decoder:
@@ -166,7 +167,7 @@ class Decoder:
         if type(e) is EventSource:
             if 0 <= e.id < MAX_C_IDS:
                 decorate = self.sink.decorate
-                c.add_source(e.id, self.sink.source_items(e), message_items(e),
+                c.add_source(e.id, self.sink.source_items(e, self.stream.origin), message_items(e),
                              len(e.field_names), e, e.field_names,
                              not self.filter.source_ok(e), *(decorate(e) if decorate else ()))
         elif type(e) is WriterProp:

@@ -15,7 +15,8 @@ class OptionError(ValueError):
 
 
 class NotABlogFile(ValueError):
-    """An input that does not begin with a blog file header (the Spark format checks)."""
+    """An input that is not a blog file: no frame where one begins (``bread.read`` and the
+    Spark format check the inputs named themselves; ``bread.frames.check_begins``)."""
 
 
 class DamagedLog(ValueError):

@@ -398,5 +398,5 @@ class EventSink:
     def fallback(self, ev: Event) -> Event:
         return ev
 
-    def source_items(self, src: EventSource) -> list:
+    def source_items(self, src: EventSource, origin: Origin) -> list:
         return []

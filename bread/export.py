@@ -2,10 +2,11 @@
 
 JSON keeps each value's type as far as JSON allows; what JSON has no type
 for becomes an object with one ``$``-key saying what it is (docs/guide.md
-lists them): an int beyond 53 bits ``{"$int": "..."}``, a non-finite float
-``{"$float": "nan"}``, bytes ``{"$bytes": base64}``, a datetime
-``{"$datetime": iso}`` (with ``"zone": "Europe/Paris"`` where it had a named zone), a Decimal ``{"$decimal": "1.10"}``, a tuple
-``{"$tuple": [...]}``, a dataclass ``{"$dataclass": type, "fields": {...}}``...
+lists them). An int within 64 bits (signed or unsigned) is a number, a larger
+one ``{"$int": "..."}``; a non-finite float ``{"$float": "nan"}``, bytes
+``{"$bytes": base64}``, a datetime ``{"$datetime": iso}`` (with ``"zone":
+"Europe/Paris"`` where it had a named zone), a Decimal ``{"$decimal": "1.10"}``,
+a tuple ``{"$tuple": [...]}``, a dataclass ``{"$dataclass": type, "fields": {...}}``...
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from blogformat.valueclasses import DataclassValue, EnumValue, ExceptionValue, E
 from .events import Event
 from .render import BIDI_FORMATS, escape_controls
 
-_SAFE_INT = 1 << 53
+#: The ints that are JSON numbers: those of 64 bits, signed or unsigned (Python's json,
+#: pandas, Spark, DuckDB and jq 1.7 read them exactly); the others are ``{"$int": ...}``.
+_INT_MIN, _INT_END = -(1 << 63), 1 << 64
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
@@ -98,7 +101,7 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
         return b.text(v)
     if t is int:
         b.take(24)
-        return v if -_SAFE_INT <= v <= _SAFE_INT else {"$int": b.text(_int_text(v))}
+        return v if _INT_MIN <= v < _INT_END else {"$int": b.text(_int_text(v))}
     if t is float:
         b.take(24)
         return v if math.isfinite(v) else {"$float": repr(v)}
@@ -240,6 +243,9 @@ def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
         "category": src.category,
         "writer": ev.writer,
         "writer_id": ev.writer_id,
+        "host": ev.host,
+        "pid": ev.pid,
+        "program": ev.program,
         "source": {"id": src.id, "function": src.function, "file": src.file, "line": src.line,
                    "format": src.format},
         "message": ev.message,
@@ -258,7 +264,7 @@ def jsonl(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str
 
 
 CSV_COLUMNS = ("time", "severity", "category", "writer", "function", "file", "line",
-               "message", "args", "fields")
+               "message", "args", "fields", "host", "pid", "program")
 
 #: What makes a spreadsheet run a cell as a formula when the cell begins with it (OWASP's
 #: CSV injection): a cell of the file's text that does gets a leading ``'``.
@@ -282,7 +288,7 @@ def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: b
     ``escape``: control and bidi format characters in the cells are escapes, as in bread's
     text (``render.escape_controls``; in the JSON cells JSON's ``\\u0085``), so that a row
     is one line that cannot drive a terminal. ``quote_formulas``: a cell of the file's
-    text (category, writer, function, file, message) that begins with a ``FORMULA_STARTS``
+    text (category, writer, function, file, message, host, program) that begins with a ``FORMULA_STARTS``
     gets a leading ``'`` (OWASP), so that a spreadsheet shows it instead of running it;
     bread's own columns (time, severity, line) and the JSON (``[``, ``{``) never do."""
     buf = io.StringIO()
@@ -291,16 +297,17 @@ def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: b
     dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
     for ev in events:
         o = event_object(ev, tz)
-        texts = [o["category"], o["writer"], ev.function, ev.file, o["message"]]
+        texts = [o["category"], o["writer"], ev.function, ev.file, o["message"],
+                 ev.host or "", ev.program or ""]
         args, fields = dumps(o["args"]), dumps(o["fields"])
         if quote_formulas:
             texts = [_defused(t) for t in texts]
         if escape:
             texts = [escape_controls(t) for t in texts]
             args, fields = args.translate(_JSON_ESCAPES), fields.translate(_JSON_ESCAPES)
-        category, writer, function, file, message = texts
+        category, writer, function, file, message, host, program = texts
         w.writerow((o["time"], o["severity"], category, writer, function, file, ev.line,
-                    message, args, fields))
+                    message, args, fields, host, "" if ev.pid is None else ev.pid, program))
         if buf.tell() > 1 << 16:
             yield buf.getvalue()
             buf.seek(0)

@@ -10,6 +10,8 @@ from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, M
                                check_crc, parse_header, unescape)
 from blogformat.entries import complete_events
 
+from .errors import NotABlogFile
+
 CHUNK = 1 << 16
 #: Bytes of an events payload that hold its batch header (five ints take at most 46).
 BATCH_HEAD = 64
@@ -54,8 +56,24 @@ class Damage:
                 f"({self.reason})")
 
 
-def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False
-                ) -> Iterator[Union[Frame, Damage]]:
+def check_begins(head: bytes, source: str) -> None:
+    """Raise NotABlogFile if ``head``, the first bytes of an input (up to ``CHUNK``), is not
+    how a blog file begins: neither a frame marker (or the start of one: an input empty so
+    far is not refused) nor, after damage, a good frame header. A blog file damaged later,
+    or at its very start, is read and its damage reported: only another kind is refused."""
+    if not head or MAGIC.startswith(head[:len(MAGIC)]):
+        return
+    i = head.find(MAGIC)
+    while 0 <= i <= len(head) - HEADER_SIZE:
+        if parse_header(head[i:i + HEADER_SIZE]) is not None:
+            return
+        i = head.find(MAGIC, i + 1)
+    raise NotABlogFile(f"{source}: not a blog log file (its first {len(head):,} bytes hold no "
+                       "blog frame)")
+
+
+def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False,
+                blog_only: bool = False) -> Iterator[Union[Frame, Damage]]:
     """Yield the good frames of ``f`` in order, and a Damage for each skipped range.
 
     Memory stays bounded by the largest frame accepted (``MAX_PAYLOAD``). An
@@ -68,6 +86,9 @@ def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False
     is then passed over by the scan for the next marker; one that holds a marker
     (writers escape every payload that would) is checksummed only while the
     checks that failed on such claims have cost less than twice the input so far.
+
+    ``blog_only``: an input that does not begin as a blog file raises NotABlogFile
+    (``check_begins``) instead of being one damaged range.
     """
     buf = bytearray()
     base = 0            # input offset of buf[0]
@@ -88,6 +109,10 @@ def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False
                 buf.extend(data)
         return len(buf) - pos >= need
 
+    if blog_only:   # the first bytes, then (not a marker: rare) up to CHUNK bytes
+        if fill(len(MAGIC)) and not MAGIC.startswith(bytes(buf[:len(MAGIC)])):
+            fill(CHUNK)
+        check_begins(bytes(buf[:CHUNK]), source)
     while True:
         if pos > CHUNK:        # drop what was parsed; keep memory bounded
             del buf[:pos]

@@ -18,10 +18,10 @@ from blogformat.entries import EventSource
 
 from . import accel
 from .decoder import utf8
-from .events import Event
+from .events import Event, Origin
 from .frames import Frame
 from .merge import clamp64
-from .render import BACKTRACE_MARK, SOURCE_TEXT, PrettyPrinter, colors
+from .render import BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, PrettyPrinter, colors
 
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
@@ -108,9 +108,10 @@ class LineSink:
     def fallback(self, ev: Event) -> bytes:
         return utf8(self.printer.line(ev, self.escape) + "\n")
 
-    def source_items(self, src: EventSource) -> list:
-        """The event format for this source: literals with its fields rendered, codes for
-        the rest."""
+    def source_items(self, src: EventSource, origin: Origin) -> list:
+        """The event format for this source of a stream from ``origin``: literals with the
+        source's fields and the process's (host, pid, program) rendered, codes for the
+        rest. A file header starts the sources afresh, so the process is fixed per source."""
         items: list = []
         text = ""
         for lit, code in self.printer.parts:
@@ -119,6 +120,9 @@ class LineSink:
                 continue
             if code in SOURCE_TEXT:
                 text += SOURCE_TEXT[code](src)
+                continue
+            if code in PROCESS_TEXT:
+                text += PROCESS_TEXT[code](origin)
                 continue
             if code == "m" and src.backtrace:
                 text += BACKTRACE_MARK

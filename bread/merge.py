@@ -186,9 +186,10 @@ def _least_time(payload: bytes, sync: ClockSync) -> tuple[int, int]:
     return min(max(ns, _LOW), _HIGH), count
 
 
-def index(f: BinaryIO, name: str) -> FrameIndex:
+def index(f: BinaryIO, name: str, blog_only: bool = False) -> FrameIndex:
     """The first pass over an input. A file that can seek is skimmed (``frames.Skim``); one
-    that cannot, or whose skim meets damage, is read through its checked frames."""
+    that cannot, or whose skim meets damage, is read through its checked frames
+    (``blog_only``: NotABlogFile if it does not begin as a blog file)."""
     try:
         start = f.tell() if f.seekable() else None
     except (AttributeError, OSError, ValueError):
@@ -199,7 +200,8 @@ def index(f: BinaryIO, name: str) -> FrameIndex:
         if skim.clean:
             return idx
         f.seek(start)
-    return _index(iter_entries(iter_frames(f, name), name, raw_events=True))
+    return _index(iter_entries(iter_frames(f, name, blog_only=blog_only), name,
+                               raw_events=True))
 
 
 def _index(entries: Iterable[Any]) -> FrameIndex:

@@ -37,7 +37,9 @@ class Reader:
     descriptors of the files read, ``skipped`` the files not opened because
     their directory's manifest shows them outside the filter's time window.
     An input is named (``ev.path``, ``damage``, the ``path`` column) by
-    ``inputs.name_text``: valid UTF-8 whatever the bytes of a file's name.
+    ``inputs.name_text``: valid UTF-8 whatever the bytes of a file's name. A file named
+    itself (not found in a directory or by a pattern), or a file object, that does not
+    begin as a blog file raises ``bread.NotABlogFile`` when it is read.
 
     The complete events of a frame that the end of an input cuts short (a
     writer killed mid-write, a copy taken meanwhile) are read, with
@@ -84,6 +86,7 @@ class Reader:
         self._manifests: dict = {}
         self.headers: list[Any] = []
         self.unknown_sources = 0
+        self._named: set[str] = set()   # inputs given by name: not a blog file is an error
 
     @property
     def unverified(self) -> int:
@@ -131,7 +134,7 @@ class Reader:
         for position, (opener, name) in enumerate(self._openers()):
             f = opener()
             try:
-                idx = index(f, name)
+                idx = index(f, name, name in self._named)
             finally:
                 f.close()
             inputs.append(SortedInput(idx, position, self._input_runs(opener, name, sink),
@@ -169,9 +172,10 @@ class Reader:
                     raise TypeError("bread needs a binary file object (open the file with 'rb')")
                 name = name_text(getattr(inp, "name", "<stream>"))
                 raw = inp if seekable(inp) else spool(inp)
+                self._named.add(name)
                 yield _reopener(raw), name
                 continue
-            for path in self._paths(inp):
+            for path in self._named_paths(inp):
                 if path == STDIN:
                     yield _reopener(spool(sys.stdin.buffer)), path
                 else:
@@ -225,10 +229,11 @@ class Reader:
                     raise TypeError("bread needs a binary file object (open the file with 'rb')")
                 name = name_text(getattr(inp, "name", "<stream>"))
                 f = decompressing(inp)
+                self._named.add(name)
                 yield f, name
                 self._after(f, name)
                 continue
-            for path in self._paths(inp):
+            for path in self._named_paths(inp):
                 f = open_path(path)
                 name = name_text(path)   # the file's name as text: valid UTF-8
                 try:
@@ -246,10 +251,17 @@ class Reader:
         self.skipped += skipped
         return kept
 
+    def _named_paths(self, inp: Any) -> list[str]:
+        """``_paths``, the input noted in ``_named`` if it is a file named itself."""
+        paths = self._paths(inp)
+        if paths == [os.fspath(inp)]:
+            self._named.add(name_text(paths[0]))
+        return paths
+
     def _frames(self, f: BinaryIO, name: str) -> Iterator[Frame | Damage]:
         """The input's frames: all of them, or those of the span."""
         if self.span is None:
-            return iter_frames(f, name, self.verified_only)
+            return iter_frames(f, name, self.verified_only, name in self._named)
         if isinstance(f, GzipInput) or not seekable(f):
             raise OptionError(f"{name}: a span needs an uncompressed file that can seek")
         return span_frames(f, *self.span, name, self.verified_only)

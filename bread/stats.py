@@ -19,7 +19,9 @@ from typing import Any
 from blogformat.entries import Dropped, Lost
 from blogformat.severity import Severity
 
-from .inputs import name_text
+from .errors import NotABlogFile
+from .frames import Damage
+from .inputs import STDIN, expand, name_text
 from .reader import Reader, Source
 from .render import escape_controls
 
@@ -27,11 +29,18 @@ _MARKS = {"CRITICAL": "#", "ERROR": "#", "WARNING": "+", "INFO": "=", "DEBUG": "
 
 
 def collect(source: Source) -> dict:
-    """The statistics of ``source`` (what ``bread.read`` takes), as a JSON-ready dict."""
+    """The statistics of ``source`` (what ``bread.read`` takes), as a JSON-ready dict. An
+    input named itself that is not a blog file raises NotABlogFile; one that a directory
+    or pattern stands for is damage, as ``bread.read`` reads them."""
     if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
-        inputs: list[Any] = [source]
+        named: list[Any] = [source]
     else:
-        inputs = list(source)
+        named = list(source)
+    inputs: list[tuple[Any, bool]] = []   # (a file, whether it was named itself)
+    for one in named:
+        found = expand([one]) if isinstance(one, (str, os.PathLike)) else [one]
+        whole = not isinstance(one, (str, os.PathLike)) or found in ([os.fspath(one)], [STDIN])
+        inputs += [(f, whole) for f in found]
     by_sev: collections.Counter = collections.Counter()
     by_cat: collections.Counter = collections.Counter()
     by_site: collections.Counter = collections.Counter()
@@ -44,24 +53,29 @@ def collect(source: Source) -> dict:
     damage: list = []
     notices: list = []
     unknown = unverified = 0
-    for one in inputs:   # one reader per input: each file's streams and Summary entries
+    for one, whole in inputs:   # one reader per file: each file's streams and Summary entries
         reader = Reader(one)
         read = 0
-        for b in reader.batches(cols, arrow=False):
-            times, sevs = b["time"], b["severity"]
-            read += len(sevs)
-            by_sev.update(sevs)
-            by_cat.update(b["category"])
-            by_writer.update(b["writer"])
-            by_site.update(zip(b["file"], b["line"], b["function"]))
-            for t, s in zip(times, sevs):
-                if t is None:
-                    continue
-                per_second[(t // 1_000_000_000, s)] += 1
-                if first is None or t < first:
-                    first = t
-                if last is None or t > last:
-                    last = t
+        try:
+            for b in reader.batches(cols, arrow=False):
+                times, sevs = b["time"], b["severity"]
+                read += len(sevs)
+                by_sev.update(sevs)
+                by_cat.update(b["category"])
+                by_writer.update(b["writer"])
+                by_site.update(zip(b["file"], b["line"], b["function"]))
+                for t, s in zip(times, sevs):
+                    if t is None:
+                        continue
+                    per_second[(t // 1_000_000_000, s)] += 1
+                    if first is None or t < first:
+                        first = t
+                    if last is None or t > last:
+                        last = t
+        except NotABlogFile as exc:   # raised before any batch
+            if whole:
+                raise
+            damage.append(Damage(0, os.path.getsize(one), str(exc), name_text(one)))
         n += read
         damage += reader.damage
         notices += reader.notices

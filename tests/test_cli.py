@@ -23,7 +23,8 @@ from blogformat import entries
 from blogformat import frames as fmt
 from bread import cli
 
-from helpers import python_child
+from bread.render import PrettyPrinter
+from helpers import python_child, run_cli, write_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UTC = dt.timezone.utc
@@ -233,15 +234,17 @@ def test_every_date_placeholder_exact(tmp_path, capsysbinary, kw, local, utc):
     assert out.splitlines()[0] == f"{local}#{utc}"
 
 
-def test_format_literals_and_unknown_codes(tmp_path, capsysbinary):
-    """``%%`` is one percent sign (also before a code letter), unknown codes and a trailing
-    ``%`` are kept literally, and text around placeholders is kept."""
+def test_format_literals(tmp_path, capsysbinary):
+    """``%%`` is one percent sign (also before a code letter), a ``%`` before what is not a
+    letter and a trailing ``%`` are kept literally, and text around placeholders is kept.
+    (Unknown codes were kept literally too: issue 26 refuses them,
+    test_an_unknown_placeholder_is_refused_naming_it.)"""
     path = write(tmp_path, "s.blog", synthetic_log())
-    rc, out, _ = run(["-f", "<%%d %x %L 100% %", "-d", "%%Y %q %Y%", path], capsysbinary)
+    rc, out, _ = run(["-f", "<%%d %- %L 100% %", "-d", "%%Y %. %Y%", path], capsysbinary)
     assert rc == 0
-    assert out.splitlines()[0] == "<%d %x 42 100% %"
-    rc, out, _ = run(["-f", "%d", "-d", "%%Y %q %Y%", path], capsysbinary)
-    assert out.splitlines()[0] == "%Y %q 2023%"
+    assert out.splitlines()[0] == "<%d %- 42 100% %"
+    rc, out, _ = run(["-f", "%d", "-d", "%%Y %. %Y%", path], capsysbinary)
+    assert out.splitlines()[0] == "%Y %. 2023%"
 
 
 # ======================================================================================
@@ -571,3 +574,19 @@ def test_color_by_severity_outside_the_escaping(tmp_path, capsys):
         assert lines == ["calm 1", "\x1b[33mcareful \\x1b[2J 2\x1b[0m", "\x1b[31mbroken 3\x1b[0m"]
     assert cli.main(["--color", "never", "-f", "%m", str(p)]) == 0
     assert "\x1b[3" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("option", ["-f", "-d", "--format", "--date-format"])
+def test_an_unknown_placeholder_is_refused_naming_it(option, tmp_path, capsys):
+    # Proves (issue 26): -f %Q and -d %Q are exit 1 naming the option and the placeholder
+    # (they were printed as written); %% and a % at the end stay a percent sign.
+    p = tmp_path / "a.blog"
+    write_log(p, 1)
+    code, out, err = run_cli([option, "at %Q", str(p)], capsys)
+    long = "--format" if option in ("-f", "--format") else "--date-format"
+    assert code == cli.EXIT_USAGE and out == ""
+    assert f"bread: error: -{long[2]}/{long}: unknown placeholder '%Q' in 'at %Q'" in err
+    code, out, err = run_cli(["-f", "%m 100%% %", "-d", "%H%%", str(p)], capsys)
+    assert code == cli.EXIT_OK and out == "event 0 of a 100% %\n"
+    with pytest.raises(ValueError, match="unknown placeholder '%Q'"):
+        PrettyPrinter("%S %Q")

@@ -103,6 +103,23 @@ def test_compaction_keeps_every_event_and_sorts_them(tmp_path):
     assert manifest.load(str(d))["files"] == {}
 
 
+def test_dry_run_lists_what_it_would_do(tmp_path, capsys):
+    # Proves (issue 26): bread compact --dry-run lists each set and period and the files it
+    # would compact (it said only how many), and changes nothing.
+    d = tmp_path / "logs"
+    _write_set(d, threads=1, n=600, forks=0)
+    files = [f.name for f in members(str(d), "app")]
+    _old(d)
+    before = sorted(n for n in os.listdir(d) if ".blog" in n)
+    assert cli.main(["compact", str(d), "--older-than", "1m", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    heads = [line for line in out if not line.startswith("  ")]   # one per period (a day)
+    assert heads and all(h.startswith("would compact ") and " file(s) of set app, period from "
+                         in h and h.endswith("T00:00:00Z, into one:") for h in heads)
+    assert [line for line in out if line.startswith("  ")] == [f"  {n}" for n in files]
+    assert sorted(n for n in os.listdir(d) if ".blog" in n) == before
+
+
 def test_only_closed_files_older_than_the_age_are_compacted(tmp_path):
     d = tmp_path / "logs"
     _write_set(d, threads=1, n=3000, forks=0)

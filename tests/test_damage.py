@@ -464,8 +464,19 @@ _noise = st.lists(st.one_of(st.binary(max_size=64), st.just(fmt.MAGIC), st.just(
        chunk=st.sampled_from([None, 1, 3, 64]))
 def test_random_bytes(noise, chunk):
     """Proves: arbitrary bytes (including magics and fake headers with random lengths) never
-    raise; with no valid frame in them, there are no events and the whole input is one
-    Damage range, whatever the read sizes of the underlying stream."""
+    raise but to say that they are not a blog file (issue 26: when they neither begin with
+    a frame marker nor hold a good frame header in their first 64 KiB); else, with no valid
+    frame in them, there are no events and the whole input is one Damage range, whatever
+    the read sizes of the underlying stream."""
+    head = noise[:1 << 16]
+    refused = bool(noise) and not fmt.MAGIC.startswith(noise[:4]) and not any(
+        head.startswith(fmt.MAGIC, i) and fmt.parse_header(head[i:i + 20]) is not None
+        for i in range(len(head) - 19))
+    assert_tiles(noise, chunk)
+    if refused:
+        with pytest.raises(bread.NotABlogFile, match="not a blog log file"):
+            read_all(noise, chunk)
+        return
     r, got = read_all(noise, chunk)
     assert got == []
     assert [(d.offset, d.length) for d in r.damage] == ([(0, len(noise))] if noise else [])
@@ -493,7 +504,11 @@ def test_frames_and_damage_tile_mutated_input(script, data):
     blob = bytes(blob)
     a = assert_tiles(blob)
     assert assert_tiles(blob, 5) == a
-    read_all(blob)
+    try:
+        read_all(blob)
+    except bread.NotABlogFile:   # every frame in its first 64 KiB gone, and its start
+        assert not blob.startswith(fmt.MAGIC) and not any(type(x) is Frame and x.offset < 1 << 16
+                                                       for x in a)
 
 
 def test_large_file_across_read_chunks():

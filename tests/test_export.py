@@ -106,7 +106,8 @@ def test_csv_is_rfc_4180_with_a_header(tmp_path, capsys):
     p.write_bytes(data)
     assert cli.main(["-o", "csv", "--escape", "never", str(p)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("time,severity,category,writer,function,file,line,message,args,fields\r\n")
+    assert out.startswith("time,severity,category,writer,function,file,line,message,args,fields,"
+                          "host,pid,program\r\n")
     rows = list(csv.reader(io.StringIO(out, newline="")))
     assert rows[0][7] == "message"
     assert [r[7] for r in rows[1:]] == ["plain", "with, comma", 'with "quotes"', "two\nlines", ""]
@@ -115,6 +116,23 @@ def test_csv_is_rfc_4180_with_a_header(tmp_path, capsys):
     assert cli.main(["-o", "csv", str(p)]) == 0   # escaped by default: a row is a line
     rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))
     assert rows[4][7] == "two\\nlines" and json.loads(rows[4][8]) == ["two\nlines"]
+
+
+def test_jsonl_and_csv_say_which_process_wrote_each_event(tmp_path, capsys):
+    # Proves: -o jsonl has host, pid and program keys (null where the header does not say)
+    # and -o csv has them as its last columns, from each stream's file header.
+    src = EventSource(1, 0x80, "c", "f", "x.py", 3, "{}", "int")
+    first = _file([src], [[1, 5, [1]]], descriptor={"host": "db1", "pid": 42, "program": "=app"})
+    p = tmp_path / "x.blog"
+    p.write_bytes(first + _file([src], [[1, 5, [2]]]))
+    assert cli.main(["-o", "jsonl", str(p)]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(o["host"], o["pid"], o["program"]) for o in objs] == [
+        ("db1", 42, "=app"), (None, None, None)]
+    assert cli.main(["-o", "csv", str(p)]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert rows[0][-3:] == ["host", "pid", "program"]
+    assert [r[-3:] for r in rows[1:]] == [["db1", "42", "'=app"], ["", "", ""]]
 
 
 #: What a crafted file's strings hold to drive a terminal: CSI, OSC (a title, a link),
@@ -188,7 +206,7 @@ def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted(tmp_path, caps
         *FORMULAS, "-5"]
 
 
-def _file(sources, events, sync=None) -> bytes:
+def _file(sources, events, sync=None, descriptor=None) -> bytes:
     meta = [sync or ClockSync(0, 10**9, 0, 0, "UTC"), *sources, WriterProp(1, "main")]
     clocks, prev, body = [], 0, []
     for e in events:
@@ -197,7 +215,7 @@ def _file(sources, events, sync=None) -> bytes:
     for e in events:
         body.append(packb(e))
     head = BatchHeader(1, 0, len(events), min(clocks), max(clocks)).encode()
-    return (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({}))
+    return (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload(descriptor or {}))
             + fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))
             + fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(body)))
 
@@ -237,17 +255,39 @@ def test_outputs_take_filters_and_sort(fmt_, capsys):
     assert len(lines) == n
 
 
+INTS_64 = [2**53 + 1, 1_764_000_000_123_456_789, -2**63, 2**63, 2**64 - 1, -2**53 - 1]
+
+
+@pytest.mark.parametrize("use_c", [True, False])
+def test_ints_within_64_bits_are_json_numbers(use_c, monkeypatch):
+    # Proves: an int of 64 bits, signed or unsigned (time.time_ns() values), is a JSON
+    # number in -o jsonl and the args column; a larger one stays {"$int": ...}.
+    if not use_c:
+        monkeypatch.setattr(bread.accel, "speedups", None)
+    s = blog.Session()
+    out = blog.MemoryOutputStream()
+    s.get_logger("x").info("{} {} {} {} {} {}", *INTS_64)
+    s.get_logger("x").info("{} {}", 2**64, -2**63 - 1)
+    s.consume(out)
+    text = "".join(jsonl(bread.read(io.BytesIO(out.getvalue()))))
+    lines = [json.loads(line)["args"] for line in text.splitlines()]
+    assert lines == [INTS_64, [{"$int": str(2**64)}, {"$int": str(-2**63 - 1)}]]
+    assert str(2**64 - 1) in text and str(1_764_000_000_123_456_789) in text
+    cols = next(iter(bread.read_batches(io.BytesIO(out.getvalue()), ["args"], arrow=False)))
+    assert [json.loads(a) for a in cols["args"]] == lines
+
+
 def test_an_int_of_more_digits_than_python_converts_is_exported_in_hex(tmp_path):
     # 10**5000 has more decimal digits than str() converts (sys.get_int_max_str_digits):
     # -o jsonl and -o csv crashed on it; now it is {"$int": "0x..."}, in linear time.
     s = blog.Session()
     log = s.get_logger("x")
     out = blog.MemoryOutputStream()
-    log.info("{} {}", 10**5000, -(2**60))
+    log.info("{} {}", 10**5000, -(2**70))
     s.consume(out)
     [ev] = list(bread.read(io.BytesIO(out.getvalue())))
     obj = json.loads(next(iter(jsonl([ev]))))
-    assert obj["args"] == [{"$int": hex(10**5000)}, {"$int": str(-(2**60))}]
+    assert obj["args"] == [{"$int": hex(10**5000)}, {"$int": str(-(2**70))}]
     assert int(obj["args"][0]["$int"], 16) == 10**5000
     header, row = list(csv.reader(io.StringIO("".join(csv_rows([ev])))))
     assert json.loads(row[header.index("args")]) == obj["args"]

@@ -106,3 +106,15 @@ def test_follow_takes_one_file(tmp_path, capsys):
     assert cli.main(["-F", str(tmp_path / "a"), str(tmp_path / "b")]) == cli.EXIT_USAGE
     assert cli.main(["-F", "-s", str(tmp_path / "a")]) == cli.EXIT_USAGE
     assert "-F/--follow takes one file" in capsys.readouterr().err
+
+
+def test_following_a_file_that_is_not_blog_says_so(tmp_path):
+    # Proves (issue 26): bread -F notes.txt says it is not a blog file, exit 2, at once
+    # (following, the reader would wait for more bytes).
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n" * 100)
+    r = subprocess.run(python_child("-m", "bread", "-F", str(notes)), capture_output=True,
+                       timeout=60)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.decode() == f"bread: {notes}: not a blog log file (its first 600 bytes " \
+                                "hold no blog frame)\n"

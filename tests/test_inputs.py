@@ -117,8 +117,58 @@ def test_standard_input_gzip_or_not(tmp_path):
 
 
 def test_a_text_file_is_one_clear_line(tmp_path, capsys):
+    # Issue 26: it says that it is not a blog file, exit 2 (it was "damaged bytes", exit 3).
     p = tmp_path / "notes.txt"
     p.write_text("hello\n" * 100)
     code, out, err = run_cli([str(p)], capsys)
-    assert code == cli.EXIT_DAMAGED and out == ""
-    assert err.count("\n") == 1 and "Traceback" not in err and "notes.txt" in err
+    assert code == cli.EXIT_OPEN and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"bread: {p}: not a blog log file" in err
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_an_input_that_is_not_a_blog_file_is_refused_naming_it(tmp_path, sort):
+    # Proves (issue 26): bread.read raises bread.NotABlogFile (a ValueError) for a file, or
+    # a file object, that does not begin as a blog file, instead of giving no events; a blog
+    # file damaged at its start or later, its gzip, and an empty file read as before.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n" * 100)
+    for source in (str(notes), io.BytesIO(b"hello"), [str(tmp_path / "a.blog"), str(notes)]):
+        write_log(tmp_path / "a.blog", 3)
+        with pytest.raises(bread.NotABlogFile, match="not a blog log file"):
+            list(bread.read(source, sort=sort))
+    assert issubclass(bread.NotABlogFile, ValueError)
+    data = write_log(None, 3)
+    for good in (data, b"\x00" + data[1:], data[:200] + b"junk" + data[200:],
+                 gzip.compress(data), b"junk" + data, b""):
+        r = bread.read(io.BytesIO(good), sort=sort)
+        assert len(list(r)) == (3 if good else 0)
+
+
+def test_a_directory_reads_a_file_that_is_not_blog_as_damage(tmp_path, capsys):
+    # Proves: a directory's *.blog file that is not a blog file (a crash's zeroed blocks)
+    # is damage, as before; only an input named itself is refused.
+    write_log(tmp_path / "app.1.blog", 3)
+    (tmp_path / "app.2.blog").write_bytes(b"\x00" * 100)
+    code, out, err = run_cli([str(tmp_path)], capsys)
+    assert code == cli.EXIT_DAMAGED and len(out.splitlines()) == 3 and "app.2.blog" in err
+
+
+@pytest.mark.parametrize("command", [[], ["-s"], ["-o", "jsonl"], ["stats"], ["stats", "-o",
+                                                                               "json"]])
+def test_bread_says_an_input_is_not_a_blog_file(tmp_path, capsys, command):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n" * 100)
+    code, out, err = run_cli([*command, str(notes)], capsys)
+    assert code == cli.EXIT_OPEN and out == ""
+    assert err == f"bread: {notes}: not a blog log file (its first 600 bytes hold no blog " \
+                  "frame)\n"
+
+
+def test_bread_export_says_an_input_is_not_a_blog_file(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n" * 100)
+    code, out, err = run_cli(["export", "--parquet", str(tmp_path / "out"), str(notes)], capsys)
+    assert code == cli.EXIT_OPEN and "Traceback" not in err
+    assert f"bread export: {notes}: not a blog log file" in err

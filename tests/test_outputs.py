@@ -38,6 +38,23 @@ def test_a_text_stream_shows_warnings_while_the_file_has_everything(tmp_path):
         "checked /", "disk /var at 93.5%", "detail 1", "write failed: 'no space\\x1b[2J'"]
 
 
+def test_a_text_stream_shows_the_writing_process():
+    # Proves: %h %p %a show the session's host, pid and program, as bread shows them.
+    import os
+
+    s = blog.Session()
+    console = io.StringIO()
+    s.add_output(blog.TextStream(console, format="%h %p %a %m"))
+    s.get_logger().info("up")
+    main = blog.MemoryOutputStream()
+    s.consume(main)
+    assert console.getvalue() == f"{os.uname().nodename} {os.getpid()} " \
+        f"{os.path.basename(sys.argv[0]) or 'python'} up\n"
+    printer = bread.render.PrettyPrinter("%h %p %a %m")
+    assert [printer(ev) for ev in bread.read(io.BytesIO(main.getvalue()))] == [
+        console.getvalue()[:-1]]
+
+
 def test_text_stream_lines_across_many_writes_keep_their_sources_and_types(tmp_path):
     import dataclasses
 

@@ -118,9 +118,15 @@ def test_the_pytest_plugin_imports_the_writer_only_for_its_fixture(tmp_path):
     assert [m for m in mods if m.split(".")[0] == "blog"] == ["blog", "blog.pytest_plugin"]
 
 
-def test_version_is_pyprojects():
+def test_version_is_pyprojects(capsys):
+    # Proves (issue 26 for bread's): blog.__version__, bread.__version__ and bread --version
+    # say pyproject's version.
+    from bread import cli
     with open(ROOT / "pyproject.toml", "rb") as f:
-        assert blog.__version__ == tomllib.load(f)["project"]["version"]
+        version = tomllib.load(f)["project"]["version"]
+    assert blog.__version__ == bread.__version__ == version
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"bread {version}\n"
 
 
 @pytest.mark.parametrize("package", [blog, bread])

@@ -13,7 +13,7 @@ import pytest
 import bread
 from bread import cli
 
-from helpers import python_child
+from helpers import python_child, write_log
 
 DATA = pathlib.Path(__file__).parent / "data" / "v1"
 
@@ -143,3 +143,14 @@ def test_stats_names_a_file_whose_name_is_not_utf8_and_carries_on(tmp_path):
             got = json.loads(text)
             assert [f["path"] for f in got["files"]] == [shown]
             assert [d["source"] for d in got["damage"]] == [shown]
+
+
+def test_stats_counts_a_directory_file_that_is_not_blog_as_damage(tmp_path, capsys):
+    # Proves (issue 26): as bread reads them, a named input that is not a blog file is
+    # refused (test_inputs), one that a directory stands for is damage.
+    write_log(tmp_path / "app.1.blog", 3)
+    (tmp_path / "app.2.blog").write_bytes(b"\x00" * 100)
+    assert cli.main(["stats", "-o", "json", str(tmp_path)]) == 3
+    counted = json.loads(capsys.readouterr().out)
+    assert counted["events"] == 3 and [d["source"] for d in counted["damage"]] == [
+        str(tmp_path / "app.2.blog")]

@@ -18,7 +18,7 @@ import threading
 from typing import TextIO
 
 from blogformat.entries import (ClockSync, EventSource, WriterProp, decode_events,
-                                decode_metadata_frame)
+                                decode_header, decode_metadata_frame)
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, \
     parse_header, unescape
 from blogformat.placeholders import FormatError, Template, parse_style, render
@@ -39,13 +39,14 @@ class _Live:
     """One event written to a TextStream, as its printer reads it (``pretty.Event``)."""
 
     __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "fields", "texts",
-                 "template")
+                 "template", "host", "pid", "program")
 
     def __init__(self, source: EventSource, writer: WriterProp, clock: int, ns: int,
                  tz: _dt.tzinfo, args: list, fields: dict, texts: dict,
-                 template: Template | None) -> None:
+                 template: Template | None, process: tuple) -> None:
         self.source, self.writer_prop, self.clock, self.ns, self.tz = source, writer, clock, ns, tz
         self.args, self.fields, self.texts, self.template = args, fields, texts, template
+        self.host, self.pid, self.program = process   # the session's, as its file header says
 
     @property
     def message(self) -> str:
@@ -92,6 +93,7 @@ class TextStream:
         self._sync = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
         self._tz: _dt.tzinfo = _UTC
         self._types = TypeTable()
+        self._process: tuple = (None, None, None)   # host, pid, program
 
     def write(self, data: bytes) -> int:
         """Take whole frames (a session writes nothing else) and show their events."""
@@ -108,6 +110,8 @@ class TextStream:
                 payload = unescape(flags, data[start:pos])[1]
                 if kind == FRAME_HEADER:
                     self._new_stream()
+                    d = decode_header(payload, start).descriptor
+                    self._process = (d.get("host"), d.get("pid"), d.get("program"))
                 elif kind == FRAME_METADATA:
                     for e in decode_metadata_frame(payload, start):
                         self._apply(e)
@@ -153,7 +157,8 @@ class TextStream:
             writer = self._writers.get(raw.writer_id) or WriterProp(raw.writer_id, "")
             ns = sync.ns_since_epoch + ((raw.clock - sync.clock_value) * 1_000_000_000
                                         // sync.frequency)
-            ev = _Live(src, writer, raw.clock, ns, self._tz, args, fields, raw.texts, tpl)
+            ev = _Live(src, writer, raw.clock, ns, self._tz, args, fields, raw.texts, tpl,
+                       self._process)
             lines.append(printer.line(ev, escape=True))
 
     def flush(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from .. import compact
 from ..compact.files import to_stderr
@@ -48,7 +49,9 @@ def parser() -> argparse.ArgumentParser:
                    help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
     p.add_argument("--period", default="1d", metavar="LENGTH",
                    help="one compacted file per set and period of this length (UTC; default 1d)")
-    p.add_argument("--dry-run", action="store_true", help="say what would be done; do nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what would be done (each set and period, the files it would "
+                        "compact); do nothing")
     return p
 
 
@@ -72,8 +75,16 @@ def run(args: argparse.Namespace) -> int:
         to_stderr(message)
 
     def say(plan: dict) -> None:
-        what = plan.get("compacted", "(dry run)")
-        sys.stdout.write(escape_controls(name_text(what))
+        if "compacted" not in plan:   # a dry run: which files would go into which file
+            start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(plan["period_start_ns"]
+                                                                    // _SEC))
+            sys.stdout.write(f"would compact {len(plan['replaces'])} file(s) of set "
+                             f"{escape_controls(name_text(plan['stem']))}, period from "
+                             f"{start}, into one:\n")
+            sys.stdout.write("".join(f"  {escape_controls(name_text(n))}\n"
+                                     for n in plan["replaces"]))
+            return
+        sys.stdout.write(escape_controls(name_text(plan["compacted"]))
                          + f": {len(plan['replaces'])} file(s)"
                          + (f", {plan['events']:,} events" if "events" in plan else "") + "\n")
 

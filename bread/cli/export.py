@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..columnar import parquet
+from ..errors import NotABlogFile
 from ..inputs import STDIN
 from ..render import escape_controls
 from .options import Parser, subcommand
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = parquet.export(args.inputs, args.parquet,
                                  sys.stderr if sys.stderr.isatty() else None)
-    except OSError as exc:
+    except (OSError, NotABlogFile) as exc:
         sys.stderr.write(f"bread export: {escape_controls(str(exc))}\n")
         return 2
     for d in summary["damage"]:

@@ -9,14 +9,17 @@ import re
 import sys
 from typing import Callable, Iterator, Sequence, TypeVar
 
+from blogformat import __version__
 from blogformat.severity import to_severity
 
 from ..entries import Dropped, Lost, Recovered
-from ..errors import OptionError
+from ..errors import NotABlogFile, OptionError
 from ..filters import Filter, parse_time
-from ..inputs import STDIN, expand, name_text
+from ..frames import CHUNK, check_begins
+from ..inputs import STDIN, expand, name_text, open_path
 from ..reader import Reader
-from ..render import DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, PrettyPrinter, escape_controls
+from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,
+                      escape_controls)
 from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE, Parser, subcommand
 
 T = TypeVar("T")
@@ -28,11 +31,13 @@ event format placeholders (-f):
   %T argument tags %n writer name   %t writer id     %d time (writer's zone)
   %u time (UTC)    %r raw clock     %m message       %% a percent sign
   %k keyword fields, context fields too, as name=value pairs
+  %h host          %p process id    %a program       (of the file header)
 date format placeholders (-d):
   %Y year  %y 2-digit year  %m month  %d day  %H hour  %M minute  %S second
   %N nanoseconds  %z UTC offset (+hhmm)  %Z zone name
-exit status: 0 ok, 1 bad option, 2 cannot open an input, 3 damaged input or
-events whose call site is unknown (everything readable is printed first).
+exit status: 0 ok, 1 bad option, 2 cannot open an input or it is not a blog
+file, 3 damaged input or events whose call site is unknown (everything readable
+is printed first).
 bread export --parquet OUT_DIR FILE...: the events table and a typed table per
 call site, as Parquet files (docs/spark.md).
 bread stats [-o json] FILE...: counts by severity, category, call site and
@@ -54,6 +59,8 @@ def parser() -> argparse.ArgumentParser:
     def pct(text: str) -> str:  # argparse %-formats help strings
         return text.replace("%", "%%")
 
+    p.add_argument("--version", action="version", version=f"bread {__version__}",
+                   help="print bread's version (blog's, pyproject's) and exit")
     p.add_argument("-f", "--format", default=DEFAULT_FORMAT,
                    help=pct(f"event format (default {DEFAULT_FORMAT!r})"))
     p.add_argument("-d", "--date-format", default=DEFAULT_DATE_FORMAT,
@@ -101,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
                         "is always exact")
     p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
                    help="-o csv: a cell of logged text (category, writer, function, file, "
-                        "message) that begins with = + - @ tab or CR, which a spreadsheet "
+                        "message, host, program) that begins with = + - @ tab or CR, which a spreadsheet "
                         "would run as a formula: quote (the default) puts a ' before it "
                         "(OWASP), so that it is shown, not run; raw leaves it as logged")
     return p
@@ -121,6 +128,12 @@ def cannot_open(exc: OSError) -> int:
     """Say on standard error that an input does not open; the exit status."""
     sys.stderr.write(f"bread: cannot open {escape_controls(name_text(exc.filename))}: "
                      f"{exc.strerror}\n")
+    return EXIT_OPEN
+
+
+def not_blog(exc: NotABlogFile) -> int:
+    """Say on standard error that an input is not a blog file; the exit status."""
+    sys.stderr.write(f"bread: {escape_controls(str(exc))}\n")
     return EXIT_OPEN
 
 
@@ -155,6 +168,18 @@ def _zone(name: str | None) -> dt.tzinfo | None:
                           "America/New_York, UTC...)") from None
 
 
+def _printer(args: argparse.Namespace, zone: dt.tzinfo | None, color: bool) -> PrettyPrinter:
+    """The printer of -f and -d: an unknown placeholder names its option."""
+    try:
+        DateFormat(args.date_format)
+    except ValueError as exc:
+        raise OptionError(f"-d/--date-format: {exc}") from None
+    try:
+        return PrettyPrinter(args.format, args.date_format, zone, color)
+    except ValueError as exc:
+        raise OptionError(f"-f/--format: {exc}") from None
+
+
 def _names(text: str) -> frozenset[str]:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
@@ -165,9 +190,12 @@ def run(args: argparse.Namespace) -> int:
         parser().print_usage(sys.stderr)
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
+    out = sys.stdout
+    color = args.color == "always" or (args.color == "auto" and out.isatty())
     try:
         flt = _filter(args)
         zone = _zone(args.tz)
+        printer = _printer(args, zone, color)
     except ValueError as exc:
         parser().print_usage(sys.stderr)
         sys.stderr.write(f"bread: error: {exc}\n")
@@ -180,15 +208,19 @@ def run(args: argparse.Namespace) -> int:
         paths = open_inputs(args.inputs)
     except OSError as exc:
         return cannot_open(exc)
-    out = sys.stdout
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
-    color = args.color == "always" or (args.color == "auto" and out.isatty())
-    printer = PrettyPrinter(args.format, args.date_format, zone, color)
     if args.follow:
         from ..follow import Tail
+        f = open_path(paths[0])   # (a Tail waits for more bytes: what is there is judged first)
+        try:
+            check_begins(f.read(CHUNK), name_text(paths[0]))
+        except NotABlogFile as exc:
+            return not_blog(exc)
+        finally:
+            f.close()
         source: list = [Tail(paths[0])]
-    else:
-        source = paths
+    else:   # as named: a file found in a directory that is not a blog file is damage
+        source = list(args.inputs) or [STDIN]
     reader = Reader(source, sort=args.sort, filter=flt, verified_only=args.verified_only)
     stdout = sys.stdout.buffer
     try:
@@ -206,6 +238,9 @@ def run(args: argparse.Namespace) -> int:
         stdout.flush()
     except KeyboardInterrupt:     # Ctrl-C: the way a follow ends
         stdout.flush()
+    except NotABlogFile as exc:
+        stdout.flush()
+        return not_blog(exc)
     except BrokenPipeError:
         # The reader of our output went away (``bread x | head``): stop quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -9,7 +9,9 @@ import sys
 
 from .. import stats
 from .options import Parser, subcommand
-from .read import cannot_open, open_inputs
+from ..errors import NotABlogFile
+from ..inputs import STDIN
+from .read import cannot_open, not_blog, open_inputs
 
 
 def parser() -> argparse.ArgumentParser:
@@ -23,10 +25,13 @@ def parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """``bread stats [-o json] FILE...``; the same exit codes as bread."""
     try:
-        inputs = open_inputs(args.inputs)
+        open_inputs(args.inputs)
     except OSError as exc:
         return cannot_open(exc)
-    counted = stats.collect(inputs)
+    try:   # as named: a file found in a directory that is not a blog file is damage
+        counted = stats.collect(list(args.inputs) or [STDIN])
+    except NotABlogFile as exc:
+        return not_blog(exc)
     if args.output == "json":
         sys.stdout.write(json.dumps(counted, indent=1) + "\n")
     else:

@@ -24,7 +24,7 @@ from blogformat.severity import Severity
 from .. import accel
 from ..entries import Entry
 from ..errors import OptionError
-from ..events import Event, EventStream
+from ..events import Event, EventStream, Origin
 from ..export import compact, json_pair
 from ..frames import Frame
 from ..decoder import PYTHON, utf8
@@ -176,7 +176,7 @@ class BatchSink:
                 compact(args).encode() if "args" in cols else b"",
                 compact(fields).encode() if "fields" in cols else b"")
 
-    def source_items(self, src: EventSource) -> list:
+    def source_items(self, src: EventSource, origin: Origin) -> list:
         return []
 
     # --- Python path: the reference -----------------------------------------

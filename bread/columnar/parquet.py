@@ -33,25 +33,37 @@ ROWS = 65536
 
 
 class Progress:
-    """events done, events/s and an ETA on one line of a terminal (nothing elsewhere)."""
+    """The pass (of ``passes``, each over every event), the events it has done (of
+    ``total``), events/s and an ETA of all passes, on one line of a terminal (nothing
+    elsewhere), at most once per ``every`` seconds."""
 
-    def __init__(self, total: int | None, out: TextIO | None, passes: int = 3) -> None:
+    def __init__(self, total: int | None, out: TextIO | None, passes: int = 3,
+                 every: float = 0.5) -> None:
         self.total = total
         self.out = out
         self.passes = passes
-        self.done = 0
+        self.every = every
+        self.done = 0      # events of this pass
+        self.work = 0      # events of all passes so far (the rate and the ETA)
+        self.what = ""     # this pass
+        self.number = 0    # its number, from 1
         self.start = self._last = time.monotonic()
 
     def add(self, n: int, what: str) -> None:
+        if what != self.what:   # the next pass: its events are the same ones again
+            self.what, self.number, self.done = what, self.number + 1, 0
         self.done += n
+        self.work += n
         now = time.monotonic()
-        if self.out is None or now - self._last < 0.5:
+        if self.out is None or now - self._last < self.every:
             return
         self._last = now
-        rate = self.done / max(now - self.start, 1e-9)
-        line = f"\rexport: {what}: {self.done:,} events, {rate:,.0f}/s"
+        rate = self.work / max(now - self.start, 1e-9)
+        of = f" of {self.total:,}" if self.total else ""
+        line = (f"\rexport: {what} ({self.number}/{self.passes}): {self.done:,} events{of}, "
+                f"{rate:,.0f}/s")
         if self.total:
-            left = max(self.total * self.passes - self.done, 0) / max(rate, 1e-9)
+            left = max(self.total * self.passes - self.work, 0) / max(rate, 1e-9)
             line += f", ETA {int(left) // 60}:{int(left) % 60:02d}"
         self.out.write(line + "   ")
         self.out.flush()

@@ -15,11 +15,10 @@ import dataclasses
 import datetime as _dt
 import enum
 import reprlib
+import sys
 import types
-import uuid
 from decimal import Decimal
 from typing import Any, Callable
-from zoneinfo import ZoneInfo
 
 import msgpack
 
@@ -192,6 +191,14 @@ def _enum_style(cls: Any) -> int:
     return ENUM_TEXT
 
 
+def _loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is loaded, else None: no value is a ``uuid.UUID`` or
+    a ``zoneinfo.ZoneInfo`` before its module is imported, so ``import blog`` imports
+    neither (blog/_encode.c looks them up alike)."""
+    m = sys.modules.get(module)
+    return None if m is None else getattr(m, name)
+
+
 def _tz(tz: _dt.tzinfo | None, sample: Any) -> list | None:
     if tz is None:
         return None
@@ -254,7 +261,8 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         return msgpack.ExtType(EXT_TIMEDELTA, packb([obj.days, obj.seconds, obj.microseconds]))
     if isinstance(obj, Decimal):
         return msgpack.ExtType(EXT_DECIMAL, str(obj).encode("ascii"))
-    if isinstance(obj, uuid.UUID):
+    uuid_type = _loaded("uuid", "UUID")
+    if uuid_type is not None and isinstance(obj, uuid_type):
         return msgpack.ExtType(EXT_UUID, obj.bytes)
     if isinstance(obj, BaseException):
         # Structured frames, not text: nothing is read or formatted at the call.
@@ -351,7 +359,7 @@ def _whole(data: bytes) -> bool:
         return False                                # handler's exception) is the caller's
 
 
-_PLAIN_ATOMS = PLAIN_TYPES | {Decimal, uuid.UUID, _dt.date, _dt.timedelta}
+_PLAIN_ATOMS = PLAIN_TYPES | {Decimal, _dt.date, _dt.timedelta}   # and uuid.UUID
 
 
 def reproducible(value: Any, conversion: str | None = None, spec: str = "",
@@ -368,7 +376,7 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
     container (shown by repr).
     """
     t = type(value)
-    if t in _PLAIN_ATOMS:
+    if t in _PLAIN_ATOMS or (t.__name__ == "UUID" and t is _loaded("uuid", "UUID")):
         return True
     if conversion == "%":       # printf-style: %s, %r and %a as str, repr and ascii;
         kind = spec[-1:]        # a number conversion of anything but the atoms: text kept
@@ -417,6 +425,6 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
         tz = value.tzinfo
         if tz is None or type(tz) is _dt.timezone:
             return True
-        return (t is _dt.datetime and type(tz) is ZoneInfo and _depth == 0
-                and conversion not in ("r", "a"))
+        return (t is _dt.datetime and type(tz) is _loaded("zoneinfo", "ZoneInfo")
+                and _depth == 0 and conversion not in ("r", "a"))
     return False

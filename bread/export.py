@@ -17,7 +17,7 @@ import datetime as _dt
 import io
 import json
 import math
-import uuid
+import sys
 from decimal import Decimal
 from typing import Any, Iterable, Iterator
 
@@ -131,7 +131,8 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
         return {"$timedelta": [v.days, v.seconds, v.microseconds]}
     if isinstance(v, Decimal):
         return {"$decimal": b.text(str(v))}
-    if isinstance(v, uuid.UUID):
+    uuid = sys.modules.get("uuid")    # (no value is a UUID before uuid is imported)
+    if uuid is not None and isinstance(v, uuid.UUID):
         return {"$uuid": str(v)}
     if isinstance(v, EnumValue):
         return {"$enum": b.text(v.type), "name": b.text(v.name), "value": _json(v.value, d, b)}

@@ -9,10 +9,10 @@ else. Decoders take untrusted input: a field of the wrong type raises
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator, final
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
+from .plainclass import Frozen, Plain
 from .valuedecoding import begin_event, unpacker
 from .values import pack_plain, unpack_plain
 from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, BadEntry,
@@ -41,13 +41,16 @@ _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
 # --- the header frame (section 3) -------------------------------------------
 
 @final
-@dataclass(frozen=True)
-class FileHeader:
+class FileHeader(Frozen):
     """The first frame of every stream: the format version and the writer's descriptor."""
 
+    _FIELDS = ("offset", "version", "descriptor")
     offset: int
     version: int
     descriptor: dict
+
+    def __init__(self, offset: int, version: int, descriptor: dict) -> None:
+        self.__dict__.update(offset=offset, version=version, descriptor=descriptor)
 
 
 def header_payload(descriptor: dict, version: int = FORMAT_VERSION) -> bytes:
@@ -113,8 +116,7 @@ def text_size(e: "EventSource | WriterProp") -> int:
 
 
 @final
-@dataclass
-class EventSource:
+class EventSource(Plain):
     """Severity, category, function, file, line, format and argument tags of a call site.
 
     Events carry only the source's ``id``; everything else is written once as
@@ -129,22 +131,29 @@ class EventSource:
     """
 
     TAG: ClassVar[int] = ENTRY_EVENT_SOURCE
+    _FIELDS = ("id", "severity", "category", "function", "file", "line", "format", "arg_tags",
+               "field_names", "positional", "template", "arg_names", "offset", "style", "flags")
+    _HIDDEN = ("template", "offset")
 
-    id: int
-    severity: int
-    category: str
-    function: str
-    file: str
-    line: int
-    format: str
-    arg_tags: str
-    field_names: tuple[str, ...] = ()
-    positional: int = 0
-    template: Any = field(default=None, repr=False, compare=False)
-    arg_names: tuple[str, ...] = ()
-    offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
-    style: str = ""
-    flags: int = 0
+    def __init__(self, id: int, severity: int, category: str, function: str, file: str,
+                 line: int, format: str, arg_tags: str, field_names: tuple[str, ...] = (),
+                 positional: int = 0, template: Any = None, arg_names: tuple[str, ...] = (),
+                 offset: int = 0, style: str = "", flags: int = 0) -> None:
+        self.id = id
+        self.severity = severity
+        self.category = category
+        self.function = function
+        self.file = file
+        self.line = line
+        self.format = format
+        self.arg_tags = arg_tags
+        self.field_names = field_names
+        self.positional = positional
+        self.template = template
+        self.arg_names = arg_names
+        self.offset = offset        # of its frame, when read
+        self.style = style
+        self.flags = flags
 
     @property
     def backtrace(self) -> bool:
@@ -165,18 +174,23 @@ class EventSource:
 
 
 @final
-@dataclass(frozen=True)
-class WriterProp:
+class WriterProp(Frozen):
     """A SessionWriter: id, name, and the thread and process it belongs to."""
 
     TAG: ClassVar[int] = ENTRY_WRITER_PROP
-
+    _FIELDS = ("id", "name", "thread_ident", "native_id", "pid", "offset")
+    _HIDDEN = ("offset",)
     id: int
     name: str
-    thread_ident: int = 0
-    native_id: int = 0
-    pid: int = 0
-    offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
+    thread_ident: int
+    native_id: int
+    pid: int
+    offset: int     # of its frame, when read
+
+    def __init__(self, id: int, name: str, thread_ident: int = 0, native_id: int = 0,
+                 pid: int = 0, offset: int = 0) -> None:
+        self.__dict__.update(id=id, name=name, thread_ident=thread_ident, native_id=native_id,
+                             pid=pid, offset=offset)
 
     def array(self) -> list:
         return [ENTRY_WRITER_PROP, self.id, self.name, self.thread_ident, self.native_id,
@@ -184,17 +198,21 @@ class WriterProp:
 
 
 @final
-@dataclass(frozen=True)
-class ClockSync:
+class ClockSync(Frozen):
     """Relates clock values to wall time: ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
 
     TAG: ClassVar[int] = ENTRY_CLOCK_SYNC
-
+    _FIELDS = ("clock_value", "frequency", "ns_since_epoch", "tz_offset", "tz_name")
     clock_value: int
     frequency: int
     ns_since_epoch: int
     tz_offset: int
     tz_name: str
+
+    def __init__(self, clock_value: int, frequency: int, ns_since_epoch: int, tz_offset: int,
+                 tz_name: str) -> None:
+        self.__dict__.update(clock_value=clock_value, frequency=frequency,
+                             ns_since_epoch=ns_since_epoch, tz_offset=tz_offset, tz_name=tz_name)
 
     def array(self) -> list:
         return [ENTRY_CLOCK_SYNC, self.clock_value, self.frequency, self.ns_since_epoch,
@@ -202,37 +220,42 @@ class ClockSync:
 
 
 @final
-@dataclass(frozen=True)
-class Dropped:
+class Dropped(Frozen):
     """``count`` events of writer ``writer_id`` were dropped (channel full) before ``clock``.
 
     ``offset`` is where the reader found it (not written).
     """
 
     TAG: ClassVar[int] = ENTRY_DROPPED
-
+    _FIELDS = ("writer_id", "count", "clock", "offset")
     writer_id: int
     count: int
     clock: int
-    offset: int = 0
+    offset: int
+
+    def __init__(self, writer_id: int, count: int, clock: int, offset: int = 0) -> None:
+        self.__dict__.update(writer_id=writer_id, count=count, clock=clock, offset=offset)
 
     def array(self) -> list:
         return [ENTRY_DROPPED, self.writer_id, self.count, self.clock]
 
 
 @final
-@dataclass(frozen=True)
-class Lost:
+class Lost(Frozen):
     """The writer's output failed: ``events`` events (``bytes`` bytes) did not reach this file,
     from ``since`` (the clock of the first failed write, if the writer says) until ``clock``."""
 
     TAG: ClassVar[int] = ENTRY_LOST
-
+    _FIELDS = ("events", "bytes", "clock", "offset", "since")
     events: int
     bytes: int
     clock: int
-    offset: int = 0
-    since: int | None = None
+    offset: int
+    since: int | None
+
+    def __init__(self, events: int, bytes: int, clock: int, offset: int = 0,
+                 since: int | None = None) -> None:
+        self.__dict__.update(events=events, bytes=bytes, clock=clock, offset=offset, since=since)
 
     def array(self) -> list:
         head = [ENTRY_LOST, self.events, self.bytes, self.clock]
@@ -240,8 +263,7 @@ class Lost:
 
 
 @final
-@dataclass(frozen=True)
-class Summary:
+class Summary(Frozen):
     """The last entry of a cleanly closed stream: what the stream holds, counted by the writer.
 
     ``sources`` maps source id to its events in the stream (severity and
@@ -252,15 +274,22 @@ class Summary:
     """
 
     TAG: ClassVar[int] = ENTRY_SUMMARY
-
+    _FIELDS = ("events", "first_clock", "last_clock", "dropped", "lost", "sources", "clock",
+               "offset")
     events: int
     first_clock: int
     last_clock: int
     dropped: int
     lost: int
-    sources: dict = field(default_factory=dict)
-    clock: int = 0
-    offset: int = 0
+    sources: dict
+    clock: int
+    offset: int
+
+    def __init__(self, events: int, first_clock: int, last_clock: int, dropped: int, lost: int,
+                 sources: dict | None = None, clock: int = 0, offset: int = 0) -> None:
+        self.__dict__.update(events=events, first_clock=first_clock, last_clock=last_clock,
+                             dropped=dropped, lost=lost, sources={} if sources is None else sources,
+                             clock=clock, offset=offset)
 
     def array(self) -> list:
         return [ENTRY_SUMMARY, self.events, self.first_clock, self.last_clock, self.dropped,
@@ -268,17 +297,19 @@ class Summary:
 
 
 @final
-@dataclass(frozen=True)
-class Recovered:
+class Recovered(Frozen):
     """The events of this stream were recovered from the crash buffer of process ``pid``
     (killed before it wrote them): ``events`` of them, recovered at ``clock``."""
 
     TAG: ClassVar[int] = ENTRY_RECOVERED
-
+    _FIELDS = ("events", "pid", "clock", "offset")
     events: int
     pid: int
     clock: int
-    offset: int = 0
+    offset: int
+
+    def __init__(self, events: int, pid: int, clock: int, offset: int = 0) -> None:
+        self.__dict__.update(events=events, pid=pid, clock=clock, offset=offset)
 
     def array(self) -> list:
         return [ENTRY_RECOVERED, self.events, self.pid, self.clock]
@@ -397,15 +428,20 @@ def decode_metadata_frame(payload: bytes, offset: int) -> Iterator[Metadata]:
 # --- events frames (section 5) ----------------------------------------------
 
 @final
-@dataclass(frozen=True)
-class BatchHeader:
+class BatchHeader(Frozen):
     """What precedes the events of an events frame (5.1)."""
 
+    _FIELDS = ("writer_id", "base_clock", "count", "min_clock", "max_clock")
     writer_id: int
     base_clock: int
     count: int
     min_clock: int
     max_clock: int
+
+    def __init__(self, writer_id: int, base_clock: int, count: int, min_clock: int,
+                 max_clock: int) -> None:
+        self.__dict__.update(writer_id=writer_id, base_clock=base_clock, count=count,
+                             min_clock=min_clock, max_clock=max_clock)
 
     def encode(self) -> bytes:
         return pack_plain([self.writer_id, self.base_clock, self.count, self.min_clock,
@@ -413,16 +449,26 @@ class BatchHeader:
 
 
 @final
-@dataclass(slots=True)   # one per event: slots, and not frozen (a frozen __init__ is slower)
-class RawEvent:
+class RawEvent(Plain):
     """An event as stored: source and writer ids, clock, argument values and captured texts."""
 
+    # One per event: slots, and not frozen (a frozen __init__ is slower).
+    __slots__ = _FIELDS = ("offset", "writer_id", "source_id", "clock", "args", "texts")
     offset: int              # of the frame that holds it
     writer_id: int
     source_id: int
     clock: int
     args: list
-    texts: dict = field(default_factory=dict)
+    texts: dict
+
+    def __init__(self, offset: int, writer_id: int, source_id: int, clock: int, args: list,
+                 texts: dict | None = None) -> None:
+        self.offset = offset
+        self.writer_id = writer_id
+        self.source_id = source_id
+        self.clock = clock
+        self.args = args
+        self.texts = {} if texts is None else texts
 
 
 #: Elements of an event array: [source id, clock delta, args] or [..., texts] (5.2).

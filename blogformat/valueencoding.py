@@ -11,7 +11,6 @@ value as the writer does now (else the writer keeps the text it rendered).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import datetime as _dt
 import enum
 import reprlib
@@ -63,6 +62,9 @@ def member_id(cls: type, info: tuple, name: Any, value: Any, style: int) -> int 
         ids[name] = False if tid is None else tid   # False: not describable, not tried again
     return tid or None
 
+
+#: What ``dataclasses.is_dataclass`` looks for on a class (without importing dataclasses).
+_DATACLASS = "__dataclass_fields__"
 
 #: Per dataclass or named tuple class: (type name, repr name or None, field names, shown
 #: mask, is a named tuple, how its fields are read (FIELDS_IN_*), described id or None),
@@ -150,8 +152,9 @@ def _record_type(cls: Any) -> tuple | None:
                 and rep.__code__.co_filename == collections.__file__
             return (type_name(cls), cls.__name__ if generated else None, names,
                     (1 << len(names)) - 1, True, FIELDS_IN_PYTHON)
-        if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
+        if not hasattr(cls, _DATACLASS) or not isinstance(cls, type):
             return None
+        import dataclasses   # (loaded: cls is a dataclass)
         fields = dataclasses.fields(cls)
         inner = getattr(rep, "__wrapped__", None)
         generated = (plain and getattr(cls, "__dataclass_params__", None) is not None
@@ -279,7 +282,7 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
                                 f"{type(got).__name__}, not a dict with str keys")
             return msgpack.ExtType(EXT_DATACLASS, packb([type_name(t), got, None,
                                                          (1 << len(got)) - 1]))
-    rec = record_type(t) if (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
+    rec = record_type(t) if (hasattr(t, _DATACLASS) and not isinstance(obj, type)) \
         or (issubclass(t, tuple) and hasattr(t, "_fields")) or t in ADAPTED else None
     if rec is not None:
         name, repr_name, names, mask, is_tuple = rec[:5]
@@ -401,7 +404,7 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
         return not _key and all(reproducible(k, None, "", _depth + 1, True)
                                 and reproducible(v, None, "", _depth + 1)
                                 for k, v in list(value.items()))
-    if issubclass(t, tuple) or dataclasses.is_dataclass(t):   # by the generated repr
+    if issubclass(t, tuple) or hasattr(t, _DATACLASS):   # by the generated repr
         info = record_type(t)
         if info is None or info[1] is None or spec or _key:
             return False

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Union, final
 
 from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
                                check_crc, parse_header, unescape)
 from blogformat.entries import complete_events
+from blogformat.plainclass import Frozen
 
 CHUNK = 1 << 16
 #: Bytes of an events payload that hold its batch header (five ints take at most 46).
@@ -16,35 +15,45 @@ BATCH_HEAD = 64
 
 
 @final
-@dataclass(frozen=True)
-class Frame:
+class Frame(Frozen):
     """A frame whose checksum matched: where it starts, its kind and its payload (unescaped,
     docs/format.md 2.3); ``size`` is the frame's length in the input, header included.
 
     Not ``verified``: an events frame cut short by the end of the input, its checksum
     unchecked; its payload is the events wholly present (``complete_events``, 5.4)."""
 
+    _FIELDS = ("offset", "kind", "payload", "flags", "size", "verified")
     offset: int
     kind: int
     payload: bytes
-    flags: int = 0
-    size: int = 0
-    verified: bool = True
+    flags: int
+    size: int
+    verified: bool
+
+    def __init__(self, offset: int, kind: int, payload: bytes, flags: int = 0, size: int = 0,
+                 verified: bool = True) -> None:
+        self.__dict__.update(offset=offset, kind=kind, payload=payload, flags=flags, size=size,
+                             verified=verified)
 
 
 @final
-@dataclass(frozen=True)
-class Damage:
+class Damage(Frozen):
     """A byte range that was skipped: ``offset`` and ``length`` in the input, and why. A
     ``length`` of 0 marks a wrong entry or value inside a frame that was read."""
 
+    _FIELDS = ("offset", "length", "reason", "source", "unverified")
     offset: int
     length: int
     reason: str
-    source: str = ""
+    source: str
     #: The events read, unverified, from the frame at ``offset`` (cut short by the end of
     #: the input, docs/format.md 5.4): its Events have ``verified`` False.
-    unverified: int = 0
+    unverified: int
+
+    def __init__(self, offset: int, length: int, reason: str, source: str = "",
+                 unverified: int = 0) -> None:
+        self.__dict__.update(offset=offset, length=length, reason=reason, source=source,
+                             unverified=unverified)
 
     def __str__(self) -> str:
         where = f"{self.source}: " if self.source else ""
@@ -264,7 +273,7 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
             at = x.offset + first
             if at >= end:
                 return
-            yield dataclasses.replace(x, offset=at)
+            yield x._replace(offset=at)
         return
     f.seek(0)    # damage before start: every frame read and checked from the beginning
     for x in iter_frames(f, source, verified_only):

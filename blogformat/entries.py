@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Iterable, Iterator, final
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
-from .plainclass import Frozen, Plain
+from .plainclass import Frozen, Plain, field
 from .valuedecoding import begin_event, unpacker
 from .values import pack_plain, unpack_plain
 from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, BadEntry,
@@ -44,13 +44,9 @@ _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
 class FileHeader(Frozen):
     """The first frame of every stream: the format version and the writer's descriptor."""
 
-    _FIELDS = ("offset", "version", "descriptor")
     offset: int
     version: int
     descriptor: dict
-
-    def __init__(self, offset: int, version: int, descriptor: dict) -> None:
-        self.__dict__.update(offset=offset, version=version, descriptor=descriptor)
 
 
 def header_payload(descriptor: dict, version: int = FORMAT_VERSION) -> bytes:
@@ -131,29 +127,22 @@ class EventSource(Plain):
     """
 
     TAG: ClassVar[int] = ENTRY_EVENT_SOURCE
-    _FIELDS = ("id", "severity", "category", "function", "file", "line", "format", "arg_tags",
-               "field_names", "positional", "template", "arg_names", "offset", "style", "flags")
-    _HIDDEN = ("template", "offset")
 
-    def __init__(self, id: int, severity: int, category: str, function: str, file: str,
-                 line: int, format: str, arg_tags: str, field_names: tuple[str, ...] = (),
-                 positional: int = 0, template: Any = None, arg_names: tuple[str, ...] = (),
-                 offset: int = 0, style: str = "", flags: int = 0) -> None:
-        self.id = id
-        self.severity = severity
-        self.category = category
-        self.function = function
-        self.file = file
-        self.line = line
-        self.format = format
-        self.arg_tags = arg_tags
-        self.field_names = field_names
-        self.positional = positional
-        self.template = template
-        self.arg_names = arg_names
-        self.offset = offset        # of its frame, when read
-        self.style = style
-        self.flags = flags
+    id: int
+    severity: int
+    category: str
+    function: str
+    file: str
+    line: int
+    format: str
+    arg_tags: str
+    field_names: tuple[str, ...] = ()
+    positional: int = 0
+    template: Any = field(default=None, hidden=True)
+    arg_names: tuple[str, ...] = ()
+    offset: int = field(default=0, hidden=True)   # of its frame, when read
+    style: str = ""
+    flags: int = 0
 
     @property
     def backtrace(self) -> bool:
@@ -178,19 +167,13 @@ class WriterProp(Frozen):
     """A SessionWriter: id, name, and the thread and process it belongs to."""
 
     TAG: ClassVar[int] = ENTRY_WRITER_PROP
-    _FIELDS = ("id", "name", "thread_ident", "native_id", "pid", "offset")
-    _HIDDEN = ("offset",)
+
     id: int
     name: str
-    thread_ident: int
-    native_id: int
-    pid: int
-    offset: int     # of its frame, when read
-
-    def __init__(self, id: int, name: str, thread_ident: int = 0, native_id: int = 0,
-                 pid: int = 0, offset: int = 0) -> None:
-        self.__dict__.update(id=id, name=name, thread_ident=thread_ident, native_id=native_id,
-                             pid=pid, offset=offset)
+    thread_ident: int = 0
+    native_id: int = 0
+    pid: int = 0
+    offset: int = field(default=0, hidden=True)   # of its frame, when read
 
     def array(self) -> list:
         return [ENTRY_WRITER_PROP, self.id, self.name, self.thread_ident, self.native_id,
@@ -202,17 +185,12 @@ class ClockSync(Frozen):
     """Relates clock values to wall time: ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
 
     TAG: ClassVar[int] = ENTRY_CLOCK_SYNC
-    _FIELDS = ("clock_value", "frequency", "ns_since_epoch", "tz_offset", "tz_name")
+
     clock_value: int
     frequency: int
     ns_since_epoch: int
     tz_offset: int
     tz_name: str
-
-    def __init__(self, clock_value: int, frequency: int, ns_since_epoch: int, tz_offset: int,
-                 tz_name: str) -> None:
-        self.__dict__.update(clock_value=clock_value, frequency=frequency,
-                             ns_since_epoch=ns_since_epoch, tz_offset=tz_offset, tz_name=tz_name)
 
     def array(self) -> list:
         return [ENTRY_CLOCK_SYNC, self.clock_value, self.frequency, self.ns_since_epoch,
@@ -227,14 +205,11 @@ class Dropped(Frozen):
     """
 
     TAG: ClassVar[int] = ENTRY_DROPPED
-    _FIELDS = ("writer_id", "count", "clock", "offset")
+
     writer_id: int
     count: int
     clock: int
-    offset: int
-
-    def __init__(self, writer_id: int, count: int, clock: int, offset: int = 0) -> None:
-        self.__dict__.update(writer_id=writer_id, count=count, clock=clock, offset=offset)
+    offset: int = 0
 
     def array(self) -> list:
         return [ENTRY_DROPPED, self.writer_id, self.count, self.clock]
@@ -246,16 +221,12 @@ class Lost(Frozen):
     from ``since`` (the clock of the first failed write, if the writer says) until ``clock``."""
 
     TAG: ClassVar[int] = ENTRY_LOST
-    _FIELDS = ("events", "bytes", "clock", "offset", "since")
+
     events: int
     bytes: int
     clock: int
-    offset: int
-    since: int | None
-
-    def __init__(self, events: int, bytes: int, clock: int, offset: int = 0,
-                 since: int | None = None) -> None:
-        self.__dict__.update(events=events, bytes=bytes, clock=clock, offset=offset, since=since)
+    offset: int = 0
+    since: int | None = None
 
     def array(self) -> list:
         head = [ENTRY_LOST, self.events, self.bytes, self.clock]
@@ -274,22 +245,15 @@ class Summary(Frozen):
     """
 
     TAG: ClassVar[int] = ENTRY_SUMMARY
-    _FIELDS = ("events", "first_clock", "last_clock", "dropped", "lost", "sources", "clock",
-               "offset")
+
     events: int
     first_clock: int
     last_clock: int
     dropped: int
     lost: int
-    sources: dict
-    clock: int
-    offset: int
-
-    def __init__(self, events: int, first_clock: int, last_clock: int, dropped: int, lost: int,
-                 sources: dict | None = None, clock: int = 0, offset: int = 0) -> None:
-        self.__dict__.update(events=events, first_clock=first_clock, last_clock=last_clock,
-                             dropped=dropped, lost=lost, sources={} if sources is None else sources,
-                             clock=clock, offset=offset)
+    sources: dict = field(default_factory=dict)
+    clock: int = 0
+    offset: int = 0
 
     def array(self) -> list:
         return [ENTRY_SUMMARY, self.events, self.first_clock, self.last_clock, self.dropped,
@@ -302,14 +266,11 @@ class Recovered(Frozen):
     (killed before it wrote them): ``events`` of them, recovered at ``clock``."""
 
     TAG: ClassVar[int] = ENTRY_RECOVERED
-    _FIELDS = ("events", "pid", "clock", "offset")
+
     events: int
     pid: int
     clock: int
-    offset: int
-
-    def __init__(self, events: int, pid: int, clock: int, offset: int = 0) -> None:
-        self.__dict__.update(events=events, pid=pid, clock=clock, offset=offset)
+    offset: int = 0
 
     def array(self) -> list:
         return [ENTRY_RECOVERED, self.events, self.pid, self.clock]
@@ -431,7 +392,6 @@ def decode_metadata_frame(payload: bytes, offset: int) -> Iterator[Metadata]:
 class BatchHeader(Frozen):
     """What precedes the events of an events frame (5.1)."""
 
-    _FIELDS = ("writer_id", "base_clock", "count", "min_clock", "max_clock")
     writer_id: int
     base_clock: int
     count: int
@@ -439,7 +399,7 @@ class BatchHeader(Frozen):
     max_clock: int
 
     def __init__(self, writer_id: int, base_clock: int, count: int, min_clock: int,
-                 max_clock: int) -> None:
+                 max_clock: int) -> None:   # (one per frame: not the generic one)
         self.__dict__.update(writer_id=writer_id, base_clock=base_clock, count=count,
                              min_clock=min_clock, max_clock=max_clock)
 
@@ -452,8 +412,7 @@ class BatchHeader(Frozen):
 class RawEvent(Plain):
     """An event as stored: source and writer ids, clock, argument values and captured texts."""
 
-    # One per event: slots, and not frozen (a frozen __init__ is slower).
-    __slots__ = _FIELDS = ("offset", "writer_id", "source_id", "clock", "args", "texts")
+    __slots__ = ("offset", "writer_id", "source_id", "clock", "args", "texts")
     offset: int              # of the frame that holds it
     writer_id: int
     source_id: int

@@ -44,28 +44,18 @@ _PRINTF_INTS = ("d", "i", "o", "u", "x", "X", "c")
 class Placeholder(Frozen):
     """One replacement field: ``key`` is the positional index (int) or the field name (str)."""
 
-    _FIELDS = ("key", "conversion", "spec")
     key: int | str
     conversion: str | None
     spec: str
-
-    def __init__(self, key: int | str, conversion: str | None, spec: str) -> None:
-        self.__dict__.update(key=key, conversion=conversion, spec=spec)
 
 
 class Template(Frozen):
     """A parsed format string: literal texts interleaved with placeholders."""
 
-    _FIELDS = ("literals", "placeholders", "positional", "names")
     literals: tuple[str, ...]          # len(literals) == len(placeholders) + 1
     placeholders: tuple[Placeholder, ...]
     positional: int                    # how many ``{}``
     names: frozenset[str]              # names used by ``{name}``
-
-    def __init__(self, literals: tuple[str, ...], placeholders: tuple[Placeholder, ...],
-                 positional: int, names: frozenset[str]) -> None:
-        self.__dict__.update(literals=literals, placeholders=placeholders,
-                             positional=positional, names=names)
 
 
 def parse(fmt: str) -> Template:

@@ -18,7 +18,7 @@ import weakref
 from typing import Any, Callable, ClassVar, Hashable, Protocol, final
 
 from .errors import BadEntry
-from .plainclass import Frozen
+from .plainclass import Frozen, field
 
 ENTRY_RECORD_TYPE = 8
 ENTRY_ENUM_MEMBER = 9
@@ -40,19 +40,13 @@ class RecordType(Frozen):
     fields it shows (bit i of ``mask``: field i)."""
 
     TAG: ClassVar[int] = ENTRY_RECORD_TYPE
-    _FIELDS = ("id", "type", "repr_name", "fields", "mask", "offset")
-    _HIDDEN = ("offset",)
+
     id: int
     type: str
     repr_name: str | None
     fields: tuple[str, ...]
     mask: int
-    offset: int     # of its frame, when read
-
-    def __init__(self, id: int, type: str, repr_name: str | None, fields: tuple[str, ...],
-                 mask: int, offset: int = 0) -> None:
-        self.__dict__.update(id=id, type=type, repr_name=repr_name, fields=fields, mask=mask,
-                             offset=offset)
+    offset: int = field(default=0, hidden=True)   # of its frame, when read
 
     def array(self) -> list:
         return [ENTRY_RECORD_TYPE, self.id, self.type, self.repr_name, list(self.fields),
@@ -73,19 +67,13 @@ class EnumMember(Frozen):
     its style (how its class shows it: blogformat.valueclasses.ENUM_*)."""
 
     TAG: ClassVar[int] = ENTRY_ENUM_MEMBER
-    _FIELDS = ("id", "type", "name", "value", "style", "offset")
-    _HIDDEN = ("offset",)
+
     id: int
     type: str
     name: str
     value: Any
     style: int
-    offset: int
-
-    def __init__(self, id: int, type: str, name: str, value: Any, style: int,
-                 offset: int = 0) -> None:
-        self.__dict__.update(id=id, type=type, name=name, value=value, style=style,
-                             offset=offset)
+    offset: int = field(default=0, hidden=True)
 
     def array(self) -> list:
         return [ENTRY_ENUM_MEMBER, self.id, self.type, self.name, self.value, self.style]

@@ -6,7 +6,7 @@ import datetime as _dt
 from typing import Callable, Iterable, Iterator
 
 from blogformat.placeholders import FormatError, Template, parse_style, render
-from blogformat.plainclass import Frozen
+from blogformat.plainclass import Frozen, field
 from blogformat.pretty import unparsed_message
 from blogformat.severity import Severity
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
@@ -38,19 +38,12 @@ class Origin(Frozen):
     """Where events come from: the input's name, and the host, process id and program
     that its stream's file header names (None where it does not say)."""
 
-    _FIELDS = ("path", "host", "pid", "program", "unverified")
-    _HIDDEN = ("unverified",)
     path: str
-    host: str | None
-    pid: int | None
-    program: str | None
+    host: str | None = None
+    pid: int | None = None
+    program: str | None = None
     #: The offsets of its events frames cut short by the end of the input (5.4).
-    unverified: set
-
-    def __init__(self, path: str, host: str | None = None, pid: int | None = None,
-                 program: str | None = None, unverified: set | None = None) -> None:
-        self.__dict__.update(path=path, host=host, pid=pid, program=program,
-                             unverified=set() if unverified is None else unverified)
+    unverified: set = field(default_factory=set, hidden=True)
 
     @classmethod
     def of(cls, path: str, descriptor: object) -> "Origin":

@@ -56,21 +56,13 @@ class Filter(Frozen):
     its last part), file name or path, or ``file:line``; ``grep`` is searched in the rendered message.
     """
 
-    _FIELDS = ("min_severity", "categories", "since", "until", "writers", "sites", "grep")
-    min_severity: int | None
-    categories: frozenset[str] | None
-    since: int | None
-    until: int | None
-    writers: frozenset[str] | None
-    sites: tuple[str, ...]
-    grep: re.Pattern[str] | None
-
-    def __init__(self, min_severity: int | None = None,
-                 categories: frozenset[str] | None = None, since: int | None = None,
-                 until: int | None = None, writers: frozenset[str] | None = None,
-                 sites: tuple[str, ...] = (), grep: re.Pattern[str] | None = None) -> None:
-        self.__dict__.update(min_severity=min_severity, categories=categories, since=since,
-                             until=until, writers=writers, sites=sites, grep=grep)
+    min_severity: int | None = None
+    categories: frozenset[str] | None = None
+    since: int | None = None
+    until: int | None = None
+    writers: frozenset[str] | None = None
+    sites: tuple[str, ...] = ()
+    grep: re.Pattern[str] | None = None
 
     @classmethod
     def make(cls, *, min_severity: int | str | None = None,

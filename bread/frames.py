@@ -22,16 +22,15 @@ class Frame(Frozen):
     Not ``verified``: an events frame cut short by the end of the input, its checksum
     unchecked; its payload is the events wholly present (``complete_events``, 5.4)."""
 
-    _FIELDS = ("offset", "kind", "payload", "flags", "size", "verified")
     offset: int
     kind: int
     payload: bytes
-    flags: int
-    size: int
-    verified: bool
+    flags: int = 0
+    size: int = 0
+    verified: bool = True
 
     def __init__(self, offset: int, kind: int, payload: bytes, flags: int = 0, size: int = 0,
-                 verified: bool = True) -> None:
+                 verified: bool = True) -> None:   # (one per frame: not the generic one)
         self.__dict__.update(offset=offset, kind=kind, payload=payload, flags=flags, size=size,
                              verified=verified)
 
@@ -41,19 +40,13 @@ class Damage(Frozen):
     """A byte range that was skipped: ``offset`` and ``length`` in the input, and why. A
     ``length`` of 0 marks a wrong entry or value inside a frame that was read."""
 
-    _FIELDS = ("offset", "length", "reason", "source", "unverified")
     offset: int
     length: int
     reason: str
-    source: str
+    source: str = ""
     #: The events read, unverified, from the frame at ``offset`` (cut short by the end of
     #: the input, docs/format.md 5.4): its Events have ``verified`` False.
-    unverified: int
-
-    def __init__(self, offset: int, length: int, reason: str, source: str = "",
-                 unverified: int = 0) -> None:
-        self.__dict__.update(offset=offset, length=length, reason=reason, source=source,
-                             unverified=unverified)
+    unverified: int = 0
 
     def __str__(self) -> str:
         where = f"{self.source}: " if self.source else ""

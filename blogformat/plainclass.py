@@ -45,12 +45,13 @@ class _Fields:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        names = [n for n, t in cls.__dict__.get("__annotations__", {}).items()
-                 if not str(t).startswith("ClassVar")]
-        defaults: dict[str, Any] = {}
-        factories: dict[str, Callable[[], Any]] = {}
-        hidden = set()
-        for n in names:
+        own = [n for n, t in cls.__dict__.get("__annotations__", {}).items()
+               if not str(t).startswith("ClassVar")]
+        names = [*cls._FIELDS, *[n for n in own if n not in cls._FIELDS]]   # a base's first
+        defaults = dict(cls._DEFAULTS)
+        factories = dict(cls._FACTORIES)
+        hidden = set(cls._FIELDS) - set(cls._COMPARED)
+        for n in own:
             d = cls.__dict__.get(n, _MISSING)
             if type(d) is _Field:     # as a dataclass does: the class keeps a plain default
                 if d.hidden:

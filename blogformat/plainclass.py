@@ -51,8 +51,9 @@ class _Fields:
         defaults = dict(cls._DEFAULTS)
         factories = dict(cls._FACTORIES)
         hidden = set(cls._FIELDS) - set(cls._COMPARED)
+        slots = cls.__dict__.get("__slots__", ())
         for n in own:
-            d = cls.__dict__.get(n, _MISSING)
+            d = _MISSING if n in slots else cls.__dict__.get(n, _MISSING)   # (no default)
             if type(d) is _Field:     # as a dataclass does: the class keeps a plain default
                 if d.hidden:
                     hidden.add(n)

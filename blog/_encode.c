@@ -35,11 +35,13 @@
 /* Containers nest this deep at most here (the Python path takes deeper ones). */
 #define MAX_NEST 16
 
+/* UUID and ZoneInfo: NULL until a value may be one (loaded_type). */
 static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
 /* ZoneInfo's utcoffset and tzname (method descriptors, called with the zone first), and
  * the last zone met with its key. */
 static PyObject *zone_utcoffset, *zone_tzname, *last_zone, *last_key;
 static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname, *str_name_, *str_value_;
+static PyObject *str_uuid, *str_zoneinfo;
 /* blogformat.valueencoding.ENUM_TYPES: enum class -> (type name, style, {member name: described
  * id}), filled by the Python path the first time it meets a class, and a member (set by
  * use_registries: NULL until then). */
@@ -68,30 +70,60 @@ blog_encode_init(void)
     if (m == NULL) return -1;
     DecimalType = (PyTypeObject *)PyObject_GetAttrString(m, "Decimal");
     Py_DECREF(m);
-    m = PyImport_ImportModule("uuid");
-    if (m == NULL) return -1;
-    UUIDType = (PyTypeObject *)PyObject_GetAttrString(m, "UUID");
-    Py_DECREF(m);
-    m = PyImport_ImportModule("zoneinfo");
-    if (m == NULL) return -1;
-    ZoneInfoType = (PyTypeObject *)PyObject_GetAttrString(m, "ZoneInfo");
-    Py_DECREF(m);
-    if (ZoneInfoType == NULL) return -1;
-    zone_utcoffset = PyObject_GetAttrString((PyObject *)ZoneInfoType, "utcoffset");
-    zone_tzname = PyObject_GetAttrString((PyObject *)ZoneInfoType, "tzname");
-    if (zone_utcoffset == NULL || zone_tzname == NULL) return -1;
     str_int = PyUnicode_InternFromString("int");
     str_key = PyUnicode_InternFromString("key");
     str_utcoffset = PyUnicode_InternFromString("utcoffset");
     str_tzname = PyUnicode_InternFromString("tzname");
     str_name_ = PyUnicode_InternFromString("_name_");
     str_value_ = PyUnicode_InternFromString("_value_");
-    if (str_name_ == NULL || str_value_ == NULL)
+    str_uuid = PyUnicode_InternFromString("uuid");
+    str_zoneinfo = PyUnicode_InternFromString("zoneinfo");
+    if (str_name_ == NULL || str_value_ == NULL || str_uuid == NULL || str_zoneinfo == NULL)
         return -1;
-    if (DecimalType == NULL || UUIDType == NULL || ZoneInfoType == NULL || str_int == NULL
+    if (DecimalType == NULL || str_int == NULL
         || str_key == NULL || str_utcoffset == NULL || str_tzname == NULL
-        || !PyType_Check(DecimalType) || !PyType_Check(UUIDType) || !PyType_Check(ZoneInfoType))
+        || !PyType_Check(DecimalType))
         return -1;
+    return 0;
+}
+
+/* `module`.`name` if `module` is loaded (never importing it), kept in *type; 0 done (*type
+ * still NULL if it is not loaded), -1 error. No value of that type exists before its module
+ * is loaded, so uuid and zoneinfo are looked up when a value may be one, not at init:
+ * `import blog` imports neither. */
+static int
+loaded_type(PyObject *module, const char *name, PyTypeObject **type)
+{
+    PyObject *m = PyImport_GetModule(module);
+    if (m == NULL) return PyErr_Occurred() ? -1 : 0;
+    PyObject *t = PyObject_GetAttrString(m, name);
+    Py_DECREF(m);
+    if (t == NULL) return -1;
+    if (!PyType_Check(t)) {
+        Py_DECREF(t);
+        PyErr_Format(PyExc_TypeError, "%U.%s is not a type", module, name);
+        return -1;
+    }
+    *type = (PyTypeObject *)t;
+    return 0;
+}
+
+/* ZoneInfo, its utcoffset and tzname, once zoneinfo is loaded; 0 done, -1 error. */
+static int
+load_zoneinfo(void)
+{
+    PyTypeObject *t = NULL;
+    if (loaded_type(str_zoneinfo, "ZoneInfo", &t) < 0) return -1;
+    if (t == NULL) return 0;     /* not loaded: no tzinfo is a ZoneInfo */
+    zone_utcoffset = PyObject_GetAttrString((PyObject *)t, "utcoffset");
+    zone_tzname = PyObject_GetAttrString((PyObject *)t, "tzname");
+    if (zone_utcoffset == NULL || zone_tzname == NULL) {
+        Py_CLEAR(zone_utcoffset);
+        Py_CLEAR(zone_tzname);
+        Py_DECREF(t);
+        return -1;
+    }
+    ZoneInfoType = t;
     return 0;
 }
 
@@ -151,8 +183,6 @@ done:
 static int
 put_tz(Buf *b, PyObject *tz, PyObject *dt, int zone)
 {
-    if (zone && Py_TYPE(tz) == ZoneInfoType)
-        return put_zone(b, tz, dt);
     if (tz == Py_None) {
         if (buf_reserve(b, 1) < 0) return -1;
         b->p[b->len++] = (char)0xc0;
@@ -164,6 +194,10 @@ put_tz(Buf *b, PyObject *tz, PyObject *dt, int zone)
         b->len += 4;
         return 1;
     }
+    if (zone && ZoneInfoType == NULL && load_zoneinfo() < 0)
+        return -1;
+    if (zone && Py_TYPE(tz) == ZoneInfoType)
+        return put_zone(b, tz, dt);
     return 0;
 }
 
@@ -393,6 +427,9 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
         close_ext(b, at, EXT_DECIMAL);
         return 1;
     }
+    if (UUIDType == NULL && strcmp(t->tp_name, "UUID") == 0
+            && loaded_type(str_uuid, "UUID", &UUIDType) < 0)
+        return -1;
     if (t == UUIDType) {         /* raw 16 bytes, big-endian: its int, read from the slot */
         PyObject *i = PyObject_GetAttr(v, str_int);
         if (i == NULL) return -1;

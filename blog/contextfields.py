@@ -14,7 +14,6 @@ look at the context variable only once ``context`` or ``bind`` was first called
 from __future__ import annotations
 
 import functools
-import inspect
 from contextvars import ContextVar
 from typing import Any
 
@@ -96,6 +95,7 @@ class context:
             _OUTER.set(outer[:-1])
 
     def __call__(self, fn: Any) -> Any:
+        import inspect   # (here: a decorator's first use, not every import blog, pays it)
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             raise TypeError(f"blog.context cannot decorate the generator {fn.__qualname__}: "
                             "its items run in its caller's context; use a with block "

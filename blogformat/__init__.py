@@ -19,7 +19,9 @@ each pointed to by a section of ``docs/format.md``:
 - ``guard``: which exceptions a guard around a value's methods may catch;
 - ``pretty``: events as text lines, bread's ``-f``/``-d`` placeholders (bread prints
   with it, and blog's TextStream);
-- ``lazy``: the packages' public names imported on first use (start-up).
+- ``lazy``: the packages' public names imported on first use (start-up);
+- ``plainclass``: the base of the entry classes and other records of fields, compared,
+  shown and hashed as a dataclass (without ``dataclasses``' cost at start-up);
 - ``errors``: the errors of the format (``FormatError``, ``BadEntry``...).
 
 ``__version__`` is the distribution's (pyproject.toml's), which ``blog.__version__`` and

@@ -9,10 +9,10 @@ else. Decoders take untrusted input: a field of the wrong type raises
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator, final
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
+from .plainclass import Frozen, Plain, field
 from .valuedecoding import begin_event, unpacker
 from .values import pack_plain, unpack_plain
 from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, BadEntry,
@@ -41,8 +41,7 @@ _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]
 # --- the header frame (section 3) -------------------------------------------
 
 @final
-@dataclass(frozen=True)
-class FileHeader:
+class FileHeader(Frozen):
     """The first frame of every stream: the format version and the writer's descriptor."""
 
     offset: int
@@ -113,8 +112,7 @@ def text_size(e: "EventSource | WriterProp") -> int:
 
 
 @final
-@dataclass
-class EventSource:
+class EventSource(Plain):
     """Severity, category, function, file, line, format and argument tags of a call site.
 
     Events carry only the source's ``id``; everything else is written once as
@@ -140,9 +138,9 @@ class EventSource:
     arg_tags: str
     field_names: tuple[str, ...] = ()
     positional: int = 0
-    template: Any = field(default=None, repr=False, compare=False)
+    template: Any = field(default=None, hidden=True)
     arg_names: tuple[str, ...] = ()
-    offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
+    offset: int = field(default=0, hidden=True)   # of its frame, when read
     style: str = ""
     flags: int = 0
 
@@ -165,8 +163,7 @@ class EventSource:
 
 
 @final
-@dataclass(frozen=True)
-class WriterProp:
+class WriterProp(Frozen):
     """A SessionWriter: id, name, and the thread and process it belongs to."""
 
     TAG: ClassVar[int] = ENTRY_WRITER_PROP
@@ -176,7 +173,7 @@ class WriterProp:
     thread_ident: int = 0
     native_id: int = 0
     pid: int = 0
-    offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
+    offset: int = field(default=0, hidden=True)   # of its frame, when read
 
     def array(self) -> list:
         return [ENTRY_WRITER_PROP, self.id, self.name, self.thread_ident, self.native_id,
@@ -184,8 +181,7 @@ class WriterProp:
 
 
 @final
-@dataclass(frozen=True)
-class ClockSync:
+class ClockSync(Frozen):
     """Relates clock values to wall time: ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
 
     TAG: ClassVar[int] = ENTRY_CLOCK_SYNC
@@ -202,8 +198,7 @@ class ClockSync:
 
 
 @final
-@dataclass(frozen=True)
-class Dropped:
+class Dropped(Frozen):
     """``count`` events of writer ``writer_id`` were dropped (channel full) before ``clock``.
 
     ``offset`` is where the reader found it (not written).
@@ -221,8 +216,7 @@ class Dropped:
 
 
 @final
-@dataclass(frozen=True)
-class Lost:
+class Lost(Frozen):
     """The writer's output failed: ``events`` events (``bytes`` bytes) did not reach this file,
     from ``since`` (the clock of the first failed write, if the writer says) until ``clock``."""
 
@@ -240,8 +234,7 @@ class Lost:
 
 
 @final
-@dataclass(frozen=True)
-class Summary:
+class Summary(Frozen):
     """The last entry of a cleanly closed stream: what the stream holds, counted by the writer.
 
     ``sources`` maps source id to its events in the stream (severity and
@@ -268,8 +261,7 @@ class Summary:
 
 
 @final
-@dataclass(frozen=True)
-class Recovered:
+class Recovered(Frozen):
     """The events of this stream were recovered from the crash buffer of process ``pid``
     (killed before it wrote them): ``events`` of them, recovered at ``clock``."""
 
@@ -397,8 +389,7 @@ def decode_metadata_frame(payload: bytes, offset: int) -> Iterator[Metadata]:
 # --- events frames (section 5) ----------------------------------------------
 
 @final
-@dataclass(frozen=True)
-class BatchHeader:
+class BatchHeader(Frozen):
     """What precedes the events of an events frame (5.1)."""
 
     writer_id: int
@@ -407,22 +398,36 @@ class BatchHeader:
     min_clock: int
     max_clock: int
 
+    def __init__(self, writer_id: int, base_clock: int, count: int, min_clock: int,
+                 max_clock: int) -> None:   # (one per frame: not the generic one)
+        self.__dict__.update(writer_id=writer_id, base_clock=base_clock, count=count,
+                             min_clock=min_clock, max_clock=max_clock)
+
     def encode(self) -> bytes:
         return pack_plain([self.writer_id, self.base_clock, self.count, self.min_clock,
                            self.max_clock])
 
 
 @final
-@dataclass(slots=True)   # one per event: slots, and not frozen (a frozen __init__ is slower)
-class RawEvent:
+class RawEvent(Plain):
     """An event as stored: source and writer ids, clock, argument values and captured texts."""
 
+    __slots__ = ("offset", "writer_id", "source_id", "clock", "args", "texts")
     offset: int              # of the frame that holds it
     writer_id: int
     source_id: int
     clock: int
     args: list
-    texts: dict = field(default_factory=dict)
+    texts: dict
+
+    def __init__(self, offset: int, writer_id: int, source_id: int, clock: int, args: list,
+                 texts: dict | None = None) -> None:
+        self.offset = offset
+        self.writer_id = writer_id
+        self.source_id = source_id
+        self.clock = clock
+        self.args = args
+        self.texts = {} if texts is None else texts
 
 
 #: Elements of an event array: [source id, clock delta, args] or [..., texts] (5.2).

@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 import _string  # the C parser behind str.format
 from decimal import Decimal
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from blogformat.boundedtext import bounded_text, is_composite
 from blogformat.errors import FormatError
 from blogformat.guard import owned_by_value
+from blogformat.plainclass import Frozen
 
 #: Largest width or precision rendered; a bigger one in a file is treated as damage.
 MAX_WIDTH = 10_000
@@ -41,8 +41,7 @@ _PRINTF = re.compile(r"%(?:\((?P<key>[^()]*)\))?"
 _PRINTF_INTS = ("d", "i", "o", "u", "x", "X", "c")
 
 
-@dataclass(frozen=True)
-class Placeholder:
+class Placeholder(Frozen):
     """One replacement field: ``key`` is the positional index (int) or the field name (str)."""
 
     key: int | str
@@ -50,8 +49,7 @@ class Placeholder:
     spec: str
 
 
-@dataclass(frozen=True)
-class Template:
+class Template(Frozen):
     """A parsed format string: literal texts interleaved with placeholders."""
 
     literals: tuple[str, ...]          # len(literals) == len(placeholders) + 1

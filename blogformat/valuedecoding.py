@@ -10,8 +10,8 @@ file that merges streams (``bread compact``).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
-import uuid
 from decimal import Decimal
 from typing import Any
 
@@ -38,6 +38,14 @@ def _fixed_tz(tz: list | None) -> _dt.tzinfo | None:
     us, name = (list(tz) + [None, None])[:2]
     off = _dt.timedelta(microseconds=us)
     return _dt.timezone(off, name) if isinstance(name, str) else _dt.timezone(off)
+
+
+@functools.cache
+def _uuid_type() -> Any:
+    """uuid.UUID, imported with the first UUID decoded (uuid imports platform: a start-up
+    cost no file without one should pay)."""
+    import uuid
+    return uuid.UUID
 
 
 def _zone(tz: list | None) -> _dt.tzinfo | None:
@@ -262,7 +270,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_DECIMAL:
         return Decimal(data.decode("ascii"))
     if code == EXT_UUID:
-        return uuid.UUID(bytes=bytes(data))
+        return _uuid_type()(bytes=bytes(data))
     if code == EXT_MEMBER:
         table = getattr(thread_state, "types", None)
         tid = unpackb(data)

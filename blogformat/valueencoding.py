@@ -11,15 +11,13 @@ value as the writer does now (else the writer keeps the text it rendered).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import datetime as _dt
 import enum
 import reprlib
+import sys
 import types
-import uuid
 from decimal import Decimal
 from typing import Any, Callable
-from zoneinfo import ZoneInfo
 
 import msgpack
 
@@ -64,6 +62,9 @@ def member_id(cls: type, info: tuple, name: Any, value: Any, style: int) -> int 
         ids[name] = False if tid is None else tid   # False: not describable, not tried again
     return tid or None
 
+
+#: What ``dataclasses.is_dataclass`` looks for on a class (without importing dataclasses).
+_DATACLASS = "__dataclass_fields__"
 
 #: Per dataclass or named tuple class: (type name, repr name or None, field names, shown
 #: mask, is a named tuple, how its fields are read (FIELDS_IN_*), described id or None),
@@ -151,8 +152,9 @@ def _record_type(cls: Any) -> tuple | None:
                 and rep.__code__.co_filename == collections.__file__
             return (type_name(cls), cls.__name__ if generated else None, names,
                     (1 << len(names)) - 1, True, FIELDS_IN_PYTHON)
-        if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
+        if not hasattr(cls, _DATACLASS) or not isinstance(cls, type):
             return None
+        import dataclasses   # (loaded: cls is a dataclass)
         fields = dataclasses.fields(cls)
         inner = getattr(rep, "__wrapped__", None)
         generated = (plain and getattr(cls, "__dataclass_params__", None) is not None
@@ -190,6 +192,14 @@ def _enum_style(cls: Any) -> int:
         except Exception:
             pass
     return ENUM_TEXT
+
+
+def _loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is loaded, else None: no value is a ``uuid.UUID`` or
+    a ``zoneinfo.ZoneInfo`` before its module is imported, so ``import blog`` imports
+    neither (blog/_encode.c looks them up alike)."""
+    m = sys.modules.get(module)
+    return None if m is None else getattr(m, name)
 
 
 def _tz(tz: _dt.tzinfo | None, sample: Any) -> list | None:
@@ -254,7 +264,8 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         return msgpack.ExtType(EXT_TIMEDELTA, packb([obj.days, obj.seconds, obj.microseconds]))
     if isinstance(obj, Decimal):
         return msgpack.ExtType(EXT_DECIMAL, str(obj).encode("ascii"))
-    if isinstance(obj, uuid.UUID):
+    uuid_type = _loaded("uuid", "UUID")
+    if uuid_type is not None and isinstance(obj, uuid_type):
         return msgpack.ExtType(EXT_UUID, obj.bytes)
     if isinstance(obj, BaseException):
         # Structured frames, not text: nothing is read or formatted at the call.
@@ -271,7 +282,7 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
                                 f"{type(got).__name__}, not a dict with str keys")
             return msgpack.ExtType(EXT_DATACLASS, packb([type_name(t), got, None,
                                                          (1 << len(got)) - 1]))
-    rec = record_type(t) if (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
+    rec = record_type(t) if (hasattr(t, _DATACLASS) and not isinstance(obj, type)) \
         or (issubclass(t, tuple) and hasattr(t, "_fields")) or t in ADAPTED else None
     if rec is not None:
         name, repr_name, names, mask, is_tuple = rec[:5]
@@ -351,7 +362,7 @@ def _whole(data: bytes) -> bool:
         return False                                # handler's exception) is the caller's
 
 
-_PLAIN_ATOMS = PLAIN_TYPES | {Decimal, uuid.UUID, _dt.date, _dt.timedelta}
+_PLAIN_ATOMS = PLAIN_TYPES | {Decimal, _dt.date, _dt.timedelta}   # and uuid.UUID
 
 
 def reproducible(value: Any, conversion: str | None = None, spec: str = "",
@@ -368,7 +379,7 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
     container (shown by repr).
     """
     t = type(value)
-    if t in _PLAIN_ATOMS:
+    if t in _PLAIN_ATOMS or (t.__name__ == "UUID" and t is _loaded("uuid", "UUID")):
         return True
     if conversion == "%":       # printf-style: %s, %r and %a as str, repr and ascii;
         kind = spec[-1:]        # a number conversion of anything but the atoms: text kept
@@ -393,7 +404,7 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
         return not _key and all(reproducible(k, None, "", _depth + 1, True)
                                 and reproducible(v, None, "", _depth + 1)
                                 for k, v in list(value.items()))
-    if issubclass(t, tuple) or dataclasses.is_dataclass(t):   # by the generated repr
+    if issubclass(t, tuple) or hasattr(t, _DATACLASS):   # by the generated repr
         info = record_type(t)
         if info is None or info[1] is None or spec or _key:
             return False
@@ -417,6 +428,6 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
         tz = value.tzinfo
         if tz is None or type(tz) is _dt.timezone:
             return True
-        return (t is _dt.datetime and type(tz) is ZoneInfo and _depth == 0
-                and conversion not in ("r", "a"))
+        return (t is _dt.datetime and type(tz) is _loaded("zoneinfo", "ZoneInfo")
+                and _depth == 0 and conversion not in ("r", "a"))
     return False

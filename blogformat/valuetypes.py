@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Hashable, Protocol, final
 
 from .errors import BadEntry
+from .plainclass import Frozen, field
 
 ENTRY_RECORD_TYPE = 8
 ENTRY_ENUM_MEMBER = 9
@@ -34,8 +34,7 @@ MAX_RECORD_FIELDS = 4096
 
 
 @final
-@dataclass(frozen=True)
-class RecordType:
+class RecordType(Frozen):
     """A dataclass or named tuple class: its qualified name, its field names in order, and,
     where its repr is the generated one, the name that repr shows (else None) and the
     fields it shows (bit i of ``mask``: field i)."""
@@ -47,7 +46,7 @@ class RecordType:
     repr_name: str | None
     fields: tuple[str, ...]
     mask: int
-    offset: int = field(default=0, repr=False, compare=False)   # of its frame, when read
+    offset: int = field(default=0, hidden=True)   # of its frame, when read
 
     def array(self) -> list:
         return [ENTRY_RECORD_TYPE, self.id, self.type, self.repr_name, list(self.fields),
@@ -63,8 +62,7 @@ class RecordType:
 
 
 @final
-@dataclass(frozen=True)
-class EnumMember:
+class EnumMember(Frozen):
     """An enum member: its class's qualified name, its name, its value (a plain scalar) and
     its style (how its class shows it: blogformat.valueclasses.ENUM_*)."""
 
@@ -75,7 +73,7 @@ class EnumMember:
     name: str
     value: Any
     style: int
-    offset: int = field(default=0, repr=False, compare=False)
+    offset: int = field(default=0, hidden=True)
 
     def array(self) -> list:
         return [ENTRY_ENUM_MEMBER, self.id, self.type, self.name, self.value, self.style]

@@ -31,7 +31,6 @@ the compacted file's stem, each a bare name of the directory itself
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 from typing import Any, Iterable
@@ -116,6 +115,7 @@ def write(directory: str, c: dict) -> None:
 
 def header_replaces(path: str) -> list[str] | None:
     """The originals a compacted file's header says it replaces; None if it cannot tell."""
+    import gzip   # (here: reading a directory's catalog does not need it)
     try:
         with gzip.open(path, "rb") as f:
             head = f.read(HEADER_SIZE)

@@ -20,7 +20,6 @@ files by time; nothing is lost without it.
 from __future__ import annotations
 
 import fcntl
-import gzip
 import json
 import os
 import stat
@@ -214,6 +213,8 @@ def describe(path: str) -> dict:
     compressed = path.endswith(".gz")
     events, lo, hi, complete = 0, None, None, True
     sync = (0, 1_000_000_000, 0)
+    if compressed:
+        import gzip   # (here: reading a directory's manifest does not need it)
     with (gzip.open(path, "rb") if compressed else open(path, "rb")) as f:  # OSError: gone
         try:
             for kind, payload in _frames(f):

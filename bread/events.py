@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from blogformat.placeholders import FormatError, Template, parse_style, render
+from blogformat.plainclass import Frozen, field
 from blogformat.pretty import unparsed_message
 from blogformat.severity import Severity
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
@@ -36,8 +36,7 @@ def _severity(value: int) -> Severity | int:
         return value
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(Frozen):
     """Where events come from: the input's name, and the host, process id and program
     that its stream's file header names (None where it does not say)."""
 
@@ -46,7 +45,7 @@ class Origin:
     pid: int | None = None
     program: str | None = None
     #: The offsets of its events frames cut short by the end of the input (5.4).
-    unverified: set = field(default_factory=set, compare=False, hash=False, repr=False)
+    unverified: set = field(default_factory=set, hidden=True)
 
     @classmethod
     def of(cls, path: str, descriptor: object) -> "Origin":

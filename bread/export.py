@@ -11,14 +11,13 @@ a tuple ``{"$tuple": [...]}``, a dataclass ``{"$dataclass": type, "fields": {...
 
 from __future__ import annotations
 
-import base64
-import csv
+import binascii
 import functools
 import datetime as _dt
 import io
 import json
 import math
-import uuid
+import sys
 from decimal import Decimal
 from typing import Any, Iterable, Iterator
 
@@ -87,6 +86,11 @@ class _Budget:
 _UNBOUNDED = 1 << 62
 
 
+def _base64(data: bytes | bytearray) -> str:
+    """``base64.b64encode(data)`` as text (binascii, which it calls: base64 costs an import)."""
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
 def json_value(v: Any) -> Any:
     """A value as JSON can hold it (see the module docstring)."""
     return _json(v, 0, _Budget(_UNBOUNDED))
@@ -121,7 +125,7 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
         return {"$frozenset" if isinstance(v, frozenset) else "$set": [_json(x, d, b) for x in v]}
     if isinstance(v, (bytes, bytearray)):
         b.take(len(v) * 4 // 3 + 16)
-        return {"$bytes": base64.b64encode(v).decode("ascii")}
+        return {"$bytes": _base64(v)}
     if isinstance(v, _dt.datetime):
         zone = getattr(v.tzinfo, "key", None) or getattr(v.tzinfo, "zone", None)
         return {"$datetime": v.isoformat(), "zone": b.text(zone)} if isinstance(zone, str) \
@@ -134,7 +138,8 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
         return {"$timedelta": [v.days, v.seconds, v.microseconds]}
     if isinstance(v, Decimal):
         return {"$decimal": b.text(str(v))}
-    if isinstance(v, uuid.UUID):
+    uuid = sys.modules.get("uuid")    # (no value is a UUID before uuid is imported)
+    if uuid is not None and isinstance(v, uuid.UUID):
         return {"$uuid": str(v)}
     if isinstance(v, EnumValue):
         return {"$enum": b.text(v.type), "name": b.text(v.name), "value": _json(v.value, d, b)}
@@ -152,7 +157,7 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
         return {"$opaque": b.text(v.type), "text": b.text(v.text)}
     if isinstance(v, ExtValue):
         b.take(len(v.data) * 4 // 3 + 16)
-        return {"$ext": v.code, "data": base64.b64encode(v.data).decode("ascii")}
+        return {"$ext": v.code, "data": _base64(v.data)}
     return {"$opaque": type(v).__name__, "text": str(v)}   # pragma: no cover - not decoded
 
 
@@ -291,6 +296,7 @@ def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: b
     text (category, writer, function, file, message, host, program) that begins with a ``FORMULA_STARTS``
     gets a leading ``'`` (OWASP), so that a spreadsheet shows it instead of running it;
     bread's own columns (time, severity, line) and the JSON (``[``, ``{``) never do."""
+    import csv   # (here: the reader imports this module, and only CSV needs it)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
     w.writerow(CSV_COLUMNS)

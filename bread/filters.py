@@ -13,11 +13,10 @@ import datetime as _dt
 import os
 import re
 import time
-from dataclasses import dataclass
-from fractions import Fraction
 from typing import Iterable
 
 from blogformat.entries import EventSource, WriterProp
+from blogformat.plainclass import Frozen
 from blogformat.severity import to_severity
 
 from .errors import OptionError
@@ -35,6 +34,7 @@ def parse_time(text: str, now_ns: int | None = None) -> int:
     t = text.strip()
     m = _RELATIVE.match(t)
     if m:
+        from fractions import Fraction   # (here: only a relative time needs it)
         now = time.time_ns() if now_ns is None else now_ns
         return now - int(Fraction(m.group(1)) * _UNITS[m.group(2)])
     try:
@@ -48,8 +48,7 @@ def parse_time(text: str, now_ns: int | None = None) -> int:
     return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
 
 
-@dataclass(frozen=True)
-class Filter:
+class Filter(Frozen):
     """Which events to give; every part optional (None or empty: no condition).
 
     ``since`` and ``until`` are ns since the epoch (``since`` included,

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Union, final
 
 from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
                                check_crc, parse_header, unescape)
 from blogformat.entries import complete_events
+from blogformat.plainclass import Frozen
 
 from .errors import NotABlogFile
 
@@ -18,8 +17,7 @@ BATCH_HEAD = 64
 
 
 @final
-@dataclass(frozen=True)
-class Frame:
+class Frame(Frozen):
     """A frame whose checksum matched: where it starts, its kind and its payload (unescaped,
     docs/format.md 2.3); ``size`` is the frame's length in the input, header included.
 
@@ -33,10 +31,14 @@ class Frame:
     size: int = 0
     verified: bool = True
 
+    def __init__(self, offset: int, kind: int, payload: bytes, flags: int = 0, size: int = 0,
+                 verified: bool = True) -> None:   # (one per frame: not the generic one)
+        self.__dict__.update(offset=offset, kind=kind, payload=payload, flags=flags, size=size,
+                             verified=verified)
+
 
 @final
-@dataclass(frozen=True)
-class Damage:
+class Damage(Frozen):
     """A byte range that was skipped: ``offset`` and ``length`` in the input, and why. A
     ``length`` of 0 marks a wrong entry or value inside a frame that was read."""
 
@@ -289,7 +291,7 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
             at = x.offset + first
             if at >= end:
                 return
-            yield dataclasses.replace(x, offset=at)
+            yield x._replace(offset=at)
         return
     f.seek(0)    # damage before start: every frame read and checked from the beginning
     for x in iter_frames(f, source, verified_only):

@@ -40,6 +40,27 @@ OPTIONAL = (
 )
 
 
+#: Standard modules only a value, an option or another file kind needs: a UUID or a zoned
+#: datetime logged or read, a relative time, CSV, a compressed file. Neither package's
+#: import, nor a first log call to a file, nor reading a file as text loads one.
+LATE_STDLIB = ("uuid", "platform", "zoneinfo", "sysconfig", "fractions", "csv", "base64",
+               "gzip")
+
+#: What a module of the start-up paths may not import when it is imported: the modules
+#: above, and dataclasses and inspect (the module costs as much as starting Python, and
+#: each dataclass the code it generates).
+SLOW_AT_IMPORT = (*LATE_STDLIB, "dataclasses", "inspect")
+
+#: The modules that still import dataclasses on those paths, and why: the value classes
+#: are public dataclasses (a decoded value logged again is encoded as one), boundedtext
+#: shows them by their fields; the session's Backtrace (blog.session, in
+#: blog.pipeline.registry after the Session's split) and bread.merge's FrameIndex are in
+#: code being rewritten. Until this is empty, dataclasses and inspect are loaded: each
+#: module that stops comes off this list.
+STILL_DATACLASSES = {"blogformat.valueclasses", "blogformat.boundedtext", "blog.session",
+                     "blog.pipeline.registry", "bread.merge"}
+
+
 def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
     """The modules ``code`` loads, run in a fresh process (in ``tmp_path``)."""
     script = ("import sys\n_before = set(sys.modules)\n" + textwrap.dedent(code)
@@ -53,6 +74,40 @@ def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
 def _optional(mods: list[str]) -> list[str]:
     return [m for m in mods if m in OPTIONAL or m.split(".")[0] in ("pyarrow", "pyspark")
             or m.startswith(("concurrent.", "logging.", "asyncio.", "importlib.metadata."))]
+
+
+def _imported_at_import(module: str) -> set[str]:
+    """The modules ``module``'s source imports when it is imported: its top-level imports,
+    those in top-level ``try``, ``with`` and ``if`` blocks (not ``if TYPE_CHECKING``), not
+    those inside functions."""
+    path = ROOT / module.replace(".", "/")
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    names: set[str] = set()
+    todo = list(ast.parse(path.read_text()).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.If) and getattr(node.test, "id", "") != "TYPE_CHECKING":
+            todo += node.body + node.orelse
+        elif isinstance(node, (ast.Try, ast.With)):
+            todo += [*node.body, *getattr(node, "handlers", ()), *getattr(node, "orelse", ()),
+                     *getattr(node, "finalbody", ())]
+        elif isinstance(node, ast.ExceptHandler):
+            todo += node.body
+    return names
+
+
+def _slow_imports(mods: list[str]) -> dict[str, list[str]]:
+    """Per project module of ``mods``, the SLOW_AT_IMPORT modules its import imports."""
+    ours = [m for m in mods if m.split(".")[0] in ("blog", "bread", "blogformat", "blogstore")
+            and not m.rsplit(".", 1)[-1].startswith("_")]   # (not the C extensions)
+    found = {m: sorted(n for n in _imported_at_import(m) if n.split(".")[0] in SLOW_AT_IMPORT
+                       and not (n == "dataclasses" and m in STILL_DATACLASSES))
+             for m in ours}
+    return {m: names for m, names in found.items() if names}
 
 
 def test_import_blog_loads_only_the_package(tmp_path):
@@ -78,6 +133,8 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
     assert "blog.default" in mods and "blog.pipeline.session" in mods
     assert _optional(mods) == []
     assert [m for m in mods if m.split(".")[0] == "bread"] == []
+    assert [m for m in mods if m in LATE_STDLIB] == []
+    assert _slow_imports(mods) == {}
 
 
 def test_reading_a_file_as_text_loads_no_option(tmp_path):
@@ -100,6 +157,33 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
     assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest",
                                     "bread.columnar.batches", "bread.export"}
     assert [m for m in mods if m.split(".")[0] == "blog"] == []
+    assert [m for m in mods if m in LATE_STDLIB] == []
+    assert _slow_imports(mods) == {}
+
+
+def test_a_uuid_or_a_zone_logged_after_import_blog_reads_back(tmp_path):
+    # The encoders look uuid.UUID and zoneinfo.ZoneInfo up once their module is loaded,
+    # not at import: a value of either type made after ``import blog`` is encoded as ever.
+    code = """
+        import sys, io, datetime
+        import blog, bread
+        assert "uuid" not in sys.modules and "zoneinfo" not in sys.modules
+        s = blog.Session()
+        log = s.get_logger()
+        log.info("{}", datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+        import uuid, zoneinfo
+        u = uuid.UUID(int=7)
+        when = datetime.datetime(2026, 1, 1, tzinfo=zoneinfo.ZoneInfo("UTC"))
+        log.info("{} {}", u, when)
+        f = io.BytesIO()
+        s.consume(f)
+        events = list(bread.read(io.BytesIO(f.getvalue())))
+        assert events[1].args == (u, when), events[1].args
+        assert type(events[1].args[1].tzinfo) is zoneinfo.ZoneInfo
+    """
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("code, needs", [

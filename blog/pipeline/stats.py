@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from blogformat.plainclass import Plain
 
 
-@dataclass
-class SessionStats:
+class SessionStats(Plain):
     """Counts since the session began. The session counts drops; its Output the rest."""
 
     events_written: int = 0

@@ -9,7 +9,6 @@ import os
 import sys
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
 
-from .columnar.batches import BatchSink, check_columns, has_arrow
 from .decoder import Decoder, Sink
 from .entries import iter_entries
 from .errors import OptionError
@@ -205,6 +204,8 @@ class Reader:
         those are decoded. With ``arrow`` (default: if pyarrow is installed) each
         batch is a ``pyarrow.RecordBatch``, else a dict of column name -> values.
         """
+        # Imported here: a reader of text or Events (the bread command) needs no columns.
+        from .columnar.batches import BatchSink, check_columns, has_arrow
         cols = check_columns(columns)
         if arrow is None:
             arrow = has_arrow()

@@ -149,7 +149,6 @@ def test_bad_arguments_are_clear_errors(monkeypatch):
     with pytest.raises(ValueError, match="batch_size"):
         list(bread.read_batches(io.BytesIO(DATA), batch_size=0))
     monkeypatch.setattr(batches, "has_arrow", lambda: False)
-    monkeypatch.setattr(bread.reader, "has_arrow", lambda: False)
     with pytest.raises(ImportError, match="pyarrow"):
         list(bread.read_batches(io.BytesIO(DATA), arrow=True))
     assert isinstance(next(iter(bread.read_batches(io.BytesIO(DATA)))), dict)   # the default

@@ -35,6 +35,13 @@
 /* Containers nest this deep at most here (the Python path takes deeper ones). */
 #define MAX_NEST 16
 
+/* The fields of blogformat.valueencoding's RecordInfo and EnumInfo (the entries of
+ * RECORD_TYPES and ENUM_TYPES), in their order: read by position here, by name there
+ * (tests/test_c_sources.py checks that the two agree). */
+enum { RECORD_TYPE_NAME, RECORD_REPR_NAME, RECORD_NAMES, RECORD_MASK, RECORD_IS_TUPLE,
+       RECORD_ACCESS, RECORD_TYPE_ID, RECORD_FIELDS };
+enum { ENUM_TYPE_NAME, ENUM_STYLE, ENUM_MEMBER_IDS, ENUM_FIELDS };
+
 /* UUID and ZoneInfo: NULL until a value may be one (loaded_type). */
 static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
 /* ZoneInfo's utcoffset and tzname (method descriptors, called with the zone first), and
@@ -247,16 +254,16 @@ blog_put_args(Buf *b, PyObject *const *items, Py_ssize_t n,
 static int
 put_record(Buf *b, PyObject *v, PyObject *info, int depth)
 {
-    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 7
-        || !PyLong_CheckExact(PyTuple_GET_ITEM(info, 6)))
+    if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != RECORD_FIELDS
+        || !PyLong_CheckExact(PyTuple_GET_ITEM(info, RECORD_TYPE_ID)))
         return 0;                /* not described (the registry is full): the Python path's */
-    long long tid = PyLong_AsLongLong(PyTuple_GET_ITEM(info, 6));
+    long long tid = PyLong_AsLongLong(PyTuple_GET_ITEM(info, RECORD_TYPE_ID));
     if (tid == -1 && PyErr_Occurred()) return -1;
-    PyObject *names = PyTuple_GET_ITEM(info, 2);
-    int is_tuple = PyTuple_GET_ITEM(info, 4) == Py_True;
+    PyObject *names = PyTuple_GET_ITEM(info, RECORD_NAMES);
+    int is_tuple = PyTuple_GET_ITEM(info, RECORD_IS_TUPLE) == Py_True;
     /* How its fields are read (blogformat.valueencoding.FIELDS_IN_*): 0 where that could run
      * Python code (a property...), which could change what is being encoded: not here. */
-    long access = is_tuple ? 0 : PyLong_AsLong(PyTuple_GET_ITEM(info, 5));
+    long access = is_tuple ? 0 : PyLong_AsLong(PyTuple_GET_ITEM(info, RECORD_ACCESS));
     if (!is_tuple && access != 1 && access != 2) {
         PyErr_Clear();
         return 0;
@@ -457,8 +464,8 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
         if (info != NULL) {
             /* As a key it is read back unhashable (its fields); a class whose repr is its
              * own needs its text kept: both the Python path's. */
-            if (key || !PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 7
-                || PyTuple_GET_ITEM(info, 1) == Py_None)
+            if (key || !PyTuple_Check(info) || PyTuple_GET_SIZE(info) != RECORD_FIELDS
+                || PyTuple_GET_ITEM(info, RECORD_REPR_NAME) == Py_None)
                 return 0;
             return put_record(b, v, info, depth);
         }
@@ -489,10 +496,10 @@ put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_v
         PyObject *info = PyDict_GetItemWithError(enum_types, (PyObject *)t);
         if (info == NULL)
             return PyErr_Occurred() ? -1 : 0;
-        if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3
-            || !PyDict_CheckExact(PyTuple_GET_ITEM(info, 2)))
+        if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != ENUM_FIELDS
+            || !PyDict_CheckExact(PyTuple_GET_ITEM(info, ENUM_MEMBER_IDS)))
             return 0;
-        long style = PyLong_AsLong(PyTuple_GET_ITEM(info, 1));
+        long style = PyLong_AsLong(PyTuple_GET_ITEM(info, ENUM_STYLE));
         if (style != ENUM_NAMED && style != ENUM_VALUE) {
             PyErr_Clear();
             return 0;
@@ -507,7 +514,7 @@ put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_v
         if (!PyUnicode_CheckExact(name))
             goto enum_done;
         /* Described only where its value is a plain scalar: its bytes never change. */
-        PyObject *tid = PyDict_GetItemWithError(PyTuple_GET_ITEM(info, 2), name);
+        PyObject *tid = PyDict_GetItemWithError(PyTuple_GET_ITEM(info, ENUM_MEMBER_IDS), name);
         if (tid == NULL || !PyLong_CheckExact(tid)) {
             r = PyErr_Occurred() ? -1 : 0;
             goto enum_done;

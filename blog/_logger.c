@@ -16,7 +16,7 @@ static PyObject *str_name;
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *sites;     /* dict: site key -> (code, fmt, sid, nargs, kwnames, shown by !r),
+    PyObject *sites;     /* dict: site key -> blog.pipeline.logger.SiteEntry,
                             shared with the Python method */
     PyObject *local;     /* the session's threading.local: .c is the thread's Channel */
     PyObject *fallback;  /* the Python method: handles everything else */
@@ -48,20 +48,26 @@ same_names(PyObject *names, PyObject *kwnames, Py_ssize_t nkw)
     return 1;
 }
 
-/* The site entry (code, fmt, sid, nargs, kwnames, shown by !r) is this call's. */
+/* The fields of blog.pipeline.logger.SiteEntry, in its order: read by position here, by
+ * name there (tests/test_c_sources.py checks that the two agree). */
+enum { SITE_CODE, SITE_FORMAT, SITE_SOURCE_ID, SITE_NARGS, SITE_NAMES, SITE_SHOWN,
+       SITE_FIELDS };
+
+/* The site entry is this call's. */
 static inline int
 site_fits(PyObject *site, PyCodeObject *code, PyObject *fmt, Py_ssize_t nargs,
           PyObject *kwnames, Py_ssize_t nkw)
 {
-    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 6
-        || (PyObject *)code != PyTuple_GET_ITEM(site, 0) || fmt != PyTuple_GET_ITEM(site, 1))
+    if (site == NULL || !PyTuple_Check(site) || PyTuple_GET_SIZE(site) != SITE_FIELDS
+        || (PyObject *)code != PyTuple_GET_ITEM(site, SITE_CODE)
+        || fmt != PyTuple_GET_ITEM(site, SITE_FORMAT))
         return 0;
-    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(site, 3));
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(site, SITE_NARGS));
     if (n == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
     }
-    return n == nargs - 1 && same_names(PyTuple_GET_ITEM(site, 4), kwnames, nkw);
+    return n == nargs - 1 && same_names(PyTuple_GET_ITEM(site, SITE_NAMES), kwnames, nkw);
 }
 
 static PyObject *
@@ -96,8 +102,9 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
                 return NULL;
             goto slow;
         }
-        long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 2));
-        unsigned long long shown = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(site, 5));
+        long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, SITE_SOURCE_ID));
+        unsigned long long shown =
+            PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(site, SITE_SHOWN));
         if (PyErr_Occurred()) {
             PyErr_Clear();
             goto slow;
@@ -105,8 +112,8 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         Py_XSETREF(self->cache[slot].site, Py_NewRef(site));
         self->cache[slot].code = (void *)code;
         self->cache[slot].lasti = lasti;
-        self->cache[slot].fmt = PyTuple_GET_ITEM(site, 1);
-        self->cache[slot].names = PyTuple_GET_ITEM(site, 4);
+        self->cache[slot].fmt = PyTuple_GET_ITEM(site, SITE_FORMAT);
+        self->cache[slot].names = PyTuple_GET_ITEM(site, SITE_NAMES);
         self->cache[slot].nargs = nargs - 1;
         self->cache[slot].sid = sid;
         self->cache[slot].shown = shown;

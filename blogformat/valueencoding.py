@@ -17,7 +17,7 @@ import reprlib
 import sys
 import types
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import msgpack
 
@@ -32,32 +32,40 @@ from blogformat.values import (EXT_BIGINT, EXT_DATACLASS, EXT_DATE, EXT_DATETIME
 from blogformat.valuetypes import DESCRIBABLE_VALUES, EnumMember, RecordType
 
 
-#: Per enum class: (type name, style, {member name: described id}), for the C call paths
-#: too (blog/_encode.c). Classes are kept (a class is long-lived); at most MAX_TYPES.
-ENUM_TYPES: dict[type, tuple[str, int, dict]] = {}
+class EnumInfo(NamedTuple):
+    """What the encoders know of an enum class (an ENUM_TYPES entry). The C path reads it by
+    position: blog/_encode.c's ENUM_* indices name these fields in this order."""
+    type_name: str
+    style: int         # ENUM_NAMED, ENUM_VALUE or ENUM_TEXT
+    member_ids: dict   # member name -> described id, or False where it cannot be
+
+
+#: Per enum class, for the C call paths too (blog/_encode.c). Classes are kept (a class
+#: is long-lived); at most MAX_TYPES.
+ENUM_TYPES: dict[type, EnumInfo] = {}
 MAX_TYPES = 4096
 
 
-def enum_type(cls: type) -> tuple[str, int, dict]:
-    """(type name, style, member ids) of an enum class (ENUM_TYPES)."""
+def enum_type(cls: type) -> EnumInfo:
+    """The ENUM_TYPES entry of an enum class, made the first time."""
     got = ENUM_TYPES.get(cls)
     if got is None:
-        got = (type_name(cls), _enum_style(cls), {})
+        got = EnumInfo(type_name(cls), _enum_style(cls), {})
         if len(ENUM_TYPES) < MAX_TYPES:
             got = ENUM_TYPES.setdefault(cls, got)
     return got
 
 
-def member_id(cls: type, info: tuple, name: Any, value: Any, style: int) -> int | None:
+def member_id(cls: type, info: EnumInfo, name: Any, value: Any, style: int) -> int | None:
     """The id of an enum member's description (docs/format.md 4.9), made the first time;
     None where its value is not a plain scalar (it then describes itself, extension 11)."""
-    ids = info[2]
+    ids = info.member_ids
     tid = ids.get(name) if type(name) is str else None
     if tid is None:
         if type(name) is not str or type(value) not in DESCRIBABLE_VALUES or (
                 type(value) is int and not -(1 << 63) <= value < 1 << 64):
             return None
-        tid = valuetypes.describe((cls, name), lambda i: EnumMember(i, info[0], name, value,
+        tid = valuetypes.describe((cls, name), lambda i: EnumMember(i, info.type_name, name, value,
                                                                     style))
         ids[name] = False if tid is None else tid   # False: not describable, not tried again
     return tid or None
@@ -66,14 +74,23 @@ def member_id(cls: type, info: tuple, name: Any, value: Any, style: int) -> int 
 #: What ``dataclasses.is_dataclass`` looks for on a class (without importing dataclasses).
 _DATACLASS = "__dataclass_fields__"
 
-#: Per dataclass or named tuple class: (type name, repr name or None, field names, shown
-#: mask, is a named tuple, how its fields are read (FIELDS_IN_*), described id or None),
-#: for the C call paths too. The repr name is None unless the class shows its instances
-#: by the generated repr (and str and format are object's).
-RECORD_TYPES: dict[type, tuple] = {}
+class RecordInfo(NamedTuple):
+    """What the encoders know of a dataclass or named tuple class (a RECORD_TYPES entry),
+    for the C call paths too: blog/_encode.c's RECORD_* indices name these fields in this
+    order."""
+    type_name: str
+    repr_name: str | None   # None unless shown by the generated repr (str, format object's)
+    names: tuple[str, ...]  # its fields
+    mask: int               # bit i: field i is shown in its repr
+    is_tuple: bool          # a named tuple
+    access: int             # how the C path reads its fields (FIELDS_IN_*)
+    type_id: int | None     # its description's id (docs/format.md 4.8); None: not described
 
 
-def record_type(cls: Any) -> tuple | None:
+RECORD_TYPES: dict[type, RecordInfo] = {}
+
+
+def record_type(cls: Any) -> RecordInfo | None:
     """RECORD_TYPES' entry of a dataclass or named tuple class; None for another class."""
     got = RECORD_TYPES.get(cls)
     if got is None:
@@ -81,11 +98,9 @@ def record_type(cls: Any) -> tuple | None:
         if got is None:
             return None
         if len(RECORD_TYPES) < MAX_TYPES:
-            name, repr_name, names, mask = got[:4]
+            name, repr_name, names, mask = got.type_name, got.repr_name, got.names, got.mask
             tid = valuetypes.describe(cls, lambda i: RecordType(i, name, repr_name, names, mask))
-            got = RECORD_TYPES.setdefault(cls, (*got, tid))
-        else:
-            got = (*got, None)
+            got = RECORD_TYPES.setdefault(cls, got._replace(type_id=tid))
     return got
 
 
@@ -101,7 +116,7 @@ def adapt_names(cls: type, names: tuple[str, ...]) -> None:
     name, mask = type_name(cls), (1 << len(names)) - 1
     tid = valuetypes.describe((cls, "adapt", names),
                               lambda i: RecordType(i, name, None, names, mask))
-    RECORD_TYPES[cls] = (name, None, names, mask, False, FIELDS_IN_PYTHON, tid)
+    RECORD_TYPES[cls] = RecordInfo(name, None, names, mask, False, FIELDS_IN_PYTHON, tid)
     ADAPTED[cls] = None
 
 
@@ -138,7 +153,8 @@ def _static(cls: type, name: str) -> Any:
     return None
 
 
-def _record_type(cls: Any) -> tuple | None:
+def _record_type(cls: Any) -> RecordInfo | None:
+    """The class's RecordInfo, not described yet (type_id None)."""
     if issubclass(cls, enum.Enum) or cls is msgpack.ExtType:
         return None       # an enum member (even of a dataclass mixin), msgpack's own type
     try:
@@ -150,8 +166,8 @@ def _record_type(cls: Any) -> tuple | None:
                 return None
             generated = plain and getattr(rep, "__code__", None) is not None \
                 and rep.__code__.co_filename == collections.__file__
-            return (type_name(cls), cls.__name__ if generated else None, names,
-                    (1 << len(names)) - 1, True, FIELDS_IN_PYTHON)
+            return RecordInfo(type_name(cls), cls.__name__ if generated else None, names,
+                              (1 << len(names)) - 1, True, FIELDS_IN_PYTHON, None)
         if not hasattr(cls, _DATACLASS) or not isinstance(cls, type):
             return None
         import dataclasses   # (loaded: cls is a dataclass)
@@ -164,8 +180,8 @@ def _record_type(cls: Any) -> tuple | None:
                      and getattr(inner, "__qualname__", "").startswith("__create_fn__."))
         mask = sum(1 << i for i, f in enumerate(fields) if f.repr)
         names = tuple(f.name for f in fields)
-        return (type_name(cls), cls.__qualname__ if generated else None, names, mask,
-                False, _field_access(cls, names))
+        return RecordInfo(type_name(cls), cls.__qualname__ if generated else None, names,
+                          mask, False, _field_access(cls, names), None)
     except Exception:
         return None
 
@@ -241,13 +257,13 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     if isinstance(obj, enum.Enum):
         info = enum_type(t)
         value = obj._value_
-        style = info[1]
+        style = info.style
         if style == ENUM_VALUE and type(value) is not int and type(value) is not str:
             style = ENUM_TEXT
         tid = member_id(t, info, obj._name_, value, style)
         if tid is not None:
             return msgpack.ExtType(EXT_MEMBER, pack_plain(tid))
-        return msgpack.ExtType(EXT_ENUM, packb([info[0], obj._name_, value, style]))
+        return msgpack.ExtType(EXT_ENUM, packb([info.type_name, obj._name_, value, style]))
     if t is set or t is frozenset or isinstance(obj, (set, frozenset)):
         code = EXT_FROZENSET if isinstance(obj, frozenset) else EXT_SET
         return msgpack.ExtType(code, packb(list(obj)))
@@ -285,11 +301,11 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     rec = record_type(t) if (hasattr(t, _DATACLASS) and not isinstance(obj, type)) \
         or (issubclass(t, tuple) and hasattr(t, "_fields")) or t in ADAPTED else None
     if rec is not None:
-        name, repr_name, names, mask, is_tuple = rec[:5]
+        name, repr_name, names, mask, is_tuple, _, tid = rec
         values = list(obj) if is_tuple else [getattr(obj, n) for n in names]
-        if rec[6] is not None and len(values) == len(names):
+        if tid is not None and len(values) == len(names):
             # Described once (docs/format.md 4.8): only its field values here.
-            return msgpack.ExtType(EXT_RECORD, packb([rec[6], *values]))
+            return msgpack.ExtType(EXT_RECORD, packb([tid, *values]))
         shown = dict(zip(names, obj)) if is_tuple else {n: getattr(obj, n) for n in names}
         return msgpack.ExtType(EXT_DATACLASS, packb([name, shown, repr_name, mask]))
     # Subclasses of plain types (numpy scalars, str subclasses...) keep their base value.
@@ -406,11 +422,11 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
                                 for k, v in list(value.items()))
     if issubclass(t, tuple) or hasattr(t, _DATACLASS):   # by the generated repr
         info = record_type(t)
-        if info is None or info[1] is None or spec or _key:
+        if info is None or info.repr_name is None or spec or _key:
             return False
-        names, mask = info[2], info[3]
+        names, mask = info.names, info.mask
         try:
-            values = tuple(value) if info[4] else [getattr(value, n) for n in names]
+            values = tuple(value) if info.is_tuple else [getattr(value, n) for n in names]
         except Exception as exc:     # a field deleted, a property or __iter__ that raises
             if not owned_by_value(exc):
                 raise

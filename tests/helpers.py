@@ -191,6 +191,30 @@ def count_reader_fallbacks(monkeypatch) -> list[tuple]:
     return calls
 
 
+def count_python_calls(monkeypatch) -> list[int]:
+    """The site keys a level method's Python code looks up from now on (loggers made after
+    this call): on the C path, one per call C hands back to Python. Reaches into
+    ``blog.pipeline.logger._method``: nothing public tells the two paths apart."""
+    import blog.pipeline.logger as logger
+    from blog import accel
+    calls: list[int] = []
+
+    class CountingSites(dict):   # C reads the dict directly; Python calls .get
+        def get(self, key, default=None):
+            calls.append(key)
+            return super().get(key, default)
+
+    def method(lg, level):
+        sites = CountingSites()
+        python = logger._make_method(lg, level, sites)
+        if accel.speedups is None:
+            return python
+        return accel.speedups.Method(sites, lg.writers.local, python)
+
+    monkeypatch.setattr(logger, "_method", method)
+    return calls
+
+
 def count_slow_calls(monkeypatch) -> list[str]:
     """The formats of the calls that take a logger's slow path from now on (loggers made
     after this call). Reaches into ``blog.pipeline.logger.Logger``: the slow path writes

@@ -82,3 +82,26 @@ def test_each_c_file_calls_only_the_files_below_it(package: str):
             home = where.get(fn)
             if home is not None and home != name:
                 assert levels[home] < level, f"{name} calls {fn} of {home}"
+
+
+# The records the C call paths read by position, each named by a NamedTuple on the Python
+# side: (C file, the enum's prefix, the NamedTuple's module and name).
+RECORDS = [
+    ("blog/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
+    ("blog/_encode.c", "RECORD", "blogformat.valueencoding", "RecordInfo"),
+    ("blog/_encode.c", "ENUM", "blogformat.valueencoding", "EnumInfo"),
+]
+
+
+@pytest.mark.parametrize(("path", "prefix", "module", "name"), RECORDS)
+def test_c_reads_each_record_by_the_positions_python_names(path, prefix, module, name):
+    # An enum { PREFIX_FIELD, ..., PREFIX_FIELDS } names the positions C reads; reordering,
+    # adding or removing a field on one side only fails here rather than misreading.
+    import importlib
+    fields = getattr(importlib.import_module(module), name)._fields
+    found = re.search(r"enum \{\s*(%s_\w+(?:,\s*%s_\w+)*)\s*\};" % (prefix, prefix),
+                      (ROOT / path).read_text())
+    assert found, (path, prefix)
+    names = [n.strip() for n in found.group(1).split(",")]
+    assert names[-1] == f"{prefix}_FIELDS"
+    assert [n[len(prefix) + 1:].lower() for n in names[:-1]] == list(fields)

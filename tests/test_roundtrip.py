@@ -20,7 +20,7 @@ import bread
 from bread import (DataclassValue, EnumValue, ExceptionValue, FrozenSetValue, OpaqueValue,
                    SetValue)
 
-from helpers import count_slow_calls, python_child, reader_zones, texts_kept
+from helpers import count_python_calls, count_slow_calls, python_child, reader_zones, texts_kept
 
 
 class Color(enum.Enum):
@@ -207,6 +207,22 @@ def test_keyword_fields(logged):
     assert ev.args == ("/", 93.5)
     assert ev.fields == {"host": "db1", "dc": "eu"}
     assert ev.message == "disk / at 93.5% on db1"
+
+
+def test_the_c_call_path_keeps_each_site_after_its_first_call(monkeypatch, make_logged,
+                                                              hot_path):
+    # Proves the C Method reads the site entries the Python code makes (blog's SiteEntry):
+    # after a site's first call, its plain and keyword calls stay in C, and read back.
+    if hot_path != "c":
+        pytest.skip("the C call path is not in use")
+    python_calls = count_python_calls(monkeypatch)
+    logged = make_logged()
+    for i in range(5):
+        logged.log.info("order {} filled at {}", i, 1.5)
+        logged.log.info("order {oid} at {px!r}", oid=i, px=2.5)
+    assert len(python_calls) == 2     # each site's first call: it makes the site's entry
+    assert [e.message for e in logged.read()][-2:] == ["order 4 filled at 1.5",
+                                                       "order 4 at 2.5"]
 
 
 def test_keyword_calls_after_the_first_take_the_fast_path(monkeypatch, make_logged):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from types import CodeType, FrameType, SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, cast
 
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
@@ -47,27 +47,46 @@ def site_key(code: CodeType, lasti: int) -> int:
     return (id(code) >> 4) ^ lasti
 
 
+class SiteEntry(NamedTuple):
+    """A level method's cache entry for one call site (calls outside a context). The C
+    ``Method`` reads it by position: ``_logger.c``'s SITE_* indices name these fields in
+    this order (tests/test_c_sources.py checks)."""
+    code: CodeType
+    format: str              # the format object itself: a call with another misses
+    source_id: int
+    nargs: int               # positional values
+    names: tuple[str, ...]   # keyword fields' names, in call order
+    shown: int               # bit i: value i is shown by !r, !a or a spec (_shown_by_repr)
+
+
+class ContextEntry(NamedTuple):
+    """A logger's cache entry for a call site inside a context (its fields' names in the
+    key): the values are the call's, then the context's."""
+    code: CodeType
+    source_id: int
+    names: tuple[str, ...]   # the keyword fields' names, then the context's
+    template: Any
+
+
 def _disabled(*args: Any, **kwargs: Any) -> None:
     """Stands in for a level method below the minimum severity: returns at once."""
 
 
 def _method(lg: Logger, level: int) -> Callable[..., None]:
     """A level method: the C fast path in front of the Python one, where available."""
-    sites: dict[int, tuple] = {}
+    sites: dict[int, SiteEntry] = {}
     method = _make_method(lg, level, sites)
     if accel.speedups is not None:
         return accel.speedups.Method(sites, lg.writers.local, method)
     return method
 
 
-def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
+def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
                  with_exception: bool = False) -> Callable[..., None]:
     """Build one level method of ``lg`` as a closure (closure cells are the fastest lookups).
 
-    ``sites`` maps ``site_key(code, f_lasti)`` of the caller to (code,
-    format, source id, argument count, keyword names, the values shown by ``!r``
-    or ``!a`` as a bit mask (for the C path)); an entry is used only if
-    the code object and the format object are the same, as many arguments are
+    ``sites`` maps ``site_key(code, f_lasti)`` of the caller to its SiteEntry; an entry
+    is used only if the code object and the format object are the same, as many arguments are
     passed and the same keywords in the same order. The event's values are the
     arguments, then the keywords' values. This is the reference for the C
     ``Method``, which calls it for anything but the common case.
@@ -95,7 +114,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
             if c is not None:   # fields in context: a cache of its own, keyed by their names
                 hit = ctx_sites.get((level, key_of(code := f.f_code, f.f_lasti), fmt, len(args),
                                      tuple(fields), c[0]))
-                if hit is None or hit[0] is not code:
+                if hit is None or hit.code is not code:
                     return slow(level, sites, f, fmt, args, fields)   # fills ctx_sites
                 clock = clock_ns()
                 values = (args + tuple(fields.values()) if fields else args) + c[1]
@@ -103,15 +122,16 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
                     ch = local.c
                 except AttributeError:
                     ch = new_writer().channel
-                if not ch.push_values(hit[1], clock, values):
-                    ch.on_overflow(hit[1], clock, hit[3], values, hit[2])
+                if not ch.push_values(hit.source_id, clock, values):
+                    ch.on_overflow(hit.source_id, clock, hit.template, values, hit.names)
                 return
         # The call site is (code object, instruction offset): exact even for two
         # calls on one line. The code and the format object confirm the entry.
         code = f.f_code
         site = sites.get(key_of(code, f.f_lasti))
-        if (site is None or site[0] is not code or site[1] is not fmt or site[3] != len(args)
-                or (site[4] != tuple(fields) if fields else site[4])):
+        if (site is None or site.code is not code or site.format is not fmt
+                or site.nargs != len(args)
+                or (site.names != tuple(fields) if fields else site.names)):
             return slow(level, sites, f, fmt, args, fields)
         clock = clock_ns()
         values = args + tuple(fields.values()) if fields else args
@@ -122,8 +142,8 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
             ch = local.c
         except AttributeError:
             ch = new_writer().channel
-        if not ch.push_values(site[2], clock, values):   # at the limit, or not encodable in C
-            ch.on_overflow(site[2], clock, None, values, ())
+        if not ch.push_values(site.source_id, clock, values):   # at the limit, or not in C
+            ch.on_overflow(site.source_id, clock, None, values, ())
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
     return method
@@ -154,7 +174,7 @@ class Logger:
         self._warned: set[str] = set()
         # (level, site key, format, argument count, keyword names, context names) ->
         # (code, source id, field names, template): calls in a context (blog.context).
-        self._context_sites: dict[tuple, tuple] = {}
+        self._context_sites: dict[tuple, ContextEntry] = {}
         self._live = {name: _method(self, sev) for name, sev in _LEVELS}
         self._live["exception"] = _make_method(self, Severity.ERROR, {}, with_exception=True)
         self._off = accel.speedups.noop if accel.speedups is not None else _disabled
@@ -233,7 +253,7 @@ class Logger:
 
     # --- slow path: first call of a site, keyword fields, rich arguments -----
 
-    def _slow(self, level: int, sites: dict | None, f: Any, fmt: str,
+    def _slow(self, level: int, sites: dict[int, SiteEntry] | None, f: Any, fmt: str,
               args: tuple, fields: dict, clock: int | None = None, keep: bool = False) -> None:
         if clock is None:
             clock = _time_ns()
@@ -280,10 +300,10 @@ class Logger:
                 values = (message,) + tuple(fields.values())
             tpl = None
         elif sites is not None:
-            sites[site_key(code, lasti)] = (code, fmt, source.id, len(args), names,
-                                             _shown_by_repr(tpl, len(args), names))
+            sites[site_key(code, lasti)] = SiteEntry(code, fmt, source.id, len(args), names,
+                                                      _shown_by_repr(tpl, len(args), names))
         elif context_key is not None and len(self._context_sites) < MAX_CONTEXT_SITES:
-            self._context_sites[context_key] = (code, source.id, names, tpl)
+            self._context_sites[context_key] = ContextEntry(code, source.id, names, tpl)
         if keep:     # below the minimum: into the thread's backtrace
             self.writers.writer().keep(source.id, clock, tpl, values, names)
         else:

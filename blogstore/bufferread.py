@@ -13,8 +13,8 @@ import struct
 
 import msgpack
 
-from blogformat.entries import (BatchHeader, FileHeader, Metadata, decode_header,
-                                decode_metadata_frame)
+from blogformat.entries import FileHeader, Metadata, decode_header, decode_metadata_frame
+from blogformat.eventframes import BatchHeader
 from blogformat.frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE,
                                MAX_PAYLOAD, check_crc, frame_bytes, parse_header, unescape)
 from blogformat.values import UNPACK_OPTIONS

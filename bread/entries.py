@@ -1,6 +1,7 @@
 """Frames -> entries: the file header, metadata entries and raw events, all validated.
 
-What each entry holds is defined once, in ``blogformat.entries``; this layer
+What each entry holds is defined once, in ``blogformat.entries`` and
+``blogformat.eventframes``; this layer
 walks a stream's frames, tracks its format version and turns whatever does
 not decode into Damage.
 """
@@ -11,10 +12,11 @@ from typing import Iterable, Iterator, Union
 
 import msgpack
 
-from blogformat.entries import (BadEntry, ClockSync, Dropped, EnumMember, EventSource,
-                                FileHeader, Lost, RawEvent, RecordType, Recovered, Summary,
-                                TypeTable, WriterProp, decode_events, decode_header,
+from blogformat.entries import (BadEntry, ClockSync, Dropped, EnumMember, EventSource, FileHeader,
+                                Lost, RecordType, Recovered, Summary, WriterProp, decode_header,
                                 decode_metadata_frame, peek_version)
+from blogformat.valuetypes import TypeTable
+from blogformat.eventframes import RawEvent, decode_events
 from blogformat.frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA)
 
 from .frames import Damage, Frame

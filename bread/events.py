@@ -11,7 +11,8 @@ from blogformat.plainclass import Frozen, field
 from blogformat.pretty import unparsed_message
 from blogformat.severity import Severity
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
-                                decode_events, oversized, text_size)
+                                oversized, text_size)
+from blogformat.eventframes import decode_events
 
 from . import accel
 from .entries import (DECODE_ERRORS, ClockSync, Dropped, EnumMember, Entry, FileHeader, Lost,

@@ -6,7 +6,7 @@ from typing import BinaryIO, Iterator, Union, final
 
 from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
                                check_crc, parse_header, unescape)
-from blogformat.entries import complete_events
+from blogformat.eventframes import complete_events
 from blogformat.plainclass import Frozen
 
 from .errors import NotABlogFile

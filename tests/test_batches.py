@@ -356,8 +356,9 @@ def test_a_source_described_before_each_frame_costs_one_lookup_not_a_rebuild(mon
 def _hostile_names_log() -> bytes:
     """A log whose file header names a host and a program with lone surrogates."""
     from blogformat import frames as fmt
-    from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
-                                    encode_metadata, header_payload)
+    from blogformat.entries import (ClockSync, EventSource, WriterProp, encode_metadata,
+                                    header_payload)
+    from blogformat.eventframes import BatchHeader
     from blogformat.valueencoding import packb
     meta = [ClockSync(0, 10**9, 0, 0, "UTC"), EventSource(1, 0x80, "c", "f", "x.py", 1, "{}",
                                                           "int"), WriterProp(1, "main")]

@@ -210,7 +210,8 @@ def test_compaction_renumbers_the_types_of_each_process(tmp_path):
 
 def _file(meta: list, args: list) -> bytes:
     """A stream with ``meta`` entries, one source "{} {}" and one event of ``args``."""
-    from blogformat.entries import BatchHeader, ClockSync, EventSource, header_payload
+    from blogformat.entries import ClockSync, EventSource, header_payload
+    from blogformat.eventframes import BatchHeader
     data = fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({}))
     data += b"".join(metadata_frames([ClockSync(0, 10**9, 0, 0, "UTC"),
                                       EventSource(1, 0x80, "c", "f", "x.py", 1, "{} {}", ""),
@@ -321,7 +322,8 @@ def test_a_signal_handler_logging_a_new_type_while_its_thread_holds_the_session_
 
 
 def _stream(meta: list, events: list, pid: int = 1) -> bytes:
-    from blogformat.entries import BatchHeader, ClockSync, EventSource, header_payload
+    from blogformat.entries import ClockSync, EventSource, header_payload
+    from blogformat.eventframes import BatchHeader
     data = fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({"pid": pid}))
     data += b"".join(metadata_frames([ClockSync(0, 10**9, 0, 0, "UTC"),
                                       EventSource(1, 0x80, "c", "f", "x.py", 1, "{} {}", ""),

@@ -16,8 +16,8 @@ import pytest
 import blog
 import bread
 from blogformat import frames as fmt
-from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
-                                header_payload)
+from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metadata, header_payload
+from blogformat.eventframes import BatchHeader
 from blogformat.valueencoding import packb
 from bread import cli
 from bread.export import csv_rows, jsonl

@@ -102,8 +102,9 @@ def test_typed_tables_of_crafted_values_do_not_break_the_export(tmp_path):
     # A writer id, a time and an int beyond int64, a lone surrogate:
     # each row is written, what no column type holds as a null or as JSON.
     from blogformat import frames as fmt
-    from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
-                                    encode_metadata, header_payload)
+    from blogformat.entries import (ClockSync, EventSource, WriterProp, encode_metadata,
+                                    header_payload)
+    from blogformat.eventframes import BatchHeader
     from blogformat.valueencoding import packb
     src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {} {}", "int,str")
     meta = [ClockSync(0, 1, 0, 0, "UTC"), src, WriterProp(2**64 - 1, "w")]

@@ -12,8 +12,8 @@ import pytest
 
 import bread
 from blogformat import frames as fmt
-from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
-                                header_payload)
+from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metadata, header_payload
+from blogformat.eventframes import BatchHeader
 from blogformat.valueencoding import packb
 from bread import accel
 from bread.frames import iter_frames

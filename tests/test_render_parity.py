@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import bread
 from blogformat import frames as fmt
-from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
-                                header_payload)
+from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metadata, header_payload
+from blogformat.eventframes import BatchHeader
 from blogformat.valueencoding import packb
 from bread import accel, lines
 from bread.render import PrettyPrinter

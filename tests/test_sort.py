@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import bread
 import bread.merge
 from blogformat import frames as fmt
-from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
-                                header_payload)
+from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metadata, header_payload
+from blogformat.eventframes import BatchHeader
 from blogformat.valueencoding import packb
 from bread import cli
 

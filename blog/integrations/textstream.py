@@ -17,8 +17,9 @@ import datetime as _dt
 import threading
 from typing import TextIO
 
-from blogformat.entries import (ClockSync, EventSource, WriterProp, decode_events,
-                                decode_header, decode_metadata_frame)
+from blogformat.entries import (ClockSync, EventSource, WriterProp, decode_header,
+                                decode_metadata_frame)
+from blogformat.eventframes import decode_events
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, \
     parse_header, unescape
 from blogformat.placeholders import FormatError, Template, parse_style, render

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, Protocol
 
-from blogformat.entries import MAX_EVENT_PREFIX
+from blogformat.eventframes import MAX_EVENT_PREFIX
 from blogformat.frames import MAX_PAYLOAD
 
 from ..errors import ConfigurationError

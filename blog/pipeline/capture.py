@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from msgpack import ExtType
 
-from blogformat.entries import EVENT_FIELDS, EVENT_FIELDS_WITH_TEXTS
+from blogformat.eventframes import EVENT_FIELDS, EVENT_FIELDS_WITH_TEXTS
 from blogformat.placeholders import Template, render_safe
 from blogformat.valueencoding import encode, pack_args, packb, reproducible
 from blogformat.values import (EXT_OPAQUE, all_plain, pack_array_header, pack_plain, safe_str,

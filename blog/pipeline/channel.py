@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, NamedTuple
 
-from blogformat.entries import event_prefix
+from blogformat.eventframes import event_prefix
 from blogformat.values import all_plain, plain_packer
 
 from .. import accel

@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from blogformat.entries import (MAX_METADATA_TEXT, MAX_WRITERS, BatchHeader, EventSource, Lost,
-                                Metadata, WriterProp, header_payload, metadata_frames,
-                                text_size)
+from blogformat.entries import (MAX_METADATA_TEXT, MAX_WRITERS, EventSource, Lost, Metadata,
+                                WriterProp, header_payload, metadata_frames, text_size)
+from blogformat.eventframes import BatchHeader
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from ..report import report

@@ -19,7 +19,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Iterator
 
-from blogformat.entries import BatchHeader, ClockSync, Dropped, Metadata, metadata_frames
+from blogformat.entries import ClockSync, Dropped, Metadata, metadata_frames
+from blogformat.eventframes import BatchHeader
 from blogformat.severity import Severity, to_severity
 
 from .. import __version__, process

@@ -10,7 +10,8 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Sequence
 
-from blogformat.entries import MAX_EVENT_PREFIX, WriterProp
+from blogformat.entries import WriterProp
+from blogformat.eventframes import MAX_EVENT_PREFIX
 from blogformat.placeholders import Template
 
 from .. import accel

@@ -10,12 +10,12 @@ from typing import Any, Iterator
 
 import msgpack
 
-from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, BatchHeader,
-                                ClockSync, Dropped, EnumMember, EventSource, FileHeader, Lost,
-                                Metadata, RecordType, Summary, TypeTable, WriterProp,
-                                header_payload, metadata_frames, text_size)
+from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, ClockSync, Dropped,
+                                EnumMember, EventSource, FileHeader, Lost, Metadata, RecordType,
+                                Summary, WriterProp, header_payload, metadata_frames, text_size)
+from blogformat.eventframes import BatchHeader, batch_start
 from blogformat.valuedecoding import may_hold_described, renumber
-from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described
+from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described, TypeTable
 from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from ..entries import iter_entries
@@ -168,12 +168,7 @@ class Compactor:
         u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(fr.payload) + 1)
         u.feed(fr.payload)
         try:     # the file is untrusted: anything but the format is damage of the frame
-            head = u.unpack()
-            if type(head) is not list or len(head) < 3:
-                raise ValueError("batch header is not an array of 3 or more")
-            wid, clock, count = head[0], head[1], head[2]
-            if type(wid) is not int or type(clock) is not int or type(count) is not int:
-                raise ValueError("batch header fields are not integers")
+            wid, clock, count = batch_start(u.unpack())   # BadEntry is a ValueError
             new_wid = self._writer(writers.get(wid), wid, desc)
             cv, freq, ns0 = sync
             for _ in range(count):

@@ -191,13 +191,14 @@ def count_reader_fallbacks(monkeypatch) -> list[tuple]:
     return calls
 
 
-def count_python_calls(monkeypatch) -> list[int]:
+def count_python_calls(monkeypatch) -> list:
     """The site keys a level method's Python code looks up from now on (loggers made after
-    this call): on the C path, one per call C hands back to Python. Reaches into
-    ``blog.pipeline.logger._method``: nothing public tells the two paths apart."""
+    this call): on the C path, one per call C hands back to Python, outside a context or
+    in one. Reaches into ``blog.pipeline.logger._method`` and the logger's cache of sites
+    in context: nothing public tells the two paths apart."""
     import blog.pipeline.logger as logger
     from blog import accel
-    calls: list[int] = []
+    calls: list = []
 
     class CountingSites(dict):   # C reads the dict directly; Python calls .get
         def get(self, key, default=None):
@@ -205,11 +206,14 @@ def count_python_calls(monkeypatch) -> list[int]:
             return super().get(key, default)
 
     def method(lg, level):
+        if type(lg._context_sites) is not CountingSites:
+            lg._context_sites = CountingSites(lg._context_sites)
         sites = CountingSites()
         python = logger._make_method(lg, level, sites)
         if accel.speedups is None:
             return python
-        return accel.speedups.Method(sites, lg.writers.local, python)
+        return accel.speedups.Method(sites, lg.writers.local, python, lg._context_sites,
+                                     int(level))
 
     monkeypatch.setattr(logger, "_method", method)
     return calls

@@ -88,6 +88,7 @@ def test_each_c_file_calls_only_the_files_below_it(package: str):
 # side: (C file, the enum's prefix, the NamedTuple's module and name).
 RECORDS = [
     ("blog/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
+    ("blog/_logger.c", "CONTEXT", "blog.pipeline.logger", "ContextEntry"),
     ("blog/_encode.c", "RECORD", "blogformat.valueencoding", "RecordInfo"),
     ("blog/_encode.c", "ENUM", "blogformat.valueencoding", "EnumInfo"),
 ]

@@ -15,7 +15,7 @@ import pytest
 import blog
 import blog.stdlib
 
-from helpers import python_child, run_python
+from helpers import count_python_calls, python_child, run_python
 
 
 @pytest.fixture(autouse=True)
@@ -218,6 +218,28 @@ def test_many_distinct_contexts_stay_within_one_source_per_name_set(logged):
     events = logged.read()
     assert len({ev.source.id for ev in events}) == 1
     assert [ev.fields["request_id"] for ev in events] == [f"r{i}" for i in range(200)]
+
+
+def test_calls_in_a_new_context_per_request_stay_on_the_c_path(monkeypatch, make_logged,
+                                                               hot_path):
+    # Proves: after a site's first call under a set of context names, its calls under
+    # any context with those names (a new one per request, its names built at run time
+    # or not, with keyword fields too) are pushed by C, with the context's values.
+    if hot_path != "c":
+        pytest.skip("the C call path is not in use")
+    python_calls = count_python_calls(monkeypatch)
+    logged = make_logged()
+    for i in range(20):
+        names = {"request" + "_id": f"r{i}", "user": "bob"}   # a str built at run time
+        with blog.context(**names):
+            logged.log.info("order {} filled at {}", i, 1.5)
+            logged.log.info("order {} at {px}", i, px=2.5)
+    assert len(python_calls) == 2        # each site's first call
+    events = logged.read()
+    assert [ev.fields for ev in events[-2:]] == [
+        {"request_id": "r19", "user": "bob"}, {"px": 2.5, "request_id": "r19", "user": "bob"}]
+    assert [ev.message for ev in events[-2:]] == ["order 19 filled at 1.5", "order 19 at 2.5"]
+    assert len({ev.source.id for ev in events}) == 2
 
 
 def test_one_call_site_under_changing_contexts(logged):

@@ -60,12 +60,14 @@ class SiteEntry(NamedTuple):
 
 
 class ContextEntry(NamedTuple):
-    """A logger's cache entry for a call site inside a context (its fields' names in the
-    key): the values are the call's, then the context's."""
+    """A logger's cache entry for a call site inside a context, keyed by (level, site key,
+    format, argument count, keyword names, context names): the values are the call's, then
+    the context's. The C ``Method`` reads it by position too (``_logger.c``'s CONTEXT_*)."""
     code: CodeType
     source_id: int
     names: tuple[str, ...]   # the keyword fields' names, then the context's
     template: Any
+    shown: int               # as SiteEntry's, over all the values
 
 
 def _disabled(*args: Any, **kwargs: Any) -> None:
@@ -77,7 +79,8 @@ def _method(lg: Logger, level: int) -> Callable[..., None]:
     sites: dict[int, SiteEntry] = {}
     method = _make_method(lg, level, sites)
     if accel.speedups is not None:
-        return accel.speedups.Method(sites, lg.writers.local, method)
+        return accel.speedups.Method(sites, lg.writers.local, method, lg._context_sites,
+                                     int(level))
     return method
 
 
@@ -303,7 +306,8 @@ class Logger:
             sites[site_key(code, lasti)] = SiteEntry(code, fmt, source.id, len(args), names,
                                                       _shown_by_repr(tpl, len(args), names))
         elif context_key is not None and len(self._context_sites) < MAX_CONTEXT_SITES:
-            self._context_sites[context_key] = ContextEntry(code, source.id, names, tpl)
+            self._context_sites[context_key] = ContextEntry(
+                code, source.id, names, tpl, _shown_by_repr(tpl, len(args), names))
         if keep:     # below the minimum: into the thread's backtrace
             self.writers.writer().keep(source.id, clock, tpl, values, names)
         else:

@@ -10,18 +10,26 @@ PY     := $(VENV)/bin/python
 # The C sources of the extensions and their headers (setup.py lists them one by one).
 CSRC   := $(wildcard blog/_*.c blog/_*.h bread/_*.c bread/_*.h blogformat/_c/*.h)
 
-$(VENV)/.installed: pyproject.toml setup.py $(CSRC)
+# The package alone (what the demo needs), then the test and Spark extras (what the suite needs).
+$(VENV)/.base: pyproject.toml setup.py $(CSRC)
 	@rm -f $@
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.base
+	@rm -f $@
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@
 
-demo: $(VENV)/.installed
+# Three threads log into demo.blog; bread shows it in time order, with each event's fields
+# and the traceback under the exception's event.
+demo: $(VENV)/.base
 	rm -f demo.blog
 	$(PY) examples/quickstart.py demo.blog
-	$(VENV)/bin/bread demo.blog
+	$(VENV)/bin/bread -s demo.blog
 
 # The types first (mypy, configured in pyproject.toml), then the whole suite twice, as
 # msgpack-python does: the C fast paths, then the pure-Python reference. Every step runs

@@ -5,6 +5,7 @@
 
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import blog
@@ -25,6 +26,7 @@ def worker(n: int) -> None:
     log = blog.get_logger("worker")
     for i in range(3):
         log.debug("worker {} step {}", n, i)
+        time.sleep(0.002)   # the two workers' steps interleave: bread -s shows them in time order
 
 
 def main(path: str) -> None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from blogformat.entries import ClockSync, EventSource, FileHeader, WriterProp
-from blogformat.valuetypes import TypeTable
 from blogformat.eventframes import RawEvent
 from blogformat.valuedecoding import begin_event, unpackb
+from blogformat.valuetypes import TypeTable
 
 from . import accel
 from .entries import Entry

@@ -15,9 +15,9 @@ import msgpack
 from blogformat.entries import (BadEntry, ClockSync, Dropped, EnumMember, EventSource, FileHeader,
                                 Lost, RecordType, Recovered, Summary, WriterProp, decode_header,
                                 decode_metadata_frame, peek_version)
-from blogformat.valuetypes import TypeTable
 from blogformat.eventframes import RawEvent, decode_events
-from blogformat.frames import (FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA)
+from blogformat.frames import FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA
+from blogformat.valuetypes import TypeTable
 
 from .frames import Damage, Frame
 

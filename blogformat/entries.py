@@ -14,7 +14,6 @@ from typing import Any, ClassVar, Iterable, Iterator, final
 
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
 from .plainclass import Frozen, Plain, field
-from .valuedecoding import unpacker
 from .values import pack_plain, unpack_plain
 from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, BadEntry,
                          EnumMember, RecordType, decode_entry)
@@ -379,6 +378,7 @@ def decode_metadata(e: Any, offset: int) -> Metadata | None:
 
 def decode_metadata_frame(payload: bytes, offset: int) -> Iterator[Metadata]:
     """The entries of a metadata frame's payload, unknown ones left out."""
+    from .valuedecoding import unpacker   # (the reader's: the writer never loads it)
     for e in unpacker(payload):
         entry = decode_metadata(e, offset)
         if entry is not None:

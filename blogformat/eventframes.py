@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Iterator, final
 
 from .plainclass import Frozen, Plain
-from .valuedecoding import begin_event, unpacker
 from .values import pack_plain
 from .valuetypes import BadEntry, TypeTable
 from .valuetypes import int_field as _int
@@ -81,6 +80,7 @@ def complete_events(payload: bytes) -> tuple[bytes, int] | None:
     """The first part of an events payload cut short (a torn frame, 5.4) as a payload of its
     own: the batch header with the count of the events wholly present, then those events.
     None if not even the batch header is whole."""
+    from .valuedecoding import unpacker   # (the reader's: the writer never loads it)
     u = unpacker(payload)
     try:
         head = u.unpack()
@@ -119,6 +119,7 @@ def decode_events(payload: bytes, offset: int, types: TypeTable | None = None
                   ) -> Iterator[RawEvent]:
     """The events of an events frame's payload, clocks reconstructed (5.3); described
     values with the descriptions of ``types`` (the stream's)."""
+    from .valuedecoding import begin_event, unpacker   # (the reader's, as above)
     u = unpacker(payload, types)
     wid, prev, count = batch_start(u.unpack())
     for _ in range(count):

@@ -12,11 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-
-#: How an enum's members show (docs/format.md 7, extension 11's ``style``): 0 as the
-#: writer's text (kept per call), 1 as ``Enum`` shows them (``Color.RED``, formatted as
-#: that text), 2 as their value (``IntEnum``, ``StrEnum``: ``str`` and ``format`` of it).
-ENUM_TEXT, ENUM_NAMED, ENUM_VALUE = 0, 1, 2
+from blogformat.values import ENUM_NAMED, ENUM_TEXT, ENUM_VALUE   # (their values' styles)
 
 
 @dataclasses.dataclass(frozen=True)

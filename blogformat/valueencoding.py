@@ -23,12 +23,12 @@ import msgpack
 
 from blogformat import tracebacks, valuetypes
 from blogformat.guard import owned_by_value
-from blogformat.valueclasses import ENUM_NAMED, ENUM_TEXT, ENUM_VALUE
-from blogformat.values import (EXT_BIGINT, EXT_DATACLASS, EXT_DATE, EXT_DATETIME, EXT_DECIMAL,
-                               EXT_ENUM, EXT_EXCEPTION, EXT_FROZENSET, EXT_MEMBER, EXT_OPAQUE,
-                               EXT_RECORD, EXT_SET, EXT_TIME, EXT_TIMEDELTA, EXT_TUPLE, EXT_UUID,
-                               MAX_DEPTH, PACK_OPTIONS, PLAIN_TYPES, RAW_EXT, pack_plain, pooled,
-                               safe_str, thread_state, type_name)
+from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, EXT_BIGINT, EXT_DATACLASS,
+                               EXT_DATE, EXT_DATETIME, EXT_DECIMAL, EXT_ENUM, EXT_EXCEPTION,
+                               EXT_FROZENSET, EXT_MEMBER, EXT_OPAQUE, EXT_RECORD, EXT_SET,
+                               EXT_TIME, EXT_TIMEDELTA, EXT_TUPLE, EXT_UUID, MAX_DEPTH,
+                               PACK_OPTIONS, PLAIN_TYPES, RAW_EXT, pack_plain, pooled, safe_str,
+                               thread_state, type_name)
 from blogformat.valuetypes import DESCRIBABLE_VALUES, EnumMember, RecordType
 
 

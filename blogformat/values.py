@@ -41,6 +41,11 @@ EXT_OPAQUE = 14
 EXT_MEMBER = 15
 EXT_RECORD = 16
 
+#: How an enum's members show (docs/format.md 7, extension 11's ``style``): 0 as the
+#: writer's text (kept per call), 1 as ``Enum`` shows them (``Color.RED``, formatted as
+#: that text), 2 as their value (``IntEnum``, ``StrEnum``: ``str`` and ``format`` of it).
+ENUM_TEXT, ENUM_NAMED, ENUM_VALUE = 0, 1, 2
+
 # Strings may hold lone surrogates; "surrogatepass" keeps them exactly.
 UNICODE_ERRORS = "surrogatepass"
 

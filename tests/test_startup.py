@@ -53,12 +53,10 @@ SLOW_AT_IMPORT = (*LATE_STDLIB, "dataclasses", "inspect")
 
 #: The modules that still import dataclasses on those paths, and why: the value classes
 #: are public dataclasses (a decoded value logged again is encoded as one), boundedtext
-#: shows them by their fields; the session's Backtrace (blog.session, in
-#: blog.pipeline.registry after the Session's split) and bread.merge's FrameIndex are in
-#: code being rewritten. Until this is empty, dataclasses and inspect are loaded: each
-#: module that stops comes off this list.
-STILL_DATACLASSES = {"blogformat.valueclasses", "blogformat.boundedtext", "blog.session",
-                     "blog.pipeline.registry", "bread.merge"}
+#: shows them by their fields (the writer loads it for a traceback's and a message's
+#: text); bread.merge's FrameIndex is in code being rewritten. Until this is empty,
+#: dataclasses and inspect are loaded: each module that stops comes off this list.
+STILL_DATACLASSES = {"blogformat.valueclasses", "blogformat.boundedtext", "bread.merge"}
 
 
 def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
@@ -133,6 +131,7 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
     assert "blog.default" in mods and "blog.pipeline.session" in mods
     assert _optional(mods) == []
     assert [m for m in mods if m.split(".")[0] == "bread"] == []
+    assert "blogformat.valuedecoding" not in mods     # the reader's side of the codec
     assert [m for m in mods if m in LATE_STDLIB] == []
     assert _slow_imports(mods) == {}
 

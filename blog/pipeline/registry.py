@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import CodeType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from blogformat import valuetypes
 from blogformat.entries import SOURCE_BACKTRACE, EventSource, Metadata, WriterProp
 from blogformat.placeholders import parse
+from blogformat.plainclass import Frozen
 from blogformat.severity import Severity
 from blogformat.valuetypes import Described
 
@@ -45,8 +45,7 @@ class Reader(Protocol):
     def refresh(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class Backtrace:
+class Backtrace(Frozen):
     """A session's backtrace settings (``Session.use_backtrace``)."""
 
     size: int

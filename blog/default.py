@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from blogformat.severity import Severity, to_severity
 from blogstore.fileset import pid_path
@@ -61,7 +61,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
                  crash_dir: str | os.PathLike | None = None,
                  keep_source_lines: bool = False, backtrace: int | None = None,
                  backtrace_trigger: Severity | int | str = Severity.ERROR,
-                 strict: bool | None = None) -> Session:
+                 strict: bool | None = None,
+                 on_close: Callable[[str], object] | None = None) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
@@ -98,6 +99,11 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     (``Session.use_backtrace``): debug detail around every error; ``0`` turns it off,
     and leaving it out keeps what was set.
 
+    ``on_close`` (a rotated set) is called with the path of each closed file of the set
+    once it is final (compressed, with ``compress``), on the housekeeping thread, at least
+    once per file; retention keeps a file until its call returned (``blog.files.shipping``):
+    to ship logs to object storage. A spawned child's files are its parent's to ship.
+
     ``strict=True`` makes a literal format that does not fit its call raise
     ``CallSiteError`` (``Session.strict``); by default such an event is logged as text,
     marked, and stderr says so once per call site. Leaving it out keeps what was set.
@@ -126,6 +132,11 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     if rotating and not isinstance(output, (str, os.PathLike)):
         raise TypeError("rotation, retention and compression need a path as output, "
                         f"not {type(output).__name__}")
+    if on_close is not None and not callable(on_close):
+        raise ConfigurationError(f"on_close must be a function of a path, not {on_close!r}")
+    if on_close is not None and not rotating:
+        raise ConfigurationError("on_close is called for the closed files of a rotated set: "
+                                 "give rotate_bytes, rotate_every or rotate_at too")
     if rotating and mode != "ab":
         raise ConfigurationError(f"mode={mode!r} applies to one file; a rotated set always "
                                  "starts new files")
@@ -149,7 +160,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,
-              os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False)
+              os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False,
+              on_close)
     s.keep_source_lines = keep_source_lines
     if strict is not None:
         s.strict = strict
@@ -179,7 +191,7 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
 def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float | None,
           rotating: bool, rotation: dict, flush_interval: float, flush_bytes: int,
           channel_capacity: int, overflow: str, min_severity: int,
-          crash: CrashOption = False) -> None:
+          crash: CrashOption = False, on_close: Callable[[str], object] | None = None) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
     old = consumer_of(s)
@@ -189,7 +201,8 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
         from .files.rotating import RotatingFile
         stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
             [] if crash is None or crash is False else [buffer_directory(os.fspath(output),
-                                                                         crash)]))
+                                                                         crash)]),
+                                   on_close=on_close)
         stop_consumer(s, keep_buffer=True)
     else:
         same = (old is not None and isinstance(old.stream, FileOutputStream)

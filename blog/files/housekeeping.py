@@ -41,6 +41,7 @@ from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_di
 
 from .. import process
 from ..report import report
+from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
 
@@ -203,7 +204,8 @@ class Housekeeper:
     """
 
     def __init__(self, directory: str, stem: str, *, compress: bool, retention: Retention,
-                 manifest: bool = True, buffers: Sequence[str] = ()) -> None:
+                 manifest: bool = True, buffers: Sequence[str] = (),
+                 on_close: OnClose | None = None) -> None:
         self.directory = directory
         self.stem = stem
         self.compress = compress
@@ -219,6 +221,13 @@ class Housekeeper:
         #: Where crash buffers of the set may be (beside it, and a ``crash_dir``): the files
         #: of a process whose buffer waits for recovery are not compressed.
         self.buffers = list(buffers)
+        #: Calls ``on_close`` for each final closed file (``blog.files.shipping``); it needs
+        #: the manifest, where the files shipped are recorded.
+        self.shipper = None if on_close is None else Shipper(
+            directory, on_close, compressed=compress, buffers=self.buffers,
+            is_closed=lambda path: not is_being_written(path))
+        if self.shipper is not None:
+            self.manifest = True
 
     @property
     def needed(self) -> bool:
@@ -228,6 +237,8 @@ class Housekeeper:
         """``name`` (in the directory) was closed by its writer."""
         if self.needed:
             self._put(("closed", name))
+        if self.shipper is not None:
+            self.shipper.check()
 
     def sweep(self) -> None:
         """Recover, compress and apply retention over the whole set; bring the manifest up to date."""
@@ -281,6 +292,9 @@ class Housekeeper:
                 self._retain()
                 if self.manifest:
                     self._record()
+                if self.shipper is not None:
+                    self.shipper.ship(f for f, _ in closed_files(self.directory, self.stem))
+                    self._retain()       # what was kept for its hook may go now
             except Exception as exc:   # never raise on a thread of ours
                 self.errors += 1
                 report(f"blog: housekeeping of {self.directory}/{self.stem}.* failed: "
@@ -304,7 +318,10 @@ class Housekeeper:
     def _retain(self) -> None:
         if not self.retention.active:
             return
+        shipper = self.shipper
         for f in expired(closed_files(self.directory, self.stem), self.retention, time.time()):
+            if shipper is not None and shipper.keeps(f.name):
+                continue     # not shipped yet: kept until its hook returns
             path = os.path.join(self.directory, f.name)
             try:
                 os.unlink(path)

@@ -26,6 +26,7 @@ from .. import process
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from ..errors import ConfigurationError
 from .housekeeping import NEW, Housekeeper, Retention
+from .shipping import OnClose
 from ..report import report
 from .schedule import Interval, Schedule, TimesOfDay
 
@@ -60,7 +61,10 @@ class RotatingFile:
       closed; ``"rotation"``: when it is closed (``blog.files.durability``); either way each
       file's name (the directory) once it is made; ``"never"``: a durable flush does both;
     - ``crash_dirs``: where crash buffers of the set are kept besides the default
-      (``basic_config``'s ``crash_dir``): see ``blog.files.crashbuf``.
+      (``basic_config``'s ``crash_dir``): see ``blog.files.crashbuf``;
+    - ``on_close``: called with the path of each closed file of the set once it is final
+      (compressed, if it compresses), on the housekeeping thread, at least once
+      (``blog.files.shipping``): to ship it elsewhere.
 
     Bad options raise ValueError naming the option, before any file is
     opened; a directory that cannot be created or written raises OSError.
@@ -71,7 +75,8 @@ class RotatingFile:
                  tz: str | None = None, keep_files: int | None = None,
                  keep_days: float | None = None,
                  keep_bytes: int | None = None, compress: bool = False,
-                 fsync: bool | str = False, crash_dirs: Sequence[str] = ()) -> None:
+                 fsync: bool | str = False, crash_dirs: Sequence[str] = (),
+                 on_close: OnClose | None = None) -> None:
         self.path = os.path.abspath(os.fspath(path))   # a later chdir changes nothing
         self.directory, self.stem = split_base(self.path)
         self.rotate_bytes = _positive_int(rotate_bytes, "rotate_bytes")
@@ -85,12 +90,15 @@ class RotatingFile:
         if not isinstance(compress, bool):
             raise ConfigurationError(f"compress must be True or False, not {compress!r}")
         self.compress = compress
+        if on_close is not None and not callable(on_close):
+            raise ConfigurationError(f"on_close must be a function of a path, not {on_close!r}")
+        self.on_close = on_close
         self.fsync = stream_policy(fsync)
         self.options: dict[str, Any] = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
                                             rotate_at=rotate_at, tz=tz, keep_files=keep_files,
                                             keep_days=keep_days, keep_bytes=keep_bytes,
                                             compress=compress, fsync=fsync,
-                                            crash_dirs=tuple(crash_dirs))
+                                            crash_dirs=tuple(crash_dirs), on_close=on_close)
         # Crash buffers of the set (beside its base name, and crash_dirs): housekeeping
         # leaves the files of a dead writer whose buffer waits for recovery as they are.
         self.crash_dirs = [buffer_directory(self.path), *crash_dirs]
@@ -99,7 +107,8 @@ class RotatingFile:
             raise PermissionError(f"cannot write in the log directory {self.directory!r}")
         process.track(process.ROTATING, self)
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=compress,
-                                       retention=self.retention, buffers=self.crash_dirs)
+                                       retention=self.retention, buffers=self.crash_dirs,
+                                       on_close=on_close)
         self.pid = os.getpid()
         self.current: str | None = None      # path of the file being written
         self.size = 0                        # bytes in it
@@ -294,7 +303,8 @@ class RotatingFile:
             self._fd = None
         self.pid = os.getpid()
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=self.compress,
-                                       retention=self.retention, buffers=self.crash_dirs)
+                                       retention=self.retention, buffers=self.crash_dirs,
+                                       on_close=self.on_close)
 
     def __repr__(self) -> str:
         return f"RotatingFile({self.path!r}, current={self.current!r})"

@@ -1,0 +1,132 @@
+"""Shipping a file set's closed files: ``on_close(path)`` once each file is final.
+
+A file set may be given a hook (``basic_config(..., on_close=upload)``): housekeeping
+calls it, on its own thread, with the path of each closed file of the set once the file
+is final (compressed, when the set compresses; never one whose writer's crash buffer
+waits for recovery, which appends to it first). Delivery is at least once:
+
+* a hook that raises is reported on stderr, and the file is tried again at the next
+  pass (the next rotation, the next start); a hook that runs on is reported once it has
+  run for ``SLOW_HOOK`` seconds. Logging never waits for it: only housekeeping does
+  (compression and retention of the set wait behind a hook that hangs).
+* retention deletes no file of the set before its hook returned.
+* the manifest records each shipped file (``"shipped": true``) and, while a process ships
+  one, that process (``"shipping": pid``): the processes of one set (forked workers, a
+  restart) ship each file once. A file whose shipper died is shipped again, and so is
+  every file after the manifest is lost or rebuilt: a hook must take a file twice
+  without harm (an upload to the same object name does).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Iterable
+
+from blogstore import manifest
+from blogstore.crashlayout import alive, pending_pids
+from blogstore.fileset import SetFile
+
+from ..report import report
+
+#: A hook still running after this many seconds is reported (once per file).
+SLOW_HOOK = 60.0
+
+OnClose = Callable[[str], object]
+
+
+class Shipper:
+    """Calls ``hook`` for the final closed files of a set, each once (module docstring).
+
+    ``ship`` runs on the housekeeping thread; ``keeps`` tells retention which files it
+    must leave; ``check`` (any thread) reports a hook that runs on.
+    """
+
+    def __init__(self, directory: str, hook: OnClose, *, compressed: bool,
+                 buffers: Iterable[str], is_closed: Callable[[str], bool]) -> None:
+        if not callable(hook):
+            raise TypeError(f"on_close must be a callable taking a path, not {hook!r}")
+        self.directory = directory
+        self.hook = hook
+        self.compressed = compressed        # only compressed files are final
+        self.buffers = list(buffers)
+        self.is_closed = is_closed          # of a path: no process writes it (a rebuild's)
+        self.shipped: set[str] = set()     # names shipped, by this process or another
+        self.failures = 0                   # calls of the hook that raised
+        self._running: tuple[str, float] | None = None
+        self._reported: set[str] = set()   # names whose slow hook was reported
+
+    def keeps(self, name: str) -> bool:
+        """True if retention must leave ``name``: it was not shipped yet."""
+        return name not in self.shipped
+
+    def ship(self, files: Iterable[SetFile]) -> None:
+        """Call the hook for each of the closed ``files`` that is final and not shipped."""
+        pending = [f for f in files if f.name not in self.shipped and self._final(f)]
+        pending = [f for f in pending if self._claim(f.name)]
+        for f in pending:
+            path = os.path.join(self.directory, f.name)
+            self._running = (f.name, time.monotonic())
+            try:
+                self.hook(path)
+            except Exception as exc:   # the hook's failure, never housekeeping's
+                self.failures += 1
+                report(f"blog: on_close({path!r}) failed: {type(exc).__name__}: {exc}; "
+                       "it is called again at the next rotation and the file is kept")
+                self._mark(f.name, shipped=False)
+                continue
+            finally:
+                self._running = None
+            self.shipped.add(f.name)
+            self._mark(f.name, shipped=True)
+
+    def check(self) -> None:
+        """Report (once per file) a hook that has run for ``SLOW_HOOK`` seconds or more."""
+        running = self._running
+        if running is None or running[0] in self._reported:
+            return
+        name, since = running
+        if time.monotonic() - since >= SLOW_HOOK:
+            self._reported.add(name)
+            report(f"blog: on_close({os.path.join(self.directory, name)!r}) has run for "
+                   f"{time.monotonic() - since:.0f} s; the set's compression and retention "
+                   "wait for it (logging does not)")
+
+    def _final(self, f: SetFile) -> bool:
+        if self.compressed and not f.compressed:
+            return False
+        return not any(f.pid in pending_pids(d) for d in self.buffers)
+
+    def _claim(self, name: str) -> bool:
+        """Under the manifest's lock: True if this process may ship ``name`` now (it is
+        marked as shipping it); False if it was shipped, or a live process ships it."""
+        me = os.getpid()
+        claimed = False
+
+        def change(m: dict) -> None:
+            nonlocal claimed
+            e = m["files"].get(name)
+            if e is None:
+                return       # not recorded yet: the next pass, once it is
+            if e.get("shipped") is True:
+                self.shipped.add(name)
+                return
+            other = e.get("shipping")
+            if type(other) is int and other != me and alive(other):
+                return
+            e["shipping"] = me
+            claimed = True
+
+        manifest.update(self.directory, change, self.is_closed)
+        return claimed
+
+    def _mark(self, name: str, *, shipped: bool) -> None:
+        def change(m: dict) -> None:
+            e = m["files"].get(name)
+            if e is None:
+                return
+            e.pop("shipping", None)
+            if shipped:
+                e["shipped"] = True
+
+        manifest.update(self.directory, change, self.is_closed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from blogformat.severity import Severity, to_severity
 from blogstore.fileset import pid_path
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from .files.schedule import Interval, TimesOfDay
+    from .pipeline.liveevents import LiveEvent
 
 _session: Session | None = None      # the only global state: the default session
 _lock = threading.Lock()
@@ -261,17 +262,20 @@ def _same_file(a: str, b: str | os.PathLike) -> bool:
         return os.path.abspath(a) == os.path.abspath(os.fspath(b))
 
 
-def add_output(stream: OutputStream) -> None:
-    """Write the default session's events to ``stream`` too, beside its file
+def add_output(output: OutputStream | Callable[[LiveEvent], object], *,
+               min_severity: Severity | int | str | None = None) -> None:
+    """Write the default session's events to ``output`` too, beside its file
     (``Session.add_output``): ``blog.add_output(blog.TextStream(sys.stderr,
-    min_severity="warning"))``. Events reach it when the session writes (after
-    ``basic_config``, every ``flush_interval``)."""
-    default_session().add_output(stream)
+    min_severity="warning"))``; or call a function with each event at or above
+    ``min_severity`` (a ``blog.LiveEvent``): ``blog.add_output(alert,
+    min_severity="error")``. Events reach it when the session writes (after
+    ``basic_config``, every ``flush_interval``, in the consumer's thread)."""
+    default_session().add_output(output, min_severity=min_severity)
 
 
-def remove_output(stream: OutputStream) -> bool:
-    """Stop writing the default session's events to a stream ``add_output`` added."""
-    return default_session().remove_output(stream)
+def remove_output(output: object) -> bool:
+    """Stop writing the default session's events to an output ``add_output`` added."""
+    return default_session().remove_output(output)
 
 
 def get_logger(category: str = "main") -> Logger:

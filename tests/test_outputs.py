@@ -142,3 +142,122 @@ def test_the_default_session_shows_warnings_on_stderr_beside_its_file(tmp_path):
     assert r.stderr == "WARN low disk 7%\n"
     assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [
         "started", "low disk 7%"]
+
+
+# --- callable outputs ----------------------------------------------------------------------
+
+
+def test_a_callable_output_gets_each_event_decoded_with_its_fields():
+    # Proves: add_output(func, min_severity=...) calls func with each event at or above the
+    # minimum, decoded (severity, category, time, message, args, fields, exception), while
+    # the file gets every event.
+    import datetime
+
+    s = blog.Session()
+    got = []
+    s.add_output(got.append, min_severity="info")
+    log = s.get_logger("orders")
+    log.debug("detail {}", 1)
+    log.info("order {} filled at {}", 42, 101.25, user="bob")
+    try:
+        {}["k"]
+    except KeyError:
+        log.exception("lookup failed for {}", "k")
+    main = blog.MemoryOutputStream()
+    s.consume(main)
+    assert [ev.message for ev in got] == ["order 42 filled at 101.25", "lookup failed for k"]
+    info, error = got
+    assert isinstance(info, blog.LiveEvent)
+    assert (info.severity, info.category, info.args, info.fields) == (
+        blog.Severity.INFO, "orders", (42, 101.25), {"user": "bob"})
+    assert info.exception is None and info.exception_text is None
+    assert abs(info.time - datetime.datetime.now(datetime.timezone.utc)) < \
+        datetime.timedelta(minutes=5)
+    assert info.writer and info.file == __file__ and info.function == \
+        "test_a_callable_output_gets_each_event_decoded_with_its_fields"
+    assert error.severity == blog.Severity.ERROR and error.exception.type.endswith("KeyError")
+    assert error.exception_text.startswith("Traceback (most recent call last):")
+    assert error.exception_text.endswith("KeyError: 'k'\n")
+    assert [ev.message for ev in bread.read(io.BytesIO(main.getvalue()))] == [
+        "detail 1", "order 42 filled at 101.25", "lookup failed for k"]
+
+
+def test_a_raising_callable_costs_only_its_own_calls(capfd):
+    # Proves: a callable that raises is counted and reported once on stderr; it is still
+    # called with the next events, and the file and the other outputs get everything.
+    s = blog.Session()
+    calls = []
+
+    def alert(ev):
+        calls.append(ev.message)
+        if ev.args[0] % 2:
+            raise RuntimeError("pager down")
+
+    side = blog.MemoryOutputStream()
+    s.add_output(alert)
+    s.add_output(side)
+    log = s.get_logger()
+    main = blog.MemoryOutputStream()
+    for i in range(4):
+        log.warning("disk {}", i)
+        s.consume(main)
+    assert calls == ["disk 0", "disk 1", "disk 2", "disk 3"]
+    assert s.stats.callable_errors == 2
+    assert (s.stats.events_lost, s.stats.write_errors) == (0, 0)
+    err = capfd.readouterr().err
+    assert err.count("raised RuntimeError: pager down") == 1 and "callable_errors" in err
+    for out in (main, side):
+        assert [ev.message for ev in bread.read(io.BytesIO(out.getvalue()))] == [
+            "disk 0", "disk 1", "disk 2", "disk 3"]
+
+
+def test_callable_outputs_filter_and_come_off():
+    s = blog.Session()
+    warnings, everything = [], []
+
+    def everything_seen(ev):
+        everything.append(ev.severity)
+
+    s.add_output(warnings.append, min_severity="warning")
+    s.add_output(everything_seen)
+    log = s.get_logger()
+    log.trace("t")
+    log.info("i")
+    log.warning("w")
+    log.critical("c")
+    s.consume(blog.MemoryOutputStream())
+    assert [ev.message for ev in warnings] == ["w", "c"]
+    assert everything == [blog.Severity.TRACE, blog.Severity.INFO, blog.Severity.WARNING,
+                          blog.Severity.CRITICAL]
+    assert s.remove_output(everything_seen) and not s.remove_output(everything_seen)
+    log.error("e")
+    s.consume(blog.MemoryOutputStream())
+    assert [ev.message for ev in warnings] == ["w", "c", "e"] and len(everything) == 4
+    with pytest.raises(TypeError, match="min_severity is a callable output's"):
+        s.add_output(blog.MemoryOutputStream(), min_severity="error")
+    with pytest.raises(ValueError):
+        s.add_output(print, min_severity="loud")
+
+
+def test_the_default_session_calls_a_function_on_its_consumer_thread(tmp_path):
+    r = run_python("""
+        import threading, blog
+        seen, called = [], threading.Event()
+
+        def alert(ev):
+            seen.append((threading.current_thread().name, ev.message, ev.fields))
+            called.set()
+
+        blog.basic_config("app.blog")
+        blog.add_output(alert, min_severity="warning")
+        log = blog.get_logger("app")
+        log.info("started")
+        log.warning("low disk {}%", 7, mount="/")
+        assert called.wait(60)      # written by the consumer, not by shutdown's last consume
+        blog.shutdown()
+        print(seen)
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[('blog-consumer', 'low disk 7%', {'mount': '/'})]\n"
+    assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [
+        "started", "low disk 7%"]

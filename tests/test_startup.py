@@ -29,6 +29,7 @@ OPTIONAL = (
     "blog.files.crashbuf", "blog.files.rotating", "blog.files.housekeeping",
     "blog.files.schedule", "blog.stdlib", "blog.testing", "blog.integrations.textstream",
     "blog.integrations.traced", "blog.integrations.event", "blog.integrations.adapters",
+    "blog.pipeline.liveevents", "blog.pipeline.calloutput",
     "blogstore.crashlayout", "blogstore.bufferread", "blogstore.recoverytarget",
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
     "bread.columnar.batches", "bread.columnar.parquet", "bread.columnar.tables",

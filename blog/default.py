@@ -39,12 +39,14 @@ _config_lock = threading.RLock()     # one move of the default session at a time
 
 
 def default_session() -> Session:
-    """The process's default session (made on first use, without output until ``basic_config``)."""
+    """The process's default session (made on first use, without output until ``basic_config``;
+    until then it queues its events and shows warnings and above on stderr as text)."""
     global _session
     if _session is None:
         with _lock:
             if _session is None:
                 _session = Session()
+                _session.registry.use_last_resort(True)   # until basic_config gives an output
                 process.at_exit(lifecycle.at_exit, _session)
                 _configure_from_env(_session)
     return _session
@@ -222,6 +224,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
                         fsync_interval=fsync_interval)
     s.set_min_severity(min_severity)
     consumer.start()
+    s.registry.use_last_resort(False)   # its output shows the events from now on
 
 
 #: The default session's crash buffer option: False (none), or its crash_dir (None: beside).

@@ -261,3 +261,60 @@ def test_the_default_session_calls_a_function_on_its_consumer_thread(tmp_path):
     assert r.stdout == "[('blog-consumer', 'low disk 7%', {'mount': '/'})]\n"
     assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [
         "started", "low disk 7%"]
+
+
+# --- before any output: the last resort ----------------------------------------------------
+
+
+def test_before_configuration_warnings_go_to_stderr_as_text(tmp_path):
+    # Proves: with no setup at all, a warning is shown on stderr as text (as logging's last
+    # resort shows it), an info is not, and the program ends well.
+    r = run_python("""
+        import blog
+        log = blog.get_logger()
+        log.info("quiet {}", 0)
+        log.warning("x {}", 1)
+        log.log("error", "disk {} full", "/var\\x1b[2J")
+        try:
+            {}["k"]
+        except KeyError:
+            log.exception("lookup failed")
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[:4] == ["WARN main x 1", "ERRO main disk /var\\x1b[2J full",
+                         "ERRO main lookup failed", "Traceback (most recent call last):"]
+    assert lines[-2] == "KeyError: 'k'" and "quiet" not in r.stderr
+    assert "4 event(s) were logged but never written" in lines[-1]   # (said at exit)
+
+
+def test_events_logged_before_configuration_reach_the_output_configured_later(tmp_path):
+    # Proves: what was queued before basic_config is written to its file, warnings included
+    # (shown on stderr meanwhile); once configured, the file alone shows them, and the level
+    # methods are the fast ones again.
+    r = run_python("""
+        import blog
+
+        def kind(method):     # the C Method, or the Python function that made it
+            return getattr(method, "__qualname__", type(method).__name__)
+
+        log = blog.get_logger("app")
+        log.info("early {}", 1)
+        log.warning("early warning {}", 2)
+        assert kind(log.warning) != kind(log.info)      # the Python path, meanwhile
+        blog.basic_config("app.blog")
+        assert kind(log.warning) == kind(log.info) == kind(log.critical)
+        log.warning("late {}", 3)
+        blog.shutdown()
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "WARN app early warning 2\n"
+    assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [
+        "early 1", "early warning 2", "late 3"]
+
+
+def test_only_the_default_session_has_a_last_resort(capfd):
+    s = blog.Session()
+    s.get_logger().warning("kept {}", 1)
+    s.consume(blog.MemoryOutputStream())
+    assert capfd.readouterr().err == ""

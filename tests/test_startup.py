@@ -138,6 +138,18 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
     assert _slow_imports(mods) == {}
 
 
+def test_a_warning_before_any_configuration_loads_no_option(tmp_path):
+    # The last resort (a warning on stderr as text before basic_config) costs its first call,
+    # never the import, and brings no option nor a late module.
+    mods = _loaded("""
+        import blog
+        blog.get_logger().warning("x {}", 1)
+    """, tmp_path)
+    assert _optional(mods) == [] and [m for m in mods if m in LATE_STDLIB] == []
+    assert [m for m in mods if m.split(".")[0] == "bread"] == []
+    assert _slow_imports(mods) == {}
+
+
 def test_reading_a_file_as_text_loads_no_option(tmp_path):
     blog_file = tmp_path / "small.blog"
     s = blog.Session()

@@ -314,7 +314,7 @@ class Session:
             return self._sides.remove(output)
 
     @property
-    def outputs(self) -> list:
+    def outputs(self) -> list[OutputStream | Callable[[LiveEvent], object]]:
         """The streams and callables ``add_output`` added (not the main output)."""
         return self._sides.streams
 

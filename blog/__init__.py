@@ -32,6 +32,7 @@ if TYPE_CHECKING:   # the names below, as type checkers and readers see them
     from .integrations.traced import traced
     from .pipeline.backpressure import BLOCK, DROP
     from .pipeline.consumer import Consumer
+    from .pipeline.liveevents import LiveEvent
     from .pipeline.logger import Logger
     from .pipeline.session import Session
     from .pipeline.stats import SessionStats
@@ -55,6 +56,7 @@ _DEFINED_IN = {
     "traced": "blog.integrations.traced",
     "BLOCK": "blog.pipeline.backpressure", "DROP": "blog.pipeline.backpressure",
     "Consumer": "blog.pipeline.consumer",
+    "LiveEvent": "blog.pipeline.liveevents",
     "Logger": "blog.pipeline.logger",
     "Session": "blog.pipeline.session",
     "SessionStats": "blog.pipeline.stats",

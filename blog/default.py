@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from .files.schedule import Interval, TimesOfDay
+    from .pipeline.liveevents import LiveEvent
 
 _session: Session | None = None      # the only global state: the default session
 _lock = threading.Lock()
@@ -38,12 +39,14 @@ _config_lock = threading.RLock()     # one move of the default session at a time
 
 
 def default_session() -> Session:
-    """The process's default session (made on first use, without output until ``basic_config``)."""
+    """The process's default session (made on first use, without output until ``basic_config``;
+    until then it queues its events and shows warnings and above on stderr as text)."""
     global _session
     if _session is None:
         with _lock:
             if _session is None:
                 _session = Session()
+                _session.registry.use_last_resort(True)   # until basic_config gives an output
                 process.at_exit(lifecycle.at_exit, _session)
                 _configure_from_env(_session)
     return _session
@@ -234,6 +237,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
                         fsync_interval=fsync_interval)
     s.set_min_severity(min_severity)
     consumer.start()
+    s.registry.use_last_resort(False)   # its output shows the events from now on
 
 
 #: The default session's crash buffer option: False (none), or its crash_dir (None: beside).
@@ -274,17 +278,20 @@ def _same_file(a: str, b: str | os.PathLike) -> bool:
         return os.path.abspath(a) == os.path.abspath(os.fspath(b))
 
 
-def add_output(stream: OutputStream) -> None:
-    """Write the default session's events to ``stream`` too, beside its file
+def add_output(output: OutputStream | Callable[[LiveEvent], object], *,
+               min_severity: Severity | int | str | None = None) -> None:
+    """Write the default session's events to ``output`` too, beside its file
     (``Session.add_output``): ``blog.add_output(blog.TextStream(sys.stderr,
-    min_severity="warning"))``. Events reach it when the session writes (after
-    ``basic_config``, every ``flush_interval``)."""
-    default_session().add_output(stream)
+    min_severity="warning"))``; or call a function with each event at or above
+    ``min_severity`` (a ``blog.LiveEvent``): ``blog.add_output(alert,
+    min_severity="error")``. Events reach it when the session writes (after
+    ``basic_config``, every ``flush_interval``, in the consumer's thread)."""
+    default_session().add_output(output, min_severity=min_severity)
 
 
-def remove_output(stream: OutputStream) -> bool:
-    """Stop writing the default session's events to a stream ``add_output`` added."""
-    return default_session().remove_output(stream)
+def remove_output(output: object) -> bool:
+    """Stop writing the default session's events to an output ``add_output`` added."""
+    return default_session().remove_output(output)
 
 
 def get_logger(category: str = "main") -> Logger:

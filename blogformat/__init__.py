@@ -17,6 +17,8 @@ each pointed to by a section of ``docs/format.md``:
 - ``placeholders``: format strings, parsed and rendered safely (section 8);
 - ``severity``: the severity values (section 4.1);
 - ``guard``: which exceptions a guard around a value's methods may catch;
+- ``eventview``: an event's names from its call site and writer (``severity``,
+  ``category``, ``file``...), the base of ``bread.Event`` and ``blog.LiveEvent``;
 - ``pretty``: events as text lines, bread's ``-f``/``-d`` placeholders (bread prints
   with it, and blog's TextStream);
 - ``lazy``: the packages' public names imported on first use (start-up);

@@ -6,10 +6,10 @@ import datetime as _dt
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
+from blogformat.eventview import EventView
 from blogformat.placeholders import FormatError, Template, parse_style, render
 from blogformat.plainclass import Frozen, field
 from blogformat.pretty import unparsed_message
-from blogformat.severity import Severity
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, EventSource,
                                 oversized, text_size)
 from blogformat.eventframes import decode_events
@@ -28,13 +28,6 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
 #: The times bread keeps exactly everywhere (sort keys, columns): 64-bit ns since the epoch.
 _NS_MIN, _NS_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def _severity(value: int) -> Severity | int:
-    try:
-        return Severity(value)
-    except ValueError:
-        return value
 
 
 class Origin(Frozen):
@@ -58,12 +51,14 @@ class Origin(Frozen):
                    program if type(program) is str else None)
 
 
-class Event:
+class Event(EventView):
     """One log event, as read back.
 
     ``time`` is a timezone-aware datetime in the writer's zone (microseconds;
     ``clock`` and ``ns`` keep nanoseconds), ``args`` the positional values,
-    ``fields`` the keyword fields and ``message`` the rendered text.
+    ``fields`` the keyword fields and ``message`` the rendered text; its call site and
+    writer give it ``severity``, ``category``, ``file``, ``line``, ``writer``...
+    (``blogformat.eventview``).
     """
 
     __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "_fields", "_texts",
@@ -84,14 +79,6 @@ class Event:
         self.offset = offset
         self.origin = origin
 
-    severity = property(lambda self: _severity(self.source.severity), doc="Severity (IntEnum)")
-    category = property(lambda self: self.source.category, doc="category of the logger")
-    function = property(lambda self: self.source.function, doc="function of the call site")
-    file = property(lambda self: self.source.file, doc="file of the call site")
-    line = property(lambda self: self.source.line, doc="line of the call site")
-    format = property(lambda self: self.source.format, doc="the format string")
-    writer = property(lambda self: self.writer_prop.name, doc="name of the writer (thread)")
-    writer_id = property(lambda self: self.writer_prop.id, doc="id of the writer")
     path = property(lambda self: self.origin.path,
                     doc="the input it was read from (its name as text: inputs.name_text)")
     verified = property(lambda self: self.offset not in self.origin.unverified,
@@ -100,12 +87,6 @@ class Event:
     host = property(lambda self: self.origin.host, doc="the host its file header names")
     pid = property(lambda self: self.origin.pid, doc="the process id its file header names")
     program = property(lambda self: self.origin.program, doc="the program its header names")
-
-    @property
-    def backtrace(self) -> bool:
-        """True if the event was kept in a backtrace buffer and written later, when a more
-        severe event was logged in its thread (``blog.Session.use_backtrace``)."""
-        return self.source.backtrace
 
     @property
     def fields(self) -> dict:

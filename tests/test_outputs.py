@@ -142,3 +142,179 @@ def test_the_default_session_shows_warnings_on_stderr_beside_its_file(tmp_path):
     assert r.stderr == "WARN low disk 7%\n"
     assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [
         "started", "low disk 7%"]
+
+
+# --- callable outputs ----------------------------------------------------------------------
+
+
+def test_a_callable_output_gets_each_event_decoded_with_its_fields():
+    # Proves: add_output(func, min_severity=...) calls func with each event at or above the
+    # minimum, decoded (severity, category, time, message, args, fields, exception), while
+    # the file gets every event.
+    import datetime
+
+    s = blog.Session()
+    got = []
+    s.add_output(got.append, min_severity="info")
+    log = s.get_logger("orders")
+    log.debug("detail {}", 1)
+    log.info("order {} filled at {}", 42, 101.25, user="bob")
+    try:
+        {}["k"]
+    except KeyError:
+        log.exception("lookup failed for {}", "k")
+    main = blog.MemoryOutputStream()
+    s.consume(main)
+    assert [ev.message for ev in got] == ["order 42 filled at 101.25", "lookup failed for k"]
+    info, error = got
+    assert isinstance(info, blog.LiveEvent)
+    assert (info.severity, info.category, info.args, info.fields) == (
+        blog.Severity.INFO, "orders", (42, 101.25), {"user": "bob"})
+    assert info.exception is None and info.exception_text is None
+    assert abs(info.time - datetime.datetime.now(datetime.timezone.utc)) < \
+        datetime.timedelta(minutes=5)
+    assert info.writer and info.file == __file__ and info.function == \
+        "test_a_callable_output_gets_each_event_decoded_with_its_fields"
+    assert error.severity == blog.Severity.ERROR and error.exception.type.endswith("KeyError")
+    assert error.exception_text.startswith("Traceback (most recent call last):")
+    assert error.exception_text.endswith("KeyError: 'k'\n")
+    assert [ev.message for ev in bread.read(io.BytesIO(main.getvalue()))] == [
+        "detail 1", "order 42 filled at 101.25", "lookup failed for k"]
+
+
+def test_a_raising_callable_costs_only_its_own_calls(capfd):
+    # Proves: a callable that raises is counted and reported once on stderr; it is still
+    # called with the next events, and the file and the other outputs get everything.
+    s = blog.Session()
+    calls = []
+
+    def alert(ev):
+        calls.append(ev.message)
+        if ev.args[0] % 2:
+            raise RuntimeError("pager down")
+
+    side = blog.MemoryOutputStream()
+    s.add_output(alert)
+    s.add_output(side)
+    log = s.get_logger()
+    main = blog.MemoryOutputStream()
+    for i in range(4):
+        log.warning("disk {}", i)
+        s.consume(main)
+    assert calls == ["disk 0", "disk 1", "disk 2", "disk 3"]
+    assert s.stats.callable_errors == 2
+    assert (s.stats.events_lost, s.stats.write_errors) == (0, 0)
+    err = capfd.readouterr().err
+    assert err.count("raised RuntimeError: pager down") == 1 and "callable_errors" in err
+    for out in (main, side):
+        assert [ev.message for ev in bread.read(io.BytesIO(out.getvalue()))] == [
+            "disk 0", "disk 1", "disk 2", "disk 3"]
+
+
+def test_callable_outputs_filter_and_come_off():
+    s = blog.Session()
+    warnings, everything = [], []
+
+    def everything_seen(ev):
+        everything.append(ev.severity)
+
+    s.add_output(warnings.append, min_severity="warning")
+    s.add_output(everything_seen)
+    log = s.get_logger()
+    log.trace("t")
+    log.info("i")
+    log.warning("w")
+    log.critical("c")
+    s.consume(blog.MemoryOutputStream())
+    assert [ev.message for ev in warnings] == ["w", "c"]
+    assert everything == [blog.Severity.TRACE, blog.Severity.INFO, blog.Severity.WARNING,
+                          blog.Severity.CRITICAL]
+    assert s.remove_output(everything_seen) and not s.remove_output(everything_seen)
+    log.error("e")
+    s.consume(blog.MemoryOutputStream())
+    assert [ev.message for ev in warnings] == ["w", "c", "e"] and len(everything) == 4
+    with pytest.raises(TypeError, match="min_severity is a callable output's"):
+        s.add_output(blog.MemoryOutputStream(), min_severity="error")
+    with pytest.raises(ValueError):
+        s.add_output(print, min_severity="loud")
+
+
+def test_the_default_session_calls_a_function_on_its_consumer_thread(tmp_path):
+    r = run_python("""
+        import threading, blog
+        seen, called = [], threading.Event()
+
+        def alert(ev):
+            seen.append((threading.current_thread().name, ev.message, ev.fields))
+            called.set()
+
+        blog.basic_config("app.blog")
+        blog.add_output(alert, min_severity="warning")
+        log = blog.get_logger("app")
+        log.info("started")
+        log.warning("low disk {}%", 7, mount="/")
+        assert called.wait(60)      # written by the consumer, not by shutdown's last consume
+        blog.shutdown()
+        print(seen)
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[('blog-consumer', 'low disk 7%', {'mount': '/'})]\n"
+    assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [
+        "started", "low disk 7%"]
+
+
+# --- before any output: the last resort ----------------------------------------------------
+
+
+def test_before_configuration_warnings_go_to_stderr_as_text(tmp_path):
+    # Proves: with no setup at all, a warning is shown on stderr as text (as logging's last
+    # resort shows it), an info is not, and the program ends well.
+    r = run_python("""
+        import blog
+        log = blog.get_logger()
+        log.info("quiet {}", 0)
+        log.warning("x {}", 1)
+        log.log("error", "disk {} full", "/var\\x1b[2J")
+        try:
+            {}["k"]
+        except KeyError:
+            log.exception("lookup failed")
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[:4] == ["WARN main x 1", "ERRO main disk /var\\x1b[2J full",
+                         "ERRO main lookup failed", "Traceback (most recent call last):"]
+    assert lines[-2] == "KeyError: 'k'" and "quiet" not in r.stderr
+    assert "4 event(s) were logged but never written" in lines[-1]   # (said at exit)
+
+
+def test_events_logged_before_configuration_reach_the_output_configured_later(tmp_path):
+    # Proves: what was queued before basic_config is written to its file, warnings included
+    # (shown on stderr meanwhile); once configured, the file alone shows them, and the level
+    # methods are the fast ones again.
+    r = run_python("""
+        import blog
+
+        def kind(method):     # the C Method, or the Python function that made it
+            return getattr(method, "__qualname__", type(method).__name__)
+
+        log = blog.get_logger("app")
+        log.info("early {}", 1)
+        log.warning("early warning {}", 2)
+        assert kind(log.warning) != kind(log.info)      # the Python path, meanwhile
+        blog.basic_config("app.blog")
+        assert kind(log.warning) == kind(log.info) == kind(log.critical)
+        log.warning("late {}", 3)
+        blog.shutdown()
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "WARN app early warning 2\n"
+    assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == [
+        "early 1", "early warning 2", "late 3"]
+
+
+def test_only_the_default_session_has_a_last_resort(capfd):
+    s = blog.Session()
+    s.get_logger().warning("kept {}", 1)
+    s.consume(blog.MemoryOutputStream())
+    assert capfd.readouterr().err == ""

@@ -29,6 +29,7 @@ OPTIONAL = (
     "blog.files.crashbuf", "blog.files.rotating", "blog.files.housekeeping",
     "blog.files.schedule", "blog.stdlib", "blog.testing", "blog.integrations.textstream",
     "blog.integrations.traced", "blog.integrations.event", "blog.integrations.adapters",
+    "blog.pipeline.liveevents", "blog.pipeline.calloutput",
     "blogstore.crashlayout", "blogstore.bufferread", "blogstore.recoverytarget",
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
     "bread.columnar.batches", "bread.columnar.parquet", "bread.columnar.tables",
@@ -133,6 +134,18 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
     assert [m for m in mods if m.split(".")[0] == "bread"] == []
     assert "blogformat.valuedecoding" not in mods     # the reader's side of the codec
     assert [m for m in mods if m in LATE_STDLIB] == []
+    assert _slow_imports(mods) == {}
+
+
+def test_a_warning_before_any_configuration_loads_no_option(tmp_path):
+    # The last resort (a warning on stderr as text before basic_config) costs its first call,
+    # never the import, and brings no option nor a late module.
+    mods = _loaded("""
+        import blog
+        blog.get_logger().warning("x {}", 1)
+    """, tmp_path)
+    assert _optional(mods) == [] and [m for m in mods if m in LATE_STDLIB] == []
+    assert [m for m in mods if m.split(".")[0] == "bread"] == []
     assert _slow_imports(mods) == {}
 
 

@@ -209,21 +209,27 @@ class Logger:
         # the call costs no more than calling an empty function.
         self.threshold = max(self.registry.min_of(self.category), self.registry.min_severity)
         bt = self.registry.backtrace
+        resort = self.registry.last_resort
         for name, sev in _LEVELS + (("exception", Severity.ERROR),):
+            triggers = bt is not None and sev >= bt.trigger
+            show = resort and sev >= Severity.WARNING
             if sev >= self.threshold:
-                method = self._live[name] if bt is None or sev < bt.trigger \
-                    else self._backtrace_method(name, sev, keep=False)
+                method = self._live[name] if not (triggers or show) \
+                    else self._python_method(name, sev, False, triggers, show)
             elif bt is not None and sev >= bt.least:
-                method = self._backtrace_method(name, sev, keep=True)
+                method = self._python_method(name, sev, True, False, False)
             else:
                 method = self._off
             setattr(self, name, method)
 
-    def _backtrace_method(self, name: str, level: int, keep: bool) -> Callable[..., None]:
-        """A level method while the session keeps a backtrace (``Session.use_backtrace``):
-        below the minimum it keeps the event in the thread's backtrace; at the trigger
-        severity or above it writes the backtrace first. Both take the Python path."""
-        writers, slow = self.writers, self._slow
+    def _python_method(self, name: str, level: int, keep: bool, triggers: bool,
+                       show: bool) -> Callable[..., None]:
+        """A level method that takes the Python path: while the session keeps a backtrace
+        (``Session.use_backtrace``), below the minimum it keeps the event in the thread's
+        backtrace (``keep``), at the trigger severity or above it writes the backtrace
+        first (``triggers``); with ``show`` (the last resort, ``Registry.use_last_resort``)
+        it shows the event on stderr too."""
+        writers, slow, category = self.writers, self._slow, self.category
         with_exception = name == "exception"
 
         def method(fmt: str, /, *args: Any, **fields: Any) -> None:
@@ -233,9 +239,11 @@ class Logger:
                 f = _getframe(1)
             except ValueError:
                 f = _NO_FRAME
-            if not keep:
+            if triggers:
                 writers.writer().write_backtrace()
             slow(level, None, f, fmt, args, fields, keep=keep)
+            if show:
+                last_resort(level, category, fmt, args, fields)
 
         method.__name__ = name
         return method
@@ -253,6 +261,8 @@ class Logger:
             if bt is not None and level >= bt.trigger and not keep:
                 self.writers.writer().write_backtrace()
             self._slow(level, None, f, fmt, args, fields, keep=keep)
+            if self.registry.last_resort and level >= Severity.WARNING and not keep:
+                last_resort(level, self.category, fmt, args, fields)
 
     # --- slow path: first call of a site, keyword fields, rich arguments -----
 
@@ -392,6 +402,23 @@ def _render_dynamic(fmt: str, args: tuple, fields: dict) -> str:
     except FormatError:
         pass
     return fmt if not args else f"{fmt} {args!r}"
+
+
+def last_resort(level: int, category: str, fmt: Any, args: tuple, fields: dict) -> None:
+    """Show an event on stderr as text, ``WARN category message`` and the traceback of its
+    exception (a session not yet given an output: ``Registry.use_last_resort``); never
+    raises."""
+    from blogformat.pretty import escape_controls, severity_text
+    try:
+        lines = [f"{severity_text(level)} {category} {_render_dynamic(fmt, args, fields)}"]
+        exc = fields.get("exception")
+        if isinstance(exc, BaseException):
+            import traceback
+            lines += "".join(traceback.format_exception(exc)).splitlines()
+    except Exception as e:   # a value whose str or format raised
+        lines = [f"{severity_text(level)} {category} {safe_str(fmt)} ({type(e).__name__} "
+                 "while showing it)"]
+    report("\n".join(escape_controls(line) for line in lines))
 
 
 def _is_literal(fmt: str, code: Any) -> bool:

@@ -72,6 +72,9 @@ class Registry:
         #: A literal format that does not fit its call raises CallSiteError (Session.strict);
         #: otherwise it is logged as text.
         self.strict = False
+        #: Warnings and above are also shown on stderr as text at the call (the default
+        #: session's until it is given an output: ``use_last_resort``).
+        self.last_resort = False
         #: Keep the source line of each traceback frame of a logged exception (read from its
         #: file at the call); by default only file, line and function are kept, and the
         #: reader shows the line from the file where it has it.
@@ -132,6 +135,15 @@ class Registry:
         with self.lock:
             for lg in list(self.loggers.values()):
                 lg.refresh()
+
+    def use_last_resort(self, on: bool) -> None:
+        """Show warnings and above on stderr as text at the call, besides queueing them (as
+        ``logging``'s last resort does while it has no handler), or stop; the loggers'
+        methods of those levels take the Python path while it is on."""
+        with self.lock:
+            if self.last_resort != on:
+                self.last_resort = on
+                self.refresh_loggers()
 
     # --- event sources and call sites -----------------------------------------
 

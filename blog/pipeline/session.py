@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from blogformat.entries import ClockSync, Dropped, Metadata, metadata_frames
 from blogformat.eventframes import BatchHeader
@@ -39,6 +39,7 @@ from .writer import SessionWriter, Writers
 if TYPE_CHECKING:
     from ..files.crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
     from .heldwrites import HeldWrites
+    from .liveevents import LiveEvent   # imported with the first callable output (start-up)
 
 #: The most events a backtrace buffer keeps per thread.
 MAX_BACKTRACE = 1 << 16
@@ -74,7 +75,7 @@ class Session:
         self._tz_offset: int | None = None       # of the last ClockSync written
         self._crash: HeldWrites | None = None    # with a crash buffer: its hold on the writes
         self._crash_capacity = 0                 # the channel capacity its files were made for
-        self._sides = SideOutputs(self.name)     # outputs beside the main one (add_output)
+        self._sides = SideOutputs(self.name, self.stats)   # outputs beside the main one
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
         self.start_ns = time.time_ns()
@@ -296,22 +297,26 @@ class Session:
 
     # --- outputs beside the main one --------------------------------------
 
-    def add_output(self, stream: OutputStream) -> None:
-        """Write everything from now on to ``stream`` too (anything with ``write(bytes)``:
+    def add_output(self, output: OutputStream | Callable[[LiveEvent], object], *,
+                   min_severity: Severity | int | str | None = None) -> None:
+        """Write everything from now on to ``output`` too (anything with ``write(bytes)``:
         a ``blog.TextStream`` on the console, a MemoryOutputStream...), beside the main
         output, with its own header and metadata. A side output that fails loses its own
-        writes only (reported on stderr); the main output is not affected."""
-        with self.registry.lock:
-            self._sides.add(stream)
+        writes only (reported on stderr); the main output is not affected.
 
-    def remove_output(self, stream: OutputStream) -> bool:
-        """Stop writing to a stream ``add_output`` added; False if it was not one."""
+        A callable (no ``write``) is called with each event at or above ``min_severity``
+        (a ``blog.LiveEvent``) by the thread that writes (``blog.pipeline.calloutput``)."""
         with self.registry.lock:
-            return self._sides.remove(stream)
+            self._sides.add(output, min_severity)
+
+    def remove_output(self, output: object) -> bool:
+        """Stop writing to an output ``add_output`` added; False if it was not one."""
+        with self.registry.lock:
+            return self._sides.remove(output)
 
     @property
-    def outputs(self) -> list[OutputStream]:
-        """The streams ``add_output`` added (not the main output)."""
+    def outputs(self) -> list[OutputStream | Callable[[LiveEvent], object]]:
+        """The streams and callables ``add_output`` added (not the main output)."""
         return self._sides.streams
 
     @property

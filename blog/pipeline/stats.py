@@ -15,4 +15,5 @@ class SessionStats(Plain):
     bytes_lost: int = 0
     events_held: int = 0        # refused by the output, kept in the crash buffer to write later
     write_errors: int = 0
+    callable_errors: int = 0    # calls of callable outputs (add_output(func)) that raised
     last_error: str | None = None

@@ -1,4 +1,5 @@
-"""bread -F: a live file followed as tail -F does, across rotation and truncation."""
+"""bread -F: a live file followed as tail -F does, across rotation and truncation; a rotated
+set (its base name, or its directory) followed across rotations and new processes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 import blog
+from blogstore.fileset import members
 
 from helpers import python_child
 
@@ -118,3 +122,116 @@ def test_following_a_file_that_is_not_blog_says_so(tmp_path):
     assert r.returncode == 2 and r.stdout == b""
     assert r.stderr.decode() == f"bread: {notes}: not a blog log file (its first 600 bytes " \
                                 "hold no blog frame)\n"
+
+
+#: A service's process: logs ``TAG i`` for i < GATE into a rotated set (about 10 events a
+#: file, closed files compressed), says "gate" and waits for a line on stdin, logs on to N;
+#: with "fork", forks first and its child logs ``TAGc i`` (i < N) at the same time.
+SERVICE = """
+import os, sys, blog
+path, tag, n, gate, fork = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \\
+    sys.argv[5] == "fork"
+blog.basic_config(path, rotate_bytes=1500, compress=True, flush_interval=0.005)
+log = blog.get_logger()
+
+def run(tag, lo, hi):
+    for i in range(lo, hi):
+        log.info("{} {} {}", tag, i, "x" * 60)
+        blog.flush()
+
+run(tag, 0, gate)
+print("gate", flush=True)
+sys.stdin.readline()
+kid = os.fork() if fork else None
+if kid == 0:
+    run(tag + "c", 0, n)
+    blog.shutdown()
+    os._exit(0)
+run(tag, gate, n)
+if kid:
+    os.waitpid(kid, 0)
+blog.shutdown()
+"""
+
+
+def service(base, tag: str, n: int, gate: int, fork: bool = False) -> subprocess.Popen:
+    p = subprocess.Popen(python_child("-c", SERVICE, str(base), tag, str(n), str(gate),
+                                      "fork" if fork else "-"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert lines_of(p, 1) == ["gate"]
+    return p
+
+
+def go_on(p: subprocess.Popen) -> None:
+    """Let a service log the rest, and wait for it to end."""
+    p.stdin.write(b"go\n")
+    p.stdin.close()
+    assert p.wait(timeout=60) == 0
+
+
+def tagged(lines: list[str], tag: str) -> list[str]:
+    return [x for x in lines if x.split()[0] == tag]
+
+
+def expected(tag: str, lo: int, hi: int) -> list[str]:
+    return [f"{tag} {i} {'x' * 60}" for i in range(lo, hi)]
+
+
+@pytest.mark.parametrize("form", ["base name", "directory"])
+def test_follow_a_rotated_set_across_rotations_and_new_processes(tmp_path, form):
+    # Proves (issue 26): bread -F logs/app.blog (the set's base name, no such file) and
+    # bread -F logs/ print every event of a rotated, compressed set exactly once: the
+    # files there at the start, those the writer rotates into while followed, then those
+    # of a restarted service and of its forked child (files written at the same time:
+    # each one's events in order). Before: "cannot open", and stopping at a rotation.
+    logs = tmp_path / "logs"
+    base = logs / "app.blog"
+    a = service(base, "a", 60, 20)
+    p = start(base if form == "base name" else logs)
+    try:
+        assert lines_of(p, 20) == expected("a", 0, 20)      # files closed, then the live one
+        go_on(a)
+        assert lines_of(p, 40) == expected("a", 20, 60)     # rotated into while followed
+        go_on(service(base, "b", 30, 10, fork=True))        # a restart, then a fork
+        got = lines_of(p, 60)
+        assert tagged(got, "b") == expected("b", 0, 30)
+        assert tagged(got, "bc") == expected("bc", 0, 30)
+        assert len(got) == 60
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=20)
+        assert p.returncode == 0 and err == b""              # nothing more, no damage
+    finally:
+        p.kill()
+        p.wait()
+    sets = members(str(logs), "app")
+    assert len({f.pid for f in sets}) == 3 and len(sets) >= 10
+    assert any(f.compressed for f in sets)
+
+
+def test_bread_read_follows_a_directory_as_bread_f_does(tmp_path):
+    # Proves: the library takes the same inputs: bread.read(DIR, follow=True) gives the
+    # events of the files there and of those that come, never ending.
+    logs = tmp_path / "logs"
+    a = service(logs / "app.blog", "a", 30, 10)
+    code = ("import sys, bread\n"
+            "for ev in bread.read(sys.argv[1], follow=True):\n"
+            "    print(ev.message, flush=True)\n")
+    p = subprocess.Popen(python_child("-c", code, str(logs)), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        assert lines_of(p, 10) == expected("a", 0, 10)
+        go_on(a)
+        assert lines_of(p, 20) == expected("a", 10, 30)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_follow_takes_a_file_a_directory_or_a_set_base_name(tmp_path):
+    import bread
+    with pytest.raises(FileNotFoundError):
+        bread.read(tmp_path / "nothing" / "app.blog", follow=True)
+    with pytest.raises(ValueError):
+        bread.read([str(tmp_path)], follow=True)
+    with pytest.raises(ValueError):
+        bread.read(str(tmp_path), follow=True, sort=True)

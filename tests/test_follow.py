@@ -3,16 +3,21 @@ set (its base name, or its directory) followed across rotations and new processe
 
 from __future__ import annotations
 
+import fcntl
+import gzip
 import os
 import select
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
 
 import blog
-from blogstore.fileset import members
+from blogstore.fileset import file_name, members
+from bread.follow import Watch
+from bread.tail import Growing, Stopped
 
 from helpers import python_child
 
@@ -84,11 +89,12 @@ def test_follow_across_rotation_and_truncation_then_ctrl_c(tmp_path):
         p.wait()
 
 
-def test_follow_into_a_closed_pipe_ends_quietly(tmp_path):
+@pytest.mark.parametrize("form", ["file", "directory"])
+def test_follow_into_a_closed_pipe_ends_quietly(tmp_path, form):
     path = tmp_path / "app.blog"
     w = Writer(path)
     w.write(*[f"m{i}" for i in range(5)])
-    p = start(path)
+    p = start(path if form == "file" else tmp_path)
     try:
         assert lines_of(p, 5)[:2] == ["m0", "m1"]
         p.stdout.close()                                   # `bread -F x | head -n 2`
@@ -235,3 +241,62 @@ def test_follow_takes_a_file_a_directory_or_a_set_base_name(tmp_path):
         bread.read([str(tmp_path)], follow=True)
     with pytest.raises(ValueError):
         bread.read(str(tmp_path), follow=True, sort=True)
+
+
+def test_a_file_deleted_under_its_reader_is_read_to_its_end_once_its_writer_lets_go(tmp_path):
+    # Proves: a set's file is read by its descriptor: deleted (or compressed, then deleted)
+    # while read, it is read on; it ends only once its writer releases its flock, and
+    # what was written before that is read; a stop ends the reading where it is.
+    path = tmp_path / file_name("app", 1_000_000_000_000_000_000, 42)
+    w = open(path, "ab", buffering=0)
+    fcntl.flock(w.fileno(), fcntl.LOCK_EX)             # as a RotatingFile holds its file
+    w.write(b"one")
+    stop = threading.Event()
+    g = Growing(open(path, "rb"), str(path), in_set=True, stop=stop, interval=0.01)
+    assert g.read() == b"one"
+    os.unlink(path)
+    w.write(b"two")
+    assert g.read() == b"two" and not g.finished()
+    w.write(b"three")
+    w.close()                                          # the writer lets go
+    assert g.read() == b"three" and g.read() == b"" and g.read() == b""
+    stop.set()
+    with pytest.raises(Stopped):
+        g.read()
+    g.close()
+
+
+def test_a_plain_file_is_finished_only_once_it_has_no_name(tmp_path):
+    # Proves: a file that is not a set's (app.blog) may be appended to again by a restarted
+    # writer: it ends only once nothing holds it and its last name is gone.
+    path = tmp_path / "app.blog"
+    path.write_bytes(b"x")
+    g = Growing(open(path, "rb"), str(path), in_set=False, interval=0.01)
+    assert g.read() == b"x" and not g.finished()
+    os.unlink(path)
+    assert g.finished() and g.read() == b""
+    g.close()
+
+
+def test_each_file_of_a_watched_directory_is_given_once(tmp_path):
+    # Proves: a set's x.blog.gz is x.blog (compressed under the follower, it is not read
+    # again), a renamed plain file is the same file, a compacted file made later is left
+    # out (its events came from the originals); with a stem, only that set's files.
+    one = file_name("app", 1_000_000_000_000_000_000, 42)
+    (tmp_path / one).write_bytes(b"1")
+    (tmp_path / "plain.blog").write_bytes(b"2")
+    (tmp_path / file_name("worker", 1_000_000_000_000_000_000, 7)).write_bytes(b"3")
+    (tmp_path / "notes.txt").write_bytes(b"4")
+    w, app = Watch(str(tmp_path)), Watch(str(tmp_path), "app")
+    assert [os.path.basename(f.path) for f in w.new()] == [
+        one, "plain.blog", file_name("worker", 1_000_000_000_000_000_000, 7)]
+    assert [os.path.basename(f.path) for f in app.new()] == [one]
+    (tmp_path / (one + ".gz")).write_bytes(gzip.compress(b"1"))
+    os.unlink(tmp_path / one)                          # housekeeping compressed it
+    os.rename(tmp_path / "plain.blog", tmp_path / "plain.1.blog")
+    (tmp_path / "app.compacted.2026-11-25T00-00-00.1.blog.gz").write_bytes(b"5")
+    assert w.new() == [] and app.new() == []
+    two = file_name("app", 1_000_000_001_000_000_000, 43)
+    (tmp_path / two).write_bytes(b"6")                 # a new process's file
+    assert [os.path.basename(f.path) for f in w.new()] == [two]
+    assert [os.path.basename(f.path) for f in app.new()] == [two]

@@ -63,11 +63,17 @@ def follower(source: Any, interval: float = INTERVAL) -> Tail | Follower:
     if os.path.isdir(path):
         return Follower(Watch(path), interval)
     if os.path.exists(path):
-        with open_path(path) as f:
+        f = open_path(path)
+        try:
             check_begins(f.read(CHUNK), name_text(path))
+        finally:
+            f.close()
         return Tail(path, interval)
-    directory, stem = split_base(path)
-    if os.path.isdir(directory) and (path.endswith(SUFFIX) or members(directory, stem)):
+    try:
+        directory, stem = split_base(path)
+    except ValueError:        # a name that is no set's ("logs/.blog")
+        directory = stem = ""
+    if stem and os.path.isdir(directory) and (path.endswith(SUFFIX) or members(directory, stem)):
         return Follower(Watch(directory, stem), interval)
     raise FileNotFoundError(errno.ENOENT, "no such file, directory or file set", path)
 
@@ -127,6 +133,8 @@ class Watch:
         try:
             st = os.stat(path)
         except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
             return None
         ino = (st.st_dev, st.st_ino)
         return Found(path, ino, ino, False, compressed)

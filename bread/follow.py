@@ -161,7 +161,7 @@ class Follower:
                     if _finished(opened[0]):
                         yield from run.read(*opened)
                         continue
-                    opened[0].close()          # read as it grows, on its chain's thread
+                    run.held[found.key] = opened   # read as it grows, on its chain's thread
                 waiting.add(found.chain)
                 later.append(found)
             for found in later:
@@ -195,6 +195,8 @@ class _Run:
         self.out: queue.Queue[Any] = queue.Queue(QUEUE)
         #: The files of each chain that has a thread: the one it reads, then those to come.
         self.chains: dict[Hashable, collections.deque[Found]] = {}
+        #: Files opened before their thread started (kept open: nothing can take them away).
+        self.held: dict[Hashable, tuple[BinaryIO, str]] = {}
         self._lock = threading.Lock()
 
     def open(self, found: Found) -> tuple[BinaryIO, str] | None:
@@ -241,7 +243,7 @@ class _Run:
                         del self.chains[chain]
                         return
                     found = files[0]
-                opened = self.open(found)
+                opened = self.held.pop(found.key, None) or self.open(found)
                 if opened is not None:
                     for item in self.read(*opened):
                         self._put(item)

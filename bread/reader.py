@@ -7,7 +7,7 @@ import io
 import itertools
 import os
 import sys
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union, cast
 
 from .decoder import Decoder, Sink
 from .entries import iter_entries
@@ -50,10 +50,15 @@ class Reader:
     then position; memory stays bounded (``bread.merge`` says by what). A
     stream that cannot go back (standard input, a pipe) is first copied to a
     temporary file, since sorting reads each input twice.
+
+    With ``follow``, ``source`` is one path read as it grows (``bread.follow``): a file
+    as ``tail -F`` reads it; a directory or a set's base name (``logs/app.blog``), its
+    files, those written and those to come; iteration waits for events and never ends.
     """
 
     def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER,
-                 span: tuple[int, int] | None = None, verified_only: bool = False) -> None:
+                 span: tuple[int, int] | None = None, verified_only: bool = False,
+                 follow: bool = False) -> None:
         self.sort = sort
         self.filter = filter
         self.verified_only = verified_only
@@ -64,6 +69,16 @@ class Reader:
             if sort:
                 raise OptionError("a span is read in file order (sort=False)")
         self.span = span
+        self._follower: Any = None
+        if follow:
+            if sort or span is not None:
+                raise OptionError("follow reads in file order, whole files: no sort, no span")
+            from .follow import Follower, follower
+            followed = follower(source)
+            if isinstance(followed, Follower):   # a directory or a set's base name
+                self._follower, source = followed, []
+            else:                                # a file, as tail -F reads it
+                source = cast(BinaryIO, followed)
         if isinstance(source, (str, os.PathLike)):
             self._inputs: list[Any] = [source]
         elif hasattr(source, "read"):
@@ -110,11 +125,20 @@ class Reader:
         (the sink's runs merged by time: Events, or with ``text`` blocks of lines)."""
         if self.sort:
             return self._merged(sink, text)
+        if self._follower is not None:
+            return self._follower.outputs(lambda f, name: self._whole(f, name, sink),
+                                          self.damage)
         return self._in_file_order(sink)
 
     def _in_file_order(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]:
         for f, name in self._files():
             yield from self._decoded(f, name, sink)
+
+    def _whole(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink]
+               ) -> Iterator[Any]:
+        """One input opened elsewhere (a followed directory's file), decoded to its end."""
+        yield from self._decoded(f, name, sink)
+        self._after(f, name)
 
     def _decoded(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
                  keyed: bool = False) -> Iterator[Any]:
@@ -316,7 +340,7 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
          categories: Iterable[str] | str | None = None, since: int | str | None = None,
          until: int | str | None = None, writers: Iterable[str] | str | None = None,
          sites: Iterable[str] | str | None = None, grep: str | None = None,
-         verified_only: bool = False) -> Reader:
+         verified_only: bool = False, follow: bool = False) -> Reader:
     """Read events from paths (files, directories, glob patterns, "-"), or a binary file object.
 
     In file order, or with ``sort`` in time order across writers and inputs
@@ -329,10 +353,13 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
     ``damage``. The complete events of a frame cut short by the end of a file
     are read with ``ev.verified`` False; ``verified_only`` leaves them out.
     Opening a missing file raises OSError; a bad filter ValueError.
+
+    ``follow``: one path read as it grows, never ending (``bread -F``; ``Reader``): a
+    file, a directory, or a rotated set's base name (``"logs/app.blog"``).
     """
     flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
                       until=until, writers=writers, sites=sites, grep=grep)
-    return Reader(source, sort=sort, filter=flt, verified_only=verified_only)
+    return Reader(source, sort=sort, filter=flt, verified_only=verified_only, follow=follow)
 
 
 def read_batches(source: Source, columns: Sequence[str] | None = None, batch_size: int = 65536,

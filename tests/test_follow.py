@@ -1,14 +1,23 @@
-"""bread -F: a live file followed as tail -F does, across rotation and truncation."""
+"""bread -F: a live file followed as tail -F does, across rotation and truncation; a rotated
+set (its base name, or its directory) followed across rotations and new processes."""
 
 from __future__ import annotations
 
+import fcntl
+import gzip
 import os
 import select
 import signal
 import subprocess
+import threading
 import time
 
+import pytest
+
 import blog
+from blogstore.fileset import file_name, members
+from bread.follow import Watch
+from bread.tail import Growing, Stopped
 
 from helpers import python_child
 
@@ -80,11 +89,12 @@ def test_follow_across_rotation_and_truncation_then_ctrl_c(tmp_path):
         p.wait()
 
 
-def test_follow_into_a_closed_pipe_ends_quietly(tmp_path):
+@pytest.mark.parametrize("form", ["file", "directory"])
+def test_follow_into_a_closed_pipe_ends_quietly(tmp_path, form):
     path = tmp_path / "app.blog"
     w = Writer(path)
     w.write(*[f"m{i}" for i in range(5)])
-    p = start(path)
+    p = start(path if form == "file" else tmp_path)
     try:
         assert lines_of(p, 5)[:2] == ["m0", "m1"]
         p.stdout.close()                                   # `bread -F x | head -n 2`
@@ -118,3 +128,175 @@ def test_following_a_file_that_is_not_blog_says_so(tmp_path):
     assert r.returncode == 2 and r.stdout == b""
     assert r.stderr.decode() == f"bread: {notes}: not a blog log file (its first 600 bytes " \
                                 "hold no blog frame)\n"
+
+
+#: A service's process: logs ``TAG i`` for i < GATE into a rotated set (about 10 events a
+#: file, closed files compressed), says "gate" and waits for a line on stdin, logs on to N;
+#: with "fork", forks first and its child logs ``TAGc i`` (i < N) at the same time.
+SERVICE = """
+import os, sys, blog
+path, tag, n, gate, fork = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \\
+    sys.argv[5] == "fork"
+blog.basic_config(path, rotate_bytes=1500, compress=True, flush_interval=0.005)
+log = blog.get_logger()
+
+def run(tag, lo, hi):
+    for i in range(lo, hi):
+        log.info("{} {} {}", tag, i, "x" * 60)
+        blog.flush()
+
+run(tag, 0, gate)
+print("gate", flush=True)
+sys.stdin.readline()
+kid = os.fork() if fork else None
+if kid == 0:
+    run(tag + "c", 0, n)
+    blog.shutdown()
+    os._exit(0)
+run(tag, gate, n)
+if kid:
+    os.waitpid(kid, 0)
+blog.shutdown()
+"""
+
+
+def service(base, tag: str, n: int, gate: int, fork: bool = False) -> subprocess.Popen:
+    p = subprocess.Popen(python_child("-c", SERVICE, str(base), tag, str(n), str(gate),
+                                      "fork" if fork else "-"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert lines_of(p, 1) == ["gate"]
+    return p
+
+
+def go_on(p: subprocess.Popen) -> None:
+    """Let a service log the rest, and wait for it to end."""
+    p.stdin.write(b"go\n")
+    p.stdin.close()
+    assert p.wait(timeout=60) == 0
+
+
+def tagged(lines: list[str], tag: str) -> list[str]:
+    return [x for x in lines if x.split()[0] == tag]
+
+
+def expected(tag: str, lo: int, hi: int) -> list[str]:
+    return [f"{tag} {i} {'x' * 60}" for i in range(lo, hi)]
+
+
+@pytest.mark.parametrize("form", ["base name", "directory"])
+def test_follow_a_rotated_set_across_rotations_and_new_processes(tmp_path, form):
+    # Proves (issue 26): bread -F logs/app.blog (the set's base name, no such file) and
+    # bread -F logs/ print every event of a rotated, compressed set exactly once: the
+    # files there at the start, those the writer rotates into while followed, then those
+    # of a restarted service and of its forked child (files written at the same time:
+    # each one's events in order). Before: "cannot open", and stopping at a rotation.
+    logs = tmp_path / "logs"
+    base = logs / "app.blog"
+    a = service(base, "a", 60, 20)
+    p = start(base if form == "base name" else logs)
+    try:
+        assert lines_of(p, 20) == expected("a", 0, 20)      # files closed, then the live one
+        go_on(a)
+        assert lines_of(p, 40) == expected("a", 20, 60)     # rotated into while followed
+        go_on(service(base, "b", 30, 10, fork=True))        # a restart, then a fork
+        got = lines_of(p, 60)
+        assert tagged(got, "b") == expected("b", 0, 30)
+        assert tagged(got, "bc") == expected("bc", 0, 30)
+        assert len(got) == 60
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=20)
+        assert p.returncode == 0 and err == b""              # nothing more, no damage
+    finally:
+        p.kill()
+        p.wait()
+    sets = members(str(logs), "app")
+    assert len({f.pid for f in sets}) == 3 and len(sets) >= 10
+    assert any(f.compressed for f in sets)
+
+
+def test_bread_read_follows_a_directory_as_bread_f_does(tmp_path):
+    # Proves: the library takes the same inputs: bread.read(DIR, follow=True) gives the
+    # events of the files there and of those that come, never ending.
+    logs = tmp_path / "logs"
+    a = service(logs / "app.blog", "a", 30, 10)
+    code = ("import sys, bread\n"
+            "for ev in bread.read(sys.argv[1], follow=True):\n"
+            "    print(ev.message, flush=True)\n")
+    p = subprocess.Popen(python_child("-c", code, str(logs)), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        assert lines_of(p, 10) == expected("a", 0, 10)
+        go_on(a)
+        assert lines_of(p, 20) == expected("a", 10, 30)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_follow_takes_a_file_a_directory_or_a_set_base_name(tmp_path):
+    import bread
+    with pytest.raises(FileNotFoundError):
+        bread.read(tmp_path / "nothing" / "app.blog", follow=True)
+    with pytest.raises(ValueError):
+        bread.read([str(tmp_path)], follow=True)
+    with pytest.raises(ValueError):
+        bread.read(str(tmp_path), follow=True, sort=True)
+
+
+def test_a_file_deleted_under_its_reader_is_read_to_its_end_once_its_writer_lets_go(tmp_path):
+    # Proves: a set's file is read by its descriptor: deleted (or compressed, then deleted)
+    # while read, it is read on; it ends only once its writer releases its flock, and
+    # what was written before that is read; a stop ends the reading where it is.
+    path = tmp_path / file_name("app", 1_000_000_000_000_000_000, 42)
+    w = open(path, "ab", buffering=0)
+    fcntl.flock(w.fileno(), fcntl.LOCK_EX)             # as a RotatingFile holds its file
+    w.write(b"one")
+    stop = threading.Event()
+    g = Growing(open(path, "rb"), str(path), in_set=True, stop=stop, interval=0.01)
+    assert g.read() == b"one"
+    os.unlink(path)
+    w.write(b"two")
+    assert g.read() == b"two" and not g.finished()
+    w.write(b"three")
+    w.close()                                          # the writer lets go
+    assert g.read() == b"three" and g.read() == b"" and g.read() == b""
+    stop.set()
+    with pytest.raises(Stopped):
+        g.read()
+    g.close()
+
+
+def test_a_plain_file_is_finished_only_once_it_has_no_name(tmp_path):
+    # Proves: a file that is not a set's (app.blog) may be appended to again by a restarted
+    # writer: it ends only once nothing holds it and its last name is gone.
+    path = tmp_path / "app.blog"
+    path.write_bytes(b"x")
+    g = Growing(open(path, "rb"), str(path), in_set=False, interval=0.01)
+    assert g.read() == b"x" and not g.finished()
+    os.unlink(path)
+    assert g.finished() and g.read() == b""
+    g.close()
+
+
+def test_each_file_of_a_watched_directory_is_given_once(tmp_path):
+    # Proves: a set's x.blog.gz is x.blog (compressed under the follower, it is not read
+    # again), a renamed plain file is the same file, a compacted file made later is left
+    # out (its events came from the originals); with a stem, only that set's files.
+    one = file_name("app", 1_000_000_000_000_000_000, 42)
+    (tmp_path / one).write_bytes(b"1")
+    (tmp_path / "plain.blog").write_bytes(b"2")
+    (tmp_path / file_name("worker", 1_000_000_000_000_000_000, 7)).write_bytes(b"3")
+    (tmp_path / "notes.txt").write_bytes(b"4")
+    w, app = Watch(str(tmp_path)), Watch(str(tmp_path), "app")
+    assert [os.path.basename(f.path) for f in w.new()] == [
+        one, "plain.blog", file_name("worker", 1_000_000_000_000_000_000, 7)]
+    assert [os.path.basename(f.path) for f in app.new()] == [one]
+    (tmp_path / (one + ".gz")).write_bytes(gzip.compress(b"1"))
+    os.unlink(tmp_path / one)                          # housekeeping compressed it
+    os.rename(tmp_path / "plain.blog", tmp_path / "plain.1.blog")
+    (tmp_path / "app.compacted.2026-11-25T00-00-00.1.blog.gz").write_bytes(b"5")
+    assert w.new() == [] and app.new() == []
+    two = file_name("app", 1_000_000_001_000_000_000, 43)
+    (tmp_path / two).write_bytes(b"6")                 # a new process's file
+    assert [os.path.basename(f.path) for f in w.new()] == [two]
+    assert [os.path.basename(f.path) for f in app.new()] == [two]

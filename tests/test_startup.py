@@ -34,7 +34,7 @@ OPTIONAL = (
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
     "bread.columnar.batches", "bread.columnar.parquet", "bread.columnar.tables",
     "bread.export", "bread.compact", "bread.spark", "bread.stats", "bread.recover",
-    "bread.follow",
+    "bread.follow", "bread.tail",
     "bread.cli.stats", "bread.cli.compact", "bread.cli.export", "bread.cli.recover",
     "logging", "importlib.metadata", "concurrent.futures", "asyncio", "socket", "pytz",
     "hashlib", "tempfile", "pyarrow", "pyspark",

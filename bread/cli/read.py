@@ -15,8 +15,7 @@ from blogformat.severity import to_severity
 from ..entries import Dropped, Lost, Recovered
 from ..errors import NotABlogFile, OptionError
 from ..filters import Filter, parse_time
-from ..frames import CHUNK, check_begins
-from ..inputs import STDIN, expand, name_text, open_path
+from ..inputs import STDIN, expand, name_text
 from ..reader import Reader
 from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,
                       escape_controls)
@@ -66,8 +65,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-d", "--date-format", default=DEFAULT_DATE_FORMAT,
                    help=pct(f"date format for %d and %u (default {DEFAULT_DATE_FORMAT!r})"))
     p.add_argument("-F", "--follow", action="store_true",
-                   help="follow one live file as it grows, across rotation and truncation, "
-                        "until Ctrl-C (as tail -F)")
+                   help="follow one path as it grows, until Ctrl-C: a file (across rotation "
+                        "and truncation, as tail -F), or a directory or a rotated set's base "
+                        "name (logs/app.blog): its files and those that appear later "
+                        "(rotations, new processes), each file's events in order, files "
+                        "written at once interleaved (docs/guide.md, Following)")
     p.add_argument("-s", "--sort", action="store_true",
                    help="events in time order across writers and inputs (bounded memory)")
     p.add_argument("-l", "--min-severity", "--level", dest="level", metavar="SEVERITY",
@@ -202,26 +204,22 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.follow and (len(args.inputs) != 1 or args.inputs[0] == STDIN or args.sort):
         parser().print_usage(sys.stderr)
-        sys.stderr.write("bread: error: -F/--follow takes one file (not '-'), and no -s\n")
+        sys.stderr.write("bread: error: -F/--follow takes one file, directory or set's base "
+                         "name (not '-'), and no -s\n")
         return EXIT_USAGE
+    escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     try:
-        paths = open_inputs(args.inputs)
+        if args.follow:
+            reader = Reader(args.inputs[0], filter=flt, verified_only=args.verified_only,
+                            follow=True)
+        else:   # as named: a file found in a directory that is not a blog file is damage
+            open_inputs(args.inputs)
+            reader = Reader(list(args.inputs) or [STDIN], sort=args.sort, filter=flt,
+                            verified_only=args.verified_only)
     except OSError as exc:
         return cannot_open(exc)
-    escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
-    if args.follow:
-        from ..follow import Tail
-        f = open_path(paths[0])   # (a Tail waits for more bytes: what is there is judged first)
-        try:
-            check_begins(f.read(CHUNK), name_text(paths[0]))
-        except NotABlogFile as exc:
-            return not_blog(exc)
-        finally:
-            f.close()
-        source: list = [Tail(paths[0])]
-    else:   # as named: a file found in a directory that is not a blog file is damage
-        source = list(args.inputs) or [STDIN]
-    reader = Reader(source, sort=args.sort, filter=flt, verified_only=args.verified_only)
+    except NotABlogFile as exc:
+        return not_blog(exc)
     stdout = sys.stdout.buffer
     try:
         if args.output == "text":

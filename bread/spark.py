@@ -221,8 +221,8 @@ def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
     if typer is None:
         raise ValueError(f"no event of source {source!r} in {', '.join(paths)}")
     names = typer.names
-    ddl = ", ".join(["time TIMESTAMP", "writer STRING", "writer_id BIGINT", "host STRING",
-                     "pid BIGINT", "path STRING"]
+    ddl = ", ".join(["time TIMESTAMP", "severity STRING", "writer STRING", "writer_id BIGINT",
+                     "host STRING", "pid BIGINT", "path STRING"]
                     + [f"`{n.replace('`', '``')}` {tables.spark_type(k)}"
                        for n, k in zip(names, typer.kinds)])
     r = spark.read.format("blog").schema(ddl).option("source", json.dumps(source)).option(

@@ -44,14 +44,31 @@ def test_export_round_trips(tmp_path):
     req = next(s for s in index if s["format"].startswith("request"))
     assert req["columns"] == {"arg0": "int64", "arg1": "float64", "route": "string"}
     rt = pq.read_table(out / req["file"])
-    assert rt.column_names == ["time", "writer", "writer_id", "host", "pid", "path",
-                               "arg0", "arg1", "route"]
+    assert rt.column_names == ["time", "severity", "writer", "writer_id", "host", "pid",
+                               "path", "arg0", "arg1", "route"]
     assert rt.column("arg1").to_pylist() == [0.5 * i for i in range(300)]
     odd = next(s for s in index if s["format"] == "odd {}")
     assert odd["columns"] == {"arg0": "json"}     # mixed kinds: each value's JSON
     assert pq.read_table(out / odd["file"]).column("arg0").to_pylist() == \
         ['0', '[30,"x"]', '60', '[90,"x"]', '120', '[150,"x"]', '180', '[210,"x"]', '240',
          '[270,"x"]']
+
+
+def test_a_site_logging_at_several_severities_tells_them_apart(tmp_path):
+    # Proves: the typed table of a log.log(level, ...) site keeps each event's severity.
+    s = blog.Session()
+    log = s.get_logger("api")
+    out = blog.FileOutputStream(str(tmp_path / "a.blog"), mode="wb")
+    levels = ["info", "warning", "error"] * 3
+    for i, level in enumerate(levels):
+        log.log(level, "status {}", i)
+    s.consume(out)
+    out.close()
+    assert cli.main(["export", "--parquet", str(tmp_path / "out"), str(tmp_path / "a.blog")]) == 0
+    [src] = json.loads((tmp_path / "out" / "sources.json").read_text())
+    t = pq.read_table(tmp_path / "out" / src["file"])
+    assert t.column("severity").to_pylist() == [lv.upper() for lv in levels]
+    assert t.column("arg0").to_pylist() == list(range(9))
 
 
 def test_progress_shows_events_rate_and_eta(monkeypatch):

@@ -224,7 +224,7 @@ def test_typed_tables_per_call_site(spark, logs, tmp_path):
     path = str(logs / "a.blog")
     df = bread.spark.events(spark, path, source="request {} took {} ms")
     types = dict(df.dtypes)
-    assert [c for c in df.columns][:6] == list(bread.columnar.tables.COMMON)
+    assert [c for c in df.columns][:7] == list(bread.columnar.tables.COMMON)
     assert (types["arg0"], types["arg1"], types["route"]) == ("bigint", "double", "string")
     want = sorted((e.args[0], e.args[1], e.fields["route"], e.writer)
                   for e in bread.read(path) if e.format == "request {} took {} ms")

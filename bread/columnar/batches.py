@@ -40,7 +40,7 @@ COLUMNS = ("time", "clock", "severity", "severity_value", "category", "writer", 
 STREAM_COLUMNS = ("host", "pid", "program", "path")
 #: Columns that are a property of the call site.
 SOURCE_COLUMNS = {
-    "severity": lambda s: _severity_name(s.severity),
+    "severity": lambda s: severity_name(s.severity),
     "severity_value": lambda s: s.severity,
     "category": lambda s: _text(s.category),
     "function": lambda s: _text(s.function),
@@ -55,7 +55,8 @@ _TEXT_COLUMNS = ("message", "args", "fields")
 _UNKNOWN = EventSource(0, 0, "?", "?", "?", 0, "", "")
 
 
-def _severity_name(value: int) -> str:
+def severity_name(value: int) -> str:
+    """A severity's name (``INFO``), or its number where no Severity has it."""
     try:
         return Severity(value).name
     except ValueError:

@@ -26,9 +26,10 @@ from blogformat.entries import EventSource
 from ..errors import OptionError
 from ..events import Event
 from ..export import json_text
+from .batches import severity_name
 
 #: Columns every typed table starts with (then the arguments).
-COMMON = ("time", "writer", "writer_id", "host", "pid", "path")
+COMMON = ("time", "severity", "writer", "writer_id", "host", "pid", "path")
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 #: Microseconds of the years 1 to 9999, what datetime, Spark and pandas hold.
 TIME_RANGE_US = (-62_135_596_800_000_000, 253_402_300_799_999_999)
@@ -176,8 +177,9 @@ def common_values(ev: Event) -> list:
     """The COMMON columns of an event (a time beyond the years 1-9999 or an id beyond
     64 bits, only in a crafted file: None)."""
     us = ev.ns // 1000
-    return [us if TIME_RANGE_US[0] <= us <= TIME_RANGE_US[1] else None, ev.writer,
-            _int64(ev.writer_id), ev.host, ev.pid, ev.path]
+    return [us if TIME_RANGE_US[0] <= us <= TIME_RANGE_US[1] else None,
+            severity_name(ev.source.severity), ev.writer, _int64(ev.writer_id), ev.host,
+            ev.pid, ev.path]
 
 
 def batch(names: list[str], kinds: list[str], rows: list[list]) -> Any:
@@ -186,9 +188,9 @@ def batch(names: list[str], kinds: list[str], rows: list[list]) -> Any:
     import pyarrow as pa
     cols = list(zip(*rows)) if rows else [()] * (len(COMMON) + len(names))
     arrays = [pa.array(cols[0], pa.int64()).view(pa.timestamp("us", tz="UTC")),
-              pa.array(cols[1], pa.string()), pa.array(cols[2], pa.int64()),
-              pa.array(cols[3], pa.string()), pa.array(cols[4], pa.int64()),
-              pa.array(cols[5], pa.string())]
+              pa.array(cols[1], pa.string()), pa.array(cols[2], pa.string()),
+              pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.string()),
+              pa.array(cols[5], pa.int64()), pa.array(cols[6], pa.string())]
     for k, kind in enumerate(kinds):
         arrays.append(pa.array(convert(kind, list(cols[len(COMMON) + k])), arrow_type(kind)))
     return pa.RecordBatch.from_arrays(arrays, names=list(COMMON) + names)

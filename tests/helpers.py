@@ -191,6 +191,28 @@ def count_reader_fallbacks(monkeypatch) -> list[tuple]:
     return calls
 
 
+def flushed_one_by_one(stream, n: int) -> None:
+    """``n`` events "e {i}" logged into ``stream`` (a RotatingFile, say) by a new session,
+    each flushed on its own; then the stream closed."""
+    import blog
+    s = blog.Session()
+    c = blog.Consumer(s, stream, interval=0.005).start()
+    log = s.get_logger()
+    for i in range(n):
+        log.info("e {}", i)
+        c.flush()
+    c.stop()
+    stream.close()
+
+
+def c_path_handbacks(monkeypatch, hot_path: str) -> list:
+    """``count_python_calls`` on the C path; skips the test on the Python one."""
+    import pytest
+    if hot_path != "c":
+        pytest.skip("the C call path is not in use")
+    return count_python_calls(monkeypatch)
+
+
 def count_python_calls(monkeypatch) -> list:
     """The site keys a level method's Python code looks up from now on (loggers made after
     this call): on the C path, one per call C hands back to Python, outside a context or

@@ -15,7 +15,7 @@ import pytest
 import blog
 import blog.stdlib
 
-from helpers import count_python_calls, python_child, run_python
+from helpers import c_path_handbacks, python_child, run_python
 
 
 @pytest.fixture(autouse=True)
@@ -225,9 +225,7 @@ def test_calls_in_a_new_context_per_request_stay_on_the_c_path(monkeypatch, make
     # Proves: after a site's first call under a set of context names, its calls under
     # any context with those names (a new one per request, its names built at run time
     # or not, with keyword fields too) are pushed by C, with the context's values.
-    if hot_path != "c":
-        pytest.skip("the C call path is not in use")
-    python_calls = count_python_calls(monkeypatch)
+    python_calls = c_path_handbacks(monkeypatch, hot_path)
     logged = make_logged()
     for i in range(20):
         names = {"request" + "_id": f"r{i}", "user": "bob"}   # a str built at run time

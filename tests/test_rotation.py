@@ -23,7 +23,7 @@ from blog.files.schedule import Schedule
 from blog.pipeline.summary import tally
 from blogstore.fileset import file_name, members, parse
 
-from helpers import python_child, run_python
+from helpers import flushed_one_by_one, python_child, run_python
 
 
 def _session(stream, **kw):
@@ -35,16 +35,6 @@ def _session(stream, **kw):
 def _close(c, stream):
     c.stop()
     stream.close()
-
-
-def _flushed_one_by_one(rf, n: int) -> None:
-    """``n`` events "e {i}" logged into ``rf``, each flushed on its own; then ``rf`` closed."""
-    s, c = _session(rf)
-    log = s.get_logger()
-    for i in range(n):
-        log.info("e {}", i)
-        c.flush()
-    _close(c, rf)
 
 
 def _files(d, stem="app"):
@@ -103,7 +93,7 @@ def test_eight_threads_through_a_hundred_rotations_lose_and_repeat_nothing(tmp_p
 
 def test_file_names_sort_by_time_and_carry_the_pid(tmp_path):
     rf = blog.RotatingFile(tmp_path / "logs" / "app.blog", rotate_bytes=1)
-    _flushed_one_by_one(rf, 5)
+    flushed_one_by_one(rf, 5)
     names = sorted(n for n in os.listdir(tmp_path / "logs") if not n.startswith("blog-manifest"))
     parsed = [parse(n) for n in names]
     assert all(p is not None and p.stem == "app" and p.pid == os.getpid() for p in parsed)
@@ -630,7 +620,7 @@ def test_patterns_read_like_directories(tmp_path):
     a = _make_closed(d, "app", 1)
     os.unlink(a)
     rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1)
-    _flushed_one_by_one(rf, 3)
+    flushed_one_by_one(rf, 3)
     first = _files(tmp_path)[0]
     with open(first, "rb") as f:            # a compression cut after its rename
         data = f.read()

@@ -20,7 +20,7 @@ import bread
 from bread import (DataclassValue, EnumValue, ExceptionValue, FrozenSetValue, OpaqueValue,
                    SetValue)
 
-from helpers import count_python_calls, count_slow_calls, python_child, reader_zones, texts_kept
+from helpers import c_path_handbacks, count_slow_calls, python_child, reader_zones, texts_kept
 
 
 class Color(enum.Enum):
@@ -213,9 +213,7 @@ def test_the_c_call_path_keeps_each_site_after_its_first_call(monkeypatch, make_
                                                               hot_path):
     # Proves the C Method reads the site entries the Python code makes (blog's SiteEntry):
     # after a site's first call, its plain and keyword calls stay in C, and read back.
-    if hot_path != "c":
-        pytest.skip("the C call path is not in use")
-    python_calls = count_python_calls(monkeypatch)
+    python_calls = c_path_handbacks(monkeypatch, hot_path)
     logged = make_logged()
     for i in range(5):
         logged.log.info("order {} filled at {}", i, 1.5)

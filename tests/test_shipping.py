@@ -14,24 +14,7 @@ from blog.errors import ConfigurationError
 from blogstore import manifest
 from blogstore.fileset import members
 
-from helpers import run_python
-
-
-def _session(stream):
-    s = blog.Session()
-    c = blog.Consumer(s, stream, interval=0.005).start()
-    return s, c
-
-
-def _log_files(rf, n: int) -> None:
-    """``n`` events "e {i}", each flushed on its own (a file each, at rotate_bytes=1)."""
-    s, c = _session(rf)
-    log = s.get_logger()
-    for i in range(n):
-        log.info("e {}", i)
-        c.flush()
-    c.stop()
-    rf.close()
+from helpers import flushed_one_by_one, run_python
 
 
 def test_each_closed_file_is_shipped_once_compressed_and_holds_every_event(tmp_path):
@@ -47,7 +30,7 @@ def test_each_closed_file_is_shipped_once_compressed_and_holds_every_event(tmp_p
 
     rf = blog.RotatingFile(tmp_path / "logs" / "app.blog", rotate_bytes=1, compress=True,
                            on_close=upload)
-    _log_files(rf, 5)
+    flushed_one_by_one(rf, 5)
     names = [os.path.basename(p) for p in shipped]
     assert len(names) == 5 == len(set(names))
     assert all(n.endswith(".blog.gz") for n in names)
@@ -72,7 +55,7 @@ def test_a_failing_hook_is_reported_the_file_kept_and_shipped_at_the_next_rotati
 
     rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1, keep_files=1,
                            on_close=flaky)
-    _log_files(rf, 3)
+    flushed_one_by_one(rf, 3)
     first = calls[0]
     assert calls.count(first) == 2                    # failed, then shipped again
     assert len(set(calls)) == 3                       # and every other file once

@@ -1,5 +1,6 @@
-/* blog/_logger.c: Method, a logger's level method (log.info and friends) with a C fast
- * path; its twin is blog/logger.py (_make_method), which it calls for anything but the
+/* blog/_logger.c: Method(sites, local, fallback), a logger's level method (log.info and
+ * friends) with a C fast path; its twin is the Python method, the fallback
+ * (blog/pipeline/logger.py, _make_method), which it calls for anything but the
  * common case: a call site seen before, no fields in context, values the channel takes.
  * Then a call is: find the site by the caller's instruction offset, and push the values
  * into the thread's channel (blog/_channel.c).
@@ -8,8 +9,6 @@
 
 #include <frameobject.h>
 #include <stddef.h>
-
-static PyObject *str_name;
 
 #define SITE_CACHE 64
 
@@ -180,14 +179,35 @@ method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+/* What a function shows of itself is the Python method's: its name, docstring, module
+ * and qualified name (the closure argument is the attribute's name); __wrapped__ is the
+ * Python method itself, so that inspect.signature and help() show its signature. */
 static PyObject *
-method_get_name(Method *self, void *closure)
+method_get_attr(Method *self, void *name)
 {
-    return PyObject_GetAttr(self->fallback, str_name);
+    return PyObject_GetAttrString(self->fallback, (const char *)name);
+}
+
+static PyObject *
+method_get_wrapped(Method *self, void *closure)
+{
+    return Py_NewRef(self->fallback);
+}
+
+/* A method descriptor as a function is (bound to nothing: the Method is an instance's
+ * attribute), so that pydoc documents it as a routine. */
+static PyObject *
+method_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    return Py_NewRef(self);
 }
 
 static PyGetSetDef method_getset[] = {
-    {"__name__", (getter)method_get_name, NULL, NULL, NULL},
+    {"__name__", (getter)method_get_attr, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)method_get_attr, NULL, NULL, "__qualname__"},
+    {"__module__", (getter)method_get_attr, NULL, NULL, "__module__"},
+    {"__doc__", (getter)method_get_attr, NULL, NULL, "__doc__"},
+    {"__wrapped__", (getter)method_get_wrapped, NULL, NULL, NULL},
     {NULL}
 };
 
@@ -196,21 +216,18 @@ static PyTypeObject MethodType = {
     .tp_name = "blog._speedups.Method",
     .tp_basicsize = sizeof(Method),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Method(sites, local, fallback): a logger level method with a C fast path.",
     .tp_new = method_new,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Method, vectorcall),
     .tp_traverse = (traverseproc)method_traverse,
     .tp_clear = (inquiry)method_clear,
     .tp_dealloc = (destructor)method_dealloc,
-    .tp_getset = method_getset,
+    .tp_getset = method_getset,   /* its __doc__ too: the Python method's */
+    .tp_descr_get = method_descr_get,
 };
 
 int
 blog_logger_init(PyObject *m)
 {
-    str_name = PyUnicode_InternFromString("__name__");
-    if (str_name == NULL)
-        return -1;
     return blog_add_type(m, &MethodType, "Method");
 }

@@ -126,7 +126,17 @@ def _make_method(lg: Logger, level: int, sites: dict[int, tuple],
             ch.on_overflow(site[2], clock, None, values, ())
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
+    method.__qualname__ = f"Logger.{method.__name__}"
+    method.__doc__ = _level_doc(method.__name__, level)
     return method
+
+
+def _level_doc(name: str, level: int) -> str:
+    """The docstring of the level method ``name`` (the C ``Method`` shows it too)."""
+    what = "with the exception being handled as field ``exception``, at ERROR" \
+        if name == "exception" else f"at {Severity(level).name}"
+    return (f"Log an event {what}: the positional arguments fill ``fmt``'s ``{{}}`` "
+            "placeholders, the keyword fields its ``{name}`` ones; every field is kept.")
 
 
 class Logger:
@@ -214,7 +224,8 @@ class Logger:
                 writers.writer().write_backtrace()
             slow(level, None, f, fmt, args, fields, keep=keep)
 
-        method.__name__ = name
+        method.__name__, method.__qualname__ = name, f"Logger.{name}"
+        method.__doc__ = _level_doc(name, level)
         return method
 
     def log(self, severity: Severity | int | str, fmt: str, /, *args: Any, **fields: Any) -> None:

@@ -142,9 +142,11 @@ def _level_doc(name: str, level: int) -> str:
 class Logger:
     """Logs events of one category into a Session. Get one with ``blog.get_logger(category)``.
 
-    Level methods take a format string with ``{}`` and ``{name}`` placeholders,
-    the positional arguments and keyword fields: ``log.info("disk {} at {}%",
-    "/", 93.5, host="db1")``.
+    Its level methods ``trace``, ``debug``, ``info``, ``warning``, ``error``, ``critical``
+    and ``exception`` (ERROR, with the exception being handled) are called as
+    ``log.info(fmt, /, *args, **fields)``: a format string with ``{}`` and ``{name}``
+    placeholders, the positional arguments and keyword fields: ``log.info("disk {} at
+    {}%", "/", 93.5, host="db1")``.
     """
 
     trace: Callable[..., None]

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
-import fcntl
 import os
 import re
 import stat
 from typing import NamedTuple
+
+from . import posix
 
 SUFFIX = ".blog"
 COMPRESSED = ".gz"
@@ -109,7 +110,7 @@ def is_locked(path: str) -> bool:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return True
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        posix.fcntl.flock(fd, posix.fcntl.LOCK_EX | posix.fcntl.LOCK_NB)   # NeedsPosix: none
     except OSError:
         return True
     finally:

@@ -67,3 +67,80 @@ def test_a_level_method_shows_its_real_call(monkeypatch, name):
     text = pydoc.render_doc(shown, renderer=pydoc.plaintext)
     assert f"{name}{call}\n    Log an event" in text, text
 
+
+
+#: A script's first lines: a meta path finder that refuses the modules named, as where
+#: they do not exist (fcntl on Windows; C extensions built without a compiler).
+REFUSE = """
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name in {names!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, Refuse())
+"""
+
+
+def _run(code: str, cwd: pathlib.Path, refuse: set[str], **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_PURE_PYTHON")}
+    return subprocess.run([sys.executable, "-c", REFUSE.format(names=refuse) + code],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**environ, **env})
+
+
+def test_plain_files_work_where_fcntl_is_missing(tmp_path):
+    # Proves (issue 26): where fcntl is missing (Windows), import blog and import bread
+    # work, a plain file is written and read back; file sets, the crash buffer and
+    # bread compact say at configuration time that they need POSIX (NeedsPosix).
+    r = _run("""
+import blog, bread
+from bread import cli
+from blogstore.errors import NeedsPosix
+blog.basic_config("app.blog")
+blog.get_logger("main").info("order {} filled", 42, host="db1")
+blog.shutdown()
+assert [(e.message, e.fields) for e in bread.read("app.blog")] == [
+    ("order 42 filled", {"host": "db1"})]
+assert cli.main(["app.blog"]) == 0
+for options in ({"rotate_bytes": 1 << 20}, {"keep_files": 3}, {"crash_buffer": True}):
+    try:
+        blog.basic_config("logs/app.blog", **options)
+    except NeedsPosix as exc:
+        assert "need POSIX file locks" in str(exc) and "a plain file works" in str(exc)
+    else:
+        raise AssertionError(options)
+assert cli.main(["compact", "logs"]) == 1
+assert "fcntl" not in sys.modules
+print("ok")
+""", tmp_path, {"fcntl"})
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "ok", r.stderr
+    assert r.stderr.count("need POSIX file locks") == 1    # bread compact's line
+
+
+@pytest.mark.parametrize("chosen", [False, True])
+def test_without_the_c_extensions_a_notice_says_what_it_costs(tmp_path, chosen):
+    # Proves (issue 26): installed without a C compiler, the first import of each side's
+    # fast path says once that the pure-Python path is in use and what it costs;
+    # BLOG_PURE_PYTHON=1 / BREAD_PURE_PYTHON=1 (the path chosen) says nothing.
+    env = {"BLOG_PURE_PYTHON": "1", "BREAD_PURE_PYTHON": "1"} if chosen else {}
+    r = _run("""
+import blog, bread
+blog.basic_config("app.blog")
+log = blog.get_logger("main")
+for i in range(3):
+    log.info("event {}", i)
+blog.shutdown()
+assert len(list(bread.read("app.blog"))) == 3
+assert len(list(bread.read("app.blog", sort=True))) == 3
+print("ok")
+""", tmp_path, {"blog._speedups", "bread._speedups", "bread._merge"}, **env)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "ok", r.stderr
+    if chosen:
+        assert r.stderr == ""
+    else:
+        lines = r.stderr.splitlines()
+        assert len(lines) == 2, lines
+        assert lines[0].startswith("blog: the C fast path (blog._speedups) is not built")
+        assert "10x slower" in lines[0] and "BLOG_PURE_PYTHON=1" in lines[0]
+        assert lines[1].startswith("bread: the C fast path (bread._speedups and bread._merge)")
+        assert "20x slower" in lines[1] and "BREAD_PURE_PYTHON=1" in lines[1]

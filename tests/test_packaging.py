@@ -68,6 +68,19 @@ def test_a_level_method_shows_its_real_call(monkeypatch, name):
     assert f"{name}{call}\n    Log an event" in text, text
 
 
+def test_a_disabled_level_method_shows_the_same_call(monkeypatch):
+    # Below the minimum a level method is a no-op that takes anything (C's noop, or
+    # Python's), shown with a level method's call, unannotated on both paths.
+    shown = Logged(min_severity="error").log.debug
+    monkeypatch.setattr(blog.accel, "speedups", None)
+    python = Logged(min_severity="error").log.debug
+    assert str(inspect.signature(shown)) == str(inspect.signature(python)) \
+        == "(fmt, /, *args, **fields)"
+    assert shown.__doc__ == python.__doc__ == (
+        "A level method below the minimum severity: returns at once.")
+    assert shown() is shown(1, 2, x=3) is None    # takes anything
+
+
 
 #: A script's first lines: a meta path finder that refuses the modules named, as where
 #: they do not exist (fcntl on Windows; C extensions built without a compiler).

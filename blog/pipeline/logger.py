@@ -48,7 +48,15 @@ def site_key(code: CodeType, lasti: int) -> int:
 
 
 def _disabled(*args: Any, **kwargs: Any) -> None:
-    """Stands in for a level method below the minimum severity: returns at once."""
+    """A level method below the minimum severity: returns at once."""
+
+
+def _disabled_call(fmt, /, *args, **fields):
+    """What ``inspect`` and ``help()`` show of ``_disabled`` (which takes anything): a
+    level method's call, as the C ``noop`` shows it."""
+
+
+_disabled.__wrapped__ = _disabled_call   # type: ignore[attr-defined]
 
 
 def _method(lg: Logger, level: int) -> Callable[..., None]:

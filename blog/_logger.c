@@ -1,6 +1,5 @@
-/* blog/_logger.c: Method(sites, local, fallback), a logger's level method (log.info and
- * friends) with a C fast path; its twin is the Python method, the fallback
- * (blog/pipeline/logger.py, _make_method), which it calls for anything but the
+/* blog/_logger.c: Method, a logger's level method (log.info and friends) with a C fast
+ * path; its twin is blog/logger.py (_make_method), which it calls for anything but the
  * common case: a call site seen before, no fields in context, values the channel takes.
  * Then a call is: find the site by the caller's instruction offset, and push the values
  * into the thread's channel (blog/_channel.c).
@@ -216,13 +215,14 @@ static PyTypeObject MethodType = {
     .tp_name = "blog._speedups.Method",
     .tp_basicsize = sizeof(Method),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Method(sites, local, fallback): a logger level method with a C fast path.",
     .tp_new = method_new,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Method, vectorcall),
     .tp_traverse = (traverseproc)method_traverse,
     .tp_clear = (inquiry)method_clear,
     .tp_dealloc = (destructor)method_dealloc,
-    .tp_getset = method_getset,   /* its __doc__ too: the Python method's */
+    .tp_getset = method_getset,   /* its __doc__ (the Python method's) hides tp_doc */
     .tp_descr_get = method_descr_get,
 };
 

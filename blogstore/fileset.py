@@ -133,7 +133,7 @@ def is_regular(directory: str, name: str) -> bool:
         return False
 
 
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
 
 
 def create_new(path: str, mode: int = 0o666) -> int:

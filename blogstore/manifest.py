@@ -51,7 +51,7 @@ def read_json(path: str) -> Any:
     """A small JSON file of a log directory, or None (missing, a link, not a regular file,
     too large, not JSON, nested too deep)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)   # a FIFO must not block
+        fd = os.open(path, os.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)   # a FIFO must not block
     except OSError:
         return None
     try:

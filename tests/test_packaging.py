@@ -102,10 +102,14 @@ def _run(code: str, cwd: pathlib.Path, refuse: set[str], **env: str) -> subproce
 
 
 def test_plain_files_work_where_fcntl_is_missing(tmp_path):
-    # Proves (issue 26): where fcntl is missing (Windows), import blog and import bread
-    # work, a plain file is written and read back; file sets, the crash buffer and
-    # bread compact say at configuration time that they need POSIX (NeedsPosix).
+    # Proves (issue 26): where fcntl is missing (Windows; nor are os.open's POSIX flags
+    # there), import blog and import bread work, a plain file is written and read back,
+    # alone or as its directory; file sets, the crash buffer and bread compact say at
+    # configuration time that they need POSIX (NeedsPosix).
     r = _run("""
+import os
+for flag in ("O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK", "O_DIRECTORY"):
+    delattr(os, flag)
 import blog, bread
 from bread import cli
 from blogstore.errors import NeedsPosix
@@ -114,7 +118,8 @@ blog.get_logger("main").info("order {} filled", 42, host="db1")
 blog.shutdown()
 assert [(e.message, e.fields) for e in bread.read("app.blog")] == [
     ("order 42 filled", {"host": "db1"})]
-assert cli.main(["app.blog"]) == 0
+assert cli.main(["app.blog"]) == 0 and cli.main(["-s", "."]) == 0
+assert [e.message for e in bread.read(".", sort=True)] == ["order 42 filled"]
 for options in ({"rotate_bytes": 1 << 20}, {"keep_files": 3}, {"crash_buffer": True}):
     try:
         blog.basic_config("logs/app.blog", **options)

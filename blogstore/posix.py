@@ -20,12 +20,13 @@ try:
 except ModuleNotFoundError:   # not POSIX (Windows): ``fcntl`` is __getattr__'s
     LOCKS = False
 
-#: Flags of ``os.open`` that POSIX has and Windows has not: 0 there. What reads a file
-#: (a plain one, a manifest) opens it with them; what makes files (a file set) needs the
-#: locks too, and is refused before it opens one.
+#: Flags of ``os.open`` that POSIX has and Windows has not: 0 there, where a plain file
+#: and a manifest are opened without them and a directory is not synced; what makes the
+#: files of a set needs the locks too, and is refused before it opens one.
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 #: What NeedsPosix says.
 WHY = ("blog's file sets (rotation, retention, compression), the crash buffer, crash "

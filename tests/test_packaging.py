@@ -113,8 +113,9 @@ for flag in ("O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK", "O_DIRECTORY"):
 import blog, bread
 from bread import cli
 from blogstore.errors import NeedsPosix
-blog.basic_config("app.blog")
+blog.basic_config("app.blog", fsync=True)
 blog.get_logger("main").info("order {} filled", 42, host="db1")
+blog.flush(durable=True)
 blog.shutdown()
 assert [(e.message, e.fields) for e in bread.read("app.blog")] == [
     ("order 42 filled", {"host": "db1"})]

@@ -10,8 +10,6 @@
 #include <frameobject.h>
 #include <stddef.h>
 
-static PyObject *str_name;
-
 #define SITE_CACHE 64
 #define CONTEXT_CACHE 16
 /* The most values (arguments, keywords, context fields) a call in context pushes here. */
@@ -329,14 +327,35 @@ method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+/* What a function shows of itself is the Python method's: its name, docstring, module
+ * and qualified name (the closure argument is the attribute's name); __wrapped__ is the
+ * Python method itself, so that inspect.signature and help() show its signature. */
 static PyObject *
-method_get_name(Method *self, void *closure)
+method_get_attr(Method *self, void *name)
 {
-    return PyObject_GetAttr(self->fallback, str_name);
+    return PyObject_GetAttrString(self->fallback, (const char *)name);
+}
+
+static PyObject *
+method_get_wrapped(Method *self, void *closure)
+{
+    return Py_NewRef(self->fallback);
+}
+
+/* A method descriptor as a function is (bound to nothing: the Method is an instance's
+ * attribute), so that pydoc documents it as a routine. */
+static PyObject *
+method_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    return Py_NewRef(self);
 }
 
 static PyGetSetDef method_getset[] = {
-    {"__name__", (getter)method_get_name, NULL, NULL, NULL},
+    {"__name__", (getter)method_get_attr, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)method_get_attr, NULL, NULL, "__qualname__"},
+    {"__module__", (getter)method_get_attr, NULL, NULL, "__module__"},
+    {"__doc__", (getter)method_get_attr, NULL, NULL, "__doc__"},
+    {"__wrapped__", (getter)method_get_wrapped, NULL, NULL, NULL},
     {NULL}
 };
 
@@ -353,14 +372,12 @@ static PyTypeObject MethodType = {
     .tp_traverse = (traverseproc)method_traverse,
     .tp_clear = (inquiry)method_clear,
     .tp_dealloc = (destructor)method_dealloc,
-    .tp_getset = method_getset,
+    .tp_getset = method_getset,   /* its __doc__ (the Python method's) hides tp_doc */
+    .tp_descr_get = method_descr_get,
 };
 
 int
 blog_logger_init(PyObject *m)
 {
-    str_name = PyUnicode_InternFromString("__name__");
-    if (str_name == NULL)
-        return -1;
     return blog_add_type(m, &MethodType, "Method");
 }

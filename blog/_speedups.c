@@ -20,7 +20,8 @@
 
 /* ---- module ------------------------------------------------------------ */
 
-/* noop(*args, **kwargs) -> None: a disabled level method. */
+/* noop(*args, **kwargs) -> None: a disabled level method (shown as a level method's call:
+ * it takes anything, and returns at once). */
 static PyObject *
 noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -39,7 +40,8 @@ static PyMethodDef module_methods[] = {
     {"use_context", (PyCFunction)blog_use_context, METH_O,
      "use_context(var) -> None: the call paths look at this ContextVar from now on"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
-     "noop(*args, **kwargs) -> None"},
+     "noop($module, fmt, /, *args, **fields)\n--\n\n"
+     "A level method below the minimum severity: returns at once."},
     {"tally", (PyCFunction)(void (*)(void))blog_tally, METH_FASTCALL,
      "tally(data, count, counts) -> None: count a channel's events per source id"},
     {NULL}

@@ -14,6 +14,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from blogformat.severity import Severity, to_severity
+from blogstore import posix
 from blogstore.fileset import pid_path
 
 from . import lifecycle, process
@@ -160,6 +161,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     if backtrace is not None and (isinstance(backtrace, bool) or not isinstance(backtrace, int)
                                   or backtrace < 0):
         raise ConfigurationError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
+    if rotating or crash_buffer:
+        posix.require()   # file locks (not on Windows): NeedsPosix before anything changes
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,

@@ -15,5 +15,7 @@ section of ``docs/format.md``:
 - ``bufferread``: reading a dead process's crash buffer;
 - ``recoverytarget``: the log files recovery may write, and the write a kill tore;
 - ``recovery``: the recovery procedure, appending what a buffer held to the log;
-- ``errors``: the errors of the files on disk (``UnsafeBufferDirectory``).
+- ``posix``: the file locks (``fcntl``) that all of the above but reading need, and a
+  plain file does not (where they are missing, as on Windows: ``NeedsPosix``);
+- ``errors``: the errors of the files on disk (``UnsafeBufferDirectory``, ``NeedsPosix``).
 """

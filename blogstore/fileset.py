@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
-import fcntl
 import os
 import re
 import stat
 from typing import NamedTuple
+
+from . import posix
 
 SUFFIX = ".blog"
 COMPRESSED = ".gz"
@@ -109,7 +110,7 @@ def is_locked(path: str) -> bool:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return True
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        posix.fcntl.flock(fd, posix.fcntl.LOCK_EX | posix.fcntl.LOCK_NB)   # NeedsPosix: none
     except OSError:
         return True
     finally:
@@ -132,7 +133,7 @@ def is_regular(directory: str, name: str) -> bool:
         return False
 
 
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
 
 
 def create_new(path: str, mode: int = 0o666) -> int:

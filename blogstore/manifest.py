@@ -19,7 +19,6 @@ files by time; nothing is lost without it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import stat
@@ -33,6 +32,7 @@ from blogformat.frames import (FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS, FRAME
 from blogformat.valuedecoding import unpacker
 from blogformat.values import unpack_plain
 
+from . import posix
 from .fileset import create_temp, fsync_dir, is_bare_name, members, open_lock, parse
 
 NAME = "blog-manifest.json"
@@ -51,7 +51,7 @@ def read_json(path: str) -> Any:
     """A small JSON file of a log directory, or None (missing, a link, not a regular file,
     too large, not JSON, nested too deep)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)   # a FIFO must not block
+        fd = os.open(path, os.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)   # a FIFO must not block
     except OSError:
         return None
     try:
@@ -168,6 +168,7 @@ def update(directory: str, change: Callable[[dict], object],
 
 def _update(directory: str, change: Callable[[dict], object],
             is_closed: Callable[[str], bool]) -> dict:
+    fcntl = posix.fcntl   # reading needs no lock; a change, NeedsPosix where there are none
     fd = open_lock(os.path.join(directory, LOCK))
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX)

@@ -21,7 +21,6 @@ read whole is reported; what could be read is recovered and its files are moved 
 
 from __future__ import annotations
 
-import fcntl
 import mmap
 import os
 import stat
@@ -38,6 +37,7 @@ from blogformat.frames import FRAME_HEADER, frame_bytes
 
 from .bufferread import BufferDir, channel_names, events_frames, open_channel, read_metadata
 from .crashlayout import CTL, CTL_MAGIC, PAGE, REC, VERSION, open_directory
+from .posix import fcntl
 from .recoverytarget import (cut_partial_write, frame_at, on_stream_file, own_file,
                              settle_elsewhere, write_complete)
 

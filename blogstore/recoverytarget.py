@@ -11,7 +11,6 @@ following a link, whose device and inode are the recorded ones (``LockedFile``,
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import stat
@@ -27,6 +26,7 @@ from blogformat.frames import (FRAME_HEADER, HEADER_SIZE, MAGIC, MAX_PAYLOAD, ch
 
 from .crashlayout import CTL, PAGE, PID_PART
 from .fileset import parse, split_base
+from .posix import fcntl
 
 
 class LockedFile:

@@ -8,17 +8,31 @@ which is the reference the C code must match.
 from __future__ import annotations
 
 import os
+import sys
 from types import ModuleType
+
+#: Said once, at the first import, where the C fast path is missing and not chosen away.
+NOTICE = ("bread: the C fast path ({}) is not built here (no C compiler at install?): "
+          "reading takes the pure-Python path, about 20x slower (docs/performance.md). "
+          "Install with a C compiler to build it, or set BREAD_PURE_PYTHON=1 to choose the "
+          "pure-Python path and hide this line.")
 
 speedups: ModuleType | None
 merge: ModuleType | None
 try:
     from . import _speedups as speedups
-except ImportError:  # pragma: no cover - built without a C compiler
+except ImportError:  # built without a C compiler, or where setup.py builds none
     speedups = None
 try:
     from . import _merge as merge
-except ImportError:  # pragma: no cover - built without a C compiler
+except ImportError:  # likewise
     merge = None
 if os.environ.get("BREAD_PURE_PYTHON"):
     speedups = merge = None
+elif speedups is None or merge is None:
+    missing = " and ".join(f"bread.{name}" for name, m in (("_speedups", speedups),
+                                                          ("_merge", merge)) if m is None)
+    try:
+        print(NOTICE.format(missing), file=sys.stderr)
+    except Exception:   # stderr closed or gone
+        pass

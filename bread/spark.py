@@ -35,6 +35,8 @@ from .inputs import GzipInput, expand, name_text, open_path, prune
 from .columnar import tables
 from .reader import Reader
 
+__all__ = ["BlogDataSource", "SCHEMA", "events", "register"]
+
 #: One row per event. ``time`` is UTC, to the microsecond (Spark's precision; ``clock``
 #: keeps every tick); ``args`` and ``fields`` are JSON text (docs/spark.md says why).
 SCHEMA = ("time TIMESTAMP, clock BIGINT, severity STRING, severity_value BIGINT, "

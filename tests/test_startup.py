@@ -214,6 +214,22 @@ def test_the_pytest_plugin_imports_the_writer_only_for_its_fixture(tmp_path):
     assert [m for m in mods if m.split(".")[0] == "blog"] == ["blog", "blog.pytest_plugin"]
 
 
+def test_a_pytest_run_that_uses_no_fixture_of_blog_loads_only_its_plugin(tmp_path):
+    # Proves (issue 26): pytest, loading blog's plugin through its pytest11 entry point,
+    # imports no module of the writer (nor any of the reader) until a test asks for
+    # blog_capture. Here an empty test directory is collected.
+    (tmp_path / "tests").mkdir()
+    mods = _loaded("""
+        import pytest
+        pytest.main(["--co", "-q", "-p", "no:cacheprovider", "tests"])
+    """, tmp_path)
+    if "blog.pytest_plugin" not in mods:
+        pytest.skip("blog's pytest11 entry point is not installed here (pip install -e .)")
+    ours = [m for m in mods if m.split(".")[0] in ("blog", "bread", "blogstore")]
+    assert ours == ["blog", "blog.pytest_plugin"]
+    assert [m for m in mods if m.startswith("blogformat.")] == ["blogformat.lazy"]
+
+
 def test_version_is_pyprojects(capsys):
     # Proves (issue 26 for bread's): blog.__version__, bread.__version__ and bread --version
     # say pyproject's version.

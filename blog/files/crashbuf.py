@@ -16,7 +16,6 @@ Power loss is another matter: only what was fsynced survives it (``blog.files.du
 
 from __future__ import annotations
 
-import fcntl
 import mmap
 import os
 import struct
@@ -29,6 +28,7 @@ from blogformat.frames import FRAME_HEADER, frame_bytes
 from blogstore.crashlayout import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, MAX_PATH,
                                    PAGE, PATH_AT, SLACK, VERSION, buffer_directory,
                                    make_directory)
+from blogstore.posix import fcntl
 
 from .. import process
 from ..report import report

@@ -29,6 +29,8 @@ import os
 import threading
 from typing import Any, Callable
 
+from blogstore import posix
+
 from ..errors import ConfigurationError
 
 NEVER, ROTATION, FLUSH = "never", "rotation", "flush"
@@ -89,8 +91,11 @@ def fsync_fd(fd: int) -> None:
 def sync_directory(directory: str) -> None:
     """fsync ``directory``: the names made, linked or removed in it are on stable storage.
     A file system whose directories cannot be synced (EINVAL) is fine; OSError if the
-    directory cannot be opened or the device fails."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    directory cannot be opened or the device fails. Nothing to do where a directory cannot
+    be opened (Windows: no ``O_DIRECTORY``)."""
+    if not posix.O_DIRECTORY:
+        return
+    fd = os.open(directory, os.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
     try:
         fsync_fd(fd)
     finally:

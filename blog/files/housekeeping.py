@@ -25,7 +25,6 @@ Every step leaves only complete files, whenever it is cut (docs/guide.md,
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import os
 import queue
@@ -38,6 +37,7 @@ from blogstore import manifest
 from blogstore.crashlayout import alive, pending_pids
 from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
                                members, parse, remove)
+from blogstore.posix import fcntl
 
 from .. import process
 from ..report import report

@@ -14,13 +14,13 @@ housekeeping (of this process or any other) knows not to touch it.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from typing import Any, Sequence
 
 from blogstore.crashlayout import buffer_directory
 from blogstore.fileset import file_name, split_base
+from blogstore.posix import fcntl
 
 from .. import process
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
@@ -48,7 +48,7 @@ def _positive_number(value: Any, option: str) -> float | None:
 
 
 class RotatingFile:
-    """Writes the file set of ``path``, one file at a time; see the module docstring.
+    """Writes the file set of ``path``, one file at a time (docs/guide.md: rotation).
 
     Options (any combination; None is off):
 

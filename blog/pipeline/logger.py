@@ -71,7 +71,15 @@ class ContextEntry(NamedTuple):
 
 
 def _disabled(*args: Any, **kwargs: Any) -> None:
-    """Stands in for a level method below the minimum severity: returns at once."""
+    """A level method below the minimum severity: returns at once."""
+
+
+def _disabled_call(fmt, /, *args, **fields):
+    """What ``inspect`` and ``help()`` show of ``_disabled`` (which takes anything): a
+    level method's call, as the C ``noop`` shows it."""
+
+
+_disabled.__wrapped__ = _disabled_call   # type: ignore[attr-defined]
 
 
 def _method(lg: Logger, level: int) -> Callable[..., None]:
@@ -149,15 +157,27 @@ def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
             ch.on_overflow(site.source_id, clock, None, values, ())
 
     method.__name__ = "exception" if with_exception else Severity(level).name.lower()
+    method.__qualname__ = f"Logger.{method.__name__}"
+    method.__doc__ = _level_doc(method.__name__, level)
     return method
+
+
+def _level_doc(name: str, level: int) -> str:
+    """The docstring of the level method ``name`` (the C ``Method`` shows it too)."""
+    what = "with the exception being handled as field ``exception``, at ERROR" \
+        if name == "exception" else f"at {Severity(level).name}"
+    return (f"Log an event {what}: the positional arguments fill ``fmt``'s ``{{}}`` "
+            "placeholders, the keyword fields its ``{name}`` ones; every field is kept.")
 
 
 class Logger:
     """Logs events of one category into a Session. Get one with ``blog.get_logger(category)``.
 
-    Level methods take a format string with ``{}`` and ``{name}`` placeholders,
-    the positional arguments and keyword fields: ``log.info("disk {} at {}%",
-    "/", 93.5, host="db1")``.
+    Its level methods ``trace``, ``debug``, ``info``, ``warning``, ``error``, ``critical``
+    and ``exception`` (ERROR, with the exception being handled) are called as
+    ``log.info(fmt, /, *args, **fields)``: a format string with ``{}`` and ``{name}``
+    placeholders, the positional arguments and keyword fields: ``log.info("disk {} at
+    {}%", "/", 93.5, host="db1")``.
     """
 
     trace: Callable[..., None]
@@ -245,7 +265,8 @@ class Logger:
             if show:
                 last_resort(level, category, fmt, args, fields)
 
-        method.__name__ = name
+        method.__name__, method.__qualname__ = name, f"Logger.{name}"
+        method.__doc__ = _level_doc(name, level)
         return method
 
     def log(self, severity: Severity | int | str, fmt: str, /, *args: Any, **fields: Any) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
 import stat
 import time
 from typing import BinaryIO, Protocol
 
+from blogstore import posix
 from blogstore.fileset import pid_path
 
 from .. import process
@@ -176,11 +176,13 @@ LOCK_WAIT = 0.25
 def _lock(fd: int, wait: float) -> None:
     """Take the exclusive flock of ``fd``, waiting up to ``wait`` seconds; BlockingIOError
     if another holds it. A file system without flock (some network mounts) is written
-    unlocked."""
+    unlocked, as is every file where there are no file locks (Windows: blogstore.posix)."""
+    if not posix.LOCKS:
+        return
     deadline = time.monotonic() + wait
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            posix.fcntl.flock(fd, posix.fcntl.LOCK_EX | posix.fcntl.LOCK_NB)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:

@@ -16,6 +16,8 @@ import importlib
 import sys
 from typing import NoReturn, Sequence
 
+from blogstore.errors import NeedsPosix
+
 from . import read
 from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE
 from .read import EPILOG
@@ -35,7 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = COMMANDS.get(argv[0]) if argv else None
     if command is None:
         return read.main(argv)
-    module = importlib.import_module(f"{__name__}.{command}")
+    try:
+        module = importlib.import_module(f"{__name__}.{command}")
+    except NeedsPosix as exc:   # compact, --recover: no file locks here (Windows)
+        print(f"bread: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     status: int = module.main(argv[1:])
     return status
 

@@ -4,7 +4,6 @@ cut is finished or undone at the next compaction (``finish_interrupted``)."""
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import os
 import stat
@@ -13,6 +12,7 @@ from typing import Any
 
 from blogstore import catalog, manifest
 from blogstore.fileset import create_temp, fsync_dir, is_locked, open_lock, parse
+from blogstore.posix import fcntl
 
 from ..frames import Damage
 from .compactor import Compactor, TooBig

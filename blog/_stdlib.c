@@ -17,7 +17,8 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *sites;     /* dict: (msg, pathname, lineno, levelno, name, len(args)) ->
                             (sid, template, severity, conversions or None), shared with
-                            the Python handler */
+                            the Python handler; a record without args: (None, ..., 1),
+                            the site's source "{}", its msg the one value */
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (blog_thread_channel) */
     PyObject *registry;  /* its min_severity: the session's minimum severity */
@@ -65,14 +66,15 @@ printf_takes(Py_UCS4 conv, PyObject *a)
 
 /* The common record: a str message, a tuple of plain scalars, no extra, no exception or
  * stack, of a call site seen before, no fields in context, each value taken by its
- * conversion. Its twin is BlogHandler.emit's first branch. 1: pushed (or below the
+ * conversion; without args, the message is the value. Its twin is BlogHandler.emit's
+ * first branch. 1: pushed (or below the
  * minimum); 0: the Python path's, which also handles every error (it goes to the
  * handler's handleError, never to the caller). */
 static int
 record_push(RecordHandler *self, PyObject *rec)
 {
     int r = 0;
-    PyObject *d = NULL, *args = NULL;
+    PyObject *d = NULL, *args = NULL, *text = NULL;
     PyObject *filters = PyObject_GetAttr(self->handler, str_filters);
     if (filters == NULL)
         goto done;
@@ -112,9 +114,14 @@ record_push(RecordHandler *self, PyObject *rec)
     Py_INCREF(args);        /* held: what follows may run code that changes the record */
     double when = PyFloat_AS_DOUBLE(created) * 1e9;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *const *values = n ? &PyTuple_GET_ITEM(args, 0) : &text;
+    if (n == 0) {                   /* the message is the value of the site's source "{}" */
+        text = Py_NewRef(msg);
+        n = 1;
+    }
     PyObject *count = PyLong_FromSsize_t(n);
-    PyObject *key = count != NULL ? PyTuple_Pack(6, msg, path, lineno, levelno, name, count)
-                                  : NULL;
+    PyObject *key = count != NULL ? PyTuple_Pack(6, text ? Py_None : msg, path, lineno,
+                                                 levelno, name, count) : NULL;
     Py_XDECREF(count);
     if (key == NULL)
         goto done;
@@ -127,7 +134,7 @@ record_push(RecordHandler *self, PyObject *rec)
         if (!PyUnicode_CheckExact(convs) || PyUnicode_GET_LENGTH(convs) != n)
             goto done;
         for (Py_ssize_t i = 0; i < n; i++)
-            if (!printf_takes(PyUnicode_READ_CHAR(convs, i), PyTuple_GET_ITEM(args, i)))
+            if (!printf_takes(PyUnicode_READ_CHAR(convs, i), values[i]))
                 goto done;
     }
     long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 0));
@@ -148,7 +155,7 @@ record_push(RecordHandler *self, PyObject *rec)
     Channel *ch = blog_thread_channel(self->local, self->key);
     if (ch == NULL)
         goto done;
-    r = blog_push_plain(ch, sid, &PyTuple_GET_ITEM(args, 0), n, (long long)when);
+    r = blog_push_plain(ch, sid, values, n, (long long)when);
     Py_DECREF(ch);
     if (r < 0)
         r = 0;
@@ -156,6 +163,7 @@ done:
     if (PyErr_Occurred())
         PyErr_Clear();
     Py_XDECREF(args);
+    Py_XDECREF(text);
     Py_XDECREF(d);
     return r;
 }

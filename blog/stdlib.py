@@ -7,14 +7,16 @@
 or, from ``logging.config.dictConfig``: ``{"class": "blog.stdlib.BlogHandler"}``.
 
 A record becomes an event of an EventSource per call site (pathname, line,
-function, logger name, level, message format): the logger's name is the
-category, the level the nearest severity (``severity_of``), the ``%``-style
-message and its arguments are kept as they are (the source's format has the
-printf style, and ``bread`` renders it as ``logging`` would), ``extra`` becomes
-keyword fields, ``exc_info`` the field ``exception`` and ``stack_info`` the
-field ``stack``. A record ``logging`` cannot format (arguments that do not fit the
-message: their number, a key, or a value a conversion does not take, as ``"%d"`` a
-str) is kept as its format and its arguments' repr.
+function, logger name, level): the logger's name is the category, the level the
+nearest severity (``severity_of``), the ``%``-style message and its arguments are
+kept as they are (the source's format has the printf style, and ``bread`` renders it
+as ``logging`` would), ``extra`` becomes keyword fields, ``exc_info`` the field
+``exception`` and ``stack_info`` the field ``stack``. A message without arguments
+(an f-string, a new text at each call) is the one value of the site's source of
+format ``{}``, as is the text of a record whose format is not the site's first one,
+and of one ``logging`` cannot format (arguments that do not fit the message: their
+number, a key, or a value a conversion does not take, as ``"%d"`` a str), kept as
+its format and its arguments' repr.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .contextfields import with_context
 from .default import default_session
 from .errors import ConfigurationError
 from .pipeline.session import Session
-from .pipeline.source import TooManySources
+from .pipeline.source import DYNAMIC_FORMAT, TooManySources
 
 #: ``logging`` levels and the severity each maps to. Any other level maps to the
 #: nearest of these (a tie to the lower one): 5 and below to trace, 15 to debug,
@@ -53,9 +55,6 @@ LEVELS = LOGGING_LEVELS
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
 _BASE = len(logging.makeLogRecord({}).__dict__)
 
-#: A call site that logs more distinct messages than this (a message built with an
-#: f-string, say) gets one source whose events hold the rendered text.
-MAX_MESSAGES_PER_SITE = 16
 #: Keys a handler remembers; past them, records take the slower path (their sources stay).
 MAX_SITES = 1 << 16
 
@@ -94,7 +93,7 @@ class BlogHandler(logging.Handler):
         # key -> (source id, template, severity, the conversions a record's values must
         # fit, one per argument, or None: ``_conversions``)
         self._sites: dict[tuple, tuple] = {}
-        self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
+        self._formats: dict[tuple, str] = {}      # call site -> its first printf format
         self._severities: dict[int, int] = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
         cls = type(self)
@@ -132,7 +131,10 @@ class BlogHandler(logging.Handler):
             if (type(msg) is str and type(args) is tuple and _no_extra(record.__dict__)
                     and record.exc_info is None and record.stack_info is None
                     and not (_context_state.in_use and _CONTEXT.get() is not None)):
-                site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
+                head: str | None = msg
+                if not args:     # the message is the value of the site's source "{}"
+                    head, args = None, (msg,)
+                site = self._sites.get((head, record.pathname, record.lineno, record.levelno,
                                         record.name, len(args)))
                 if site is not None and (site[3] is None or _all_fit(site[3], args)):
                     session = self.session
@@ -154,7 +156,7 @@ class BlogHandler(logging.Handler):
 
     def _emit(self, record: logging.LogRecord) -> None:
         """Every record but the common case: extra fields, exceptions, mapping arguments,
-        messages that are not str, and the first record of a call site."""
+        messages that are not str, formats not the site's first, and a site's first record."""
         session = self.session
         level = record.levelno
         severity = self._severities.get(level)
@@ -162,8 +164,17 @@ class BlogHandler(logging.Handler):
             severity = self._severities[level] = severity_of(level)
         if severity < session.registry.min_severity:
             return
-        msg = record.msg
         style, fmt, positional, fields = _split(record)
+        place = (record.pathname, record.lineno, level, record.name)
+        if style == STYLE_PRINTF:
+            first = self._formats.get(place)
+            if first is None and len(self._formats) < MAX_SITES:
+                first = self._formats[place] = fmt
+            if first is not None and first != fmt:     # f"item {i}: %s": a new one each time
+                style, fmt, positional, fields = STYLE_LITERAL, _message(record), (), {}
+        if style == STYLE_LITERAL:
+            # A message without arguments, or its text: one source per site, whatever it says.
+            style, fmt, positional = STYLE_BRACES, DYNAMIC_FORMAT, (fmt,)
         d = record.__dict__
         if len(d) != _BASE:
             for k, v in list(d.items()):
@@ -176,13 +187,6 @@ class BlogHandler(logging.Handler):
             fields.setdefault("exception", record.exc_info[1])
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
-        place = (record.pathname, record.lineno, level, record.name)
-        seen = self._messages.get(place)
-        if seen is None:
-            seen = self._messages[place] = set() if len(self._messages) < MAX_SITES else {fmt}
-        if fmt not in seen and len(seen) >= MAX_MESSAGES_PER_SITE:
-            # A message built anew each time (an f-string): one source, the text its value.
-            style, fmt, positional = STYLE_BRACES, "{}", (_message(record),)
         names = tuple(fields)
         values = tuple(positional) + tuple(fields.values())
         clock = int(record.created * 1e9)
@@ -202,13 +206,15 @@ class BlogHandler(logging.Handler):
                 text = f"[{record.name}] {record.pathname}:{record.lineno}: {_message(record)}"
                 session.writers.writer().push_event(src.id, clock, None, (text,), ())
                 return
-            seen.add(fmt)
             site = (src.id, tpl, severity, _conversions(tpl) if style == STYLE_PRINTF else None)
             if len(self._sites) < MAX_SITES:
                 self._sites[key] = site
-                if not names and fmt is msg and type(record.args) is tuple:
+                if not names and type(record.args) is tuple and type(record.msg) is str:
                     # the key the common case looks up: the record's own attributes
-                    self._sites[(msg,) + place[:3] + (record.name, len(positional))] = site
+                    if fmt is record.msg:
+                        self._sites[(fmt,) + place + (len(positional),)] = site
+                    elif not record.args and positional[0] is record.msg:
+                        self._sites[(None,) + place + (1,)] = site
         session.writers.writer().push_event(site[0], clock, site[1], values, names)
 
 

@@ -1591,6 +1591,25 @@ def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, ca
     assert capfd.readouterr().err.count("later ones are logged as text") == 1
 
 
+@pytest.mark.parametrize("limit", ["MAX_SOURCES", "MAX_SOURCE_TEXT"])
+def test_the_overflow_warning_names_the_limit_reached(monkeypatch, capfd, limit):
+    # Proves (issue 26): when call sites go to blog.overflow, stderr says which of the two
+    # limits was reached, the number of sources or the characters of their text (before,
+    # "as many call sites (3)" for a text budget filled by long formats).
+    import blog.pipeline.registry as registry_mod
+    monkeypatch.setattr(registry_mod, limit, 5 if limit == "MAX_SOURCES" else 400)
+    s = blog.Session()
+    log = s.get_logger("app")
+    for k in range(8):
+        log.info(f"{k:03} {'x' * 60} {{}}", k)
+    s.consume(blog.MemoryOutputStream())
+    (line,) = [ln for ln in capfd.readouterr().err.splitlines() if "blog.overflow" in ln]
+    if limit == "MAX_SOURCES":
+        assert "as many call sites as a stream holds (5)" in line, line
+    else:
+        assert "400 characters" in line and "as many call sites" not in line, line
+
+
 def test_a_stream_that_would_describe_too_many_writers_starts_anew(monkeypatch):
     # Proves: a session whose threads come and go never describes more writers in one
     # stream than a reader keeps (format.md 9.1): it ends the stream cleanly and starts

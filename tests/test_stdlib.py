@@ -23,6 +23,8 @@ import blog
 import blog.stdlib
 import bread
 from blogformat.placeholders import FormatError, parse_printf, render
+from bread.entries import iter_entries
+from bread.frames import iter_frames
 
 from helpers import Count, Ratio, Text, count_slow_records, python_child, run_python
 
@@ -267,11 +269,12 @@ def test_mapping_arguments_become_fields_and_a_lone_mapping_stays_one_value(brid
 
 def test_messages_without_arguments_are_kept_verbatim(bridge):
     # logging applies % only when there are arguments: "100%" and "%%" stay as they are.
+    # The text is the value of the site's source "{}" (issue 26: one source per site).
     bridge.logger.info("disk 100% full, %% and {braces} kept")
     bridge.logger.info(ValueError("an object as the message"))
     a, b = bridge.read()
     assert a.message == "disk 100% full, %% and {braces} kept"
-    assert a.source.format == a.message
+    assert (a.source.format, a.args) == ("{}", (a.message,))
     assert b.message == "an object as the message"
 
 
@@ -319,12 +322,31 @@ def test_the_session_minimum_applies_to_records(bridge):
     assert [ev.message for ev in bridge.read()] == ["first 1", "kept 4"]
 
 
-def test_a_site_logging_many_messages_gets_one_text_source(bridge):
-    for i in range(40):
-        bridge.logger.info(f"item {i} at %s", "x")
+def sources_written(bridge: Bridge) -> list[blog.EventSource]:
+    """The EventSources the file's metadata describes."""
+    entries = iter_entries(iter_frames(io.BytesIO(bridge.out.getvalue())))
+    return [e for e in entries if isinstance(e, blog.EventSource)]
+
+
+def test_a_message_that_changes_every_call_costs_one_source_per_call_site(bridge):
+    # Proves (issue 26): logger.info(f"...") through the bridge, a new text at each call,
+    # is one source per call site (its format {}, the text its value), not one per text:
+    # before, each distinct text was a format (16 per site) until the session's budget of
+    # source text filled. The texts read back exactly, bread -g finds them, and a site's
+    # records after its first take the fast path (C, or its Python twin).
+    slow = count_slow_records(bridge.handler)
+    for i in range(10_000):
+        bridge.logger.info(f"user {i} logged in"); text_line = sys._getframe().f_lineno
+    for i in range(40):    # an f-string with arguments: its first format, then {}
+        bridge.logger.info(f"item {i} at %s", "x"); args_line = sys._getframe().f_lineno
     events = bridge.read()
-    assert [ev.message for ev in events] == [f"item {i} at x" for i in range(40)]
-    assert len({ev.source.id for ev in events}) == blog.stdlib.MAX_MESSAGES_PER_SITE + 1
+    assert [ev.message for ev in events] == ([f"user {i} logged in" for i in range(10_000)]
+                                             + [f"item {i} at x" for i in range(40)])
+    assert [(s.line, s.format) for s in sources_written(bridge)] == [
+        (text_line, "{}"), (args_line, "item 0 at %s"), (args_line, "{}")]
+    assert len(slow) == 1 + 40
+    hits = bread.read(io.BytesIO(bridge.out.getvalue()), grep=r"user 4242 ")
+    assert [ev.message for ev in hits] == ["user 4242 logged in"]
 
 
 def test_records_from_many_threads_all_arrive(bridge):
@@ -485,6 +507,24 @@ def test_records_whose_values_fit_number_conversions_stay_on_the_c_path(bridge, 
     bridge.logger.info("%d %i %x %c %e %s %r", "x", 1, 2, 3, 4, 5, 6)
     assert emitted == [(1.5, 1, 2, "c", 1.5, b"", ()), ("x", 1, 2, 3, 4, 5, 6)]
     assert bridge.read()[-1].message == "%d %i %x %c %e %s %r ('x', 1, 2, 3, 4, 5, 6)"
+
+
+def test_messages_without_arguments_stay_on_the_c_path(bridge, hot_path):
+    # Proves: a site's records without arguments after its first, a new text each time,
+    # cost the C handler no Python frame (its key is the site's, the text its value).
+    if hot_path != "c":
+        pytest.skip("the C fast path is not built or not in use")
+
+    def login(user: int) -> None:
+        bridge.logger.info(f"user {user} logged in")
+
+    login(0)
+    in_python, emit = [], bridge.handler.emit
+    bridge.handler.emit = lambda record: (in_python.append(record.msg), emit(record))
+    for i in range(1, 50):
+        login(i)
+    assert in_python == []
+    assert [ev.message for ev in bridge.read()] == [f"user {i} logged in" for i in range(50)]
 
 
 def test_a_filter_added_later_is_applied(bridge):

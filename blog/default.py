@@ -17,6 +17,7 @@ from blogformat.severity import Severity, to_severity
 from blogstore.fileset import pid_path
 
 from . import lifecycle, process
+from .envconfig import output_from_env, severity_from_env
 from .pipeline.backpressure import BLOCK, check_capacity, check_overflow
 from .pipeline.consumer import Consumer
 from .files.durability import fsync_policy
@@ -49,8 +50,8 @@ def default_session() -> Session:
     return _session
 
 
-def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
-                 min_severity: Severity | int | str = Severity.TRACE,
+def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
+                 min_severity: Severity | int | str | None = None,
                  flush_interval: float = 0.02, flush_bytes: int | None = None,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
                  fsync: bool | str | float = False, rotate_bytes: int | None = None,
@@ -63,6 +64,9 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
                  backtrace_trigger: Severity | int | str = Severity.ERROR,
                  strict: bool | None = None) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
+
+    Left out, ``output`` is the environment variable ``BLOG_FILE`` (else ``app.blog``) and
+    ``min_severity`` is ``BLOG_LEVEL`` (a name or number; else trace): ``blog.envconfig``.
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
     or as soon as a thread has ``flush_bytes`` pending (default: 1 MiB, or the
@@ -103,6 +107,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     marked, and stderr says so once per call site. Leaving it out keeps what was set.
     """
     s = default_session()
+    output = output_from_env() if output is None else output
+    min_severity = severity_from_env() if min_severity is None else min_severity
     policy, fsync_interval = fsync_policy(fsync)
     check_overflow(overflow)
     check_capacity(channel_capacity)

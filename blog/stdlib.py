@@ -4,7 +4,8 @@
     blog.basic_config("app.blog")
     blog.stdlib.capture(min_severity="INFO")  # every logger's records, into the file
 
-or, from ``logging.config.dictConfig``: ``{"class": "blog.stdlib.BlogHandler"}``.
+or, from ``logging.config.dictConfig`` alone: ``{"class": "blog.stdlib.BlogHandler",
+"filename": "app.blog", "rotate_bytes": 64 << 20}`` (``basic_config``'s options).
 
 A record becomes an event of an EventSource per call site (pathname, line,
 function, logger name, level): the logger's name is the category, the level the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import warnings as _warnings
 from collections.abc import Mapping
 from decimal import Decimal
@@ -40,7 +42,7 @@ from . import accel
 from .contextfields import FIELDS as _CONTEXT
 from .contextfields import state as _context_state
 from .contextfields import with_context
-from .default import default_session
+from .default import basic_config, default_session
 from .errors import ConfigurationError
 from .pipeline.session import Session
 from .pipeline.source import DYNAMIC_FORMAT, TooManySources
@@ -78,17 +80,28 @@ class BlogHandler(logging.Handler):
     """A ``logging.Handler`` that logs each record as a blog event into ``session``
     (by default the default session, which ``blog.basic_config`` sends to a file).
 
+    ``filename`` and ``options`` (any of ``blog.basic_config``'s: ``rotate_bytes``,
+    ``min_severity``...) configure the default session first, as
+    ``basic_config(filename, **options)``: a ``logging.config.dictConfig`` alone then
+    configures blog. ``level`` is the handler's ``logging`` level, as any handler's.
+
     It takes no lock of its own (a session's writers are per thread) and formats
     nothing: its ``formatter``, if set, is not used. ``handle`` has a C fast path
     (``blog._speedups.RecordHandler``) for the common record; this class is its
     reference.
     """
 
-    def __init__(self, level: int | str = logging.NOTSET, session: Session | None = None) -> None:
+    def __init__(self, level: int | str = logging.NOTSET, session: Session | None = None,
+                 filename: str | os.PathLike[str] | None = None, **options: Any) -> None:
         if session is not None and not isinstance(session, Session):
             raise TypeError(f"BlogHandler needs a blog.Session, not {type(session).__name__} "
                             f"({session!r}); leave session out to use the default session")
+        if session is not None and (filename is not None or options):
+            raise TypeError("BlogHandler: filename and basic_config's options configure the "
+                            "default session; give them or a session, not both")
         super().__init__(level_number(level))
+        if filename is not None or options:
+            basic_config(filename, **options)
         self._session = session if session is not None else default_session()
         # key -> (source id, template, severity, the conversions a record's values must
         # fit, one per argument, or None: ``_conversions``)

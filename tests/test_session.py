@@ -517,6 +517,40 @@ def test_basic_config_rejects_bad_settings(tmp_path):
         "overflow", "channel_capacity", "flush_bytes", "flush_interval", "mode", "output")]
 
 
+def test_basic_config_reads_blog_file_and_blog_level_when_not_given(tmp_path):
+    # Proves (issue 26): with no output and no min_severity, basic_config takes them from
+    # BLOG_FILE and BLOG_LEVEL (a name, a logging level's name or number); an argument
+    # given wins; a bad value raises a ConfigurationError naming the variable.
+    code = """
+        import sys, blog
+        try:
+            blog.basic_config(**eval(sys.argv[1]))
+        except blog.errors.ConfigurationError as exc:
+            print(exc)
+            raise SystemExit
+        blog.get_logger().info("info {}", 1)
+        blog.get_logger().error("error {}", 2)
+    """
+    cases = [({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "error"}, "{}", "env.blog", ["error 2"]),
+             ({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "20"}, "{}", "env.blog",
+              ["info 1", "error 2"]),
+             ({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "WARNING"},
+              "{'min_severity': 'info', 'output': 'arg.blog'}", "arg.blog", ["info 1", "error 2"]),
+             ({"BLOG_FILE": "", "BLOG_LEVEL": ""}, "{}", "app.blog", ["info 1", "error 2"])]
+    for env, kwargs, name, want in cases:
+        r = subprocess.run(python_child("-c", textwrap.dedent(code), kwargs), cwd=tmp_path,
+                           env={**os.environ, **env}, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and r.stdout == "", (env, r.stdout, r.stderr)
+        assert [e.message for e in bread.read(tmp_path / name)] == want, env
+        (tmp_path / name).unlink()
+    r = subprocess.run(python_child("-c", textwrap.dedent(code), "{}"), cwd=tmp_path,
+                       env={**os.environ, "BLOG_LEVEL": "LOUD"}, capture_output=True,
+                       text=True, timeout=60)
+    assert r.stdout.startswith("BLOG_LEVEL='LOUD': unknown severity 'LOUD'"), r.stdout
+    assert not (tmp_path / "app.blog").exists()
+
+
 def test_basic_config_strict_makes_a_format_that_does_not_fit_raise(tmp_path):
     r = run_python("""
         import blog

@@ -451,6 +451,35 @@ def test_dictconfig_routes_a_third_party_module_into_the_file(tmp_path):
                                      "app INFO started ok"]
 
 
+def test_a_dictconfig_alone_configures_blog(tmp_path):
+    # Proves (issue 26): BlogHandler takes a filename and basic_config's options, so a
+    # dictConfig with no blog call configures the default session: a rotated set with its
+    # minimum severity, which blog's own loggers write to too. The handler's "level" stays
+    # logging's. A session given with them, or an option basic_config lacks, is refused.
+    (tmp_path / "logs").mkdir()
+    r = run_python('''
+        import logging, logging.config
+        logging.config.dictConfig({"version": 1, "handlers": {"blog": {
+            "class": "blog.stdlib.BlogHandler", "filename": "logs/app.blog",
+            "rotate_bytes": 1_000_000, "min_severity": "info", "level": "DEBUG"}},
+            "root": {"handlers": ["blog"], "level": "DEBUG"}})
+        log = logging.getLogger("app")
+        log.debug("below the session's minimum %d", 1)
+        log.info("started %s", "ok")
+        import blog
+        blog.get_logger("own").warning("blog's own call {}", 2)
+    ''', tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    (path,) = (tmp_path / "logs").glob("app.*.blog")      # a file of the rotated set
+    assert [(ev.category, ev.message) for ev in bread.read(str(path))] == [
+        ("app", "started ok"), ("own", "blog's own call 2")]
+    with pytest.raises(TypeError, match="filename and basic_config's options"):
+        blog.stdlib.BlogHandler(session=blog.Session(), filename=str(tmp_path / "x.blog"))
+    with pytest.raises(TypeError, match="rotate_byte"):
+        blog.stdlib.BlogHandler(filename=str(tmp_path / "x.blog"), rotate_byte=1)
+    assert not (tmp_path / "x.blog").exists()
+
+
 def test_capture_routes_every_logger_and_is_idempotent(tmp_path):
     r = run_python('''
         import logging, blog, blog.stdlib

@@ -161,7 +161,7 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
         s.strict = strict
     if backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
         s.use_backtrace(backtrace, trigger=backtrace_trigger)
-    process.install_exit_hooks(flush, lambda *a, **k: get_logger("blog").critical(*a, **k),
+    process.install_exit_hooks(flush, lambda *a, **k: get_logger("blog").log(*a, **k),
                                flush_async)
     process.hook_multiprocessing(_at_child_end)
     mp = sys.modules.get("multiprocessing.process")

@@ -38,7 +38,7 @@ from blogformat.severity import LOGGING_LEVELS
 from blogformat.severity import from_logging as severity_of
 from blogformat.values import type_name
 
-from . import accel
+from . import accel, process
 from .contextfields import FIELDS as _CONTEXT
 from .contextfields import state as _context_state
 from .contextfields import with_context
@@ -198,6 +198,8 @@ class BlogHandler(logging.Handler):
             fields.setdefault("levelname", record.levelname)
         if record.exc_info:
             fields.setdefault("exception", record.exc_info[1])
+            if record.exc_info[1] is not None:
+                process.exception_logged(record.exc_info[1])   # asyncio's hook: logged once
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
         names = tuple(fields)

@@ -1741,38 +1741,64 @@ def test_signals_flush_and_keep_what_they_did(tmp_path, setup, signame, status):
         p.communicate()
 
 
+_ASYNCIO_FAILURES = """
+    import asyncio, gc, blog, blog.stdlib, sys
+    blog.basic_config("a.blog", flush_interval=60)
+    if sys.argv[1] == "bridge":
+        blog.stdlib.capture()          # asyncio's own records go into the file too
+    log = blog.get_logger()
+    async def fails():
+        raise ValueError("in a task")
+    def callback():
+        raise KeyError("in a callback")
+    async def main():
+        log.info("before {}", 1)
+        t = asyncio.ensure_future(fails())
+        await asyncio.sleep(0.01)
+        del t
+        gc.collect()
+        asyncio.get_running_loop().call_soon(callback)
+        await asyncio.sleep(0.01)
+        asyncio.get_running_loop().call_exception_handler(
+            {"message": "reported by the app", "exception": OSError("app's own")})
+    asyncio.run(main())
+    import os, time
+    time.sleep(1)          # the hook asked the consumer (flush_interval 60) to write
+    os._exit(0)            # no atexit: only the hook's flush saves them
+"""
+
+
 def test_an_asyncio_exception_nobody_retrieves_is_logged_and_flushed(tmp_path):
     # Proves: an exception that only asyncio's loop exception handler sees (a task whose
-    # exception is never retrieved, a callback that raises) is logged at CRITICAL with its
-    # traceback and flushed, and asyncio still prints it as before.
-    r = run_python("""
-        import asyncio, gc, blog
-        blog.basic_config("a.blog", flush_interval=60)
-        log = blog.get_logger()
-        async def fails():
-            raise ValueError("in a task")
-        def callback():
-            raise KeyError("in a callback")
-        async def main():
-            log.info("before {}", 1)
-            t = asyncio.ensure_future(fails())
-            await asyncio.sleep(0.01)
-            del t
-            gc.collect()
-            asyncio.get_running_loop().call_soon(callback)
-            await asyncio.sleep(0.01)
-        asyncio.run(main())
-        import os, time
-        time.sleep(1)          # the hook asked the consumer (flush_interval 60) to write
-        os._exit(0)            # no atexit: only the hook's flush saves them
-    """, tmp_path)
+    # exception is never retrieved, a callback that raises, one the application reports
+    # with call_exception_handler) is logged once, at error as asyncio reports it (issue
+    # 26: it was critical), with its traceback, and flushed; asyncio still prints it.
+    r = subprocess.run(python_child("-c", textwrap.dedent(_ASYNCIO_FAILURES), "plain"),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "Task exception was never retrieved" in r.stderr and "in a callback" in r.stderr
     evs = list(bread.read(tmp_path / "a.blog"))
     assert [e.message.split(" (")[0] for e in evs] == [
         "before 1", "unhandled ValueError in an asyncio event loop",
-        "unhandled KeyError in an asyncio event loop"]
-    assert all(int(e.severity) == blog.Severity.CRITICAL for e in evs[1:])
+        "unhandled KeyError in an asyncio event loop",
+        "unhandled OSError in an asyncio event loop"]
+    assert all(int(e.severity) == blog.Severity.ERROR for e in evs[1:])
+    assert "in fails" in evs[1].fields["exception"].traceback
+
+
+def test_an_asyncio_exception_the_bridge_logs_is_logged_once(tmp_path):
+    # Proves (issue 26): with logging captured, asyncio's own ERROR record of a loop
+    # exception is its one event: blog's hook adds none of its own (it added a CRITICAL
+    # one on top of it), and still flushes.
+    r = subprocess.run(python_child("-c", textwrap.dedent(_ASYNCIO_FAILURES), "bridge"),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    evs = list(bread.read(tmp_path / "a.blog"))
+    assert [(e.category, int(e.severity), e.message.split("\n")[0]) for e in evs[1:]] == [
+        ("asyncio", blog.Severity.ERROR, "Task exception was never retrieved"),
+        ("asyncio", blog.Severity.ERROR, "Exception in callback callback() at <string>:9"),
+        ("asyncio", blog.Severity.ERROR, "reported by the app")]
+    assert [e.fields["exception"].type for e in evs[1:]] == ["ValueError", "KeyError", "OSError"]
     assert "in fails" in evs[1].fields["exception"].traceback
 
 

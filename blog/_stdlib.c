@@ -67,9 +67,8 @@ printf_takes(Py_UCS4 conv, PyObject *a)
 /* The common record: a str message, a tuple of plain scalars, no extra, no exception or
  * stack, of a call site seen before, no fields in context, each value taken by its
  * conversion; without args, the message is the value. Its twin is BlogHandler.emit's
- * first branch. 1: pushed (or below the
- * minimum); 0: the Python path's, which also handles every error (it goes to the
- * handler's handleError, never to the caller). */
+ * first branch. 1: pushed (or below the minimum); 0: the Python path's, which also
+ * handles every error (it goes to the handler's handleError, never to the caller). */
 static int
 record_push(RecordHandler *self, PyObject *rec)
 {

@@ -16,8 +16,15 @@ LEVEL_ENV = "BLOG_LEVEL"
 
 
 def output_from_env(default: str = "app.blog") -> str:
-    """The path ``BLOG_FILE`` names, else ``default``."""
-    return os.environ.get(FILE_ENV) or default
+    """The path ``BLOG_FILE`` names, else ``default``; a ConfigurationError naming the
+    variable if it names a directory (a path that cannot be opened raises OSError)."""
+    path = os.environ.get(FILE_ENV)
+    if not path:
+        return default
+    if os.path.isdir(path):
+        raise ConfigurationError(f"{FILE_ENV}={path!r} is a directory: name the log file in "
+                                 f"it ({os.path.join(path, default)!r}, say)")
+    return path
 
 
 def severity_from_env(default: int = Severity.TRACE) -> int:

@@ -520,8 +520,9 @@ def test_basic_config_rejects_bad_settings(tmp_path):
 def test_basic_config_reads_blog_file_and_blog_level_when_not_given(tmp_path):
     # Proves (issue 26): with no output and no min_severity, basic_config takes them from
     # BLOG_FILE and BLOG_LEVEL (a name, a logging level's name or number); an argument
-    # given wins; a bad value raises a ConfigurationError naming the variable.
-    code = """
+    # given wins; a bad value raises a ConfigurationError naming the variable, before
+    # anything is configured.
+    code = textwrap.dedent("""
         import sys, blog
         try:
             blog.basic_config(**eval(sys.argv[1]))
@@ -530,7 +531,15 @@ def test_basic_config_reads_blog_file_and_blog_level_when_not_given(tmp_path):
             raise SystemExit
         blog.get_logger().info("info {}", 1)
         blog.get_logger().error("error {}", 2)
-    """
+    """)
+
+    def run(env: dict, kwargs: str = "{}") -> str:
+        r = subprocess.run(python_child("-c", code, kwargs), cwd=tmp_path,
+                           env={**os.environ, **env}, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, (env, r.stderr)
+        return r.stdout
+
     cases = [({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "error"}, "{}", "env.blog", ["error 2"]),
              ({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "20"}, "{}", "env.blog",
               ["info 1", "error 2"]),
@@ -538,17 +547,14 @@ def test_basic_config_reads_blog_file_and_blog_level_when_not_given(tmp_path):
               "{'min_severity': 'info', 'output': 'arg.blog'}", "arg.blog", ["info 1", "error 2"]),
              ({"BLOG_FILE": "", "BLOG_LEVEL": ""}, "{}", "app.blog", ["info 1", "error 2"])]
     for env, kwargs, name, want in cases:
-        r = subprocess.run(python_child("-c", textwrap.dedent(code), kwargs), cwd=tmp_path,
-                           env={**os.environ, **env}, capture_output=True, text=True,
-                           timeout=60)
-        assert r.returncode == 0 and r.stdout == "", (env, r.stdout, r.stderr)
+        assert run(env, kwargs) == "", env
         assert [e.message for e in bread.read(tmp_path / name)] == want, env
         (tmp_path / name).unlink()
-    r = subprocess.run(python_child("-c", textwrap.dedent(code), "{}"), cwd=tmp_path,
-                       env={**os.environ, "BLOG_LEVEL": "LOUD"}, capture_output=True,
-                       text=True, timeout=60)
-    assert r.stdout.startswith("BLOG_LEVEL='LOUD': unknown severity 'LOUD'"), r.stdout
-    assert not (tmp_path / "app.blog").exists()
+    assert run({"BLOG_LEVEL": "LOUD"}).startswith(
+        "BLOG_LEVEL='LOUD': unknown severity 'LOUD'; use one of trace, debug, info")
+    assert run({"BLOG_FILE": str(tmp_path)}).startswith(
+        f"BLOG_FILE={str(tmp_path)!r} is a directory: name the log file in it")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_basic_config_strict_makes_a_format_that_does_not_fit_raise(tmp_path):

@@ -17,8 +17,9 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *sites;     /* dict: (msg, pathname, lineno, levelno, name, len(args)) ->
                             (sid, template, severity, conversions or None), shared with
-                            the Python handler; a record without args: (None, ..., 1),
-                            the site's source "{}", its msg the one value */
+                            the Python handler; (None, ..., 1): a record without args
+                            whose msg is not its site's format: the site's source "{}",
+                            its msg the one value */
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (blog_thread_channel) */
     PyObject *registry;  /* its min_severity: the session's minimum severity */
@@ -64,11 +65,29 @@ printf_takes(Py_UCS4 conv, PyObject *a)
     return 0;
 }
 
+/* The site (borrowed) of the key (head, path, lineno, levelno, name, n); NULL if none, or
+ * an error. */
+static PyObject *
+site_of(RecordHandler *self, PyObject *head, PyObject *path, PyObject *lineno,
+        PyObject *levelno, PyObject *name, Py_ssize_t n)
+{
+    PyObject *count = PyLong_FromSsize_t(n);
+    PyObject *key = count != NULL ? PyTuple_Pack(6, head, path, lineno, levelno, name, count)
+                                  : NULL;
+    Py_XDECREF(count);
+    if (key == NULL)
+        return NULL;
+    PyObject *site = PyDict_GetItemWithError(self->sites, key);
+    Py_DECREF(key);
+    return site;
+}
+
 /* The common record: a str message, a tuple of plain scalars, no extra, no exception or
  * stack, of a call site seen before, no fields in context, each value taken by its
- * conversion; without args, the message is the value. Its twin is BlogHandler.emit's
- * first branch. 1: pushed (or below the minimum); 0: the Python path's, which also
- * handles every error (it goes to the handler's handleError, never to the caller). */
+ * conversion; without args, a message not the site's format is the value of the site's
+ * "{}" source. Its twin is BlogHandler.emit's first branch. 1: pushed (or below the
+ * minimum); 0: the Python path's, which also handles every error (it goes to the
+ * handler's handleError, never to the caller). */
 static int
 record_push(RecordHandler *self, PyObject *rec)
 {
@@ -113,19 +132,14 @@ record_push(RecordHandler *self, PyObject *rec)
     Py_INCREF(args);        /* held: what follows may run code that changes the record */
     double when = PyFloat_AS_DOUBLE(created) * 1e9;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    PyObject *const *values = n ? &PyTuple_GET_ITEM(args, 0) : &text;
-    if (n == 0) {                   /* the message is the value of the site's source "{}" */
-        text = Py_NewRef(msg);
+    PyObject *const *values = &PyTuple_GET_ITEM(args, 0);
+    PyObject *site = site_of(self, msg, path, lineno, levelno, name, n);
+    if (site == NULL && n == 0 && !PyErr_Occurred()) {   /* a new text: the source "{}" */
+        text = Py_NewRef(msg);      /* held, as args */
+        values = &text;
         n = 1;
+        site = site_of(self, Py_None, path, lineno, levelno, name, n);
     }
-    PyObject *count = PyLong_FromSsize_t(n);
-    PyObject *key = count != NULL ? PyTuple_Pack(6, text ? Py_None : msg, path, lineno,
-                                                 levelno, name, count) : NULL;
-    Py_XDECREF(count);
-    if (key == NULL)
-        goto done;
-    PyObject *site = PyDict_GetItemWithError(self->sites, key);
-    Py_DECREF(key);
     if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 4)
         goto done;
     PyObject *convs = PyTuple_GET_ITEM(site, 3);

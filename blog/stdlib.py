@@ -12,12 +12,13 @@ function, logger name, level): the logger's name is the category, the level the
 nearest severity (``severity_of``), the ``%``-style message and its arguments are
 kept as they are (the source's format has the printf style, and ``bread`` renders it
 as ``logging`` would), ``extra`` becomes keyword fields, ``exc_info`` the field
-``exception`` and ``stack_info`` the field ``stack``. A message without arguments
-(an f-string, a new text at each call) is the one value of the site's source of
-format ``{}``, as is the text of a record whose format is not the site's first one,
-and of one ``logging`` cannot format (arguments that do not fit the message: their
-number, a key, or a value a conversion does not take, as ``"%d"`` a str), kept as
-its format and its arguments' repr.
+``exception`` and ``stack_info`` the field ``stack``. A message without arguments is
+kept as it is (the style literal). A site's first format is its own; a record whose
+format or text is another (an f-string: a new text at each call) is kept as its text,
+the one value of the site's source of format ``{}``, as is a record ``logging`` cannot
+format (arguments that do not fit the message: their number, a key, or a value a
+conversion does not take, as ``"%d"`` a str), kept as its format and its arguments'
+repr.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ _BASE = len(logging.makeLogRecord({}).__dict__)
 
 #: Keys a handler remembers; past them, records take the slower path (their sources stay).
 MAX_SITES = 1 << 16
+#: The longest message without arguments that may be its site's format; a longer one is
+#: kept as text (a source's text counts against what a stream holds: MAX_SOURCE_TEXT).
+MAX_LITERAL = 1 << 10
 
 
 def level_number(level: int | str) -> int:
@@ -106,7 +110,7 @@ class BlogHandler(logging.Handler):
         # key -> (source id, template, severity, the conversions a record's values must
         # fit, one per argument, or None: ``_conversions``)
         self._sites: dict[tuple, tuple] = {}
-        self._formats: dict[tuple, str] = {}      # call site -> its first printf format
+        self._formats: dict[tuple, str] = {}      # call site -> its first format
         self._severities: dict[int, int] = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
         cls = type(self)
@@ -144,11 +148,12 @@ class BlogHandler(logging.Handler):
             if (type(msg) is str and type(args) is tuple and _no_extra(record.__dict__)
                     and record.exc_info is None and record.stack_info is None
                     and not (_context_state.in_use and _CONTEXT.get() is not None)):
-                head: str | None = msg
-                if not args:     # the message is the value of the site's source "{}"
-                    head, args = None, (msg,)
-                site = self._sites.get((head, record.pathname, record.lineno, record.levelno,
+                site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
                                         record.name, len(args)))
+                if site is None and not args:   # a new text: the site's source "{}"
+                    args = (msg,)
+                    site = self._sites.get((None, record.pathname, record.lineno,
+                                            record.levelno, record.name, 1))
                 if site is not None and (site[3] is None or _all_fit(site[3], args)):
                     session = self.session
                     if site[2] < session.registry.min_severity:
@@ -179,15 +184,19 @@ class BlogHandler(logging.Handler):
             return
         style, fmt, positional, fields = _split(record)
         place = (record.pathname, record.lineno, level, record.name)
-        if style == STYLE_PRINTF:
+        # A format of the record's own (a message without arguments: its text) may be the
+        # site's, if it is the site's first.
+        own = style == STYLE_PRINTF or (fmt is record.msg and len(fmt) <= MAX_LITERAL)
+        if own:
             first = self._formats.get(place)
             if first is None and len(self._formats) < MAX_SITES:
                 first = self._formats[place] = fmt
-            if first is not None and first != fmt:     # f"item {i}: %s": a new one each time
-                style, fmt, positional, fields = STYLE_LITERAL, _message(record), (), {}
-        if style == STYLE_LITERAL:
-            # A message without arguments, or its text: one source per site, whatever it says.
-            style, fmt, positional = STYLE_BRACES, DYNAMIC_FORMAT, (fmt,)
+            own = first is None or first == fmt
+        if not own:
+            # Another text (f"user {u}", new at each call), or the text logging makes of
+            # the record: the value of the site's one source "{}".
+            text = fmt if style == STYLE_LITERAL else _message(record)
+            style, fmt, positional, fields = STYLE_BRACES, DYNAMIC_FORMAT, (text,), {}
         d = record.__dict__
         if len(d) != _BASE:
             for k, v in list(d.items()):

@@ -269,12 +269,11 @@ def test_mapping_arguments_become_fields_and_a_lone_mapping_stays_one_value(brid
 
 def test_messages_without_arguments_are_kept_verbatim(bridge):
     # logging applies % only when there are arguments: "100%" and "%%" stay as they are.
-    # The text is the value of the site's source "{}" (issue 26: one source per site).
     bridge.logger.info("disk 100% full, %% and {braces} kept")
     bridge.logger.info(ValueError("an object as the message"))
     a, b = bridge.read()
     assert a.message == "disk 100% full, %% and {braces} kept"
-    assert (a.source.format, a.args) == ("{}", (a.message,))
+    assert a.source.format == a.message
     assert b.message == "an object as the message"
 
 
@@ -330,21 +329,31 @@ def sources_written(bridge: Bridge) -> list[blog.EventSource]:
 
 def test_a_message_that_changes_every_call_costs_one_source_per_call_site(bridge):
     # Proves (issue 26): logger.info(f"...") through the bridge, a new text at each call,
-    # is one source per call site (its format {}, the text its value), not one per text:
-    # before, each distinct text was a format (16 per site) until the session's budget of
-    # source text filled. The texts read back exactly, bread -g finds them, and a site's
-    # records after its first take the fast path (C, or its Python twin).
+    # costs two sources per call site (its first text as format; then format {}, the text
+    # its value), not one per text: before, each distinct text was a format (16 per site)
+    # until the session's budget of source text filled. A message that never changes
+    # stays one source whose events hold no value. The texts read back exactly, bread -g
+    # finds them, and a site's records after its first take the fast path (C, or its
+    # Python twin).
     slow = count_slow_records(bridge.handler)
     for i in range(10_000):
         bridge.logger.info(f"user {i} logged in"); text_line = sys._getframe().f_lineno
     for i in range(40):    # an f-string with arguments: its first format, then {}
         bridge.logger.info(f"item {i} at %s", "x"); args_line = sys._getframe().f_lineno
+    for i in range(3):
+        bridge.logger.info("the same"); same_line = sys._getframe().f_lineno
+    long = "x" * (blog.stdlib.MAX_LITERAL + 1)      # too long to be a format: as text
+    bridge.logger.info(long); long_line = sys._getframe().f_lineno
     events = bridge.read()
     assert [ev.message for ev in events] == ([f"user {i} logged in" for i in range(10_000)]
-                                             + [f"item {i} at x" for i in range(40)])
+                                             + [f"item {i} at x" for i in range(40)]
+                                             + ["the same"] * 3 + [long])
     assert [(s.line, s.format) for s in sources_written(bridge)] == [
-        (text_line, "{}"), (args_line, "item 0 at %s"), (args_line, "{}")]
-    assert len(slow) == 1 + 40
+        (text_line, "user 0 logged in"), (text_line, "{}"), (args_line, "item 0 at %s"),
+        (args_line, "{}"), (same_line, "the same"), (long_line, "{}")]
+    assert [ev.args for ev in events[:2]] == [(), ("user 1 logged in",)]
+    assert events[-2].args == ()
+    assert len(slow) == 2 + 40 + 1 + 1
     hits = bread.read(io.BytesIO(bridge.out.getvalue()), grep=r"user 4242 ")
     assert [ev.message for ev in hits] == ["user 4242 logged in"]
 
@@ -539,8 +548,9 @@ def test_records_whose_values_fit_number_conversions_stay_on_the_c_path(bridge, 
 
 
 def test_messages_without_arguments_stay_on_the_c_path(bridge, hot_path):
-    # Proves: a site's records without arguments after its first, a new text each time,
-    # cost the C handler no Python frame (its key is the site's, the text its value).
+    # Proves: a site's records without arguments, a new text each time, cost the C handler
+    # no Python frame once the site's {} source is made (its second text), nor do those
+    # of its first text.
     if hot_path != "c":
         pytest.skip("the C fast path is not built or not in use")
 
@@ -548,12 +558,14 @@ def test_messages_without_arguments_stay_on_the_c_path(bridge, hot_path):
         bridge.logger.info(f"user {user} logged in")
 
     login(0)
+    login(1)
     in_python, emit = [], bridge.handler.emit
     bridge.handler.emit = lambda record: (in_python.append(record.msg), emit(record))
-    for i in range(1, 50):
+    for i in [*range(2, 50), 0]:
         login(i)
     assert in_python == []
-    assert [ev.message for ev in bridge.read()] == [f"user {i} logged in" for i in range(50)]
+    assert [ev.message for ev in bridge.read()] == [
+        f"user {i} logged in" for i in [*range(50), 0]]
 
 
 def test_a_filter_added_later_is_applied(bridge):

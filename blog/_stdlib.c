@@ -17,7 +17,9 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *sites;     /* dict: (msg, pathname, lineno, levelno, name, len(args)) ->
                             (sid, template, severity, conversions or None), shared with
-                            the Python handler */
+                            the Python handler; (None, ..., 1): a record without args
+                            whose msg is not its site's format: the site's source "{}",
+                            its msg the one value */
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (blog_thread_channel) */
     PyObject *registry;  /* its min_severity: the session's minimum severity */
@@ -63,16 +65,34 @@ printf_takes(Py_UCS4 conv, PyObject *a)
     return 0;
 }
 
+/* The site (borrowed) of the key (head, path, lineno, levelno, name, n); NULL if none, or
+ * an error. */
+static PyObject *
+site_of(RecordHandler *self, PyObject *head, PyObject *path, PyObject *lineno,
+        PyObject *levelno, PyObject *name, Py_ssize_t n)
+{
+    PyObject *count = PyLong_FromSsize_t(n);
+    PyObject *key = count != NULL ? PyTuple_Pack(6, head, path, lineno, levelno, name, count)
+                                  : NULL;
+    Py_XDECREF(count);
+    if (key == NULL)
+        return NULL;
+    PyObject *site = PyDict_GetItemWithError(self->sites, key);
+    Py_DECREF(key);
+    return site;
+}
+
 /* The common record: a str message, a tuple of plain scalars, no extra, no exception or
  * stack, of a call site seen before, no fields in context, each value taken by its
- * conversion. Its twin is BlogHandler.emit's first branch. 1: pushed (or below the
+ * conversion; without args, a message not the site's format is the value of the site's
+ * "{}" source. Its twin is BlogHandler.emit's first branch. 1: pushed (or below the
  * minimum); 0: the Python path's, which also handles every error (it goes to the
  * handler's handleError, never to the caller). */
 static int
 record_push(RecordHandler *self, PyObject *rec)
 {
     int r = 0;
-    PyObject *d = NULL, *args = NULL;
+    PyObject *d = NULL, *args = NULL, *text = NULL;
     PyObject *filters = PyObject_GetAttr(self->handler, str_filters);
     if (filters == NULL)
         goto done;
@@ -112,14 +132,14 @@ record_push(RecordHandler *self, PyObject *rec)
     Py_INCREF(args);        /* held: what follows may run code that changes the record */
     double when = PyFloat_AS_DOUBLE(created) * 1e9;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    PyObject *count = PyLong_FromSsize_t(n);
-    PyObject *key = count != NULL ? PyTuple_Pack(6, msg, path, lineno, levelno, name, count)
-                                  : NULL;
-    Py_XDECREF(count);
-    if (key == NULL)
-        goto done;
-    PyObject *site = PyDict_GetItemWithError(self->sites, key);
-    Py_DECREF(key);
+    PyObject *const *values = &PyTuple_GET_ITEM(args, 0);
+    PyObject *site = site_of(self, msg, path, lineno, levelno, name, n);
+    if (site == NULL && n == 0 && !PyErr_Occurred()) {   /* a new text: the source "{}" */
+        text = Py_NewRef(msg);      /* held, as args */
+        values = &text;
+        n = 1;
+        site = site_of(self, Py_None, path, lineno, levelno, name, n);
+    }
     if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 4)
         goto done;
     PyObject *convs = PyTuple_GET_ITEM(site, 3);
@@ -127,7 +147,7 @@ record_push(RecordHandler *self, PyObject *rec)
         if (!PyUnicode_CheckExact(convs) || PyUnicode_GET_LENGTH(convs) != n)
             goto done;
         for (Py_ssize_t i = 0; i < n; i++)
-            if (!printf_takes(PyUnicode_READ_CHAR(convs, i), PyTuple_GET_ITEM(args, i)))
+            if (!printf_takes(PyUnicode_READ_CHAR(convs, i), values[i]))
                 goto done;
     }
     long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 0));
@@ -148,7 +168,7 @@ record_push(RecordHandler *self, PyObject *rec)
     Channel *ch = blog_thread_channel(self->local, self->key);
     if (ch == NULL)
         goto done;
-    r = blog_push_plain(ch, sid, &PyTuple_GET_ITEM(args, 0), n, (long long)when);
+    r = blog_push_plain(ch, sid, values, n, (long long)when);
     Py_DECREF(ch);
     if (r < 0)
         r = 0;
@@ -156,6 +176,7 @@ done:
     if (PyErr_Occurred())
         PyErr_Clear();
     Py_XDECREF(args);
+    Py_XDECREF(text);
     Py_XDECREF(d);
     return r;
 }

@@ -18,6 +18,7 @@ from blogstore import posix
 from blogstore.fileset import pid_path
 
 from . import lifecycle, process
+from .envconfig import output_from_env, severity_from_env
 from .pipeline.backpressure import BLOCK, check_capacity, check_overflow
 from .pipeline.consumer import Consumer
 from .files.durability import fsync_policy
@@ -53,8 +54,8 @@ def default_session() -> Session:
     return _session
 
 
-def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
-                 min_severity: Severity | int | str = Severity.TRACE,
+def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
+                 min_severity: Severity | int | str | None = None,
                  flush_interval: float = 0.02, flush_bytes: int | None = None,
                  channel_capacity: int = 4 << 20, overflow: str = BLOCK, mode: str = "ab",
                  fsync: bool | str | float = False, rotate_bytes: int | None = None,
@@ -68,6 +69,9 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
                  strict: bool | None = None,
                  on_close: Callable[[str], object] | None = None) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
+
+    Left out, ``output`` is the environment variable ``BLOG_FILE`` (else ``app.blog``) and
+    ``min_severity`` is ``BLOG_LEVEL`` (a name or number; else trace): ``blog.envconfig``.
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
     or as soon as a thread has ``flush_bytes`` pending (default: 1 MiB, or the
@@ -113,6 +117,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
     marked, and stderr says so once per call site. Leaving it out keeps what was set.
     """
     s = default_session()
+    output = output_from_env() if output is None else output
+    min_severity = severity_from_env() if min_severity is None else min_severity
     policy, fsync_interval = fsync_policy(fsync)
     check_overflow(overflow)
     check_capacity(channel_capacity)
@@ -173,7 +179,7 @@ def basic_config(output: str | os.PathLike[str] | OutputStream = "app.blog", *,
         s.strict = strict
     if backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
         s.use_backtrace(backtrace, trigger=backtrace_trigger)
-    process.install_exit_hooks(flush, lambda *a, **k: get_logger("blog").critical(*a, **k),
+    process.install_exit_hooks(flush, lambda *a, **k: get_logger("blog").log(*a, **k),
                                flush_async)
     process.hook_multiprocessing(_at_child_end)
     mp = sys.modules.get("multiprocessing.process")

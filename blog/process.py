@@ -41,12 +41,16 @@ The ways a process ends that skip ``atexit`` flush the default session too
   it execs inherit the ignoring, as before. Python's
   own handler raises ``KeyboardInterrupt``, which reaches ``atexit`` or the
   hook below, so it is left in place (``asyncio.run`` and others look for it).
-- An unhandled exception, in the main thread (``sys.excepthook``), in any
-  other (``threading.excepthook``) or in an asyncio event loop (its default
-  exception handler: a task's exception never retrieved, a callback that
-  raised): it is logged first, at CRITICAL with its traceback in the
-  ``exception`` field, flushed, and then handed to the hook that was there
-  before (which prints it, as usual).
+- An unhandled exception, in the main thread (``sys.excepthook``) or in any
+  other (``threading.excepthook``): it is logged first, at CRITICAL with its
+  traceback in the ``exception`` field, flushed, and then handed to the hook that
+  was there before (which prints it, as usual).
+- An exception reported to an asyncio event loop (its default exception handler:
+  a task's exception never retrieved, a callback that raised, the application's
+  ``call_exception_handler``): asyncio's handler reports it as before, at ERROR;
+  if the ``logging`` bridge logged that record (it tells ``exception_logged``), it
+  is the one event of it, else blog logs it at ERROR with its traceback; then a
+  flush is asked for.
 - A ``multiprocessing`` child: multiprocessing ends it with ``os._exit``
   once its bootstrap returns (fork, forkserver), after its exit finalizers,
   the join of its threads and its last record ("process exiting with exitcode
@@ -128,9 +132,12 @@ if hasattr(os, "register_at_fork"):
 
 _flush: Callable[[], None] | None = None
 _flush_soon: Callable[[], Any] | None = None
-_log: Callable[..., None] | None = None
+_log: Callable[..., None] | None = None    # log(severity name, format, *args, **fields)
 _previous: dict[int, Any] = {}     # signal -> the handler that was there before ours
 _installed = {"sys": False, "threading": False, "asyncio": False}
+#: ``.exc``: the exception asyncio's default handler is reporting on this thread; None once
+#: the ``logging`` bridge logged it (``exception_logged``).
+_asyncio_reporting = threading.local()
 _child_end: Callable[[], None] | None = None
 _bootstrapped = 0    # the pid of the process whose wrapped multiprocessing bootstrap runs
 _wrapper: Callable[..., Any] | None = None   # that wrapper
@@ -160,13 +167,13 @@ def after_mp_fork(owner: Any, step: Callable[[Any], None]) -> None:
         mpu.register_after_fork(owner, step)
 
 
-def install_exit_hooks(flush: Callable[[], None], log_critical: Callable[..., None],
+def install_exit_hooks(flush: Callable[[], None], log: Callable[..., None],
                        flush_soon: Callable[[], Any] | None = None) -> None:
     """Flush with ``flush`` on SIGTERM and unhandled exceptions, logging them with
-    ``log_critical(fmt, *args, exception=exc)`` first; ``flush_soon`` asks for a flush
+    ``log(severity, fmt, *args, exception=exc)`` first; ``flush_soon`` asks for a flush
     without waiting (from asyncio's handler, which may run in a finalizer)."""
     global _flush, _log, _flush_soon
-    _flush, _log, _flush_soon = flush, log_critical, flush_soon
+    _flush, _log, _flush_soon = flush, log, flush_soon
     if not _installed["sys"]:
         _installed["sys"] = True
         previous_sys = sys.excepthook
@@ -207,19 +214,38 @@ def install_exit_hooks(flush: Callable[[], None], log_critical: Callable[..., No
 
         def default_exception_handler(self: Any, context: dict) -> None:
             exc = context.get("exception")
-            if isinstance(exc, BaseException):   # often in a finalizer: never blocks
-                _report(exc, f"an asyncio event loop ({context.get('message', '')})",
-                        soon=True)
-            previous_aio(self, context)
+            if not isinstance(exc, BaseException):
+                previous_aio(self, context)
+                return
+            outer = getattr(_asyncio_reporting, "exc", None)
+            _asyncio_reporting.exc = exc     # exception_logged: asyncio's record reached blog
+            try:
+                previous_aio(self, context)  # logging.getLogger("asyncio").error(...)
+            finally:
+                logged = _asyncio_reporting.exc is None
+                _asyncio_reporting.exc = outer
+                # often in a finalizer: never blocks
+                _report(None if logged else exc,
+                        f"an asyncio event loop ({context.get('message', '')})", soon=True,
+                        severity="error")
         loop_class.default_exception_handler = default_exception_handler
 
 
-def _report(exc: BaseException | None, where: str, soon: bool = False) -> None:
-    """Log ``exc`` and flush; with ``soon`` (a finalizer may be running: blog's locks may
-    be held on this thread) only ask the consumer to flush."""
+def exception_logged(exc: BaseException) -> None:
+    """The ``logging`` bridge logged ``exc``: if asyncio's handler is reporting it on this
+    thread (its own ERROR record), blog's hook logs it no more."""
+    if getattr(_asyncio_reporting, "exc", None) is exc:
+        _asyncio_reporting.exc = None
+
+
+def _report(exc: BaseException | None, where: str, soon: bool = False,
+            severity: str = "critical") -> None:
+    """Log ``exc`` (None: nothing) and flush; with ``soon`` (a finalizer may be running:
+    blog's locks may be held on this thread) only ask the consumer to flush."""
     try:
         if _log is not None and exc is not None:
-            _log("unhandled {} in {}: {}", type(exc).__name__, where, str(exc), exception=exc)
+            _log(severity, "unhandled {} in {}: {}", type(exc).__name__, where, str(exc),
+                 exception=exc)
         flush = _flush_soon if soon else _flush
         if flush is not None:
             flush()

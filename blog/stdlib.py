@@ -4,23 +4,28 @@
     blog.basic_config("app.blog")
     blog.stdlib.capture(min_severity="INFO")  # every logger's records, into the file
 
-or, from ``logging.config.dictConfig``: ``{"class": "blog.stdlib.BlogHandler"}``.
+or, from ``logging.config.dictConfig`` alone: ``{"class": "blog.stdlib.BlogHandler",
+"filename": "app.blog", "rotate_bytes": 64 << 20}`` (``basic_config``'s options).
 
 A record becomes an event of an EventSource per call site (pathname, line,
-function, logger name, level, message format): the logger's name is the
-category, the level the nearest severity (``severity_of``), the ``%``-style
-message and its arguments are kept as they are (the source's format has the
-printf style, and ``bread`` renders it as ``logging`` would), ``extra`` becomes
-keyword fields, ``exc_info`` the field ``exception`` and ``stack_info`` the
-field ``stack``. A record ``logging`` cannot format (arguments that do not fit the
-message: their number, a key, or a value a conversion does not take, as ``"%d"`` a
-str) is kept as its format and its arguments' repr.
+function, logger name, level): the logger's name is the category, the level the
+nearest severity (``severity_of``), the ``%``-style message and its arguments are
+kept as they are (the source's format has the printf style, and ``bread`` renders it
+as ``logging`` would), ``extra`` becomes keyword fields, ``exc_info`` the field
+``exception`` and ``stack_info`` the field ``stack``. A message without arguments is
+kept as it is (the style literal). A site's first format is its own; a record whose
+format or text is another (an f-string: a new text at each call) is kept as its text,
+the one value of the site's source of format ``{}``, as is a record ``logging`` cannot
+format (arguments that do not fit the message: their number, a key, or a value a
+conversion does not take, as ``"%d"`` a str), kept as its format and its arguments'
+repr.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import warnings as _warnings
 from collections.abc import Mapping
 from decimal import Decimal
@@ -34,14 +39,14 @@ from blogformat.severity import LOGGING_LEVELS
 from blogformat.severity import from_logging as severity_of
 from blogformat.values import type_name
 
-from . import accel
+from . import accel, process
 from .contextfields import FIELDS as _CONTEXT
 from .contextfields import state as _context_state
 from .contextfields import with_context
-from .default import default_session
+from .default import basic_config, default_session
 from .errors import ConfigurationError
 from .pipeline.session import Session
-from .pipeline.source import TooManySources
+from .pipeline.source import DYNAMIC_FORMAT, TooManySources
 
 #: ``logging`` levels and the severity each maps to. Any other level maps to the
 #: nearest of these (a tie to the lower one): 5 and below to trace, 15 to debug,
@@ -53,11 +58,11 @@ LEVELS = LOGGING_LEVELS
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
 _BASE = len(logging.makeLogRecord({}).__dict__)
 
-#: A call site that logs more distinct messages than this (a message built with an
-#: f-string, say) gets one source whose events hold the rendered text.
-MAX_MESSAGES_PER_SITE = 16
 #: Keys a handler remembers; past them, records take the slower path (their sources stay).
 MAX_SITES = 1 << 16
+#: The longest message without arguments that may be its site's format; a longer one is
+#: kept as text (a source's text counts against what a stream holds: MAX_SOURCE_TEXT).
+MAX_LITERAL = 1 << 10
 
 
 def level_number(level: int | str) -> int:
@@ -79,22 +84,33 @@ class BlogHandler(logging.Handler):
     """A ``logging.Handler`` that logs each record as a blog event into ``session``
     (by default the default session, which ``blog.basic_config`` sends to a file).
 
+    ``filename`` and ``options`` (any of ``blog.basic_config``'s: ``rotate_bytes``,
+    ``min_severity``...) configure the default session first, as
+    ``basic_config(filename, **options)``: a ``logging.config.dictConfig`` alone then
+    configures blog. ``level`` is the handler's ``logging`` level, as any handler's.
+
     It takes no lock of its own (a session's writers are per thread) and formats
     nothing: its ``formatter``, if set, is not used. ``handle`` has a C fast path
     (``blog._speedups.RecordHandler``) for the common record; this class is its
     reference.
     """
 
-    def __init__(self, level: int | str = logging.NOTSET, session: Session | None = None) -> None:
+    def __init__(self, level: int | str = logging.NOTSET, session: Session | None = None,
+                 filename: str | os.PathLike[str] | None = None, **options: Any) -> None:
         if session is not None and not isinstance(session, Session):
             raise TypeError(f"BlogHandler needs a blog.Session, not {type(session).__name__} "
                             f"({session!r}); leave session out to use the default session")
+        if session is not None and (filename is not None or options):
+            raise TypeError("BlogHandler: filename and basic_config's options configure the "
+                            "default session; give them or a session, not both")
         super().__init__(level_number(level))
+        if filename is not None or options:
+            basic_config(filename, **options)
         self._session = session if session is not None else default_session()
         # key -> (source id, template, severity, the conversions a record's values must
         # fit, one per argument, or None: ``_conversions``)
         self._sites: dict[tuple, tuple] = {}
-        self._messages: dict[tuple, set] = {}     # call site -> the messages it logged
+        self._formats: dict[tuple, str] = {}      # call site -> its first format
         self._severities: dict[int, int] = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
         cls = type(self)
@@ -134,6 +150,10 @@ class BlogHandler(logging.Handler):
                     and not (_context_state.in_use and _CONTEXT.get() is not None)):
                 site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
                                         record.name, len(args)))
+                if site is None and not args:   # a new text: the site's source "{}"
+                    args = (msg,)
+                    site = self._sites.get((None, record.pathname, record.lineno,
+                                            record.levelno, record.name, 1))
                 if site is not None and (site[3] is None or _all_fit(site[3], args)):
                     session = self.session
                     if site[2] < session.registry.min_severity:
@@ -154,7 +174,7 @@ class BlogHandler(logging.Handler):
 
     def _emit(self, record: logging.LogRecord) -> None:
         """Every record but the common case: extra fields, exceptions, mapping arguments,
-        messages that are not str, and the first record of a call site."""
+        messages that are not str, formats not the site's first, and a site's first record."""
         session = self.session
         level = record.levelno
         severity = self._severities.get(level)
@@ -162,8 +182,21 @@ class BlogHandler(logging.Handler):
             severity = self._severities[level] = severity_of(level)
         if severity < session.registry.min_severity:
             return
-        msg = record.msg
         style, fmt, positional, fields = _split(record)
+        place = (record.pathname, record.lineno, level, record.name)
+        # A format of the record's own (a message without arguments: its text) may be the
+        # site's, if it is the site's first.
+        own = style == STYLE_PRINTF or (fmt is record.msg and len(fmt) <= MAX_LITERAL)
+        if own:
+            first = self._formats.get(place)
+            if first is None and len(self._formats) < MAX_SITES:
+                first = self._formats[place] = fmt
+            own = first is None or first == fmt
+        if not own:
+            # Another text (f"user {u}", new at each call), or the text logging makes of
+            # the record: the value of the site's one source "{}".
+            text = fmt if style == STYLE_LITERAL else _message(record)
+            style, fmt, positional, fields = STYLE_BRACES, DYNAMIC_FORMAT, (text,), {}
         d = record.__dict__
         if len(d) != _BASE:
             for k, v in list(d.items()):
@@ -174,15 +207,10 @@ class BlogHandler(logging.Handler):
             fields.setdefault("levelname", record.levelname)
         if record.exc_info:
             fields.setdefault("exception", record.exc_info[1])
+            if record.exc_info[1] is not None:
+                process.exception_logged(record.exc_info[1])   # asyncio's hook: logged once
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
-        place = (record.pathname, record.lineno, level, record.name)
-        seen = self._messages.get(place)
-        if seen is None:
-            seen = self._messages[place] = set() if len(self._messages) < MAX_SITES else {fmt}
-        if fmt not in seen and len(seen) >= MAX_MESSAGES_PER_SITE:
-            # A message built anew each time (an f-string): one source, the text its value.
-            style, fmt, positional = STYLE_BRACES, "{}", (_message(record),)
         names = tuple(fields)
         values = tuple(positional) + tuple(fields.values())
         clock = int(record.created * 1e9)
@@ -202,13 +230,15 @@ class BlogHandler(logging.Handler):
                 text = f"[{record.name}] {record.pathname}:{record.lineno}: {_message(record)}"
                 session.writers.writer().push_event(src.id, clock, None, (text,), ())
                 return
-            seen.add(fmt)
             site = (src.id, tpl, severity, _conversions(tpl) if style == STYLE_PRINTF else None)
             if len(self._sites) < MAX_SITES:
                 self._sites[key] = site
-                if not names and fmt is msg and type(record.args) is tuple:
+                if not names and type(record.args) is tuple and type(record.msg) is str:
                     # the key the common case looks up: the record's own attributes
-                    self._sites[(msg,) + place[:3] + (record.name, len(positional))] = site
+                    if fmt is record.msg:
+                        self._sites[(fmt,) + place + (len(positional),)] = site
+                    elif not record.args and positional[0] is record.msg:
+                        self._sites[(None,) + place + (1,)] = site
         session.writers.writer().push_event(site[0], clock, site[1], values, names)
 
 

@@ -517,6 +517,46 @@ def test_basic_config_rejects_bad_settings(tmp_path):
         "overflow", "channel_capacity", "flush_bytes", "flush_interval", "mode", "output")]
 
 
+def test_basic_config_reads_blog_file_and_blog_level_when_not_given(tmp_path):
+    # Proves (issue 26): with no output and no min_severity, basic_config takes them from
+    # BLOG_FILE and BLOG_LEVEL (a name, a logging level's name or number); an argument
+    # given wins; a bad value raises a ConfigurationError naming the variable, before
+    # anything is configured.
+    code = textwrap.dedent("""
+        import sys, blog
+        try:
+            blog.basic_config(**eval(sys.argv[1]))
+        except blog.errors.ConfigurationError as exc:
+            print(exc)
+            raise SystemExit
+        blog.get_logger().info("info {}", 1)
+        blog.get_logger().error("error {}", 2)
+    """)
+
+    def run(env: dict, kwargs: str = "{}") -> str:
+        r = subprocess.run(python_child("-c", code, kwargs), cwd=tmp_path,
+                           env={**os.environ, **env}, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, (env, r.stderr)
+        return r.stdout
+
+    cases = [({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "error"}, "{}", "env.blog", ["error 2"]),
+             ({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "20"}, "{}", "env.blog",
+              ["info 1", "error 2"]),
+             ({"BLOG_FILE": "env.blog", "BLOG_LEVEL": "WARNING"},
+              "{'min_severity': 'info', 'output': 'arg.blog'}", "arg.blog", ["info 1", "error 2"]),
+             ({"BLOG_FILE": "", "BLOG_LEVEL": ""}, "{}", "app.blog", ["info 1", "error 2"])]
+    for env, kwargs, name, want in cases:
+        assert run(env, kwargs) == "", env
+        assert [e.message for e in bread.read(tmp_path / name)] == want, env
+        (tmp_path / name).unlink()
+    assert run({"BLOG_LEVEL": "LOUD"}).startswith(
+        "BLOG_LEVEL='LOUD': unknown severity 'LOUD'; use one of trace, debug, info")
+    assert run({"BLOG_FILE": str(tmp_path)}).startswith(
+        f"BLOG_FILE={str(tmp_path)!r} is a directory: name the log file in it")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_basic_config_strict_makes_a_format_that_does_not_fit_raise(tmp_path):
     r = run_python("""
         import blog
@@ -1591,6 +1631,25 @@ def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, ca
     assert capfd.readouterr().err.count("later ones are logged as text") == 1
 
 
+@pytest.mark.parametrize("limit", ["MAX_SOURCES", "MAX_SOURCE_TEXT"])
+def test_the_overflow_warning_names_the_limit_reached(monkeypatch, capfd, limit):
+    # Proves (issue 26): when call sites go to blog.overflow, stderr says which of the two
+    # limits was reached, the number of sources or the characters of their text (before,
+    # "as many call sites (3)" for a text budget filled by long formats).
+    import blog.pipeline.registry as registry_mod
+    monkeypatch.setattr(registry_mod, limit, 5 if limit == "MAX_SOURCES" else 400)
+    s = blog.Session()
+    log = s.get_logger("app")
+    for k in range(8):
+        log.info(f"{k:03} {'x' * 60} {{}}", k)
+    s.consume(blog.MemoryOutputStream())
+    (line,) = [ln for ln in capfd.readouterr().err.splitlines() if "blog.overflow" in ln]
+    if limit == "MAX_SOURCES":
+        assert "as many call sites as a stream holds (5)" in line, line
+    else:
+        assert "400 characters" in line and "as many call sites" not in line, line
+
+
 def test_a_stream_that_would_describe_too_many_writers_starts_anew(monkeypatch):
     # Proves: a session whose threads come and go never describes more writers in one
     # stream than a reader keeps (format.md 9.1): it ends the stream cleanly and starts
@@ -1688,38 +1747,64 @@ def test_signals_flush_and_keep_what_they_did(tmp_path, setup, signame, status):
         p.communicate()
 
 
+_ASYNCIO_FAILURES = """
+    import asyncio, gc, blog, blog.stdlib, sys
+    blog.basic_config("a.blog", flush_interval=60)
+    if sys.argv[1] == "bridge":
+        blog.stdlib.capture()          # asyncio's own records go into the file too
+    log = blog.get_logger()
+    async def fails():
+        raise ValueError("in a task")
+    def callback():
+        raise KeyError("in a callback")
+    async def main():
+        log.info("before {}", 1)
+        t = asyncio.ensure_future(fails())
+        await asyncio.sleep(0.01)
+        del t
+        gc.collect()
+        asyncio.get_running_loop().call_soon(callback)
+        await asyncio.sleep(0.01)
+        asyncio.get_running_loop().call_exception_handler(
+            {"message": "reported by the app", "exception": OSError("app's own")})
+    asyncio.run(main())
+    import os, time
+    time.sleep(1)          # the hook asked the consumer (flush_interval 60) to write
+    os._exit(0)            # no atexit: only the hook's flush saves them
+"""
+
+
 def test_an_asyncio_exception_nobody_retrieves_is_logged_and_flushed(tmp_path):
     # Proves: an exception that only asyncio's loop exception handler sees (a task whose
-    # exception is never retrieved, a callback that raises) is logged at CRITICAL with its
-    # traceback and flushed, and asyncio still prints it as before.
-    r = run_python("""
-        import asyncio, gc, blog
-        blog.basic_config("a.blog", flush_interval=60)
-        log = blog.get_logger()
-        async def fails():
-            raise ValueError("in a task")
-        def callback():
-            raise KeyError("in a callback")
-        async def main():
-            log.info("before {}", 1)
-            t = asyncio.ensure_future(fails())
-            await asyncio.sleep(0.01)
-            del t
-            gc.collect()
-            asyncio.get_running_loop().call_soon(callback)
-            await asyncio.sleep(0.01)
-        asyncio.run(main())
-        import os, time
-        time.sleep(1)          # the hook asked the consumer (flush_interval 60) to write
-        os._exit(0)            # no atexit: only the hook's flush saves them
-    """, tmp_path)
+    # exception is never retrieved, a callback that raises, one the application reports
+    # with call_exception_handler) is logged once, at error as asyncio reports it (issue
+    # 26: it was critical), with its traceback, and flushed; asyncio still prints it.
+    r = subprocess.run(python_child("-c", textwrap.dedent(_ASYNCIO_FAILURES), "plain"),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "Task exception was never retrieved" in r.stderr and "in a callback" in r.stderr
     evs = list(bread.read(tmp_path / "a.blog"))
     assert [e.message.split(" (")[0] for e in evs] == [
         "before 1", "unhandled ValueError in an asyncio event loop",
-        "unhandled KeyError in an asyncio event loop"]
-    assert all(int(e.severity) == blog.Severity.CRITICAL for e in evs[1:])
+        "unhandled KeyError in an asyncio event loop",
+        "unhandled OSError in an asyncio event loop"]
+    assert all(int(e.severity) == blog.Severity.ERROR for e in evs[1:])
+    assert "in fails" in evs[1].fields["exception"].traceback
+
+
+def test_an_asyncio_exception_the_bridge_logs_is_logged_once(tmp_path):
+    # Proves (issue 26): with logging captured, asyncio's own ERROR record of a loop
+    # exception is its one event: blog's hook adds none of its own (it added a CRITICAL
+    # one on top of it), and still flushes.
+    r = subprocess.run(python_child("-c", textwrap.dedent(_ASYNCIO_FAILURES), "bridge"),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    evs = list(bread.read(tmp_path / "a.blog"))
+    assert [(e.category, int(e.severity), e.message.split("\n")[0]) for e in evs[1:]] == [
+        ("asyncio", blog.Severity.ERROR, "Task exception was never retrieved"),
+        ("asyncio", blog.Severity.ERROR, "Exception in callback callback() at <string>:9"),
+        ("asyncio", blog.Severity.ERROR, "reported by the app")]
+    assert [e.fields["exception"].type for e in evs[1:]] == ["ValueError", "KeyError", "OSError"]
     assert "in fails" in evs[1].fields["exception"].traceback
 
 

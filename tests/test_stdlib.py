@@ -23,6 +23,8 @@ import blog
 import blog.stdlib
 import bread
 from blogformat.placeholders import FormatError, parse_printf, render
+from bread.entries import iter_entries
+from bread.frames import iter_frames
 
 from helpers import Count, Ratio, Text, count_slow_records, python_child, run_python
 
@@ -319,12 +321,41 @@ def test_the_session_minimum_applies_to_records(bridge):
     assert [ev.message for ev in bridge.read()] == ["first 1", "kept 4"]
 
 
-def test_a_site_logging_many_messages_gets_one_text_source(bridge):
-    for i in range(40):
-        bridge.logger.info(f"item {i} at %s", "x")
+def sources_written(bridge: Bridge) -> list[blog.EventSource]:
+    """The EventSources the file's metadata describes."""
+    entries = iter_entries(iter_frames(io.BytesIO(bridge.out.getvalue())))
+    return [e for e in entries if isinstance(e, blog.EventSource)]
+
+
+def test_a_message_that_changes_every_call_costs_one_source_per_call_site(bridge):
+    # Proves (issue 26): logger.info(f"...") through the bridge, a new text at each call,
+    # costs two sources per call site (its first text as format; then format {}, the text
+    # its value), not one per text: before, each distinct text was a format (16 per site)
+    # until the session's budget of source text filled. A message that never changes
+    # stays one source whose events hold no value. The texts read back exactly, bread -g
+    # finds them, and a site's records after its first take the fast path (C, or its
+    # Python twin).
+    slow = count_slow_records(bridge.handler)
+    for i in range(10_000):
+        bridge.logger.info(f"user {i} logged in"); text_line = sys._getframe().f_lineno
+    for i in range(40):    # an f-string with arguments: its first format, then {}
+        bridge.logger.info(f"item {i} at %s", "x"); args_line = sys._getframe().f_lineno
+    for i in range(3):
+        bridge.logger.info("the same"); same_line = sys._getframe().f_lineno
+    long = "x" * (blog.stdlib.MAX_LITERAL + 1)      # too long to be a format: as text
+    bridge.logger.info(long); long_line = sys._getframe().f_lineno
     events = bridge.read()
-    assert [ev.message for ev in events] == [f"item {i} at x" for i in range(40)]
-    assert len({ev.source.id for ev in events}) == blog.stdlib.MAX_MESSAGES_PER_SITE + 1
+    assert [ev.message for ev in events] == ([f"user {i} logged in" for i in range(10_000)]
+                                             + [f"item {i} at x" for i in range(40)]
+                                             + ["the same"] * 3 + [long])
+    assert [(s.line, s.format) for s in sources_written(bridge)] == [
+        (text_line, "user 0 logged in"), (text_line, "{}"), (args_line, "item 0 at %s"),
+        (args_line, "{}"), (same_line, "the same"), (long_line, "{}")]
+    assert [ev.args for ev in events[:2]] == [(), ("user 1 logged in",)]
+    assert events[-2].args == ()
+    assert len(slow) == 2 + 40 + 1 + 1
+    hits = bread.read(io.BytesIO(bridge.out.getvalue()), grep=r"user 4242 ")
+    assert [ev.message for ev in hits] == ["user 4242 logged in"]
 
 
 def test_records_from_many_threads_all_arrive(bridge):
@@ -429,6 +460,35 @@ def test_dictconfig_routes_a_third_party_module_into_the_file(tmp_path):
                                      "app INFO started ok"]
 
 
+def test_a_dictconfig_alone_configures_blog(tmp_path):
+    # Proves (issue 26): BlogHandler takes a filename and basic_config's options, so a
+    # dictConfig with no blog call configures the default session: a rotated set with its
+    # minimum severity, which blog's own loggers write to too. The handler's "level" stays
+    # logging's. A session given with them, or an option basic_config lacks, is refused.
+    (tmp_path / "logs").mkdir()
+    r = run_python('''
+        import logging, logging.config
+        logging.config.dictConfig({"version": 1, "handlers": {"blog": {
+            "class": "blog.stdlib.BlogHandler", "filename": "logs/app.blog",
+            "rotate_bytes": 1_000_000, "min_severity": "info", "level": "DEBUG"}},
+            "root": {"handlers": ["blog"], "level": "DEBUG"}})
+        log = logging.getLogger("app")
+        log.debug("below the session's minimum %d", 1)
+        log.info("started %s", "ok")
+        import blog
+        blog.get_logger("own").warning("blog's own call {}", 2)
+    ''', tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    (path,) = (tmp_path / "logs").glob("app.*.blog")      # a file of the rotated set
+    assert [(ev.category, ev.message) for ev in bread.read(str(path))] == [
+        ("app", "started ok"), ("own", "blog's own call 2")]
+    with pytest.raises(TypeError, match="filename and basic_config's options"):
+        blog.stdlib.BlogHandler(session=blog.Session(), filename=str(tmp_path / "x.blog"))
+    with pytest.raises(TypeError, match="rotate_byte"):
+        blog.stdlib.BlogHandler(filename=str(tmp_path / "x.blog"), rotate_byte=1)
+    assert not (tmp_path / "x.blog").exists()
+
+
 def test_capture_routes_every_logger_and_is_idempotent(tmp_path):
     r = run_python('''
         import logging, blog, blog.stdlib
@@ -485,6 +545,27 @@ def test_records_whose_values_fit_number_conversions_stay_on_the_c_path(bridge, 
     bridge.logger.info("%d %i %x %c %e %s %r", "x", 1, 2, 3, 4, 5, 6)
     assert emitted == [(1.5, 1, 2, "c", 1.5, b"", ()), ("x", 1, 2, 3, 4, 5, 6)]
     assert bridge.read()[-1].message == "%d %i %x %c %e %s %r ('x', 1, 2, 3, 4, 5, 6)"
+
+
+def test_messages_without_arguments_stay_on_the_c_path(bridge, hot_path):
+    # Proves: a site's records without arguments, a new text each time, cost the C handler
+    # no Python frame once the site's {} source is made (its second text), nor do those
+    # of its first text.
+    if hot_path != "c":
+        pytest.skip("the C fast path is not built or not in use")
+
+    def login(user: int) -> None:
+        bridge.logger.info(f"user {user} logged in")
+
+    login(0)
+    login(1)
+    in_python, emit = [], bridge.handler.emit
+    bridge.handler.emit = lambda record: (in_python.append(record.msg), emit(record))
+    for i in [*range(2, 50), 0]:
+        login(i)
+    assert in_python == []
+    assert [ev.message for ev in bridge.read()] == [
+        f"user {i} logged in" for i in [*range(50), 0]]
 
 
 def test_a_filter_added_later_is_applied(bridge):

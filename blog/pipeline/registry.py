@@ -83,6 +83,7 @@ class Registry:
         self.sources: list[EventSource] = []
         self._overflow: dict[int, EventSource] = {}   # by severity: sources past MAX_SOURCES
         self._source_text = 0                          # their text, against MAX_SOURCE_TEXT
+        self._full = ""                   # the limit that sent call sites to the overflow
         self._sites: dict[tuple, EventSource] = {}
         # Site keys hold id(code) (hashing a code object hashes all of it); the code
         # objects are kept alive here so that no other code object can take their id.
@@ -164,9 +165,9 @@ class Registry:
             text = (len(category) + len(function) + len(file) + min(len(format), MAX_FORMAT)
                     + len(arg_tags) + sum(map(len, field_names)) + sum(map(len, arg_names)))
             if len(self.sources) >= MAX_SOURCES or self._source_text + text > MAX_SOURCE_TEXT:
+                self._full = self._limit_reached()
                 raise TooManySources(f"{file}:{line} ({function}): the session's call sites "
-                                     f"fill a stream (at most {MAX_SOURCES} sources and "
-                                     f"{MAX_SOURCE_TEXT} characters of their text)")
+                                     f"fill a stream: {self._full}")
             self._source_text += text
             src = EventSource(len(self.sources) + 1, severity, _cap(category), _cap(function),
                               _cap(file), line, _cap(format, MAX_FORMAT), _cap(arg_tags),
@@ -190,8 +191,8 @@ class Registry:
                 if len(self._overflow) >= OVERFLOW_SOURCES:
                     return self._overflow[min(self._overflow, key=lambda s: abs(s - severity))]
                 if not self._overflow:
-                    report(f"blog: the session has as many call sites ({len(self.sources)}) "
-                           f"or as much of their text as a stream holds: later ones are "
+                    report(f"blog: the session's call sites fill a stream "
+                           f"({self._full or self._limit_reached()}): later ones are "
                            f"logged as text (category, call site and message) in category "
                            f"{OVERFLOW_CATEGORY!r}")
                 src = EventSource(len(self.sources) + 1, severity, OVERFLOW_CATEGORY, "", "",
@@ -200,6 +201,13 @@ class Registry:
                 self.note(src)
                 self._overflow[severity] = src
             return src
+
+    def _limit_reached(self) -> str:
+        """Which of the two limits on a session's sources its call sites reached."""
+        if len(self.sources) >= MAX_SOURCES:
+            return f"as many call sites as a stream holds ({MAX_SOURCES:,})"
+        return (f"their text, formats, names and files, reached the {MAX_SOURCE_TEXT:,} "
+                f"characters a stream holds, at {len(self.sources):,} sources")
 
     def is_overflow(self, source: EventSource) -> bool:
         """True for a source ``overflow_source`` made."""

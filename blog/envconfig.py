@@ -1,0 +1,44 @@
+"""The environment variables ``basic_config`` reads for what it is not given: ``BLOG_FILE``
+(the output) and ``BLOG_LEVEL`` (the minimum severity). Set but empty is not set."""
+
+from __future__ import annotations
+
+import os
+
+from blogformat.severity import Severity, to_severity
+
+from .errors import ConfigurationError
+
+#: The output of ``basic_config()`` called without one (default ``app.blog``).
+FILE_ENV = "BLOG_FILE"
+#: The minimum severity of ``basic_config()`` called without one (default trace).
+LEVEL_ENV = "BLOG_LEVEL"
+
+
+def output_from_env(default: str = "app.blog") -> str:
+    """The path ``BLOG_FILE`` names, else ``default``; a ConfigurationError naming the
+    variable if it names a directory (a path that cannot be opened raises OSError)."""
+    path = os.environ.get(FILE_ENV)
+    if not path:
+        return default
+    if os.path.isdir(path):
+        raise ConfigurationError(f"{FILE_ENV}={path!r} is a directory: name the log file in "
+                                 f"it ({os.path.join(path, default)!r}, say)")
+    return path
+
+
+def severity_from_env(default: int = Severity.TRACE) -> int:
+    """The severity ``BLOG_LEVEL`` names (``info``, ``WARNING``, ``20``, ``0x100``: a name or
+    a number, a ``logging`` level's too), else ``default``; a ConfigurationError naming the
+    variable for any other value."""
+    raw = os.environ.get(LEVEL_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        value: int | str = int(raw, 0)
+    except ValueError:
+        value = raw
+    try:
+        return to_severity(value)
+    except ValueError as exc:
+        raise ConfigurationError(f"{LEVEL_ENV}={raw!r}: {exc}") from None

@@ -295,8 +295,8 @@ def test_events_logged_before_configuration_reach_the_output_configured_later(tm
     r = run_python("""
         import blog
 
-        def kind(method):     # the C Method, or the Python function that made it
-            return getattr(method, "__qualname__", type(method).__name__)
+        def kind(method):     # the C Method, or a Python function and the code it runs
+            return type(method).__name__, getattr(method, "__code__", None)
 
         log = blog.get_logger("app")
         log.info("early {}", 1)

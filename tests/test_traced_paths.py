@@ -9,7 +9,6 @@ import re
 import pytest
 
 import blog
-import blog.integrations.traced
 from blog import accel
 from helpers import count_tracer_calls, traced_by_reference
 
@@ -85,15 +84,12 @@ CASES = [
 
 
 def _shown(ev) -> tuple:
-    """What bread reads of a traced event, its duration left out; an exception's frames
-    without the Python wrapper's own (the C wrapper has no Python frame)."""
+    """What bread reads of a traced event, its duration left out."""
     fields = dict(ev.fields)
     fields.pop("duration_ms", None)
     exc = fields.get("exception")
     if exc is not None:
-        wrapper = blog.integrations.traced.__file__
-        fields["exception"] = (exc.type, exc.message,
-                               [f[:3] for f in exc.frames if f[0] != wrapper])
+        fields["exception"] = (exc.type, exc.message, exc.frames, exc.traceback)
     src = ev.source
     return (ev.severity, ev.category, src.function, src.file, src.line, src.format,
             src.field_names, re.sub(r" in [0-9.]+ ms$", "", ev.message), fields)
@@ -118,3 +114,18 @@ def test_the_fast_path_writes_what_the_reference_path_writes(logged, monkeypatch
     events = [_shown(ev) for ev in logged.read()]
     assert len(events) == 6      # each call: its call event, then its return or exception
     assert events[2:4] == events[4:6]
+
+
+def test_the_callers_traceback_has_no_frame_of_the_wrapper(logged):
+    # Both wrappers: the C one has no Python frame, the Python one leaves its own out.
+    def fails(x):
+        if x:
+            raise ValueError(x)
+
+    for f in (blog.traced(fails, session=logged.session),
+              traced_by_reference(fails, session=logged.session)):
+        f(0)                                # the C path's sources registered
+        with pytest.raises(ValueError) as info:
+            f(1)
+        assert [e.name for e in info.traceback] == [
+            "test_the_callers_traceback_has_no_frame_of_the_wrapper", "fails"]

@@ -310,6 +310,9 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
                 try:
                     value = f(*args, **kwargs)
                 except BaseException as exc:
+                    # From the traced function on, without this frame: as from the C
+                    # wrapper, in the file and for the caller.
+                    exc.__traceback__ = exc.__traceback__ and exc.__traceback__.tb_next
                     t.raised(start, exc)
                     raise
                 return t.returned(start, value)

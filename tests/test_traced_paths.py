@@ -129,3 +129,30 @@ def test_the_callers_traceback_has_no_frame_of_the_wrapper(logged):
             f(1)
         assert [e.name for e in info.traceback] == [
             "test_the_callers_traceback_has_no_frame_of_the_wrapper", "fails"]
+
+
+def test_in_a_context_or_with_a_backtrace_the_python_path_decides(make_logged):
+    logged = make_logged(min_severity="info")
+    s = logged.session
+
+    @blog.traced(session=s, severity="info")
+    def f(x):
+        return x
+
+    @blog.traced(session=s, severity="debug")
+    def g(x):
+        return x
+
+    f(1)                            # its sources registered: the fast path from now on
+    g(1)                            # below the minimum: nothing
+    with blog.context(job="j1"):
+        f(2)
+    s.use_backtrace(5, least="debug")
+    g(3)                            # kept in the backtrace, written before the error
+    s.get_logger("main").error("boom")
+    got = [(ev.message.split(" in ")[0].rsplit(".", 1)[-1], ev.fields.get("job"),
+            ev.backtrace) for ev in logged.read()]
+    assert got == [("f(x=1)", None, False), ("f returned 1", None, False),
+                   ("f(x=2)", "j1", False), ("f returned 2", "j1", False),
+                   ("g(x=3)", None, True), ("g returned 3", None, True),
+                   ("boom", None, False)]

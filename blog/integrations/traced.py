@@ -71,6 +71,8 @@ class _Tracer:
         self.fn = fn
         self.session = session
         self.logger = session.get_logger(category)
+        self.registry = session.registry
+        self.local = session.writers.local     # the thread's channel (.c), as the loggers'
         self.category = category
         self.severity = severity
         self.error_severity = error_severity
@@ -114,13 +116,13 @@ class _Tracer:
             where = f"{self.file}:{self.line} ({self.name})"
             sev = self.error_severity if kind == _RAISE else self.severity
             try:
-                src = self.session.registry.add_source(   # keyed by this tracer (kept alive by it)
+                src = self.registry.add_source(   # keyed by this tracer (kept alive by it)
                     key=("traced", self, kind, names), severity=sev, category=self.category,
                     function=self.name, file=self.file, line=self.line, format=fmt,
                     arg_tags="", field_names=names, positional=0,
                     template=check_template(fmt, 0, names, where))
             except TooManySources:
-                src = self.session.registry.overflow_source(sev)
+                src = self.registry.overflow_source(sev)
             with self._lock:
                 if len(self._sources) < 256:
                     self._sources[(kind, names)] = src
@@ -131,14 +133,14 @@ class _Tracer:
         """Set ``fast_sids`` once the sources of a call without context are registered."""
         call = self._sources.get((_CALL, self.shown))
         ret = self._sources.get((_RETURN, self.result_names))
-        reg = self.session.registry
+        reg = self.registry
         if call is not None and ret is not None and not (reg.is_overflow(call)
                                                          or reg.is_overflow(ret)):
             self.fast_sids = (call.id, ret.id)
 
     def log(self, kind: str, fields: dict[str, Any]) -> None:
         sev = self.error_severity if kind == _RAISE else self.severity
-        bt = self.session.backtrace
+        bt = self.registry.backtrace
         keep = sev < self.logger.threshold      # below the minimum: the backtrace's, if any
         if keep and (bt is None or sev < bt.least):
             return
@@ -146,10 +148,18 @@ class _Tracer:
         if context_state.in_use:
             fields = with_context(fields)
         names = tuple(fields)
-        src = self._source(kind, names)
+        src = self._sources.get((kind, names)) or self._source(kind, names)
         values = tuple(fields.values())
-        if self.session.registry.is_overflow(src):
+        if self.registry.is_overflow(src):
             values, names = (self.formats[kind] + " " + repr(fields),), ()
+        if bt is None and not keep:     # as a logger's fast path: into the thread's channel
+            try:
+                ch = self.local.c
+            except AttributeError:
+                ch = self.session.writers.new_writer().channel
+            if not ch.push_values(src.id, clock, values):   # values to capture, or full
+                ch.on_overflow(src.id, clock, src.template, values, names)
+            return
         writer = self.session.writers.writer()
         if keep:
             writer.keep(src.id, clock, src.template, values, names)
@@ -159,7 +169,7 @@ class _Tracer:
         writer.push_event(src.id, clock, src.template, values, names)
 
     def enter(self, args: tuple, kwargs: dict) -> int:
-        bt = self.session.backtrace
+        bt = self.registry.backtrace
         least = self.logger.threshold
         if bt is not None:
             least = min(least, bt.least)
@@ -205,7 +215,7 @@ class _Tracer:
 
     def plan(self) -> FastPlan:
         """What the C fast path reads of this tracer."""
-        return FastPlan(self, self.logger, self.session.registry, self.session.writers.local,
+        return FastPlan(self, self.logger, self.registry, self.local,
                         self.severity, tuple(self.index), self.defaults, _REQUIRED,
                         self.positional, self.posonly, self.shown_at, self.result)
 

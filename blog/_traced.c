@@ -154,6 +154,8 @@ returned(TracedCall *self, long long start, PyObject *res)
 {
     long long end = perf_ns();
     int on = enabled(self);
+    if (on == 1 && self->return_sid < 0)
+        on = 2;     /* not registered yet: the Python path registers it */
     if (on == 1) {
         PyObject *ms = PyFloat_FromDouble((double)(end - start) / 1e6);
         if (ms == NULL)
@@ -236,9 +238,9 @@ traced_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     }
     long long start = perf_ns();
     PyObject *res = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
-    if (res == NULL)
-        return on == 1 ? raised(self, start) : NULL;
-    return on == 1 ? returned(self, start, res) : res;
+    /* The minimum in force when it ends decides, as in Python (the exception's severity
+     * is its own). */
+    return res == NULL ? raised(self, start) : returned(self, start, res);
 slow:
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }

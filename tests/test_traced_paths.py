@@ -156,3 +156,19 @@ def test_in_a_context_or_with_a_backtrace_the_python_path_decides(make_logged):
                    ("f(x=2)", "j1", False), ("f returned 2", "j1", False),
                    ("g(x=3)", None, True), ("g returned 3", None, True),
                    ("boom", None, False)]
+
+
+def test_below_the_minimum_an_exception_is_still_logged_at_its_own_severity(make_logged):
+    logged = make_logged(min_severity="info")
+
+    @blog.traced(session=logged.session)      # calls at debug: not logged
+    def f(x):
+        if x:
+            raise ValueError(x)
+        return x
+
+    f(0)
+    with pytest.raises(ValueError):
+        f(1)
+    assert [(ev.severity.name, ev.message.split(" in ")[0].rsplit(".", 1)[-1])
+            for ev in logged.read()] == [("ERROR", "f raised ValueError(1)")]

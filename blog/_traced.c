@@ -368,6 +368,18 @@ traced_descr_get(PyObject *self, PyObject *obj, PyObject *type)
     return PyMethod_New(self, obj);   /* a decorated method binds like a function */
 }
 
+/* Pickled by name, as the function it stands for (a module's attribute). */
+static PyObject *
+traced_reduce(PyObject *self, PyObject *unused)
+{
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef traced_methods[] = {
+    {"__reduce__", traced_reduce, METH_NOARGS, "pickled by its qualified name"},
+    {NULL}
+};
+
 static PyGetSetDef traced_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL}
@@ -389,6 +401,7 @@ static PyTypeObject TracedCallType = {
     .tp_getattro = PyObject_GenericGetAttr,
     .tp_setattro = PyObject_GenericSetAttr,
     .tp_getset = traced_getset,
+    .tp_methods = traced_methods,
     .tp_traverse = (traverseproc)traced_traverse,
     .tp_clear = (inquiry)traced_clear,
     .tp_dealloc = (destructor)traced_dealloc,

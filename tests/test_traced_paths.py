@@ -4,6 +4,7 @@ Python call of blog's) writes the events the reference path writes."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 
 import pytest
@@ -29,6 +30,17 @@ def test_a_plain_traced_call_takes_the_fast_path(logged, monkeypatch):
     # C: only the first call takes the Python path (it registers the call's sources).
     assert len(python) == (15 if accel.speedups is None else 1)
     assert len(logged.read()) == 30
+
+
+def doubled(x):
+    return 2 * x
+
+
+def test_a_traced_function_pickles_by_name(logged, monkeypatch):
+    # As a plain function does (multiprocessing sends functions so): the C wrapper too.
+    traced = blog.traced(doubled, session=logged.session)
+    monkeypatch.setitem(globals(), "doubled", traced)     # as the decorator would leave it
+    assert pickle.loads(pickle.dumps(traced)) is traced
 
 
 @dataclasses.dataclass

@@ -35,6 +35,7 @@ typedef struct {
     PyObject *fn;        /* the decorated function */
     PyObject *fallback;  /* the Python wrapper: handles everything else */
     PyObject *dict;      /* __wrapped__, __name__, ... (functools.wraps) */
+    PyObject *weakrefs;  /* a function can be weakly referenced: so can this */
     Py_ssize_t nparams, positional, posonly, nshown;
     Py_ssize_t shown_at[MAX_PARAMS];
     long severity;
@@ -282,6 +283,8 @@ static void
 traced_dealloc(TracedCall *self)
 {
     PyObject_GC_UnTrack(self);
+    if (self->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)self);
     traced_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -397,6 +400,7 @@ static PyTypeObject TracedCallType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(TracedCall, vectorcall),
     .tp_dictoffset = offsetof(TracedCall, dict),
+    .tp_weaklistoffset = offsetof(TracedCall, weakrefs),
     .tp_descr_get = traced_descr_get,
     .tp_getattro = PyObject_GenericGetAttr,
     .tp_setattro = PyObject_GenericSetAttr,

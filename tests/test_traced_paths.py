@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import re
+import weakref
 
 import pytest
 
@@ -36,11 +37,12 @@ def doubled(x):
     return 2 * x
 
 
-def test_a_traced_function_pickles_by_name(logged, monkeypatch):
+def test_a_traced_function_pickles_by_name_and_has_weak_references(logged, monkeypatch):
     # As a plain function does (multiprocessing sends functions so): the C wrapper too.
     traced = blog.traced(doubled, session=logged.session)
     monkeypatch.setitem(globals(), "doubled", traced)     # as the decorator would leave it
     assert pickle.loads(pickle.dumps(traced)) is traced
+    assert weakref.ref(traced)() is traced           # and is weakly referenced as it is
 
 
 @dataclasses.dataclass

@@ -17,9 +17,8 @@ then checks blog's targets against the figures.
     python benchmarks/hot_path.py --quick      # smoke run (a few seconds)
     python benchmarks/hot_path.py --json out.json
 
-Every library writes to its own file in a temporary directory. The optional
-libraries (``pip install -e '.[bench]'``) are reported as "not installed" when
-missing.
+Every library writes to its own file in a temporary directory. The optional libraries
+(``pip install -e '.[bench]'``) are reported as "not installed" when missing.
 """
 
 from __future__ import annotations
@@ -36,11 +35,11 @@ import tempfile
 import time
 from typing import Any, Callable
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # a checkout
 
 import blog  # noqa: E402
 import structured  # noqa: E402  (beside this file: keyword fields, rich values, exceptions)
+import traced_call  # noqa: E402  (beside this file: @blog.traced against the plain call)
 from hot_path_report import blog_hot_path, report  # noqa: E402  (beside this file)
 from timedloop import timed_loop  # noqa: E402  (beside this file)
 
@@ -473,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         per_call(tmp, cfg, out)
         end_to_end(tmp, cfg, out)
+        out["traced"] = traced_call.measure(args.quick, tmp)   # before context is ever used
         context_cost(tmp, cfg, out)  # last: once context is used, every call looks at it
         out["targets"] = report(out, cfg)
         if not args.no_structured:   # keyword fields, rich values, exceptions (structured.py)

@@ -8,6 +8,7 @@
  *   _summary.c   blog/pipeline/summary.py  tally: a channel's events counted per source
  *   _logger.c    blog/pipeline/logger.py   Method: a logger's level methods, by call site
  *   _event.c     blog/integrations/event.py  EventCall: a function decorated with @blog.event
+ *   _traced.c    blog/integrations/traced.py TracedCall: a plain function with @blog.traced
  *   _stdlib.c    blog/stdlib.py        RecordHandler: BlogHandler.handle's common record
  *   _speedups.c  blog/accel.py         the module: its functions and types
  * The buffer and msgpack writing are blogformat/_c's, shared with the reader's extension.
@@ -58,10 +59,11 @@ PyObject *blog_encode_values(PyObject *module, PyObject *const *args, Py_ssize_t
 PyObject *blog_use_registries(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 int blog_encode_init(void);
 
-/* ---- _logger.c, _event.c, _stdlib.c, _summary.c ----------------------------- */
+/* ---- _logger.c, _event.c, _traced.c, _stdlib.c, _summary.c ------------------- */
 
 int blog_logger_init(PyObject *m);
 int blog_event_init(PyObject *m);
+int blog_traced_init(PyObject *m);
 int blog_stdlib_init(PyObject *m);
 PyObject *blog_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 

@@ -60,7 +60,7 @@ PyInit__speedups(void)
     if (m == NULL)
         return NULL;
     if (blog_channel_init(m) < 0 || blog_logger_init(m) < 0 || blog_event_init(m) < 0
-        || blog_stdlib_init(m) < 0) {
+        || blog_traced_init(m) < 0 || blog_stdlib_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

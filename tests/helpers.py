@@ -315,3 +315,34 @@ def format_cache(monkeypatch, chars: int) -> Callable[[], int]:
     from bread import events
     monkeypatch.setattr(events, "_CACHE_CHARS", chars)
     return lambda: sum(len(k if type(k) is str else k[0]) for k in events._templates)
+
+
+def count_tracer_calls(monkeypatch, step: str) -> list[tuple]:
+    """The calls of ``@blog.traced`` functions that reach ``step`` of the Python tracer from
+    now on (their arguments, one entry each): ``"enter"``, the Python wrapper (on the C
+    path: the calls C hands back to Python); ``"bound"``, the binding by
+    ``inspect.Signature.bind`` (the slow one). Reaches into
+    ``blog.integrations.traced._Tracer``: nothing public tells the paths apart."""
+    import blog.integrations.traced as traced
+    calls: list[tuple] = []
+    real = getattr(traced._Tracer, step)
+
+    def counting(self, args, kwargs):
+        calls.append((args, kwargs))
+        return real(self, args, kwargs)
+
+    monkeypatch.setattr(traced._Tracer, step, counting)
+    return calls
+
+def traced_by_reference(fn: Callable, **options) -> Callable:
+    """``blog.traced(fn, **options)`` as the reference path makes it: the Python wrapper,
+    every call bound by ``inspect.Signature.bind``. Reaches into ``blog.accel`` and
+    ``blog.integrations.traced`` while it decorates: both paths write the same events."""
+    import blog.integrations.traced as traced
+    from blog import accel
+    speedups, simple = accel.speedups, traced._simple
+    accel.speedups, traced._simple = None, lambda params: False
+    try:
+        return traced.traced(fn, **options)
+    finally:
+        accel.speedups, traced._simple = speedups, simple

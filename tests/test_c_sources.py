@@ -57,7 +57,7 @@ def test_the_shared_helpers_are_defined_once():
 LEVELS = {
     "bread": {"_speedups.c": 4, "_native.c": 3, "_lines.c": 2, "_events.c": 2,
               "_batches.c": 2, "_decode.c": 1, "_message.h": 0},
-    "blog": {"_speedups.c": 4, "_logger.c": 3, "_event.c": 3, "_stdlib.c": 3,
+    "blog": {"_speedups.c": 4, "_logger.c": 3, "_event.c": 3, "_traced.c": 3, "_stdlib.c": 3,
              "_callpath.h": 3, "_channel.c": 2, "_encode.c": 1, "_summary.c": 1, "_context.c": 0},
 }
 
@@ -89,6 +89,7 @@ def test_each_c_file_calls_only_the_files_below_it(package: str):
 RECORDS = [
     ("blog/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
     ("blog/_logger.c", "CONTEXT", "blog.pipeline.logger", "ContextEntry"),
+    ("blog/_traced.c", "PLAN", "blog.integrations.traced", "FastPlan"),
     ("blog/_encode.c", "RECORD", "blogformat.valueencoding", "RecordInfo"),
     ("blog/_encode.c", "ENUM", "blogformat.valueencoding", "EnumInfo"),
 ]

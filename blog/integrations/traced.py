@@ -11,6 +11,12 @@ result are keyword fields of the events; an excluded argument never reaches the 
 Sync and async functions, generators and async generators (from the first item to
 the last, or to where the loop left them) all work; fields in context
 (``blog.context``) are added as everywhere.
+
+A call binds its arguments without ``inspect.Signature.bind`` where it can
+(``_Tracer.bind_plain``). A plain sync function gets a C wrapper in front
+(``blog/_traced.c``, ``TracedCall``): its calls go from C into the thread's channel, and
+it hands this module's wrapper the rest (the first call, a context, a backtrace, values
+to capture, a full channel, the exception event).
 """
 
 from __future__ import annotations
@@ -19,10 +25,11 @@ import functools
 import inspect
 import threading
 import time
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, NamedTuple, TypeVar
 
 from blogformat.severity import Severity, to_severity
 
+from .. import accel
 from ..contextfields import state as context_state
 from ..contextfields import with_context
 from ..default import default_session
@@ -32,6 +39,33 @@ from ..pipeline.source import TooManySources, check_template
 F = TypeVar("F", bound=Callable[..., Any])
 
 _CALL, _RETURN, _RAISE = "call", "return", "raise"
+
+#: A parameter without a default, in ``_Tracer.defaults``.
+_REQUIRED = inspect.Parameter.empty
+
+
+def _simple(params: Iterable[inspect.Parameter]) -> bool:
+    """True if a call's arguments bind to ``params`` by ``_Tracer.bind_plain``: no
+    ``*args``, no ``**kwargs``, and at most 64 (the C twin's limit)."""
+    ps = list(params)
+    return len(ps) <= 64 and all(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps)
+
+
+class FastPlan(NamedTuple):
+    """What the C ``TracedCall`` reads of a tracer, by position: ``_traced.c``'s PLAN_*
+    indices name these fields in this order (tests/test_c_sources.py checks)."""
+    tracer: _Tracer           # fast_sids; returned and raised, for what C hands back
+    logger: Any               # its threshold is the minimum severity in force
+    registry: Any             # its backtrace: while one is kept, the Python path
+    local: Any                # the session's threading.local (the thread's channel)
+    severity: int
+    names: tuple[str, ...]    # the parameters, in order
+    defaults: tuple           # each one's default, or ``required``
+    required: Any
+    positional: int           # how many may be passed by position
+    posonly: int              # how many only by position
+    shown_at: tuple[int, ...]  # the indices of the parameters logged
+    result: bool              # the return event holds the result
 
 
 class _Tracer:
@@ -43,6 +77,8 @@ class _Tracer:
         self.fn = fn
         self.session = session
         self.logger = session.get_logger(category)
+        self.registry = session.registry
+        self.local = session.writers.local     # the thread's channel (.c), as the loggers'
         self.category = category
         self.severity = severity
         self.error_severity = error_severity
@@ -64,6 +100,20 @@ class _Tracer:
                         _RAISE: f"{self.name} raised {{exception!r}} in {{duration_ms:.3f}} ms"}
         self._sources: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+        # The plain binding of a call (no *args or **kwargs): each parameter's index, its
+        # default (or _REQUIRED), how many may be passed by position, and by position only.
+        self.simple = _simple(params.values())
+        self.index = {n: i for i, n in enumerate(params)}
+        self.defaults = tuple(_REQUIRED if p.default is p.empty else p.default
+                              for p in params.values())
+        self.positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                              for p in params.values())
+        self.posonly = sum(p.kind is p.POSITIONAL_ONLY for p in params.values())
+        self.shown_at = tuple(self.index[n] for n in self.shown)
+        self.result_names = ("result", "duration_ms") if result else ("duration_ms",)
+        #: (call source id, return source id) once both are registered for calls without
+        #: context: the C fast path (TracedCall) reads it until it is set.
+        self.fast_sids: tuple[int, int] | None = None
 
     def _source(self, kind: str, names: tuple[str, ...]) -> Any:
         src = self._sources.get((kind, names))
@@ -72,21 +122,31 @@ class _Tracer:
             where = f"{self.file}:{self.line} ({self.name})"
             sev = self.error_severity if kind == _RAISE else self.severity
             try:
-                src = self.session.registry.add_source(   # keyed by this tracer (kept alive by it)
+                src = self.registry.add_source(   # keyed by this tracer (kept alive by it)
                     key=("traced", self, kind, names), severity=sev, category=self.category,
                     function=self.name, file=self.file, line=self.line, format=fmt,
                     arg_tags="", field_names=names, positional=0,
                     template=check_template(fmt, 0, names, where))
             except TooManySources:
-                src = self.session.registry.overflow_source(sev)
+                src = self.registry.overflow_source(sev)
             with self._lock:
                 if len(self._sources) < 256:
                     self._sources[(kind, names)] = src
+                self._ready()
         return src
+
+    def _ready(self) -> None:
+        """Set ``fast_sids`` once the sources of a call without context are registered."""
+        call = self._sources.get((_CALL, self.shown))
+        ret = self._sources.get((_RETURN, self.result_names))
+        reg = self.registry
+        if call is not None and ret is not None and not (reg.is_overflow(call)
+                                                         or reg.is_overflow(ret)):
+            self.fast_sids = (call.id, ret.id)
 
     def log(self, kind: str, fields: dict[str, Any]) -> None:
         sev = self.error_severity if kind == _RAISE else self.severity
-        bt = self.session.backtrace
+        bt = self.registry.backtrace
         keep = sev < self.logger.threshold      # below the minimum: the backtrace's, if any
         if keep and (bt is None or sev < bt.least):
             return
@@ -94,10 +154,18 @@ class _Tracer:
         if context_state.in_use:
             fields = with_context(fields)
         names = tuple(fields)
-        src = self._source(kind, names)
+        src = self._sources.get((kind, names)) or self._source(kind, names)
         values = tuple(fields.values())
-        if self.session.registry.is_overflow(src):
+        if self.registry.is_overflow(src):
             values, names = (self.formats[kind] + " " + repr(fields),), ()
+        if bt is None and not keep:     # as a logger's fast path: into the thread's channel
+            try:
+                ch = self.local.c
+            except AttributeError:
+                ch = self.session.writers.new_writer().channel
+            if not ch.push_values(src.id, clock, values):   # values to capture, or full
+                ch.on_overflow(src.id, clock, src.template, values, names)
+            return
         writer = self.session.writers.writer()
         if keep:
             writer.keep(src.id, clock, src.template, values, names)
@@ -107,22 +175,55 @@ class _Tracer:
         writer.push_event(src.id, clock, src.template, values, names)
 
     def enter(self, args: tuple, kwargs: dict) -> int:
-        bt = self.session.backtrace
+        bt = self.registry.backtrace
         least = self.logger.threshold
         if bt is not None:
             least = min(least, bt.least)
         if self.severity >= least:
-            try:
-                bound = self.signature.bind(*args, **kwargs)
-                bound.apply_defaults()
-                fields = {n: bound.arguments[n] for n in self.shown}
-            except TypeError:   # the call itself fails the same way, and is logged so
-                fields = {n: "<not bound>" for n in self.shown}
-            if self.var_keyword in fields and self.hidden_keys:
-                fields[self.var_keyword] = {k: v for k, v in fields[self.var_keyword].items()
-                                            if k not in self.hidden_keys}
-            self.log(_CALL, fields)
+            self.log(_CALL, self.fields(args, kwargs))
         return time.perf_counter_ns()
+
+    def fields(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """The logged arguments of a call, by name: as ``inspect.Signature.bind`` with the
+        defaults applied would give them (it does, where the call is not a plain one)."""
+        values = self.bind_plain(args, kwargs) if self.simple else None
+        if values is None:
+            return self.bound(args, kwargs)
+        return {n: values[i] for n, i in zip(self.shown, self.shown_at)}
+
+    def bound(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """``fields`` of any call, by ``inspect.Signature.bind``."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            fields = {n: bound.arguments[n] for n in self.shown}
+        except TypeError:   # the call itself fails the same way, and is logged so
+            return {n: "<not bound>" for n in self.shown}
+        if self.var_keyword in fields and self.hidden_keys:
+            fields[self.var_keyword] = {k: v for k, v in fields[self.var_keyword].items()
+                                        if k not in self.hidden_keys}
+        return fields
+
+    def bind_plain(self, args: tuple, kwargs: dict) -> list | None:
+        """Every parameter's value of a call to a function without ``*args`` or
+        ``**kwargs``, in order; None where binding would fail (the slow path says how).
+        ``_traced.c``'s bind is its C twin."""
+        n = len(args)
+        if n > self.positional:
+            return None
+        values = [*args, *self.defaults[n:]]
+        for k, v in kwargs.items():
+            i = self.index.get(k, -1)
+            if i < n or i < self.posonly:
+                return None    # unknown, given by position too, or positional only
+            values[i] = v
+        return None if any(v is _REQUIRED for v in values) else values
+
+    def plan(self) -> FastPlan:
+        """What the C fast path reads of this tracer."""
+        return FastPlan(self, self.logger, self.registry, self.local,
+                        self.severity, tuple(self.index), self.defaults, _REQUIRED,
+                        self.positional, self.posonly, self.shown_at, self.result)
 
     def returned(self, start: int, value: Any) -> Any:
         """Log the return of ``value``; ``value``, for the wrapper to return."""
@@ -225,10 +326,18 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
                 try:
                     value = f(*args, **kwargs)
                 except BaseException as exc:
+                    # From the traced function on, without this frame: as from the C
+                    # wrapper, in the file and for the caller.
+                    exc.__traceback__ = exc.__traceback__ and exc.__traceback__.tb_next
                     t.raised(start, exc)
                     raise
                 return t.returned(start, value)
             wrapper = call
+            if accel.speedups is not None and t.simple:
+                # The C fast path in front: arguments bound as bind_plain binds them, no
+                # backtrace kept, no fields in context, the channel below its limit.
+                wrapper = accel.speedups.TracedCall(t.plan(), f, call)
+                functools.update_wrapper(wrapper, f)
         return wrapper
 
     if fn is not None:

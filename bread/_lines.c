@@ -1,6 +1,7 @@
 /* bread/_lines.c: an event as a text line, its twins bread/lines.py (LineSink) and
  * bread/render.py: the event format's items, the date and clock, the message of {}
- * placeholders of None, bool, int, float and str, and the escaping of control characters.
+ * placeholders of None, bool, int, float and str, and the escaping of control characters;
+ * an event with an exception among its fields is Python's (its traceback under its line).
  */
 #include "_extension.h"
 #include "_message.h"
@@ -171,6 +172,15 @@ escape_line(Buf *o, Py_ssize_t start)
     return 0;
 }
 
+/* Whether one of the event's keyword fields (its last nnames args) is an exception. */
+static int
+has_exception(const Source *src, const Val *args, Py_ssize_t nargs)
+{
+    for (Py_ssize_t i = nargs - src->nnames; i < nargs; i++)
+        if (i >= 0 && args[i].kind == V_EXT && args[i].i == EXT_EXCEPTION) return 1;
+    return 0;
+}
+
 /* Render one event; 1 done, 0 Python must render it, -1 error. On 0 the
  * buffer is as it was. */
 static int
@@ -196,6 +206,7 @@ render_line(Renderer *self, long long wid, long long sid, long long clock,
         case IT_WNAME: r = buf_put(o, w->name, w->nname) < 0 ? -1 : 1; break;
         case IT_WID: r = buf_put(o, w->id, w->nid) < 0 ? -1 : 1; break;
         case IT_MSG: r = bread_put_message(o, src, args, nargs); break;
+        case IT_EXC: r = !has_exception(src, args, nargs); break;
         default: r = 0;
         }
         if (r <= 0) {

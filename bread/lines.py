@@ -112,7 +112,8 @@ class LineSink:
         """The event format for this source of a stream from ``origin``: literals with the
         source's fields and the process's (host, pid, program) rendered, codes for the
         rest. A file header starts the sources afresh, so the process is fixed per source."""
-        items: list = []
+        items: list = [ord("x")] if src.field_names and self.printer.shows_tracebacks(origin) \
+            else []   # an event with an exception among its fields: Python shows it
         text = ""
         for lit, code in self.printer.parts:
             text += lit

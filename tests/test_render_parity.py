@@ -13,8 +13,10 @@ import io
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgpack import ExtType
 
 import bread
+from blogformat import TEXT_VERSION
 from blogformat import frames as fmt
 from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp, encode_metadata,
                                 header_payload)
@@ -59,8 +61,8 @@ def render(data: bytes, printer: PrettyPrinter, escape: bool, use_c: bool,
 
 def both(data: bytes, fmt_: str = "%S %C [%d] %n %m (%G:%L) %u %r %t %I %T %P",
          date: str = "%Y-%m-%d %H:%M:%S.%N %z %Z", escape: bool = False,
-         max_out: int | None = None, color: bool = False) -> bytes:
-    printer = PrettyPrinter(fmt_, date, color=color)
+         max_out: int | None = None, color: bool = False, traceback: bool | None = None) -> bytes:
+    printer = PrettyPrinter(fmt_, date, color=color, traceback=traceback)
     c = render(data, printer, escape, True, max_out)
     py = render(data, printer, escape, False)
     assert c == py
@@ -79,6 +81,16 @@ _scalar = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.integ
 _value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3)
                       | st.dictionaries(_text, inner, max_size=2) | st.tuples(inner), max_leaves=5)
 
+
+#: Exceptions as blog encodes them (extension 13): never raised, and with frames and a
+#: message whose lines and control characters a traceback shows.
+_exception = st.sampled_from([
+    ExtType(13, packb(["builtins.KeyError", "'k'", None, None, None, None])),
+    ExtType(13, packb(["app.Bad", "two\nlines \x1b[2J\u202e", None,
+                       [["/p/x.py", 3, "f"], ["/p/y.py", 9, "g", "raise Bad()"]],
+                       ["a note"], [["builtins.OSError", "", None, None, 1]]])),
+    ExtType(13, packb(["builtins.ValueError", "old text", "Traceback ...\nValueError: old\n"]))])
+_rich = _value | _exception
 
 _plain = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats()
           | st.sampled_from([101.25, 0.1, -0.0, 1e16, 12.0]) | _text)
@@ -114,9 +126,9 @@ def a_file(draw) -> bytes:
             args += draw(st.lists(_plain, min_size=len(src.field_names),
                                   max_size=len(src.field_names)))
             if not draw(st.integers(0, 5)):
-                args[draw(st.integers(0, max(0, len(args) - 1))):] = [draw(_value)]
+                args[draw(st.integers(0, max(0, len(args) - 1))):] = [draw(_rich)]
         else:
-            args = draw(st.lists(_value, max_size=4))
+            args = draw(st.lists(_rich, max_size=4))
         ev = [sid, draw(st.integers(-10**12, 10**12)), args]
         if draw(st.integers(0, 9)) == 0:
             ev.append(draw(st.sampled_from([{0: "captured"}, "not a map", {}])))
@@ -124,7 +136,8 @@ def a_file(draw) -> bytes:
     clock0 = 1_700_000_000 * 10**9
     sync = draw(st.sampled_from([None, ClockSync(clock0, 10**6, 5, -7200, ""),
                                  ClockSync(clock0, 3, 2**62, 0, "UTC")]))
-    return build(sources, events, events_per_frame=draw(st.integers(1, 8)), sync=sync)
+    return build(sources, events, events_per_frame=draw(st.integers(1, 8)), sync=sync,
+                 descriptor=draw(st.sampled_from([None, {"text_version": TEXT_VERSION}])))
 
 
 @needs_c
@@ -133,6 +146,8 @@ def a_file(draw) -> bytes:
 def test_random_files_render_the_same_in_c_and_python(data, escape, color):
     both(data, escape=escape, color=color)
     both(data, fmt_="%m", escape=escape, color=color)
+    both(data, fmt_="%m", escape=escape, color=color, traceback=True)
+    both(data, fmt_="%m", escape=escape, color=color, traceback=False)
 
 
 #: Every character the escaping turns into \uNNNN, and their neighbours in UTF-8, kept.

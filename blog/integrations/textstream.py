@@ -39,14 +39,15 @@ class _Live:
     """One event written to a TextStream, as its printer reads it (``pretty.Event``)."""
 
     __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "fields", "texts",
-                 "template", "host", "pid", "program")
+                 "template", "host", "pid", "program", "text_version")
 
     def __init__(self, source: EventSource, writer: WriterProp, clock: int, ns: int,
                  tz: _dt.tzinfo, args: list, fields: dict, texts: dict,
                  template: Template | None, process: tuple) -> None:
         self.source, self.writer_prop, self.clock, self.ns, self.tz = source, writer, clock, ns, tz
         self.args, self.fields, self.texts, self.template = args, fields, texts, template
-        self.host, self.pid, self.program = process   # the session's, as its file header says
+        # the session's, as its file header says
+        self.host, self.pid, self.program, self.text_version = process
 
     @property
     def message(self) -> str:
@@ -60,15 +61,17 @@ class TextStream:
 
     ``format`` and ``date_format`` take bread's placeholders (``bread --help``);
     ``min_severity`` leaves out the events below it; ``color`` (default: when
-    ``file`` is a terminal) colours lines by severity. Control characters and the
-    bidirectional format characters in the events' text are escaped, as bread escapes
-    them (``bread.render.escape_controls``).
+    ``file`` is a terminal) colours lines by severity; ``traceback=False`` leaves out the
+    tracebacks shown under events that have an exception among their fields
+    (``log.exception``). Control characters and the bidirectional format characters in
+    the events' text are escaped, as bread escapes them (``bread.render.escape_controls``),
+    tracebacks included.
     """
 
     def __init__(self, file: TextIO, *, format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT,
                  min_severity: Severity | int | str = Severity.TRACE,
-                 color: bool | None = None) -> None:
+                 color: bool | None = None, traceback: bool = True) -> None:
         if not callable(getattr(file, "write", None)):
             raise TypeError(f"TextStream needs a text file to write to, not "
                             f"{type(file).__name__}")
@@ -82,7 +85,8 @@ class TextStream:
                 color = bool(isatty()) if isatty is not None else False
             except (OSError, ValueError):
                 color = False
-        self.printer = PrettyPrinter(format, date_format, color=color)
+        self.printer = PrettyPrinter(format, date_format, color=color,
+                                     traceback=None if traceback else False)
         self._lock = threading.Lock()
         self._new_stream()
 
@@ -93,7 +97,7 @@ class TextStream:
         self._sync = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
         self._tz: _dt.tzinfo = _UTC
         self._types = TypeTable()
-        self._process: tuple = (None, None, None)   # host, pid, program
+        self._process: tuple = (None, None, None, 1)   # host, pid, program, text_version
 
     def write(self, data: bytes) -> int:
         """Take whole frames (a session writes nothing else) and show their events."""
@@ -111,7 +115,9 @@ class TextStream:
                 if kind == FRAME_HEADER:
                     self._new_stream()
                     d = decode_header(payload, start).descriptor
-                    self._process = (d.get("host"), d.get("pid"), d.get("program"))
+                    text = d.get("text_version")
+                    self._process = (d.get("host"), d.get("pid"), d.get("program"),
+                                     text if type(text) is int else 1)
                 elif kind == FRAME_METADATA:
                     for e in decode_metadata_frame(payload, start):
                         self._apply(e)

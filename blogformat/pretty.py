@@ -21,7 +21,7 @@ from .tracebacks import render as render_traceback
 from .tracebacks import shown_type
 from .valueclasses import ExceptionValue
 
-DEFAULT_FORMAT = "%S %C [%d] %n %m (%G:%L)"
+DEFAULT_FORMAT = "%S %C [%d] %n %m%K (%G:%L)"
 #: Before the message (``%m``) of an event written from a backtrace buffer.
 BACKTRACE_MARK = "[backtrace] "
 DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
@@ -237,8 +237,8 @@ PROCESS_TEXT: dict[str, Callable[[Process], str]] = {
 def fields_text(event: Event) -> str:
     """An event's keyword fields as ``name=value`` pairs (``%k``): its call's fields and
     those of its context (``blog.context``). A str value is quoted (repr) if it is empty or
-    holds a space, ``=`` or a quote; any other value is shown as ``{}`` would show it; a
-    name that is not an identifier is quoted."""
+    holds a space, ``=`` or a quote; an exception as ``KeyError('k')`` (``exception_text``);
+    any other value as ``{}`` would show it; a name that is not an identifier is quoted."""
     fields = event.fields
     if not fields:
         return ""
@@ -251,9 +251,23 @@ def fields_text(event: Event) -> str:
             text = exception_text(value)
         else:
             text = render_safe(value, None, "", decoded=True)
-        out.append(f"{name if name.isidentifier() else repr(name)}={text}")
+        out.append(f"{field_name(name)}={text}")
     text = " ".join(out)
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + CUT_MARK
+
+
+def field_name(name: str) -> str:
+    """A field's name as ``%k`` shows it: quoted (repr) if it is not an identifier."""
+    return name if name.isidentifier() else repr(name)
+
+
+def shown_fields(event: Event) -> str:
+    """``%K``, the fields of the default format: ``%k``'s text after a space, if the event
+    has fields and its stream's header asks for them (``TEXT_VERSION``); else nothing."""
+    if not event.source.field_names or event.text_version < TEXT_VERSION:
+        return ""
+    text = fields_text(event)
+    return " " + text if text else ""
 
 
 def exception_text(exc: ExceptionValue) -> str:
@@ -293,7 +307,7 @@ class PrettyPrinter:
     for them (``TEXT_VERSION``).
     """
 
-    CODES = "ISCMFGLPTntdurmkhpa"
+    CODES = "ISCMFGLPTntdurmkKhpa"
 
     def __init__(self, event_format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None,
@@ -324,6 +338,7 @@ class PrettyPrinter:
             "m": lambda e: BACKTRACE_MARK + e.message if e.source.flags & SOURCE_BACKTRACE
             else e.message,
             "k": fields_text,
+            "K": shown_fields,
         }[code]
 
     def __call__(self, event: Event) -> str:

@@ -22,7 +22,7 @@ from blogformat.entries import (BatchHeader, ClockSync, EventSource, WriterProp,
                                 header_payload)
 from blogformat.valueencoding import packb
 from bread import accel, lines
-from bread.render import PrettyPrinter
+from bread.render import DEFAULT_FORMAT, PrettyPrinter
 from helpers import count_reader_fallbacks, texts_kept
 
 C = accel.speedups
@@ -148,6 +148,7 @@ def test_random_files_render_the_same_in_c_and_python(data, escape, color):
     both(data, fmt_="%m", escape=escape, color=color)
     both(data, fmt_="%m", escape=escape, color=color, traceback=True)
     both(data, fmt_="%m", escape=escape, color=color, traceback=False)
+    both(data, fmt_=DEFAULT_FORMAT, escape=escape, color=color)
 
 
 #: Every character the escaping turns into \uNNNN, and their neighbours in UTF-8, kept.
@@ -240,6 +241,31 @@ def test_events_the_c_renderer_leaves_to_python_are_few_on_a_plain_file(monkeypa
     calls = count_reader_fallbacks(monkeypatch)
     both(data)
     assert calls == []
+
+
+@needs_c
+def test_the_c_renderer_shows_plain_fields_itself_and_as_python_does(monkeypatch):
+    # Proves: %K (the default format's fields) of ints, floats, None, bools and str that
+    # need no quotes is rendered in C; a str it would quote, a rich value or an exception
+    # goes to Python; the bytes are the same either way.
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "disk {} at {}%", "str,float,str",
+                      ("host", "n", "ok", "x", "my name"), 2)
+    plain = [[1, 1000, ["/", 93.5, "db1", i, None, True, 2.5]] for i in range(100)]
+    rich = [[1, 1000, ["/", 1.0, "two words", 1, 2, [1], "é"]],
+            [1, 1000, ["/", 1.0, "", 1, 2, 3,
+                       ExtType(13, packb(["builtins.KeyError", "'k'", None]))]]]
+    data = build([src], plain, descriptor={"text_version": TEXT_VERSION})
+    calls = count_reader_fallbacks(monkeypatch)
+    out = both(data, fmt_=DEFAULT_FORMAT).decode()
+    assert calls == []
+    assert out.splitlines()[0].endswith(
+        "disk / at 93.5% host=db1 n=0 ok=None x=True 'my name'=2.5 (x.py:1)")
+    out = both(build([src], rich, descriptor={"text_version": TEXT_VERSION}),
+               fmt_="%m%K").decode()
+    assert len(calls) == 2
+    assert out == ("disk / at 1.0% host='two words' n=1 ok=2 x=[1] 'my name'=é\n"
+                   "disk / at 1.0% host='' n=1 ok=2 x=3 'my name'=KeyError('k')\n"
+                   "    KeyError: 'k'\n")
 
 
 # --- bread.read: the C decoder gives the Events EventStream gives --------------------

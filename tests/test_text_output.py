@@ -1,5 +1,6 @@
 """What a person sees in text (bread's lines, blog.TextStream): the traceback of a logged
-exception under its event, as Python prints it; the same on the C and the Python path.
+exception under its event, as Python prints it, and an event's fields on its line in the
+default format (``%K``); the same on the C and the Python path.
 
 Files whose header does not ask for it (``text_version``: blog's before it, other
 producers', the golden files) keep the text they had.
@@ -15,7 +16,9 @@ from pathlib import Path
 import pytest
 
 import blog
+from blogformat.entries import EventSource
 from helpers import run_cli
+from test_render_parity import build
 from test_tracebacks import _caught, _chained, _stdlib_text
 
 GOLDEN_EXCEPTIONS = Path(__file__).parent / "data" / "v1" / "exceptions.blog"
@@ -134,3 +137,39 @@ def test_c_and_python_print_tracebacks_the_same(tmp_path, capsys, monkeypatch, s
         outs.append(run_cli([*sort, str(path)], capsys))
     assert outs[:2] == outs[2:]
     assert outs[1][1].count("Traceback (most recent call last):") == 20
+
+
+def test_the_default_text_shows_an_events_fields(tmp_path, capsys):
+    # Proves: the default format shows the keyword and context fields after the message
+    # (as %k shows them), nothing for an event without; TextStream shows the same.
+    s = blog.Session()
+    console = io.StringIO()
+    s.add_output(blog.TextStream(console))
+    log = s.get_logger("disk")
+    log.warning("disk {} at {}%", "/", 93.5, host="db1")
+    with blog.context(request="r-7"):
+        log.info("checked", path="/var log")
+    log.info("plain {}", 1)
+    main = blog.MemoryOutputStream()
+    s.consume(main)
+    (tmp_path / "a.blog").write_bytes(main.getvalue())
+    _, out, _ = run_cli([str(tmp_path / "a.blog")], capsys)
+    lines = [line.split("] ", 1)[1].rsplit(":", 1)[0] for line in out.splitlines()]
+    assert lines == ["MainThread disk / at 93.5% host=db1 (test_text_output.py",
+                     "MainThread checked path='/var log' request=r-7 (test_text_output.py",
+                     "MainThread plain 1 (test_text_output.py"]
+    assert out.startswith("WARN disk [")
+    assert console.getvalue() == out
+
+
+def test_files_of_other_producers_keep_their_default_text(tmp_path, capsys):
+    # Proves: a stream whose header does not ask for fields (a C++ binlog-style file, blog's
+    # before; the golden files are pinned by test_golden) shows none in the default format
+    # nor with %K; %k still shows them.
+    src = EventSource(1, 0x80, "c", "f", "x.py", 3, "m {}", "int,str", ("host",), 1)
+    path = tmp_path / "old.blog"
+    path.write_bytes(build([src], [[1, 0, [1, "db1"]]], descriptor={"host": "h"}))
+    _, out, _ = run_cli([str(path)], capsys)
+    assert out.endswith(" main m 1 (x.py:3)\n")
+    _, out, _ = run_cli(["-f", "%m%K|%k", str(path)], capsys)
+    assert out == "m 1|host=db1\n"

@@ -31,6 +31,8 @@ event format placeholders (-f):
   %T argument tags %n writer name   %t writer id     %d time (writer's zone)
   %u time (UTC)    %r raw clock     %m message       %% a percent sign
   %k keyword fields, context fields too, as name=value pairs
+  %K the same after a space, if the event has any and its file's header asks for
+     them (blog's files since 2026-11-27; the default format shows them so)
   %h host          %p process id    %a program       (of the file header)
 date format placeholders (-d):
   %Y year  %y 2-digit year  %m month  %d day  %H hour  %M minute  %S second

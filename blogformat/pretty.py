@@ -18,7 +18,6 @@ from .errors import FormatError
 from .placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from .severity import ABBREVIATIONS
 from .tracebacks import render as render_traceback
-from .tracebacks import shown_type
 from .valueclasses import ExceptionValue
 
 DEFAULT_FORMAT = "%S %C [%d] %n %m%K (%G:%L)"

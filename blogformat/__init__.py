@@ -33,3 +33,9 @@ each pointed to by a section of ``docs/format.md``:
 #: The version of the distribution, blog and bread alike (pyproject.toml's:
 #: tests/test_startup.py checks them equal).
 __version__ = "0.1.0"
+
+#: What a stream's header asks of the text its events are shown as (its descriptor's
+#: ``text_version``, docs/format.md 3): from 2 on, their fields (``%K``) and their exceptions'
+#: tracebacks. Streams that do not say (blog's before it, other producers') keep the text
+#: they had.
+TEXT_VERSION = 2

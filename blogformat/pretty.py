@@ -12,15 +12,20 @@ import os
 import re
 from typing import Any, Callable, Protocol, Sequence
 
+from . import TEXT_VERSION
 from .entries import SOURCE_BACKTRACE, EventSource, WriterProp
 from .errors import FormatError
 from .placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from .severity import ABBREVIATIONS
+from .tracebacks import render as render_traceback
+from .valueclasses import ExceptionValue
 
-DEFAULT_FORMAT = "%S %C [%d] %n %m (%G:%L)"
+DEFAULT_FORMAT = "%S %C [%d] %n %m%K (%G:%L)"
 #: Before the message (``%m``) of an event written from a backtrace buffer.
 BACKTRACE_MARK = "[backtrace] "
 DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
+#: Before each line of a traceback shown under its event.
+TRACEBACK_INDENT = "    "
 
 _UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1)
@@ -38,6 +43,11 @@ class Process(Protocol):
 
     @property
     def program(self) -> str | None: ...
+
+    @property
+    def text_version(self) -> int:
+        """What the stream's header asks of its text (``TEXT_VERSION``), 1 where it does not."""
+        ...
 
 
 class Event(Process, Protocol):
@@ -226,8 +236,8 @@ PROCESS_TEXT: dict[str, Callable[[Process], str]] = {
 def fields_text(event: Event) -> str:
     """An event's keyword fields as ``name=value`` pairs (``%k``): its call's fields and
     those of its context (``blog.context``). A str value is quoted (repr) if it is empty or
-    holds a space, ``=`` or a quote; any other value is shown as ``{}`` would show it; a
-    name that is not an identifier is quoted."""
+    holds a space, ``=`` or a quote; an exception as ``KeyError('k')`` (``exception_text``);
+    any other value as ``{}`` would show it; a name that is not an identifier is quoted."""
     fields = event.fields
     if not fields:
         return ""
@@ -236,25 +246,75 @@ def fields_text(event: Event) -> str:
         if type(value) is str:
             text = repr(value) if (not value or any(c in value for c in " =\"'")
                                    or not value.isprintable()) else value
+        elif type(value) is ExceptionValue:
+            text = exception_text(value)
         else:
             text = render_safe(value, None, "", decoded=True)
-        out.append(f"{name if name.isidentifier() else repr(name)}={text}")
+        out.append(f"{field_name(name)}={text}")
     text = " ".join(out)
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + CUT_MARK
 
 
+def field_name(name: str) -> str:
+    """A field's name as ``%k`` shows it: quoted (repr) if it is not an identifier."""
+    return name if name.isidentifier() else repr(name)
+
+
+def shown_fields(event: Event) -> str:
+    """``%K``, the fields of the default format: ``%k``'s text after a space, if the event
+    has fields and its stream's header asks for them (``TEXT_VERSION``); else nothing."""
+    if not event.source.field_names or event.text_version < TEXT_VERSION:
+        return ""
+    text = fields_text(event)
+    return " " + text if text else ""
+
+
+def exception_text(exc: ExceptionValue) -> str:
+    """An exception as its repr shows it, ``KeyError('missing')``: its type's name and the
+    text it was logged with (``str(exc)``, which for a KeyError is already a repr)."""
+    name = exc.type.rsplit(".", 1)[-1]
+    if not exc.message:
+        return f"{name}()"
+    return f"{name}({exc.message})" if name == "KeyError" else f"{name}({exc.message!r})"
+
+
+def traceback_text(exc: ExceptionValue) -> str:
+    """What Python prints for an exception: its traceback (its chain and notes too), or for
+    one never raised, its last line (``KeyError: 'k'``)."""
+    if exc.traceback is not None:
+        return exc.traceback
+    return render_traceback(exc.type, exc.message, (), exc.notes, exc.chain, None)
+
+
+def tracebacks_text(event: Event, escape: bool) -> str:
+    """The tracebacks of the exceptions among an event's fields, each line on a line of its
+    own after a newline and TRACEBACK_INDENT, escaped if asked; "" for none."""
+    out = []
+    for value in event.fields.values():
+        if type(value) is ExceptionValue:
+            for line in traceback_text(value).rstrip("\n").split("\n"):
+                out.append(f"\n{TRACEBACK_INDENT}{escape_controls(line) if escape else line}")
+    return "".join(out)
+
+
 class PrettyPrinter:
     """Renders events with bread's ``-f`` placeholders (``%S %C [%d] %n %m (%G:%L)`` ...); an
-    unknown placeholder in either format is a FormatError naming it."""
+    unknown placeholder in either format is a FormatError naming it.
 
-    CODES = "ISCMFGLPTntdurmkhpa"
+    ``traceback``: under an event's line, the tracebacks of the exceptions among its fields
+    (``line``): True always, False never, None (the default) where its stream's header asks
+    for them (``TEXT_VERSION``).
+    """
+
+    CODES = "ISCMFGLPTntdurmkKhpa"
 
     def __init__(self, event_format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT, zone: _dt.tzinfo | None = None,
-                 color: bool = False) -> None:
+                 color: bool = False, traceback: bool | None = None) -> None:
         self.date = DateFormat(date_format)
         self.zone = zone   # %d in this zone instead of the writer's (bread --tz)
         self.color = color   # lines coloured by severity (bread --color)
+        self.traceback = traceback
         self.parts = _split(event_format, self.CODES)   # (literal, code or None) pairs
         self._getters = [(lit, self._getter(code)) for lit, code in self.parts]
 
@@ -277,6 +337,7 @@ class PrettyPrinter:
             "m": lambda e: BACKTRACE_MARK + e.message if e.source.flags & SOURCE_BACKTRACE
             else e.message,
             "k": fields_text,
+            "K": shown_fields,
         }[code]
 
     def __call__(self, event: Event) -> str:
@@ -287,12 +348,21 @@ class PrettyPrinter:
                 out.append(get(event))
         return "".join(out)
 
+    def shows_tracebacks(self, process: Process) -> bool:
+        """Whether the events of this stream show their tracebacks (``traceback``)."""
+        if self.traceback is None:
+            return process.text_version >= TEXT_VERSION
+        return self.traceback
+
     def line(self, event: Event, escape: bool) -> str:
-        """The event's line as bread prints it: control characters escaped if asked, then
-        coloured if this printer colours (the colour's own escapes are not escaped)."""
+        """The event's line as bread prints it: control characters escaped if asked, the
+        tracebacks of its exceptions under it (``traceback``), then coloured if this printer
+        colours (the colour's own escapes are not escaped)."""
         text = self(event)
         if escape:
             text = escape_controls(text)
+        if event.source.field_names and self.shows_tracebacks(event):
+            text += tracebacks_text(event, escape)
         if self.color:
             before, after = colors(event.source.severity)
             text = before + text + after

@@ -1,13 +1,14 @@
 """Exceptions as structured frames: what the writer keeps of a traceback, and how a reader
 renders it back as text (docs/format.md 7, extension 13).
 
-The writer walks the traceback and keeps each frame's file, line and function (and the
-source line only when asked): no source file is read and nothing is formatted where the
-exception is logged, which is what makes ``log.exception`` cheap. Chained exceptions
-(``__cause__``, ``__context__``) are kept the same way. A reader renders the text as
-``traceback.format_exception`` lays it out (without the 3.11 position carets), reading
-each source line from the file where it is available: only a regular ``.py`` file of
-bounded size, whatever path an (untrusted) log names.
+The writer walks the traceback and keeps each frame's file, line, function and the
+columns of its instruction (and the source line only when asked): no source file is read
+and nothing is formatted where the exception is logged, which is what makes
+``log.exception`` cheap. Chained exceptions (``__cause__``, ``__context__``) are kept the
+same way. A reader renders the text as ``traceback.format_exception`` lays it out (3.11's
+position markers included, where the file kept the columns), reading each source line
+from the file where it is available: only a regular ``.py`` file of bounded size,
+whatever path an (untrusted) log names.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict
+from itertools import islice
 from typing import Any, Callable
 
 from blogformat.boundedtext import Spent, TextBudget, bounded_text
@@ -37,25 +39,67 @@ SEPARATORS = {
 
 
 def frames(tb: Any, source_lines: bool = False) -> list | None:
-    """``[[file, line, function(, source)], ...]`` of a traceback, most recent call last;
-    None without one. Only the last MAX_FRAMES frames are kept."""
+    """``[[file, line, function, source, positions], ...]`` of a traceback, most recent call
+    last (source: the stripped line if asked, else None; positions: ``position``'s); None
+    without one. Only the last MAX_FRAMES frames are kept."""
     if tb is None:
         return None
     out = []
+    get = _PLACES.get
     while tb is not None:
         code = tb.tb_frame.f_code
-        lineno = tb.tb_lineno
-        f = [code.co_filename, lineno if lineno is not None else 0, code.co_name]
+        lasti = tb.tb_lasti
+        place = get((id(code), lasti))
+        if place is None or place[0] is not code:
+            place = _place(tb, code, lasti)
         if source_lines:
-            f.append(_writer_line(code.co_filename, f[1]))
-        out.append(f)
+            raw = _writer_line(code.co_filename, place[1])
+            pos = place[2]
+            out.append([code.co_filename, place[1], code.co_name, raw.strip(),
+                        # the columns count from the line's start: its indent too
+                        None if pos is None else [*pos, len(raw) - len(raw.lstrip())]])
+        else:
+            out.append([code.co_filename, place[1], code.co_name, None, place[2]])
         tb = tb.tb_next
     return out[-MAX_FRAMES:]
 
 
+#: Where an instruction is, by (id of its code object, its offset): (code, line, positions).
+#: (Positions are a list: the format's packer takes a tuple for a value of its own.)
+#: Finding it decodes the code's tables (microseconds), and an application raises from the
+#: same places. Each entry holds its code object, whose id no other can take while it is
+#: alive (a code object's own hash reads all of it). Emptied when it holds MAX_PLACES.
+_PLACES: dict[tuple, tuple] = {}
+MAX_PLACES = 4096
+
+
+def _place(tb: Any, code: Any, lasti: int) -> tuple:
+    lineno = tb.tb_lineno
+    place = (code, lineno if lineno is not None else 0, position(code, lasti))
+    if len(_PLACES) >= MAX_PLACES:
+        _PLACES.clear()
+    _PLACES[(id(code), lasti)] = place
+    return place
+
+
+def position(code: Any, lasti: int) -> list | None:
+    """``[end line, column, end column]`` of the instruction at ``lasti`` (3.11's
+    ``co_positions``: columns in UTF-8 bytes), what the position markers (``^^^``) under a
+    source line show; None where the code does not say."""
+    if lasti < 0:
+        return None
+    try:
+        pos = next(islice(code.co_positions(), lasti // 2, None), None)
+    except (AttributeError, ValueError):
+        return None
+    if pos is None or None in pos[1:]:
+        return None
+    return list(pos[1:])   # shared by the frames of this place: packed, never changed
+
+
 def _writer_line(filename: str, lineno: int) -> str:
     import linecache          # only when the application asked for source lines
-    return linecache.getline(filename, lineno).strip()
+    return linecache.getline(filename, lineno).rstrip("\r\n")
 
 
 def notes(exc: BaseException, text: Callable[[Any], str]) -> list | None:
@@ -106,7 +150,8 @@ class SourceLines:
         self._lock = threading.Lock()
 
     def line(self, filename: str, lineno: int) -> str | None:
-        """The stripped line, or None if the file is not there (or not one to read)."""
+        """The line as the file has it (without its newline), or None if the file is not
+        there (or not one to read) or the line is blank."""
         with self._lock:
             known = filename in self._files
             lines = self._files.get(filename)
@@ -120,7 +165,8 @@ class SourceLines:
                     self._files.popitem(last=False)
         if lines is None or not 1 <= lineno <= len(lines):
             return None
-        return lines[lineno - 1].strip() or None
+        line = lines[lineno - 1]
+        return line if line.strip() else None
 
     def _load(self, filename: str) -> list[str] | None:
         if type(filename) is not str or not filename.endswith(".py") or "\0" in filename:
@@ -152,7 +198,8 @@ def shown_type(name: str) -> str:
 
 def render(type_: str, message: str, frames_: Any, notes_: Any, chain_: Any,
            lines: SourceLines | None, limit: int = MAX_TRACEBACK_TEXT) -> str:
-    """The text ``traceback.format_exception`` gives (without position carets): of the
+    """The text ``traceback.format_exception`` gives (position markers where the frames
+    have their columns and a source line is at hand): of the
     last MAX_CHAIN chained exceptions and the last MAX_FRAMES frames of each (a file's
     may hold more), at most ``limit`` characters, CUT included."""
     out = TextBudget(limit)
@@ -199,13 +246,18 @@ def _one(type_: Any, message: Any, frames_: Any, notes_: Any, lines: SourceLines
             out.put_str(func)
             put("\n")
             src = f[3] if len(f) > 3 and isinstance(f[3], str) else None
-            if src is None and lines is not None and isinstance(file, str) \
+            pos: Any = f[4] if len(f) > 4 else None
+            if src is not None and src.strip() and _positions(pos, 4):   # kept: its indent
+                src = " " * pos[3] + src
+            elif src is None and lines is not None and isinstance(file, str) \
                     and isinstance(lineno, int):
                 src = lines.line(file, lineno)
-            if src:
+            if src and src.strip():
                 put("    ")
-                put(src)
+                put(src.strip())
                 put("\n")
+                if _positions(pos, 3):
+                    put(_markers(file, lineno, func, src, pos))
         if count > 3:
             put(_repeated(count - 3))
     put(shown_type(type_ if type(type_) is str else bounded_text(type_, None, out.budget)))
@@ -216,6 +268,26 @@ def _one(type_: Any, message: Any, frames_: Any, notes_: Any, lines: SourceLines
     for n in notes_ if isinstance(notes_, (list, tuple)) else ():
         out.put_str(n)
         put("\n")
+
+
+def _positions(pos: Any, n: int) -> bool:
+    """Whether ``pos`` holds at least ``n`` ints within bounds (a file is untrusted)."""
+    return isinstance(pos, (list, tuple)) and len(pos) >= n \
+        and all(type(x) is int and 0 <= x < 1 << 20 for x in pos[:n])
+
+
+def _markers(file: Any, lineno: Any, func: Any, line: str, pos: Any) -> str:
+    """The position markers (``~~~^^^^``) under a frame's source line, as 3.11's traceback
+    prints them (its own code: the markers of each kind of expression), or ""."""
+    import traceback          # only when a traceback with positions is rendered
+    summary = traceback.FrameSummary(str(file), lineno, str(func), lookup_line=False,
+                                     line=line + "\n", end_lineno=pos[0], colno=pos[1],
+                                     end_colno=pos[2])   # the line as linecache gives it
+    try:
+        rows = traceback.StackSummary().format_frame_summary(summary).splitlines(True)
+    except Exception:   # noqa: BLE001 - a crafted position never breaks the rendering
+        return ""
+    return "".join(rows[2:3]) if len(rows) > 2 and not rows[2].startswith("  File") else ""
 
 
 def _repeated(n: int) -> str:

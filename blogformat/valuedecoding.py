@@ -221,12 +221,18 @@ def _shown(e: Any) -> tuple:
 
 
 def _frames(frames: Any) -> tuple:
-    """Decoded traceback frames as tuples: (file, line, function[, source]); the last
-    MAX_FRAMES (a writer keeps no more)."""
+    """Decoded traceback frames as tuples: (file, line, function[, source[, positions]]);
+    the last MAX_FRAMES (a writer keeps no more)."""
     if not isinstance(frames, list):
         return ()
-    return tuple(tuple(f[:4]) for f in frames[-tracebacks.MAX_FRAMES:]
+    return tuple(tuple(f[:5]) for f in frames[-tracebacks.MAX_FRAMES:]
                  if isinstance(f, list) and len(f) >= 3)
+
+
+def _public_frames(frames: tuple) -> tuple:
+    """Frames as ``ExceptionValue`` shows them: (file, line, function[, source]), the
+    positions (rendered as markers) left out, and a source the writer did not keep."""
+    return tuple(f[:4] if len(f) > 3 and isinstance(f[3], str) else f[:3] for f in frames)
 
 
 def _strs(items: Any) -> tuple:
@@ -308,6 +314,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
         chain = tuple((_str(c[0]), _str(c[1]), _frames(c[2]), _strs(c[3]), c[4])
                       for c in chain[-tracebacks.MAX_CHAIN:] if isinstance(c, list) and len(c) >= 5
                       ) if isinstance(chain, list) else ()
+        chain_shown = tuple((c[0], c[1], _public_frames(c[2]), c[3], c[4]) for c in chain)
         t, msg = _str(t), _str(msg)
         if not isinstance(tb, str):
             tb = (_take_text(tracebacks.render(
@@ -315,7 +322,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
                 min(tracebacks.MAX_TRACEBACK_TEXT,
                     getattr(thread_state, "text_left", MAX_DECODED_TEXT))))
                 if frames or chain else None)
-        return ExceptionValue(t, msg, tb, frames, notes, chain)
+        return ExceptionValue(t, msg, tb, _public_frames(frames), notes, chain_shown)
     if code == EXT_OPAQUE:
         t, text = unpackb(data)[:2]
         return OpaqueValue(_str(t), _str(text))

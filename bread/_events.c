@@ -68,7 +68,7 @@ event_object(Renderer *self, long long wid, long long sid, long long clock, cons
     long long ns;
     if (!simple || !event_ns(self, clock, &ns)) return 0;
     for (Py_ssize_t i = 0; i < nargs; i++)
-        if (args[i].kind == V_OTHER) return 0;   /* lists, maps, bin, ext: msgpack decodes them */
+        if (args[i].kind >= V_OTHER) return 0;   /* lists, maps, bin, ext: msgpack decodes them */
     Source *src = sid >= 0 && sid < MAX_IDS ? self->sources[sid] : NULL;
     Writer *w = wid >= 0 && wid < MAX_IDS ? &self->writers[wid] : NULL;
     if (src == NULL || src->obj == NULL || w == NULL || w->obj == NULL || self->tz == NULL)

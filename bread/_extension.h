@@ -29,9 +29,13 @@
 
 /* ---- the Renderer's tables (_native.c) -------------------------------------- */
 
-/* Event format items (bytes literal, or a code rendered per event). */
+/* Event format items (bytes literal, or a code rendered per event). IT_EXC renders nothing:
+ * an event with an exception among its fields goes to Python (its traceback under it);
+ * IT_FIELD the value of the keyword field `index` (%K). */
 enum { IT_LIT = 0, IT_DATE = 'd', IT_UTC = 'u', IT_CLOCK = 'r', IT_MSG = 'm',
-       IT_WNAME = 'n', IT_WID = 't' };
+       IT_WNAME = 'n', IT_WID = 't', IT_EXC = 'x', IT_FIELD = 'K' };
+/* The extension code of an exception (blogformat.values.EXT_EXCEPTION). */
+#define EXT_EXCEPTION 13
 /* Message items. */
 enum { MI_LIT = 0, MI_POS = 1, MI_FIELD = 2 };
 

@@ -1,6 +1,8 @@
 /* bread/_lines.c: an event as a text line, its twins bread/lines.py (LineSink) and
  * bread/render.py: the event format's items, the date and clock, the message of {}
- * placeholders of None, bool, int, float and str, and the escaping of control characters.
+ * placeholders of None, bool, int, float and str, and the escaping of control characters;
+ * the keyword fields of %K (a str that needs no quotes); an event with an exception among
+ * its fields is Python's (its traceback under its line).
  */
 #include "_extension.h"
 #include "_message.h"
@@ -171,6 +173,37 @@ escape_line(Buf *o, Py_ssize_t start)
     return 0;
 }
 
+/* Whether one of the event's keyword fields (its last nnames args) is an exception. */
+static int
+has_exception(const Source *src, const Val *args, Py_ssize_t nargs)
+{
+    for (Py_ssize_t i = nargs - src->nnames; i < nargs; i++)
+        if (i >= 0 && args[i].kind == V_EXT && args[i].i == EXT_EXCEPTION) return 1;
+    return 0;
+}
+
+/* Longest str field shown here, in bytes: with the names' text (bread/lines.py
+ * MAX_NAMES_TEXT), the fields of an event stay far below a cut message. */
+#define MAX_FIELD_STR (1 << 14)
+
+/* A keyword field's value as blogformat.pretty.fields_text shows it: 1 rendered, 0 Python
+ * must (a str it would quote or that is not ASCII, a rich value, no fields), -1 error. */
+static int
+put_field(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs, Py_ssize_t index)
+{
+    if (nargs < src->nnames || index >= src->nnames) return 0;
+    const Val *v = &args[nargs - src->nnames + index];
+    if (v->kind == V_STR) {
+        if (v->n == 0 || v->n > MAX_FIELD_STR) return 0;
+        for (Py_ssize_t i = 0; i < v->n; i++) {
+            unsigned char c = v->s[i];
+            if (c <= 0x20 || c >= 0x7f || c == '=' || c == '"' || c == '\'') return 0;
+        }
+        return buf_put(o, (const char *)v->s, v->n) < 0 ? -1 : 1;
+    }
+    return bread_put_value(o, v);
+}
+
 /* Render one event; 1 done, 0 Python must render it, -1 error. On 0 the
  * buffer is as it was. */
 static int
@@ -196,6 +229,8 @@ render_line(Renderer *self, long long wid, long long sid, long long clock,
         case IT_WNAME: r = buf_put(o, w->name, w->nname) < 0 ? -1 : 1; break;
         case IT_WID: r = buf_put(o, w->id, w->nid) < 0 ? -1 : 1; break;
         case IT_MSG: r = bread_put_message(o, src, args, nargs); break;
+        case IT_EXC: r = !has_exception(src, args, nargs); break;
+        case IT_FIELD: r = put_field(o, src, args, nargs, it->index); break;
         default: r = 0;
         }
         if (r <= 0) {

@@ -18,8 +18,8 @@ free_source(Source *s)
     PyMem_Free(s);
 }
 
-/* Items from a Python sequence of bytes (literals) and ints (codes, or for a
- * message: >= 0 positional index, < 0 field -(j+1)). */
+/* Items from a Python sequence of bytes (literals) and ints (codes, or < 0 the keyword field
+ * -(j+1); for a message: >= 0 positional index, < 0 field -(j+1)). */
 static int
 compile_items(PyObject *hold, PyObject *seq, int message, Item **out, Py_ssize_t *nout)
 {
@@ -42,6 +42,10 @@ compile_items(PyObject *hold, PyObject *seq, int message, Item **out, Py_ssize_t
             if (message) {
                 items[i].code = v >= 0 ? MI_POS : MI_FIELD;
                 items[i].index = v >= 0 ? v : -(v + 1);
+            }
+            else if (v < 0) {
+                items[i].code = IT_FIELD;
+                items[i].index = -(v + 1);
             }
             else
                 items[i].code = (int)v;

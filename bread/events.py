@@ -32,12 +32,14 @@ _NS_MIN, _NS_MAX = -(1 << 63), (1 << 63) - 1
 
 class Origin(Frozen):
     """Where events come from: the input's name, and the host, process id and program
-    that its stream's file header names (None where it does not say)."""
+    that its stream's file header names (None where it does not say), and the text its
+    header asks for (``blogformat.pretty.TEXT_VERSION``; 1 where it does not say)."""
 
     path: str
     host: str | None = None
     pid: int | None = None
     program: str | None = None
+    text_version: int = 1
     #: The offsets of its events frames cut short by the end of the input (5.4).
     unverified: set = field(default_factory=set, hidden=True)
 
@@ -46,9 +48,11 @@ class Origin(Frozen):
         """From a file header's descriptor (untrusted: a value of the wrong type is None)."""
         d = descriptor if type(descriptor) is dict else {}
         host, pid, program = d.get("host"), d.get("pid"), d.get("program")
+        text = d.get("text_version")
         return cls(path, host if type(host) is str else None,
                    pid if type(pid) is int and -(1 << 63) <= pid < (1 << 63) else None,
-                   program if type(program) is str else None)
+                   program if type(program) is str else None,
+                   text if type(text) is int and 1 <= text < (1 << 31) else 1)
 
 
 class Event(EventView):
@@ -87,6 +91,8 @@ class Event(EventView):
     host = property(lambda self: self.origin.host, doc="the host its file header names")
     pid = property(lambda self: self.origin.pid, doc="the process id its file header names")
     program = property(lambda self: self.origin.program, doc="the program its header names")
+    text_version = property(lambda self: self.origin.text_version,
+                            doc="the text its header asks for (blogformat.pretty.TEXT_VERSION)")
 
     @property
     def fields(self) -> dict:

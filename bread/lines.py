@@ -21,10 +21,14 @@ from .decoder import utf8
 from .events import Event, Origin
 from .frames import Frame
 from .merge import clamp64
-from .render import BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, PrettyPrinter, colors
+from .render import (BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, TEXT_VERSION, PrettyPrinter,
+                     colors, field_name)
 
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
+#: The longest text of its field names a source may have for the C renderer to show its
+#: fields (%K): with its values' (bread/_lines.c), far below a cut message.
+MAX_NAMES_TEXT = 4096
 #: About how many bytes of text a block holds at most (the C renderer's per call too: memory
 #: stays bounded however much text the events of one frame make).
 MAX_BLOCK = 1 << 20
@@ -111,8 +115,10 @@ class LineSink:
     def source_items(self, src: EventSource, origin: Origin) -> list:
         """The event format for this source of a stream from ``origin``: literals with the
         source's fields and the process's (host, pid, program) rendered, codes for the
-        rest. A file header starts the sources afresh, so the process is fixed per source."""
-        items: list = []
+        rest (``%K``: a literal `` name=`` and the field's index, ``-(j + 1)``, per field).
+        A file header starts the sources afresh, so the process is fixed per source."""
+        items: list = [ord("x")] if src.field_names and self.printer.shows_tracebacks(origin) \
+            else []   # an event with an exception among its fields: Python shows it
         text = ""
         for lit, code in self.printer.parts:
             text += lit
@@ -124,6 +130,17 @@ class LineSink:
             if code in PROCESS_TEXT:
                 text += PROCESS_TEXT[code](origin)
                 continue
+            if code == "K":
+                if not src.field_names or origin.text_version < TEXT_VERSION:
+                    continue   # shows nothing
+                names = [field_name(n) for n in src.field_names]
+                if len(set(names)) == len(names) and sum(map(len, names)) <= MAX_NAMES_TEXT:
+                    for j, name in enumerate(names):   # " name=" then the field's value
+                        items.append(utf8(f"{text} {name}="))
+                        items.append(-(j + 1))
+                        text = ""
+                    continue
+                code = "k"   # a code C does not know: Python renders the event
             if code == "m" and src.backtrace:
                 text += BACKTRACE_MARK
             if text:

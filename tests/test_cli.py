@@ -135,8 +135,8 @@ DEFAULT_LINE = re.compile(
 
 
 def test_default_format_line_shape(tmp_path, capsysbinary):
-    """Default: ``SEV CAT [YYYY-mm-dd HH:MM:SS.NNNNNNNNN] writer message (file:line)``, one
-    line per event, in file order, every field exactly as the event holds it."""
+    """Default: ``SEV CAT [YYYY-mm-dd HH:MM:SS.NNNNNNNNN] writer message fields (file:line)``,
+    one line per event, in file order, every field exactly as the event holds it."""
     data = session_log()
     rc, out, err = run([write(tmp_path, "a.blog", data)], capsysbinary)
     assert (rc, err) == (0, "")
@@ -149,7 +149,8 @@ def test_default_format_line_shape(tmp_path, capsysbinary):
         sev, cat, date, writer, message, file, lineno = m.groups()
         assert sev == ev.severity.abbrev and cat == ev.category
         assert date == expected_date(ev.ns, ev.tz)
-        assert writer == ev.writer and message == ev.message
+        assert writer == ev.writer and message == ev.message + (
+            " " + bread.render.fields_text(ev) if ev.fields else "")
         assert file == "test_cli.py" and int(lineno) == ev.line
     assert [m.split()[0] for m in lines] == ["INFO", "WARN", "ERRO", "CRIT"]
     assert lines[0].endswith(f"MainThread order 42 filled at 101.25 "

@@ -13,14 +13,16 @@ import io
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgpack import ExtType
 
 import bread
+from blogformat import TEXT_VERSION
 from blogformat import frames as fmt
 from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metadata, header_payload
 from blogformat.eventframes import BatchHeader
 from blogformat.valueencoding import packb
 from bread import accel, lines
-from bread.render import PrettyPrinter
+from bread.render import DEFAULT_FORMAT, PrettyPrinter
 from helpers import count_reader_fallbacks, texts_kept
 
 C = accel.speedups
@@ -59,8 +61,8 @@ def render(data: bytes, printer: PrettyPrinter, escape: bool, use_c: bool,
 
 def both(data: bytes, fmt_: str = "%S %C [%d] %n %m (%G:%L) %u %r %t %I %T %P",
          date: str = "%Y-%m-%d %H:%M:%S.%N %z %Z", escape: bool = False,
-         max_out: int | None = None, color: bool = False) -> bytes:
-    printer = PrettyPrinter(fmt_, date, color=color)
+         max_out: int | None = None, color: bool = False, traceback: bool | None = None) -> bytes:
+    printer = PrettyPrinter(fmt_, date, color=color, traceback=traceback)
     c = render(data, printer, escape, True, max_out)
     py = render(data, printer, escape, False)
     assert c == py
@@ -79,6 +81,16 @@ _scalar = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.integ
 _value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3)
                       | st.dictionaries(_text, inner, max_size=2) | st.tuples(inner), max_leaves=5)
 
+
+#: Exceptions as blog encodes them (extension 13): never raised, and with frames and a
+#: message whose lines and control characters a traceback shows.
+_exception = st.sampled_from([
+    ExtType(13, packb(["builtins.KeyError", "'k'", None, None, None, None])),
+    ExtType(13, packb(["app.Bad", "two\nlines \x1b[2J\u202e", None,
+                       [["/p/x.py", 3, "f"], ["/p/y.py", 9, "g", "raise Bad()"]],
+                       ["a note"], [["builtins.OSError", "", None, None, 1]]])),
+    ExtType(13, packb(["builtins.ValueError", "old text", "Traceback ...\nValueError: old\n"]))])
+_rich = _value | _exception
 
 _plain = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats()
           | st.sampled_from([101.25, 0.1, -0.0, 1e16, 12.0]) | _text)
@@ -114,9 +126,9 @@ def a_file(draw) -> bytes:
             args += draw(st.lists(_plain, min_size=len(src.field_names),
                                   max_size=len(src.field_names)))
             if not draw(st.integers(0, 5)):
-                args[draw(st.integers(0, max(0, len(args) - 1))):] = [draw(_value)]
+                args[draw(st.integers(0, max(0, len(args) - 1))):] = [draw(_rich)]
         else:
-            args = draw(st.lists(_value, max_size=4))
+            args = draw(st.lists(_rich, max_size=4))
         ev = [sid, draw(st.integers(-10**12, 10**12)), args]
         if draw(st.integers(0, 9)) == 0:
             ev.append(draw(st.sampled_from([{0: "captured"}, "not a map", {}])))
@@ -124,7 +136,8 @@ def a_file(draw) -> bytes:
     clock0 = 1_700_000_000 * 10**9
     sync = draw(st.sampled_from([None, ClockSync(clock0, 10**6, 5, -7200, ""),
                                  ClockSync(clock0, 3, 2**62, 0, "UTC")]))
-    return build(sources, events, events_per_frame=draw(st.integers(1, 8)), sync=sync)
+    return build(sources, events, events_per_frame=draw(st.integers(1, 8)), sync=sync,
+                 descriptor=draw(st.sampled_from([None, {"text_version": TEXT_VERSION}])))
 
 
 @needs_c
@@ -133,6 +146,9 @@ def a_file(draw) -> bytes:
 def test_random_files_render_the_same_in_c_and_python(data, escape, color):
     both(data, escape=escape, color=color)
     both(data, fmt_="%m", escape=escape, color=color)
+    both(data, fmt_="%m", escape=escape, color=color, traceback=True)
+    both(data, fmt_="%m", escape=escape, color=color, traceback=False)
+    both(data, fmt_=DEFAULT_FORMAT, escape=escape, color=color)
 
 
 #: Every character the escaping turns into \uNNNN, and their neighbours in UTF-8, kept.
@@ -225,6 +241,31 @@ def test_events_the_c_renderer_leaves_to_python_are_few_on_a_plain_file(monkeypa
     calls = count_reader_fallbacks(monkeypatch)
     both(data)
     assert calls == []
+
+
+@needs_c
+def test_the_c_renderer_shows_plain_fields_itself_and_as_python_does(monkeypatch):
+    # Proves: %K (the default format's fields) of ints, floats, None, bools and str that
+    # need no quotes is rendered in C; a str it would quote, a rich value or an exception
+    # goes to Python; the bytes are the same either way.
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "disk {} at {}%", "str,float,str",
+                      ("host", "n", "ok", "x", "my name"), 2)
+    plain = [[1, 1000, ["/", 93.5, "db1", i, None, True, 2.5]] for i in range(100)]
+    rich = [[1, 1000, ["/", 1.0, "two words", 1, 2, [1], "é"]],
+            [1, 1000, ["/", 1.0, "", 1, 2, 3,
+                       ExtType(13, packb(["builtins.KeyError", "'k'", None]))]]]
+    data = build([src], plain, descriptor={"text_version": TEXT_VERSION})
+    calls = count_reader_fallbacks(monkeypatch)
+    out = both(data, fmt_=DEFAULT_FORMAT).decode()
+    assert calls == []
+    assert out.splitlines()[0].endswith(
+        "disk / at 93.5% host=db1 n=0 ok=None x=True 'my name'=2.5 (x.py:1)")
+    out = both(build([src], rich, descriptor={"text_version": TEXT_VERSION}),
+               fmt_="%m%K").decode()
+    assert len(calls) == 2
+    assert out == ("disk / at 1.0% host='two words' n=1 ok=2 x=[1] 'my name'=é\n"
+                   "disk / at 1.0% host='' n=1 ok=2 x=3 'my name'=KeyError('k')\n"
+                   "    KeyError: 'k'\n")
 
 
 # --- bread.read: the C decoder gives the Events EventStream gives --------------------

@@ -20,10 +20,12 @@ _CARETS = re.compile(r"^\s*[~^]+\s*$")
 
 
 def _stdlib_text(exc: BaseException) -> str:
-    """What the stdlib prints, without the position carets (3.11) that blog leaves out."""
-    text = "".join(traceback.format_exception(exc))
-    return "".join(line for line in text.splitlines(keepends=True)
-                   if not _CARETS.match(line))
+    """What the stdlib prints, 3.11's position markers (``~~^^^``) included."""
+    return "".join(traceback.format_exception(exc))
+
+
+def _without_markers(text: str) -> str:
+    return "".join(line for line in text.splitlines(keepends=True) if not _CARETS.match(line))
 
 
 def _deep(n: int) -> None:
@@ -173,3 +175,39 @@ def test_a_logged_exception_costs_no_formatting(logged, monkeypatch):
     [ev] = logged.read()
     assert ev.args[0].traceback == _stdlib_text(exc)
     assert sys.getrecursionlimit() > 0
+
+
+def _subscript(d: dict) -> int:
+    return 1 + d["k"] * 2
+
+
+def test_position_markers_are_shown_as_the_stdlib_shows_them(logged, tmp_path):
+    # Proves: the writer keeps each frame's columns (3.11's co_positions), and the reader
+    # prints the markers under the source line: read from the file, or from the line
+    # kept in the log (its indent kept too) once the file is gone.
+    exc = _caught(_subscript, {})
+    assert "    return 1 + d[\"k\"] * 2\n               ~^^^^^\n" in _stdlib_text(exc)
+    mod = tmp_path / "gone_markers.py"
+    mod.write_text("def fail(d):\n\tif d:\n\t\treturn 1 + d['k'] * 2\n\treturn 0\n")
+    spec = importlib.util.spec_from_file_location("gone_markers", mod)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    gone = _caught(m.fail, {"x": 1})
+    expected = _stdlib_text(gone)
+    assert "    return 1 + d['k'] * 2\n               ~^^^^^\n" in expected
+    logged.log.error("a {}", exc)
+    logged.session.keep_source_lines = True
+    logged.log.error("b {}", gone)
+    os.unlink(mod)
+    a, b = [e.args[0] for e in logged.read()]
+    assert a.traceback == _stdlib_text(exc)
+    assert b.traceback == expected
+    assert all(len(f) == 3 for f in a.frames)   # the positions are not part of the frames
+
+
+def test_crafted_positions_render_without_raising():
+    # A file's positions of the wrong shape, type or size show no markers, never raise.
+    for pos in ([1], [1, 2, "x"], [1, -5, 3], [1, 2, 1 << 40], "pos", [3, 9, 2], [0, 0, 0, -1]):
+        text = render("T", "m", [[__file__, 1, "f", None, pos],
+                                 [__file__, 1, "f", "kept", pos]], None, None, SourceLines())
+        assert text.endswith("T: m\n")

@@ -27,15 +27,17 @@ class TextStream:
 
     ``format`` and ``date_format`` take bread's placeholders (``bread --help``);
     ``min_severity`` leaves out the events below it; ``color`` (default: when
-    ``file`` is a terminal) colours lines by severity. Control characters and the
-    bidirectional format characters in the events' text are escaped, as bread escapes
-    them (``bread.render.escape_controls``).
+    ``file`` is a terminal) colours lines by severity; ``traceback=False`` leaves out the
+    tracebacks shown under events that have an exception among their fields
+    (``log.exception``). Control characters and the bidirectional format characters in
+    the events' text are escaped, as bread escapes them (``bread.render.escape_controls``),
+    tracebacks included.
     """
 
     def __init__(self, file: TextIO, *, format: str = DEFAULT_FORMAT,
                  date_format: str = DEFAULT_DATE_FORMAT,
                  min_severity: Severity | int | str = Severity.TRACE,
-                 color: bool | None = None) -> None:
+                 color: bool | None = None, traceback: bool = True) -> None:
         if not callable(getattr(file, "write", None)):
             raise TypeError(f"TextStream needs a text file to write to, not "
                             f"{type(file).__name__}")
@@ -49,7 +51,8 @@ class TextStream:
                 color = bool(isatty()) if isatty is not None else False
             except (OSError, ValueError):
                 color = False
-        self.printer = PrettyPrinter(format, date_format, color=color)
+        self.printer = PrettyPrinter(format, date_format, color=color,
+                                     traceback=None if traceback else False)
         self._lock = threading.Lock()
         self._decoder = LiveDecoder()
 

@@ -39,7 +39,7 @@ class LiveEvent(EventView):
     ``exception`` and ``exception_text``."""
 
     __slots__ = ("source", "writer_prop", "clock", "ns", "tz", "args", "fields", "_texts",
-                 "_template", "host", "pid", "program")
+                 "_template", "host", "pid", "program", "text_version")
 
     def __init__(self, source: EventSource, writer: WriterProp, clock: int, ns: int,
                  tz: _dt.tzinfo, args: tuple, fields: dict, texts: dict,
@@ -47,7 +47,8 @@ class LiveEvent(EventView):
         self.source, self.writer_prop, self.clock, self.ns, self.tz = source, writer, clock, ns, tz
         #: The positional values, and the keyword and context fields by name.
         self.args, self.fields, self._texts, self._template = args, fields, texts, template
-        self.host, self.pid, self.program = process   # the session's, as its file header says
+        # the session's, as its file header says
+        self.host, self.pid, self.program, self.text_version = process
 
     @property
     def time(self) -> _dt.datetime:
@@ -99,7 +100,7 @@ class LiveDecoder:
         self._sync = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
         self._tz: _dt.tzinfo = _UTC
         self._types = TypeTable()
-        self._process: tuple = (None, None, None)   # host, pid, program
+        self._process: tuple = (None, None, None, 1)   # host, pid, program, text_version
 
     def events(self, data: bytes, least: int) -> list[LiveEvent]:
         """The events at or above severity ``least`` in ``data``: whole frames (a session
@@ -116,7 +117,9 @@ class LiveDecoder:
             if kind == FRAME_HEADER:
                 self._new_stream()
                 d = decode_header(payload, start).descriptor
-                self._process = (d.get("host"), d.get("pid"), d.get("program"))
+                text = d.get("text_version")
+                self._process = (d.get("host"), d.get("pid"), d.get("program"),
+                                 text if type(text) is int else 1)
             elif kind == FRAME_METADATA:
                 for e in decode_metadata_frame(payload, start):
                     self._apply(e)

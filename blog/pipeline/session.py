@@ -19,6 +19,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from blogformat import TEXT_VERSION
 from blogformat.entries import ClockSync, Dropped, Metadata, metadata_frames
 from blogformat.eventframes import BatchHeader
 from blogformat.severity import Severity, to_severity
@@ -84,7 +85,7 @@ class Session:
             "host": os.uname().nodename, "pid": os.getpid(),
             "program": os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python",
             "python": sys.version.split()[0], "start_time_ns": self.start_ns,
-            "session": self.name,
+            "session": self.name, "text_version": TEXT_VERSION,
         }
 
     @property

@@ -18,7 +18,8 @@
 
 typedef struct { const unsigned char *p, *end; } Rd;
 
-enum { V_NIL, V_FALSE, V_TRUE, V_INT, V_UINT, V_F64, V_STR, V_OTHER };
+/* V_OTHER: a container or bin; V_EXT: an extension value, its type code in `i`. */
+enum { V_NIL, V_FALSE, V_TRUE, V_INT, V_UINT, V_F64, V_STR, V_OTHER, V_EXT };
 
 typedef struct {
     int kind;
@@ -112,12 +113,13 @@ skip_ext(Rd *r, Val *v, Py_ssize_t n)
 {
     if (need(r, n + 1) < 0) return -1;
     if ((signed char)r->p[0] == -1) return -1;   /* msgpack's Timestamp: left to Python */
+    v->kind = V_EXT;
+    v->i = (signed char)r->p[0];
     r->p += n + 1;
-    v->kind = V_OTHER;
     return 0;
 }
 
-/* Read one value; containers, bin and ext are validated, skipped and V_OTHER.
+/* Read one value; containers, bin and ext are validated, skipped and V_OTHER (V_EXT).
  * -1: the bytes are not something Python would decode as blog does. */
 static BLOG_C_UNUSED int
 read_value(Rd *r, Val *v, int depth)

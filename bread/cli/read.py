@@ -30,6 +30,8 @@ event format placeholders (-f):
   %T argument tags %n writer name   %t writer id     %d time (writer's zone)
   %u time (UTC)    %r raw clock     %m message       %% a percent sign
   %k keyword fields, context fields too, as name=value pairs
+  %K the same after a space, if the event has any and its file's header asks for
+     them (blog's files since 2026-11-27; the default format shows them so)
   %h host          %p process id    %a program       (of the file header)
 date format placeholders (-d):
   %Y year  %y 2-digit year  %m month  %d day  %H hour  %M minute  %S second
@@ -108,6 +110,13 @@ def parser() -> argparse.ArgumentParser:
                         "(a pipe to grep ends on a terminal too): always (the default; auto is "
                         "the same, its old name), never (as logged, for programs). -o jsonl "
                         "is always exact")
+    p.add_argument("--traceback", action=argparse.BooleanOptionalAction, default=None,
+                   help="text: under an event, the traceback of each exception among its "
+                        "fields (log.exception) as Python prints it, each line indented and "
+                        "escaped: shown by default where the file's header asks for it (blog's "
+                        "files since 2026-11-27; older files and other producers' keep the "
+                        "text they had); --traceback shows them in any file, --no-traceback "
+                        "in none")
     p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
                    help="-o csv: a cell of logged text (category, writer, function, file, "
                         "message, host, program) that begins with = + - @ tab or CR, which a spreadsheet "
@@ -177,7 +186,7 @@ def _printer(args: argparse.Namespace, zone: dt.tzinfo | None, color: bool) -> P
     except ValueError as exc:
         raise OptionError(f"-d/--date-format: {exc}") from None
     try:
-        return PrettyPrinter(args.format, args.date_format, zone, color)
+        return PrettyPrinter(args.format, args.date_format, zone, color, args.traceback)
     except ValueError as exc:
         raise OptionError(f"-f/--format: {exc}") from None
 

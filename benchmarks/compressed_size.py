@@ -1,17 +1,22 @@
-"""Bytes per event on disk: blog's file against the stdlib's text log, raw and gzip-compressed.
+"""Bytes per event on disk: blog's file against the stdlib's text log, raw and compressed.
 
     python benchmarks/compressed_size.py [--events N]
 
 The same events go to both: ``log.info("order {} filled at {} qty {}", i,
 px, sym)`` and a warning every 50th, from one thread. The stdlib's log uses
-a common format (``%(asctime)s %(levelname)s %(name)s %(message)s``). Both are
-compressed the way blog's housekeeping compresses a closed file (gzip level 6).
+a common format (``%(asctime)s %(levelname)s %(name)s %(message)s``). Each is
+compressed the way blog's housekeeping compresses a closed file (gzip level 6),
+and with the standard library's stronger bz2 and lzma (their defaults). blog's file
+is also shown compacted as ``bread compact`` writes it, in row frames and in
+columnar frames (``--columnar``, docs/format.md 5.5).
 """
 
 from __future__ import annotations
 
 import argparse
+import bz2
 import gzip
+import lzma
 import logging
 import os
 import random
@@ -62,15 +67,30 @@ def main() -> None:
             std.warning("order %s slow fill %s", i, px)
     h.close()
 
+    from bread.compact.compactor import Compactor
+    paths = [("blog (binary)", bpath)]
+    for columnar in (False, True):
+        c = Compactor(d)
+        c.add_file(bpath)
+        path = os.path.join(d, f"compacted-{columnar}.blog")
+        with open(path, "wb") as out:
+            c.write(out, [], columnar)
+        paths.append((f"blog compacted{', columnar' if columnar else ''}", path))
+    paths.append(("stdlib logging (text)", tpath))
+
     n = args.events + args.events // 50
-    rows = [("blog (binary)", os.path.getsize(bpath), gz_size(bpath)),
-            ("stdlib logging (text)", os.path.getsize(tpath), gz_size(tpath))]
-    print(f"{n:,} events")
-    print(f"{'log':<24}{'bytes/event':>14}{'gzip bytes/event':>18}")
-    for name, raw, gz in rows:
-        print(f"{name:<24}{raw / n:>14.1f}{gz / n:>18.1f}")
-    print(f"blog / stdlib: raw {rows[0][1] / rows[1][1]:.2f}x, "
-          f"compressed {rows[0][2] / rows[1][2]:.2f}x")
+    sizes = {}
+    for name, path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        sizes[name] = [len(data), len(gzip.compress(data, compresslevel=6, mtime=0)),
+                       len(bz2.compress(data)), len(lzma.compress(data))]
+    print(f"{n:,} events; bytes per event, and against the stdlib's text with the same "
+          "compressor")
+    print(f"{'log':<28}{'raw':>14}{'gzip':>14}{'bz2':>14}{'lzma':>14}")
+    std = sizes["stdlib logging (text)"]
+    for name, got in sizes.items():
+        print(f"{name:<28}" + "".join(f"{x / n:>7.2f} {x / s:>6.3f}x" for x, s in zip(got, std)))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ A file is a sequence of *frames*. Each frame is a 20-byte little-endian
 header followed by a payload::
 
     magic       4 bytes  b"\\x9eBLG"
-    kind        u8       FRAME_HEADER, FRAME_METADATA or FRAME_EVENTS
+    kind        u8       FRAME_HEADER, FRAME_METADATA, FRAME_EVENTS or FRAME_COLUMNS
     flags       u8       0 (reserved)
     spare       u16      0 (reserved)
     length      u32      payload length in bytes
@@ -33,6 +33,10 @@ FORMAT_VERSION = 1
 FRAME_HEADER = 1
 FRAME_METADATA = 2
 FRAME_EVENTS = 3
+FRAME_COLUMNS = 4   # the events of one call site as columns (blogformat.columnframes)
+#: The kinds of frame that hold events, each payload starting as a batch header does
+#: (its count, least and greatest clock at positions 2, 3 and 4: docs/format.md 5.1, 5.5).
+EVENT_FRAMES = (FRAME_EVENTS, FRAME_COLUMNS)
 
 #: Largest payload a writer produces and a reader accepts; a larger length is damage.
 MAX_PAYLOAD = 64 * 1024 * 1024

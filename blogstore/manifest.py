@@ -26,9 +26,9 @@ import threading
 from typing import Any, Callable, Iterator
 
 from blogformat.entries import BadEntry, ClockSync, decode_metadata_frame
-from blogformat.frames import (FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER,
-                               FRAME_METADATA, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header,
-                               unescape)
+from blogformat.frames import (EVENT_FRAMES, FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS,
+                               FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAX_PAYLOAD, check_crc,
+                               parse_header, unescape)
 from blogformat.valuedecoding import unpacker
 from blogformat.values import unpack_plain
 
@@ -225,7 +225,7 @@ def describe(path: str) -> dict:
                     for e in decode_metadata_frame(payload, 0):
                         if isinstance(e, ClockSync):
                             sync = (e.clock_value, e.frequency, e.ns_since_epoch)
-                elif kind == FRAME_EVENTS:
+                elif kind in EVENT_FRAMES:   # a batch header's fields, or the same in 5.5
                     head = next(iter(unpacker(payload)))
                     count = head[2]
                     if type(count) is not int or count < 0:

@@ -16,7 +16,8 @@ from blogformat.entries import (BadEntry, ClockSync, Dropped, EnumMember, EventS
                                 Lost, RecordType, Recovered, Summary, WriterProp, decode_header,
                                 decode_metadata_frame, peek_version)
 from blogformat.eventframes import RawEvent, decode_events
-from blogformat.frames import FORMAT_VERSION, FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA
+from blogformat.frames import (FORMAT_VERSION, FRAME_COLUMNS, FRAME_EVENTS, FRAME_HEADER,
+                               FRAME_METADATA)
 from blogformat.valuetypes import TypeTable
 
 from .frames import Damage, Frame
@@ -81,6 +82,15 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
                     yield fr
                 else:
                     yield from decode_events(fr.payload, fr.offset, types)
+            elif fr.kind == FRAME_COLUMNS:   # as events frames, one per writer (5.5)
+                from blogformat.columnframes import events_payloads
+                payloads = list(events_payloads(fr.payload))   # all of it checked first
+                for i, payload in enumerate(payloads):
+                    part = Frame(fr.offset, FRAME_EVENTS, payload, 0, fr.size if i == 0 else 0)
+                    if raw_events:
+                        yield part
+                    else:
+                        yield from decode_events(part.payload, part.offset, types)
             # other frame kinds: from a newer writer, skipped
         except DECODE_ERRORS as exc:
             yield undecodable(fr, exc, source)

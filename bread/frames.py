@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import BinaryIO, Iterator, Union, final
 
-from blogformat.frames import (FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC, MAX_PAYLOAD,
-                               check_crc, parse_header, unescape)
+from blogformat.frames import (EVENT_FRAMES, FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC,
+                               MAX_PAYLOAD, check_crc, parse_header, unescape)
 from blogformat.eventframes import complete_events
 from blogformat.plainclass import Frozen
 
@@ -280,7 +280,7 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
         if fr.offset >= start:
             first = fr.offset
             break
-        if fr.kind != FRAME_EVENTS:
+        if fr.kind not in EVENT_FRAMES:
             before.append(fr)
     if skim.clean:
         yield from before
@@ -297,5 +297,5 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
     for x in iter_frames(f, source, verified_only):
         if x.offset >= end:
             return
-        if x.offset >= start or (type(x) is Frame and x.kind != FRAME_EVENTS):
+        if x.offset >= start or (type(x) is Frame and x.kind not in EVENT_FRAMES):
             yield x

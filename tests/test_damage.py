@@ -836,7 +836,7 @@ def test_unknown_frame_kinds_are_skipped_silently():
     """Proves: frames of kinds this reader does not know (from a newer writer), whatever
     their payload, are skipped without damage and without disturbing the other frames."""
     unknown = b"".join(fmt.frame_bytes(k, p) for k, p in
-                       [(0, b""), (4, b"\xc1\xc1"), (99, msgpack.packb([1, 2])), (255, b"x" * 100)])
+                       [(0, b""), (5, b"\xc1\xc1"), (99, msgpack.packb([1, 2])), (255, b"x" * 100)])
     r, got = read_all(BASE + unknown + GOOD_TAIL + unknown)
     assert r.damage == []
     assert [e.message for e in got] == ["x 42"]

@@ -128,6 +128,24 @@ def test_a_split_file_gives_the_rows_of_one_partition(spark, logs):
     assert split.count() == sum(1 for _ in bread.read(path))
 
 
+def test_a_columnar_file_gives_the_rows_of_its_row_twin(spark, logs, tmp_path):
+    # Proves: columnar frames (docs/format.md 5.5) reach Spark as the events frames of the
+    # same compacted stream do, whole or split into partitions.
+    from bread.compact.compactor import Compactor
+    for columnar in (False, True):
+        c = Compactor(str(tmp_path))
+        c.add_file(str(logs / "b.blog"))
+        with open(tmp_path / f"{columnar}.blog", "wb") as out:
+            c.write(out, [], columnar)
+    cols = ("time", "clock", "writer", "severity", "message", "args", "fields")
+    want = rows(spark.read.format("blog").load(str(tmp_path / "False.blog")), *cols)
+    for split in ("3000", str(1 << 30)):
+        df = spark.read.format("blog").option("splitBytes", split).load(
+            str(tmp_path / "True.blog"))
+        assert rows(df, *cols) == want
+    assert len(want) == sum(1 for _ in bread.read(str(logs / "b.blog")))
+
+
 def test_sorted_is_bread_s_order(spark, logs):
     paths = [str(logs / "a.blog"), str(logs / "b.blog")]
     df = spark.read.format("blog").option("sorted", "true").load(paths)

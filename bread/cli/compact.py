@@ -49,6 +49,10 @@ def parser() -> argparse.ArgumentParser:
                    help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
     p.add_argument("--period", default="1d", metavar="LENGTH",
                    help="one compacted file per set and period of this length (UTC; default 1d)")
+    p.add_argument("--columnar", action="store_true",
+                   help="write the events as columns (each field of each call site coded for "
+                        "its type): about 0.4x the bytes of compressed text; every reader "
+                        "reads them")
     p.add_argument("--dry-run", action="store_true",
                    help="list what would be done (each set and period, the files it would "
                         "compact); do nothing")
@@ -90,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         compact.compact(args.directory, older, period_ns=period, dry_run=args.dry_run,
-                        log=say, warn=warn)
+                        log=say, warn=warn, columnar=args.columnar)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2

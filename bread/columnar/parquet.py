@@ -21,7 +21,7 @@ import time
 from typing import Any, Sequence, TextIO
 
 from .batches import COLUMNS, portable
-from blogformat.frames import FRAME_EVENTS
+from blogformat.frames import EVENT_FRAMES
 from blogformat.valuedecoding import unpacker
 
 from ..frames import Skim
@@ -84,7 +84,7 @@ def count(paths: Sequence[str]) -> int | None:
                 return None
             skim = Skim(f, 0)
             for fr in skim.frames():
-                if fr.kind == FRAME_EVENTS:
+                if fr.kind in EVENT_FRAMES:   # its count where a batch header has it
                     try:
                         n = unpacker(fr.payload).unpack()[2]
                     except Exception:    # a damaged batch header: the count is unknown

@@ -16,7 +16,7 @@ from blogformat.entries import (MAX_METADATA_TEXT, MAX_SOURCE_ID, MAX_WRITERS, C
 from blogformat.eventframes import BatchHeader, batch_start
 from blogformat.valuedecoding import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described, TypeTable
-from blogformat.frames import FRAME_EVENTS, FRAME_HEADER, frame_bytes
+from blogformat.frames import FRAME_COLUMNS, FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
 from ..entries import iter_entries
 from ..frames import Damage, Frame, iter_frames
@@ -25,6 +25,8 @@ from .runs import Runs
 
 #: Events per events frame of a compacted file (one writer's events of a stretch of time).
 EVENTS_PER_FRAME = 4096
+#: Events per columnar frame (every writer's events of a stretch of time: docs/format.md 5.5).
+EVENTS_PER_COLUMNS = 65536
 _SEC = 1_000_000_000
 
 
@@ -197,11 +199,12 @@ class Compactor:
             self.damage.append(Damage(fr.offset, fr.size,
                                       f"undecodable frame: {exc}", path))
 
-    def write(self, out: io.BufferedIOBase, replaces: list[str]) -> int:
+    def write(self, out: io.BufferedIOBase, replaces: list[str], columnar: bool = False) -> int:
         """Write the compacted stream to ``out``; the number of events.
 
         Its descriptor is the first original's (host, pid, program...: the events'
         origin), marked ``compacted`` and listing every original the file replaces.
+        ``columnar``: its events in columnar frames (``blogformat.columnframes``).
         """
         descriptor = dict(self.descriptors[0]) if self.descriptors else {}
         descriptor.update(compacted=True, replaces=replaces, compacted_by="bread",
@@ -218,16 +221,18 @@ class Compactor:
         counts: dict[int, int] = {}
         n, lo, hi = 0, None, None
         chunk: list[tuple] = []
+        events, size = (_columns, EVENTS_PER_COLUMNS) if columnar else \
+            (self._events, EVENTS_PER_FRAME)
         for rec in self.runs.merged():
             chunk.append(rec)
-            if len(chunk) >= EVENTS_PER_FRAME:
-                self._events(out, chunk, counts)
+            if len(chunk) >= size:
+                events(out, chunk, counts)
                 chunk = []
             n += 1
             lo = rec[0] if lo is None else lo
             hi = rec[0]
         if chunk:
-            self._events(out, chunk, counts)
+            events(out, chunk, counts)
         self._metadata(out, [Summary(n, lo or 0, hi or 0, self.dropped, self.lost, counts,
                                      time.time_ns())])
         self.runs.close()
@@ -255,3 +260,46 @@ class Compactor:
                 counts[sid] = counts.get(sid, 0) + 1
             head = BatchHeader(wid, base, len(recs), recs[0][0], recs[-1][0])
             out.write(frame_bytes(FRAME_EVENTS, head.encode() + b"".join(parts)))
+
+
+def _columns(out: io.BufferedIOBase, chunk: list[tuple], counts: dict[int, int]) -> None:
+    """A stretch of sorted events as one columnar frame, in their order; as events frames
+    (``Compactor._events``) where one does not fit its coding (an event with more than its
+    values and texts, an id or clock delta beyond 64 bits)."""
+    from blogformat import columnframes
+    events = []
+    for ns, wid, _seq, sid, n, raw in chunk:
+        split = _values_and_texts(n, raw)
+        if split is None:
+            Compactor._events(out, chunk, counts)
+            return
+        events.append(columnframes.Event(sid, wid, ns, *split))
+    try:
+        payload = columnframes.encode(events)
+    except ValueError:
+        Compactor._events(out, chunk, counts)
+        return
+    for e in events:
+        counts[e[0]] = counts.get(e[0], 0) + 1
+    out.write(frame_bytes(FRAME_COLUMNS, payload))
+
+
+def _values_and_texts(n: int, raw: bytes) -> tuple[list[bytes], bytes | None] | None:
+    """An event's values (each one's msgpack bytes) and its texts map's bytes, from what
+    follows its clock delta (``n`` - 2 elements); None for any other shape."""
+    if n not in (3, 4):
+        return None
+    u = msgpack.Unpacker(max_buffer_size=len(raw) + 1)
+    u.feed(raw)
+    try:
+        k = u.read_array_header()
+        values, at = [], u.tell()
+        for _ in range(k):
+            u.skip()
+            values.append(raw[at:u.tell()])
+            at = u.tell()
+    except (ValueError, msgpack.OutOfData, msgpack.StackError, msgpack.FormatError):
+        return None
+    if n == 3:
+        return (values, None) if at == len(raw) else None
+    return values, raw[at:]

@@ -7,6 +7,10 @@
 #include <math.h>
 #include <stddef.h>
 
+/* The fields of blog.stdlib.RecordSite (a handler's site entry), in their order: read by
+ * position here, by name there (tests/test_c_sources.py checks that the two agree). */
+enum { RSITE_SOURCE_ID, RSITE_TEMPLATE, RSITE_SEVERITY, RSITE_CONVERSIONS, RSITE_FIELDS };
+
 /* A logging record's attributes it reads, interned once. */
 static PyObject *str_msg, *str_args, *str_exc_info, *str_stack_info, *str_pathname,
                 *str_lineno, *str_levelno, *str_logname, *str_created, *str_smin,
@@ -140,9 +144,9 @@ record_push(RecordHandler *self, PyObject *rec)
         n = 1;
         site = site_of(self, Py_None, path, lineno, levelno, name, n);
     }
-    if (site == NULL || !PyTuple_CheckExact(site) || PyTuple_GET_SIZE(site) != 4)
+    if (site == NULL || !PyTuple_Check(site) || PyTuple_GET_SIZE(site) != RSITE_FIELDS)
         goto done;
-    PyObject *convs = PyTuple_GET_ITEM(site, 3);
+    PyObject *convs = PyTuple_GET_ITEM(site, RSITE_CONVERSIONS);
     if (convs != Py_None) {          /* a number conversion: each value must fit its own */
         if (!PyUnicode_CheckExact(convs) || PyUnicode_GET_LENGTH(convs) != n)
             goto done;
@@ -150,8 +154,8 @@ record_push(RecordHandler *self, PyObject *rec)
             if (!printf_takes(PyUnicode_READ_CHAR(convs, i), values[i]))
                 goto done;
     }
-    long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, 0));
-    long severity = PyLong_AsLong(PyTuple_GET_ITEM(site, 2));
+    long long sid = PyLong_AsLongLong(PyTuple_GET_ITEM(site, RSITE_SOURCE_ID));
+    long severity = PyLong_AsLong(PyTuple_GET_ITEM(site, RSITE_SEVERITY));
     if (PyErr_Occurred())
         goto done;
     PyObject *smin = PyObject_GetAttr(self->registry, str_smin);

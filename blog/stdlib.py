@@ -30,7 +30,7 @@ import warnings as _warnings
 from collections.abc import Mapping
 from decimal import Decimal
 from types import MethodType
-from typing import Any
+from typing import Any, NamedTuple
 
 from blogformat.guard import owned_by_value
 from blogformat.placeholders import (STYLE_BRACES, STYLE_LITERAL, STYLE_PRINTF, FormatError,
@@ -63,6 +63,16 @@ MAX_SITES = 1 << 16
 #: The longest message without arguments that may be its site's format; a longer one is
 #: kept as text (a source's text counts against what a stream holds: MAX_SOURCE_TEXT).
 MAX_LITERAL = 1 << 10
+
+
+class RecordSite(NamedTuple):
+    """A BlogHandler's entry for one call site and format. The C ``RecordHandler`` reads it
+    by position: ``_stdlib.c``'s RSITE_* indices name these fields in this order
+    (tests/test_c_sources.py checks)."""
+    source_id: int
+    template: Any
+    severity: int
+    conversions: str | None   # the conversion each value must fit (``_conversions``), or None
 
 
 def level_number(level: int | str) -> int:
@@ -107,9 +117,7 @@ class BlogHandler(logging.Handler):
         if filename is not None or options:
             basic_config(filename, **options)
         self._session = session if session is not None else default_session()
-        # key -> (source id, template, severity, the conversions a record's values must
-        # fit, one per argument, or None: ``_conversions``)
-        self._sites: dict[tuple, tuple] = {}
+        self._sites: dict[tuple, RecordSite] = {}
         self._formats: dict[tuple, str] = {}      # call site -> its first format
         self._severities: dict[int, int] = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
@@ -154,17 +162,18 @@ class BlogHandler(logging.Handler):
                     args = (msg,)
                     site = self._sites.get((None, record.pathname, record.lineno,
                                             record.levelno, record.name, 1))
-                if site is not None and (site[3] is None or _all_fit(site[3], args)):
+                if site is not None and (site.conversions is None
+                                         or _all_fit(site.conversions, args)):
                     session = self.session
-                    if site[2] < session.registry.min_severity:
+                    if site.severity < session.registry.min_severity:
                         return
                     clock = int(record.created * 1e9)
                     try:
                         ch = session.writers.local.c
                     except AttributeError:
                         ch = session.writers.new_writer().channel
-                    if not ch.push_values(site[0], clock, args):
-                        ch.on_overflow(site[0], clock, site[1], args, ())
+                    if not ch.push_values(site.source_id, clock, args):
+                        ch.on_overflow(site.source_id, clock, site.template, args, ())
                     return
             self._emit(record)
         except RecursionError:
@@ -230,7 +239,8 @@ class BlogHandler(logging.Handler):
                 text = f"[{record.name}] {record.pathname}:{record.lineno}: {_message(record)}"
                 session.writers.writer().push_event(src.id, clock, None, (text,), ())
                 return
-            site = (src.id, tpl, severity, _conversions(tpl) if style == STYLE_PRINTF else None)
+            site = RecordSite(src.id, tpl, severity,
+                              _conversions(tpl) if style == STYLE_PRINTF else None)
             if len(self._sites) < MAX_SITES:
                 self._sites[key] = site
                 if not names and type(record.args) is tuple and type(record.msg) is str:
@@ -239,7 +249,7 @@ class BlogHandler(logging.Handler):
                         self._sites[(fmt,) + place + (len(positional),)] = site
                     elif not record.args and positional[0] is record.msg:
                         self._sites[(None,) + place + (1,)] = site
-        session.writers.writer().push_event(site[0], clock, site[1], values, names)
+        session.writers.writer().push_event(site.source_id, clock, site.template, values, names)
 
 
 def _split(record: logging.LogRecord) -> tuple[str, str, tuple, dict[str, Any]]:

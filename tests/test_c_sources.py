@@ -90,6 +90,7 @@ RECORDS = [
     ("blog/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
     ("blog/_logger.c", "CONTEXT", "blog.pipeline.logger", "ContextEntry"),
     ("blog/_traced.c", "PLAN", "blog.integrations.traced", "FastPlan"),
+    ("blog/_stdlib.c", "RSITE", "blog.stdlib", "RecordSite"),
     ("blog/_encode.c", "RECORD", "blogformat.valueencoding", "RecordInfo"),
     ("blog/_encode.c", "ENUM", "blogformat.valueencoding", "EnumInfo"),
 ]

@@ -416,7 +416,9 @@ def test_a_full_disk_costs_one_write_per_consume_and_is_recorded_with_its_time(t
 def test_dev_full_never_reaches_the_application(tmp_path):
     # Proves: a real device that refuses every write (/dev/full: ENOSPC) costs the
     # application nothing but the loss: its log calls and flushes return, the loss is
-    # counted and reported once on stderr, and it exits 0.
+    # counted and reported once on stderr, and it exits 0. (A first failed write that held
+    # no event, only the header and metadata, which a loaded machine's consumer may make
+    # before the first event, is said in a line of its own: output.py's rule.)
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     r = run_python("""
@@ -431,7 +433,9 @@ def test_dev_full_never_reaches_the_application(tmp_path):
     """, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["50000", "True"]
-    assert r.stderr.count("No space left on device") == 1, r.stderr
+    assert r.stderr.count("events are being lost until the output recovers") == 1, r.stderr
+    assert r.stderr.count("No space left on device") == 1 + r.stderr.count(
+        "it is tried again with the next write") <= 2, r.stderr
 
 
 def test_writer_is_named_after_its_thread_and_renamable(logged):

@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from blogformat import __version__
 from blogformat.severity import to_severity
@@ -45,7 +45,10 @@ writer, time range and rate, drops, losses, damage, events over time.
 bread compact DIR --older-than AGE [--period 1d] [--dry-run]: closed files
 merged into one time-sorted compressed file per set and period (docs/guide.md).
 bread --recover FILE [--crash-dir DIR]: append to FILE the events its killed writers
-left in their crash buffers (basic_config(crash_buffer=True))."""
+left in their crash buffers (basic_config(crash_buffer=True)).
+C++ binlog files (Morgan Stanley's binlog) are read too, told by their first bytes: with
+only -f, -d, -s (and --escape), printed byte for byte as the C++ bread prints them
+(%X, an unknown placeholder, printed as is; exit status 3 after damage)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -98,14 +101,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour lines by severity: auto (when writing to a terminal), always, "
                         "never")
-    p.add_argument("--escape", choices=("always", "auto", "never"), default="always",
+    p.add_argument("--escape", choices=("always", "auto", "never"),
                    help="show control characters (C0 but tab, DEL, C1) as \\xNN, \\n, \\r and "
                         "bidirectional format characters (U+202E...) as \\uNNNN, in text and "
                         "csv (in its JSON cells as JSON's \\uNNNN), so that a logged string "
                         "cannot drive a terminal or reorder a line, wherever the output goes "
                         "(a pipe to grep ends on a terminal too): always (the default; auto is "
                         "the same, its old name), never (as logged, for programs). -o jsonl "
-                        "is always exact")
+                        "is always exact. C++ binlog files are printed as the C++ bread "
+                        "prints them, unescaped, unless --escape always is given")
     p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
                    help="-o csv: a cell of logged text (category, writer, function, file, "
                         "message, host, program) that begins with = + - @ tab or CR, which a spreadsheet "
@@ -184,6 +188,26 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
 
+def _as_cxx_bread(args: argparse.Namespace) -> bool:
+    """True for the options the C++ bread has (-f, -d, -s, --escape): C++ binlog files are
+    then printed as it prints them; other options read them as events (``bread.read``)."""
+    return (args.output == "text" and not args.follow and args.tz is None
+            and args.color != "always" and not any(
+                (args.level, args.category, args.since, args.until, args.writer, args.site,
+                 args.grep)))
+
+
+def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
+    """Print C++ binlog files as the C++ bread does; the exit status."""
+    try:
+        ok = cxx_text.print_paths(paths, args.format, args.date_format, args.sort,
+                                  args.escape == "always")
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    return EXIT_OK if ok else EXIT_DAMAGED
+
+
 def run(args: argparse.Namespace) -> int:
     """``bread [OPTION...] [FILE...]``; the exit status."""
     if not args.inputs and sys.stdin.isatty():
@@ -191,6 +215,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
     out = sys.stdout
+    if _as_cxx_bread(args):
+        try:
+            paths = open_inputs(args.inputs)
+            from ..cxx import text as cxx_text
+            if cxx_text.all_binlog(paths):
+                return cxx_bread(cxx_text, paths, args)
+        except OSError as exc:
+            return cannot_open(exc)
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     try:
         flt = _filter(args)
@@ -208,7 +240,8 @@ def run(args: argparse.Namespace) -> int:
         paths = open_inputs(args.inputs)
     except OSError as exc:
         return cannot_open(exc)
-    escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
+    # (None, the default: always) not only on a terminal: bread x | grep y ends on one
+    escape = args.escape != "never"
     if args.follow:
         from ..follow import Tail
         f = open_path(paths[0])   # (a Tail waits for more bytes: what is there is judged first)

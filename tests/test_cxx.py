@@ -216,3 +216,53 @@ def test_long_double_and_dates():
     assert ValueText(DateText("%N"))(values.Struct(
         "std::chrono::system_clock::time_point", "`ns'l", (("ns", 5),))) == "000000005"
 
+
+# --- bread.read, the other outputs, stats ---------------------------------------------------
+
+def test_bread_read_gives_events_with_python_values():
+    import bread
+    from bread.cxx.values import Enum, Struct
+    evs = list(bread.read(path("LoggingAdaptedStructs.blog")))
+    assert len(evs) == 10
+    ev = evs[2]
+    assert (ev.message, ev.args) == ("Pair{ a: 2, b: three }",
+                                     (Struct("Pair", "`a'i`b'[c", (("a", 2), ("b", "three"))),))
+    assert ev.severity == bread.Severity.INFO and ev.category == "main"
+    assert ev.time.isoformat() == "2026-11-25T21:27:50.000296+00:00"
+    assert ev.path == path("LoggingAdaptedStructs.blog") and ev.line == 95
+    enums = [ev.args for ev in bread.read(path("LoggingEnums.blog"))]
+    assert enums[1] == (Enum("AdaptedEnum", "Delta", 1, "1"),)
+    warned = bread.read(path("SeverityControl.blog"), min_severity="warning")
+    assert [ev.severity.name for ev in warned] == ["CRITICAL", "ERROR", "WARNING"]
+
+
+def test_bread_read_of_a_damaged_file():
+    import bread
+    r = bread.read(path("trunc_payload.blog"))
+    assert [ev.message for ev in r] == ["Hello"] * 6
+    assert [(d.offset, d.reason) for d in r.damage] == [
+        (1005, "Failed to read entry payload from istream, only got 10 bytes, expected 20")]
+
+
+def test_sorted_with_a_blog_file_and_filters(tmp_path, capsysbinary):
+    import blog
+    s = blog.Session()
+    s.get_logger("py").info("from python")
+    with open(tmp_path / "py.blog", "wb") as f:
+        s.consume(f)
+    code = cli.main(["-s", "-f", "%C %m", "-c", "py,main", str(tmp_path / "py.blog"),
+                     path("Logging.blog")])
+    out = capsysbinary.readouterr().out.decode().splitlines()
+    assert code == 0
+    assert out[:7] == ["main Hello"] * 6 + ["main Result: 42"] and out[7:] == ["py from python"]
+
+
+def test_jsonl_and_stats(capsysbinary):
+    import json
+    assert cli.main(["-o", "jsonl", path("LoggingEnums.blog")]) == 0
+    rows = [json.loads(x) for x in capsysbinary.readouterr().out.splitlines()]
+    assert rows[1]["args"] == [{"$enum": "AdaptedEnum", "name": "Delta", "value": 1}]
+    assert cli.main(["stats", "-o", "json", path("Logging.blog")]) == 0
+    stats = json.loads(capsysbinary.readouterr().out)
+    assert stats["events"] == 7
+    assert cli.main(["stats", path("trunc_payload.blog")]) == 3

@@ -266,3 +266,11 @@ def test_jsonl_and_stats(capsysbinary):
     stats = json.loads(capsysbinary.readouterr().out)
     assert stats["events"] == 7
     assert cli.main(["stats", path("trunc_payload.blog")]) == 3
+
+
+def test_entries_as_the_samples_readme_lists_them():
+    with open(path("Logging.blog"), "rb") as f:
+        got = [f"offset={off} size={len(p)} tag=0x{struct.unpack_from('<Q', p)[0]:016x}"
+               for off, p in entries.payloads(f)]
+    with open(path("Logging.entries.txt")) as f:
+        assert got == f.read().splitlines()

@@ -116,6 +116,13 @@ def entry(payload: bytes, offset: int) -> Entry | None:
     return None
 
 
+def check_size(size: int, offset: int) -> None:
+    """BinlogError for a declared size beyond ``MAX_ENTRY``."""
+    if size > MAX_ENTRY:
+        raise BinlogError(f"Entry size {size} at offset {offset} is over the bound of "
+                          f"{MAX_ENTRY} bytes")
+
+
 def payloads(f: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """(offset, payload) of each entry of ``f``; a size or payload cut short raises
     BinlogError (the C++ bread's words) after the entries before it."""
@@ -130,9 +137,7 @@ def payloads(f: BinaryIO) -> Iterator[tuple[int, bytes]]:
                 raise BinlogError(f"Failed to read entry size from istream, only got "
                                   f"{len(head)} bytes, expected 4")
         size = _U32.unpack(head)[0]
-        if size > MAX_ENTRY:
-            raise BinlogError(f"Entry size {size} at offset {offset} is over the bound of "
-                              f"{MAX_ENTRY} bytes")
+        check_size(size, offset)
         payload = _read(f, size)
         if len(payload) < size:
             raise BinlogError(f"Failed to read entry payload from istream, only got "

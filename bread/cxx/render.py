@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple
 
 from blogformat.entries import ClockSync, EventSource, WriterProp
 
-from .values import NOTHING, Enum, Repeated, Struct
+from .values import NOTHING, Enum, Repeated, Struct, split_tags
 
 #: The severities by value, as the C++ bread names them (others: ``UNKW``).
 SEVERITIES = {1 << 5: "TRAC", 1 << 6: "DEBG", 1 << 7: "INFO", 1 << 8: "WARN", 1 << 9: "ERRO",
@@ -97,19 +97,32 @@ def c_g16(v: Any) -> str:
 _TWO_DIGITS = frozenset("ymdHMS")
 
 
-def expand(pattern: str, field: Callable[[str], str]) -> str:
-    """``pattern`` with each ``%`` and the character after it replaced by ``field`` of that
-    character (a ``%`` that ends the pattern is itself)."""
+def parse(pattern: str) -> list[tuple[str, str]]:
+    """``pattern`` as (literal, code) pairs: the code is the character after a ``%``, ""
+    after the last literal (a ``%`` that ends the pattern is a literal)."""
     out = []
+    lit: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         i += 1
         if c != "%" or i == n:
-            out.append(c)
+            lit.append(c)
             continue
-        out.append(field(pattern[i]))
+        out.append(("".join(lit), pattern[i]))
+        lit = []
         i += 1
+    out.append(("".join(lit), ""))
+    return out
+
+
+def expand(parts: list[tuple[str, str]], field: Callable[[str], str]) -> str:
+    """Parsed ``parts`` with each code replaced by ``field`` of it."""
+    out = []
+    for lit, code in parts:
+        out.append(lit)
+        if code:
+            out.append(field(code))
     return "".join(out)
 
 
@@ -118,6 +131,7 @@ class DateText:
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
+        self.parts = parse(pattern)
 
     def __call__(self, ns: int, offset: int, zone: str) -> str:
         ns += offset * 1_000_000_000
@@ -146,7 +160,7 @@ class DateText:
             if spec == "Z":
                 return zone.split("\0", 1)[0]
             return "%" + spec
-        return expand(self.pattern, field)
+        return expand(self.parts, field)
 
 
 class ValueText:
@@ -241,11 +255,38 @@ class CxxPrinter:
 
     def __init__(self, event_format: str, date_format: str) -> None:
         self.format = event_format + "\n"
+        self.parts = parse(self.format)
         self.date = DateText(date_format)
         self.values = ValueText(self.date, uses_local_time(self.format))
 
     def __call__(self, ev: CxxEvent) -> str:
-        return expand(self.format, lambda spec: self.field(spec, ev))
+        return expand(self.parts, lambda spec: self.field(spec, ev))
+
+    def plan(self, src: EventSource) -> tuple[list, list | None]:
+        """A source's line for the C printer (``bread/_binlog.c``): literals (bytes, its own
+        fields rendered) and the codes that change per event (ints); and its message:
+        literals and ``(tag, shown)`` pairs, None if a tag is one C does not read."""
+        line: list = []
+        fixed = CxxEvent(src, NO_WRITER, NO_SYNC, 0, (), 0)
+        for lit, code in self.parts:
+            line.append(lit)
+            if code in _PER_EVENT:
+                line.append(ord(code))
+            elif code:
+                line.append(self.field(code, fixed))
+        items = [as_bytes(x) if isinstance(x, str) else x for x in line]
+        line = [x for x in _joined(items) if x != b""]
+        tags = split_tags(src.arg_tags)
+        if not all(t in _C_TAGS for t in tags):
+            return line, None
+        pieces = src.format.split("{}")
+        msg: list = [as_bytes(pieces[0])]
+        for i, piece in enumerate(pieces[1:]):
+            if i < len(tags):
+                msg.append((ord(tags[i][0]), True))
+            msg.append(as_bytes(piece))
+        msg.extend((ord(t[0]), False) for t in tags[len(pieces) - 1:])
+        return line, [x for x in msg if x != b""]
 
     def field(self, spec: str, ev: CxxEvent) -> str:
         src = ev.source
@@ -261,6 +302,27 @@ class CxxPrinter:
             return self.date(ns, 0, "UTC")
         get = _FIELDS.get(spec)
         return "%" + spec if get is None else get(ev)
+
+
+#: Codes whose text changes per event (the rest are the source's own).
+_PER_EVENT = frozenset("ntdurm")
+#: Tags that the C printer reads.
+_C_TAGS = frozenset("ycbsilBSILfd") | {"[c"}
+
+
+def as_bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _joined(items: list) -> list:
+    """Adjacent bytes joined."""
+    out: list = []
+    for x in items:
+        if out and type(x) is bytes and type(out[-1]) is bytes:
+            out[-1] += x
+        else:
+            out.append(x)
+    return out
 
 
 #: Event fields other than the message and the times.

@@ -13,9 +13,11 @@ from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
 from ..inputs import STDIN, open_path
 from ..render import escape_controls
+from .. import accel
 from .entries import BinlogError, is_binlog
 from .events import cxx_events
-from .render import CxxPrinter
+from .fastpath import print_lines
+from .render import CxxPrinter, as_bytes
 
 #: The C++ bread's words before the message of what stopped it.
 EXCEPTION = "[bread] Exception: "
@@ -23,33 +25,33 @@ EXCEPTION = "[bread] Exception: "
 HEAD = 12
 
 
-def _bytes(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
-
-
 def print_files(files: Iterable[BinaryIO], printer: CxxPrinter, sort: bool,
                 write: Callable[[bytes], object], error: Callable[[str], object]) -> bool:
     """Print each C++ binlog file with ``write``; damage is said with ``error`` (one line)
     and ends that file. True if every file was read whole."""
     ok = True
+    fast = accel.binlog
     for f in files:
         events = cxx_events(f)
+        block: list[str] = []
         try:
+            if fast is not None:
+                print_lines(fast, f, printer, write, sort)
+                continue
             if sort:
                 lines = [(ev.clock, printer(ev)) for ev in events]
                 lines.sort(key=lambda x: x[0])   # stable: ties keep the file order
-                write(_bytes("".join(text for _, text in lines)))
+                write(as_bytes("".join(text for _, text in lines)))
                 continue
-            block: list[str] = []
             for ev in events:
                 block.append(printer(ev))
                 if len(block) >= 1024:
-                    write(_bytes("".join(block)))
+                    write(as_bytes("".join(block)))
                     block = []
-            write(_bytes("".join(block)))
+            write(as_bytes("".join(block)))
         except BinlogError as exc:
             if not sort:
-                write(_bytes("".join(block)))
+                write(as_bytes("".join(block)))
             error(f"{EXCEPTION}{exc}\n")
             ok = False
     return ok
@@ -83,7 +85,7 @@ def print_paths(paths: Sequence[str], event_format: str, date_format: str, sort:
     if escape:
         def write(data: bytes) -> object:
             lines = data.decode("utf-8", "surrogateescape").split("\n")
-            return out.write(_bytes("\n".join(escape_controls(x) for x in lines)))
+            return out.write(as_bytes("\n".join(escape_controls(x) for x in lines)))
 
     def files() -> Iterator[BinaryIO]:
         for p in paths:

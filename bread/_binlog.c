@@ -48,6 +48,10 @@ typedef struct {
     int32_t tz;
     int have_sync;
     int64_t tm_secs; int tm_ok; struct tm tm;   /* gmtime of the last second rendered */
+    Buf held, keys;                      /* keyed: the lines, and each one's clock and size */
+    Buf dc;                              /* the date text of one second, but its %N */
+    Py_ssize_t dc_at[8]; int dc_nat;     /* where each %N goes in it */
+    int dc_ok; int64_t dc_secs; int32_t dc_offset; PyObject *dc_zone;
 } Printer;
 
 static int
@@ -83,6 +87,22 @@ putf(Buf *b, const char *fmt, ...)
     return put(b, tmp, n < (int)sizeof tmp ? n : (int)sizeof tmp - 1);
 }
 
+static int
+put_u64(Buf *b, uint64_t v)
+{
+    char tmp[24], *e = tmp + sizeof tmp, *p = e;
+    do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
+    return put(b, p, e - p);
+}
+
+static int
+put_i64(Buf *b, int64_t v)
+{
+    if (v >= 0) return put_u64(b, (uint64_t)v);
+    if (put(b, "-", 1) < 0) return -1;
+    return put_u64(b, (uint64_t)0 - (uint64_t)v);
+}
+
 static uint64_t
 rd64(const unsigned char *p)
 {
@@ -103,11 +123,22 @@ free_source(Source *s)
 
 /* ---- dates: bread/cxx/render.py DateText ---------------------------------------- */
 
+#define MAX_N 8
+
 static int
-date(Printer *pr, Buf *b, int64_t ns, int32_t offset, PyObject *zone)
+nine_digits(Buf *b, int64_t nsec)
 {
-    ns += (int64_t)offset * 1000000000;
-    int64_t secs = ns / 1000000000, nsec = ns % 1000000000;
+    char tmp[16];
+    snprintf(tmp, sizeof tmp, "%.9d", (int)nsec);
+    return put(b, tmp, 9);   /* (a negative one: its sign and 8 digits, as C++ prints it) */
+}
+
+/* The date of second `secs` (offset applied) into b; each %N's place noted in `at` (the
+ * digits not written) while there is room, else written. */
+static int
+date_text(Printer *pr, Buf *b, int64_t secs, int64_t nsec, int32_t offset, PyObject *zone,
+          Py_ssize_t *at, int *nat)
+{
     if (!pr->tm_ok || secs != pr->tm_secs) {
         time_t t = (time_t)secs;
         memset(&pr->tm, 0, sizeof pr->tm);
@@ -124,21 +155,19 @@ date(Printer *pr, Buf *b, int64_t ns, int32_t offset, PyObject *zone)
             continue;
         }
         char c = f[++i];
-        int r;
+        int r = 0;
         switch (c) {
-        case 'Y': r = putf(b, "%d", tm->tm_year + 1900); break;
+        case 'Y': r = put_i64(b, (int64_t)tm->tm_year + 1900); break;
         case 'y': r = putf(b, "%02d", ((tm->tm_year % 100) + 100) % 100); break;
         case 'm': r = putf(b, "%02d", tm->tm_mon + 1); break;
         case 'd': r = putf(b, "%02d", tm->tm_mday); break;
         case 'H': r = putf(b, "%02d", tm->tm_hour); break;
         case 'M': r = putf(b, "%02d", tm->tm_min); break;
         case 'S': r = putf(b, "%02d", tm->tm_sec); break;
-        case 'N': {
-            char tmp[16];
-            snprintf(tmp, sizeof tmp, "%.9d", (int)nsec);
-            r = put(b, tmp, 9);
+        case 'N':
+            if (*nat < MAX_N) at[(*nat)++] = b->n;
+            else r = nine_digits(b, nsec);
             break;
-        }
         case 'z': {
             int a = offset < 0 ? -offset : offset, h = a / 3600, m = a / 60 - 60 * h;
             r = putf(b, "%c%02d%02d", offset >= 0 ? '+' : '-', h < 100 ? h : 0,
@@ -158,6 +187,34 @@ date(Printer *pr, Buf *b, int64_t ns, int32_t offset, PyObject *zone)
         if (r < 0) return -1;
     }
     return 0;
+}
+
+/* The date of ns since the epoch in a zone: its second's text rendered once (kept while
+ * the second, the offset and the zone stay), the nanoseconds put in each time. */
+static int
+date(Printer *pr, Buf *b, int64_t ns, int32_t offset, PyObject *zone)
+{
+    ns += (int64_t)offset * 1000000000;
+    int64_t secs = ns / 1000000000, nsec = ns % 1000000000;
+    if (!(pr->dc_ok && secs == pr->dc_secs && offset == pr->dc_offset && zone == pr->dc_zone)) {
+        pr->dc.n = 0;
+        pr->dc_nat = 0;
+        pr->dc_ok = 0;
+        if (date_text(pr, &pr->dc, secs, nsec, offset, zone, pr->dc_at, &pr->dc_nat) < 0)
+            return -1;
+        /* (more %N than places: the digits are in the text, which is this event's only) */
+        pr->dc_ok = pr->dc_nat < MAX_N;
+        pr->dc_secs = secs;
+        pr->dc_offset = offset;
+        pr->dc_zone = zone;
+    }
+    Py_ssize_t from = 0;
+    for (int k = 0; k < pr->dc_nat; k++) {
+        if (put(b, pr->dc.p + from, pr->dc_at[k] - from) < 0 || nine_digits(b, nsec) < 0)
+            return -1;
+        from = pr->dc_at[k];
+    }
+    return put(b, pr->dc.p ? pr->dc.p + from : "", pr->dc.n - from);
 }
 
 /* ---- values: bread/cxx/render.py ValueText, the tags it reads here --------------- */
@@ -192,14 +249,14 @@ value(Buf *b, char tag, int shown, const unsigned char *p, Py_ssize_t n)
     switch (tag) {
     case 'y': r = v.B ? put(b, "true", 4) : put(b, "false", 5); break;
     case 'c': r = put(b, (const char *)p, 1); break;
-    case 'b': r = putf(b, "%d", (int)v.b); break;
-    case 's': r = putf(b, "%d", (int)v.s); break;
-    case 'i': r = putf(b, "%d", (int)v.i); break;
-    case 'l': r = putf(b, "%lld", (long long)v.l); break;
-    case 'B': r = putf(b, "%u", (unsigned)v.B); break;
-    case 'S': r = putf(b, "%u", (unsigned)v.S); break;
-    case 'I': r = putf(b, "%u", (unsigned)v.I); break;
-    case 'L': r = putf(b, "%llu", (unsigned long long)v.L); break;
+    case 'b': r = put_i64(b, v.b); break;
+    case 's': r = put_i64(b, v.s); break;
+    case 'i': r = put_i64(b, v.i); break;
+    case 'l': r = put_i64(b, v.l); break;
+    case 'B': r = put_u64(b, v.B); break;
+    case 'S': r = put_u64(b, v.S); break;
+    case 'I': r = put_u64(b, v.I); break;
+    case 'L': r = put_u64(b, v.L); break;
     case 'f': r = putf(b, "%.16g", (double)v.f); break;
     default: r = putf(b, "%.16g", v.d); break;
     }
@@ -228,7 +285,7 @@ event(Printer *pr, Buf *b, Source *src, uint64_t clock, const unsigned char *arg
         case L_LIT: r = put(b, it->s, it->n); break;
         case L_NAME: r = put(b, PyBytes_AS_STRING(pr->wname), PyBytes_GET_SIZE(pr->wname)); break;
         case L_WID: r = put(b, PyBytes_AS_STRING(pr->wid), PyBytes_GET_SIZE(pr->wid)); break;
-        case L_CLOCK: r = putf(b, "%llu", (unsigned long long)clock); break;
+        case L_CLOCK: r = put_u64(b, clock); break;
         case L_DATE: case L_UTC:
             if (!pr->have_sync) r = put(b, "no_clock_sync?", 14);
             else if (it->code == L_DATE) r = date(pr, b, clock_ns(pr, clock), pr->tz, pr->zone);
@@ -335,11 +392,20 @@ Printer_set_sync(Printer *self, PyObject *args)
     self->sync_clock = clock; self->sync_freq = freq; self->sync_ns = ns; self->tz = tz;
     self->have_sync = (int64_t)freq > 0;
     Py_INCREF(zone); Py_XSETREF(self->zone, zone);
+    self->dc_ok = 0;   /* (the zone object it was made for may be gone) */
     Py_RETURN_NONE;
 }
 
-/* render(data, pos, keyed) -> (lines, pos, stop, keys): with `keyed`, keys holds each
- * line's clock and length (two uint64 each), for sort_lines. */
+/* A line's clock and size noted, for write_sorted. */
+static int
+note(Printer *pr, uint64_t clock, Py_ssize_t size)
+{
+    uint64_t key[2] = {clock, (uint64_t)size};
+    return put(&pr->keys, (const char *)key, sizeof key);
+}
+
+/* render(data, pos, keyed) -> (lines, pos, stop): with `keyed` the lines are held, for
+ * write_sorted, and none is returned. */
 static PyObject *
 Printer_render(Printer *self, PyObject *args)
 {
@@ -349,7 +415,8 @@ Printer_render(Printer *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*n|p", &view, &pos, &keyed)) return NULL;
     const unsigned char *d = view.buf;
     Py_ssize_t n = view.len;
-    Buf b = {NULL, 0, 0}, k = {NULL, 0, 0};
+    Buf own = {NULL, 0, 0};
+    Buf *b = keyed ? &self->held : &own;
     int stop = STOP_END;
     while (pos >= 0 && n - pos >= 4) {
         uint32_t size;
@@ -361,24 +428,31 @@ Printer_render(Printer *self, PyObject *args)
         if (tag & TOP_BIT) { stop = STOP_META; break; }
         Source *src = tag < MAX_IDS ? &self->sources[tag] : NULL;
         if (src == NULL || src->line == NULL || src->msg == NULL) { stop = STOP_PYTHON; break; }
-        Py_ssize_t before = b.n;
+        Py_ssize_t before = b->n;
         uint64_t clock = rd64(p + 8);
-        int r = event(self, &b, src, clock, p + 16, (Py_ssize_t)size - 16);
-        if (r == 0 && keyed) {
-            uint64_t key[2] = {clock, (uint64_t)(b.n - before)};
-            r = put(&k, (const char *)key, sizeof key);
-        }
-        if (r < 0) { PyMem_Free(b.p); PyMem_Free(k.p); PyBuffer_Release(&view); return NULL; }
+        int r = event(self, b, src, clock, p + 16, (Py_ssize_t)size - 16);
+        if (r == 0 && keyed) r = note(self, clock, b->n - before);
+        if (r < 0) { PyMem_Free(own.p); PyBuffer_Release(&view); return NULL; }
         if (r > 0) { stop = STOP_PYTHON; break; }
         pos += 4 + (Py_ssize_t)size;
     }
     PyBuffer_Release(&view);
-    PyObject *out = PyBytes_FromStringAndSize(b.p ? b.p : "", b.n);
-    PyObject *keys = PyBytes_FromStringAndSize(k.p ? k.p : "", k.n);
-    PyMem_Free(b.p);
-    PyMem_Free(k.p);
-    if (out == NULL || keys == NULL) { Py_XDECREF(out); Py_XDECREF(keys); return NULL; }
-    return Py_BuildValue("NniN", out, pos, stop, keys);
+    PyObject *out = PyBytes_FromStringAndSize(own.p ? own.p : "", own.n);
+    PyMem_Free(own.p);
+    if (out == NULL) return NULL;
+    return Py_BuildValue("Nni", out, pos, stop);
+}
+
+/* hold(clock, line): a line Python rendered, held as render's keyed lines are. */
+static PyObject *
+Printer_hold(Printer *self, PyObject *args)
+{
+    unsigned long long clock;
+    const char *line;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "Ky#", &clock, &line, &n)) return NULL;
+    if (put(&self->held, line, n) < 0 || note(self, clock, n) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 typedef struct { uint64_t clock; Py_ssize_t start, n; } Line;
@@ -391,47 +465,46 @@ by_clock(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;   /* stable: file order */
 }
 
-/* sort_lines(text, keys) -> the lines of text ordered by their clocks, ties in file order. */
+/* write_sorted(write): the held lines given to `write` in clock order (ties in file
+ * order), in pieces of about 1 MiB; then nothing is held. */
 static PyObject *
-sort_lines(PyObject *mod, PyObject *args)
+Printer_write_sorted(Printer *self, PyObject *write)
 {
-    (void)mod;
-    Py_buffer text, keys;
-    if (!PyArg_ParseTuple(args, "y*y*", &text, &keys)) return NULL;
-    Py_ssize_t count = keys.len / 16, at = 0;
+    Py_ssize_t count = self->keys.n / 16, at = 0;
     Line *lines = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Line));
-    PyObject *out = NULL;
+    Buf piece = {NULL, 0, 0};
+    PyObject *result = NULL;
     if (lines == NULL) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < count; i++) {
         uint64_t key[2];
-        memcpy(key, (const char *)keys.buf + 16 * i, 16);
-        if ((uint64_t)(text.len - at) < key[1]) {
-            PyErr_SetString(PyExc_ValueError, "keys beyond the text");
-            goto done;
-        }
+        memcpy(key, self->keys.p + 16 * i, 16);
         lines[i] = (Line){key[0], at, (Py_ssize_t)key[1]};
         at += (Py_ssize_t)key[1];
     }
     qsort(lines, (size_t)count, sizeof(Line), by_clock);
-    out = PyBytes_FromStringAndSize(NULL, at);
-    if (out == NULL) goto done;
-    char *w = PyBytes_AS_STRING(out);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        memcpy(w, (const char *)text.buf + lines[i].start, (size_t)lines[i].n);
-        w += lines[i].n;
+    for (Py_ssize_t i = 0; i <= count; i++) {
+        if (i < count && put(&piece, self->held.p + lines[i].start, lines[i].n) < 0) goto done;
+        if (piece.n >= (1 << 20) || (i == count && piece.n)) {
+            PyObject *chunk = PyBytes_FromStringAndSize(piece.p, piece.n);
+            if (chunk == NULL) goto done;
+            PyObject *r = PyObject_CallOneArg(write, chunk);
+            Py_DECREF(chunk);
+            if (r == NULL) goto done;
+            Py_DECREF(r);
+            piece.n = 0;
+        }
     }
+    result = Py_None;
+    Py_INCREF(result);
 done:
     PyMem_Free(lines);
-    PyBuffer_Release(&text);
-    PyBuffer_Release(&keys);
-    return out;
+    PyMem_Free(piece.p);
+    PyMem_Free(self->held.p);
+    PyMem_Free(self->keys.p);
+    self->held = (Buf){NULL, 0, 0};
+    self->keys = (Buf){NULL, 0, 0};
+    return result;
 }
-
-static PyMethodDef module_methods[] = {
-    {"sort_lines", sort_lines, METH_VARARGS,
-     "sort_lines(text, keys) -> text with its lines in clock order (stable)"},
-    {NULL}
-};
 
 static int
 Printer_init(Printer *self, PyObject *args, PyObject *kw)
@@ -451,6 +524,7 @@ Printer_init(Printer *self, PyObject *args, PyObject *kw)
     Py_XSETREF(self->zone, empty);
     Py_XSETREF(self->wid, zero);
     self->have_sync = 0;
+    self->dc_ok = 0;
     return 0;
 }
 
@@ -463,6 +537,9 @@ Printer_dealloc(Printer *self)
     }
     Py_XDECREF(self->date); Py_XDECREF(self->wname); Py_XDECREF(self->wid);
     Py_XDECREF(self->zone);
+    PyMem_Free(self->held.p);
+    PyMem_Free(self->keys.p);
+    PyMem_Free(self->dc.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -473,8 +550,11 @@ static PyMethodDef Printer_methods[] = {
     {"set_sync", (PyCFunction)Printer_set_sync, METH_VARARGS,
      "set_sync(clock, frequency, ns, tz_offset, tz_name)"},
     {"render", (PyCFunction)Printer_render, METH_VARARGS,
-     "render(data, pos, keyed=False) -> (lines, pos, stop, keys): stop 0 end, 1 metadata, "
-     "2 Python's event"},
+     "render(data, pos, keyed=False) -> (lines, pos, stop): stop 0 end, 1 metadata, "
+     "2 Python's event; keyed: the lines held for write_sorted"},
+    {"hold", (PyCFunction)Printer_hold, METH_VARARGS, "hold(clock, line): a line held"},
+    {"write_sorted", (PyCFunction)Printer_write_sorted, METH_O,
+     "write_sorted(write): the held lines to write(bytes), in clock order (stable)"},
     {NULL}
 };
 
@@ -492,7 +572,7 @@ static PyTypeObject PrinterType = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "bread._binlog", "C++ binlog files' text lines in C.", -1,
-    module_methods, NULL, NULL, NULL, NULL
+    NULL, NULL, NULL, NULL, NULL
 };
 
 PyMODINIT_FUNC

@@ -274,3 +274,56 @@ def test_entries_as_the_samples_readme_lists_them():
                for off, p in entries.payloads(f)]
     with open(path("Logging.entries.txt")) as f:
         assert got == f.read().splitlines()
+
+
+# --- the C fast path (bread/_binlog.c) --------------------------------------------------
+
+def _both_paths(monkeypatch, data: bytes, fmt: str, date: str, sort: bool) -> tuple:
+    from bread import accel
+    out = []
+    for fast in (accel.binlog, None):
+        monkeypatch.setattr(accel, "binlog", fast)
+        got: list = []
+        err: list = []
+        print_files([io.BytesIO(data)], CxxPrinter(fmt, date), sort, got.append, err.append)
+        out.append((b"".join(got), err))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("fmt,date", [
+    ("%d|%u|%d %m %r %t %n %X %", "%N%N%N%N%N%N%N%N%N%N %Y-%y %z %Z %%"),
+    (FULL, "%Y-%m-%dT%H:%M:%S.%N%z"),
+])
+@pytest.mark.parametrize("sort", [False, True])
+def test_the_c_path_prints_what_python_prints(monkeypatch, fmt, date, sort):
+    if __import__("bread").accel.binlog is None:
+        pytest.skip("the C extension is not built (or BREAD_PURE_PYTHON)")
+    for name in SAMPLES:
+        with open(path(f"{name}.blog"), "rb") as f:
+            data = f.read()
+        fast, python = _both_paths(monkeypatch, data, fmt, date, sort)
+        assert fast == python, name
+    zones = (sync(0, 3 * 10**9, 10**18, -16200, "X\0Y") + writer(2, "w") + source(
+        1, "{} {} {} {}", "ybBsSiIlLfd[cc") + event(1, 3 * 10**9 + 7, b"\1" + struct.pack(
+            "<bBhHiIqQfd", -1, 255, -2, 65535, -3, 2**32 - 1, -(2**63), 2**64 - 1, 0.1, 1e300)
+            + _s("str") + b"z") + sync(0, 10**9, 5, 3600, "CET") + event(1, 4, bytes(45)))
+    fast, python = _both_paths(monkeypatch, zones, fmt, date, sort)
+    assert fast == python and python[1] == ["[bread] Exception: Range overflow 4 > 2\n"]
+
+
+def test_the_c_path_leaves_python_only_the_metadata(monkeypatch):
+    from bread import accel
+    from bread.cxx import fastpath
+    if accel.binlog is None:
+        pytest.skip("the C extension is not built (or BREAD_PURE_PYTHON)")
+    taken = []
+    take = fastpath._Tables.take
+    monkeypatch.setattr(fastpath._Tables, "take", lambda self, *a: taken.append(a) or take(
+        self, *a))
+    data = sync(0, 10**9, 0) + writer(1, "w0") + source(1, "order {} filled at {} qty {}",
+                                                       "id[c")
+    data += b"".join(event(1, i, struct.pack("<id", i, 101.25 + i) + _s("AAPL"))
+                     for i in range(3000))
+    out, err = lines(data)
+    assert (len(out.splitlines()), err, len(taken)) == (3000, [], 3)
+    assert out.splitlines()[2999] == b"order 2999 filled at 3100.25 qty AAPL"

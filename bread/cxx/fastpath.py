@@ -23,7 +23,6 @@ CHUNK = 1 << 20
 #: Why the C printer stopped (``bread/_binlog.c``).
 STOP_END = 0
 _U32 = struct.Struct("<I")
-_KEY = struct.Struct("<QQ")
 
 
 class _Tables:
@@ -65,24 +64,18 @@ def print_lines(binlog: Any, f: BinaryIO, printer: CxxPrinter,
     C++ bread's words) after the lines before it (sorted: none)."""
     tables = _Tables(binlog.Printer(as_bytes(printer.date.pattern)), printer)
     c = tables.c
-    out: Callable[[bytes], object] = write
-    blocks: list[bytes] = []
-    keys: list[bytes] = []
-    if sort:
-        out = blocks.append
     buf, pos, base = b"", 0, 0     # base: the offset of buf[0] in the stream
     while True:
-        lines, pos, stop, k = c.render(buf, pos, sort)
+        lines, pos, stop = c.render(buf, pos, sort)
         if lines:
-            out(lines)
-            keys.append(k)
+            write(lines)
         if stop != STOP_END:
             size = _U32.unpack_from(buf, pos)[0]
             line, clock = tables.take(buf[pos + 4:pos + 4 + size], base + pos)
-            if line:
-                data = as_bytes(line)
-                out(data)
-                keys.append(_KEY.pack(clock, len(data)))
+            if line and sort:
+                c.hold(clock, as_bytes(line))
+            elif line:
+                write(as_bytes(line))
             pos += 4 + size
             continue
         if len(buf) - pos >= 4:
@@ -95,4 +88,4 @@ def print_lines(binlog: Any, f: BinaryIO, printer: CxxPrinter,
     for _ in iter_entries(io.BytesIO(buf)):   # what is left is cut short: Python says how
         pass
     if sort:
-        write(binlog.sort_lines(b"".join(blocks), b"".join(keys)))
+        c.write_sorted(write)

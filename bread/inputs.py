@@ -256,6 +256,21 @@ class _Prefixed:
             return data
         return self._raw.read(n)
 
+    @property
+    def error(self) -> str | None:
+        """What ended the stream early (a GzipInput's damage), None if nothing did."""
+        return getattr(self._raw, "error", None)
+
+    @property
+    def pos(self) -> int:
+        """Bytes given out so far, where the stream counts them (a GzipInput)."""
+        return getattr(self._raw, "pos", 0) - len(self._head)
+
+    def close(self) -> None:
+        close = getattr(self._raw, "close", None)
+        if close is not None:
+            close()
+
 
 def peek(f: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
     """The first ``n`` bytes of ``f`` (fewer at its end), and ``f`` to read from its start

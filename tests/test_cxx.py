@@ -76,8 +76,9 @@ def test_a_nul_printed_raw_unless_escape_always(tmp_path, capsysbinary):
                     + event(1, 1, _s(b"ab\0\x1b")))
     assert cli.main(["-f", "%m", str(log)]) == 0
     assert capsysbinary.readouterr().out == b"s=ab\0\x1b\n"
-    assert cli.main(["-f", "%m", "--escape", "always", str(log)]) == 0
-    assert capsysbinary.readouterr().out == b"s=ab\\x00\\x1b\n"
+    for escape in ("always", "auto"):
+        assert cli.main(["-f", "%m", "--escape", escape, str(log)]) == 0
+        assert capsysbinary.readouterr().out == b"s=ab\\x00\\x1b\n"
 
 
 def test_told_by_first_bytes(tmp_path, capsysbinary):

@@ -109,7 +109,7 @@ def parser() -> argparse.ArgumentParser:
                         "(a pipe to grep ends on a terminal too): always (the default; auto is "
                         "the same, its old name), never (as logged, for programs). -o jsonl "
                         "is always exact. C++ binlog files are printed as the C++ bread "
-                        "prints them, unescaped, unless --escape always is given")
+                        "prints them, unescaped, unless --escape always (or auto) is given")
     p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
                    help="-o csv: a cell of logged text (category, writer, function, file, "
                         "message, host, program) that begins with = + - @ tab or CR, which a spreadsheet "
@@ -201,7 +201,7 @@ def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
     """Print C++ binlog files as the C++ bread does; the exit status."""
     try:
         ok = cxx_text.print_paths(paths, args.format, args.date_format, args.sort,
-                                  args.escape == "always")
+                                  args.escape in ("always", "auto"))
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

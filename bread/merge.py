@@ -169,12 +169,6 @@ class FrameIndex:
         return self.floors[max(b, 0)] if self.floors else _HIGH
 
 
-def unindexed() -> FrameIndex:
-    """The index of an input that says no least time (a C++ binlog file): the merge holds
-    all of it back until it is read."""
-    return FrameIndex(array.array("q", [0]), array.array("q", [_LOW]))
-
-
 def _least_time(payload: bytes, sync: ClockSync) -> tuple[int, int]:
     """The time of a frame's least clock (5.1), or _LOW if it does not say; its event count."""
     u = msgpack.Unpacker(**UNPACK_OPTIONS)

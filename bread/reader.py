@@ -18,7 +18,7 @@ from .cxx.entries import is_binlog
 from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, peek,
                      prune, seekable, spool)
 from .filters import NO_FILTER, Filter
-from .merge import MAX_HELD, SortedInput, index, merge, merger, unindexed
+from .merge import MAX_HELD, SortedInput, index, merge, merger
 from .lines import LineSink, line_blocks
 from .render import PrettyPrinter
 
@@ -137,23 +137,21 @@ class Reader:
     def _binlog(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
                 keyed: bool) -> Iterator[Any]:
         """A C++ binlog file (``bread.cxx``): its Events given to the sink's Python path;
-        for the merge (``keyed``), all of them at once, in time order (its entries say no
-        least time: it is held whole, as the C++ bread holds it)."""
+        for the merge (``keyed``), as blocks of runs (``bread.cxx.merging``)."""
         if self.span is not None:
             raise OptionError(f"{name}: a span is a part of a blog file, not of a C++ binlog "
                               "file")
         from .cxx.events import read_events   # (only for C++ files: it imports decimal)
+        from .cxx.merging import runs
 
         def damaged(offset: int, reason: str) -> None:
             self.damage.append(Damage(offset, 0, reason, name))
         keeps = self.filter.keeps
         s = sink(self._stream((), name))
-        events = (ev for ev in read_events(f, name, damaged) if keeps(ev))
         if keyed:
-            yield 0
-            yield from s.runs(iter(sorted(events, key=_ns)))
+            yield from runs(read_events(f, name, damaged), keeps, s.runs)
             return
-        yield from s.python(events)
+        yield from s.python(ev for ev in read_events(f, name, damaged) if keeps(ev))
         yield from s.finish()
 
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
@@ -163,7 +161,11 @@ class Reader:
             f = opener()
             try:
                 head, g = peek(f, HEAD)
-                idx = unindexed() if is_binlog(head) else index(g, name, name in self._named)
+                if is_binlog(head):
+                    from .cxx.merging import index as binlog_index   # (C++ files only)
+                    idx = binlog_index(g)
+                else:
+                    idx = index(g, name, name in self._named)
             finally:
                 f.close()
             inputs.append(SortedInput(idx, position, self._input_runs(opener, name, sink),
@@ -308,10 +310,6 @@ class Reader:
         stream.summaries = self.summaries
         stream.headers = self.headers
         return stream
-
-
-def _ns(ev: Event) -> int:
-    return ev.ns
 
 
 def _events(stream: EventStream) -> EventSink:

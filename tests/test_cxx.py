@@ -328,3 +328,31 @@ def test_the_c_path_leaves_python_only_the_metadata(monkeypatch):
     out, err = lines(data)
     assert (len(out.splitlines()), err, len(taken)) == (3000, [], 3)
     assert out.splitlines()[2999] == b"order 2999 filled at 3100.25 qty AAPL"
+
+
+def test_sorted_with_a_blog_file_in_bounded_memory(tmp_path, monkeypatch):
+    import blog
+    import bread
+    from bread.cxx import events
+    s = blog.Session()
+    s.get_logger("py").info("from python")
+    with open(tmp_path / "py.blog", "wb") as f:
+        s.consume(f)
+    data = sync(0, 10**9, 0) + writer(1, "a") + source(1, "n={}", "i")
+    data += b"".join(event(1, 10**9 * 1_700_000_000 + i, struct.pack("<i", i))
+                     for i in range(20_000))
+    (tmp_path / "cxx.blog").write_bytes(data)
+    read = events.read_events
+    count = [0]
+
+    def counted(*a):
+        for ev in read(*a):
+            count[0] += 1
+            yield ev
+    monkeypatch.setattr(events, "read_events", counted)
+    r = iter(bread.read([str(tmp_path / "cxx.blog"), str(tmp_path / "py.blog")], sort=True))
+    first = next(r)
+    assert first.message == "n=0" and count[0] <= 3 * 1024    # not the whole file held
+    rest = list(r)
+    assert [ev.message for ev in rest[:2]] == ["n=1", "n=2"] and len(rest) == 20_000
+    assert rest[-1].message == "from python"

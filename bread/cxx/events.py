@@ -39,6 +39,12 @@ def cxx_events(f: BinaryIO) -> Iterator[CxxEvent]:
             sync = e
 
 
+def event_ns(sync: ClockSync, clock: int) -> int:
+    """An event's ``ns``: its time, or its clock itself where no clock sync says."""
+    ns = clock_ns(sync, clock)
+    return clock if ns is None else ns
+
+
 def zone(sync: ClockSync) -> _dt.tzinfo:
     """The writer's zone of a clock sync (UTC where its offset is not one a zone has)."""
     try:
@@ -70,9 +76,8 @@ def to_events(events: Iterator[CxxEvent], origin: Origin) -> Iterator[Event]:
         tz = zones.get(sync)
         if tz is None:
             tz = zones[sync] = zone(sync)
-        ns = clock_ns(sync, ev.clock)
         text.sync = sync
-        yield BinlogEvent(ev, ev.clock if ns is None else ns, tz, origin,
+        yield BinlogEvent(ev, event_ns(sync, ev.clock), tz, origin,
                           message(ev.source.format, ev.args, text))
 
 

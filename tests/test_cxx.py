@@ -59,6 +59,14 @@ def test_bread_prints_as_the_cxx_bread(name, kind, argv, capsysbinary):
         assert (code, err) == (0, b"")
 
 
+def test_the_cxx_default_format_whatever_blog_s_is(monkeypatch, capsysbinary):
+    # blog's default may show more (keyword fields: %K): a C++ file keeps the C++ bread's.
+    monkeypatch.setattr("bread.cli.read.DEFAULT_FORMAT", "%S %C [%d] %n %m%K (%G:%L)")
+    assert cli.main([path("Logging.blog")]) == 0
+    with open(path("Logging.default.txt"), "rb") as f:
+        assert capsysbinary.readouterr().out == f.read()
+
+
 def test_damaged_file_from_standard_input(monkeypatch, capsysbinary):
     with open(path("trunc_payload.blog"), "rb") as f:
         data = f.read()

@@ -198,9 +198,13 @@ def _as_cxx_bread(args: argparse.Namespace) -> bool:
 
 
 def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
-    """Print C++ binlog files as the C++ bread does; the exit status."""
+    """Print C++ binlog files as the C++ bread does (without -f or -d, in its default
+    formats, whatever blog's are); the exit status."""
+    fmt = cxx_text.DEFAULT_FORMAT if args.format == DEFAULT_FORMAT else args.format
+    date = (cxx_text.DEFAULT_DATE_FORMAT if args.date_format == DEFAULT_DATE_FORMAT
+            else args.date_format)
     try:
-        ok = cxx_text.print_paths(paths, args.format, args.date_format, args.sort,
+        ok = cxx_text.print_paths(paths, fmt, date, args.sort,
                                   args.escape in ("always", "auto"))
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

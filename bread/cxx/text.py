@@ -21,6 +21,9 @@ from .render import CxxPrinter, as_bytes
 
 #: The C++ bread's words before the message of what stopped it.
 EXCEPTION = "[bread] Exception: "
+#: The C++ bread's formats when none is given.
+DEFAULT_FORMAT = "%S %C [%d] %n %m (%G:%L)"
+DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
 #: Bytes that tell a C++ binlog file: a size and a tag.
 HEAD = 12
 

@@ -9,6 +9,7 @@ One run measures, side by side, events per second and peak RSS of:
 - ``bread.read`` decode only, and with ``ev.message`` touched (in this process);
 - with ``BREAD_CXX`` (a C++ bread binary) and ``BREAD_CXX_FILE`` (a C++ binlog
   file of the same event shape), the C++ bread on it, default, ``-f %m`` and ``-s``,
+  and our ``bread`` on that same C++ file (issue 28's target: at least as fast),
   interleaved with ours so that both see the same machine; the ratios compare.
 
 The events: ``log.info("order {} filled at {} qty {}", i, 101.25 + i, "AAPL")``
@@ -169,6 +170,9 @@ def main() -> int:
             ("C++ bread, default format", [cxx, cxx_file], n_cxx, None),
             ("C++ bread -f %m", [cxx, "-f", "%m", cxx_file], n_cxx, None),
             ("C++ bread -s", [cxx, "-s", cxx_file], n_cxx, None),
+            ("bread on the C++ file, default format", BREAD + [cxx_file], n_cxx, None),
+            ("bread on the C++ file, -f %m", BREAD + ["-f", "%m", cxx_file], n_cxx, None),
+            ("bread on the C++ file, -s", BREAD + ["-s", cxx_file], n_cxx, None),
         ]
     warm_up()
     walls: dict[str, list[float]] = {c[0]: [] for c in cases}
@@ -238,8 +242,12 @@ def main() -> int:
         print("ours / C++, events per second:")
         for ours, theirs in (("bread, default format", "C++ bread, default format"),
                              ("bread -f %m", "C++ bread -f %m"),
-                             ("bread -s (sorted)", "C++ bread -s")):
-            print(f"  {ours:36} {rel(ours, theirs)}")
+                             ("bread -s (sorted)", "C++ bread -s"),
+                             ("bread on the C++ file, default format",
+                              "C++ bread, default format"),
+                             ("bread on the C++ file, -f %m", "C++ bread -f %m"),
+                             ("bread on the C++ file, -s", "C++ bread -s")):
+            print(f"  {ours:38} {rel(ours, theirs)}")
     else:
         print("(set BREAD_CXX and BREAD_CXX_FILE to time the C++ bread in the same run)")
     if args.json:

@@ -1,4 +1,5 @@
-"""The optional C fast paths of the reader (``bread/_speedups.c``, ``bread/_merge.c``), or None.
+"""The optional C fast paths of the reader (``bread/_speedups.c``, ``bread/_merge.c``,
+``bread/_binlog.c`` for C++ binlog files), or None.
 
 Read as ``accel.speedups`` at the point of use, so that tests (and
 ``BREAD_PURE_PYTHON=1``) can run everything through the pure-Python code,
@@ -19,6 +20,7 @@ NOTICE = ("bread: the C fast path ({}) is not built here (no C compiler at insta
 
 speedups: ModuleType | None
 merge: ModuleType | None
+binlog: ModuleType | None
 try:
     from . import _speedups as speedups
 except ImportError:  # built without a C compiler, or where setup.py builds none
@@ -27,11 +29,16 @@ try:
     from . import _merge as merge
 except ImportError:  # likewise
     merge = None
+try:
+    from . import _binlog as binlog
+except ImportError:  # likewise
+    binlog = None
 if os.environ.get("BREAD_PURE_PYTHON"):
-    speedups = merge = None
-elif speedups is None or merge is None:
+    speedups = merge = binlog = None
+elif speedups is None or merge is None or binlog is None:
     missing = " and ".join(f"bread.{name}" for name, m in (("_speedups", speedups),
-                                                          ("_merge", merge)) if m is None)
+                                                          ("_merge", merge),
+                                                          ("_binlog", binlog)) if m is None)
     try:
         print(NOTICE.format(missing), file=sys.stderr)
     except Exception:   # stderr closed or gone

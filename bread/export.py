@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from blogformat.valueclasses import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
 
+from .cxx.values import Enum, Repeated, Struct
 from .events import Event
 from .render import BIDI_FORMATS, escape_controls
 
@@ -158,6 +159,13 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
     if isinstance(v, ExtValue):
         b.take(len(v.data) * 4 // 3 + 16)
         return {"$ext": v.code, "data": _base64(v.data)}
+    if isinstance(v, Struct):   # of a C++ binlog file (bread.cxx.values), as are these
+        return {"$struct": b.text(v.name), "fields": [[b.text(k), _json(x, d, b)]
+                                                      for k, x in v.fields]}
+    if isinstance(v, Enum):
+        return {"$enum": b.text(v.name), "name": b.text(v.enumerator), "value": v.value}
+    if isinstance(v, Repeated):
+        return {"$repeated": _json(v.value, d, b), "times": v.times}
     return {"$opaque": type(v).__name__, "text": str(v)}   # pragma: no cover - not decoded
 
 

@@ -256,14 +256,35 @@ class _Prefixed:
             return data
         return self._raw.read(n)
 
+    @property
+    def error(self) -> str | None:
+        """What ended the stream early (a GzipInput's damage), None if nothing did."""
+        return getattr(self._raw, "error", None)
+
+    @property
+    def pos(self) -> int:
+        """Bytes given out so far, where the stream counts them (a GzipInput)."""
+        return getattr(self._raw, "pos", 0) - len(self._head)
+
+    def close(self) -> None:
+        close = getattr(self._raw, "close", None)
+        if close is not None:
+            close()
+
+
+def peek(f: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
+    """The first ``n`` bytes of ``f`` (fewer at its end), and ``f`` to read from its start
+    again: ``f`` itself gone back if it can seek, else the bytes read then the rest of it."""
+    head = f.read(n)   # read, not peek: a pipe may have fewer bytes buffered so far
+    if seekable(f):
+        f.seek(-len(head), os.SEEK_CUR)
+        return head, f
+    return head, _Prefixed(head, f)  # type: ignore[return-value]
+
 
 def decompressing(f: BinaryIO) -> BinaryIO:
     """``f``, or a GzipInput over it if it starts with gzip's magic bytes."""
-    head = f.read(4)   # read, not peek: a pipe may have fewer bytes buffered so far
-    if seekable(f):
-        f.seek(-len(head), os.SEEK_CUR)
-    else:
-        f = _Prefixed(head, f)  # type: ignore[assignment]
+    head, f = peek(f, 4)
     # gzip's magic, the deflate method, and no reserved flag bit set
     gz = len(head) == 4 and head[:3] == GZIP_MAGIC + b"\x08" and not head[3] & 0xE0
     return GzipInput(f) if gz else f   # type: ignore[return-value]

@@ -14,13 +14,16 @@ from .entries import iter_entries
 from .errors import OptionError
 from .events import Event, EventSink, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
-from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, prune,
-                     seekable, spool)
+from .cxx.entries import is_binlog
+from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, peek,
+                     prune, seekable, spool)
 from .filters import NO_FILTER, Filter
 from .merge import MAX_HELD, SortedInput, index, merge, merger
 from .lines import LineSink, line_blocks
 from .render import PrettyPrinter
 
+#: The first bytes of an input that tell a C++ binlog file (``bread.cxx.entries.is_binlog``).
+HEAD = 12
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
 #: standard input), a binary file object, or a list of paths. gzip is read transparently.
 Source = Union[str, "os.PathLike[str]", BinaryIO,
@@ -143,6 +146,10 @@ class Reader:
     def _decoded(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
                  keyed: bool = False) -> Iterator[Any]:
         """One input, decoded into what its sink gives (with ``keyed``, runs to merge)."""
+        head, f = peek(f, HEAD)
+        if is_binlog(head):
+            yield from self._binlog(f, name, sink, keyed)
+            return
         stream = self._stream((), name)
         decoder = Decoder(stream, sink(stream), self.filter, name, keyed)
         try:
@@ -151,13 +158,38 @@ class Reader:
         finally:
             self.unknown_sources += stream.unknown_sources
 
+    def _binlog(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
+                keyed: bool) -> Iterator[Any]:
+        """A C++ binlog file (``bread.cxx``): its Events given to the sink's Python path;
+        for the merge (``keyed``), as blocks of runs (``bread.cxx.merging``)."""
+        if self.span is not None:
+            raise OptionError(f"{name}: a span is a part of a blog file, not of a C++ binlog "
+                              "file")
+        from .cxx.events import read_events   # (only for C++ files: it imports decimal)
+        from .cxx.merging import runs
+
+        def damaged(offset: int, reason: str) -> None:
+            self.damage.append(Damage(offset, 0, reason, name))
+        keeps = self.filter.keeps
+        s = sink(self._stream((), name))
+        if keyed:
+            yield from runs(read_events(f, name, damaged), keeps, s.runs)
+            return
+        yield from s.python(ev for ev in read_events(f, name, damaged) if keeps(ev))
+        yield from s.finish()
+
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
         """All inputs merged by time (``bread.merge``)."""
         inputs = []
         for position, (opener, name) in enumerate(self._openers()):
             f = opener()
             try:
-                idx = index(f, name, name in self._named)
+                head, g = peek(f, HEAD)
+                if is_binlog(head):
+                    from .cxx.merging import index as binlog_index   # (C++ files only)
+                    idx = binlog_index(g)
+                else:
+                    idx = index(g, name, name in self._named)
             finally:
                 f.close()
             inputs.append(SortedInput(idx, position, self._input_runs(opener, name, sink),

@@ -29,6 +29,7 @@ from pyspark.sql.types import StructType
 from blogformat.frames import HEADER_SIZE, parse_header
 
 from .columnar.batches import COLUMNS, portable
+from .cxx.entries import is_binlog
 from .errors import DamagedLog, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
 from .inputs import GzipInput, expand, name_text, open_path, prune
@@ -144,12 +145,14 @@ class BlogReader(DataSourceReader):
     def partitions(self) -> list[FilePart]:
         # Files that their directory's manifest shows outside since/until are not opened.
         files, _ = prune(list(expand(self.paths)), self._window.since, self._window.until)
-        for path in files:
-            _check_log(path)
+        whole = {path for path in files if _check_log(path)}
         if self.sorted:    # one task merges every input by time
             return [FilePart(files)]
         parts = []
         for path in files:
+            if path in whole:
+                parts.append(FilePart([path]))
+                continue
             f = open_path(path)
             try:
                 size = None if isinstance(f, GzipInput) else f.seek(0, 2)
@@ -293,13 +296,17 @@ def _time(value: str | None) -> int | str | None:
     return value
 
 
-def _check_log(path: str) -> None:
-    """A file that is not a log fails the query, naming it."""
+def _check_log(path: str) -> bool:
+    """A file that is not a log fails the query, naming it; True for a C++ binlog file
+    (read whole, by one task: its entries cannot be split at a byte offset)."""
     f = open_path(path)
     try:
         head = f.read(HEADER_SIZE)
     finally:
         f.close()
+    if is_binlog(head):
+        return True
     if len(head) < HEADER_SIZE or parse_header(head) is None:
         raise NotABlogFile(f"{name_text(path)}: not a blog log file (it does not begin with a "
                            "frame)")
+    return False

@@ -340,3 +340,17 @@ def test_an_adapted_class_s_fields_reach_spark(spark, tmp_path):
     assert [r.message for r in rows] == ["placed Order#0", "placed Order#1", "placed Order#2"]
     assert [json.loads(r.args)[0]["fields"] for r in rows] == [
         {"id": i, "qty": 10 * i} for i in range(3)]
+
+
+@pytest.mark.slow
+def test_cxx_binlog_files_are_read_whole_as_bread_reads_them(spark, logs):
+    cxx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cxx")
+    structs, damaged = (os.path.join(cxx, n) for n in ("LoggingAdaptedStructs.blog",
+                                                        "trunc_payload.blog"))
+    df = (spark.read.format("blog").option("splitBytes", "100").load([structs, damaged])
+          .orderBy("path", "clock"))
+    rows = df.select("message", "args", "severity", "writer_id").collect()
+    want = list(bread.read([structs, damaged]))
+    assert [r["message"] for r in rows] == [ev.message for ev in want]
+    assert rows[2]["args"] == '[{"$struct":"Pair","fields":[["a",2],["b","three"]]}]'
+    assert len(rows) == 16 and {r["severity"] for r in rows} >= {"INFO", "CRITICAL"}

@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from blogformat import __version__
 from blogformat.severity import to_severity
@@ -46,7 +46,10 @@ writer, time range and rate, drops, losses, damage, events over time.
 bread compact DIR --older-than AGE [--period 1d] [--dry-run]: closed files
 merged into one time-sorted compressed file per set and period (docs/guide.md).
 bread --recover FILE [--crash-dir DIR]: append to FILE the events its killed writers
-left in their crash buffers (basic_config(crash_buffer=True))."""
+left in their crash buffers (basic_config(crash_buffer=True)).
+C++ binlog files (Morgan Stanley's binlog) are read too, told by their first bytes: with
+only -f, -d, -s (and --escape), printed byte for byte as the C++ bread prints them
+(%X, an unknown placeholder, printed as is; exit status 3 after damage)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -102,14 +105,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour lines by severity: auto (when writing to a terminal), always, "
                         "never")
-    p.add_argument("--escape", choices=("always", "auto", "never"), default="always",
+    p.add_argument("--escape", choices=("always", "auto", "never"),
                    help="show control characters (C0 but tab, DEL, C1) as \\xNN, \\n, \\r and "
                         "bidirectional format characters (U+202E...) as \\uNNNN, in text and "
                         "csv (in its JSON cells as JSON's \\uNNNN), so that a logged string "
                         "cannot drive a terminal or reorder a line, wherever the output goes "
                         "(a pipe to grep ends on a terminal too): always (the default; auto is "
                         "the same, its old name), never (as logged, for programs). -o jsonl "
-                        "is always exact")
+                        "is always exact. C++ binlog files are printed as the C++ bread "
+                        "prints them, unescaped, unless --escape always (or auto) is given")
     p.add_argument("--traceback", action=argparse.BooleanOptionalAction, default=None,
                    help="text: under an event, the traceback of each exception among its "
                         "fields (log.exception) as Python prints it, each line indented and "
@@ -195,6 +199,30 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
 
+def _as_cxx_bread(args: argparse.Namespace) -> bool:
+    """True for the options the C++ bread has (-f, -d, -s, --escape): C++ binlog files are
+    then printed as it prints them; other options read them as events (``bread.read``)."""
+    return (args.output == "text" and not args.follow and args.tz is None
+            and args.color != "always" and not any(
+                (args.level, args.category, args.since, args.until, args.writer, args.site,
+                 args.grep)))
+
+
+def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
+    """Print C++ binlog files as the C++ bread does (without -f or -d, in its default
+    formats, whatever blog's are); the exit status."""
+    fmt = cxx_text.DEFAULT_FORMAT if args.format == DEFAULT_FORMAT else args.format
+    date = (cxx_text.DEFAULT_DATE_FORMAT if args.date_format == DEFAULT_DATE_FORMAT
+            else args.date_format)
+    try:
+        ok = cxx_text.print_paths(paths, fmt, date, args.sort,
+                                  args.escape in ("always", "auto"))
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    return EXIT_OK if ok else EXIT_DAMAGED
+
+
 def run(args: argparse.Namespace) -> int:
     """``bread [OPTION...] [FILE...]``; the exit status."""
     if not args.inputs and sys.stdin.isatty():
@@ -202,6 +230,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
     out = sys.stdout
+    if _as_cxx_bread(args):
+        try:
+            paths = open_inputs(args.inputs)
+            from ..cxx import text as cxx_text
+            if cxx_text.all_binlog(paths):
+                return cxx_bread(cxx_text, paths, args)
+        except OSError as exc:
+            return cannot_open(exc)
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     try:
         flt = _filter(args)

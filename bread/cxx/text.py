@@ -1,0 +1,103 @@
+"""What ``bread`` prints for C++ binlog files: the C++ bread's lines, byte for byte.
+
+In file order, or with ``sort`` each file's events stably sorted by their clock value (as
+the C++ bread sorts: it reads the whole file first, and prints nothing of a file whose
+damage it meets). Damage: the events before it are printed, then
+``[bread] Exception: ...`` on standard error, and the exit status is 3.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
+
+from ..inputs import STDIN, open_path
+from ..render import escape_controls
+from .. import accel
+from .entries import BinlogError, is_binlog
+from .events import cxx_events
+from .fastpath import print_lines
+from .render import CxxPrinter, as_bytes
+
+#: The C++ bread's words before the message of what stopped it.
+EXCEPTION = "[bread] Exception: "
+#: The C++ bread's formats when none is given.
+DEFAULT_FORMAT = "%S %C [%d] %n %m (%G:%L)"
+DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
+#: Bytes that tell a C++ binlog file: a size and a tag.
+HEAD = 12
+
+
+def print_files(files: Iterable[BinaryIO], printer: CxxPrinter, sort: bool,
+                write: Callable[[bytes], object], error: Callable[[str], object]) -> bool:
+    """Print each C++ binlog file with ``write``; damage is said with ``error`` (one line)
+    and ends that file. True if every file was read whole."""
+    ok = True
+    fast = accel.binlog
+    for f in files:
+        events = cxx_events(f)
+        block: list[str] = []
+        try:
+            if fast is not None:
+                print_lines(fast, f, printer, write, sort)
+                continue
+            if sort:
+                lines = [(ev.clock, printer(ev)) for ev in events]
+                lines.sort(key=lambda x: x[0])   # stable: ties keep the file order
+                write(as_bytes("".join(text for _, text in lines)))
+                continue
+            for ev in events:
+                block.append(printer(ev))
+                if len(block) >= 1024:
+                    write(as_bytes("".join(block)))
+                    block = []
+            write(as_bytes("".join(block)))
+        except BinlogError as exc:
+            if not sort:
+                write(as_bytes("".join(block)))
+            error(f"{EXCEPTION}{exc}\n")
+            ok = False
+    return ok
+
+
+def _head(path: str) -> bytes:
+    """The first bytes of an input, leaving it unread (standard input: peeked)."""
+    if path == STDIN:
+        stdin = sys.stdin.buffer
+        peek = getattr(stdin, "peek", None)
+        return peek(HEAD)[:HEAD] if peek is not None else b""
+    f = open_path(path)
+    try:
+        return f.read(HEAD)
+    finally:
+        f.close()
+
+
+def all_binlog(paths: Sequence[str]) -> bool:
+    """True if every input is a C++ binlog file (by its first bytes: ``entries.is_binlog``)."""
+    return bool(paths) and all(is_binlog(_head(p)) for p in paths)
+
+
+def print_paths(paths: Sequence[str], event_format: str, date_format: str, sort: bool,
+                escape: bool) -> bool:
+    """``bread [-f F] [-d D] [-s] FILE...`` for C++ binlog files, on standard output; False
+    after damage. ``escape``: control characters escaped as in blog files' text."""
+    printer = CxxPrinter(event_format, date_format)
+    out = sys.stdout.buffer
+    write: Callable[[bytes], object] = out.write
+    if escape:
+        def write(data: bytes) -> object:
+            lines = data.decode("utf-8", "surrogateescape").split("\n")
+            return out.write(as_bytes("\n".join(escape_controls(x) for x in lines)))
+
+    def files() -> Iterator[BinaryIO]:
+        for p in paths:
+            f = open_path(p)
+            try:
+                yield f
+            finally:
+                if p != STDIN:
+                    f.close()
+    ok = print_files(files(), printer, sort, write, sys.stderr.write)
+    out.flush()
+    return ok

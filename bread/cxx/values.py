@@ -1,0 +1,283 @@
+"""An event's arguments in mserialize's encoding -> Python objects, driven by their tags.
+
+The tags (the EventSource's argument tags, one per ``{}``): ``y`` bool, ``c`` char,
+``b s i l`` / ``B S I L`` signed / unsigned 8 to 64 bits, ``f d D`` float, double, long
+double (x86's 80 bits in 16 bytes), ``[T`` a sequence (``u32`` count; ``[c`` a string),
+``(T...)`` a tuple, ``<T...>`` a variant (``u8`` index; ``0`` the empty option: None),
+``/T`Name'hex`Enumerator'...\\`` an enum, ``{Name`field'T...}`` a struct (``{Name}`` an
+empty struct, or one defined earlier in the same tag: recursive structures).
+
+Values are ints, floats, bools, str (``c`` and ``[c``), lists, tuples, None, and
+``Struct`` / ``Enum`` for the named types; a sequence of more than 32 values that take
+no byte (empty structs) is one ``Repeated``, never a list of that many.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from decimal import Context, Decimal
+from typing import Any, NamedTuple
+
+from .entries import BinlogError, Payload, text
+
+#: How deep tags nest before the value is refused (the C++ reader's limit is 2048).
+MAX_DEPTH = 200
+
+_ARITHMETIC = {c: struct.Struct("<" + f) for c, f in
+               zip("ycbsilBSILfd", "?cbhiqBHIQfd")}
+_U32 = struct.Struct("<I")
+_LONG_DOUBLE = struct.Struct("<QH6x")
+_EXACT = Context(prec=20000)
+
+
+class Struct(NamedTuple):
+    """A C++ structure: its name, its fields' tag (``{Name`` ... ``}`` without either end:
+    what tells special types apart), and its fields as (name, value) pairs (a base class is
+    a field without a name)."""
+
+    name: str
+    tag: str
+    fields: tuple
+
+
+class Enum(NamedTuple):
+    """A C++ enum value: the type's name, the enumerator's name ("" for a value the type does
+    not name), the value, and the value as the library writes it in hex."""
+
+    name: str
+    enumerator: str
+    value: int
+    hex: str
+
+
+class Repeated(NamedTuple):
+    """A sequence of ``times`` equal values that take no byte (``times`` over 32)."""
+
+    value: Any
+    times: int
+
+
+class Nothing:
+    """The option of a variant whose index names no tag: no value at all (printed as
+    nothing)."""
+
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+NOTHING = Nothing()
+
+
+def split_tags(tags: str) -> list[str]:
+    """The concatenated tags as a list, one per value."""
+    out = []
+    while tags:
+        n = first_size(tags)
+        out.append(tags[:n])
+        tags = tags[n:]
+    return out
+
+
+_CLOSE = {"(": ")", "<": ">", "{": "}", "/": "\\"}
+
+
+def first_size(tags: str) -> int:
+    """The length of the first tag of ``tags`` (brackets balanced, or to the end)."""
+    i = 0
+    while i < len(tags) and tags[i] == "[":
+        i += 1
+    if i == len(tags):
+        return i
+    close = _CLOSE.get(tags[i])
+    if close is None:
+        return i + 1
+    opening, depth = tags[i], 1
+    j = i + 1
+    while j < len(tags):
+        c = tags[j]
+        if c == opening:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return j
+
+
+def _pop(tags: str) -> tuple[str, str]:
+    n = first_size(tags)
+    return tags[:n], tags[n:]
+
+
+def _label(tags: str) -> tuple[str, str]:
+    """The label at the start of ``tags`` (```name'``) and the rest."""
+    end = tags.find("'", 1)
+    if end < 0:
+        return tags[1:], ""
+    return tags[1:end], tags[end + 1:]
+
+
+def resolve(full: str, intro: str) -> str:
+    """The fields of struct ``intro`` (``{Name``) as defined elsewhere in ``full``: a
+    recursive structure names itself without its fields; "" for an empty struct."""
+    if not intro:
+        return ""
+    rest = full
+    while rest:
+        i = rest.find(intro)
+        if i < 0:
+            return ""
+        rest = rest[i + len(intro):]
+        if not rest or rest[0] == "}":
+            return ""
+        if rest[0] == "`":
+            n = first_size("{" + rest)   # balanced from a stand-in opening brace
+            return rest[:n - 2]
+    return ""
+
+
+class Decoder(Payload):
+    """Reads the values of one event's arguments from ``data``."""
+
+    __slots__ = ("full",)
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.full = ""
+
+    def value(self, full: str, tag: str) -> Any:
+        """The value of ``tag``, a tag of the argument tag ``full``."""
+        self.full = full
+        return self._value(tag, MAX_DEPTH)
+
+    def _value(self, tag: str, depth: int) -> Any:
+        if depth == 0:
+            raise BinlogError(f"Recursion limit exceeded while visiting tag: {self.full}")
+        if not tag:
+            return NOTHING
+        c = tag[0]
+        if c == "[":
+            return self._sequence(tag[1:], depth - 1)
+        if c == "(":
+            return tuple(v for v in self._each(tag[1:-1], depth - 1) if v is not NOTHING)
+        if c == "<":
+            return self._variant(tag[1:-1], depth - 1)
+        if c == "{":
+            return self._struct(tag[:-1], depth - 1)
+        if c == "/":
+            return self._enum(tag[1:-1])
+        return self._arithmetic(c)
+
+    def _arithmetic(self, c: str) -> Any:
+        if c == "D":
+            mantissa, top = _LONG_DOUBLE.unpack(self.take(16))
+            return long_double(mantissa, top)
+        fmt = _ARITHMETIC.get(c)
+        if fmt is None:
+            raise BinlogError(f"Invalid arithmetic tag: {c}")
+        v = fmt.unpack(self.take(fmt.size))[0]
+        return text(v) if c == "c" else v
+
+    def _each(self, tags: str, depth: int) -> list:
+        out = []
+        while tags:
+            t, tags = _pop(tags)
+            out.append(self._value(t, depth))
+        return out
+
+    def _sequence(self, tags: str, depth: int) -> Any:
+        size = _U32.unpack(self.take(4))[0]
+        elem, _ = _pop(tags)
+        if elem == "c":
+            return text(self.take(size))
+        if size > 32 and singular(self.full, elem, depth):
+            return Repeated(self._value(elem, depth), size)
+        return [self._value(elem, depth) for _ in range(size)]
+
+    def _variant(self, tags: str, depth: int) -> Any:
+        index = self.take(1)[0]
+        for _ in range(index):
+            _, tags = _pop(tags)
+        option, _ = _pop(tags)
+        return None if option == "0" else self._value(option, depth)
+
+    def _struct(self, tag: str, depth: int) -> Struct:
+        cut = tag.find("`")
+        intro, fields_tag = (tag, "") if cut < 0 else (tag[:cut], tag[cut:])
+        if not fields_tag:
+            fields_tag = resolve(self.full, intro)
+        fields = []
+        rest = fields_tag
+        while rest:
+            name, rest = _label(rest)
+            t, rest = _pop(rest)
+            fields.append((name, self._value(t, depth)))
+        return Struct(intro[1:], fields_tag, tuple(fields))
+
+    def _enum(self, tag: str) -> Enum:
+        if not tag:
+            raise BinlogError("Invalid enum tag: ''")
+        value = self._arithmetic(tag[0])
+        number = ord(value) if isinstance(value, str) else int(value)
+        if isinstance(value, str) and number > 127:   # a char is signed
+            number -= 256
+        digits = f"{abs(number):X}"
+        hexa = "-" + digits if number < 0 else digits
+        rest = tag[2:]
+        cut = rest.find("'")
+        name, rest = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+        at = rest.find(f"'{hexa}`")
+        enumerator = _label(rest[at + len(hexa) + 1:])[0] if at >= 0 else ""
+        return Enum(name, enumerator, number, hexa)
+
+
+def singular(full: str, tag: str, depth: int) -> bool:
+    """True if a value of ``tag`` takes no byte (empty tuples and structs of such)."""
+    if depth == 0:
+        raise BinlogError(f"Recursion limit exceeded while visiting tag: {full}")
+    if not tag:
+        return True
+    if tag[0] == "(":
+        rest = tag[1:-1]
+        while rest:
+            t, rest = _pop(rest)
+            if not singular(full, t, depth - 1):
+                return False
+        return True
+    if tag[0] == "{":
+        body = tag[:-1]
+        cut = body.find("`")
+        if cut < 0:   # perhaps recursive: singular only if its definition has no field
+            return not _label(resolve(full, body))[1] if resolve(full, body) else True
+        rest = body[cut:]
+        while rest:
+            _, rest = _label(rest)
+            t, rest = _pop(rest)
+            if not singular(full, t, depth - 1):
+                return False
+        return True
+    return False
+
+
+def long_double(mantissa: int, top: int) -> float | Decimal:
+    """x86's 80-bit long double: a float where it is one exactly, else an exact Decimal."""
+    sign = -1 if top & 0x8000 else 1
+    exp = top & 0x7FFF
+    if exp == 0x7FFF:
+        return float("nan") if mantissa & ((1 << 63) - 1) else sign * float("inf")
+    e = (exp or 1) - 16383 - 63
+    if mantissa == 0:
+        return sign * 0.0
+    shift = (mantissa & -mantissa).bit_length() - 1    # trailing zero bits
+    if mantissa >> shift < (1 << 53) and -1074 <= e + shift and e + mantissa.bit_length() <= 1024:
+        return sign * math.ldexp(float(mantissa), e)
+    scale = _EXACT.power(Decimal(2), e)
+    return _EXACT.multiply(Decimal(sign * mantissa), scale)
+
+
+def decode(tags: str, data: bytes) -> tuple:
+    """The values of ``data``, one per tag of ``tags``."""
+    d = Decoder(data)
+    return tuple(d.value(tags, t) for t in split_tags(tags))

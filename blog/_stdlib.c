@@ -97,6 +97,9 @@ record_push(RecordHandler *self, PyObject *rec)
 {
     int r = 0;
     PyObject *d = NULL, *args = NULL, *text = NULL;
+    /* msg, path, lineno, levelno, name: held from here on (hashing them for the site key
+     * may run code, a str subclass's, that replaces them in the record). */
+    PyObject *held[5] = {NULL, NULL, NULL, NULL, NULL};
     PyObject *filters = PyObject_GetAttr(self->handler, str_filters);
     if (filters == NULL)
         goto done;
@@ -134,6 +137,11 @@ record_push(RecordHandler *self, PyObject *rec)
         goto done;
     }
     Py_INCREF(args);        /* held: what follows may run code that changes the record */
+    held[0] = Py_NewRef(msg);
+    held[1] = Py_NewRef(path);
+    held[2] = Py_NewRef(lineno);
+    held[3] = Py_NewRef(levelno);
+    held[4] = Py_NewRef(name);
     double when = PyFloat_AS_DOUBLE(created) * 1e9;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     PyObject *const *values = &PyTuple_GET_ITEM(args, 0);
@@ -181,6 +189,8 @@ done:
         PyErr_Clear();
     Py_XDECREF(args);
     Py_XDECREF(text);
+    for (int i = 0; i < 5; i++)
+        Py_XDECREF(held[i]);
     Py_XDECREF(d);
     return r;
 }

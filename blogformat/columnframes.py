@@ -40,9 +40,11 @@ DECIMALS = 2      # [2, scale, column]: floats f = n / 10**scale, n in an int co
 DOUBLES = 3       # [3, bytes]: little-endian IEEE doubles, 8 bytes each
 STRINGS = 4       # [4, [str...], varints]: indexes into the dictionary
 PACKED = 5        # [5, bytes]: each value's msgpack bytes, one after another
-SAME = 6          # [6, int]: one int, every event's (an int column only)
+SAME = 6          # [6, int]: one int, every event's (the source and writer columns only)
 PLAIN = 7         # [7, base, varints]: zigzag ints, each its difference from base
 
+#: The codings of the source and writer id columns (a value column's: INTS or PLAIN).
+ID_CODINGS = (INTS, PLAIN, SAME)
 #: The most decimal digits DECIMALS takes (10**15 and every n within 2**53 are exact
 #: doubles, so n / 10**scale is one correctly rounded division, in C as in Python).
 MAX_SCALE = 15
@@ -117,14 +119,16 @@ def _sums(deltas: list[int]) -> list[int]:
 
 # --- encoding ----------------------------------------------------------------------
 
-def _int_column(values: Sequence[int], coding: int = INTS) -> list | None:
-    """An int column of ``values`` (CLOCKS: delta of delta), else the shortest of SAME,
-    INTS and PLAIN; None if a value or difference is beyond 64 bits."""
+def _int_column(values: Sequence[int], coding: int = INTS, same: bool = False) -> list | None:
+    """An int column of ``values`` (CLOCKS: delta of delta), else the shortest of INTS and
+    PLAIN, or SAME where ``same`` allows it (the source and writer columns only: a value
+    column takes a byte per value at least, so that no count is without the bytes that
+    back it); None if a value or difference is beyond 64 bits."""
     d = _deltas(values)
     if coding == CLOCKS:
         data = _put_varints(_deltas(d))
         return None if data is None else [CLOCKS, data]
-    if all(v == values[0] for v in values) and _zigzag(values[0]) >= 0:
+    if same and all(v == values[0] for v in values) and _zigzag(values[0]) >= 0:
         return [SAME, values[0]]
     ways: list[tuple[bytes, list]] = []
     deltas = _put_varints(d)
@@ -159,7 +163,10 @@ def _scale_of(values: list[float]) -> int | None:
 def _column(raw: list[bytes]) -> list:
     """The column of one value position: the narrowest coding whose values pack back to
     the same bytes, else PACKED."""
-    values = [msgpack.unpackb(b, **UNPACK_OPTIONS) for b in raw]
+    try:
+        values = [msgpack.unpackb(b, **UNPACK_OPTIONS) for b in raw]
+    except Exception:   # a map with an array key, say: readers keep such a value opaque
+        return [PACKED, b"".join(raw)]
     kinds = {type(v) for v in values}
     if kinds == {int} and all(pack_plain(v) == b for v, b in zip(values, raw)):
         got = _int_column(values)
@@ -196,8 +203,8 @@ def encode(events: Sequence[Event]) -> bytes:
                              f"(at most {MAX_VALUES})")
         groups.append([sid, width, [_column([e[3][i] for e in evs]) for i in range(width)]])
     clocks = [e[2] for e in events]
-    sources = _int_column([e[0] for e in events])
-    writers = _int_column([e[1] for e in events])
+    sources = _int_column([e[0] for e in events], same=True)
+    writers = _int_column([e[1] for e in events], same=True)
     times = _int_column(clocks, CLOCKS)
     if sources is None or writers is None or times is None:
         raise ValueError("a source id, writer id or clock beyond 64 bits")
@@ -229,11 +236,15 @@ def _packed(data: Any, count: int) -> list[bytes]:
     return out
 
 
-def _ints(col: Any, count: int) -> list[int]:
-    if type(col) is list and len(col) >= 2 and col[0] == SAME and type(col[1]) is int:
+def _ints(col: Any, count: int, codings: tuple[int, ...] = (INTS, PLAIN)) -> list[int]:
+    """The ints of a column of one of ``codings`` (SAME, bytes for no value, only where
+    the caller allows it: the frame's count is then backed by its clocks)."""
+    if type(col) is not list or len(col) < 2 or col[0] not in codings:
+        raise BadEntry("an int column is not of a coding its place takes")
+    if col[0] == SAME:
+        if type(col[1]) is not int:
+            raise BadEntry("a same column's value is not an int")
         return [col[1]] * count
-    if type(col) is not list or len(col) < 2 or col[0] not in (INTS, CLOCKS, PLAIN):
-        raise BadEntry("an int column is not [coding, varints]")
     if col[0] == PLAIN:
         if len(col) < 3 or type(col[1]) is not int:
             raise BadEntry("a plain int column is not [7, base, varints]")
@@ -247,7 +258,7 @@ def _values(col: Any, count: int) -> list[bytes]:
     if type(col) is not list or not col or type(col[0]) is not int:
         raise BadEntry("a column is not an array starting with its coding")
     coding = col[0]
-    if coding in (INTS, CLOCKS, SAME, PLAIN):
+    if coding in (INTS, PLAIN):
         return [pack_plain(v) for v in _ints(col, count) if _in64(v)]
     if coding == DECIMALS:
         if len(col) < 3 or type(col[1]) is not int or not 0 <= col[1] <= MAX_SCALE:
@@ -294,7 +305,8 @@ def decode(payload: bytes) -> list[Event]:
     sources, groups, count, writers, times, texts = *head[0:3], *head[5:8]
     if type(count) is not int or not 0 < count <= MAX_EVENTS:
         raise BadEntry("a columnar frame's count is out of range")
-    sids, wids, clocks = _ints(sources, count), _ints(writers, count), _ints(times, count)
+    sids, wids = _ints(sources, count, ID_CODINGS), _ints(writers, count, ID_CODINGS)
+    clocks = _ints(times, count, (CLOCKS,))     # a varint per event: the count's bytes
     if not all(0 <= w < (1 << 64) for w in wids) or not all(0 <= s < (1 << 64) for s in sids):
         raise BadEntry("a source or writer id out of range")
     if not all(-(1 << 63) <= c < (1 << 63) for c in clocks):
@@ -312,6 +324,8 @@ def decode(payload: bytes) -> list[Event]:
             raise BadEntry("a columnar frame's source group is not [id, width, columns]")
         cols = [_values(c, counts[g[0]]) for c in g[2]]
         rows[g[0]] = (list(r) for r in zip(*cols)) if cols else ([] for _ in range(counts[g[0]]))
+    if texts is not None and (type(texts) is not list or not texts or texts[0] != PACKED):
+        raise BadEntry("a columnar frame's texts are not nil or a packed column")
     txt = None if texts is None else _values(texts, count)
     return [Event(sids[i], wids[i], clocks[i], next(rows[sids[i]]),
                   None if txt is None or txt[i] == b"\xc0" else txt[i]) for i in range(count)]
@@ -328,6 +342,8 @@ def events_payloads(payload: bytes) -> Iterator[bytes]:
         out = [BatchHeader(wid, clocks[0], len(evs), min(clocks), max(clocks)).encode()]
         prev = clocks[0]
         for sid, _, clock, values, texts in evs:
+            if not -(1 << 63) <= clock - prev < (1 << 63):
+                raise BadEntry("a clock delta beyond 64 bits between a writer's events")
             head = b"\xdc" + len(values).to_bytes(2, "big") if len(values) > 15 \
                 else bytes([0x90 | len(values)])
             out.append(event_prefix(3 if texts is None else 4, sid, clock - prev) + head

@@ -123,3 +123,41 @@ def test_counts_beyond_the_bytes_are_refused_without_allocating_them():
         cf.decode(forged)
     with pytest.raises(BadEntry, match="out of range"):
         cf.decode(packed([[0, b""], [], cf.MAX_EVENTS + 1, 0, 0, [0, b""], [1, b""], None]))
+
+
+def test_no_column_makes_values_without_the_bytes_that_back_them():
+    # Proves (a review's finding): a value column cannot be "same" (a count's values from
+    # one int), nor the clocks: a few hundred bytes can no longer make a million events
+    # of 256 values each; the source and writer columns may (one value per event).
+    same, ints = [cf.SAME, 7], [cf.INTS, b"\x00" * 4]
+    clocks = [cf.CLOCKS, b"\x00" * 4]
+    cases = [
+        [same, [[1, 2, [[cf.INTS, b"\x00" * 4], same]]], 4, 0, 0, same, clocks, None],
+        [same, [[1, 0, []]], cf.MAX_EVENTS, 0, 0, same, [cf.SAME, 0], None],
+        [same, [[1, 1, [[cf.DECIMALS, 2, same]]]], 4, 0, 0, same, clocks, None],
+        [same, [[1, 0, []]], 4, 0, 0, same, clocks, [cf.STRINGS, ["a"], b"\x00" * 4]]]
+    for head in cases:
+        with pytest.raises(BadEntry):
+            cf.decode(packed(head))
+    assert len(cf.decode(packed([same, [[7, 1, [ints]]], 4, 0, 0, same, clocks, None]))) == 4
+
+
+def test_clocks_a_writer_cannot_take_as_deltas_are_damage_not_a_crash(monkeypatch):
+    # Proves (a review's finding): clocks at the two ends of the 64-bit range, one after the
+    # other for one writer, are refused as damage (BadEntry), never an OverflowError: as
+    # "plain" ints (not a clocks column: refused) and through events_payloads' own check.
+    ends = [(1 << 63) - 1, -(1 << 63)]
+    plain = [cf.PLAIN, -(1 << 63), bytes(cf._put_varints([(1 << 63) - 1, 0]))]
+    with pytest.raises(BadEntry):
+        cf.decode(packed([[cf.SAME, 1], [[1, 0, []]], 2, 0, 0, [cf.SAME, 1], plain, None]))
+    monkeypatch.setattr(cf, "decode", lambda payload: [cf.Event(1, 1, c, []) for c in ends])
+    with pytest.raises(BadEntry, match="beyond 64 bits"):
+        list(cf.events_payloads(b""))
+
+
+def test_values_msgpack_cannot_make_objects_of_are_packed_as_they_are():
+    # Proves (a review's finding): a map with an array key, which bread reads as an
+    # opaque value, goes into a packed column byte for byte instead of failing the encode.
+    odd = b"\x81\x91\x01\x02"          # {[1]: 2}
+    events = [cf.Event(1, 1, i, [odd, packed(i)]) for i in range(3)]
+    assert cf.decode(cf.encode(events)) == events

@@ -93,3 +93,35 @@ def test_on_close_needs_a_rotated_set_and_a_function(tmp_path):
         blog.basic_config(tmp_path / "app.blog", on_close=print)
     with pytest.raises(ConfigurationError, match="on_close must be a function"):
         blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=10, on_close="s3://bucket")
+
+
+def test_a_hook_that_hangs_never_keeps_the_process_from_ending(tmp_path):
+    # Proves (a review's finding): a stuck upload delays the end of the process by
+    # AT_CLOSE seconds at most, says so, and the file is shipped at the next start.
+    r = run_python("""
+        import time
+        import blog
+        import blog.files.shipping as shipping
+        shipping.AT_CLOSE = 0.5
+        def stuck(path):
+            time.sleep(3600)
+        blog.basic_config("logs/app.blog", rotate_bytes=1, on_close=stuck)
+        log = blog.get_logger()
+        log.info("e {}", 1)
+        blog.flush()
+    """, cwd=tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "was still running 0.5 s after the set was closed" in r.stderr
+    first = [f.name for f in members(str(tmp_path / "logs"), "app")]
+    assert first
+    r = run_python("""
+        import os
+        import blog
+        def record(path):
+            with open("shipped.txt", "a") as f:
+                f.write(os.path.basename(path) + "\\n")
+        blog.basic_config("logs/app.blog", rotate_bytes=1, on_close=record)
+        blog.shutdown()
+    """, cwd=tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert set(first) <= set((tmp_path / "shipped.txt").read_text().split())

@@ -636,3 +636,41 @@ def test_an_error_inside_the_handler_goes_to_handle_error(bridge, capsys):
     bridge.handler.handleError = lambda record: errors.append(record)
     bridge.logger.info("hi %s", 2)     # never raises into the caller
     assert len(errors) == 1
+
+
+def test_a_record_whose_attributes_change_it_while_hashed_never_crashes(tmp_path):
+    # Proves (a review's finding): the C handler holds the record's message, path, line,
+    # level and name while it looks up their site: a str subclass whose hash replaces
+    # the record's message (and reuses the freed memory) leaves the event the message it
+    # had, and the process alive (run in a child: a crash would be a signal).
+    r = run_python("""
+        import io, logging
+        import blog, blog.stdlib, bread
+        s = blog.Session()
+        out = blog.MemoryOutputStream()
+        h = blog.stdlib.BlogHandler(session=s)
+        def rec(msg):
+            return logging.LogRecord("app", logging.INFO, "/p.py", 7, msg, (), None, "f")
+        h.handle(rec("first " + str(1)))
+        h.handle(rec("second " + str(2)))        # the site's "{}" source
+        keep = []
+        class Evil(str):
+            step = 0
+            record = None
+            def __hash__(self):
+                Evil.step += 1
+                if Evil.step == 1:
+                    Evil.record.msg = "replaced " + str(3)
+                elif Evil.step == 2:
+                    keep.extend("NEVER LOGGED " + "Z" * 47 + str(j % 10) for j in range(2000))
+                return str.__hash__(self)
+            __eq__ = str.__eq__
+        r = rec("".join(["victim message ", "x" * 45]))
+        r.pathname = Evil("/p.py")
+        Evil.record = r
+        h.handle(r)
+        s.consume(out)
+        print([e.message for e in bread.read(io.BytesIO(out.getvalue()))][-1])
+    """, cwd=tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() in ("victim message " + "x" * 45, "replaced 3")

@@ -41,6 +41,7 @@ from blogstore.posix import fcntl
 
 from .. import process
 from ..report import report
+from . import shipping
 from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
@@ -250,10 +251,16 @@ class Housekeeper:
         self._queue.join()
 
     def stop(self) -> None:
-        """Finish what was handed over, then end the thread."""
+        """Finish what was handed over, then end the thread. An ``on_close`` hook is waited
+        for ``shipping.AT_CLOSE`` seconds at most: a hook that hangs never keeps the
+        process from ending (its file is shipped again at the next start)."""
         if self._thread is not None and self._thread.is_alive():
             self._queue.put(None)
-            self._thread.join()
+            self._thread.join(None if self.shipper is None else shipping.AT_CLOSE)
+            if self._thread.is_alive():
+                report(f"blog: on_close of {self.directory}/{self.stem}.* was still running "
+                       f"{shipping.AT_CLOSE:g} s after the set was closed; what it did not "
+                       "finish is shipped at the next start")
         self._thread = None
 
     def _put(self, task: tuple[str, str]) -> None:

@@ -8,7 +8,8 @@ waits for recovery, which appends to it first). Delivery is at least once:
 * a hook that raises is reported on stderr, and the file is tried again at the next
   pass (the next rotation, the next start); a hook that runs on is reported once it has
   run for ``SLOW_HOOK`` seconds. Logging never waits for it: only housekeeping does
-  (compression and retention of the set wait behind a hook that hangs).
+  (compression and retention of the set wait behind a hook that hangs); closing the set
+  (at exit) waits ``AT_CLOSE`` seconds at most, and says so if the hook runs on.
 * retention deletes no file of the set before its hook returned.
 * the manifest records each shipped file (``"shipped": true``) and, while a process ships
   one, that process (``"shipping": pid``): the processes of one set (forked workers, a
@@ -31,6 +32,8 @@ from ..report import report
 
 #: A hook still running after this many seconds is reported (once per file).
 SLOW_HOOK = 60.0
+#: When the set is closed (at exit, say), its hook is waited for this long at most.
+AT_CLOSE = 30.0
 
 OnClose = Callable[[str], object]
 

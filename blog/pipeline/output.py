@@ -129,14 +129,7 @@ class Output:
         crash buffer's record of the write in progress). With ``hold``, a refused write is
         not counted lost: the caller keeps its events (in the crash buffer) and tries again.
         """
-        parts: list[bytes] = []
-        if not self.started:
-            parts.append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
-        if self._lost_events or self._lost_bytes:
-            metadata = [*metadata, Lost(self._lost_events, self._lost_bytes, time.time_ns(),
-                                        since=self._lost_since)]
-        if metadata:
-            parts.extend(metadata_frames(metadata))
+        parts, metadata = self._head(descriptor, metadata)
         parts.extend(batches)
         if not batches and not metadata:
             return 0
@@ -159,6 +152,24 @@ class Output:
         self._stats.events_written += n_events
         self._stats.bytes_written += len(data)
         return len(data)
+
+    def head_size(self, descriptor: dict, metadata: list[Metadata]) -> int:
+        """Bytes a ``write`` of ``metadata`` adds before its batches (the header if the stream
+        needs it, the metadata, a Lost entry if one is due)."""
+        return sum(map(len, self._head(descriptor, metadata)[0]))
+
+    def _head(self, descriptor: dict,
+              metadata: list[Metadata]) -> tuple[list[bytes], list[Metadata]]:
+        """The frames a write starts with, and the metadata they hold."""
+        parts: list[bytes] = []
+        if not self.started:
+            parts.append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
+        if self._lost_events or self._lost_bytes:
+            metadata = [*metadata, Lost(self._lost_events, self._lost_bytes, time.time_ns(),
+                                        since=self._lost_since)]
+        if metadata:
+            parts.extend(metadata_frames(metadata))
+        return parts, metadata
 
     def _write_all(self, data: bytes, n_events: int, hold: bool = False) -> bool:
         stats = self._stats

@@ -28,6 +28,7 @@ from .channel import Taken
 from ..errors import ConfigurationError
 from .logger import Logger
 from .output import Output, events_frame
+from . import parts
 from .registry import Backtrace, Registry
 from ..report import report
 from .sideoutputs import SideOutputs
@@ -284,8 +285,10 @@ class Session:
         return ClockSync(now, 1_000_000_000, now, lt.tm_gmtoff, lt.tm_zone)
 
     def _full_metadata(self) -> list[Metadata]:
-        """All metadata in force, for a stream that starts (with the registry's lock held)."""
-        return [self._clock_sync(), *self.registry.for_new_stream(), *self.writers.entries()]
+        """All metadata in force, for a stream that starts: nothing is pending any more."""
+        with self.registry.lock:
+            self.registry.pending.clear()
+            return [self._clock_sync(), *self.registry.for_new_stream(), *self.writers.entries()]
 
     def _described_so_far(self) -> list[Metadata]:
         """All metadata in force, for a side output that starts."""
@@ -361,12 +364,12 @@ class Session:
                 return 0
             taken, retry = what
         size = sum(len(t.data) for _, t in taken)
+        left = parts.room(stream) if crash is None else None   # a size limit: cut to fit
         if size:
-            out.rotate_if_due(size)   # a RotatingFile's switch: between consumes, never inside one
+            out.rotate_if_due(size if left is None else 0)   # a switch by time (or size)
         with reg.lock:
             if not out.started:
                 meta = self._full_metadata()
-                reg.pending.clear()
             else:
                 meta, reg.pending = reg.pending, []
                 meta += reg.new_types()
@@ -376,8 +379,7 @@ class Session:
             # More writers or text than a stream holds (threads come and go): end this
             # stream cleanly and start one that describes only what is in force.
             out.finish()
-            with reg.lock:
-                meta = self._full_metadata()
+            meta = self._full_metadata()
         batches: list[bytes] = []
         n_events = 0
         reported: dict[int, int] = {}
@@ -389,13 +391,17 @@ class Session:
                 reported[w.id] = w.channel.dropped
                 meta.append(Dropped(w.id, dropped, time.time_ns()))
         takes = [t for _, t in taken]
-        if crash is None:
-            written = out.write(self.descriptor, meta, batches, n_events, takes)
+        if crash is None and left is not None and not parts.fits(
+                out, self.descriptor, meta, batches, parts.room(stream) or 0):
+            total, written = parts.write_parts(out, stream, self.descriptor, meta, taken,
+                                               self._full_metadata, self._writer_frames)
+        elif crash is None:
+            written = total = out.write(self.descriptor, meta, batches, n_events, takes)
         else:
             kept = crash.write(out, stream, self.descriptor, meta, batches, taken, n_events)
             if kept is None:
                 return 0         # held: its events stay in the crash buffer
-            written = kept
+            written = total = kept
         if self._sides:
             self._sides.write(self.descriptor, meta, batches, n_events, takes,
                               self._described_so_far)
@@ -405,8 +411,8 @@ class Session:
         if written:
             self._reported_drops.update(reported)
         if retry and written:
-            return written + self._consume(stream)   # then what was logged meanwhile
-        return written
+            return total + self._consume(stream)   # then what was logged meanwhile
+        return total
 
     @property
     def held(self) -> bool:

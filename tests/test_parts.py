@@ -128,3 +128,33 @@ def test_a_consume_that_fits_is_written_whole_as_before(tmp_path):
             log.info("e {}", i)
     [path], _ = _written(tmp_path, 1 << 20, log_into)
     assert [k for k, _ in _frames(path)].count(3) == 1
+
+
+def test_a_part_the_file_refuses_loses_its_events_only(tmp_path):
+    # Proves: a write refused in the middle of a cut consume counts its own events lost; the
+    # parts before and after are written, each file reads on its own, and the next file
+    # records the loss (a Lost entry).
+    class Refusing(blog.RotatingFile):
+        writes = 0
+
+        def write(self, data):
+            self.writes += 1        # a part, then a Summary, per file: the third part
+            if self.writes == 5:
+                raise OSError(28, "No space left on device")
+            return super().write(data)
+    s = blog.Session(name="refused")
+    rf = Refusing(tmp_path / "app.blog", rotate_bytes=3000 + start_size(s))
+    log = s.get_logger("t")
+    for i in range(2000):
+        log.info("e {} {}", i, "w" * 20)
+    s.consume(rf)
+    s.finish(rf)
+    rf.close()
+    files = [os.path.join(tmp_path, f.name) for f in members(str(tmp_path), "app")]
+    got = [e.args[0] for p in files for e in bread.read(p)]
+    lost = s.stats.events_lost
+    assert 0 < lost < 2000 and len(got) == 2000 - lost
+    assert got == sorted(got) and got[0] == 0 and got[-1] == 1999
+    r = bread.read(files[2])       # the file refused once: the part after it records it
+    list(r)
+    assert [n.events for n in r.notices if hasattr(n, "events")] == [lost]

@@ -42,6 +42,8 @@ static PyMethodDef module_methods[] = {
      "noop(*args, **kwargs) -> None"},
     {"tally", (PyCFunction)(void (*)(void))blog_tally, METH_FASTCALL,
      "tally(data, count, counts) -> None: count a channel's events per source id"},
+    {"event_bounds", (PyCFunction)(void (*)(void))blog_event_bounds, METH_FASTCALL,
+     "event_bounds(data, count, base) -> (ends, clocks): where a channel's events end"},
     {NULL}
 };
 

@@ -158,3 +158,44 @@ def test_a_part_the_file_refuses_loses_its_events_only(tmp_path):
     r = bread.read(files[2])       # the file refused once: the part after it records it
     list(r)
     assert [n.events for n in r.notices if hasattr(n, "events")] == [lost]
+
+
+def test_the_c_and_python_walks_of_a_take_agree(monkeypatch):
+    # Proves parity: where each event of a take ends and its clock are the same from C
+    # (_speedups.event_bounds) and from msgpack-python, for values of every kind.
+    from blog import accel
+    from blog.pipeline.parts import _Rest
+    s = blog.Session(name="walk")
+    log = s.get_logger("t")
+    for i in range(300):
+        log.info("{} {} {} {}", i, -i * 1.5, "ü" * (i % 70), [i, None, b"\x9eBLG"],
+                 big=1 << 70, neg=-(1 << 40))
+    [w] = s.writers.all
+    t = w.channel.take(0)
+    if accel.speedups is None:
+        return                     # the pure-Python run: one walk only
+    c = _Rest(t)
+    monkeypatch.setattr(accel, "speedups", None)
+    py = _Rest(t)
+    assert (c.ends, c.clocks) == (py.ends, py.clocks) and len(c.ends) == 300
+    assert c.ends[-1] == len(t.data)
+
+
+def test_a_writer_renamed_inside_a_cut_take_keeps_each_events_name(tmp_path):
+    # Proves: a rename queued between a thread's events (in-band metadata) goes with the
+    # part its events are in: each event read from the set carries the name it was
+    # logged under, whichever file it landed in.
+    s = blog.Session(name="renames")
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=3000 + start_size(s))
+    log, w = s.get_logger("t"), s.writer()
+    for i in range(1500):
+        if i % 100 == 0:
+            w.name = f"name {i // 100}"
+        log.info("e {} {}", i, "r" * 30)
+    s.consume(rf)
+    s.finish(rf)
+    rf.close()
+    files = [os.path.join(tmp_path, f.name) for f in members(str(tmp_path), "app")]
+    assert len(files) > 10
+    evs = [e for p in files for e in bread.read(p)]
+    assert [(e.args[0], e.writer) for e in evs] == [(i, f"name {i // 100}") for i in range(1500)]

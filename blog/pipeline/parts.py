@@ -10,8 +10,9 @@ least one event, so an event larger than ``rotate_bytes`` has a file of its own.
 file holds at most ``rotate_bytes`` bytes before the Summary frame that closes it.
 
 Finding where to cut walks the events of the one take that is cut (their ends and
-clocks: a msgpack array each), once however many files it spans; a consume that fits
-costs the sum of its frames' lengths and nothing more.
+clocks: a msgpack array each; in C, ``_speedups.event_bounds``, where it is built), once
+however many files it spans; a consume that fits costs the sum of its frames' lengths
+and nothing more.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import msgpack
 from blogformat.entries import Dropped, Metadata
 from blogformat.frames import HEADER_SIZE
 
+from .. import accel
 from .channel import Taken
 from .output import Output
 from .streams import OutputStream
@@ -56,6 +58,10 @@ class _Rest:
         self.i = 0
         self.ends: list[int] = []      # where each event ends in t.data
         self.clocks: list[int] = []    # each event's clock
+        sp = accel.speedups
+        if sp is not None:             # its twin in C, _parts.c
+            self.ends, self.clocks = sp.event_bounds(t.data, t.count, t.base)
+            return
         u = msgpack.Unpacker(max_buffer_size=max(len(t.data), 1))
         u.feed(t.data)
         clock = t.base
@@ -111,8 +117,11 @@ def _fill(rest: Pending, budget: int, force: bool,
         w, t = rest[0]
         whole = t.piece(t.t.count) if isinstance(t, _Rest) else t
         out: list[bytes] = []
-        frames(w, whole, out)
-        size = sum(map(len, out))
+        if len(whole.data) <= budget or not whole.count:   # else its frames cannot fit
+            frames(w, whole, out)
+            size = sum(map(len, out))
+        else:
+            size = budget + 1
         if size > budget and whole.count:     # (a rename alone is never cut)
             cut = t if isinstance(t, _Rest) else _Rest(t)
             got = cut.head(w, budget, force and not takes, frames)

@@ -27,7 +27,8 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
     ext.append(extension("blog._speedups",
                          ["blog/_speedups.c", "blog/_context.c", "blog/_channel.c",
                           "blog/_encode.c", "blog/_logger.c", "blog/_event.c",
-                          "blog/_traced.c", "blog/_stdlib.c", "blog/_summary.c"],
+                          "blog/_traced.c", "blog/_stdlib.c", "blog/_summary.c",
+                          "blog/_parts.c"],
                          ["blog/_extension.h", "blog/_callpath.h"]))
     ext.append(extension("bread._speedups",
                          ["bread/_speedups.c", "bread/_native.c", "bread/_decode.c",

@@ -6,6 +6,7 @@
  *   _encode.c    blogformat/valueencoding.py: argument values as msgpack (docs/format.md 7)
  *   _channel.c   blog/pipeline/channel.py  a thread's Channel, the pushes, per thread
  *   _summary.c   blog/pipeline/summary.py  tally: a channel's events counted per source
+ *   _parts.c     blog/pipeline/parts.py    event_bounds: where a take may be cut
  *   _logger.c    blog/pipeline/logger.py   Method: a logger's level methods, by call site
  *   _event.c     blog/integrations/event.py  EventCall: a function decorated with @blog.event
  *   _traced.c    blog/integrations/traced.py TracedCall: a plain function with @blog.traced
@@ -59,13 +60,14 @@ PyObject *blog_encode_values(PyObject *module, PyObject *const *args, Py_ssize_t
 PyObject *blog_use_registries(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 int blog_encode_init(void);
 
-/* ---- _logger.c, _event.c, _traced.c, _stdlib.c, _summary.c ------------------- */
+/* ---- _logger.c, _event.c, _traced.c, _stdlib.c, _summary.c, _parts.c ---------- */
 
 int blog_logger_init(PyObject *m);
 int blog_event_init(PyObject *m);
 int blog_traced_init(PyObject *m);
 int blog_stdlib_init(PyObject *m);
 PyObject *blog_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *blog_event_bounds(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* Ready a type and add it to the module under `name`: 0, or -1 with an error. */
 static inline int

@@ -44,6 +44,8 @@ static PyMethodDef module_methods[] = {
      "A level method below the minimum severity: returns at once."},
     {"tally", (PyCFunction)(void (*)(void))blog_tally, METH_FASTCALL,
      "tally(data, count, counts) -> None: count a channel's events per source id"},
+    {"event_bounds", (PyCFunction)(void (*)(void))blog_event_bounds, METH_FASTCALL,
+     "event_bounds(data, count, base) -> (ends, clocks): where a channel's events end"},
     {NULL}
 };
 

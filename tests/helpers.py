@@ -114,6 +114,15 @@ def write_log(path, n: int = 50, tag: str = "a") -> bytes:
     return data
 
 
+def start_size(session) -> int:
+    """Bytes of the header and metadata a new file of ``session`` starts with (in the suite,
+    they grow with the value types registered before): a test that wants files of some
+    events each sets rotate_bytes above it."""
+    head = blog.MemoryOutputStream()
+    session.consume(head)
+    return len(head.getvalue())
+
+
 class Trickle(io.RawIOBase):
     """A pipe-like stream (it cannot seek): every read returns at most ``n`` bytes."""
 

@@ -699,12 +699,15 @@ def _set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:
     d = str(tmp_path / name)
     os.mkdir(d)
     s = blog.Session(name="w")
-    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1500)
+    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1 << 20)
     log = s.get_logger("x")
     for k in range(files):
         for i in range(50):
             log.info("e {} {}", k, i)
         s.consume(rf)
+        if k < files - 1:          # the next file (rotate_bytes cuts a consume: not per batch)
+            s.finish(rf)
+            rf.rotate()
     rf.close()
     t = os.path.getmtime(d) - 3600
     for n in os.listdir(d):

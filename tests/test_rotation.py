@@ -23,7 +23,7 @@ from blog.files.schedule import Schedule
 from blog.pipeline.summary import tally
 from blogstore.fileset import file_name, members, parse
 
-from helpers import flushed_one_by_one, python_child, run_python
+from helpers import flushed_one_by_one, python_child, run_python, start_size
 
 
 def _session(stream, **kw):
@@ -37,17 +37,25 @@ def _close(c, stream):
     stream.close()
 
 
+def _switch(s, rf) -> None:
+    """End ``rf``'s current file now (its Summary); the next consume starts the next one
+    (rotate_bytes cuts a consume between files: it makes a file per event, not per batch)."""
+    s.finish(rf)
+    rf.rotate()
+
+
 def _files(d, stem="app"):
     return [os.path.join(d, f.name) for f in members(str(d), stem)]
 
 
 def test_eight_threads_through_a_hundred_rotations_lose_and_repeat_nothing(tmp_path):
-    # Proves: rotation happens between consumes only: across >= 100 switches, every event
+    # Proves: across >= 100 switches, each cutting a consume between files, every event
     # of 8 threads is in exactly one file, in its writer's order; each file reads on its
     # own (header and all metadata again), with no damage and no unknown source; each
     # ends with a Summary that counts exactly its events per source.
-    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=2000)
-    s, c = _session(rf)
+    s = blog.Session()      # ~2000 bytes of events per file, besides its metadata:
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=2000 + start_size(s))
+    c = blog.Consumer(s, rf, interval=0.005).start()
     log = s.get_logger("t")
     rounds, per_round = 110, 25
     n = rounds * per_round
@@ -315,8 +323,10 @@ def test_retention_by_count_age_and_bytes_deletes_only_closed_files_of_the_set(t
 
 
 def test_closed_files_are_compressed_in_the_background_and_read_transparently(tmp_path):
-    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=3000, compress=True)
-    s, c = _session(rf)
+    s = blog.Session()      # ~3000 bytes of events per file, besides its metadata:
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=3000 + start_size(s),
+                           compress=True)
+    c = blog.Consumer(s, rf, interval=0.005).start()
     log = s.get_logger()
     for i in range(3000):
         log.info("order {} filled at {}", i, 101.25)
@@ -404,8 +414,9 @@ def test_a_log_directory_that_cannot_be_made_is_a_clear_error(tmp_path):
 def test_a_directory_removed_while_running_is_made_again_and_nothing_is_lost(tmp_path):
     import shutil
     d = tmp_path / "logs"
-    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=2000)
-    s, c = _session(rf)
+    s = blog.Session()
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=2000 + start_size(s))
+    c = blog.Consumer(s, rf, interval=0.005).start()
     log = s.get_logger()
     for i in range(300):
         log.info("e {}", i)
@@ -501,7 +512,7 @@ def test_multiprocessing_children_log_with_the_same_configuration(tmp_path, meth
 
 def test_the_manifest_lists_each_closed_file_with_its_range_and_count(tmp_path):
     from blogstore import manifest
-    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1, compress=True)
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1 << 20, compress=True)
     s = blog.Session()   # consumed only by flush: one file per batch however slow the machine
     c = blog.Consumer(s, rf, interval=3600).start()
     log = s.get_logger()
@@ -509,6 +520,8 @@ def test_the_manifest_lists_each_closed_file_with_its_range_and_count(tmp_path):
         for i in range(50):
             log.info("batch {} event {}", h, i)
         c.flush()
+        if h < 3:
+            _switch(s, rf)
     _close(c, rf)
     m = manifest.load(str(tmp_path))
     assert m is not None and m["manifest_version"] == 1 and m["format_version"] == 1
@@ -531,13 +544,15 @@ def test_the_manifest_lists_each_closed_file_with_its_range_and_count(tmp_path):
 
 def test_reading_a_time_window_skips_files_the_manifest_puts_outside_it(tmp_path):
     from blogstore import manifest
-    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1)
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1 << 20)
     s, c = _session(rf)
     log = s.get_logger()
     for h in range(4):
         for i in range(20):
             log.info("batch {} event {}", h, i)
         c.flush()
+        if h < 3:
+            _switch(s, rf)
         time.sleep(0.05)
     _close(c, rf)
     files = [f.name for f in members(str(tmp_path), "app")]

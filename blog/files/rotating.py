@@ -2,9 +2,11 @@
 
 ``RotatingFile("logs/app.blog", rotate_bytes=64 << 20, rotate_every="1h")``
 writes ``logs/app.<UTC time>.pid<N>.blog`` files (``blogstore.fileset``).
-The session switches between two consumes (``rotate_due``/``rotate``), so no
-event is ever split across files; each new file starts with a header and all
-metadata, and each file closed cleanly ends with a Summary entry. Closed
+The session fills a file up to ``rotate_bytes`` (``room``) and switches
+(``rotate_due``/``rotate``), cutting a consume between files at event boundaries
+(``blog.pipeline.parts``); no event is ever split across files. Each new file
+starts with a header and all metadata, and each file closed cleanly ends with a
+Summary entry. Closed
 files are compressed and aged out by a ``Housekeeper`` on its own thread.
 
 A file is opened by the first write after a switch (no empty files). The
@@ -52,8 +54,9 @@ class RotatingFile:
 
     Options (any combination; None is off):
 
-    - ``rotate_bytes``: switch before a file would grow beyond this many bytes
-      (a file holds at least one consume, however large);
+    - ``rotate_bytes``: no file grows beyond this many bytes but by the Summary frame
+      that closes it (a file holds at least one event, however large; with a crash
+      buffer, one consume);
     - ``rotate_every``, ``rotate_at``, ``tz``: switch by time (``blog.files.schedule``);
     - ``keep_files``, ``keep_days``, ``keep_bytes``: retention of closed files;
     - ``compress``: gzip closed files in the background;
@@ -210,6 +213,14 @@ class RotatingFile:
         if self.rotate_bytes is not None and self.size + nbytes > self.rotate_bytes:
             return True
         return self._switch_at is not None and time.time_ns() >= self._switch_at
+
+    def room(self) -> int | None:
+        """Bytes the current file may still take before ``rotate_bytes`` (None: no size
+        limit). The session fills a file up to it, cutting a consume between files at
+        event boundaries (``blog.pipeline.parts``)."""
+        if self.rotate_bytes is None:
+            return None
+        return self.rotate_bytes - (self.size if self._fd is not None else 0)
 
     def rotate(self) -> None:
         """Close the current file; the next write opens the next one.

@@ -12,7 +12,7 @@ is finished and started afresh, header and all metadata, in its next file.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_WRITERS, EventSource, Lost, Metadata,
                                 WriterProp, header_payload, metadata_frames, text_size)
@@ -23,6 +23,10 @@ from ..report import report
 from .stats import SessionStats
 from .streams import OutputStream
 from .summary import Tally
+
+if TYPE_CHECKING:
+    from .channel import Taken
+    from .writer import SessionWriter
 
 def _described(metadata: Sequence[Metadata]) -> tuple[int, int]:
     """(WriterProps, characters of source and writer text) in ``metadata``."""
@@ -39,6 +43,27 @@ def _described(metadata: Sequence[Metadata]) -> tuple[int, int]:
 def events_frame(header: BatchHeader, events: bytes) -> bytes:
     """An events frame: the batch header, then events already encoded back to back."""
     return frame_bytes(FRAME_EVENTS, header.encode() + events)
+
+
+def writer_frames(w: SessionWriter, taken: Taken, out: list[bytes]) -> int:
+    """Frame what was taken from one writer's channel into ``out``; the number of events.
+
+    The channel's bytes are already encoded events; in-band metadata marks
+    (a writer renaming itself) cut them into the runs before and after.
+    """
+    data, base = taken.data, taken.base
+    pos = done = 0
+    for offset, at_count, prev, entry in taken.marks:
+        if offset > pos:
+            out.append(events_frame(BatchHeader(w.id, base, at_count - done, taken.lo,
+                                                taken.hi), data[pos:offset]))
+        out.extend(metadata_frames([entry]))
+        w.stream_name = entry.name
+        pos, done, base = offset, at_count, prev
+    if len(data) > pos:
+        out.append(events_frame(BatchHeader(w.id, base, taken.count - done, taken.lo,
+                                            taken.hi), data[pos:]))
+    return taken.count
 
 
 class Output:
@@ -129,14 +154,7 @@ class Output:
         crash buffer's record of the write in progress). With ``hold``, a refused write is
         not counted lost: the caller keeps its events (in the crash buffer) and tries again.
         """
-        parts: list[bytes] = []
-        if not self.started:
-            parts.append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
-        if self._lost_events or self._lost_bytes:
-            metadata = [*metadata, Lost(self._lost_events, self._lost_bytes, time.time_ns(),
-                                        since=self._lost_since)]
-        if metadata:
-            parts.extend(metadata_frames(metadata))
+        parts, metadata = self._head(descriptor, metadata)
         parts.extend(batches)
         if not batches and not metadata:
             return 0
@@ -159,6 +177,24 @@ class Output:
         self._stats.events_written += n_events
         self._stats.bytes_written += len(data)
         return len(data)
+
+    def head_size(self, descriptor: dict, metadata: list[Metadata]) -> int:
+        """Bytes a ``write`` of ``metadata`` adds before its batches (the header if the stream
+        needs it, the metadata, a Lost entry if one is due)."""
+        return sum(map(len, self._head(descriptor, metadata)[0]))
+
+    def _head(self, descriptor: dict,
+              metadata: list[Metadata]) -> tuple[list[bytes], list[Metadata]]:
+        """The frames a write starts with, and the metadata they hold."""
+        parts: list[bytes] = []
+        if not self.started:
+            parts.append(frame_bytes(FRAME_HEADER, header_payload(descriptor)))
+        if self._lost_events or self._lost_bytes:
+            metadata = [*metadata, Lost(self._lost_events, self._lost_bytes, time.time_ns(),
+                                        since=self._lost_since)]
+        if metadata:
+            parts.extend(metadata_frames(metadata))
+        return parts, metadata
 
     def _write_all(self, data: bytes, n_events: int, hold: bool = False) -> bool:
         stats = self._stats

@@ -20,16 +20,15 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from blogformat import TEXT_VERSION
-from blogformat.entries import ClockSync, Dropped, Metadata, metadata_frames
-from blogformat.eventframes import BatchHeader
+from blogformat.entries import ClockSync, Dropped, Metadata
 from blogformat.severity import Severity, to_severity
 
 from .. import __version__, process
 from .backpressure import BLOCK, Backpressure, Drainer, Handover
-from .channel import Taken
 from ..errors import ConfigurationError
 from .logger import Logger
-from .output import Output, events_frame
+from .output import Output, writer_frames
+from . import parts
 from .registry import Backtrace, Registry
 from ..report import report
 from .sideoutputs import SideOutputs
@@ -287,8 +286,10 @@ class Session:
         return ClockSync(now, 1_000_000_000, now, lt.tm_gmtoff, lt.tm_zone)
 
     def _full_metadata(self) -> list[Metadata]:
-        """All metadata in force, for a stream that starts (with the registry's lock held)."""
-        return [self._clock_sync(), *self.registry.for_new_stream(), *self.writers.entries()]
+        """All metadata in force, for a stream that starts: nothing is pending any more."""
+        with self.registry.lock:
+            self.registry.pending.clear()
+            return [self._clock_sync(), *self.registry.for_new_stream(), *self.writers.entries()]
 
     def _described_so_far(self) -> list[Metadata]:
         """All metadata in force, for a side output that starts."""
@@ -368,12 +369,12 @@ class Session:
                 return 0
             taken, retry = what
         size = sum(len(t.data) for _, t in taken)
+        left = parts.room(stream) if crash is None else None   # a size limit: cut to fit
         if size:
-            out.rotate_if_due(size)   # a RotatingFile's switch: between consumes, never inside one
+            out.rotate_if_due(size if left is None else 0)   # a switch by time (or size)
         with reg.lock:
             if not out.started:
                 meta = self._full_metadata()
-                reg.pending.clear()
             else:
                 meta, reg.pending = reg.pending, []
                 meta += reg.new_types()
@@ -383,26 +384,29 @@ class Session:
             # More writers or text than a stream holds (threads come and go): end this
             # stream cleanly and start one that describes only what is in force.
             out.finish()
-            with reg.lock:
-                meta = self._full_metadata()
+            meta = self._full_metadata()
         batches: list[bytes] = []
         n_events = 0
         reported: dict[int, int] = {}
         for w, t in taken:
             if t.count or t.marks:
-                n_events += self._writer_frames(w, t, batches)
+                n_events += writer_frames(w, t, batches)
             dropped = self._drops(w)
             if dropped:   # recorded as written only once the write succeeds (below)
                 reported[w.id] = w.channel.dropped
                 meta.append(Dropped(w.id, dropped, time.time_ns()))
         takes = [t for _, t in taken]
-        if crash is None:
-            written = out.write(self.descriptor, meta, batches, n_events, takes)
+        if crash is None and left is not None and not parts.fits(
+                out, self.descriptor, meta, batches, parts.room(stream) or 0):
+            total, written = parts.write_parts(out, stream, self.descriptor, meta, taken,
+                                               self._full_metadata, writer_frames)
+        elif crash is None:
+            written = total = out.write(self.descriptor, meta, batches, n_events, takes)
         else:
             kept = crash.write(out, stream, self.descriptor, meta, batches, taken, n_events)
             if kept is None:
                 return 0         # held: its events stay in the crash buffer
-            written = kept
+            written = total = kept
         if self._sides:
             self._sides.write(self.descriptor, meta, batches, n_events, takes,
                               self._described_so_far)
@@ -412,8 +416,8 @@ class Session:
         if written:
             self._reported_drops.update(reported)
         if retry and written:
-            return written + self._consume(stream)   # then what was logged meanwhile
-        return written
+            return total + self._consume(stream)   # then what was logged meanwhile
+        return total
 
     @property
     def held(self) -> bool:
@@ -444,26 +448,6 @@ class Session:
             self.stats.events_dropped += total - counted
             self._counted_drops[w.id] = total
         return total - self._reported_drops.get(w.id, 0)
-
-    def _writer_frames(self, w: SessionWriter, taken: Taken, out: list[bytes]) -> int:
-        """Frame what was taken from one writer's channel; return the number of events.
-
-        The channel's bytes are already encoded events; in-band metadata marks
-        (a writer renaming itself) cut them into the runs before and after.
-        """
-        data, base = taken.data, taken.base
-        pos = done = 0
-        for offset, at_count, prev, entry in taken.marks:
-            if offset > pos:
-                out.append(events_frame(BatchHeader(w.id, base, at_count - done, taken.lo,
-                                                    taken.hi), data[pos:offset]))
-            out.extend(metadata_frames([entry]))
-            w.stream_name = entry.name
-            pos, done, base = offset, at_count, prev
-        if len(data) > pos:
-            out.append(events_frame(BatchHeader(w.id, base, taken.count - done, taken.lo,
-                                                taken.hi), data[pos:]))
-        return taken.count
 
     # --- lifetime -------------------------------------------------------
 

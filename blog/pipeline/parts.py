@@ -1,0 +1,169 @@
+"""Parts: a consume cut between the files of a size-rotated stream, at event boundaries.
+
+A stream with a size limit (``RotatingFile`` with ``rotate_bytes``) tells how many bytes
+its current file may still take (``room()``). A consume that fits is written whole, in
+one write, as into any stream. One that does not is written in parts, one per file:
+each writer's events frames while they fit, then the first that does not is cut after
+the last event that fits, and the rest goes to the next file, which starts with the
+header and all metadata in force, as after any switch. A file that is empty takes at
+least one event, so an event larger than ``rotate_bytes`` has a file of its own. So a
+file holds at most ``rotate_bytes`` bytes before the Summary frame that closes it.
+
+Finding where to cut walks the events of the one take that is cut (their ends and
+clocks: a msgpack array each; in C, ``_speedups.event_bounds``, where it is built), once
+however many files it spans; a consume that fits costs the sum of its frames' lengths
+and nothing more.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Any, Callable, Union
+
+import msgpack
+
+from blogformat.entries import Dropped, Metadata
+from blogformat.frames import HEADER_SIZE
+
+from .. import accel
+from .channel import Taken
+from .output import Output
+from .streams import OutputStream
+
+if TYPE_CHECKING:
+    from .writer import SessionWriter
+
+#: Frames one writer's take: appends them to the list, returns its events (the Session's).
+Frames = Callable[["SessionWriter", Any, list[bytes]], int]
+
+
+def room(stream: OutputStream) -> int | None:
+    """Bytes the stream's current file may still take, or None if it has no size limit."""
+    left = getattr(stream, "room", None)
+    return left() if left is not None else None
+
+
+def fits(out: Output, descriptor: dict, meta: list[Metadata], batches: list[bytes],
+         left: int) -> bool:
+    """True if a write of ``meta`` and ``batches`` takes at most ``left`` bytes."""
+    size = sum(map(len, batches))
+    return size <= left and size + out.head_size(descriptor, meta) <= left
+
+
+class _Rest:
+    """A take cut between files: its events from ``i`` on are still to write."""
+
+    def __init__(self, t: Any) -> None:
+        self.t = t
+        self.i = 0
+        self.ends: list[int] = []      # where each event ends in t.data
+        self.clocks: list[int] = []    # each event's clock
+        sp = accel.speedups
+        if sp is not None:             # its twin in C, _parts.c
+            self.ends, self.clocks = sp.event_bounds(t.data, t.count, t.base)
+            return
+        u = msgpack.Unpacker(max_buffer_size=max(len(t.data), 1))
+        u.feed(t.data)
+        clock = t.base
+        for _ in range(t.count):       # [source, clock delta, values(, texts)]
+            n = u.read_array_header()
+            u.skip()
+            clock += u.unpack()
+            for _ in range(n - 2):
+                u.skip()
+            self.ends.append(u.tell())
+            self.clocks.append(clock)
+
+    def piece(self, j: int) -> Taken:
+        """Events ``i`` to ``j`` (excluded) as a take of their own, with the marks among them."""
+        i, t, n = self.i, self.t, self.t.count
+        start = self.ends[i - 1] if i else 0
+        clocks = self.clocks[i:j]
+        marks = [(off - start, at - i, prev, entry) for off, at, prev, entry in t.marks
+                 if i <= at < j or at == j == n]
+        return Taken(t.data[start:self.ends[j - 1]], j - i,
+                     self.clocks[i - 1] if i else t.base, min(clocks), max(clocks), marks)
+
+    def head(self, w: SessionWriter, budget: int, force: bool,
+             frames: Frames) -> tuple[Taken, list[bytes]] | None:
+        """The most events from ``i`` on whose frames fit ``budget`` bytes (one at least with
+        ``force``), and their frames; None if none fits."""
+        start = self.ends[self.i - 1] if self.i else 0
+        j = bisect_right(self.ends, start + budget - HEADER_SIZE - 48)
+        while True:
+            if j <= self.i:
+                if not force:
+                    return None
+                j = self.i + 1
+            piece = self.piece(j)
+            out: list[bytes] = []
+            frames(w, piece, out)
+            size = sum(map(len, out))
+            if size <= budget or j == self.i + 1 and force:
+                return piece, out
+            j = min(j - 1, bisect_right(self.ends, self.ends[j - 1] - (size - budget)))
+
+
+Pending = list[tuple["SessionWriter", Union[Any, _Rest]]]
+
+
+def _fill(rest: Pending, budget: int, force: bool,
+          frames: Frames) -> tuple[list[Any], list[bytes], int]:
+    """Take from the front of ``rest`` what fits ``budget`` bytes: (takes, frames, events)."""
+    takes: list[Any] = []
+    batches: list[bytes] = []
+    n_events = 0
+    while rest:
+        w, t = rest[0]
+        whole = t.piece(t.t.count) if isinstance(t, _Rest) else t
+        out: list[bytes] = []
+        if len(whole.data) <= budget or not whole.count:   # else its frames cannot fit
+            frames(w, whole, out)
+            size = sum(map(len, out))
+        else:
+            size = budget + 1
+        if size > budget and whole.count:     # (a rename alone is never cut)
+            cut = t if isinstance(t, _Rest) else _Rest(t)
+            got = cut.head(w, budget, force and not takes, frames)
+            if got is not None:
+                takes.append(got[0])
+                batches += got[1]
+                n_events += got[0].count
+                cut.i += got[0].count
+                if got[0].count < whole.count:
+                    rest[0] = (w, cut)
+                else:                            # all of it, forced into an empty file
+                    del rest[0]
+            break
+        takes.append(whole)
+        batches += out
+        n_events += whole.count
+        budget -= size
+        del rest[0]
+    return takes, batches, n_events
+
+
+def write_parts(out: Output, stream: Any, descriptor: dict, meta: list[Metadata],
+                taken: list[tuple[SessionWriter, Any]], everything: Callable[[], list[Metadata]],
+                frames: Frames) -> tuple[int, int]:
+    """Write ``taken`` (each writer with its take) and ``meta`` into ``stream``'s files, in
+    parts as the module docstring says; ``everything()`` is the metadata a new file
+    starts with. Returns (bytes written, bytes of the first part: its write holds
+    ``meta``)."""
+    rest: Pending = [(w, t) for w, t in taken if t.count or t.marks]
+    total, first = 0, -1
+    while True:
+        left = stream.room()
+        fresh = left >= stream.rotate_bytes      # the file is empty: one event at least
+        takes, batches, n_events = _fill(rest, left - out.head_size(descriptor, meta), fresh,
+                                         frames)
+        if takes or not rest or fresh:
+            written = out.write(descriptor, meta, batches, n_events, takes)
+            total += written
+            first = written if first < 0 else first
+            meta = []
+        if not rest:
+            return total, first
+        out.rotate_if_due(stream.rotate_bytes + 1)      # the file is full: the next one
+        if not out.started:     # and the drops of a first part that went nowhere yet
+            meta = everything() + [m for m in meta if type(m) is Dropped]

@@ -125,3 +125,22 @@ def test_a_hook_that_hangs_never_keeps_the_process_from_ending(tmp_path):
     """, cwd=tmp_path, timeout=60)
     assert r.returncode == 0, r.stderr
     assert set(first) <= set((tmp_path / "shipped.txt").read_text().split())
+
+
+@pytest.mark.parametrize("claim", [-1, 0, 2**40, "42", [1]])
+def test_a_planted_claim_in_the_manifest_never_stops_shipping(tmp_path, claim):
+    # Proves: "shipping" in a manifest entry is input: a value that is no live process's
+    # pid (a negative one, which kill() takes for every process, a huge one, not an int)
+    # is taken for no claim, and the file is shipped.
+    shipped: list[str] = []
+    d = tmp_path / "logs"
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=1)
+    flushed_one_by_one(rf, 2)
+
+    def plant(m: dict) -> None:
+        for e in m["files"].values():
+            e["shipping"] = claim
+    manifest.update(str(d), plant, lambda path: True)
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=1, on_close=shipped.append)
+    flushed_one_by_one(rf, 1)
+    assert len(shipped) == 3

@@ -114,8 +114,8 @@ class Shipper:
             if e.get("shipped") is True:
                 self.shipped.add(name)
                 return
-            other = e.get("shipping")
-            if type(other) is int and other != me and alive(other):
+            other = e.get("shipping")   # input, as all the manifest says: a pid, or not
+            if type(other) is int and 0 < other < (1 << 31) and other != me and alive(other):
                 return
             e["shipping"] = me
             claimed = True

@@ -43,17 +43,13 @@ import traced_call  # noqa: E402  (beside this file: @blog.traced against the pl
 from hot_path_report import blog_hot_path, report  # noqa: E402  (beside this file)
 from timedloop import timed_loop  # noqa: E402  (beside this file)
 
-perf_ns = time.perf_counter_ns
-thread_ns = time.thread_time_ns
-process_ns = time.process_time_ns
+perf_ns, thread_ns, process_ns = time.perf_counter_ns, time.thread_time_ns, time.process_time_ns
 
 LINE_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
-# Each loop below has its call written out with literal arguments (timedloop.py compiles
-# it into the loop's body), so that every library sees the same call: a constant format
-# and three constant scalars. The logger is a local variable and the method is looked up
-# on each call, as in application code (``log.info(...)``). A loop returns (wall ns,
-# thread CPU ns).
+# Each loop has its call written out with literal arguments (timedloop.py compiles it into
+# the loop's body): every library sees a constant format and three constant scalars, the
+# method looked up on each call as in application code. A loop gives (wall, thread CPU) ns.
 
 
 def empty(fmt, a, b, c):
@@ -69,6 +65,8 @@ loop_empty = _loop("loop_empty", 'f("order {} filled at {} qty {}", 12345, 101.2
                    arg="f")
 loop_blog_info = _loop("loop_blog_info",
                        'log.info("order {} filled at {} qty {}", 12345, 101.25, "AAPL")')
+loop_blog_info5 = _loop("loop_blog_info5", 'log.info("order {} filled at {} qty {} {} {}", 12345, '
+                        '101.25, "AAPL", "r-12345", "bob")')   # with a context's two values
 loop_blog_event = _loop("loop_blog_event", 'order_filled(12345, 101.25, "AAPL")',
                         arg="order_filled")
 loop_blog_disabled = _loop("loop_blog_disabled",
@@ -358,8 +356,8 @@ def per_call(tmp: str, cfg: dict, out: dict) -> None:
 
 
 def context_cost(tmp: str, cfg: dict, out: dict) -> None:
-    """log.info before context was ever used, then once it was (outside any context), and
-    inside ``blog.context(request_id=...)``; round-robin, best of repeats."""
+    """log.info before context was ever used, then once it was (outside any context), inside
+    ``blog.context(request_id=..., user=...)``, and with those values as arguments."""
     blog.basic_config(os.path.join(tmp, "context.blog"), mode="wb")
     log = blog.get_logger("bench.context")
     n = cfg["n_fast"]
@@ -376,12 +374,13 @@ def context_cost(tmp: str, cfg: dict, out: dict) -> None:
         with blog.context(request_id="r-12345", user="bob"):
             return loop_blog_info(m, lg)
     inside = Case("log.info in blog.context(request_id, user)", in_context, log, n, blog.flush)
-    for c in (outside, inside):
+    five = Case("log.info, the context's values as arguments", loop_blog_info5, log, n, blog.flush)
+    for c in (outside, inside, five):
         c.warm_up()
     for _ in range(cfg["repeats"]):
-        for c in (never, outside, inside):
+        for c in (never, outside, inside, five):
             c.run_once()
-    out["context"] = {c.name: c.result() for c in (never, outside, inside)}
+    out["context"] = {c.name: c.result() for c in (never, outside, inside, five)}
 
 
 def end_to_end(tmp: str, cfg: dict, out: dict) -> None:

@@ -122,6 +122,10 @@ def report(out: dict, cfg: dict) -> list[dict]:
            f"{fmt_ns(d)} ns vs empty {fmt_ns(e)} ns: {d / e:.2f}x (need <= 1.2x)")
     target("bytes/event <= 0.35x stdlib", blog_b / std_b <= 0.35,
            f"{blog_b:.2f} vs stdlib {std_b:.2f} bytes/event: {blog_b / std_b:.3f}x (need <= 0.35x)")
+    if ctx:   # issue 27: a call in a context, against the plain call before any context
+        never, inside = (ctx[k]["ns_per_call"] for k in list(ctx)[:3:2])
+        target("log.info in a context <= 1.5x the plain call", inside / never <= 1.5,
+               f"{fmt_ns(inside)} ns vs {fmt_ns(never)} ns: {inside / never:.2f}x (need <= 1.5x)")
     print()
     print("Targets")
     print()

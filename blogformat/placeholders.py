@@ -15,7 +15,6 @@ import _string  # the C parser behind str.format
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
-from blogformat.boundedtext import bounded_text, is_composite
 from blogformat.errors import FormatError
 from blogformat.guard import owned_by_value
 from blogformat.plainclass import Frozen
@@ -179,6 +178,18 @@ def render_one(value: Any, conversion: str | None, spec: str) -> str:
 _PRINTF_TEXT = {"s": None, "r": "r", "a": "a"}
 
 
+#: ``blogformat.boundedtext``, imported with the first decoded value rendered: the writer,
+#: which renders only live values, never loads it (nor ``dataclasses``, which it needs).
+_bounded: Any = None
+
+
+def _boundedtext() -> Any:
+    global _bounded
+    from blogformat import boundedtext
+    _bounded = boundedtext
+    return boundedtext
+
+
 def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool = False) -> str:
     """``render_one`` for untrusted input: bounded output, errors rendered as text.
 
@@ -196,15 +207,16 @@ def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool 
             # %d of it a billion-digit int).
             return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
                 if spec else str(value)
-        if decoded and is_composite(value):   # its text stops at the message's cut
+        bt = (_bounded or _boundedtext()) if decoded else None
+        if bt is not None and bt.is_composite(value):   # its text stops at the message's cut
             if conversion == "%":
                 if spec[-1:] in ("s", "r", "a"):
-                    text = bounded_text(value, _PRINTF_TEXT[spec[-1]], MAX_MESSAGE)
+                    text = bt.bounded_text(value, _PRINTF_TEXT[spec[-1]], MAX_MESSAGE)
                     return ("%" + spec[:-1] + "s") % (text,)
             elif conversion is not None:
-                return format(bounded_text(value, conversion, MAX_MESSAGE), spec)
+                return format(bt.bounded_text(value, conversion, MAX_MESSAGE), spec)
             elif not spec:
-                return bounded_text(value, None, MAX_MESSAGE)
+                return bt.bounded_text(value, None, MAX_MESSAGE)
         return render_one(value, conversion, spec)
     except Exception as exc:
         if not owned_by_value(exc):

@@ -18,9 +18,10 @@ import stat
 import threading
 from collections import OrderedDict
 from itertools import islice
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from blogformat.boundedtext import Spent, TextBudget, bounded_text
+if TYPE_CHECKING:   # (the reader's, imported where a traceback is rendered: the writer never)
+    from blogformat.boundedtext import TextBudget
 
 #: How many chained exceptions (causes and contexts) are kept at most, and how many frames
 #: of one traceback (the most recent ones; a RecursionError has a thousand).
@@ -202,6 +203,7 @@ def render(type_: str, message: str, frames_: Any, notes_: Any, chain_: Any,
     have their columns and a source line is at hand): of the
     last MAX_CHAIN chained exceptions and the last MAX_FRAMES frames of each (a file's
     may hold more), at most ``limit`` characters, CUT included."""
+    from blogformat.boundedtext import Spent, TextBudget
     out = TextBudget(limit)
     try:
         chain = chain_[-MAX_CHAIN:] if isinstance(chain_, (list, tuple)) else ()
@@ -260,7 +262,10 @@ def _one(type_: Any, message: Any, frames_: Any, notes_: Any, lines: SourceLines
                     put(_markers(file, lineno, func, src, pos))
         if count > 3:
             put(_repeated(count - 3))
-    put(shown_type(type_ if type(type_) is str else bounded_text(type_, None, out.budget)))
+    if type(type_) is not str:
+        from blogformat.boundedtext import bounded_text
+        type_ = bounded_text(type_, None, out.budget)
+    put(shown_type(type_))
     if message:
         put(": ")
         out.put_str(message)

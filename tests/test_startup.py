@@ -52,11 +52,11 @@ LATE_STDLIB = ("uuid", "platform", "zoneinfo", "sysconfig", "fractions", "csv", 
 #: each dataclass the code it generates).
 SLOW_AT_IMPORT = (*LATE_STDLIB, "dataclasses", "inspect")
 
-#: The modules that still import dataclasses on those paths, and why: the value classes
-#: are public dataclasses (a decoded value logged again is encoded as one), boundedtext
-#: shows them by their fields (the writer loads it for a traceback's and a message's
-#: text); bread.merge's FrameIndex is in code being rewritten. Until this is empty,
-#: dataclasses and inspect are loaded: each module that stops comes off this list.
+#: The modules that still import dataclasses on the reader's paths, and why: the value
+#: classes are public dataclasses (a decoded value logged again is encoded as one),
+#: boundedtext shows them by their fields; bread.merge's FrameIndex is in code being
+#: rewritten. Until this is empty, reading loads dataclasses and inspect (a first log call
+#: loads neither): each module that stops comes off this list.
 STILL_DATACLASSES = {"blogformat.valueclasses", "blogformat.boundedtext", "bread.merge"}
 
 
@@ -133,6 +133,7 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
     assert _optional(mods) == []
     assert [m for m in mods if m.split(".")[0] == "bread"] == []
     assert "blogformat.valuedecoding" not in mods     # the reader's side of the codec
+    assert "dataclasses" not in mods and "inspect" not in mods
     assert [m for m in mods if m in LATE_STDLIB] == []
     assert _slow_imports(mods) == {}
 

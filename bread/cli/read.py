@@ -10,6 +10,7 @@ import sys
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from blogformat import __version__
+from blogformat.frames import MAGIC
 from blogformat.severity import to_severity
 
 from ..entries import Dropped, Lost, Recovered
@@ -208,6 +209,18 @@ def _as_cxx_bread(args: argparse.Namespace) -> bool:
                  args.grep)))
 
 
+def _begins_as_blog(path: str) -> bool:
+    """True if the file begins with a blog frame (so not every input is a C++ binlog file,
+    and the C++ reading need not be loaded); False for standard input, or where unsure."""
+    if path == STDIN:
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
 def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
     """Print C++ binlog files as the C++ bread does (without -f or -d, in its default
     formats, whatever blog's are); the exit status."""
@@ -233,9 +246,10 @@ def run(args: argparse.Namespace) -> int:
     if _as_cxx_bread(args):
         try:
             paths = open_inputs(args.inputs)
-            from ..cxx import text as cxx_text
-            if cxx_text.all_binlog(paths):
-                return cxx_bread(cxx_text, paths, args)
+            if paths and not _begins_as_blog(paths[0]):
+                from ..cxx import text as cxx_text
+                if cxx_text.all_binlog(paths):
+                    return cxx_bread(cxx_text, paths, args)
         except OSError as exc:
             return cannot_open(exc)
     color = args.color == "always" or (args.color == "auto" and out.isatty())

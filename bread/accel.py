@@ -18,9 +18,16 @@ NOTICE = ("bread: the C fast path ({}) is not built here (no C compiler at insta
           "Install with a C compiler to build it, or set BREAD_PURE_PYTHON=1 to choose the "
           "pure-Python path and hide this line.")
 
+def _say(missing: str) -> None:
+    try:
+        print(NOTICE.format(missing), file=sys.stderr)
+    except Exception:   # stderr closed or gone
+        pass
+
+
 speedups: ModuleType | None
 merge: ModuleType | None
-binlog: ModuleType | None
+binlog: ModuleType | None   # (loaded with the first C++ binlog file: ``__getattr__``)
 try:
     from . import _speedups as speedups
 except ImportError:  # built without a C compiler, or where setup.py builds none
@@ -29,17 +36,24 @@ try:
     from . import _merge as merge
 except ImportError:  # likewise
     merge = None
-try:
-    from . import _binlog as binlog
-except ImportError:  # likewise
-    binlog = None
 if os.environ.get("BREAD_PURE_PYTHON"):
-    speedups = merge = binlog = None
-elif speedups is None or merge is None or binlog is None:
-    missing = " and ".join(f"bread.{name}" for name, m in (("_speedups", speedups),
-                                                          ("_merge", merge),
-                                                          ("_binlog", binlog)) if m is None)
-    try:
-        print(NOTICE.format(missing), file=sys.stderr)
-    except Exception:   # stderr closed or gone
-        pass
+    speedups = merge = None
+elif speedups is None or merge is None:
+    _say(" and ".join(f"bread.{name}" for name, m in (("_speedups", speedups),
+                                                     ("_merge", merge)) if m is None))
+
+
+def __getattr__(name: str) -> ModuleType | None:
+    """``binlog``, the C printer of C++ binlog files, imported when first asked for: reading
+    blog files never loads it."""
+    if name != "binlog":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    global binlog
+    binlog = None
+    if not os.environ.get("BREAD_PURE_PYTHON"):
+        try:
+            from . import _binlog
+            binlog = _binlog
+        except ImportError:  # likewise
+            _say("bread._binlog")
+    return binlog

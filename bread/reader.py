@@ -9,12 +9,13 @@ import os
 import sys
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union, cast
 
+from blogformat.frames import MAGIC
+
 from .decoder import Decoder, Sink
 from .entries import iter_entries
 from .errors import OptionError
 from .events import Event, EventSink, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
-from .cxx.entries import is_binlog
 from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, peek,
                      prune, seekable, spool)
 from .filters import NO_FILTER, Filter
@@ -24,6 +25,15 @@ from .render import PrettyPrinter
 
 #: The first bytes of an input that tell a C++ binlog file (``bread.cxx.entries.is_binlog``).
 HEAD = 12
+
+
+def is_binlog(head: bytes) -> bool:
+    """``bread.cxx.entries.is_binlog``, loaded only for an input that does not begin as a
+    blog file does (its frame marker): reading blog files loads none of the C++ reading."""
+    if head[:len(MAGIC)] == MAGIC:
+        return False
+    from .cxx.entries import is_binlog as binlog_head
+    return binlog_head(head)
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
 #: standard input), a binary file object, or a list of paths. gzip is read transparently.
 Source = Union[str, "os.PathLike[str]", BinaryIO,

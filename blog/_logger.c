@@ -104,7 +104,8 @@ static int
 context_call(Method *self, PyCodeObject *code, int lasti, size_t h, PyObject *const *args,
              Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t nkw, PyObject *ctx)
 {
-    if (self->context_sites == NULL || !PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 2)
+    if (self->context_sites == NULL || !PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 2
+        || !PyUnicode_CheckExact(args[0]))   /* a computed format (any object): the slow path */
         return 0;
     PyObject *cnames = PyTuple_GET_ITEM(ctx, 0), *cvalues = PyTuple_GET_ITEM(ctx, 1);
     if (!PyTuple_CheckExact(cnames) || !PyTuple_CheckExact(cvalues)

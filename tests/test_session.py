@@ -184,6 +184,21 @@ def test_mismatched_format_raises_naming_the_call_site_in_a_strict_session(make_
     assert logged.read() == []
 
 
+def test_a_computed_format_inside_a_context_is_logged_as_its_text_too(logged, capsys):
+    # Proves: a format that is not a str (a list: not even hashable) never raises inside a
+    # context either (it once raised TypeError there): its text is logged with the
+    # context's fields, on every call, and the site's str calls keep the context's cache.
+    with blog.context(request_id="r1"):
+        for i in range(3):
+            logged.log.info(["{x}"], i)
+            logged.log.info("ok {}", i)
+    evs = logged.read()
+    assert [e.message for e in evs] == [m for i in range(3)
+                                        for m in (f"['{{x}}'] ({i},)", f"ok {i}")]
+    assert all(e.fields.get("request_id") == "r1" for e in evs)
+    assert "format must be a str, not list" in capsys.readouterr().err
+
+
 def test_a_format_that_does_not_fit_is_logged_as_marked_text_and_said_once(logged, capsys):
     # Proves: by default a log call never raises for its format: the event is logged, its
     # format as text (braces and all), marked, its arguments after it and its fields kept;

@@ -122,7 +122,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
             return slow(level, None, _NO_FRAME, fmt, args, fields)
         if ctx.in_use:
             c = ctx_get()
-            if c is not None:   # fields in context: a cache of its own, keyed by their names
+            if c is not None and type(fmt) is str:   # a cache of its own, keyed by names
                 hit = ctx_sites.get((level, key_of(code := f.f_code, f.f_lasti), fmt, len(args),
                                      tuple(fields), c[0]))
                 if hit is None or hit.code is not code:
@@ -297,6 +297,7 @@ class Logger:
             if merged is not fields:   # the site's cache entry is for calls without context
                 c = _CONTEXT.get()
                 if (sites is not None and c is not None and f is not _NO_FRAME
+                        and type(fmt) is str    # (a computed format is never cached)
                         and not any(n in fields for n in c[0])):   # a level method's call
                     context_key = (level, site_key(f.f_code, f.f_lasti), fmt, len(args),
                                    tuple(fields), c[0])

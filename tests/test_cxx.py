@@ -172,6 +172,17 @@ def test_values_as_python_objects():
         values.Struct("E", "", ()), 1 << 31),)
 
 
+def test_a_sequence_of_a_struct_defined_elsewhere_that_takes_no_byte_is_one_repeated():
+    # {A} names A defined earlier in the tag; its one field, an empty tuple, takes no byte:
+    # a count of 2**32 - 1 in 4 bytes made a list of that many (MemoryError), as 40 made 40
+    tags = "{A`x'()}[{A}"
+    a = values.Struct("A", "`x'()", (("x", ()),))
+    assert values.decode(tags, struct.pack("<I", 40)) == (a, values.Repeated(a, 40))
+    data = sync(0, 10**9, 0) + writer(1, "w") + source(1, "{} {}", tags) + event(
+        1, 5, struct.pack("<I", 40))
+    assert lines(data) == (b"A{ x: () } [A{ x: () } ... <repeats 40 times>]\n", [])
+
+
 def test_sessions_restart_and_metadata_replaced():
     first = sync(0, 10**9, 0) + writer(1, "a") + source(1, "one {}", "i") + event(
         1, 1, struct.pack("<i", 1))

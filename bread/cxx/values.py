@@ -248,10 +248,8 @@ def singular(full: str, tag: str, depth: int) -> bool:
         return True
     if tag[0] == "{":
         body = tag[:-1]
-        cut = body.find("`")
-        if cut < 0:   # perhaps recursive: singular only if its definition has no field
-            return not _label(resolve(full, body))[1] if resolve(full, body) else True
-        rest = body[cut:]
+        cut = body.find("`")    # no fields here: defined elsewhere (as ``_struct`` finds it)
+        rest = resolve(full, body) if cut < 0 else body[cut:]
         while rest:
             _, rest = _label(rest)
             t, rest = _pop(rest)

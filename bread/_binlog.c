@@ -169,9 +169,10 @@ date_text(Printer *pr, Buf *b, int64_t secs, int64_t nsec, int32_t offset, PyObj
             else r = nine_digits(b, nsec);
             break;
         case 'z': {
-            int a = offset < 0 ? -offset : offset, h = a / 3600, m = a / 60 - 60 * h;
-            r = putf(b, "%c%02d%02d", offset >= 0 ? '+' : '-', h < 100 ? h : 0,
-                     m < 100 ? m : 0);
+            int64_t a = offset < 0 ? -(int64_t)offset : offset;   /* (INT32_MIN too) */
+            int64_t h = a / 3600, m = a / 60 - 60 * h;
+            r = putf(b, "%c%02d%02d", offset >= 0 ? '+' : '-', (int)(h < 100 ? h : 0),
+                     (int)(m < 100 ? m : 0));
             break;
         }
         case 'Z': {
@@ -263,13 +264,20 @@ value(Buf *b, char tag, int shown, const unsigned char *p, Py_ssize_t n)
     return r < 0 ? -2 : size;
 }
 
-static int64_t
-clock_ns(Printer *pr, uint64_t clock)
+/* The time of a clock value (render.py clock_ns, exact in 128 bits) into *ns: 0 if it, or
+ * it in the zone of `offset`, is beyond 64 bits (Python's integers then render it). */
+static int
+clock_ns(Printer *pr, uint64_t clock, int32_t offset, int64_t *ns)
 {
     int64_t f = (int64_t)pr->sync_freq;
     int64_t ticks = (int64_t)(clock - pr->sync_clock);
     int64_t q = ticks / f, r = ticks % f;
-    return (int64_t)pr->sync_ns + q * 1000000000 + r * 1000000000 / f;
+    __int128 t = (__int128)(int64_t)pr->sync_ns + (__int128)q * 1000000000
+                 + (__int128)r * 1000000000 / f;
+    __int128 local = t + (__int128)offset * 1000000000;
+    if (t < INT64_MIN || t > INT64_MAX || local < INT64_MIN || local > INT64_MAX) return 0;
+    *ns = (int64_t)t;
+    return 1;
 }
 
 /* One event's line appended: 0, 1 if Python must render it (the buffer as it was), -1. */
@@ -286,15 +294,20 @@ event(Printer *pr, Buf *b, Source *src, uint64_t clock, const unsigned char *arg
         case L_NAME: r = put(b, PyBytes_AS_STRING(pr->wname), PyBytes_GET_SIZE(pr->wname)); break;
         case L_WID: r = put(b, PyBytes_AS_STRING(pr->wid), PyBytes_GET_SIZE(pr->wid)); break;
         case L_CLOCK: r = put_u64(b, clock); break;
-        case L_DATE: case L_UTC:
+        case L_DATE: case L_UTC: {
+            int64_t ns;
             if (!pr->have_sync) r = put(b, "no_clock_sync?", 14);
-            else if (it->code == L_DATE) r = date(pr, b, clock_ns(pr, clock), pr->tz, pr->zone);
+            else if (!clock_ns(pr, clock, it->code == L_DATE ? pr->tz : 0, &ns)) {
+                b->n = mark;
+                return 1;
+            } else if (it->code == L_DATE) r = date(pr, b, ns, pr->tz, pr->zone);
             else {
                 static PyObject *utc = NULL;
                 if (utc == NULL && (utc = PyBytes_FromString("UTC")) == NULL) return -1;
-                r = date(pr, b, clock_ns(pr, clock), 0, utc);
+                r = date(pr, b, ns, 0, utc);
             }
             break;
+        }
         case L_MSG: {
             const unsigned char *p = args;
             Py_ssize_t left = nargs;

@@ -331,6 +331,23 @@ def test_the_c_path_prints_what_python_prints(monkeypatch, fmt, date, sort):
     assert fast == python and python[1] == ["[bread] Exception: Range overflow 4 > 2\n"]
 
 
+
+@pytest.mark.parametrize("clock,freq,ns,offset", [
+    (2**63 - 2, 2**63 - 1, 0, 0),                # the remainder times 10**9: beyond 64 bits
+    (10**15 + 10**12 - 1, 10**12, 0, 0),
+    (5, 10**9, 2**63 - 1, 0),                    # the time beyond 64 bits
+    (5, 10**9, 2**63 - 10**18, 2**31 - 1),       # ... in the writer's zone only
+    (5, 10**9, 0, -(2**31)),                     # the zone's %z of the least offset
+])
+def test_the_c_path_prints_what_python_prints_at_the_clock_sync_s_limits(
+        monkeypatch, clock, freq, ns, offset):
+    if __import__("bread").accel.binlog is None:
+        pytest.skip("the C extension is not built (or BREAD_PURE_PYTHON)")
+    data = sync(0, freq, ns, offset, "Z") + writer(1, "w") + source(1, "v {}", "i") + event(
+        1, clock, struct.pack("<i", 7))
+    fast, python = _both_paths(monkeypatch, data, "%d|%u|%m", "%Y-%m-%d %H:%M:%S.%N %z", False)
+    assert fast == python and python[1] == []
+
 def test_the_c_path_leaves_python_only_the_metadata(monkeypatch):
     from bread import accel
     from bread.cxx import fastpath

@@ -183,6 +183,18 @@ def test_a_sequence_of_a_struct_defined_elsewhere_that_takes_no_byte_is_one_repe
     assert lines(data) == (b"A{ x: () } [A{ x: () } ... <repeats 40 times>]\n", [])
 
 
+
+@pytest.mark.parametrize("tag,value", [("d", struct.pack("<d", float("nan"))),
+                                       ("f", struct.pack("<f", float("inf"))),
+                                       ("D", struct.pack("<QH6x", 1 << 63, 0x7FFE))])
+def test_an_enum_of_a_floating_point_tag_is_damage(tag, value):
+    # (a NaN or an infinity raised ValueError or OverflowError, out of bread; 2**16383 a
+    # ValueError from its hex digits)
+    good = sync(0, 10**9, 0) + writer(1, "w") + source(1, "x {}", "i") + event(
+        1, 1, struct.pack("<i", 1))
+    enum = source(2, "e {}", f"/{tag}`E'0`A'\\") + event(2, 2, value)
+    assert lines(good + enum) == (b"x 1\n", [f"[bread] Exception: Invalid enum tag: {tag}\n"])
+
 def test_sessions_restart_and_metadata_replaced():
     first = sync(0, 10**9, 0) + writer(1, "a") + source(1, "one {}", "i") + event(
         1, 1, struct.pack("<i", 1))

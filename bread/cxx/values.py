@@ -219,6 +219,8 @@ class Decoder(Payload):
     def _enum(self, tag: str) -> Enum:
         if not tag:
             raise BinlogError("Invalid enum tag: ''")
+        if tag[0] in "fdD":   # an enum's underlying type is integral (or a NaN is one)
+            raise BinlogError(f"Invalid enum tag: {tag[0]}")
         value = self._arithmetic(tag[0])
         number = ord(value) if isinstance(value, str) else int(value)
         if isinstance(value, str) and number > 127:   # a char is signed

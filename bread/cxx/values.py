@@ -70,30 +70,37 @@ NOTHING = Nothing()
 
 
 def split_tags(tags: str) -> list[str]:
-    """The concatenated tags as a list, one per value."""
+    """The concatenated tags as a list, one per value (in one pass: a tag of millions of
+    characters is split in time proportional to it)."""
     out = []
-    while tags:
-        n = first_size(tags)
-        out.append(tags[:n])
-        tags = tags[n:]
+    i = 0
+    while i < len(tags):
+        n = first_size(tags, i)
+        out.append(tags[i:i + n])
+        i += n
     return out
 
 
 _CLOSE = {"(": ")", "<": ">", "{": "}", "/": "\\"}
 
 
-def first_size(tags: str) -> int:
-    """The length of the first tag of ``tags`` (brackets balanced, or to the end)."""
-    i = 0
+def first_size(tags: str, start: int = 0) -> int:
+    """The length of the first tag of ``tags[start:]`` (brackets balanced, or to the end)."""
+    i = start
     while i < len(tags) and tags[i] == "[":
         i += 1
     if i == len(tags):
-        return i
+        return i - start
     close = _CLOSE.get(tags[i])
     if close is None:
-        return i + 1
-    opening, depth = tags[i], 1
-    j = i + 1
+        return i + 1 - start
+    return _matching(tags, i + 1, tags[i], close) - start
+
+
+def _matching(tags: str, j: int, opening: str, close: str) -> int:
+    """The index after the ``close`` that balances an ``opening`` just before ``j`` (the
+    end of ``tags`` if none does)."""
+    depth = 1
     while j < len(tags):
         c = tags[j]
         if c == opening:
@@ -106,9 +113,17 @@ def first_size(tags: str) -> int:
     return j
 
 
-def _pop(tags: str) -> tuple[str, str]:
-    n = first_size(tags)
-    return tags[:n], tags[n:]
+def fields(tags: str) -> list[tuple[str, str]]:
+    """A struct's fields tag (```a'i`b'[c``) as (label, tag) pairs, in one pass."""
+    out = []
+    i = 0
+    while i < len(tags):
+        end = tags.find("'", i + 1)
+        label, i = (tags[i + 1:], len(tags)) if end < 0 else (tags[i + 1:end], end + 1)
+        n = first_size(tags, i)
+        out.append((label, tags[i:i + n]))
+        i += n
+    return out
 
 
 def _label(tags: str) -> tuple[str, str]:
@@ -124,17 +139,16 @@ def resolve(full: str, intro: str) -> str:
     recursive structure names itself without its fields; "" for an empty struct."""
     if not intro:
         return ""
-    rest = full
-    while rest:
-        i = rest.find(intro)
+    at = 0
+    while at < len(full):
+        i = full.find(intro, at)
         if i < 0:
             return ""
-        rest = rest[i + len(intro):]
-        if not rest or rest[0] == "}":
+        at = i + len(intro)
+        if at == len(full) or full[at] == "}":
             return ""
-        if rest[0] == "`":
-            n = first_size("{" + rest)   # balanced from a stand-in opening brace
-            return rest[:n - 2]
+        if full[at] == "`":
+            return full[at:_matching(full, at, "{", "}") - 1]
     return ""
 
 
@@ -181,15 +195,11 @@ class Decoder(Payload):
         return text(v) if c == "c" else v
 
     def _each(self, tags: str, depth: int) -> list:
-        out = []
-        while tags:
-            t, tags = _pop(tags)
-            out.append(self._value(t, depth))
-        return out
+        return [self._value(t, depth) for t in split_tags(tags)]
 
     def _sequence(self, tags: str, depth: int) -> Any:
         size = _U32.unpack(self.take(4))[0]
-        elem, _ = _pop(tags)
+        elem = tags[:first_size(tags)]
         if elem == "c":
             return text(self.take(size))
         if size > 32 and singular(self.full, elem, depth):
@@ -198,9 +208,8 @@ class Decoder(Payload):
 
     def _variant(self, tags: str, depth: int) -> Any:
         index = self.take(1)[0]
-        for _ in range(index):
-            _, tags = _pop(tags)
-        option, _ = _pop(tags)
+        options = split_tags(tags)
+        option = options[index] if index < len(options) else ""
         return None if option == "0" else self._value(option, depth)
 
     def _struct(self, tag: str, depth: int) -> Struct:
@@ -208,13 +217,8 @@ class Decoder(Payload):
         intro, fields_tag = (tag, "") if cut < 0 else (tag[:cut], tag[cut:])
         if not fields_tag:
             fields_tag = resolve(self.full, intro)
-        fields = []
-        rest = fields_tag
-        while rest:
-            name, rest = _label(rest)
-            t, rest = _pop(rest)
-            fields.append((name, self._value(t, depth)))
-        return Struct(intro[1:], fields_tag, tuple(fields))
+        values = tuple((name, self._value(t, depth)) for name, t in fields(fields_tag))
+        return Struct(intro[1:], fields_tag, values)
 
     def _enum(self, tag: str) -> Enum:
         if not tag:
@@ -242,22 +246,12 @@ def singular(full: str, tag: str, depth: int) -> bool:
     if not tag:
         return True
     if tag[0] == "(":
-        rest = tag[1:-1]
-        while rest:
-            t, rest = _pop(rest)
-            if not singular(full, t, depth - 1):
-                return False
-        return True
+        return all(singular(full, t, depth - 1) for t in split_tags(tag[1:-1]))
     if tag[0] == "{":
         body = tag[:-1]
         cut = body.find("`")    # no fields here: defined elsewhere (as ``_struct`` finds it)
         rest = resolve(full, body) if cut < 0 else body[cut:]
-        while rest:
-            _, rest = _label(rest)
-            t, rest = _pop(rest)
-            if not singular(full, t, depth - 1):
-                return False
-        return True
+        return all(singular(full, t, depth - 1) for _, t in fields(rest))
     return False
 
 

@@ -223,6 +223,35 @@ def test_argument_tags_are_walked_in_one_pass(tags, args):
     assert len(got) == (3000 if tags[0] == "y" else 1)
     assert _CountedText.copied[0] <= 8 * len(tags)
 
+
+def _nested(kind: str, depth: int) -> tuple[str, bytes]:
+    """Tags of a value ``depth`` deep and its bytes: a struct in a struct..., a list in a
+    list..., a tuple in a tuple..."""
+    return {"struct": ("{A`a'" * depth + "y" + "}" * depth, b"\1"),
+            "list": ("[" * depth + "y", struct.pack("<I", 1) * depth + b"\1"),
+            "tuple": ("(" * depth + "y" + ")" * depth, b"\1")}[kind]
+
+
+@pytest.mark.parametrize("kind", ["struct", "list", "tuple"])
+def test_a_value_nested_as_deep_as_tags_may_renders_in_every_form(kind, tmp_path,
+                                                                   capsysbinary):
+    # Proves: tags nest at most MAX_DEPTH deep, and a value that deep renders as text, JSON
+    # and columns; deeper is damage. (At 198, within the old limit of 200, the rendering
+    # of a struct raised RecursionError out of bread, the reader and read_batches.)
+    import bread
+    for depth, readable in ((values.MAX_DEPTH - 1, True), (198, False)):
+        tags, args = _nested(kind, depth)
+        data = sync(0, 10**9, 0) + writer(1, "w") + source(1, "v {}", tags) + event(1, 5, args)
+        p = tmp_path / f"{kind}{depth}.blog"
+        p.write_bytes(data)
+        for argv in ([], ["-s"], ["-o", "jsonl"], ["-l", "trace"]):
+            code = cli.main([*argv, str(p)])
+            out, err = capsysbinary.readouterr()
+            assert (code, b"Recursion limit" in err) == ((0, False) if readable else (3, True))
+        reader = bread.read(str(p))
+        assert len([ev.message for ev in reader]) == readable
+        assert sum(len(b["message"]) for b in bread.read_batches(str(p), arrow=False)) == readable
+
 def test_sessions_restart_and_metadata_replaced():
     first = sync(0, 10**9, 0) + writer(1, "a") + source(1, "one {}", "i") + event(
         1, 1, struct.pack("<i", 1))

@@ -21,8 +21,9 @@ from typing import Any, NamedTuple
 
 from .entries import BinlogError, Payload, text
 
-#: How deep tags nest before the value is refused (the C++ reader's limit is 2048).
-MAX_DEPTH = 200
+#: How deep tags nest before the value is refused (the C++ reader's limit is 2048): a
+#: value this deep still renders, as text and JSON, within Python's recursion limit.
+MAX_DEPTH = 100
 
 _ARITHMETIC = {c: struct.Struct("<" + f) for c, f in
                zip("ycbsilBSILfd", "?cbhiqBHIQfd")}

@@ -19,6 +19,7 @@ import pytest
 import blog
 import bread
 from blog.files.crashbuf import CrashBuffer, Slot, buffer_directory
+from blog.pipeline.output import Output
 from blogstore.crashlayout import HALF, HALF_AT, PAGE, SPLIT, SPLIT_AT
 from blogstore.fileset import members
 from blogstore.recovery import recover
@@ -83,7 +84,8 @@ def test_with_a_crash_buffer_files_keep_their_size(tmp_path):
 
 
 # Each step of a cut consume: (what is patched, its attribute, kill before or after the
-# call, and which calls count). "write" tears the write: half of it, then the kill.
+# call). "torn" tears a write: half of it, then the kill. Writes count when recorded in
+# the buffer (a part's or a Summary's), Summaries alone in "summary ...".
 STEPS = {
     "before rest": (CrashBuffer, "leaves", "before"),
     "rest stored": (CrashBuffer, "leaves", "after"),
@@ -92,6 +94,8 @@ STEPS = {
     "write whole": (blog.RotatingFile, "write", "after"),
     "one from stored": (Slot, "split", "after"),
     "part covered": (CrashBuffer, "covered", "after"),
+    "summary torn": (blog.RotatingFile, "write", "torn"),
+    "summary whole": (blog.RotatingFile, "write", "after"),
     "before the switch": (blog.RotatingFile, "rotate", "before"),
     "after the switch": (blog.RotatingFile, "rotate", "after"),
     "before written": (CrashBuffer, "written", "before"),
@@ -99,23 +103,26 @@ STEPS = {
 }
 
 
-def _kill_at(owner, attr: str, how: str, nth: int) -> None:
-    """Patch ``owner.attr`` (in the forked child) to SIGKILL the process at its ``nth``
-    call counted (Slot.split: the stores of ``from`` only; write: the recorded writes)."""
+def _kill_at(step: str, nth: int) -> None:
+    """Patch the call of ``step`` (in the forked child) to SIGKILL the process at its
+    ``nth`` call counted (Slot.split: the stores of ``from`` only)."""
+    owner, attr, how = STEPS[step]
     real = getattr(owner, attr)
     calls = [0]
-    armed = [False]           # a write is recorded (not a Summary's, nor the file's start)
-    if attr == "write":
-        recorded = CrashBuffer.writing
+    armed = [attr != "write"]      # a write counts once its record (or Summary) began
+    arming, arming_attr = ((Output, "finish") if step.startswith("summary")
+                           else (CrashBuffer, "writing"))
+    arms = getattr(arming, arming_attr)
 
-        def arm(self, *args):
-            armed[0] = True
-            return recorded(self, *args)
-        CrashBuffer.writing = arm      # type: ignore[method-assign]
+    def arm(self, *args):
+        armed[0] = True
+        return arms(self, *args)
+    if attr == "write":
+        setattr(arming, arming_attr, arm)
 
     def patched(self, *args):
-        counted = args[2] if attr == "split" else armed[0] if attr == "write" else True
-        armed[0] = False
+        counted = args[2] if attr == "split" else armed[0]
+        armed[0] = attr != "write"
         calls[0] += counted
         if calls[0] == nth and counted:
             if how == "before":
@@ -145,7 +152,7 @@ def _killed_writer(d, step: str, nth: int) -> bool:
             log = s.get_logger("t")
             s.consume(rf)                      # the file's start: the cut consume is next
             _log(log)
-            _kill_at(*STEPS[step], nth)
+            _kill_at(step, nth)
             s.consume(rf)
         finally:
             os._exit(7)
@@ -172,8 +179,9 @@ def test_a_kill_at_any_step_of_a_cut_consume_loses_nothing_and_repeats_nothing(
         tmp_path, step):
     # Proves, for a SIGKILL at each call of each step of a consume cut between files with a
     # crash buffer (before and after a half's rest is stored, the write recorded, torn,
-    # whole, a half's from stored, the part covered, the switch of files, the consume
-    # marked written and its cut state cleared): recovery at the next start appends
+    # whole, a half's from stored, the part covered, the Summary closing a file torn or
+    # whole, the switch of files, the consume marked written and its cut state
+    # cleared): recovery at the next start appends
     # exactly the events no file holds whole, so the set holds each event once, in
     # order, with no damage; nothing is left to recover a second time.
     killed = 0

@@ -4,9 +4,13 @@ With a crash buffer, each consume's takes are numbered (the channel files mark t
 halves they take), the write in progress is recorded (where, how long) before it
 starts, and a write the output refuses is not lost: its events stay taken in the
 channel files (a kill now recovers them), what it left in the file is cut, and the
-next consume writes it again, whole, before it takes anything more from the channels.
-The Session asks it what to write (``take``), writes through it (``write``: around the
-Output's, it holds or settles) and tells it the write is done (``done``); moving to
+next consume writes it again before it takes anything more from the channels. A
+consume cut between the files of a size-rotated set (``blog.pipeline.parts``) is
+recorded part by part (``write_parts``): each half says how much of it is in a file
+already, so that a kill between parts recovers only the rest, and a refused part holds
+only what is left from it. The Session asks it what to write (``take``), writes through
+it (``write``, ``write_parts``: around the Output's, it holds or settles) and tells it
+the write is done (``done``); moving to
 another buffer, the held write goes along (``hand_over``) or is left on disk for the next
 start of the log (``let_go``).
 """
@@ -76,7 +80,7 @@ class HeldWrites:
         the buffer, and what the refused write left in the file is cut, so that none is
         written twice."""
         if self._from:        # what is left of a consume cut between files: recorded as a part
-            return self.write_parts(out, stream, descriptor, taken, lambda part: (
+            return self.write_parts(out, stream, descriptor, taken, lambda part, _: (
                 part(meta, batches, n_events, taken) or 0,) * 2)[0]
         written = self._attempt(out, stream, descriptor, meta, batches, taken, n_events)
         if written is None:
@@ -88,14 +92,17 @@ class HeldWrites:
         return written
 
     def write_parts(self, out: Output, stream: OutputStream, descriptor: dict, taken: Takes,
-                    cut: Callable[[parts.WritePart], tuple[int, int]]) -> tuple[int | None, int]:
-        """Write what ``take`` gave in parts: ``cut(part)`` is ``parts.write_parts`` with
-        ``part`` as its writer. Each part is recorded in the buffer (docs/format.md 15):
-        before its write, each half's ``rest`` (what the part leaves out), then the write
-        in progress; after it, each half's ``from`` (what is in files now), then
-        ``writing`` cleared. Returns (bytes written, or None if a part was refused: what
-        is left from that part on is held; bytes of the first part written). The frames,
-        events and takes of the parts written are then in ``parted``."""
+                    cut: Callable[[parts.WritePart, Callable[[int], None]], tuple[int, int]]
+                    ) -> tuple[int | None, int]:
+        """Write what ``take`` gave in parts: ``cut(part, switch)`` is ``parts.write_parts``
+        with ``part`` as its writer and ``switch`` told of a file's Summary. Each part is
+        recorded in the buffer (docs/format.md 15): before its write, each half's ``rest``
+        (what the part leaves out), then the write in progress; after it, each half's
+        ``from`` (what is in files now), then ``writing`` cleared. The Summary that closes
+        a file is recorded as a write too, cleared before the next part. Returns (bytes
+        written, or None if a part was refused: what is left from that part on is held;
+        bytes of the first part written). The frames and takes of the parts written are
+        then in ``parted``."""
         start = {w.id: self._from.get(w.id, 0) for w, _ in taken}
         at = dict(start)          # where the next part begins in each writer's half
         finished: set[int] = set()
@@ -109,6 +116,7 @@ class HeldWrites:
             ends = dict(at)
             for w, p in pieces:
                 ends[w.id] += len(p.data)
+            self.buffer.covered(self._seq, {})    # a Summary written since the last part
             self.buffer.leaves(self._seq, ends)
             written = self._attempt(out, stream, descriptor, meta, batches, pieces, n)
             if written is None:
@@ -122,7 +130,10 @@ class HeldWrites:
                             if ends[w.id] - start[w.id] == lengths[w.id])
             return written
 
-        total, first = cut(part)
+        def switch(n: int) -> None:
+            self.buffer.writing(self._seq, file_position(stream), n)
+
+        total, first = cut(part, switch)
         self._in_parts = True
         if not refused:
             self._held = self._at = None

@@ -166,11 +166,13 @@ def _fill(rest: Pending, budget: int, force: bool,
 
 def write_parts(out: Output, stream: Any, descriptor: dict, meta: list[Metadata],
                 taken: list[tuple[SessionWriter, Any]], everything: Callable[[], list[Metadata]],
-                frames: Frames, write: WritePart | None = None) -> tuple[int, int]:
+                frames: Frames, write: WritePart | None = None,
+                switch: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Write ``taken`` (each writer with its take) and ``meta`` into ``stream``'s files, in
     parts as the module docstring says; ``everything()`` is the metadata a new file
-    starts with; ``write`` writes a part (by default ``out.write``). Returns (bytes
-    written, bytes of the first part: its write holds ``meta``)."""
+    starts with; ``write`` writes a part (by default ``out.write``), ``switch(length)`` is
+    told the length of the Summary that closes a full file before it is written. Returns
+    (bytes written, bytes of the first part: its write holds ``meta``)."""
     if write is None:
         def write(meta: list[Metadata], batches: list[bytes], n: int, pieces: Pieces) -> int:
             return out.write(descriptor, meta, batches, n, [t for _, t in pieces])
@@ -190,6 +192,6 @@ def write_parts(out: Output, stream: Any, descriptor: dict, meta: list[Metadata]
             meta = []
         if not rest:
             return total, first
-        out.rotate_if_due(stream.rotate_bytes + 1)      # the file is full: the next one
+        out.rotate_if_due(stream.rotate_bytes + 1, switch)   # the file is full: the next one
         if not out.started:     # and the drops of a first part that went nowhere yet
             meta = everything() + [m for m in meta if type(m) is Dropped]

@@ -400,9 +400,10 @@ class Session:
         kept: int | None
         if left is not None and not parts.fits(
                 out, self.descriptor, meta, batches, parts.room(stream) or 0):
-            def cut(part: parts.WritePart | None = None) -> tuple[int, int]:
+            def cut(part: parts.WritePart | None = None,
+                    switch: Callable[[int], None] | None = None) -> tuple[int, int]:
                 return parts.write_parts(out, stream, self.descriptor, meta, taken,
-                                         self._full_metadata, writer_frames, part)
+                                         self._full_metadata, writer_frames, part, switch)
             kept, written = cut() if crash is None else crash.write_parts(
                 out, stream, self.descriptor, taken, cut)
         elif crash is None:

@@ -300,3 +300,40 @@ def test_a_crafted_from_is_damage_never_a_crash_nor_a_loss(tmp_path):
             assert sorted(_events(d)) == everything
         else:          # read whole: the events of the parts written are there twice
             assert {(e.args[0], e.args[1]) for e in bread.read(_set(d))} == set(everything)
+
+
+def test_a_held_rest_left_in_the_buffer_or_moved_is_written_once(tmp_path):
+    # Proves: what is left of a cut consume whose third part the disk refused is written
+    # once, whether the session moves to another crash buffer (the rest goes along) or
+    # lets go of the buffer (the rest stays on disk, with each half's from: the next
+    # start appends only what no file holds).
+    everything = [(k, i) for k in range(2) for i in range(N)]
+    for how in ("moved", "left"):
+        d = tmp_path / how
+        d.mkdir()
+        path = str(d / "app.blog")
+        writes: list[int] = []
+
+        class FillsUp(blog.RotatingFile):
+            def write(self, data):
+                writes.append(len(data))
+                if len(writes) >= 3 and self.full:
+                    raise OSError(28, "No space left on device")
+                return super().write(data)
+        s = blog.Session(name="held")
+        rf = FillsUp(path, rotate_bytes=ROOM + start_size(s))
+        rf.full = True
+        with_crash_buffer(s, path, rf)
+        _log(s.get_logger("t"))
+        assert s.consume(rf) == 0 and s.held
+        if how == "moved":
+            s.use_crash_buffer(CrashBuffer(buffer_directory(path), rf.path, s.descriptor))
+            rf.full = False
+            s.consume(rf)
+            assert not s.held
+        s.use_crash_buffer(None)
+        s.finish(rf)
+        rf.close()
+        if how == "left":
+            _recover(d)
+        assert sorted(_events(d)) == everything, how

@@ -205,7 +205,7 @@ class RotatingFile:
 
     def rotate_due(self, nbytes: int) -> bool:
         """True if the next ``nbytes`` should go to a new file (never while the current one
-        is empty: a file holds at least one consume, and a refused write that was cut off
+        is empty: a file holds at least one write, and a refused write that was cut off
         is tried again in the same file)."""
         if self._fd is None or self.size == 0:
             return False

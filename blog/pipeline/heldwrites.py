@@ -171,7 +171,7 @@ class HeldWrites:
         """The write is done (written, or its loss counted): the halves are free, and the
         files of the writers that ended go."""
         self.buffer.written(self._seq)
-        if self._in_parts and self._held is None:
+        if self._in_parts:        # (never held here: a held consume is not done)
             self.buffer.unsplit(self._seq)
             self._in_parts = False
         for w in retired:

@@ -19,7 +19,7 @@ from blogformat.frames import (FRAME_EVENTS, FRAME_HEADER, FRAME_METADATA, HEADE
                                MAX_PAYLOAD, check_crc, frame_bytes, parse_header, unescape)
 from blogformat.values import UNPACK_OPTIONS
 
-from .crashlayout import CHAN, CHAN_MAGIC, HALF, HALF_AT, PAGE
+from .crashlayout import CHAN, CHAN_MAGIC, HALF, HALF_AT, PAGE, SPLIT, SPLIT_AT
 
 
 #: Events per recovered frame at most (a half holds a channel's worth).
@@ -89,28 +89,38 @@ class Channel:
     """A channel file, open: its writer, its halves (``runs``), its size on disk."""
 
     def __init__(self, name: str, fd: int, size: int, writer: int, half: int, active: int,
-                 halves: list[tuple[int, int, int]]) -> None:
+                 halves: list[tuple[int, int, int]], splits: list[tuple[int, int]]) -> None:
         self.name, self.fd, self.size = name, fd, size
         self.writer, self.half, self.active, self.halves = writer, half, active, halves
+        self.splits = splits      # each half's (from, rest): a consume cut between files
 
-    def runs(self, written: int, skip: int, damage: list[str]) -> list[tuple[int, int, int]]:
-        """What must be recovered: (base, offset, length) per half, the taken one (unless
-        consume ``skip`` wrote it whole) before the active one. A length is believed only
-        as far as the file goes (else: damage)."""
-        taken = sorted((seq, h) for h, (_, _, seq) in enumerate(self.halves)
-                       if seq > written and seq != skip)
+    def runs(self, written: int, ended: int,
+             damage: list[str]) -> list[tuple[int, int, int, int]]:
+        """What must be recovered: (base, offset, length, skip) per half, the taken one
+        before the active one; the first ``skip`` bytes' events are in files already (their
+        clocks still count). Of a half taken by consume ``ended``, whose write in
+        progress reached its file whole, what that write left out (``rest``); of another
+        taken half, what is not in a file yet (from ``from`` on). A length is believed
+        only as far as the file goes (else: damage)."""
+        taken = sorted((seq, h) for h, (_, _, seq) in enumerate(self.halves) if seq > written)
         order = [h for _, h in taken]
         if self.halves[self.active][2] == 0:
             order.append(self.active)
         out = []
         for h in order:
-            n, base, _ = self.halves[h]
-            if n == 0:
+            n, base, seq = self.halves[h]
+            done, rest = self.splits[h] if seq else (0, 0)
+            if done > n or rest > n:
+                damage.append(f"{self.name}: half {h} says {done} bytes written and {rest} "
+                              f"left of {n}: recovered whole")
+                done = rest = 0
+            skip = n - rest if seq and seq == ended else done
+            if skip >= n:
                 continue
             if n > self.half or PAGE + h * self.half + n > self.size:
                 damage.append(f"{self.name}: half {h} says {n} bytes, its file holds fewer")
                 continue
-            out.append((base, PAGE + h * self.half, n))
+            out.append((base, PAGE + h * self.half, n, skip))
         return out
 
     def close(self) -> None:
@@ -139,7 +149,8 @@ def open_channel(d: BufferDir, name: str, damage: list[str]) -> Channel | None:
                     damage.append(f"{name}: not a channel file (its header)")
                 else:
                     halves = [HALF.unpack_from(head, HALF_AT + HALF.size * h) for h in (0, 1)]
-                    c = Channel(name, fd, st.st_size, wid, half, active, halves)
+                    splits = [SPLIT.unpack_from(head, SPLIT_AT + SPLIT.size * h) for h in (0, 1)]
+                    c = Channel(name, fd, st.st_size, wid, half, active, halves, splits)
                     fd = -1
                     return c
     except (OSError, struct.error) as exc:
@@ -157,11 +168,12 @@ _CHUNK = 1 << 20
 _CLOCK_MIN, _CLOCK_END = -(1 << 63), 1 << 64
 
 
-def events_frames(c: Channel, base: int, at: int, length: int,
-            damage: list[str]) -> tuple[int, list[bytes]]:
+def events_frames(c: Channel, base: int, at: int, length: int, damage: list[str],
+                  skip: int = 0) -> tuple[int, list[bytes]]:
     """Events frames of the whole events in ``length`` bytes at ``at`` of channel ``c``
-    (deltas from ``base``): (count, frames). Bytes after the last whole event are damage
-    (a half's length covers whole events)."""
+    (deltas from ``base``) but those within the first ``skip`` bytes: (count, frames).
+    Bytes after the last whole event are damage (a half's length covers whole events),
+    and so is a ``skip`` within an event (which is then recovered)."""
     u = msgpack.Unpacker(None, max_buffer_size=max(length, 1), **UNPACK_OPTIONS)
     frames: list[bytes] = []
     pending = bytearray()     # the raw bytes of the frame being gathered, and beyond
@@ -191,6 +203,14 @@ def events_frames(c: Channel, base: int, at: int, length: int,
                               f"{total + count} unreadable")
             break
         clock += ev[1]
+        if u.tell() <= skip:  # in a file already: its clock counts, the event does not
+            del pending[:u.tell() - start]
+            start = end = u.tell()
+            first = clock
+            continue
+        if start < skip:
+            damage.append(f"{c.name}: {skip} byte(s) written said, within an event")
+            skip = 0
         lo = clock if count == 0 or clock < lo else lo
         hi = clock if count == 0 or clock > hi else hi
         count += 1

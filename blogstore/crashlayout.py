@@ -33,6 +33,10 @@ MAX_PATH = PAGE - PATH_AT - 2
 CHAN = struct.Struct("<8sQQI4x")             # 32 bytes at 0
 HALF = struct.Struct("<QqQ")                 # 24 bytes at 32 + 24 * half
 HALF_AT = 32
+#: A consume cut between files (blog.pipeline.parts): per half, u64 ``from`` (its bytes in a
+#: file already) and u64 ``rest`` (its bytes at the end the write in progress leaves out).
+SPLIT = struct.Struct("<QQ")                 # 16 bytes at 80 + 16 * half
+SPLIT_AT = 80
 #: Room beyond the channel capacity in each half: an event a full channel takes anyway.
 SLACK = 64 << 10
 #: A process's own file beside a plain output (blogstore.fileset.pid_path): its part.

@@ -231,8 +231,8 @@ def _recover_one(d: BufferDir, meta: str, fd: int, stream: Any, log_path: str,
             if c is None:
                 continue
             try:
-                for base, at, n in c.runs(written, writing if complete else 0, damage):
-                    got, frames = events_frames(c, base, at, n, damage)
+                for base, at, n, skip in c.runs(written, writing if complete else 0, damage):
+                    got, frames = events_frames(c, base, at, n, damage, skip)
                     if got:
                         writers.add(c.writer)
                         events += got

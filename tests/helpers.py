@@ -6,6 +6,7 @@ on the path)."""
 from __future__ import annotations
 
 import io
+import struct
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ from typing import Callable
 
 import blog
 import bread
+from blogformat.frames import FRAME_METADATA, HEADER_SIZE
 from bread import cli
 
 #: The first program of every child: SIGINT and SIGTERM back to their default actions, then
@@ -112,6 +114,29 @@ def write_log(path, n: int = 50, tag: str = "a") -> bytes:
         with open(path, "wb") as f:
             f.write(data)
     return data
+
+
+def frame_sizes(path) -> list[tuple[int, int]]:
+    """(kind, bytes) of each frame of the file at ``path``, in order."""
+    data = open(path, "rb").read()
+    pos, out = 0, []
+    while pos < len(data):
+        kind, length = data[pos + 4], struct.unpack_from("<I", data, pos + 8)[0]
+        out.append((kind, HEADER_SIZE + length))
+        pos += HEADER_SIZE + length
+    assert pos == len(data)
+    return out
+
+
+def check_sizes(files, rotate_bytes: int) -> None:
+    """Each file of a size-rotated set: at most ``rotate_bytes`` before its last frame, a
+    Summary (metadata)."""
+    for path in files:
+        frames = frame_sizes(path)
+        r = bread.read(path)
+        list(r)
+        assert frames[-1][0] == FRAME_METADATA and len(r.summaries) == 1
+        assert sum(n for _, n in frames[:-1]) <= rotate_bytes, (path, frames)
 
 
 def start_size(session) -> int:

@@ -315,7 +315,7 @@ def _mutate(rng: random.Random, path: str, targets: list[str]) -> bool:
             f.write(struct.pack("<Q", rng.choice(values)))
     elif kind == 1:    # a word of a channel file's header
         with open(rng.choice(files[1:]), "r+b") as f:
-            f.seek(8 * rng.randrange(1, 10))
+            f.seek(8 * rng.randrange(1, 14))     # up to the halves' from and rest
             f.write(struct.pack("<Q", rng.choice(values)))
     elif kind == 2:    # a file cut short
         p = rng.choice(files)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import os
 import random
-import struct
 from typing import Any, Callable
 
 import blog
 import bread
-from blogformat.frames import FRAME_METADATA, HEADER_SIZE
 from blogstore.fileset import members
 
-from helpers import start_size
+from helpers import check_sizes, frame_sizes, start_size
 
 
 def _written(d, events_bytes: int, log_into: Callable[[Any, Callable[[], object], int], None]):
@@ -28,28 +26,6 @@ def _written(d, events_bytes: int, log_into: Callable[[Any, Callable[[], object]
     s.finish(rf)
     rf.close()
     return [os.path.join(d, f.name) for f in members(str(d), "app")], rf
-
-
-def _frames(path) -> list[tuple[int, int]]:
-    """(kind, bytes) of each frame of the file at ``path``, in order."""
-    data = open(path, "rb").read()
-    pos, out = 0, []
-    while pos < len(data):
-        kind, length = data[pos + 4], struct.unpack_from("<I", data, pos + 8)[0]
-        out.append((kind, HEADER_SIZE + length))
-        pos += HEADER_SIZE + length
-    assert pos == len(data)
-    return out
-
-
-def _check_sizes(files, rotate_bytes: int) -> None:
-    """Each file: at most ``rotate_bytes`` before its last frame, a Summary (metadata)."""
-    for path in files:
-        frames = _frames(path)
-        r = bread.read(path)
-        list(r)
-        assert frames[-1][0] == FRAME_METADATA and len(r.summaries) == 1
-        assert sum(n for _, n in frames[:-1]) <= rotate_bytes, (path, frames)
 
 
 def test_files_keep_their_size_and_every_event_reads_once_in_order(tmp_path):
@@ -68,7 +44,7 @@ def test_files_keep_their_size_and_every_event_reads_once_in_order(tmp_path):
             consume()
     files, rf = _written(tmp_path, 3000, log_into)
     assert len(files) == rf.files > 30
-    _check_sizes(files, rf.rotate_bytes)
+    check_sizes(files, rf.rotate_bytes)
     for path in files:
         r = bread.read(path)
         n_read = len(list(r))
@@ -87,7 +63,7 @@ def test_a_burst_much_larger_than_rotate_bytes_is_spread_over_files(tmp_path):
             log.info("burst {} {}", i, "y" * 60)
     files, rf = _written(tmp_path, 4000, log_into)
     assert len(files) > 5000 * 60 // rf.rotate_bytes        # events of > 60 bytes each
-    _check_sizes(files, rf.rotate_bytes)
+    check_sizes(files, rf.rotate_bytes)
     assert max(os.path.getsize(p) for p in files) < rf.rotate_bytes + 1000
     entries = manifest.load(str(tmp_path))["files"]
     seen = []
@@ -127,7 +103,7 @@ def test_a_consume_that_fits_is_written_whole_as_before(tmp_path):
         for i in range(100):
             log.info("e {}", i)
     [path], _ = _written(tmp_path, 1 << 20, log_into)
-    assert [k for k, _ in _frames(path)].count(3) == 1
+    assert [k for k, _ in frame_sizes(path)].count(3) == 1
 
 
 def test_a_part_the_file_refuses_loses_its_events_only(tmp_path):

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 from blogformat.entries import Metadata, header_payload, metadata_frames
 from blogformat.frames import FRAME_HEADER, frame_bytes
 from blogstore.crashlayout import (CHAN, CHAN_MAGIC, CTL, CTL_MAGIC, HALF, HALF_AT, MAX_PATH,
-                                   PAGE, PATH_AT, SLACK, VERSION, buffer_directory,
+                                   PAGE, PATH_AT, SLACK, SPLIT_AT, VERSION, buffer_directory,
                                    make_directory)
 from blogstore.posix import fcntl
 
@@ -112,10 +112,43 @@ class Slot:
         if len(data) > self.half:
             return False            # larger than a half of this buffer: not mirrored
         self.map[PAGE + h * self.half:PAGE + h * self.half + len(data)] = data
+        self._split(h, 0, 0)
+        self._split(h, 1, 0)
         self._word(h, 1, base)
         self._word(h, 0, len(data))
         self._word(h, 2, seq)
         return True
+
+    # A consume cut between files (blog.pipeline.parts): each half's ``from`` and ``rest``.
+
+    def _split(self, h: int, field: int, value: int) -> None:
+        """Half ``h``'s ``from`` (field 0) or ``rest`` (1) in one store."""
+        self.words[(SPLIT_AT + 16 * h) // 8 + field] = value
+
+    def _taken(self, seq: int) -> tuple[int, int] | None:
+        """(half, its length) of the half consume ``seq`` took, if one did."""
+        for h in (0, 1):
+            at = (HALF_AT + HALF.size * h) // 8
+            if seq and self.words[at + 2] == seq:
+                return h, self.words[at]
+        return None
+
+    def split(self, seq: int, end: int, done: bool) -> None:
+        """Consume ``seq``'s write in progress ends ``end`` bytes into its half: stored as
+        ``rest``, what that write leaves out; with ``done`` the write ended and ``end`` is
+        stored as ``from``, the bytes of the half in files now."""
+        taken = self._taken(seq)
+        if taken is not None:
+            h, n = taken
+            self._split(h, 0 if done else 1, min(end, n) if done else max(n - end, 0))
+
+    def unsplit(self, seq: int) -> None:
+        """Consume ``seq`` is written whole: its half's ``from`` and ``rest`` back to 0 (the
+        half is taken again only after it was active)."""
+        taken = self._taken(seq)
+        if taken is not None:
+            self._split(taken[0], 0, 0)
+            self._split(taken[0], 1, 0)
 
     def forget(self) -> None:
         """Both halves emptied: another buffer holds what they held (a move)."""
@@ -246,6 +279,33 @@ class CrashBuffer:
         first, then ``writing`` cleared."""
         self._words[2] = seq
         self._words[3] = 0
+
+    def leaves(self, seq: int, ends: dict[int, int]) -> None:
+        """A part of consume ``seq`` is about to be written, ending ``ends[w]`` bytes into
+        writer ``w``'s half: each half's ``rest``, stored while no write is in progress
+        (docs/format.md 15)."""
+        for wid, end in ends.items():
+            s = self._slots.get(wid)
+            if s is not None:
+                s.split(seq, end, False)
+
+    def covered(self, seq: int, ends: dict[int, int]) -> None:
+        """A part of consume ``seq`` is written, ending ``ends[w]`` bytes into writer ``w``'s
+        half: each half's ``from`` first, then ``writing`` cleared. Recovery skips those
+        bytes from then on, whatever it finds in the files."""
+        for wid, end in ends.items():
+            s = self._slots.get(wid)
+            if s is not None:
+                s.split(seq, end, True)
+        self._words[3] = 0
+
+    def unsplit(self, seq: int) -> None:
+        """After ``written(seq)`` of a consume written in parts: its halves' ``from`` and
+        ``rest`` cleared (``Slot.unsplit``)."""
+        with self._lock:
+            slots = list(self._slots.values())
+        for s in slots:
+            s.unsplit(seq)
 
     def failed(self, seq: int) -> None:
         """Consume ``seq``'s write was refused and its events are held: its halves stay taken

@@ -55,8 +55,7 @@ class RotatingFile:
     Options (any combination; None is off):
 
     - ``rotate_bytes``: no file grows beyond this many bytes but by the Summary frame
-      that closes it (a file holds at least one event, however large; with a crash
-      buffer, one consume);
+      that closes it (a file holds at least one event, however large);
     - ``rotate_every``, ``rotate_at``, ``tz``: switch by time (``blog.files.schedule``);
     - ``keep_files``, ``keep_days``, ``keep_bytes``: retention of closed files;
     - ``compress``: gzip closed files in the background;
@@ -206,7 +205,7 @@ class RotatingFile:
 
     def rotate_due(self, nbytes: int) -> bool:
         """True if the next ``nbytes`` should go to a new file (never while the current one
-        is empty: a file holds at least one consume, and a refused write that was cut off
+        is empty: a file holds at least one write, and a refused write that was cut off
         is tried again in the same file)."""
         if self._fd is None or self.size == 0:
             return False

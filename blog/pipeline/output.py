@@ -98,13 +98,13 @@ class Output:
         self.stream = stream
         self.started = False
 
-    def rotate_if_due(self, nbytes: int) -> bool:
+    def rotate_if_due(self, nbytes: int, before: Callable[[int], None] | None = None) -> bool:
         """If the stream wants a new file before ``nbytes`` more bytes, finish this one and switch.
 
         A stream rotates if it has ``rotate_due(nbytes)`` and ``rotate()``
         (``blog.RotatingFile``; ``FileOutputStream`` when its file was deleted
         or truncated). Returns True if it did: the next write starts the new
-        file with a header and all metadata.
+        file with a header and all metadata. ``before`` is as ``finish``'s.
         """
         due = getattr(self.stream, "rotate_due", None)
         if due is None or not due(nbytes):
@@ -112,7 +112,7 @@ class Output:
         if not self.started:
             pass    # nothing written since the last switch or failure: nothing to close
         elif getattr(self.stream, "rotate_finishes", True):
-            self.finish()
+            self.finish(before)
         else:     # the old file is gone or truncated: nothing to close there
             self.started = False
             self.tally = Tally()
@@ -128,15 +128,18 @@ class Output:
         writers, text = _described(metadata)
         return self._writers + writers > MAX_WRITERS or self._text + text > MAX_METADATA_TEXT
 
-    def finish(self) -> bool:
+    def finish(self, before: Callable[[int], None] | None = None) -> bool:
         """End the current stream cleanly: write its Summary entry. Returns True if written.
 
-        The next write starts a new stream (a header and all metadata).
+        The next write starts a new stream (a header and all metadata). ``before(length)``
+        is told the length about to be written (as ``write``'s).
         """
         if not self.started or self.stream is None:
             return False
         summary = self.tally.summary()
         data = b"".join(metadata_frames([summary]))
+        if before is not None:
+            before(len(data))
         ok = self._write_all(data, 0)
         self.started = False
         self.tally = Tally()

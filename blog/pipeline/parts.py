@@ -17,7 +17,7 @@ and nothing more.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 import msgpack
@@ -90,13 +90,16 @@ class _Rest:
         ``force``), and their frames; None if none fits."""
         start = self.ends[self.i - 1] if self.i else 0
         j = bisect_right(self.ends, start + budget - HEADER_SIZE - 48)
+        named = w.stream_name      # framing a rename sets it: only the piece kept may
         while True:
             if j <= self.i:
                 if not force:
+                    w.stream_name = named
                     return None
                 j = self.i + 1
             piece = self.piece(j)
             out: list[bytes] = []
+            w.stream_name = named
             frames(w, piece, out)
             size = sum(map(len, out))
             if size <= budget or j == self.i + 1 and force:
@@ -105,18 +108,35 @@ class _Rest:
 
 
 Pending = list[tuple["SessionWriter", Union[Any, _Rest]]]
+#: Each writer with the piece of its take that one part holds.
+Pieces = list[tuple["SessionWriter", Taken]]
+#: Writes one part (metadata, frames, events, pieces): the bytes written, or None if the
+#: part was refused and held (``blog.pipeline.heldwrites``): no part follows it.
+WritePart = Callable[[list[Metadata], list[bytes], int, Pieces], Union[int, None]]
+
+
+def remainder(t: Taken, start: int) -> Taken:
+    """The events of take ``t`` from byte ``start`` on (an event boundary) as a take of
+    their own, with their marks."""
+    if not start:
+        return t
+    cut = _Rest(t)
+    cut.i = bisect_left(cut.ends, start) + 1
+    return cut.piece(t.count)
 
 
 def _fill(rest: Pending, budget: int, force: bool,
-          frames: Frames) -> tuple[list[Any], list[bytes], int]:
-    """Take from the front of ``rest`` what fits ``budget`` bytes: (takes, frames, events)."""
-    takes: list[Any] = []
+          frames: Frames) -> tuple[Pieces, list[bytes], int]:
+    """Take from the front of ``rest`` what fits ``budget`` bytes: (each writer with its
+    piece, frames, events)."""
+    takes: Pieces = []
     batches: list[bytes] = []
     n_events = 0
     while rest:
         w, t = rest[0]
         whole = t.piece(t.t.count) if isinstance(t, _Rest) else t
         out: list[bytes] = []
+        named = w.stream_name      # (what a new file's WriterProp says: see _Rest.head)
         if len(whole.data) <= budget or not whole.count:   # else its frames cannot fit
             frames(w, whole, out)
             size = sum(map(len, out))
@@ -124,9 +144,10 @@ def _fill(rest: Pending, budget: int, force: bool,
             size = budget + 1
         if size > budget and whole.count:     # (a rename alone is never cut)
             cut = t if isinstance(t, _Rest) else _Rest(t)
+            w.stream_name = named
             got = cut.head(w, budget, force and not takes, frames)
             if got is not None:
-                takes.append(got[0])
+                takes.append((w, got[0]))
                 batches += got[1]
                 n_events += got[0].count
                 cut.i += got[0].count
@@ -135,7 +156,7 @@ def _fill(rest: Pending, budget: int, force: bool,
                 else:                            # all of it, forced into an empty file
                     del rest[0]
             break
-        takes.append(whole)
+        takes.append((w, whole))
         batches += out
         n_events += whole.count
         budget -= size
@@ -145,11 +166,16 @@ def _fill(rest: Pending, budget: int, force: bool,
 
 def write_parts(out: Output, stream: Any, descriptor: dict, meta: list[Metadata],
                 taken: list[tuple[SessionWriter, Any]], everything: Callable[[], list[Metadata]],
-                frames: Frames) -> tuple[int, int]:
+                frames: Frames, write: WritePart | None = None,
+                switch: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Write ``taken`` (each writer with its take) and ``meta`` into ``stream``'s files, in
     parts as the module docstring says; ``everything()`` is the metadata a new file
-    starts with. Returns (bytes written, bytes of the first part: its write holds
-    ``meta``)."""
+    starts with; ``write`` writes a part (by default ``out.write``), ``switch(length)`` is
+    told the length of the Summary that closes a full file before it is written. Returns
+    (bytes written, bytes of the first part: its write holds ``meta``)."""
+    if write is None:
+        def write(meta: list[Metadata], batches: list[bytes], n: int, pieces: Pieces) -> int:
+            return out.write(descriptor, meta, batches, n, [t for _, t in pieces])
     rest: Pending = [(w, t) for w, t in taken if t.count or t.marks]
     total, first = 0, -1
     while True:
@@ -158,12 +184,14 @@ def write_parts(out: Output, stream: Any, descriptor: dict, meta: list[Metadata]
         takes, batches, n_events = _fill(rest, left - out.head_size(descriptor, meta), fresh,
                                          frames)
         if takes or not rest or fresh:
-            written = out.write(descriptor, meta, batches, n_events, takes)
+            written = write(meta, batches, n_events, takes)
+            if written is None:     # refused and held: the parts from this one on wait
+                return total, max(first, 0)
             total += written
             first = written if first < 0 else first
             meta = []
         if not rest:
             return total, first
-        out.rotate_if_due(stream.rotate_bytes + 1)      # the file is full: the next one
+        out.rotate_if_due(stream.rotate_bytes + 1, switch)   # the file is full: the next one
         if not out.started:     # and the drops of a first part that went nowhere yet
             meta = everything() + [m for m in meta if type(m) is Dropped]

@@ -363,13 +363,14 @@ class Session:
             taken = [(w, w.channel.take(0)) for w in writers]
         else:
             # A write the output refused, kept (crash buffer) rather than lost, is tried
-            # again, whole, and nothing more is taken from the channels until it is written.
+            # again (what is left of it), and nothing more is taken from the channels until
+            # it is written.
             what = crash.take(writers, stream)
             if what is None:
                 return 0
             taken, retry = what
         size = sum(len(t.data) for _, t in taken)
-        left = parts.room(stream) if crash is None else None   # a size limit: cut to fit
+        left = parts.room(stream)     # a size limit: a consume is cut to fit
         if size:
             out.rotate_if_due(size if left is None else 0)   # a switch by time (or size)
         with reg.lock:
@@ -396,20 +397,32 @@ class Session:
                 reported[w.id] = w.channel.dropped
                 meta.append(Dropped(w.id, dropped, time.time_ns()))
         takes = [t for _, t in taken]
-        if crash is None and left is not None and not parts.fits(
+        kept: int | None
+        if left is not None and not parts.fits(
                 out, self.descriptor, meta, batches, parts.room(stream) or 0):
-            total, written = parts.write_parts(out, stream, self.descriptor, meta, taken,
-                                               self._full_metadata, writer_frames)
+            def cut(part: parts.WritePart | None = None,
+                    switch: Callable[[int], None] | None = None) -> tuple[int, int]:
+                return parts.write_parts(out, stream, self.descriptor, meta, taken,
+                                         self._full_metadata, writer_frames, part, switch)
+            kept, written = cut() if crash is None else crash.write_parts(
+                out, stream, self.descriptor, taken, cut)
         elif crash is None:
-            written = total = out.write(self.descriptor, meta, batches, n_events, takes)
+            kept = written = out.write(self.descriptor, meta, batches, n_events, takes)
         else:
             kept = crash.write(out, stream, self.descriptor, meta, batches, taken, n_events)
-            if kept is None:
-                return 0         # held: its events stay in the crash buffer
-            written = total = kept
+            written = kept or 0
+        if kept is None:     # held in the crash buffer: but for the parts written, if any
+            if not written or crash is None:
+                return 0
+            self._reported_drops.update(reported)
+            batches, takes = crash.parted
+            n_events = sum(t.count for t in takes)
         if self._sides:
             self._sides.write(self.descriptor, meta, batches, n_events, takes,
                               self._described_so_far)
+        if kept is None:
+            return 0
+        total = kept
         retired = self.writers.retire(writers)
         if crash is not None:
             crash.done(retired)

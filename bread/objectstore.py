@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import json
+import os
 from typing import Any, Mapping
 
 from blogstore import manifest
@@ -74,7 +75,11 @@ class Store:
         fs = _fs_module(url)
         opts = self.options
         try:
-            if scheme == "s3":
+            if scheme == "s3":   # the endpoint of the AWS tools' variables, as from_uri's
+                endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get(
+                    "AWS_ENDPOINT_URL")
+                if endpoint and "endpoint_override" not in opts:
+                    opts = {**opts, "endpoint_override": endpoint}
                 return fs.S3FileSystem(**opts)
             if scheme == "file":     # (options are for the object stores)
                 return fs.LocalFileSystem()

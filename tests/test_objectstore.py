@@ -190,3 +190,13 @@ def test_names_from_a_listing_are_data(s3, capsys):
         f.write(b"not a log")
     code, _, err = run_cli(["--endpoint", s3.endpoint, f"s3://{BUCKET}/odd"], capsys)
     assert code == 3 and "\x1b" not in err and "x\\x1b[2Jy.blog" in err
+
+
+def test_stats_and_export_read_a_url_at_the_environment_s_endpoint(stored, s3, monkeypatch,
+                                                                      capsys, tmp_path):
+    local, url, _ = stored
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    code, out, _ = run_cli(["stats", url], capsys)
+    assert code == 0 and out.splitlines()[0] == run_cli(["stats", local], capsys)[1].splitlines()[0]
+    code, out, _ = run_cli(["export", "--parquet", str(tmp_path / "pq"), url + "/app.*"], capsys)
+    assert code == 0 and (tmp_path / "pq").exists()

@@ -200,3 +200,10 @@ def test_stats_and_export_read_a_url_at_the_environment_s_endpoint(stored, s3, m
     assert code == 0 and out.splitlines()[0] == run_cli(["stats", local], capsys)[1].splitlines()[0]
     code, out, _ = run_cli(["export", "--parquet", str(tmp_path / "pq"), url + "/app.*"], capsys)
     assert code == 0 and (tmp_path / "pq").exists()
+
+
+def test_following_a_url_is_refused(capsys):
+    code, _, err = run_cli(["-F", "s3://bucket/logs/"], capsys)
+    assert code == 1 and "not a URL" in err
+    with pytest.raises(ValueError, match="not a URL"):
+        bread.read("s3://bucket/logs/", follow=True)

@@ -291,8 +291,8 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and (len(args.inputs) != 1 or args.inputs[0] == STDIN or args.sort
                         or is_url(args.inputs[0])):
         parser().print_usage(sys.stderr)
-        sys.stderr.write("bread: error: -F/--follow takes one local file, directory or set's "
-                         "base name (not '-', not a URL), and no -s\n")
+        sys.stderr.write("bread: error: -F/--follow takes one file, directory or set's base "
+                         "name (local: not '-', not a URL), and no -s\n")
         return EXIT_USAGE
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     try:

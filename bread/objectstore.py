@@ -54,7 +54,7 @@ class Store:
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self.options = dict(options or {})
-        self._fs: dict[str, tuple[Any, str]] = {}
+        self._fs: dict[str, Any] = {}       # by the URLs' root: s3://, hdfs://host:port
         self._sizes: dict[str, int] = {}
         self._manifests: dict[str, dict | None] = {}
 
@@ -68,8 +68,8 @@ class Store:
         else:                              # hdfs://host:port/path, file:///path
             root, path = f"{scheme}://{host}", "/" + key.rstrip("/")
         if root not in self._fs:
-            self._fs[root] = (self._make(scheme, url), root)
-        return self._fs[root][0], path, root
+            self._fs[root] = self._make(scheme, url)
+        return self._fs[root], path, root
 
     def _make(self, scheme: str, url: str) -> Any:
         fs = _fs_module(url)

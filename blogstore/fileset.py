@@ -24,6 +24,8 @@ from typing import NamedTuple
 from . import posix
 
 SUFFIX = ".blog"
+#: The names of log files a reader takes from a directory: a set's files, compressed or not.
+LOG_SUFFIXES = (SUFFIX, SUFFIX + ".gz")
 COMPRESSED = ".gz"
 
 _NAME = re.compile(r"^(?P<stem>.+)\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3})"

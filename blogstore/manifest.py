@@ -72,9 +72,12 @@ def read_json(path: str) -> Any:
 
 def load(directory: str) -> dict | None:
     """The directory's manifest, checked; None if it is missing, damaged or of another version."""
-    m = read_json(os.path.join(directory, NAME))
-    if m is None:
-        return None
+    return checked(read_json(os.path.join(directory, NAME)))
+
+
+def checked(m: Any) -> dict | None:
+    """A manifest's parsed JSON (from a directory, or an object store's prefix) checked: its
+    entries of the right shape, naming files of a set; None if it is of another version."""
     if (type(m) is not dict or m.get("manifest_version") != VERSION
             or type(m.get("files")) is not dict):
         return None
@@ -102,9 +105,15 @@ def _entry_ok(name: Any, e: Any) -> bool:
 def usable(directory: str, name: str, entry: dict) -> bool:
     """True if the file an entry describes is there with the size recorded (files win)."""
     try:
-        return os.stat(os.path.join(directory, name)).st_size == entry["bytes"]
+        return matches(entry, os.stat(os.path.join(directory, name)).st_size)
     except OSError:
         return False
+
+
+def matches(entry: dict, size: int) -> bool:
+    """True if a file of ``size`` bytes is the one its entry describes (``usable``, for a
+    size found elsewhere: an object store's listing)."""
+    return size == entry["bytes"]
 
 
 def outside(entry: dict, since: int | None, until: int | None) -> bool:

@@ -10,7 +10,8 @@ window, files that the directory's manifest
 here too (for shells that do not, and for the library); a path that exists is
 never taken for a pattern. A gzip-compressed input is recognized by its first
 bytes, not its name, and read through ``gzip``; a compressed stream cut short
-ends the input and is reported as damage.
+ends the input and is reported as damage. A URL (``s3://``, ``gs://``, ``hdfs://``,
+``file://``) is read from its store by ``bread.objectstore``, by the same rules.
 """
 
 from __future__ import annotations
@@ -21,19 +22,42 @@ import os
 import re
 import sys
 import zlib
-from typing import Any, BinaryIO, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Mapping
 
 from blogstore import catalog, manifest
+from blogstore.fileset import LOG_SUFFIXES
 
-#: Names of the files a directory stands for.
-LOG_SUFFIXES = (".blog", ".blog.gz")
+if TYPE_CHECKING:
+    from .objectstore import Store
+
+#: The schemes of the URLs read from object storage (``bread.objectstore``).
+URL_SCHEMES = ("s3", "gs", "gcs", "hdfs", "file")
 GZIP_MAGIC = b"\x1f\x8b"
 _PIECE = 4096   # compressed bytes per zlib call
 STDIN = "-"
 
 
-def expand(names: Iterable[str | os.PathLike]) -> list[str]:
-    """The files that ``names`` stand for, in order; ``-`` (standard input) stays.
+def is_url(name: object) -> bool:
+    """True for a URL of object storage (``s3://bucket/logs/``; ``URL_SCHEMES``)."""
+    if not isinstance(name, str):
+        return False
+    scheme, sep, _ = name.partition("://")
+    return bool(sep) and scheme.lower() in URL_SCHEMES
+
+
+def object_store(names: Iterable[Any], options: Mapping[str, Any] | None = None
+                 ) -> Store | None:
+    """The store (``bread.objectstore.Store``, with ``options`` for its file systems) of the
+    URLs among ``names``; None if there is none (then nothing of it is imported)."""
+    if not any(is_url(n) for n in names):
+        return None
+    from .objectstore import Store
+    return Store(options)
+
+
+def expand(names: Iterable[str | os.PathLike], store: Store | None = None) -> list[str]:
+    """The files that ``names`` stand for, in order; ``-`` (standard input) stays; a URL's
+    files are found by ``store`` (``object_store``).
 
     Raises FileNotFoundError for a pattern that matches nothing and for a
     directory without log files (naming it), so that nothing is silently read.
@@ -43,6 +67,8 @@ def expand(names: Iterable[str | os.PathLike]) -> list[str]:
         name = os.fspath(n)
         if name == STDIN:
             out.append(name)
+        elif is_url(name):
+            out.extend(_store(store, name).expand(name))
         elif os.path.isdir(name):
             out.extend(_directory(name))
         elif not os.path.exists(name) and glob.has_magic(name):
@@ -79,18 +105,23 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def prune(paths: list[str], since: int | None, until: int | None,
-          manifests: dict | None = None) -> tuple[list[str], list[str]]:
+          manifests: dict | None = None, store: Store | None = None
+          ) -> tuple[list[str], list[str]]:
     """``paths`` without the files that the manifest of their directory shows to hold no
     event in ``[since, until)`` (ns): (kept, skipped). A file is skipped only if its
     manifest entry matches it (same size): the files win over the manifest, and a file
-    without an entry is kept. ``manifests`` caches the manifests loaded, by directory."""
+    without an entry is kept. ``manifests`` caches the manifests loaded, by directory;
+    the URLs' are the ``store``'s (those that found them: ``expand``)."""
     if since is None and until is None:
         return list(paths), []
     cache = {} if manifests is None else manifests
     kept, skipped = [], []
     for p in paths:
-        if p == STDIN:
+        if p == STDIN or (is_url(p) and not _store(store, p).outside(p, since, until)):
             kept.append(p)
+            continue
+        if is_url(p):
+            skipped.append(p)
             continue
         directory, name = os.path.split(p)
         directory = directory or "."
@@ -290,11 +321,19 @@ def decompressing(f: BinaryIO) -> BinaryIO:
     return GzipInput(f) if gz else f   # type: ignore[return-value]
 
 
-def open_path(name: str) -> BinaryIO:
-    """A path (or ``-``) opened for reading, decompressed if it is gzip."""
+def open_path(name: str, store: Store | None = None) -> BinaryIO:
+    """A path (or ``-``, or a URL: read by ranges from ``store``) opened for reading,
+    decompressed if it is gzip."""
     if name == STDIN:
         return decompressing(sys.stdin.buffer)
+    if is_url(name):
+        return decompressing(_store(store, name).open(name))  # type: ignore[arg-type]
     return decompressing(open(name, "rb"))
+
+
+def _store(store: Store | None, url: str) -> Store:
+    """``store``, or one without options for a URL met without one."""
+    return store if store is not None else object_store([url])  # type: ignore[return-value]
 
 
 def spool(f: BinaryIO) -> BinaryIO:

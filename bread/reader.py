@@ -7,7 +7,7 @@ import io
 import itertools
 import os
 import sys
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence, Union, cast
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence, Union, cast
 
 from blogformat.frames import MAGIC
 
@@ -16,8 +16,8 @@ from .entries import iter_entries
 from .errors import OptionError
 from .events import Event, EventSink, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
-from .inputs import (STDIN, GzipInput, decompressing, expand, name_text, open_path, peek,
-                     prune, seekable, spool)
+from .inputs import (STDIN, GzipInput, decompressing, expand, is_url, name_text, object_store,
+                     open_path, peek, prune, seekable, spool)
 from .filters import NO_FILTER, Filter
 from .merge import MAX_HELD, SortedInput, index, merge, merger
 from .lines import LineSink, line_blocks
@@ -35,7 +35,9 @@ def is_binlog(head: bytes) -> bool:
     from .cxx.entries import is_binlog as binlog_head
     return binlog_head(head)
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
-#: standard input), a binary file object, or a list of paths. gzip is read transparently.
+#: standard input), a URL of object storage (``s3://``, ``gs://``, ``hdfs://``, ``file://``:
+#: a file, a prefix, a pattern), a binary file object, or a list of them. gzip is read
+#: transparently.
 Source = Union[str, "os.PathLike[str]", BinaryIO,
                Iterable[Union[str, "os.PathLike[str]", BinaryIO]]]
 
@@ -67,11 +69,16 @@ class Reader:
     With ``follow``, ``source`` is one path read as it grows (``bread.follow``): a file
     as ``tail -F`` reads it; a directory or a set's base name (``logs/app.blog``), its
     files, those written and those to come; iteration waits for events and never ends.
+
+    URLs are read through ``pyarrow.fs`` (``bread.objectstore``), each file by ranges;
+    ``storage_options`` go to its file system's constructor (``endpoint_override``,
+    ``region``, ...).
     """
 
     def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER,
                  span: tuple[int, int] | None = None, verified_only: bool = False,
-                 follow: bool = False) -> None:
+                 follow: bool = False, storage_options: Mapping[str, Any] | None = None
+                 ) -> None:
         self.sort = sort
         self.filter = filter
         self.verified_only = verified_only
@@ -84,6 +91,8 @@ class Reader:
         self.span = span
         self._follower: Any = None
         if follow:
+            if is_url(source):
+                raise OptionError("follow reads a local file or directory, not a URL")
             if sort or span is not None:
                 raise OptionError("follow reads in file order, whole files: no sort, no span")
             from .follow import Follower, follower
@@ -112,6 +121,7 @@ class Reader:
         self.skipped: list[str] = []        # files left unread: outside the time window
         self._manifests: dict = {}
         self.headers: list[Any] = []
+        self._store = object_store(self._inputs, storage_options)   # None: no URL
         self.unknown_sources = 0
         self._named: set[str] = set()   # inputs given by name: not a blog file is an error
 
@@ -244,7 +254,7 @@ class Reader:
                 if path == STDIN:
                     yield _reopener(spool(sys.stdin.buffer)), path
                 else:
-                    yield functools.partial(open_path, path), name_text(path)
+                    yield functools.partial(open_path, path, self._store), name_text(path)
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread``
@@ -301,7 +311,7 @@ class Reader:
                 self._after(f, name)
                 continue
             for path in self._named_paths(inp):
-                f = open_path(path)
+                f = open_path(path, self._store)
                 name = name_text(path)   # the file's name as text: valid UTF-8
                 try:
                     yield f, name
@@ -313,8 +323,8 @@ class Reader:
     def _paths(self, inp: Any) -> list[str]:
         """The files a path, pattern or directory stands for, less those its directory's
         manifest shows to be outside the filter's time window (listed in ``skipped``)."""
-        kept, skipped = prune(expand([inp]), self.filter.since, self.filter.until,
-                              self._manifests)
+        kept, skipped = prune(expand([inp], self._store), self.filter.since,
+                              self.filter.until, self._manifests, self._store)
         self.skipped += skipped
         return kept
 
@@ -382,7 +392,8 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
          categories: Iterable[str] | str | None = None, since: int | str | None = None,
          until: int | str | None = None, writers: Iterable[str] | str | None = None,
          sites: Iterable[str] | str | None = None, grep: str | None = None,
-         verified_only: bool = False, follow: bool = False) -> Reader:
+         verified_only: bool = False, follow: bool = False,
+         storage_options: Mapping[str, Any] | None = None) -> Reader:
     """Read events from paths (files, directories, glob patterns, "-"), or a binary file object.
 
     In file order, or with ``sort`` in time order across writers and inputs
@@ -398,23 +409,33 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
 
     ``follow``: one path read as it grows, never ending (``bread -F``; ``Reader``): a
     file, a directory, or a rotated set's base name (``"logs/app.blog"``).
+
+    A URL (``s3://bucket/logs/``, ``gs://``, ``hdfs://``, ``file://``) is read through
+    ``pyarrow.fs`` (the ``spark`` extra), with the store's usual credentials;
+    ``storage_options`` go to its file system (``{"endpoint_override": "http://...",
+    "region": "eu-west-1"}``).
     """
     flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
                       until=until, writers=writers, sites=sites, grep=grep)
-    return Reader(source, sort=sort, filter=flt, verified_only=verified_only, follow=follow)
+    return Reader(source, sort=sort, filter=flt, verified_only=verified_only, follow=follow,
+                  storage_options=storage_options)
 
 
 def read_batches(source: Source, columns: Sequence[str] | None = None, batch_size: int = 65536,
                  *, arrow: bool | None = None, span: tuple[int, int] | None = None,
                  min_severity: int | str | None = None,
                  categories: Iterable[str] | str | None = None, since: int | str | None = None,
-                 until: int | str | None = None) -> Iterator[Any]:
+                 until: int | str | None = None,
+                 storage_options: Mapping[str, Any] | None = None) -> Iterator[Any]:
     """``bread.read(source, ...).batches(...)``: the events as batches of columns.
 
     ``span=(start, end)``: only the events of the frames that begin in that byte range
     of one uncompressed file (with the metadata before it): parts that tile a file give
-    each event once, so that several workers can read one large file.
+    each event once, so that several workers can read one large file (an object in
+    storage too: only that range and the metadata before it are fetched).
+    ``storage_options``: as ``bread.read``'s.
     """
     flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
                       until=until)
-    return Reader(source, filter=flt, span=span).batches(columns, batch_size, arrow=arrow)
+    return Reader(source, filter=flt, span=span, storage_options=storage_options).batches(
+        columns, batch_size, arrow=arrow)

@@ -6,8 +6,11 @@ reader (``bread.columnar.batches``, the C fast path where it is built) and hande
 Spark as Arrow record batches. Each file is a partition; a file larger than
 ``splitBytes`` is split into several at byte offsets, each reading the frames
 that begin in its range (``bread.frames.span_frames``: every event once,
-whatever the cut), so that one big file uses every core. ``docs/spark.md``
-says more: the schema, the options, running on a cluster.
+whatever the cut), so that one big file uses every core. Paths may be URLs of
+object storage (``s3://``, ``gs://``, ``hdfs://``, ``file://``: ``bread.objectstore``),
+with the options ``endpoint`` and ``region``; a part of a large object fetches
+only its byte range and the metadata before it. ``docs/spark.md`` says more: the
+schema, the options, running on a cluster.
 
     from pyspark.sql import SparkSession
     import bread.spark
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterator, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -32,9 +35,12 @@ from .columnar.batches import COLUMNS, portable
 from .cxx.entries import is_binlog
 from .errors import DamagedLog, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
-from .inputs import GzipInput, expand, name_text, open_path, prune
+from .inputs import GzipInput, expand, name_text, object_store, open_path, prune
 from .columnar import tables
 from .reader import Reader
+
+if TYPE_CHECKING:
+    from .objectstore import Store
 
 __all__ = ["BlogDataSource", "SCHEMA", "events", "register"]
 
@@ -53,7 +59,7 @@ SPLIT_BYTES = 64 << 20
 BATCH_ROWS = 65536
 DAMAGE = ("report", "fail", "ignore")
 _OPTIONS = {"path", "paths", "sorted", "damage", "splitbytes", "batchsize", "minseverity",
-            "categories", "since", "until", "source", "sourcecolumns"}
+            "categories", "since", "until", "source", "sourcecolumns", "endpoint", "region"}
 
 
 def register(spark: SparkSession) -> None:
@@ -75,8 +81,9 @@ class FilePart(InputPartition):
 
 class BlogDataSource(DataSource):
     """The ``blog`` format. Options: ``sorted``, ``damage``, ``splitBytes``, ``batchSize``,
-    and the reader's filters ``minSeverity``, ``categories`` (comma-separated), ``since``,
-    ``until`` (as ``bread.read`` takes them), which skip events before they are decoded."""
+    the reader's filters ``minSeverity``, ``categories`` (comma-separated), ``since``,
+    ``until`` (as ``bread.read`` takes them), which skip events before they are decoded,
+    and for URLs of object storage ``endpoint`` and ``region``."""
 
     @classmethod
     def name(cls) -> str:
@@ -103,7 +110,7 @@ class BlogReader(DataSourceReader):
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)} for format blog; the "
                               "options are sorted, damage, splitBytes, batchSize, minSeverity, "
-                              "categories, since, until")
+                              "categories, since, until, endpoint, region")
         # A typed table of one call site (``events``): the source, and its columns' kinds.
         self.source: int | str | None = None
         self.positional = 0
@@ -117,6 +124,7 @@ class BlogReader(DataSourceReader):
                                   f"its columns are {', '.join(COLUMNS)}")
         self.columns = list(columns)
         self.paths = _paths(options)
+        self.storage = storage(options)
         self.sorted = _flag(options.get("sorted", "false"), "sorted")
         self.damage = str(options.get("damage", "report")).lower()
         if self.damage not in DAMAGE:
@@ -144,8 +152,10 @@ class BlogReader(DataSourceReader):
 
     def partitions(self) -> list[FilePart]:
         # Files that their directory's manifest shows outside since/until are not opened.
-        files, _ = prune(list(expand(self.paths)), self._window.since, self._window.until)
-        whole = {path for path in files if _check_log(path)}
+        store = object_store(self.paths, self.storage)
+        files, _ = prune(list(expand(self.paths, store)), self._window.since,
+                         self._window.until, store=store)
+        whole = {path for path in files if _check_log(path, store)}
         if self.sorted:    # one task merges every input by time
             return [FilePart(files)]
         parts = []
@@ -153,7 +163,7 @@ class BlogReader(DataSourceReader):
             if path in whole:
                 parts.append(FilePart([path]))
                 continue
-            f = open_path(path)
+            f = open_path(path, store)
             try:
                 size = None if isinstance(f, GzipInput) else f.seek(0, 2)
             finally:
@@ -172,7 +182,8 @@ class BlogReader(DataSourceReader):
         flt = BreadFilter.make(**self.filter_options)
         span = None if part.start is None or part.end is None else (part.start, part.end)
         source = list(part.paths) if len(part.paths) != 1 else part.paths[0]
-        reader = Reader(source, sort=self.sorted, filter=flt, span=span)
+        reader = Reader(source, sort=self.sorted, filter=flt, span=span,
+                        storage_options=self.storage)
         if self.source is None:
             for batch in reader.batches(self.columns, self.batch_rows, arrow=True):
                 yield portable(batch)
@@ -222,7 +233,7 @@ def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
     one file; with several, name the format string.
     """
     paths = [path] if isinstance(path, str) else list(path)
-    typer = tables.infer(Reader(paths), source)
+    typer = tables.infer(Reader(paths, storage_options=storage(options)), source)
     if typer is None:
         raise ValueError(f"no event of source {source!r} in {', '.join(paths)}")
     names = typer.names
@@ -270,6 +281,12 @@ def _paths(options: Mapping[str, str]) -> list[str]:
     raise OptionError('format blog needs a path: spark.read.format("blog").load(path)')
 
 
+def storage(options: Mapping[str, str]) -> dict[str, str]:
+    """The options ``endpoint`` and ``region`` as ``bread.read``'s ``storage_options``."""
+    names = {"endpoint": "endpoint_override", "region": "region"}
+    return {names[k.lower()]: v for k, v in options.items() if k.lower() in names}
+
+
 def _flag(value: str, name: str) -> bool:
     v = str(value).strip().lower()
     if v in ("true", "1", "yes"):
@@ -296,10 +313,10 @@ def _time(value: str | None) -> int | str | None:
     return value
 
 
-def _check_log(path: str) -> bool:
+def _check_log(path: str, store: Store | None = None) -> bool:
     """A file that is not a log fails the query, naming it; True for a C++ binlog file
     (read whole, by one task: its entries cannot be split at a byte offset)."""
-    f = open_path(path)
+    f = open_path(path, store)
     try:
         head = f.read(HEADER_SIZE)
     finally:

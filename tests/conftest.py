@@ -1,5 +1,5 @@
-"""The fixtures every test file may ask for: the hot path of the run, and private sessions
-writing into memory (``helpers.Logged``)."""
+"""The fixtures every test file may ask for: the hot path of the run, private sessions
+writing into memory (``helpers.Logged``), a local S3-compatible server (``s3``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,16 @@ from typing import Callable
 import pytest
 
 import blog
-from helpers import Logged
+from helpers import Logged, S3Server
+
+# Object storage in tests is the local server of the ``s3`` fixture, and nothing else: no
+# instance metadata, no profile of the machine's user, dummy keys (set before any test, so
+# that Spark's workers, started by a test, have them too).
+os.environ.update({"AWS_EC2_METADATA_DISABLED": "true", "AWS_ACCESS_KEY_ID": "testing",
+                   "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                   "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull})
+for _var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+    os.environ.pop(_var, None)
 
 
 #: The hot path this run goes through. ``make test`` runs the whole suite twice, as
@@ -35,3 +44,15 @@ def logged(hot_path) -> Logged:
 @pytest.fixture
 def make_logged(hot_path) -> Callable[..., Logged]:
     return Logged
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """moto's S3 on 127.0.0.1 (``helpers.S3Server``: ``endpoint``, ``served``), skipped
+    where moto's server is not installed (``pip install '.[test]'`` installs it)."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (the test extra)")
+    import logging
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no line per request
+    server = S3Server()
+    yield server
+    server.stop()

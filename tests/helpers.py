@@ -380,3 +380,36 @@ def traced_by_reference(fn: Callable, **options) -> Callable:
         return traced.traced(fn, **options)
     finally:
         accel.speedups, traced._simple = speedups, simple
+
+
+# --- a local S3-compatible server (moto) ---------------------------------------------------
+
+
+class S3Server:
+    """moto's S3 in server mode on 127.0.0.1 (a free port), each request it served noted in
+    ``served`` as (method, path, Range header, bytes of the body): what a reader fetched."""
+
+    def __init__(self) -> None:
+        from moto.moto_server.threaded_moto_server import (DomainDispatcherApplication,
+                                                           MotoRequestHandler,
+                                                           create_backend_app)
+        from werkzeug.serving import make_server
+        self.served: list[tuple[str, str, str | None, int]] = []
+        app = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server("127.0.0.1", 0, self._noting(app), True,
+                                   request_handler=MotoRequestHandler)
+        self.endpoint = "http://127.0.0.1:%d" % self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _noting(self, app: Callable) -> Callable:
+        def wsgi(environ: dict, start_response: Callable) -> list[bytes]:
+            body = b"".join(app(environ, start_response))
+            self.served.append((environ["REQUEST_METHOD"], environ["PATH_INFO"],
+                                environ.get("HTTP_RANGE"), len(body)))
+            return [body]
+        return wsgi
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._thread.join()

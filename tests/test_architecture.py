@@ -226,3 +226,17 @@ def test_the_reader_loop_exists_once():
         calls = {n.func.attr for n in ast.walk(tree)
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
         assert "rendered" not in attrs and "frame" not in calls, name
+
+
+def test_object_storage_is_read_through_one_module():
+    # pyarrow.fs, the one file-system layer of URLs, is imported by bread.objectstore alone;
+    # the other modules reach object storage through bread.inputs (expand, prune, open_path).
+    for name, tree in _modules().items():
+        for node in ast.walk(tree):
+            found = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            if any(m.startswith("pyarrow.fs") for m in found):
+                assert name == "bread.objectstore", name

@@ -354,3 +354,27 @@ def test_cxx_binlog_files_are_read_whole_as_bread_reads_them(spark, logs):
     assert [r["message"] for r in rows] == [ev.message for ev in want]
     assert rows[2]["args"] == '[{"$struct":"Pair","fields":[["a",2],["b","three"]]}]'
     assert len(rows) == 16 and {r["severity"] for r in rows} >= {"INFO", "CRITICAL"}
+
+
+def test_an_s3_prefix_loads_as_the_local_directory_a_large_object_by_ranges(spark, logs, s3):
+    # The same files in moto's S3 (127.0.0.1): the same rows; a plain object split into
+    # ranged partitions, a gzip object one partition.
+    import pyarrow.fs
+    fs = pyarrow.fs.S3FileSystem(endpoint_override=s3.endpoint, allow_bucket_creation=True)
+    fs.create_dir("spark-logs")
+    for name in os.listdir(logs):
+        with open(logs / name, "rb") as src, fs.open_output_stream(
+                f"spark-logs/svc/{name}", compression=None) as dst:
+            dst.write(src.read())
+    url = "s3://spark-logs/svc"
+    remote = spark.read.format("blog").option("endpoint", s3.endpoint).option(
+        "region", "us-east-1")
+    cols = ("time", "clock", "writer", "severity", "message", "args", "fields", "pid")
+    assert rows(remote.load(url), *cols) == rows(spark.read.format("blog").load(str(logs)),
+                                                 *cols)
+    split = remote.option("splitBytes", "3000").load(f"{url}/b.blog")
+    assert split.rdd.getNumPartitions() > 5
+    assert rows(split, *cols) == rows(spark.read.format("blog").load(str(logs / "b.blog")),
+                                      *cols)
+    assert remote.option("splitBytes", "3000").load(
+        f"{url}/c.blog.gz").rdd.getNumPartitions() == 1

@@ -170,6 +170,8 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
     # bread.reader imports bread.columnar.batches, and with it bread.export, for read_batches)
     assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest",
                                     "bread.columnar.batches", "bread.export"}
+    # Object storage (bread.objectstore, pyarrow.fs) is loaded for a URL only.
+    assert "bread.objectstore" not in mods and "pyarrow" not in mods
     assert [m for m in mods if m.split(".")[0] == "blog"] == []
     assert [m for m in mods if m in LATE_STDLIB] == []
     assert _slow_imports(mods) == {}

@@ -11,7 +11,7 @@ import time
 from .. import compact
 from ..compact.files import to_stderr
 from ..errors import OptionError
-from ..inputs import name_text
+from ..inputs import is_url, name_text
 from ..render import escape_controls
 from .options import Parser, subcommand
 
@@ -26,7 +26,10 @@ it with `bread DIR/damaged/NAME`). Names in the compaction catalog that are not
 the directory's own files, and files that are not regular files (links), are
 left alone. Each such case is said on standard error.
 
-exit status: 0 done, 1 bad option, 2 not a directory or another compaction
+DIR is a local directory: a URL of object storage (s3://...) is refused; compact
+where the logs are written, before they are shipped.
+
+exit status: 0 done, 1 bad option, 2 not a directory (or a URL), another compaction
 running, 3 something was left as it is (an original kept for its damage, a set
 that cannot be copied whole, a name left alone): see standard error."""
 
@@ -68,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         sys.stderr.write(f"bread compact: error: {exc}\n")
         return 1
+    if is_url(args.directory):
+        sys.stderr.write("bread compact: compacts a local directory, not a URL: compact on "
+                         "the machine that writes the logs, before shipping them "
+                         "(docs/guide.md)\n")
+        return 2
     if not os.path.isdir(args.directory):
         sys.stderr.write(f"bread compact: not a directory: {args.directory}\n")
         return 2

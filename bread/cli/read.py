@@ -16,7 +16,7 @@ from blogformat.severity import to_severity
 from ..entries import Dropped, Lost, Recovered
 from ..errors import NotABlogFile, OptionError
 from ..filters import Filter, parse_time
-from ..inputs import STDIN, expand, name_text
+from ..inputs import STDIN, expand, is_url, name_text, object_store
 from ..reader import Reader
 from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,
                       escape_controls)
@@ -60,7 +60,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="*", metavar="FILE",
                    help="blog files to read in order: paths, directories (their *.blog and "
                         "*.blog.gz files), glob patterns; gzip is read as is; "
-                        "'-' (or none) reads standard input")
+                        "'-' (or none) reads standard input; URLs of object storage "
+                        "(s3://bucket/prefix/, gs://, hdfs://host:port/, file://: a file, a "
+                        "prefix, a pattern) through pyarrow.fs, with the store's usual "
+                        "credentials (AWS_* variables, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS)")
     def pct(text: str) -> str:  # argparse %-formats help strings
         return text.replace("%", "%%")
 
@@ -122,6 +125,11 @@ def parser() -> argparse.ArgumentParser:
                         "files since 2026-11-27; older files and other producers' keep the "
                         "text they had); --traceback shows them in any file, --no-traceback "
                         "in none")
+    p.add_argument("--endpoint", metavar="URL",
+                   help="the object store's endpoint for URLs (an S3-compatible server: "
+                        "http://127.0.0.1:9000); else AWS_ENDPOINT_URL, else the store's own")
+    p.add_argument("--region", metavar="NAME",
+                   help="the S3 region for s3:// URLs; else AWS_DEFAULT_REGION or ~/.aws")
     p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
                    help="-o csv: a cell of logged text (category, writer, function, file, "
                         "message, host, program) that begins with = + - @ tab or CR, which a spreadsheet "
@@ -130,14 +138,27 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def open_inputs(names: Sequence[str]) -> list[str]:
-    """The files to read (patterns and directories expanded, standard input if none), each
-    checked to open: OSError (``cannot_open`` says it)."""
-    paths = expand(names or [STDIN])
+def open_inputs(names: Sequence[str], storage: dict | None = None) -> list[str]:
+    """The files to read (patterns, directories and prefixes expanded, standard input if
+    none), each checked to open (a URL's, listed by its store): OSError (``cannot_open``
+    says it); ImportError for a URL without pyarrow."""
+    paths = expand(names or [STDIN], object_store(names, storage))
     for path in paths:
-        if path != STDIN:
+        if path != STDIN and not is_url(path):
             open(path, "rb").close()
     return paths
+
+
+def storage_options(args: argparse.Namespace) -> dict:
+    """``--endpoint`` and ``--region`` as ``bread.read``'s ``storage_options``."""
+    opts = {"endpoint_override": args.endpoint, "region": args.region}
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+def cannot_read_urls(exc: ImportError) -> int:
+    """Say on standard error that URLs need pyarrow (which extra); the exit status."""
+    sys.stderr.write(f"bread: {exc}\n")
+    return EXIT_OPEN
 
 
 def cannot_open(exc: OSError) -> int:
@@ -243,15 +264,21 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
     out = sys.stdout
+    storage = storage_options(args)
     if _as_cxx_bread(args):
         try:
-            paths = open_inputs(args.inputs)
-            if paths and not _begins_as_blog(paths[0]):
+            paths = open_inputs(args.inputs, storage)
+            if paths and not is_url(paths[0]) and not _begins_as_blog(paths[0]):
                 from ..cxx import text as cxx_text
                 if cxx_text.all_binlog(paths):
                     return cxx_bread(cxx_text, paths, args)
         except OSError as exc:
             return cannot_open(exc)
+        except ImportError as exc:
+            return cannot_read_urls(exc)
+        except OptionError as exc:
+            sys.stderr.write(f"bread: error: {escape_controls(str(exc))}\n")
+            return EXIT_USAGE
     color = args.color == "always" or (args.color == "auto" and out.isatty())
     try:
         flt = _filter(args)
@@ -261,10 +288,11 @@ def run(args: argparse.Namespace) -> int:
         parser().print_usage(sys.stderr)
         sys.stderr.write(f"bread: error: {exc}\n")
         return EXIT_USAGE
-    if args.follow and (len(args.inputs) != 1 or args.inputs[0] == STDIN or args.sort):
+    if args.follow and (len(args.inputs) != 1 or args.inputs[0] == STDIN or args.sort
+                        or is_url(args.inputs[0])):
         parser().print_usage(sys.stderr)
         sys.stderr.write("bread: error: -F/--follow takes one file, directory or set's base "
-                         "name (not '-'), and no -s\n")
+                         "name (local: not '-', not a URL), and no -s\n")
         return EXIT_USAGE
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
     try:
@@ -272,11 +300,16 @@ def run(args: argparse.Namespace) -> int:
             reader = Reader(args.inputs[0], filter=flt, verified_only=args.verified_only,
                             follow=True)
         else:   # as named: a file found in a directory that is not a blog file is damage
-            open_inputs(args.inputs)
+            open_inputs(args.inputs, storage)
             reader = Reader(list(args.inputs) or [STDIN], sort=args.sort, filter=flt,
-                            verified_only=args.verified_only)
+                            verified_only=args.verified_only, storage_options=storage)
     except OSError as exc:
         return cannot_open(exc)
+    except ImportError as exc:
+        return cannot_read_urls(exc)
+    except OptionError as exc:   # storage options a URL's file system does not take
+        sys.stderr.write(f"bread: error: {escape_controls(str(exc))}\n")
+        return EXIT_USAGE
     except NotABlogFile as exc:
         return not_blog(exc)
     stdout = sys.stdout.buffer

@@ -1,0 +1,266 @@
+"""Inputs in object storage: ``s3://``, ``gs://``, ``hdfs://`` and ``file://`` URLs of files,
+prefixes and patterns, read through ``pyarrow.fs``.
+
+``pyarrow.fs`` is the one file-system layer: well kept, already a dependency of the
+``spark`` extra (and of ``read_batches``), with native ranged reads and S3, GCS and HDFS
+behind one interface (``fsspec`` would be one more dependency). Credentials are the
+store's usual ones (``AWS_*`` variables, ``~/.aws``, ``GOOGLE_APPLICATION_CREDENTIALS``,
+Hadoop's configuration); ``options`` are passed to the file system's constructor
+(``pyarrow.fs.S3FileSystem(endpoint_override=..., region=...)``).
+
+A prefix stands for its log files as a directory does (``bread.inputs``); every name a
+listing gives is data: only a direct child of the prefix with a log file's name is read,
+nothing it names is followed elsewhere. A file is read by ranges (``RangedFile``): what
+the reader asks for, ahead of it as it reads on, so that a part of a large object (a
+Spark partition) costs its byte range plus the metadata frames before it. The prefix's
+``blog-manifest.json`` skips objects outside a time window without opening them.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import json
+import os
+from typing import Any, Mapping
+
+from blogstore import manifest
+from blogstore.catalog import DAMAGED
+from blogstore.fileset import LOG_SUFFIXES
+
+from .errors import OptionError
+
+#: Names of files being made (left out of a pattern's matches, as in a directory).
+_MAKING = (".tmp", ".new")
+#: Bytes fetched at least per request, and at most ahead of a reader reading on.
+MIN_BLOCK = 1 << 12
+MAX_BLOCK = 8 << 20
+_MAGIC = "*?["
+NEEDS = ("reading a URL ({url}) needs pyarrow.fs: pip install 'blog-bread[spark]' "
+         "(or pyarrow alone)")
+
+
+def _fs_module(url: str) -> Any:
+    try:
+        import pyarrow.fs
+    except ImportError:
+        raise ImportError(NEEDS.format(url=url)) from None
+    return pyarrow.fs
+
+
+class Store:
+    """The file systems of the URLs one reader reads, with what their listings and
+    manifests said (sizes, time ranges), so that each is asked once."""
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+        self._fs: dict[str, Any] = {}       # by the URLs' root: s3://, hdfs://host:port
+        self._sizes: dict[str, int] = {}
+        self._manifests: dict[str, dict | None] = {}
+
+    def _split(self, url: str) -> tuple[Any, str, str]:
+        """(file system, its path of the URL, the URL's prefix before that path)."""
+        scheme, _, rest = url.partition("://")
+        scheme = scheme.lower()
+        host, _, key = rest.partition("/")
+        if scheme in ("s3", "gs", "gcs"):
+            root, path = f"{scheme}://", f"{host}/{key}".rstrip("/")
+        else:                              # hdfs://host:port/path, file:///path
+            root, path = f"{scheme}://{host}", "/" + key.rstrip("/")
+        if root not in self._fs:
+            self._fs[root] = self._make(scheme, url)
+        return self._fs[root], path, root
+
+    def _make(self, scheme: str, url: str) -> Any:
+        fs = _fs_module(url)
+        opts = self.options
+        try:
+            if scheme == "s3":   # the endpoint of the AWS tools' variables, as from_uri's
+                endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get(
+                    "AWS_ENDPOINT_URL")
+                if endpoint and "endpoint_override" not in opts:
+                    opts = {**opts, "endpoint_override": endpoint}
+                return fs.S3FileSystem(**opts)
+            if scheme == "file":     # (options are for the object stores)
+                return fs.LocalFileSystem()
+            if not opts:
+                return fs.FileSystem.from_uri(url)[0]
+            if scheme in ("gs", "gcs"):
+                return fs.GcsFileSystem(**opts)
+            host, _, port = url.partition("://")[2].partition("/")[0].partition(":")
+            return fs.HadoopFileSystem(host, int(port or 8020), **opts)
+        except TypeError as exc:   # an option this file system does not have
+            raise OptionError(f"storage options for {scheme}:// URLs: {exc}") from None
+        except OSError as exc:   # (HDFS without libhdfs, a store that cannot be set up)
+            raise _named(exc, url) from None
+
+    def expand(self, url: str) -> list[str]:
+        """The files a URL stands for: itself, the log files of a prefix, or the matches of
+        a pattern; FileNotFoundError (naming the URL) if none."""
+        fs, path, root = self._split(url)
+        if any(c in path for c in _MAGIC):
+            out = self._matches(fs, path, root)
+        else:
+            info = _asked(fs.get_file_info, path, url)
+            kind = info.type.name
+            if kind == "File":
+                self._sizes[root + path] = info.size
+                out = [root + path]
+            elif kind == "Directory":
+                out = self._directory(fs, path, root)
+            else:
+                raise FileNotFoundError(errno.ENOENT, "no such file or prefix", url)
+        if not out:
+            raise FileNotFoundError(errno.ENOENT, "no log files (*.blog, *.blog.gz) at the URL",
+                                    url)
+        return out
+
+    def _children(self, fs: Any, path: str, recursive: bool = False) -> list[Any]:
+        """The entries under ``path``: only those whose name is below it (a listing's names
+        are data; anything else it gives is left out)."""
+        select = _fs_module(path).FileSelector(path, recursive=recursive)
+        base = path.rstrip("/") + "/"
+        out = []
+        for info in _asked(fs.get_file_info, select, path):
+            rel = info.path[len(base):] if info.path.startswith(base) else ""
+            parts = rel.split("/")
+            if rel and all(p not in ("", ".", "..") for p in parts):
+                out.append(info)
+        return out
+
+    def _directory(self, fs: Any, path: str, root: str) -> list[str]:
+        """A prefix's log files, by the rules of a directory (``bread.inputs``): name
+        order, ``x.blog.gz`` left out beside its ``x.blog``."""
+        files = {i.base_name: i for i in self._children(fs, path) if i.type.name == "File"}
+        out = []
+        for name in sorted(files):
+            if (name.endswith(LOG_SUFFIXES)
+                    and not (name.endswith(".gz") and name[:-3] in files)):
+                self._sizes[f"{root}{path}/{name}"] = files[name].size
+                out.append(f"{root}{path}/{name}")
+        return out
+
+    def _matches(self, fs: Any, pattern: str, root: str) -> list[str]:
+        """A pattern's matches: each part of the path matched by ``fnmatch`` (``*`` within
+        one part), below the longest part without a pattern."""
+        parts = pattern.split("/")
+        fixed = next(i for i, p in enumerate(parts) if any(c in p for c in _MAGIC))
+        if fixed == 0:
+            raise OptionError(f"a pattern in a bucket's name is not read: {root}{pattern}")
+        base = "/".join(parts[:fixed]) or "/"
+        want = parts[fixed:]
+        found = self._children(fs, base, recursive=len(want) > 1)
+        have = {i.path for i in found}
+        out: list[str] = []
+        for info in sorted(found, key=lambda i: i.path):
+            rel = info.path[len(base.rstrip("/")) + 1:].split("/")
+            name = rel[-1]
+            if (len(rel) != len(want)
+                    or not all(fnmatch.fnmatchcase(r, w) for r, w in zip(rel, want))
+                    or name.endswith(_MAKING) or name == DAMAGED
+                    or (name.endswith(".blog.gz") and info.path[:-3] in have)):
+                continue
+            if info.type.name == "Directory":
+                out.extend(self._directory(fs, info.path, root))
+            elif info.type.name == "File":
+                self._sizes[root + info.path] = info.size
+                out.append(root + info.path)
+        return out
+
+    def outside(self, url: str, since: int | None, until: int | None) -> bool:
+        """True if the manifest of the URL's prefix shows its file to hold no event in
+        ``[since, until)`` and the listing's size matches its entry (the files win)."""
+        prefix, _, name = url.rpartition("/")
+        if prefix not in self._manifests:
+            self._manifests[prefix] = self._manifest(prefix)
+        m = self._manifests[prefix]
+        e = m["files"].get(name) if m is not None else None
+        size = self._sizes.get(url)
+        return (e is not None and size is not None and manifest.outside(e, since, until)
+                and manifest.matches(e, size))
+
+    def _manifest(self, prefix: str) -> dict | None:
+        """The prefix's manifest, checked (``blogstore.manifest.checked``); None if missing,
+        larger than a manifest may be, or not one."""
+        fs, path, _ = self._split(prefix)
+        path = f"{path}/{manifest.NAME}"
+        try:
+            info = fs.get_file_info(path)
+            if info.type.name != "File" or info.size > manifest.MAX_BYTES:
+                return None
+            with fs.open_input_file(path) as f:
+                raw = f.read(manifest.MAX_BYTES + 1)
+            return manifest.checked(json.loads(raw))
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def open(self, url: str) -> "RangedFile":
+        """The file at ``url`` for reading by ranges; FileNotFoundError naming it if none."""
+        fs, path, _ = self._split(url)
+        return RangedFile(_asked(fs.open_input_file, path, url), url)
+
+
+def _asked(call: Any, arg: Any, url: str) -> Any:
+    """``call(arg)``; an error of the store as an OSError naming ``url`` (bread's messages
+    say which input did not open), with the first line of the store's message."""
+    try:
+        return call(arg)
+    except OSError as exc:
+        raise _named(exc, url) from None
+
+
+def _named(exc: OSError, url: str) -> OSError:
+    if isinstance(exc, FileNotFoundError):
+        return FileNotFoundError(errno.ENOENT, "no such file or prefix", url)
+    return OSError(errno.EIO, (str(exc).splitlines() or ["error"])[0][:300], url)
+
+
+class RangedFile:
+    """A binary file over a pyarrow random-access file: each read fetches at least
+    ``MIN_BLOCK`` bytes from where it begins, and a reader reading on gets twice as much
+    ahead each time (up to ``MAX_BLOCK``); a seek away starts small again. A part of a
+    large object so costs its range, and whatever the skim of the frames before it reads
+    (``bread.frames.span_frames``: their headers and metadata)."""
+
+    def __init__(self, f: Any, name: str) -> None:
+        self._f = f
+        self.name = name
+        self._size = f.size()
+        self._buf = b""
+        self._at = 0          # offset of _buf[0]
+        self._pos = 0
+        self._block = MIN_BLOCK
+
+    def read(self, n: int = -1) -> bytes:
+        pos, size = self._pos, self._size
+        n = max(0, size - pos) if n is None or n < 0 else max(0, min(n, size - pos))
+        start, end = pos - self._at, self._at + len(self._buf)
+        if start >= 0 and pos + n <= end:
+            self._pos = pos + n
+            return self._buf[start:start + n]
+        if self._at <= pos <= end:    # reading on: what is held, then more ahead
+            head = self._buf[start:]
+            self._block = min(self._block * 2, MAX_BLOCK)
+        else:
+            head, self._block = b"", MIN_BLOCK
+        at = pos + len(head)
+        more = self._f.read_at(min(max(n - len(head), self._block), size - at), at)
+        self._buf, self._at = more, at
+        data = head + more[:n - len(head)]
+        self._pos = pos + len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._pos, self._size)[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._f.close()
+        self._buf = b""

@@ -1,0 +1,209 @@
+"""Reading from object storage (bread.objectstore): an S3 prefix, object, pattern or file://
+URL gives what the same local directory gives, fetched by ranges, with the manifest's time
+skipping; without pyarrow a URL says which extra to install.
+
+The server is moto's S3 on 127.0.0.1 (the ``s3`` fixture): nothing else is contacted
+(conftest sets dummy keys, no instance metadata). gs:// and hdfs:// have no local server
+here: only their way through pyarrow.fs to an error is tested.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import blog
+import bread
+from blogstore import manifest
+
+from helpers import python_child, run_cli
+
+pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (the spark extra)")
+pafs = pytest.importorskip("pyarrow.fs")
+
+BUCKET = "blog-logs"
+#: A service's child: a rotated, compressed set of small files, the manifest beside it.
+CHILD = """
+import sys, blog
+blog.basic_config(sys.argv[1], rotate_bytes=3000, compress=True)
+log = blog.get_logger("svc")
+for i in range(400):
+    log.info("request {} of {}", i, sys.argv[2], route="/orders")
+    if i % 40 == 39:
+        blog.flush()
+blog.shutdown()
+"""
+
+
+def big_file(path, n: int = 60000) -> None:
+    """One plain file of large frames (a consume every 6,000 events): about 3 MB."""
+    s = blog.Session()
+    log = s.get_logger("big")
+    out = blog.FileOutputStream(str(path), mode="wb")
+    for i in range(n):
+        log.info("order {} filled at {} qty {}", i, 101.25 + i, "AAPL")
+        if i % 6000 == 5999:
+            s.consume(out)
+    s.consume(out)
+    out.close()
+
+
+def upload(fs, local: str, key: str) -> None:
+    with open(local, "rb") as src, fs.open_output_stream(key, compression=None) as dst:
+        dst.write(src.read())
+
+
+@pytest.fixture(scope="module")
+def stored(s3, tmp_path_factory):
+    """(local directory, its s3:// URL, storage options): the set of three processes, the
+    manifest, and ``big.blog``, each file uploaded as it is."""
+    d = tmp_path_factory.mktemp("svc")
+    children = [subprocess.Popen(python_child("-c", CHILD, str(d / "app.blog"), f"p{k}"))
+                for k in range(3)]
+    assert [c.wait(timeout=120) for c in children] == [0, 0, 0]
+    big_file(d / "big.blog")
+    fs = pafs.S3FileSystem(endpoint_override=s3.endpoint, allow_bucket_creation=True)
+    fs.create_dir(BUCKET)
+    for name in os.listdir(d):
+        upload(fs, str(d / name), f"{BUCKET}/svc/{name}")
+    return str(d), f"s3://{BUCKET}/svc", {"endpoint_override": s3.endpoint}
+
+
+def same(events) -> list[tuple]:
+    """What an event says, less where it was read from."""
+    return [(e.time, e.clock, e.writer, e.pid, e.severity, e.category, e.message,
+             tuple(e.args), tuple(sorted(e.fields.items()))) for e in events]
+
+
+def test_a_prefix_an_object_and_a_pattern_read_as_the_local_directory(stored):
+    local, url, opts = stored
+    names = sorted(n for n in os.listdir(local) if n.endswith((".blog", ".blog.gz")))
+    assert any(n.endswith(".gz") for n in names) and len(names) > 6
+    r = bread.read(url, storage_options=opts)
+    assert same(r) == same(bread.read(local))
+    assert r.damage == [] and len(r.headers) == len(names)
+    assert same(bread.read(url + "/", sort=True, storage_options=opts)) == same(
+        bread.read(local, sort=True))
+    assert same(bread.read(f"{url}/app.*.gz", storage_options=opts)) == same(
+        bread.read(os.path.join(local, "app.*.gz")))
+    one = next(n for n in names if n.endswith(".gz"))
+    got = list(bread.read(f"{url}/{one}", storage_options=opts))
+    assert same(got) == same(bread.read(os.path.join(local, one)))
+    assert {e.path for e in got} == {f"{url}/{one}"}
+
+
+def test_batches_of_a_url_are_the_local_batches(stored):
+    local, url, opts = stored
+    cols = ["time", "writer", "severity", "message", "args", "fields"]
+    remote = pa.Table.from_batches(list(bread.read_batches(url, cols, storage_options=opts)))
+    assert remote.num_rows > 60000
+    assert remote.equals(pa.Table.from_batches(list(bread.read_batches(local, cols))))
+
+
+def test_the_command_line_reads_a_url_with_endpoint_and_region(stored, capsys):
+    local, url, opts = stored
+    code, out, err = run_cli(["-s", "--endpoint", opts["endpoint_override"],
+                              "--region", "us-east-1", url], capsys)
+    assert (code, err) == (0, "")
+    assert out == run_cli(["-s", local], capsys)[1]
+    code, _, err = run_cli(["--endpoint", opts["endpoint_override"], url + "/none*"], capsys)
+    assert code == 2 and "none*" in err
+
+
+def test_a_time_window_skips_objects_by_the_manifest_without_fetching_them(stored, s3):
+    local, url, opts = stored
+    entries = manifest.load(local)["files"]
+    middle = sorted(e["last_ns"] for e in entries.values())[len(entries) // 2]
+    here = bread.read(local, since=middle)
+    there = bread.read(url, since=middle, storage_options=opts)
+    s3.served.clear()
+    assert same(there) == same(here)
+    assert here.skipped and [os.path.basename(p) for p in there.skipped] == [
+        os.path.basename(p) for p in here.skipped]
+    fetched = {path for method, path, _, _ in s3.served if method == "GET"}
+    assert not fetched & {f"/{BUCKET}/svc/{os.path.basename(p)}" for p in here.skipped}
+
+
+def test_a_part_of_a_large_object_fetches_its_range_and_the_metadata_before_it(stored, s3):
+    local, url, opts = stored
+    size = os.path.getsize(os.path.join(local, "big.blog"))
+    cut = [size * k // 8 for k in range(9)]
+    parts, fetched = [], []
+    for start, end in zip(cut, cut[1:]):
+        s3.served.clear()
+        parts.append(list(bread.read_batches(f"{url}/big.blog", ["clock", "message"],
+                                             span=(start, end), storage_options=opts)))
+        fetched.append(sum(n for method, path, _, n in s3.served
+                           if method == "GET" and path.endswith("/big.blog")))
+    whole = bread.read_batches(os.path.join(local, "big.blog"), ["clock", "message"])
+    assert pa.Table.from_batches([b for part in parts for b in part]).equals(
+        pa.Table.from_batches(list(whole)))
+    # The sixth eighth: its range, read-ahead, and a few KiB per frame before it; never
+    # the 5/8 of the object before it.
+    assert cut[6] - cut[5] <= fetched[5] < size // 3, (fetched, size)
+
+
+def test_file_urls_read_as_the_path(stored):
+    local, _, _ = stored
+    assert same(bread.read("file://" + local)) == same(bread.read(local))
+    assert same(bread.read(f"file://{local}/app.*.gz")) == same(
+        bread.read(os.path.join(local, "app.*.gz")))
+
+
+def test_a_url_without_pyarrow_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.fs", None)
+    with pytest.raises(ImportError, match=r"pip install 'blog-bread\[spark\]'"):
+        list(bread.read("s3://bucket/logs/"))
+
+
+def test_the_command_line_says_a_url_needs_pyarrow(tmp_path):
+    code = ("import sys; sys.modules['pyarrow'] = None; from bread import cli; "
+            "sys.exit(cli.main(['s3://bucket/logs/']))")
+    r = subprocess.run(python_child("-c", code), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "blog-bread[spark]" in r.stderr
+
+
+def test_gs_and_hdfs_urls_are_made_by_pyarrow_fs_and_fail_naming_the_url():
+    # No server here: a GCS endpoint that refuses, HDFS without libhdfs (or a refused port).
+    gs = {"endpoint_override": "127.0.0.1:1", "scheme": "http", "anonymous": True,
+          "retry_time_limit": __import__("datetime").timedelta(seconds=1)}
+    with pytest.raises(OSError) as exc:
+        list(bread.read("gs://bucket/logs/", storage_options=gs))
+    assert exc.value.filename == "gs://bucket/logs/"
+    with pytest.raises(OSError) as exc:
+        list(bread.read("hdfs://127.0.0.1:1/logs/"))
+    assert exc.value.filename == "hdfs://127.0.0.1:1/logs/"
+
+
+def test_compact_takes_a_local_directory_only(capsys):
+    code, _, err = run_cli(["compact", "s3://bucket/logs", "--older-than", "1d"], capsys)
+    assert code == 2 and "local directory" in err
+
+
+def test_names_from_a_listing_are_data(s3, capsys):
+    fs = pafs.S3FileSystem(endpoint_override=s3.endpoint, allow_bucket_creation=True)
+    with fs.open_output_stream(f"{BUCKET}/odd/x\x1b[2Jy.blog", compression=None) as f:
+        f.write(b"not a log")
+    code, _, err = run_cli(["--endpoint", s3.endpoint, f"s3://{BUCKET}/odd"], capsys)
+    assert code == 3 and "\x1b" not in err and "x\\x1b[2Jy.blog" in err
+
+
+def test_stats_and_export_read_a_url_at_the_environment_s_endpoint(stored, s3, monkeypatch,
+                                                                      capsys, tmp_path):
+    local, url, _ = stored
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    code, out, _ = run_cli(["stats", url], capsys)
+    assert code == 0 and out.splitlines()[0] == run_cli(["stats", local], capsys)[1].splitlines()[0]
+    code, out, _ = run_cli(["export", "--parquet", str(tmp_path / "pq"), url + "/app.*"], capsys)
+    assert code == 0 and (tmp_path / "pq").exists()
+
+
+def test_following_a_url_is_refused(capsys):
+    code, _, err = run_cli(["-F", "s3://bucket/logs/"], capsys)
+    assert code == 1 and "not a URL" in err
+    with pytest.raises(ValueError, match="not a URL"):
+        bread.read("s3://bucket/logs/", follow=True)

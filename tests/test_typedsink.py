@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import threading
 
 import pytest
 
@@ -18,6 +17,8 @@ from bread.columnar.typedsink import TypedTable, find_kinds
 from bread.events import EventStream
 from bread.filters import Filter, names_source
 from bread.reader import Reader
+
+from helpers import in_threads
 
 pa = pytest.importorskip("pyarrow")
 
@@ -48,11 +49,7 @@ def write(path, tag: str, n: int, big: bool = False) -> None:
             if i % 40 == 39:
                 s.consume(out)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    in_threads(work, 2)
     s.consume(out)
     out.close()
 

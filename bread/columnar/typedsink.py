@@ -27,7 +27,7 @@ from blogformat.entries import EventSource, FileHeader
 
 from .. import accel
 from ..entries import Entry
-from ..events import Event, EventStream, Origin
+from ..events import Event, EventSink, EventStream
 from ..frames import Frame
 from ..reader import Reader
 from . import tables
@@ -137,11 +137,9 @@ class TypedSink(BatchSink):
         return pa.RecordBatch.from_arrays(arrays, names=list(tables.COMMON) + self.names)
 
 
-class KindSink:
+class KindSink(EventSink):
     """One input's share of finding a site's column kinds: into ``found`` (shared by the
     inputs), a ``Kinds``."""
-
-    decorate = metadata = None
 
     def __init__(self, stream: EventStream, found: "Kinds") -> None:
         self.stream = stream
@@ -171,18 +169,6 @@ class KindSink:
         for ev in events:
             self.found.source(ev.source).add(ev)
         return ()
-
-    def runs(self, events: Iterator[Event]) -> Iterator[tuple]:
-        raise AssertionError("kinds are found in file order")  # pragma: no cover
-
-    def finish(self) -> tuple:
-        return ()
-
-    def fallback(self, ev: Event) -> Event:
-        return ev
-
-    def source_items(self, src: EventSource, origin: Origin) -> list:
-        return []
 
 
 class Kinds:

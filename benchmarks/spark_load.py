@@ -166,8 +166,10 @@ def main() -> int:
         for cores in a.cores:
             for tag, root in roots.items():
                 code = CHILD.format(root=os.path.abspath(root))
+                env = dict(os.environ, PYTHONPATH=os.path.abspath(root))   # Spark's workers too
                 r = subprocess.run([sys.executable, "-c", code, str(cores), path, work,
-                                    str(a.repeats), routes], capture_output=True, text=True)
+                                    str(a.repeats), routes], capture_output=True, text=True,
+                                   env=env, cwd=work)   # not this checkout on the path
                 if r.returncode != 0:
                     raise SystemExit(f"spark child failed: {r.stderr[-2000:]}")
                 for line in r.stdout.splitlines():

@@ -24,7 +24,7 @@ pa = pytest.importorskip("pyarrow")
 
 #: Sites and what each logs: every kind of column a typed table has.
 SITES = ("GET {} took {} ms", "flags {} {} {}", "user {} in {}", "when {} on {}",
-         "odd {} {}", "levels {}", "blob {}", "text {}")
+         "odd {} {}", "levels {}", "blob {}", "text {}", "big {}", "huge {}")
 
 
 def write(path, tag: str, n: int, big: bool = False) -> None:
@@ -43,6 +43,8 @@ def write(path, tag: str, n: int, big: bool = False) -> None:
             # kinds that widen: an int then a float (float64), an int then a str (JSON)
             log.info("odd {} {}", i if i % 2 else i + 0.25, i if i % 3 else "s")
             log.log(("info", "warning", "error")[i % 3], "levels {}", i)
+            log.info("big {}", ((1 << 53) + 1, 0.5, -(1 << 63))[i % 3])   # rounded as Python
+            log.info("huge {}", (1 << 64) - 1 - i)                          # beyond int64: JSON
             log.info("text {}", "lone \udc80" if i % 25 == 3 else f"t{i}")   # C leaves it
             if big and i % 10 == 0:
                 log.info("blob {}", [i, {"k": decimal.Decimal("1.5")}, 1 << 70])
@@ -123,6 +125,8 @@ def test_the_kinds_found_are_each_site_s_widest(paths):
         "levels {}": ["int64"],
         "blob {}": ["json"],
         "text {}": ["string"],
+        "big {}": ["float64"],
+        "huge {}": ["json"],
     }
 
 
@@ -156,7 +160,7 @@ def test_c_makes_the_rows_of_simple_kinds_without_python_events(paths, monkeypat
     real = EventStream.frame
     monkeypatch.setattr(EventStream, "frame",
                         lambda self, *a, **k: frames.append(1) or real(self, *a, **k))
-    for which in ("GET {} took {} ms", "flags {} {} {}", "user {} in {}", "levels {}"):
+    for which in ("GET {} took {} ms", "flags {} {} {}", "user {} in {}", "levels {}", "big {}"):
         _, got, _ = typed(paths, which)
         assert got.num_rows > 0
     assert frames == []

@@ -32,7 +32,8 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
                          ["blog/_extension.h", "blog/_callpath.h"]))
     ext.append(extension("bread._speedups",
                          ["bread/_speedups.c", "bread/_native.c", "bread/_decode.c",
-                          "bread/_lines.c", "bread/_events.c", "bread/_batches.c"],
+                          "bread/_lines.c", "bread/_events.c", "bread/_batches.c",
+                          "bread/_tables.c"],
                          ["bread/_extension.h", "bread/_message.h"]))
     ext.append(extension("bread._merge", ["bread/_merge.c"], []))
     ext.append(extension("bread._binlog", ["bread/_binlog.c"], []))

@@ -12,9 +12,19 @@ server (moto, on 127.0.0.1, in this process: ``s3://bench/orders.blog``),
 its rows beside the local file's. The loads are timed by turns (each repeat
 runs every load once), so that a noisy machine weighs on all of them alike.
 
+And a p99 of a latency per route (issue 29) on a second file, ``--route-events``
+events from four call sites such as ``log.info("GET {} took {} ms", route, ms)``:
+``p99-typed`` through the typed table of that site (``bread.spark.events``),
+``p99-json`` through the events DataFrame's JSON ``args`` column with
+``get_json_object``, and ``p99-json-2cols`` the same with a schema of the two columns
+it reads; both give the same answer (checked), timed by turns in the same child.
+``--compare-root`` runs every child against another checkout too, by turns (old/new
+within one run).
+
     python benchmarks/spark_load.py --events 5000000       # the issue's size
     python benchmarks/spark_load.py --file /tmp/rb/orders1m.blog
     python benchmarks/spark_load.py --events 1000000 --s3  # and from a local S3 server
+    python benchmarks/spark_load.py --p99-only --route-events 2000000 --cores 1
 """
 
 from __future__ import annotations
@@ -42,11 +52,52 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
 import bread.spark
 cores, blog_path, work, repeats = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-endpoint = sys.argv[5] if len(sys.argv) > 5 else None   # the S3 server of --s3
+routes_path = sys.argv[5]
+endpoint = sys.argv[6] if len(sys.argv) > 6 else None   # the S3 server of --s3
 spark = (SparkSession.builder.master(f"local[{{cores}}]").config("spark.ui.enabled", "false")
          .config("spark.sql.session.timeZone", "UTC").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 bread.spark.register(spark)
+from pyspark.sql import functions as F
+GET = "GET {{}} took {{}} ms"
+
+
+def p99_typed():
+    t = bread.spark.events(spark, routes_path, source=GET)
+    return t.groupBy(F.col("arg0").alias("route")).agg(
+        F.percentile_approx("arg1", 0.99).alias("p99"))
+
+
+def p99_json(df):
+    return (df.where(F.col("format") == GET)
+            .select(F.get_json_object("args", "$[0]").alias("route"),
+                    F.get_json_object("args", "$[1]").cast("double").alias("ms"))
+            .groupBy("route").agg(F.percentile_approx("ms", 0.99).alias("p99")))
+
+
+p99 = {{
+    "p99-typed": p99_typed,
+    "p99-json": lambda: p99_json(spark.read.format("blog").load(routes_path)),
+    "p99-json-2cols": lambda: p99_json(
+        spark.read.format("blog").schema("format string, args string").load(routes_path)),
+}}
+if routes_path:
+    answers = {{}}
+    best = {{}}
+    for k in range(repeats + 1):            # by turns; the first round is a warm-up
+        for name, query in p99.items():
+            t0 = time.perf_counter()
+            rows = query().collect()
+            t = time.perf_counter() - t0
+            answers[name] = sorted((r["route"], r["p99"]) for r in rows)
+            if k and (name not in best or t < best[name]):
+                best[name] = t
+    same = answers["p99-typed"] == answers["p99-json"] == answers["p99-json-2cols"]
+    print("CHECK", "same" if same else f"DIFFERENT {{answers}}", flush=True)
+    for name, t in best.items():
+        print("RESULT", name, cores, t, flush=True)
+if blog_path == "-":
+    sys.exit(0)
 pq, js = os.path.join(work, "events.parquet"), os.path.join(work, "events.json")
 FOUR = "time timestamp, severity string, category string, message string"
 if not os.path.exists(pq):
@@ -105,44 +156,93 @@ def s3_server(path: str) -> tuple[object, str]:
     return server, endpoint
 
 
+ROUTES = ("/", "/orders", "/users", "/login", "/search", "/cart", "/pay")
+
+
+def write_routes(path: str, n: int) -> None:
+    """n events from four call sites, two with a route and a latency in ms (the p99 rows)."""
+    import blog
+    s = blog.Session()
+    log = s.get_logger("http")
+    stream = blog.FileOutputStream(path, mode="wb")
+    c = blog.Consumer(s, stream).start()
+    for i in range(0, n, 4):
+        route = ROUTES[i % len(ROUTES)]
+        log.info("GET {} took {} ms", route, (i % 997) * 0.25)
+        log.info("POST {} took {} ms", route, (i % 991) * 0.5)
+        log.info("cache {} hit {}", i, i % 3 == 0)
+        log.debug("user {} logged in", f"u{i % 100}")
+    c.stop()
+    stream.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=5_000_000)
     ap.add_argument("--file", help="a blog file to load instead of writing one")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--route-events", type=int, default=2_000_000,
+                    help="events of the p99-per-route file (0: no p99 rows)")
+    ap.add_argument("--p99-only", action="store_true", help="only the p99 rows")
+    ap.add_argument("--cores", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--compare-root", help="another checkout whose children run by turns")
     ap.add_argument("--s3", action="store_true",
                     help="also load the file from a local S3-compatible server (moto)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="spark-load-")
     server: Any = None
     try:
-        path = a.file or os.path.join(work, "orders.blog")
-        if not a.file:
+        path = "-" if a.p99_only else a.file or os.path.join(work, "orders.blog")
+        if path != "-" and not a.file:
             write_log(path, a.events)
+        routes = os.path.join(work, "routes.blog") if a.route_events else ""
+        if routes:
+            write_routes(routes, a.route_events)
         import bread
-        n = sum(b.num_rows for b in bread.read_batches(path, ["clock"], arrow=True))
-        code = CHILD.format(root=os.path.abspath(ROOT))
+        n = sum(b.num_rows for b in bread.read_batches(path, ["clock"], arrow=True)) \
+            if path != "-" else 0
         extra: list[str] = []
-        if a.s3:
+        if a.s3 and n:
             server, endpoint = s3_server(path)
             extra = [endpoint]
+        roots = {"": ROOT} | ({"old:": a.compare_root} if a.compare_root else {})
         results: dict[tuple[str, int], float] = {}
-        for cores in (1, 2):
-            r = subprocess.run([sys.executable, "-c", code, str(cores), path, work,
-                                str(a.repeats), *extra], capture_output=True, text=True)
-            if r.returncode != 0:
-                raise SystemExit(f"spark child failed: {r.stderr[-2000:]}")
-            for line in r.stdout.splitlines():
-                if line.startswith("RESULT "):
-                    _, name, c, t = line.split()
-                    results[(name, int(c))] = float(t)
-        print(f"spark load: {n:,} events ({os.path.getsize(path):,} bytes); "
-              f"CPython {platform.python_version()}, {platform.machine()}, "
+        for cores in a.cores:
+            for tag, root in roots.items():
+                code = CHILD.format(root=os.path.abspath(root))
+                env = dict(os.environ, PYTHONPATH=os.path.abspath(root))   # Spark's workers too
+                r = subprocess.run([sys.executable, "-c", code, str(cores), path, work,
+                                    str(a.repeats), routes, *extra], capture_output=True, text=True,
+                                   env=env, cwd=work)   # not this checkout on the path
+                if r.returncode != 0:
+                    raise SystemExit(f"spark child failed: {r.stderr[-2000:]}")
+                for line in r.stdout.splitlines():
+                    if line.startswith("RESULT "):
+                        _, name, c, t = line.split()
+                        results[(tag + name, int(c))] = float(t)
+                    elif line.startswith("CHECK "):
+                        print(f"{tag}{cores} core(s): p99 typed and JSON answers:", line[6:])
+        print(f"CPython {platform.python_version()}, {platform.machine()}, "
               f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
-        print(f"{'source':14} {'cores':>5} {'rows/s':>12} {'rows/s/core':>12}")
+        if n:
+            print(f"spark load: {n:,} events ({os.path.getsize(path):,} bytes)")
+        if routes:
+            print(f"p99 per route: {a.route_events:,} events "
+                  f"({os.path.getsize(routes):,} bytes), seconds")
+        print(f"{'source':20} {'cores':>5} {'rows/s':>12} {'rows/s/core':>12} {'s':>8}")
         for (name, cores), t in results.items():
-            print(f"{name:14} {cores:>5} {n / t:12,.0f} {n / t / cores:12,.0f}")
-        for cores in (1, 2):
+            rows = a.route_events if "p99" in name else n
+            print(f"{name:20} {cores:>5} {rows / t:12,.0f} {rows / t / cores:12,.0f} {t:8.2f}")
+        for cores in a.cores:
+            for tag in roots:
+                if (f"{tag}p99-typed", cores) in results:
+                    typed = results[(f"{tag}p99-typed", cores)]
+                    print(f"{tag}{cores} core(s), p99 per route: JSON / typed "
+                          f"{results[(f'{tag}p99-json', cores)] / typed:.2f}x, "
+                          f"JSON of 2 columns / typed "
+                          f"{results[(f'{tag}p99-json-2cols', cores)] / typed:.2f}x")
+            if not n:
+                continue
             b = results[("blog", cores)]
             print(f"{cores} core(s), four columns: blog / parquet "
                   f"{results[('parquet-4cols', cores)] / results[('blog-4cols', cores)]:.2f}x")

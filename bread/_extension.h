@@ -7,6 +7,8 @@
  *   _lines.c     bread/lines.py, bread/render.py  an event as a text line
  *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
  *   _batches.c   bread/batches.py  an event as a row of columns; gather()
+ *   _tables.c    bread/columnar/tables.py, typedsink.py  an event of one call site as a
+ *                                  row of typed columns, or the kinds of its values
  *   _decode.c    blogformat/entries.py (decode_events)  the walk over one events frame,
  *                                  each event handed to the output's EventFn
  *   _message.h   blogformat/placeholders.py  a message and its values as text
@@ -72,6 +74,29 @@ typedef struct {
     int nat;
 } DateCache;
 
+/* A typed table's column (_tables.c): its kind (tables.KINDS), its values (int64s,
+ * doubles, a bitmap of bools, or UTF-8 and int32 offsets), Arrow's validity bitmap. */
+typedef struct { int kind; Buf data, offs, valid; Py_ssize_t nulls; } TypedCol;
+
+#define MAX_TYPED_COLS (2 * MAX_ARGS)
+#define MAX_TYPED_SIDS 16
+
+/* The typed table being made (rows), or the kinds being found (infer). */
+typedef struct {
+    int infer;
+    Py_ssize_t npos, nfields;            /* the columns: positional values, then fields */
+    PyObject *names;                     /* the table's field names (a tuple) */
+    long long checked_sid;               /* the source last found to name them so, or -1 */
+    int checked_ok;
+    long long late;                      /* events whose values do not fit the columns */
+    TypedCol cols[MAX_TYPED_COLS];
+    /* infer: kinds seen (a bit per kind) per positional value and field; sources seen */
+    unsigned pos_mask[MAX_ARGS], field_mask[MAX_ARGS];
+    Py_ssize_t max_pos;
+    long long sids[MAX_TYPED_SIDS];
+    int nsids;
+} Typed;
+
 typedef struct Renderer {
     PyObject_HEAD
     PyObject *keep;              /* dict: per source, writer and sync, what the tables point
@@ -121,6 +146,7 @@ typedef struct Renderer {
                                     offsets; args JSON, offsets; fields JSON, offsets */
     int want_json;               /* columns(): the args and fields columns too */
     int want_message;
+    Typed *typed;                /* typed mode (set_typed()), or NULL */
 } Renderer;
 
 /* What an output makes of one event the walk decoded and the filter keeps: its time is
@@ -191,7 +217,7 @@ int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);
 int bread_walk_init(void);
 
 /* The outputs, each an EventFn: _lines.c a text line, _events.c an Event, _batches.c a
- * row of columns. */
+ * row of columns, _tables.c a row of typed columns. */
 int bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
                      const Val *args, Py_ssize_t nargs, int simple,
                      const unsigned char *ev, Py_ssize_t evlen);
@@ -201,6 +227,9 @@ int bread_object_event(Renderer *self, long long wid, long long sid, long long c
 int bread_column_event(Renderer *self, long long wid, long long sid, long long clock,
                        const Val *args, Py_ssize_t nargs, int simple,
                        const unsigned char *ev, Py_ssize_t evlen);
+int bread_typed_event(Renderer *self, long long wid, long long sid, long long clock,
+                      const Val *args, Py_ssize_t nargs, int simple,
+                      const unsigned char *ev, Py_ssize_t evlen);
 
 /* _events.c: the offset of a slot of a class; message(); the module's MessageGetter type.
  * _batches.c: Renderer.take_columns(); gather(). */
@@ -209,6 +238,10 @@ PyObject *bread_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
 int bread_events_init(PyObject *m);
 PyObject *bread_take_columns(Renderer *self, PyObject *unused);
 PyObject *bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
+/* _tables.c: Renderer.set_typed(), take_typed(); the typed state's release. */
+PyObject *bread_set_typed(Renderer *self, PyObject *a);
+PyObject *bread_take_typed(Renderer *self, PyObject *unused);
+void bread_typed_free(Typed *t);
 
 /* _native.c: the module's Renderer type. */
 int bread_native_init(PyObject *m);

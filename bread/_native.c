@@ -246,6 +246,22 @@ renderer_columns(Renderer *self, PyObject *frame)
     return PyLong_FromSsize_t(self->rows - before);
 }
 
+/* typed(frame or None) -> rows added to the typed columns (take_typed()), or 0 in the
+ * kinds mode (set_typed()); a call stops at max_rows rows (state 1). */
+static PyObject *
+renderer_typed(Renderer *self, PyObject *frame)
+{
+    if (self->typed == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "set_typed() first");
+        return NULL;
+    }
+    Py_ssize_t before = self->rows;
+    PyObject *r = bread_walk(self, frame, bread_typed_event);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    return PyLong_FromSsize_t(self->rows - before);
+}
+
 /* The walk to Events: the list of this call's Events (at most max_rows). */
 static PyObject *
 walk_list(Renderer *self, PyObject *frame)
@@ -409,6 +425,7 @@ renderer_dealloc(Renderer *self)
     PyMem_Free(self->out.p);
     PyMem_Free(self->keys.p);
     for (int k = 0; k < C_NCOLS; k++) PyMem_Free(self->col[k].p);
+    bread_typed_free(self->typed);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -429,6 +446,12 @@ static PyMethodDef renderer_methods[] = {
      "render(frame) begins a frame, render(None) continues it -> bytes; then see state"},
     {"columns", (PyCFunction)renderer_columns, METH_O,
      "columns(frame or None) -> rows added to the column buffers; then see state"},
+    {"typed", (PyCFunction)renderer_typed, METH_O,
+     "typed(frame or None) -> rows added to the typed columns; then see state"},
+    {"set_typed", (PyCFunction)bread_set_typed, METH_VARARGS,
+     "set_typed(kinds: bytes or None, positional, field names): typed rows, or the kinds"},
+    {"take_typed", (PyCFunction)bread_take_typed, METH_NOARGS,
+     "take_typed() -> the typed columns, or the kinds found (bread/_tables.c)"},
     {"events", (PyCFunction)renderer_events, METH_O,
      "events(frame or None) -> list of Events; then see state"},
     {"keyed", (PyCFunction)renderer_keyed, METH_O,

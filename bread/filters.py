@@ -48,12 +48,21 @@ def parse_time(text: str, now_ns: int | None = None) -> int:
     return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
 
 
+def names_source(src: EventSource, which: int | str) -> bool:
+    """``which`` names this source: its id, its format string or its function (its
+    qualified name, or the name after the last dot), as ``bread.spark.events`` takes it."""
+    if isinstance(which, int):
+        return src.id == which
+    return which in (src.format, src.function, src.function.rpartition(".")[2])
+
+
 class Filter(Frozen):
     """Which events to give; every part optional (None or empty: no condition).
 
     ``since`` and ``until`` are ns since the epoch (``since`` included,
     ``until`` not); ``sites`` match a call site by function (qualified name or
-    its last part), file name or path, or ``file:line``; ``grep`` is searched in the rendered message.
+    its last part), file name or path, or ``file:line``; ``source`` names one kind of
+    event (``names_source``: a typed table's); ``grep`` is searched in the rendered message.
     """
 
     min_severity: int | None = None
@@ -62,13 +71,15 @@ class Filter(Frozen):
     until: int | None = None
     writers: frozenset[str] | None = None
     sites: tuple[str, ...] = ()
+    source: int | str | None = None
     grep: re.Pattern[str] | None = None
 
     @classmethod
     def make(cls, *, min_severity: int | str | None = None,
              categories: Iterable[str] | str | None = None, since: int | str | None = None,
              until: int | str | None = None, writers: Iterable[str] | str | None = None,
-             sites: Iterable[str] | str | None = None, grep: str | None = None) -> "Filter":
+             sites: Iterable[str] | str | None = None, source: int | str | None = None,
+             grep: str | None = None) -> "Filter":
         """A Filter from what a user gives: names, comma-separated lists, times as text."""
         def names(v: Iterable[str] | str | None) -> frozenset[str] | None:
             if v is None:
@@ -84,7 +95,7 @@ class Filter(Frozen):
         return cls(
             min_severity=None if min_severity is None else to_severity(min_severity),
             categories=names(categories), since=when(since), until=when(until),
-            writers=names(writers), sites=tuple(sorted(names(sites) or ())),
+            writers=names(writers), sites=tuple(sorted(names(sites) or ())), source=source,
             grep=None if grep is None else re.compile(grep))
 
     @property
@@ -102,6 +113,8 @@ class Filter(Frozen):
                     f"{src.file}:{src.line}", f"{base}:{src.line}"}
             if keys.isdisjoint(self.sites):
                 return False
+        if self.source is not None and not names_source(src, self.source):
+            return False
         return True
 
     def writer_ok(self, w: WriterProp) -> bool:

@@ -298,6 +298,17 @@ class Reader:
         yield from itertools.chain.from_iterable(self._outputs(
             lambda stream: BatchSink(stream, cols, batch_size, arrow=arrow)))
 
+    def outputs(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]:
+        """What ``sink(stream)`` (a ``bread.decoder.Sink``: the typed tables of
+        ``bread.columnar.typedsink``), one per input, gives in file order; sorted, what one
+        sink's Python path makes of the sorted Events."""
+        if not self.sort:
+            yield from self._outputs(sink)
+            return
+        s = sink(self._stream((), "<sorted>"))
+        yield from s.python(iter(self))
+        yield from s.finish()
+
     def _files(self) -> Iterator[tuple[BinaryIO, str]]:
         """Each input, opened and decompressed as needed, with its name."""
         for inp in self._inputs:

@@ -37,6 +37,7 @@ from .errors import DamagedLog, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
 from .inputs import GzipInput, expand, name_text, object_store, open_path, prune
 from .columnar import tables
+from .columnar.typedsink import TypedTable, find_kinds
 from .reader import Reader
 
 if TYPE_CHECKING:
@@ -113,10 +114,9 @@ class BlogReader(DataSourceReader):
                               "categories, since, until, endpoint, region")
         # A typed table of one call site (``events``): the source, and its columns' kinds.
         self.source: int | str | None = None
-        self.positional = 0
-        self.kinds: list[str] = []
+        self.typer: tables.Typer | None = None
         if "source" in options:
-            self.source, self.positional, self.kinds = _typed(options)
+            self.source, self.typer = _typed(options)
         else:
             bad = [c for c in columns if c not in COLUMNS]
             if bad:
@@ -179,7 +179,7 @@ class BlogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         part = cast(FilePart, partition)   # one that partitions() made
-        flt = BreadFilter.make(**self.filter_options)
+        flt = BreadFilter.make(**self.filter_options, source=self.source)
         span = None if part.start is None or part.end is None else (part.start, part.end)
         source = list(part.paths) if len(part.paths) != 1 else part.paths[0]
         reader = Reader(source, sort=self.sorted, filter=flt, span=span,
@@ -198,28 +198,13 @@ class BlogReader(DataSourceReader):
 
 
     def _typed_batches(self, reader: Reader) -> Iterator[Any]:
-        names = self.columns[len(tables.COMMON):]
-        rows: list[list] = []
-        typer: tables.Typer | None = None
-        late = 0
-        for ev in reader:
-            if not tables.matches(ev.source, self.source):   # type: ignore[arg-type]
-                continue
-            if typer is None:     # the columns the driver found
-                typer = tables.Typer(ev.source)
-                typer.positional, typer.kinds = self.positional, list(self.kinds)
-            if not typer.fits(ev):   # written after the driver looked
-                late += 1
-                continue
-            rows.append(tables.common_values(ev) + typer.row(ev))
-            if len(rows) >= self.batch_rows:
-                yield tables.batch(names, self.kinds, rows)
-                rows = []
-        if rows:
-            yield tables.batch(names, self.kinds, rows)
-        if late:
-            print(f"bread: {late} event(s) of source {self.source!r} do not fit the columns "
-                  "found when the query began (written since?): left out", file=sys.stderr)
+        assert self.typer is not None
+        table = TypedTable(reader, self.typer, self.columns[len(tables.COMMON):], self.batch_rows)
+        yield from table
+        if table.late:
+            print(f"bread: {table.late} event(s) of source {self.source!r} do not fit the "
+                  "columns found when the query began (written since?): left out",
+                  file=sys.stderr)
 
 
 def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
@@ -233,7 +218,8 @@ def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
     one file; with several, name the format string.
     """
     paths = [path] if isinstance(path, str) else list(path)
-    typer = tables.infer(Reader(paths, storage_options=storage(options)), source)
+    typer = find_kinds(Reader(paths, filter=BreadFilter.make(source=source),
+                              storage_options=storage(options)), source)
     if typer is None:
         raise ValueError(f"no event of source {source!r} in {', '.join(paths)}")
     names = typer.names
@@ -242,25 +228,27 @@ def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
                     + [f"`{n.replace('`', '``')}` {tables.spark_type(k)}"
                        for n, k in zip(names, typer.kinds)])
     r = spark.read.format("blog").schema(ddl).option("source", json.dumps(source)).option(
-        "sourceColumns", json.dumps({"positional": typer.positional, "kinds": typer.kinds}))
+        "sourceColumns", json.dumps({"positional": typer.positional, "kinds": typer.kinds,
+                                     "fields": list(typer.fields)}))
     for k, v in options.items():
         r = r.option(k, v)
     return r.load(paths)
 
 
-def _typed(options: Mapping[str, str]) -> tuple[int | str, int, list[str]]:
+def _typed(options: Mapping[str, str]) -> tuple[int | str, tables.Typer]:
     try:
         source = json.loads(options["source"])
         cols = json.loads(options.get("sourceColumns", "null"))
-        positional, kinds = cols["positional"], cols["kinds"]
+        positional, kinds, fields = cols["positional"], cols["kinds"], cols["fields"]
     except (ValueError, TypeError, KeyError):
         raise OptionError("option source is set by bread.spark.events(...); "
                           "load typed tables with it") from None
     if not isinstance(source, (int, str)) or type(positional) is not int \
-            or not all(k in tables.KINDS for k in kinds):
+            or not isinstance(kinds, list) or not all(k in tables.KINDS for k in kinds) \
+            or not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
         raise OptionError("option source is set by bread.spark.events(...); "
                           "load typed tables with it")
-    return source, positional, kinds
+    return source, tables.columns_typer(positional, kinds, tuple(fields))
 
 
 def _paths(options: Mapping[str, str]) -> list[str]:

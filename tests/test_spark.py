@@ -7,6 +7,7 @@ only where pyspark or Java is missing, saying which; ``make test`` installs the
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import io
 import json
@@ -378,3 +379,26 @@ def test_an_s3_prefix_loads_as_the_local_directory_a_large_object_by_ranges(spar
                                       *cols)
     assert remote.option("splitBytes", "3000").load(
         f"{url}/c.blog.gz").rdd.getNumPartitions() == 1
+
+
+def test_a_typed_table_over_several_files_is_bread_read_s_events_of_that_site(spark, logs):
+    # Proves (issue 29): every column of a site's typed table, time (to the microsecond),
+    # severity, writer and writer id included, is what bread.read gives for that site's
+    # events, with several files and several sites; the kinds are the reference's.
+    from bread.filters import names_source
+    paths = [str(logs / "a.blog"), str(logs / "b.blog"), str(logs / "c.blog.gz")]
+    for which in ("request {} took {} ms", "failed {}", "slow query {q}"):
+        typer = bread.columnar.tables.infer(bread.read(paths), which)
+        ref = bread.columnar.tables.batch(
+            typer.names, typer.kinds,
+            [bread.columnar.tables.common_values(e) + typer.row(e) for e in bread.read(paths)
+             if names_source(e.source, which)]).to_pylist()
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        want = sorted(tuple((r["time"] - epoch) // datetime.timedelta(microseconds=1)
+                            if k == "time" else v for k, v in r.items()) for r in ref)
+        df = bread.spark.events(spark, paths, source=which)
+        assert [t for _, t in df.dtypes[len(bread.columnar.tables.COMMON):]] == \
+            [bread.columnar.tables.spark_type(k).lower() for k in typer.kinds]
+        got = df.selectExpr("unix_micros(time)", *[f"`{c}`" for c in df.columns[1:]]).collect()
+        assert sorted(tuple(r) for r in got) == want
+        assert len(want) > 10

@@ -33,6 +33,7 @@ OPTIONAL = (
     "blogstore.crashlayout", "blogstore.bufferread", "blogstore.recoverytarget",
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
     "bread.columnar.batches", "bread.columnar.parquet", "bread.columnar.tables",
+    "bread.columnar.typedsink",
     "bread.export", "bread.compact", "bread.spark", "bread.stats", "bread.recover",
     "bread.follow", "bread.tail", "bread._binlog", "bread.cxx.entries", "bread.cxx.text",
     "bread.cxx.events", "bread.cxx.values", "bread.cxx.render",

@@ -121,6 +121,7 @@ class BatchSink:
         self.arrow = arrow
         self._rows: list[Event] = []            # Python path: the batch's events
         self._c: Any = None                     # the C renderer
+        self._walk: Any = None                  # its call that fills the buffers
         self._c_pending = False                 # its buffers hold rows
         self._tables: dict[str, tuple[dict[int, Any], Any]] = {}   # see _table
 
@@ -151,6 +152,7 @@ class BatchSink:
         c.want_message = "message" in self.columns
         c.want_json = "args" in self.columns or "fields" in self.columns
         self._c = c
+        self._walk = c.columns    # a frame's rows (None: its rest) into the C buffers
         return c
 
     def step(self, c: Any) -> Callable[[Frame | None], list]:
@@ -160,10 +162,9 @@ class BatchSink:
         """Rows of a frame (None: of its rest) into the C buffers; the batches to give
         first: the Python path's rows before a frame, a whole batch before the rest."""
         ready = list(self._flush()) if fr is None or self._rows else []
-        c = self._c
-        if c.columns(fr):
+        if self._walk(fr):
             self._c_pending = True
-        if c.state == PYTHON:
+        if self._c.state == PYTHON:
             ready += self._flush()
         return ready
 

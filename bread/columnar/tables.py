@@ -26,6 +26,7 @@ from blogformat.entries import EventSource
 from ..errors import OptionError
 from ..events import Event
 from ..export import json_text
+from ..filters import names_source
 from .batches import severity_name
 
 #: Columns every typed table starts with (then the arguments).
@@ -40,14 +41,6 @@ KINDS = ("null", "bool", "int64", "float64", "string", "timestamp", "date", "jso
 def site(src: EventSource) -> tuple:
     """What identifies a call site across files and processes (ids differ between them)."""
     return (src.category, src.function, src.file, src.line, src.format)
-
-
-def matches(src: EventSource, which: int | str) -> bool:
-    """``which`` names this source: its id, its format string or its function (its
-    qualified name, or the name after the last dot)."""
-    if isinstance(which, int):
-        return src.id == which
-    return which in (src.format, src.function, src.function.rpartition(".")[2])
 
 
 def argument_names(src: EventSource, positional: int) -> list[str]:
@@ -99,12 +92,15 @@ def widest(a: str, b: str) -> str:
 
 
 class Typer:
-    """The kinds of a site's columns, widened value by value."""
+    """The kinds of a site's columns, widened value by value: ``positional`` values, then
+    one per field of ``fields`` (the source's field names)."""
 
-    def __init__(self, src: EventSource) -> None:
+    def __init__(self, src: EventSource, positional: int = 0, kinds: list[str] | None = None,
+                 fields: tuple[str, ...] | None = None) -> None:
         self.source = src
-        self.positional = 0
-        self.kinds: list[str] = []
+        self.fields = src.field_names if fields is None else fields
+        self.positional = positional
+        self.kinds: list[str] = list(kinds or [])
 
     def add(self, ev: Event) -> None:
         if len(ev.args) > self.positional:
@@ -112,11 +108,28 @@ class Typer:
             extra = len(ev.args) - self.positional
             self.kinds[self.positional:self.positional] = ["null"] * extra
             self.positional = len(ev.args)
-        n = self.positional + len(self.source.field_names)
-        if len(self.kinds) < n:
-            self.kinds += ["null"] * (n - len(self.kinds))
+        self._fields_in()
         for i, v in enumerate(self.row(ev)):
             self.kinds[i] = widest(self.kinds[i], _kind(v))
+
+    def _fields_in(self) -> None:
+        n = self.positional + len(self.fields)
+        if len(self.kinds) < n:
+            self.kinds += ["null"] * (n - len(self.kinds))
+
+    def add_kinds(self, positional: int, pos_bits: list[int], field_bits: list[int]) -> None:
+        """Widen by kinds found elsewhere (``bread/_tables.c``): ``positional`` values at
+        most, and the kinds seen per positional value and per field, a bit per kind."""
+        if positional > self.positional:
+            extra = positional - self.positional
+            self.kinds[self.positional:self.positional] = ["null"] * extra
+            self.positional = positional
+        self._fields_in()
+        for i, bits in enumerate(pos_bits + [0] * (self.positional - len(pos_bits))
+                                 + field_bits):
+            for k, kind in enumerate(KINDS):
+                if bits >> k & 1:
+                    self.kinds[i] = widest(self.kinds[i], kind)
 
     def fits(self, ev: Event) -> bool:
         """The event's values fit the columns as they are (a file that grew after the types
@@ -133,7 +146,12 @@ class Typer:
         """An event's argument values in the columns' order (None where it has none)."""
         args = list(ev.args)[:self.positional]
         return args + [None] * (self.positional - len(args)) + \
-            [ev.fields.get(f) for f in self.source.field_names]
+            [ev.fields.get(f) for f in self.fields]
+
+
+def columns_typer(positional: int, kinds: list[str], fields: tuple[str, ...]) -> Typer:
+    """A Typer of columns found before (elsewhere: Spark's driver), with no call site."""
+    return Typer(EventSource(0, 0, "", "", "", 0, "", "", fields), positional, kinds)
 
 
 def arrow_type(kind: str) -> Any:
@@ -201,20 +219,26 @@ def infer(events: Iterable[Event], which: int | str) -> Typer | None:
     matching sources must be one call site (its format and fields)."""
     typer: Typer | None = None
     for ev in events:
-        if not matches(ev.source, which):
+        if not names_source(ev.source, which):
             continue
-        if typer is None:
-            typer = Typer(ev.source)
-        elif (ev.source.format, ev.source.field_names) != \
-                (typer.source.format, typer.source.field_names):
-            raise OptionError(f"{which!r} names more than one kind of event: "
-                              f"{typer.source.format!r} and {ev.source.format!r}; "
-                              "name the format string or the source id")
+        typer = typer_of(typer, ev.source, which)
         typer.add(ev)
+    return typer
+
+
+def typer_of(typer: Typer | None, src: EventSource, which: int | str) -> Typer:
+    """The Typer of the events ``which`` names, with one more of their sources: a new one
+    if None; an error if the source is another kind of event (format, fields)."""
+    if typer is None:
+        return Typer(src)
+    if (src.format, src.field_names) != (typer.source.format, typer.source.field_names):
+        raise OptionError(f"{which!r} names more than one kind of event: "
+                          f"{typer.source.format!r} and {src.format!r}; "
+                          "name the format string or the source id")
     return typer
 
 
 def rows_of(events: Iterable[Event], which: int | str, typer: Typer) -> Iterator[list]:
     for ev in events:
-        if matches(ev.source, which):
+        if names_source(ev.source, which):
             yield common_values(ev) + typer.row(ev)

@@ -7,8 +7,9 @@
  *   _lines.c     bread/lines.py, bread/render.py  an event as a text line
  *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
  *   _batches.c   bread/batches.py  an event as a row of columns; gather()
- *   _decode.c    blogformat/entries.py (decode_events)  the walk over one events frame,
- *                                  each event handed to the output's EventFn
+ *   _decode.c    blogformat/entries.py (decode_events), blogformat/columnframes.py (decode)
+ *                                  the walk over one events frame or columnar frame, each
+ *                                  event handed to the output's EventFn
  *   _message.h   blogformat/placeholders.py  a message and its values as text
  *   _speedups.c  bread/accel.py    the module
  * Each file calls only the files below it in this list (the Renderer calls the outputs,
@@ -72,6 +73,9 @@ typedef struct {
     int nat;
 } DateCache;
 
+/* A columnar frame being walked (_decode.c). */
+typedef struct ColFrame ColFrame;
+
 typedef struct Renderer {
     PyObject_HEAD
     PyObject *keep;              /* dict: per source, writer and sync, what the tables point
@@ -121,6 +125,7 @@ typedef struct Renderer {
                                     offsets; args JSON, offsets; fields JSON, offsets */
     int want_json;               /* columns(): the args and fields columns too */
     int want_message;
+    ColFrame *cf;                /* the columnar frame being walked, or NULL */
 } Renderer;
 
 /* What an output makes of one event the walk decoded and the filter keeps: its time is
@@ -185,6 +190,10 @@ event_ns(Renderer *self, long long clock, long long *out)
  * kept (time, end of its line in the text). */
 PyObject *bread_walk(Renderer *self, PyObject *frame, EventFn each);
 void bread_frame_release(Renderer *self);
+/* The same over a columnar frame (docs/format.md 5.5): the rows it added; state 2 after
+ * its first call: Python reads all of it. columns_release() lets go of what it decoded. */
+PyObject *bread_columns_walk(Renderer *self, PyObject *frame, EventFn each);
+void bread_columns_release(Renderer *self);
 PyObject *bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evlen,
                          long long wid, long long clock);
 int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);

@@ -90,7 +90,8 @@ def table(data: bytes, batch_size: int = 65536, pure: bool = False) -> tuple[pa.
         accel.speedups = None
     try:
         r = bread.read(io.BytesIO(data))
-        t = pa.Table.from_batches(list(r.batches(batch_size=batch_size)))
+        batches = list(r.batches(batch_size=batch_size))
+        t = pa.Table.from_batches(batches) if batches else pa.table({"time": []})
     finally:
         accel.speedups = saved
     return t, [(d.offset, d.reason) for d in r.damage]

@@ -7,6 +7,7 @@
  */
 #include "_extension.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "_message.h"
@@ -192,6 +193,7 @@ struct ColFrame {
     ColGroup *groups;
     Py_ssize_t ngroups;
     Buf ev;                              /* an event's bytes, for the fallback */
+    Buf texts;                           /* the text of the V_INT_TEXT, V_F64_TEXT values */
 };
 
 void
@@ -204,6 +206,7 @@ bread_columns_release(Renderer *self)
     PyMem_Free(cf->sid);   /* one block for every per-event array */
     PyMem_Free(cf->text);
     PyMem_Free(cf->ev.p);
+    PyMem_Free(cf->texts.p);
     PyMem_Free(cf);
     self->cf = NULL;
 }
@@ -285,9 +288,28 @@ read_ints(Rd *r, Py_ssize_t count, unsigned ok, long long *out)
     return sums(out, count) < 0 || (coding == CC_CLOCKS && sums(out, count) < 0) ? -1 : 0;
 }
 
+/* The text of each int and finite float of a column, rendered once for the message and
+ * the JSON columns (NULL: neither is made): appended to `text`, the value made V_INT_TEXT
+ * or V_F64_TEXT, `s` its offset there until columns_decode makes it a pointer. */
+static int
+render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
+{
+    if (text == NULL) return 0;   /* checked only: no value is rendered */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Val *v = &vals[i * width];
+        if (v->kind == V_F64 && !isfinite(v->d)) continue;
+        Py_ssize_t at = text->len;
+        if (bread_put_value(text, v) < 0) return -1;
+        v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
+        v->n = text->len - at;
+        v->kind = v->kind == V_INT ? V_INT_TEXT : V_F64_TEXT;
+    }
+    return 0;
+}
+
 /* A value column: `count` values, the `width` apart in vals (a group's rows). */
 static int
-read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp)
+read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text)
 {
     Rd at = *r;
     long long n = read_array(r), coding, scale = 0;
@@ -302,7 +324,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_INT;
             vals[i * width].i = tmp[i];
         }
-        return 0;
+        return render_column(vals, count, width, text);
     case CC_DECIMALS:
         if (n != 3 || read_int(r, &scale) < 0 || scale < 0 || scale > COL_MAX_SCALE
             || read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0)
@@ -312,7 +334,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_F64;
             vals[i * width].d = (double)tmp[i] / POW10[scale];
         }
-        return 0;
+        return render_column(vals, count, width, text);
     case CC_DOUBLES:
         if (n != 2 || read_bin(r, &p, &len) < 0 || len != 8 * count) return -1;
         for (Py_ssize_t i = 0; i < count; i++) {
@@ -321,7 +343,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_F64;
             vals[i * width].d = x.d;
         }
-        return 0;
+        return render_column(vals, count, width, text);
     case CC_STRINGS: {
         long long nw = read_array(r);
         if (n != 3 || nw < 0 || nw > r->end - r->p) return -1;
@@ -459,6 +481,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     long long ng = read_array(&groups);
     if (ng <= 0 || ng > n) return -1;
     IdMap m = {0};
+    Val *scratch = NULL;
     int rc = -1;
     long long *tmp = PyMem_Malloc((size_t)n * sizeof(long long));
     cf->groups = PyMem_Calloc((size_t)ng, sizeof(ColGroup));
@@ -485,7 +508,13 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     }
     for (Py_ssize_t g = 0; g < ng; g++)
         if (cf->groups[g].count == 0) goto done;   /* a group without an event */
-    /* the columns, now that each group's count is known */
+    /* the columns, now that each group's count is known: checked, and kept where the
+     * output renders values (the message, the JSON, an event the fallback makes) */
+    int keep = self->want_message || self->want_json;
+    for (Py_ssize_t i = 0; i < n && !keep; i++)
+        keep = cf->sid[i] >= MAX_IDS || self->sources[cf->sid[i]] == NULL
+               || cf->wid[i] >= MAX_IDS || self->writers[cf->wid[i]].name == NULL;
+    if (!keep && (scratch = PyMem_Malloc((size_t)n * sizeof(Val))) == NULL) goto done;
     Rd walk = {s, s + size};
     read_array(&walk);
     read_value(&walk, &(Val){0}, 0);
@@ -499,10 +528,18 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         read_array(&walk);
         Py_ssize_t nv = gr->width * gr->count;
         if (nv > walk.end - walk.p) goto done;   /* a byte a value at least: bytes back them */
-        gr->vals = PyMem_Malloc((size_t)(nv ? nv : 1) * sizeof(Val));
-        if (gr->vals == NULL) goto done;
+        if (keep && (gr->vals = PyMem_Malloc((size_t)(nv ? nv : 1) * sizeof(Val))) == NULL)
+            goto done;
         for (Py_ssize_t k = 0; k < gr->width; k++)
-            if (read_column(&walk, gr->count, gr->vals + k, gr->width, tmp) < 0) goto done;
+            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts)
+                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL)) < 0)
+                goto done;
+    }
+    for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
+        ColGroup *gr = &cf->groups[g];
+        for (Py_ssize_t k = 0; k < gr->width * gr->count; k++)
+            if (gr->vals[k].kind == V_INT_TEXT || gr->vals[k].kind == V_F64_TEXT)
+                gr->vals[k].s = (const unsigned char *)cf->texts.p + (uintptr_t)gr->vals[k].s;
     }
     /* the walk's order: by writer (first seen first), each in frame order */
     idmap_free(&m);
@@ -525,6 +562,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
 done:
     idmap_free(&m);
     PyMem_Free(tmp);
+    PyMem_Free(scratch);
     return rc;
 }
 
@@ -536,12 +574,12 @@ put_val_bytes(Buf *b, const Val *v)
     case V_NIL: return buf_put(b, "\xc0", 1);
     case V_FALSE: return buf_put(b, "\xc2", 1);
     case V_TRUE: return buf_put(b, "\xc3", 1);
-    case V_INT: return put_int(b, v->i);
+    case V_INT: case V_INT_TEXT: return put_int(b, v->i);
     case V_UINT:
         if (buf_reserve(b, 9) < 0) return -1;
         put_be(b, 0xcf, v->u, 8);
         return 0;
-    case V_F64: {
+    case V_F64: case V_F64_TEXT: {
         union { double d; uint64_t u; } x = {v->d};
         if (buf_reserve(b, 9) < 0) return -1;
         put_be(b, 0xcb, x.u, 8);
@@ -617,8 +655,8 @@ bread_columns_walk(Renderer *self, PyObject *frame, EventFn each)
         cf->cur = i;
         if (!left_out(self, wid, sid, clock)) {
             int simple = g->width <= MAX_ARGS && (cf->text == NULL || cf->text[i] == NULL);
-            int done = each(self, wid, sid, clock, g->vals + cf->row[i] * g->width, g->width,
-                            simple, NULL, 0);
+            const Val *args = g->vals != NULL ? g->vals + cf->row[i] * g->width : NULL;
+            int done = each(self, wid, sid, clock, args, g->width, simple, NULL, 0);
             if (done <= 0) {   /* (every time is within 64 bits: checked first) */
                 if (done == 0)
                     PyErr_SetString(PyExc_RuntimeError, "a columnar frame's event was refused");

@@ -28,6 +28,10 @@
 #include "buf.h"
 #include "mpread.h"
 
+/* Values of a columnar frame rendered once (_decode.c): an int (in `i`) or a finite float
+ * (in `d`) whose text, as the message and the JSON write it, is s[0..n). */
+enum { V_INT_TEXT = V_EXT + 1, V_F64_TEXT };
+
 /* ---- the Renderer's tables (_native.c) -------------------------------------- */
 
 /* Event format items (bytes literal, or a code rendered per event). IT_EXC renders nothing:

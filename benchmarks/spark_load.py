@@ -6,7 +6,8 @@ The same events three ways, each loaded with 1 and 2 cores (``local[1]``,
 sink), best of ``--repeats`` after a warm-up: the blog file through
 ``bread.spark``, a Parquet copy and a JSON-lines copy (both written by Spark
 from the blog load, so they hold the same rows and columns); then four of
-the 19 columns from the blog file (a schema naming them) and from Parquet.
+the 19 columns from the blog file (a schema naming them) and from Parquet; and the blog
+file compacted into columnar frames (``bread compact --columnar``), all columns and four.
 
     python benchmarks/spark_load.py --events 5000000       # the issue's size
     python benchmarks/spark_load.py --file /tmp/rb/orders1m.blog
@@ -36,6 +37,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
 import bread.spark
 cores, blog_path, work, repeats = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+columnar_path = sys.argv[5]
 spark = (SparkSession.builder.master(f"local[{{cores}}]").config("spark.ui.enabled", "false")
          .config("spark.sql.session.timeZone", "UTC").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
@@ -55,6 +57,11 @@ loads = {{
         .option("splitBytes", str(16 << 20)).load(blog_path),
     "parquet-4cols": lambda: spark.read.parquet(pq).select("time", "severity", "category",
                                                           "message"),
+    # the same events compacted into columnar frames (bread compact --columnar)
+    "columnar": lambda: spark.read.format("blog").option("splitBytes", str(16 << 20))
+        .load(columnar_path),
+    "columnar-4cols": lambda: spark.read.format("blog").schema(FOUR)
+        .option("splitBytes", str(16 << 20)).load(columnar_path),
 }}
 for name, load in loads.items():
     best = None
@@ -80,12 +87,18 @@ def main() -> int:
         if not a.file:
             write_log(path, a.events)
         import bread
+        from bread.compact.compactor import Compactor
         n = sum(b.num_rows for b in bread.read_batches(path, ["clock"], arrow=True))
+        columnar = os.path.join(work, "columnar.blog")   # the same events, columnar frames
+        c = Compactor(work)
+        c.add_file(path)
+        with open(columnar, "wb") as out:
+            c.write(out, [], True)
         code = CHILD.format(root=os.path.abspath(ROOT))
         results: dict[tuple[str, int], float] = {}
         for cores in (1, 2):
             r = subprocess.run([sys.executable, "-c", code, str(cores), path, work,
-                                str(a.repeats)], capture_output=True, text=True)
+                                str(a.repeats), columnar], capture_output=True, text=True)
             if r.returncode != 0:
                 raise SystemExit(f"spark child failed: {r.stderr[-2000:]}")
             for line in r.stdout.splitlines():
@@ -104,6 +117,9 @@ def main() -> int:
                   f"{results[('parquet-4cols', cores)] / results[('blog-4cols', cores)]:.2f}x")
             print(f"{cores} core(s): blog / json {results[('json', cores)] / b:.2f}x, "
                   f"blog / parquet {results[('parquet', cores)] / b:.2f}x (rows/s ratio)")
+            four = results[('blog-4cols', cores)] / results[('columnar-4cols', cores)]
+            print(f"{cores} core(s): columnar / row frames {b / results[('columnar', cores)]:.2f}x"
+                  f", four columns {four:.2f}x (rows/s ratio; issue 30's target: 1.5x)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

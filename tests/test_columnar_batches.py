@@ -205,3 +205,32 @@ def test_a_columnar_frame_with_a_wrong_count_is_damage(small_columnar, count):
     head[2] = count
     t, damage = table(_crafted(small_columnar, msgpack.packb(head, use_bin_type=True)))
     assert t.num_rows == 0 and len(damage) == 1 and "undecodable frame" in damage[0][1]
+
+
+@pytest.mark.parametrize("options", [{"min_severity": "warning"}, {"categories": "c0"},
+                                     "window", {"until": 1}])
+def test_filters_keep_the_same_rows_of_columnar_and_row_frames(tmp_path, options):
+    # Proves: read_batches' filters (severity, category, time window) keep the same events
+    # of a columnar file as of the same events in row frames, and as the Python path does.
+    src = str(tmp_path / "src.blog")
+    write(src, [("a {}", ["int"], None), ("b {}", ["symbol"], "price")],
+          [(i % 3, i % 2, [i] if i % 2 == 0 else [SYMBOLS[i % 4]], None if i % 2 == 0 else 1.5)
+           for i in range(90)])
+    if options == "window":   # the middle third of the events' times
+        ns = sorted(e.ns for e in bread.read(src))
+        options = {"since": ns[30], "until": ns[60]}
+    got = {}
+    for name, data in (("rows", compacted(src, False)), ("cols", compacted(src, True))):
+        for pure in (False, True):
+            saved = accel.speedups
+            if pure:
+                accel.speedups = None
+            try:
+                batches = list(bread.read_batches(io.BytesIO(data), **options))
+            finally:
+                accel.speedups = saved
+            t = pa.Table.from_batches(batches) if batches else None
+            got[name, pure] = [] if t is None else by_writer(
+                t.drop_columns(["path"]).set_column(0, "time", t["clock"])).to_pylist()
+    assert got["cols", False] == got["cols", True] == got["rows", False] == got["rows", True]
+    assert 0 < len(got["rows", False]) < 90 or options == {"until": 1}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -54,8 +53,7 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="columnar-read-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="columnar-read-") as tmp:
         src = os.path.join(tmp, "orders.blog")
         write_log(src, a.events)
         files = {"rows": os.path.join(tmp, "rows.blog"), "columnar": os.path.join(tmp, "cols.blog")}
@@ -82,8 +80,6 @@ def main() -> int:
             pairs = [c / r for c, r in zip(cols, rows)]
             print(f"{label}: columnar / rows {statistics.median(pairs):.2f}x (median of the "
                   f"repeats' ratios; of the bests {max(cols) / max(rows):.2f}x)")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

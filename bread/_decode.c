@@ -82,6 +82,25 @@ bread_frame_release(Renderer *self)
     }
 }
 
+/* A frame begun: the one before let go of, its payload held (payload, view), its offset
+ * kept; -1 error. */
+static int
+begin_frame(Renderer *self, PyObject *frame)
+{
+    bread_frame_release(self);
+    PyObject *arg = PyObject_GetAttr(frame, str_payload);
+    if (arg == NULL) return -1;
+    PyObject *offset = PyObject_GetAttr(frame, str_offset);
+    if (offset == NULL) { Py_DECREF(arg); return -1; }
+    Py_XSETREF(self->frame_offset, offset);
+    if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(arg);
+        return -1;
+    }
+    self->payload = arg;
+    return 0;
+}
+
 /* The walk: walk(frame) begins an events frame and hands its first events to `each`;
  * walk(None) goes on with the next ones. A call stops after about max_out bytes of text
  * or max_rows rows, so that a frame whose events make much never needs more. After each
@@ -94,17 +113,7 @@ bread_walk(Renderer *self, PyObject *frame, EventFn each)
     Buf *o = &self->out;
     o->len = 0;
     if (frame != Py_None) {
-        bread_frame_release(self);
-        PyObject *arg = PyObject_GetAttr(frame, str_payload);
-        if (arg == NULL) return NULL;
-        PyObject *offset = PyObject_GetAttr(frame, str_offset);
-        if (offset == NULL) { Py_DECREF(arg); return NULL; }
-        Py_XSETREF(self->frame_offset, offset);
-        if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) {
-            Py_DECREF(arg);
-            return NULL;
-        }
-        self->payload = arg;
+        if (begin_frame(self, frame) < 0) return NULL;
         self->rd.p = (const unsigned char *)self->view.buf;
         self->rd.end = self->rd.p + self->view.len;
         self->rendered = 0;
@@ -624,17 +633,7 @@ bread_columns_walk(Renderer *self, PyObject *frame, EventFn each)
 {
     Py_ssize_t before = self->rows;
     if (frame != Py_None) {
-        bread_frame_release(self);
-        PyObject *arg = PyObject_GetAttr(frame, str_payload);
-        if (arg == NULL) return NULL;
-        PyObject *offset = PyObject_GetAttr(frame, str_offset);
-        if (offset == NULL) { Py_DECREF(arg); return NULL; }
-        Py_XSETREF(self->frame_offset, offset);
-        if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) {
-            Py_DECREF(arg);
-            return NULL;
-        }
-        self->payload = arg;
+        if (begin_frame(self, frame) < 0) return NULL;
         self->rendered = 0;
         if (columns_decode(self, self->view.buf, self->view.len) < 0) {
             if (PyErr_Occurred()) PyErr_Clear();   /* (a failed allocation, too) */

@@ -202,7 +202,7 @@ struct ColFrame {
     ColGroup *groups;
     Py_ssize_t ngroups;
     Buf ev;                              /* an event's bytes, for the fallback */
-    Buf texts;                           /* the text of the V_INT_TEXT, V_F64_TEXT values */
+    Buf texts;                           /* the text of the V_F64_TEXT values */
 };
 
 void
@@ -297,21 +297,38 @@ read_ints(Rd *r, Py_ssize_t count, unsigned ok, long long *out)
     return sums(out, count) < 0 || (coding == CC_CLOCKS && sums(out, count) < 0) ? -1 : 0;
 }
 
-/* The text of each int and finite float of a column, rendered once for the message and
- * the JSON columns (NULL: neither is made): appended to `text`, the value made V_INT_TEXT
- * or V_F64_TEXT, `s` its offset there until columns_decode makes it a pointer. */
+/* repr of a decimal's float, d = n / 10**scale, written from its digits where that is
+ * what repr writes (bread_put_decimal: at most 15 significant digits, d in [1e-4, 2**53)
+ * once the trailing zeros are gone); 1 written, 0 not such a decimal, -1 error. */
 static int
-render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
+decimal_text(Buf *o, long long n, int scale, double d)
+{
+    unsigned long long u = n < 0 ? (unsigned long long)-n : (unsigned long long)n;
+    if (u == 0) return buf_put(o, "0.0", 3) < 0 ? -1 : 1;   /* (+0.0: -0.0 is a double) */
+    while (scale > 0 && u % 10 == 0) { u /= 10; scale--; }
+    double a = d < 0 ? -d : d;
+    if (u >= 1000000000000000ULL || !(a >= 1e-4)) return 0;
+    return bread_put_decimal(o, u, scale, n < 0);
+}
+
+/* The text of each finite float of a column (each a V_F64), rendered once for the message
+ * and the JSON columns (NULL: neither is made): appended to `text`, the value made
+ * V_F64_TEXT, `s` its offset there until columns_decode makes it a pointer; `n`, `scale`:
+ * a decimal column's ints and scale (NULL: doubles). */
+static int
+render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const long long *n,
+              int scale)
 {
     if (text == NULL) return 0;   /* checked only: no value is rendered */
     for (Py_ssize_t i = 0; i < count; i++) {
         Val *v = &vals[i * width];
-        if (v->kind == V_F64 && !isfinite(v->d)) continue;
+        if (!isfinite(v->d)) continue;
         Py_ssize_t at = text->len;
-        if (bread_put_value(text, v) < 0) return -1;
+        if (n == NULL || decimal_text(text, n[i], scale, v->d) == 0)
+            if (bread_put_value(text, v) < 0) return -1;
         v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
         v->n = text->len - at;
-        v->kind = v->kind == V_INT ? V_INT_TEXT : V_F64_TEXT;
+        v->kind = V_F64_TEXT;
     }
     return 0;
 }
@@ -333,7 +350,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_INT;
             vals[i * width].i = tmp[i];
         }
-        return render_column(vals, count, width, text);
+        return 0;
     case CC_DECIMALS:
         if (n != 3 || read_int(r, &scale) < 0 || scale < 0 || scale > COL_MAX_SCALE
             || read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0)
@@ -343,7 +360,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_F64;
             vals[i * width].d = (double)tmp[i] / POW10[scale];
         }
-        return render_column(vals, count, width, text);
+        return render_column(vals, count, width, text, tmp, (int)scale);
     case CC_DOUBLES:
         if (n != 2 || read_bin(r, &p, &len) < 0 || len != 8 * count) return -1;
         for (Py_ssize_t i = 0; i < count; i++) {
@@ -352,7 +369,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_F64;
             vals[i * width].d = x.d;
         }
-        return render_column(vals, count, width, text);
+        return render_column(vals, count, width, text, NULL, 0);
     case CC_STRINGS: {
         long long nw = read_array(r);
         if (n != 3 || nw < 0 || nw > r->end - r->p) return -1;
@@ -547,7 +564,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
         ColGroup *gr = &cf->groups[g];
         for (Py_ssize_t k = 0; k < gr->width * gr->count; k++)
-            if (gr->vals[k].kind == V_INT_TEXT || gr->vals[k].kind == V_F64_TEXT)
+            if (gr->vals[k].kind == V_F64_TEXT)
                 gr->vals[k].s = (const unsigned char *)cf->texts.p + (uintptr_t)gr->vals[k].s;
     }
     /* the walk's order: by writer (first seen first), each in frame order */
@@ -583,7 +600,7 @@ put_val_bytes(Buf *b, const Val *v)
     case V_NIL: return buf_put(b, "\xc0", 1);
     case V_FALSE: return buf_put(b, "\xc2", 1);
     case V_TRUE: return buf_put(b, "\xc3", 1);
-    case V_INT: case V_INT_TEXT: return put_int(b, v->i);
+    case V_INT: return put_int(b, v->i);
     case V_UINT:
         if (buf_reserve(b, 9) < 0) return -1;
         put_be(b, 0xcf, v->u, 8);

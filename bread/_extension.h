@@ -28,9 +28,9 @@
 #include "buf.h"
 #include "mpread.h"
 
-/* Values of a columnar frame rendered once (_decode.c): an int (in `i`) or a finite float
- * (in `d`) whose text, as the message and the JSON write it, is s[0..n). */
-enum { V_INT_TEXT = V_EXT + 1, V_F64_TEXT };
+/* A float of a columnar frame rendered once (_decode.c): finite, in `d`; its text, as the
+ * message and the JSON write it, s[0..n). */
+enum { V_F64_TEXT = V_EXT + 1 };
 
 /* ---- the Renderer's tables (_native.c) -------------------------------------- */
 

@@ -234,3 +234,18 @@ def test_filters_keep_the_same_rows_of_columnar_and_row_frames(tmp_path, options
                 t.drop_columns(["path"]).set_column(0, "time", t["clock"])).to_pylist()
     assert got["cols", False] == got["cols", True] == got["rows", False] == got["rows", True]
     assert 0 < len(got["rows", False]) < 90 or options == {"until": 1}
+
+
+@pytest.mark.parametrize("value", [0.0, 100.0, -0.5, 0.0001, 0.00012, 0.00001, 1e-4 * 3,
+                                   123456789012.345, 1234567890123.456, 9007199254740991.0,
+                                   4503599627370497.5, 1e15 + 0.25, 101.25, 0.1 + 0.2, 1e300])
+def test_a_float_column_s_text_is_repr(tmp_path, value):
+    # Proves: the message and args of a float column (decimals written from their digits,
+    # doubles) are repr of each float, as for row frames: at the edges of fixed notation,
+    # of 15 significant digits and of 2**53.
+    src = str(tmp_path / "src.blog")
+    write(src, [("v {}", ["float"], None)], [(0, 0, [v], None) for v in (value, value * 2, 1.5)])
+    t, damage = table(compacted(src, True))
+    assert damage == [] and t["message"].to_pylist() == [f"v {v!r}" for v in (value, value * 2,
+                                                                              1.5)]
+    assert t["args"].to_pylist() == [f"[{v!r}]" for v in (value, value * 2, 1.5)]

@@ -6,7 +6,8 @@ The same events three ways, each loaded with 1 and 2 cores (``local[1]``,
 sink), best of ``--repeats`` after a warm-up: the blog file through
 ``bread.spark``, a Parquet copy and a JSON-lines copy (both written by Spark
 from the blog load, so they hold the same rows and columns); then four of
-the 19 columns from the blog file (a schema naming them) and from Parquet.
+the 19 columns from the blog file (a schema naming them) and from Parquet; and the blog
+file compacted into columnar frames (``bread compact --columnar``), all columns and four.
 With ``--s3``, the same blog file is also loaded from a local S3-compatible
 server (moto, on 127.0.0.1, in this process: ``s3://bench/orders.blog``),
 its rows beside the local file's. The loads are timed by turns (each repeat
@@ -53,7 +54,8 @@ from pyspark.sql import SparkSession
 import bread.spark
 cores, blog_path, work, repeats = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 routes_path = sys.argv[5]
-endpoint = sys.argv[6] if len(sys.argv) > 6 else None   # the S3 server of --s3
+columnar_path = sys.argv[6]
+endpoint = sys.argv[7] if len(sys.argv) > 7 else None   # the S3 server of --s3
 spark = (SparkSession.builder.master(f"local[{{cores}}]").config("spark.ui.enabled", "false")
          .config("spark.sql.session.timeZone", "UTC").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
@@ -113,6 +115,11 @@ loads = {{
         .option("splitBytes", str(16 << 20)).load(blog_path),
     "parquet-4cols": lambda: spark.read.parquet(pq).select("time", "severity", "category",
                                                           "message"),
+    # the same events compacted into columnar frames (bread compact --columnar)
+    "columnar": lambda: spark.read.format("blog").option("splitBytes", str(16 << 20))
+        .load(columnar_path),
+    "columnar-4cols": lambda: spark.read.format("blog").schema(FOUR)
+        .option("splitBytes", str(16 << 20)).load(columnar_path),
 }}
 if endpoint:     # the same file from the S3 server, each beside its local row
     s3 = lambda: spark.read.format("blog").option("endpoint", endpoint).option(
@@ -201,6 +208,13 @@ def main() -> int:
         import bread
         n = sum(b.num_rows for b in bread.read_batches(path, ["clock"], arrow=True)) \
             if path != "-" else 0
+        columnar = os.path.join(work, "columnar.blog")   # the same events, columnar frames
+        if n:
+            from bread.compact.compactor import Compactor
+            c = Compactor(work)
+            c.add_file(path)
+            with open(columnar, "wb") as out:
+                c.write(out, [], True)
         extra: list[str] = []
         if a.s3 and n:
             server, endpoint = s3_server(path)
@@ -212,7 +226,7 @@ def main() -> int:
                 code = CHILD.format(root=os.path.abspath(root))
                 env = dict(os.environ, PYTHONPATH=os.path.abspath(root))   # Spark's workers too
                 r = subprocess.run([sys.executable, "-c", code, str(cores), path, work,
-                                    str(a.repeats), routes, *extra], capture_output=True, text=True,
+                                    str(a.repeats), routes, columnar, *extra], capture_output=True, text=True,
                                    env=env, cwd=work)   # not this checkout on the path
                 if r.returncode != 0:
                     raise SystemExit(f"spark child failed: {r.stderr[-2000:]}")
@@ -248,6 +262,9 @@ def main() -> int:
                   f"{results[('parquet-4cols', cores)] / results[('blog-4cols', cores)]:.2f}x")
             print(f"{cores} core(s): blog / json {results[('json', cores)] / b:.2f}x, "
                   f"blog / parquet {results[('parquet', cores)] / b:.2f}x (rows/s ratio)")
+            four = results[('blog-4cols', cores)] / results[('columnar-4cols', cores)]
+            print(f"{cores} core(s): columnar / row frames {b / results[('columnar', cores)]:.2f}x"
+                  f", four columns {four:.2f}x (rows/s ratio; issue 30's target: 1.5x)")
             if a.s3:
                 print(f"{cores} core(s): time from S3 / from the local file: "
                       f"{results[('blog-s3', cores)] / b:.2f}x (19 columns), "

@@ -7,7 +7,11 @@
  */
 #include "_extension.h"
 
+#include <math.h>
 #include <string.h>
+
+#include "_message.h"
+#include "mpwrite.h"
 
 /* True if the filter leaves this event out: its source or writer is left out, or
  * its time is outside the window. An unknown source or writer, or a time beyond
@@ -44,12 +48,17 @@ bread_put_key(Renderer *self, long long clock, Py_ssize_t end)
     return buf_put(&self->keys, k, sizeof k);
 }
 
+static int columns_event_bytes(Renderer *self, const unsigned char **ev, Py_ssize_t *evlen);
+
 /* fallback(event bytes, writer id, clock): what the output makes of an event C leaves to
  * Python, or None if the filter leaves it out. */
 PyObject *
 bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evlen, long long wid,
                long long clock)
 {
+    if (ev == NULL) {   /* an event of a columnar frame: its bytes, made */
+        if (columns_event_bytes(self, &ev, &evlen) < 0) return NULL;
+    }
     return PyObject_CallFunction(self->fallback, "y#LL", (const char *)ev, evlen, wid, clock);
 }
 
@@ -66,10 +75,30 @@ bread_walk_init(void)
 void
 bread_frame_release(Renderer *self)
 {
+    bread_columns_release(self);
     if (self->payload != NULL) {
         PyBuffer_Release(&self->view);
         Py_CLEAR(self->payload);
     }
+}
+
+/* A frame begun: the one before let go of, its payload held (payload, view), its offset
+ * kept; -1 error. */
+static int
+begin_frame(Renderer *self, PyObject *frame)
+{
+    bread_frame_release(self);
+    PyObject *arg = PyObject_GetAttr(frame, str_payload);
+    if (arg == NULL) return -1;
+    PyObject *offset = PyObject_GetAttr(frame, str_offset);
+    if (offset == NULL) { Py_DECREF(arg); return -1; }
+    Py_XSETREF(self->frame_offset, offset);
+    if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(arg);
+        return -1;
+    }
+    self->payload = arg;
+    return 0;
 }
 
 /* The walk: walk(frame) begins an events frame and hands its first events to `each`;
@@ -84,17 +113,7 @@ bread_walk(Renderer *self, PyObject *frame, EventFn each)
     Buf *o = &self->out;
     o->len = 0;
     if (frame != Py_None) {
-        bread_frame_release(self);
-        PyObject *arg = PyObject_GetAttr(frame, str_payload);
-        if (arg == NULL) return NULL;
-        PyObject *offset = PyObject_GetAttr(frame, str_offset);
-        if (offset == NULL) { Py_DECREF(arg); return NULL; }
-        Py_XSETREF(self->frame_offset, offset);
-        if (PyObject_GetBuffer(arg, &self->view, PyBUF_SIMPLE) < 0) {
-            Py_DECREF(arg);
-            return NULL;
-        }
-        self->payload = arg;
+        if (begin_frame(self, frame) < 0) return NULL;
         self->rd.p = (const unsigned char *)self->view.buf;
         self->rd.end = self->rd.p + self->view.len;
         self->rendered = 0;
@@ -155,4 +174,517 @@ error:
     self->state = ST_DONE;
     o->len = 0;
     return NULL;
+}
+
+/* ---- columnar frames (docs/format.md 5.5), twin blogformat/columnframes.py ------------- */
+
+/* The column codings (blogformat.columnframes). */
+enum { CC_INTS = 0, CC_CLOCKS = 1, CC_DECIMALS = 2, CC_DOUBLES = 3, CC_STRINGS = 4,
+       CC_PACKED = 5, CC_SAME = 6, CC_PLAIN = 7 };
+#define COL_MAX_EVENTS (1 << 20)
+#define COL_MAX_VALUES 256
+#define COL_MAX_SCALE 15
+#define EXACT53 9007199254740992LL
+
+typedef struct { long long sid; Py_ssize_t width, count; Val *vals; } ColGroup;
+
+/* A columnar frame decoded: each event's ids, clock, texts and values (its group's row),
+ * and the order the walk gives them in: the reader of the frame as events payloads
+ * (columnframes.events_payloads) reads one writer's events after another's, the writers
+ * in the order of their first event, each one's in frame order. */
+struct ColFrame {
+    Py_ssize_t count, pos;               /* events; the next one's place in `order` */
+    Py_ssize_t cur;                      /* the event being made */
+    long long *sid, *wid, *clock;
+    Py_ssize_t *order, *grp, *row;
+    const unsigned char **text;          /* each event's texts (msgpack), NULL: none */
+    Py_ssize_t *ntext;
+    ColGroup *groups;
+    Py_ssize_t ngroups;
+    Buf ev;                              /* an event's bytes, for the fallback */
+    Buf texts;                           /* the text of the V_F64_TEXT values */
+};
+
+void
+bread_columns_release(Renderer *self)
+{
+    ColFrame *cf = self->cf;
+    if (cf == NULL) return;
+    for (Py_ssize_t g = 0; g < cf->ngroups; g++) PyMem_Free(cf->groups[g].vals);
+    PyMem_Free(cf->groups);
+    PyMem_Free(cf->sid);   /* one block for every per-event array */
+    PyMem_Free(cf->text);
+    PyMem_Free(cf->ev.p);
+    PyMem_Free(cf->texts.p);
+    PyMem_Free(cf);
+    self->cf = NULL;
+}
+
+/* A bin value's bytes: 0, or -1 if the next value is not a bin. */
+static int
+read_bin(Rd *r, const unsigned char **p, Py_ssize_t *n)
+{
+    if (r->p >= r->end) return -1;
+    unsigned char c = *r->p;
+    if (c < 0xc4 || c > 0xc6) return -1;
+    int k = 1 << (c - 0xc4);
+    if (r->end - r->p < 1 + k) return -1;
+    *n = (Py_ssize_t)be(r->p + 1, k);
+    r->p += 1 + k;
+    if (r->end - r->p < *n) return -1;
+    *p = r->p;
+    r->p += *n;
+    return 0;
+}
+
+/* `count` zigzag varints from data[0..n), exactly: 0, or -1 (beyond 64 bits, too few or
+ * too many: Python judges the frame). */
+static int
+get_varints(const unsigned char *s, Py_ssize_t n, Py_ssize_t count, long long *out)
+{
+    if (n < count) return -1;
+    Py_ssize_t got = 0;
+    unsigned long long z = 0;
+    int shift = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char b = s[i];
+        if (shift == 63 && (b & 0x7e)) return -1;   /* beyond 64 bits */
+        z |= (unsigned long long)(b & 0x7f) << shift;
+        if (b & 0x80) {
+            shift += 7;
+            if (shift > 63) return -1;
+            continue;
+        }
+        if (got == count) return -1;
+        out[got++] = (long long)(z >> 1) ^ -(long long)(z & 1);
+        z = 0;
+        shift = 0;
+    }
+    return shift || got != count ? -1 : 0;
+}
+
+/* Running sums in place (twice for clocks): -1 beyond 64 bits. */
+static int
+sums(long long *v, Py_ssize_t count)
+{
+    for (Py_ssize_t i = 1; i < count; i++)
+        if (__builtin_add_overflow(v[i - 1], v[i], &v[i])) return -1;
+    return 0;
+}
+
+/* An int column of one of the codings `ok` (bits), `count` values into out. */
+static int
+read_ints(Rd *r, Py_ssize_t count, unsigned ok, long long *out)
+{
+    long long n = read_array(r), coding, base = 0;
+    const unsigned char *p;
+    Py_ssize_t len;
+    if (n < 2 || read_int(r, &coding) < 0 || coding < 0 || coding > 7 || !(ok >> coding & 1))
+        return -1;
+    if (coding == CC_SAME) {
+        if (n != 2 || read_int(r, &base) < 0) return -1;
+        for (Py_ssize_t i = 0; i < count; i++) out[i] = base;
+        return 0;
+    }
+    if (n != (coding == CC_PLAIN ? 3 : 2)) return -1;
+    if (coding == CC_PLAIN && read_int(r, &base) < 0) return -1;
+    if (read_bin(r, &p, &len) < 0 || get_varints(p, len, count, out) < 0) return -1;
+    if (coding == CC_PLAIN) {
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (__builtin_add_overflow(out[i], base, &out[i])) return -1;
+        return 0;
+    }
+    return sums(out, count) < 0 || (coding == CC_CLOCKS && sums(out, count) < 0) ? -1 : 0;
+}
+
+/* repr of a decimal's float, d = n / 10**scale, written from its digits where that is
+ * what repr writes (bread_put_decimal: at most 15 significant digits, d in [1e-4, 2**53)
+ * once the trailing zeros are gone); 1 written, 0 not such a decimal, -1 error. */
+static int
+decimal_text(Buf *o, long long n, int scale, double d)
+{
+    unsigned long long u = n < 0 ? (unsigned long long)-n : (unsigned long long)n;
+    if (u == 0) return buf_put(o, "0.0", 3) < 0 ? -1 : 1;   /* (+0.0: -0.0 is a double) */
+    while (scale > 0 && u % 10 == 0) { u /= 10; scale--; }
+    double a = d < 0 ? -d : d;
+    if (u >= 1000000000000000ULL || !(a >= 1e-4)) return 0;
+    return bread_put_decimal(o, u, scale, n < 0);
+}
+
+/* The text of each finite float of a column (each a V_F64), rendered once for the message
+ * and the JSON columns (NULL: neither is made): appended to `text`, the value made
+ * V_F64_TEXT, `s` its offset there until columns_decode makes it a pointer; `n`, `scale`:
+ * a decimal column's ints and scale (NULL: doubles). */
+static int
+render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const long long *n,
+              int scale)
+{
+    if (text == NULL) return 0;   /* checked only: no value is rendered */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Val *v = &vals[i * width];
+        if (!isfinite(v->d)) continue;
+        Py_ssize_t at = text->len;
+        if (n == NULL || decimal_text(text, n[i], scale, v->d) == 0)
+            if (bread_put_value(text, v) < 0) return -1;
+        v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
+        v->n = text->len - at;
+        v->kind = V_F64_TEXT;
+    }
+    return 0;
+}
+
+/* A value column: `count` values, the `width` apart in vals (a group's rows). */
+static int
+read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text)
+{
+    Rd at = *r;
+    long long n = read_array(r), coding, scale = 0;
+    if (n < 2 || read_int(r, &coding) < 0) return -1;
+    const unsigned char *p;
+    Py_ssize_t len;
+    switch (coding) {
+    case CC_INTS: case CC_PLAIN:
+        *r = at;
+        if (read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0) return -1;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            vals[i * width].kind = V_INT;
+            vals[i * width].i = tmp[i];
+        }
+        return 0;
+    case CC_DECIMALS:
+        if (n != 3 || read_int(r, &scale) < 0 || scale < 0 || scale > COL_MAX_SCALE
+            || read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (tmp[i] >= EXACT53 || tmp[i] <= -EXACT53) return -1;
+            vals[i * width].kind = V_F64;
+            vals[i * width].d = (double)tmp[i] / POW10[scale];
+        }
+        return render_column(vals, count, width, text, tmp, (int)scale);
+    case CC_DOUBLES:
+        if (n != 2 || read_bin(r, &p, &len) < 0 || len != 8 * count) return -1;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            union { uint64_t u; double d; } x = {0};
+            for (int k = 7; k >= 0; k--) x.u = x.u << 8 | p[8 * i + k];
+            vals[i * width].kind = V_F64;
+            vals[i * width].d = x.d;
+        }
+        return render_column(vals, count, width, text, NULL, 0);
+    case CC_STRINGS: {
+        long long nw = read_array(r);
+        if (n != 3 || nw < 0 || nw > r->end - r->p) return -1;
+        Val *words = PyMem_Malloc((size_t)(nw ? nw : 1) * sizeof(Val));
+        if (words == NULL) return -1;
+        int bad = 0;
+        for (long long k = 0; k < nw && !bad; k++)
+            bad = read_value(r, &words[k], 1) < 0 || words[k].kind != V_STR;
+        if (!bad) bad = read_bin(r, &p, &len) < 0 || get_varints(p, len, count, tmp) < 0;
+        for (Py_ssize_t i = 0; i < count && !bad; i++) {
+            bad = tmp[i] < 0 || tmp[i] >= nw;
+            if (!bad) vals[i * width] = words[tmp[i]];
+        }
+        PyMem_Free(words);
+        return bad ? -1 : 0;
+    }
+    case CC_PACKED: {
+        if (n != 2 || read_bin(r, &p, &len) < 0) return -1;
+        Rd v = {p, p + len};
+        for (Py_ssize_t i = 0; i < count; i++) {
+            const unsigned char *start = v.p;
+            Val *x = &vals[i * width];
+            if (read_value(&v, x, 1) < 0) return -1;
+            if (x->kind == V_OTHER || x->kind == V_EXT) {   /* its bytes, for the fallback */
+                x->s = start;
+                x->n = v.p - start;
+            }
+        }
+        return v.p == v.end ? 0 : -1;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* A small open-addressing map of ids to indexes (groups, writers). */
+typedef struct { long long *keys; Py_ssize_t *vals; Py_ssize_t mask; } IdMap;
+
+static int
+idmap_init(IdMap *m, Py_ssize_t n)
+{
+    Py_ssize_t size = 16;
+    while (size < 2 * n) size <<= 1;
+    m->mask = size - 1;
+    m->keys = PyMem_Malloc(size * sizeof(long long));
+    m->vals = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    if (m->keys == NULL || m->vals == NULL) return -1;
+    for (Py_ssize_t i = 0; i < size; i++) m->vals[i] = -1;
+    return 0;
+}
+
+/* The slot of `key`: vals[slot] is -1 if it is not there yet. */
+static Py_ssize_t
+idmap_slot(IdMap *m, long long key)
+{
+    Py_ssize_t i = (Py_ssize_t)(((unsigned long long)key * 0x9E3779B97F4A7C15ULL) >> 20) & m->mask;
+    while (m->vals[i] >= 0 && m->keys[i] != key) i = (i + 1) & m->mask;
+    m->keys[i] = key;
+    return i;
+}
+
+static void
+idmap_free(IdMap *m)
+{
+    PyMem_Free(m->keys);
+    PyMem_Free(m->vals);
+    m->keys = NULL;
+    m->vals = NULL;
+}
+
+/* Decode a columnar frame's payload into self->cf: 0, or -1 for anything this walk does
+ * not take as it is (damage, values beyond 64 bits, times beyond them, ...): Python
+ * judges that frame, as events payloads. */
+static int
+columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
+{
+    Rd r = {s, s + size};
+    long long count, lo, hi;
+    if (read_array(&r) != 8) return -1;
+    Rd sources = r;
+    if (read_value(&r, &(Val){0}, 0) < 0) return -1;
+    Rd groups = r;
+    if (read_value(&r, &(Val){0}, 0) < 0 || read_int(&r, &count) < 0 || count <= 0
+        || count > COL_MAX_EVENTS || count > size || read_int(&r, &lo) < 0
+        || read_int(&r, &hi) < 0)
+        return -1;
+    ColFrame *cf = PyMem_Calloc(1, sizeof(ColFrame));
+    if (cf == NULL) return -1;
+    self->cf = cf;
+    Py_ssize_t n = (Py_ssize_t)count;
+    cf->count = n;
+    cf->sid = PyMem_Malloc((size_t)n * (3 * sizeof(long long) + 3 * sizeof(Py_ssize_t)));
+    if (cf->sid == NULL) return -1;
+    cf->wid = cf->sid + n;
+    cf->clock = cf->wid + n;
+    cf->order = (Py_ssize_t *)(cf->clock + n);
+    cf->grp = cf->order + n;
+    cf->row = cf->grp + n;
+    unsigned ids = 1u << CC_INTS | 1u << CC_PLAIN | 1u << CC_SAME;
+    if (read_ints(&r, n, ids, cf->wid) < 0 || read_ints(&r, n, 1u << CC_CLOCKS, cf->clock) < 0
+        || read_ints(&sources, n, ids, cf->sid) < 0)
+        return -1;
+    long long cmin = cf->clock[0], cmax = cf->clock[0], ns;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (cf->sid[i] < 0 || cf->wid[i] < 0 || !event_ns(self, cf->clock[i], &ns)) return -1;
+        if (cf->clock[i] < cmin) cmin = cf->clock[i];
+        if (cf->clock[i] > cmax) cmax = cf->clock[i];
+    }
+    if ((__int128)cmax - cmin > LLONG_MAX) return -1;   /* a writer's delta beyond 64 bits */
+    /* texts: nil, or a packed column */
+    if (r.p < r.end && *r.p == 0xc0)
+        r.p++;
+    else {
+        long long k = read_array(&r), coding;
+        const unsigned char *p;
+        Py_ssize_t len;
+        if (k != 2 || read_int(&r, &coding) < 0 || coding != CC_PACKED
+            || read_bin(&r, &p, &len) < 0)
+            return -1;
+        cf->text = PyMem_Malloc((size_t)n * (sizeof(*cf->text) + sizeof(Py_ssize_t)));
+        if (cf->text == NULL) return -1;
+        cf->ntext = (Py_ssize_t *)(cf->text + n);
+        Rd t = {p, p + len};
+        Val tmp;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const unsigned char *start = t.p;
+            if (read_value(&t, &tmp, 0) < 0) return -1;
+            cf->text[i] = tmp.kind == V_NIL ? NULL : start;
+            cf->ntext[i] = t.p - start;
+        }
+        if (t.p != t.end) return -1;
+    }
+    if (r.p != r.end) return -1;
+    /* the groups: one per source id, in the order the frame gives them */
+    long long ng = read_array(&groups);
+    if (ng <= 0 || ng > n) return -1;
+    IdMap m = {0};
+    Val *scratch = NULL;
+    int rc = -1;
+    long long *tmp = PyMem_Malloc((size_t)n * sizeof(long long));
+    cf->groups = PyMem_Calloc((size_t)ng, sizeof(ColGroup));
+    if (tmp == NULL || cf->groups == NULL || idmap_init(&m, (Py_ssize_t)ng) < 0) goto done;
+    for (Py_ssize_t g = 0; g < ng; g++) {
+        ColGroup *gr = &cf->groups[g];
+        long long three = read_array(&groups), width;
+        if (three != 3 || read_int(&groups, &gr->sid) < 0 || read_int(&groups, &width) < 0
+            || width < 0 || width > COL_MAX_VALUES || read_array(&groups) != width)
+            goto done;
+        Py_ssize_t slot = idmap_slot(&m, gr->sid);
+        for (long long k = 0; k < width; k++)
+            if (read_value(&groups, &(Val){0}, 0) < 0) goto done;
+        if (m.vals[slot] >= 0) goto done;          /* a source given twice */
+        m.vals[slot] = g;
+        cf->ngroups = g + 1;
+        gr->width = (Py_ssize_t)width;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {       /* each event's group and row there */
+        Py_ssize_t g = m.vals[idmap_slot(&m, cf->sid[i])];
+        if (g < 0) goto done;                  /* an event of a source without a group */
+        cf->grp[i] = g;
+        cf->row[i] = cf->groups[g].count++;
+    }
+    for (Py_ssize_t g = 0; g < ng; g++)
+        if (cf->groups[g].count == 0) goto done;   /* a group without an event */
+    /* the columns, now that each group's count is known: checked, and kept where the
+     * output renders values (the message, the JSON, an event the fallback makes) */
+    int keep = self->want_message || self->want_json;
+    for (Py_ssize_t i = 0; i < n && !keep; i++)
+        keep = cf->sid[i] >= MAX_IDS || self->sources[cf->sid[i]] == NULL
+               || cf->wid[i] >= MAX_IDS || self->writers[cf->wid[i]].name == NULL;
+    if (!keep && (scratch = PyMem_Malloc((size_t)n * sizeof(Val))) == NULL) goto done;
+    Rd walk = {s, s + size};
+    read_array(&walk);
+    read_value(&walk, &(Val){0}, 0);
+    if (read_array(&walk) != ng) goto done;
+    for (Py_ssize_t g = 0; g < ng; g++) {
+        ColGroup *gr = &cf->groups[g];
+        long long sid, width;
+        read_array(&walk);
+        read_int(&walk, &sid);
+        read_int(&walk, &width);
+        read_array(&walk);
+        Py_ssize_t nv = gr->width * gr->count;
+        if (nv > walk.end - walk.p) goto done;   /* a byte a value at least: bytes back them */
+        if (keep && (gr->vals = PyMem_Malloc((size_t)(nv ? nv : 1) * sizeof(Val))) == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < gr->width; k++)
+            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts)
+                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL)) < 0)
+                goto done;
+    }
+    for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
+        ColGroup *gr = &cf->groups[g];
+        for (Py_ssize_t k = 0; k < gr->width * gr->count; k++)
+            if (gr->vals[k].kind == V_F64_TEXT)
+                gr->vals[k].s = (const unsigned char *)cf->texts.p + (uintptr_t)gr->vals[k].s;
+    }
+    /* the walk's order: by writer (first seen first), each in frame order */
+    idmap_free(&m);
+    if (idmap_init(&m, n) < 0) goto done;
+    Py_ssize_t nw = 0;
+    long long *first = tmp;                    /* per writer: how many events, then where */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t slot = idmap_slot(&m, cf->wid[i]);
+        if (m.vals[slot] < 0) { m.vals[slot] = nw; first[nw++] = 0; }
+        first[m.vals[slot]]++;
+    }
+    for (Py_ssize_t w = 0, at = 0; w < nw; w++) {
+        long long c = first[w];
+        first[w] = at;
+        at += (Py_ssize_t)c;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        cf->order[first[m.vals[idmap_slot(&m, cf->wid[i])]]++] = i;
+    rc = 0;
+done:
+    idmap_free(&m);
+    PyMem_Free(tmp);
+    PyMem_Free(scratch);
+    return rc;
+}
+
+/* A value's msgpack bytes (what msgpack-python packs for the value it unpacks). */
+static int
+put_val_bytes(Buf *b, const Val *v)
+{
+    switch (v->kind) {
+    case V_NIL: return buf_put(b, "\xc0", 1);
+    case V_FALSE: return buf_put(b, "\xc2", 1);
+    case V_TRUE: return buf_put(b, "\xc3", 1);
+    case V_INT: return put_int(b, v->i);
+    case V_UINT:
+        if (buf_reserve(b, 9) < 0) return -1;
+        put_be(b, 0xcf, v->u, 8);
+        return 0;
+    case V_F64: case V_F64_TEXT: {
+        union { double d; uint64_t u; } x = {v->d};
+        if (buf_reserve(b, 9) < 0) return -1;
+        put_be(b, 0xcb, x.u, 8);
+        return 0;
+    }
+    case V_STR: return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, (const char *)v->s, v->n, 1);
+    default: return buf_put(b, v->s, v->n);   /* its bytes, as the frame holds them */
+    }
+}
+
+/* The bytes of the columnar frame's event `cur` as an events payload holds it
+ * ([source id, 0, [values...], texts]), into cf->ev: what the fallback decodes. */
+static int
+columns_event_bytes(Renderer *self, const unsigned char **ev, Py_ssize_t *evlen)
+{
+    ColFrame *cf = self->cf;
+    Py_ssize_t i = cf->cur;
+    ColGroup *g = &cf->groups[cf->grp[i]];
+    const Val *vals = g->vals + cf->row[i] * g->width;
+    int texts = cf->text != NULL && cf->text[i] != NULL;
+    Buf *b = &cf->ev;
+    b->len = 0;
+    if (put_header(b, 0x90, 0xdc, 0xdd, texts ? 4 : 3) < 0 || put_int(b, cf->sid[i]) < 0
+        || buf_put(b, "\x00", 1) < 0 || put_header(b, 0x90, 0xdc, 0xdd, g->width) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < g->width; k++)
+        if (put_val_bytes(b, &vals[k]) < 0) return -1;
+    if (texts && buf_put(b, cf->text[i], cf->ntext[i]) < 0) return -1;
+    *ev = (const unsigned char *)b->p;
+    *evlen = b->len;
+    return 0;
+}
+
+/* The walk over a columnar frame: columns_walk(frame) decodes it and hands its first
+ * events to `each`, columns_walk(None) the next ones, as bread_walk does an events
+ * frame's, in the order the frame's events payloads give them (one writer after another)
+ * and with the same filter; each `ev` is NULL (the fallback makes its bytes). State 2
+ * (only after a frame's first call, no event handed on): Python reads the whole frame.
+ * Returns how many rows the calls added (each EventFn that makes rows). */
+PyObject *
+bread_columns_walk(Renderer *self, PyObject *frame, EventFn each)
+{
+    Py_ssize_t before = self->rows;
+    if (frame != Py_None) {
+        if (begin_frame(self, frame) < 0) return NULL;
+        self->rendered = 0;
+        if (columns_decode(self, self->view.buf, self->view.len) < 0) {
+            if (PyErr_Occurred()) PyErr_Clear();   /* (a failed allocation, too) */
+            self->state = ST_PYTHON;
+            bread_frame_release(self);
+            return PyLong_FromLong(0);
+        }
+    }
+    ColFrame *cf = self->cf;
+    if (cf == NULL) {
+        self->state = ST_DONE;
+        return PyLong_FromLong(0);
+    }
+    while (cf->pos < cf->count && self->rows < self->max_rows) {
+        Py_ssize_t i = cf->order[cf->pos];
+        ColGroup *g = &cf->groups[cf->grp[i]];
+        long long sid = cf->sid[i], wid = cf->wid[i], clock = cf->clock[i];
+        cf->cur = i;
+        if (!left_out(self, wid, sid, clock)) {
+            int simple = g->width <= MAX_ARGS && (cf->text == NULL || cf->text[i] == NULL);
+            const Val *args = g->vals != NULL ? g->vals + cf->row[i] * g->width : NULL;
+            int done = each(self, wid, sid, clock, args, g->width, simple, NULL, 0);
+            if (done <= 0) {   /* (every time is within 64 bits: checked first) */
+                if (done == 0)
+                    PyErr_SetString(PyExc_RuntimeError, "a columnar frame's event was refused");
+                bread_frame_release(self);
+                self->state = ST_DONE;
+                return NULL;
+            }
+        }
+        cf->pos++;
+        self->rendered++;
+    }
+    self->state = cf->pos < cf->count ? ST_MORE : ST_DONE;
+    if (self->state == ST_DONE) bread_frame_release(self);
+    return PyLong_FromSsize_t(self->rows - before);
 }

@@ -9,8 +9,9 @@
  *   _batches.c   bread/batches.py  an event as a row of columns; gather()
  *   _tables.c    bread/columnar/tables.py, typedsink.py  an event of one call site as a
  *                                  row of typed columns, or the kinds of its values
- *   _decode.c    blogformat/entries.py (decode_events)  the walk over one events frame,
- *                                  each event handed to the output's EventFn
+ *   _decode.c    blogformat/entries.py (decode_events), blogformat/columnframes.py (decode)
+ *                                  the walk over one events frame or columnar frame, each
+ *                                  event handed to the output's EventFn
  *   _message.h   blogformat/placeholders.py  a message and its values as text
  *   _speedups.c  bread/accel.py    the module
  * Each file calls only the files below it in this list (the Renderer calls the outputs,
@@ -28,6 +29,10 @@
 #define BUF_FIRST (1 << 16)
 #include "buf.h"
 #include "mpread.h"
+
+/* A float of a columnar frame rendered once (_decode.c): finite, in `d`; its text, as the
+ * message and the JSON write it, s[0..n). */
+enum { V_F64_TEXT = V_EXT + 1 };
 
 /* ---- the Renderer's tables (_native.c) -------------------------------------- */
 
@@ -97,6 +102,9 @@ typedef struct {
     int nsids;
 } Typed;
 
+/* A columnar frame being walked (_decode.c). */
+typedef struct ColFrame ColFrame;
+
 typedef struct Renderer {
     PyObject_HEAD
     PyObject *keep;              /* dict: per source, writer and sync, what the tables point
@@ -147,6 +155,7 @@ typedef struct Renderer {
     int want_json;               /* columns(): the args and fields columns too */
     int want_message;
     Typed *typed;                /* typed mode (set_typed()), or NULL */
+    ColFrame *cf;                /* the columnar frame being walked, or NULL */
 } Renderer;
 
 /* What an output makes of one event the walk decoded and the filter keeps: its time is
@@ -211,6 +220,10 @@ event_ns(Renderer *self, long long clock, long long *out)
  * kept (time, end of its line in the text). */
 PyObject *bread_walk(Renderer *self, PyObject *frame, EventFn each);
 void bread_frame_release(Renderer *self);
+/* The same over a columnar frame (docs/format.md 5.5): the rows it added; state 2 after
+ * its first call: Python reads all of it. columns_release() lets go of what it decoded. */
+PyObject *bread_columns_walk(Renderer *self, PyObject *frame, EventFn each);
+void bread_columns_release(Renderer *self);
 PyObject *bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evlen,
                          long long wid, long long clock);
 int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);

@@ -37,6 +37,24 @@ put_str(Buf *o, const Val *v)
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                                1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19};
 
+/* u / 10**k as repr writes the float it stands for, where that is the shortest string
+ * that reads back as it (see bread_put_short_float): k decimals, "u.0" for k 0. 1 written,
+ * -1 error. */
+static inline int
+bread_put_decimal(Buf *o, unsigned long long u, int k, int negative)
+{
+    char tmp[40];
+    int n = 0;
+    for (int j = 0; j < k; j++) { tmp[n++] = (char)('0' + u % 10); u /= 10; }
+    tmp[n++] = '.';
+    if (k == 0) { tmp[0] = '0'; tmp[1] = '.'; n = 2; }
+    do { tmp[n++] = (char)('0' + u % 10); u /= 10; } while (u);
+    if (negative) tmp[n++] = '-';
+    if (buf_reserve(o, n) < 0) return -1;
+    while (n) o->p[o->len++] = tmp[--n];
+    return 1;
+}
+
 /* repr(d) for the common floats, without the general shortest-digits search:
  * d in [1e-4, 2**53) (where repr uses fixed notation) that is m / 10**k for
  * the least k with an integer m below 2**53. With at most 15 significant
@@ -60,16 +78,7 @@ bread_put_short_float(Buf *o, double d)
         double m = (double)u;
         if (m - scaled > scaled * 1e-15 || scaled - m > scaled * 1e-15 || m / POW10[k] != a)
             continue;
-        char tmp[40];
-        int n = 0;
-        for (int j = 0; j < k; j++) { tmp[n++] = (char)('0' + u % 10); u /= 10; }
-        tmp[n++] = '.';
-        if (k == 0) { tmp[0] = '0'; tmp[1] = '.'; n = 2; }
-        do { tmp[n++] = (char)('0' + u % 10); u /= 10; } while (u);
-        if (d < 0) tmp[n++] = '-';
-        if (buf_reserve(o, n) < 0) return -1;
-        while (n) o->p[o->len++] = tmp[--n];
-        return 1;
+        return bread_put_decimal(o, u, k, d < 0);
     }
     return 0;
 }
@@ -85,6 +94,7 @@ bread_put_value(Buf *o, const Val *v)
     case V_INT: return buf_int(o, v->i) < 0 ? -1 : 1;
     case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
     case V_STR: return put_str(o, v) < 0 ? -1 : 1;
+    case V_F64_TEXT: return buf_put(o, v->s, v->n) < 0 ? -1 : 1;
     case V_F64: {
         int r = bread_put_short_float(o, v->d);
         if (r != 0) return r;

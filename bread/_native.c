@@ -262,6 +262,14 @@ renderer_typed(Renderer *self, PyObject *frame)
     return PyLong_FromSsize_t(self->rows - before);
 }
 
+/* columnar(frame or None): as columns(), over a columnar frame (docs/format.md 5.5); state 2
+ * after its first call: none of it was taken, Python reads it as events payloads. */
+static PyObject *
+renderer_columnar(Renderer *self, PyObject *frame)
+{
+    return bread_columns_walk(self, frame, bread_column_event);
+}
+
 /* The walk to Events: the list of this call's Events (at most max_rows). */
 static PyObject *
 walk_list(Renderer *self, PyObject *frame)
@@ -452,6 +460,8 @@ static PyMethodDef renderer_methods[] = {
      "set_typed(kinds: bytes or None, positional, field names): typed rows, or the kinds"},
     {"take_typed", (PyCFunction)bread_take_typed, METH_NOARGS,
      "take_typed() -> the typed columns, or the kinds found (bread/_tables.c)"},
+    {"columnar", (PyCFunction)renderer_columnar, METH_O,
+     "columnar(frame or None) -> rows added from a columnar frame; then see state"},
     {"events", (PyCFunction)renderer_events, METH_O,
      "events(frame or None) -> list of Events; then see state"},
     {"keyed", (PyCFunction)renderer_keyed, METH_O,

@@ -20,11 +20,12 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from blogformat.entries import ClockSync, EventSource, FileHeader, WriterProp
 from blogformat.eventframes import RawEvent
+from blogformat.frames import FRAME_COLUMNS
 from blogformat.valuedecoding import begin_event, unpackb
 from blogformat.valuetypes import TypeTable
 
 from . import accel
-from .entries import Entry
+from .entries import Entry, columnar_parts
 from .events import Event, EventStream, Origin, message_plan
 from .filters import NO_FILTER, Filter
 from .frames import Frame
@@ -114,6 +115,8 @@ class Decoder:
         self.filter = flt
         self.source = source
         self.keyed = keyed
+        #: The sink takes columnar frames as they are (``iter_entries(columns=...)``).
+        self.columns = not keyed and hasattr(sink, "columnar_step")
         self._offset = 0
         self.c = None if accel.speedups is None else sink.renderer(self._fallback, keyed)
         self.ok = self.c is not None
@@ -122,8 +125,9 @@ class Decoder:
             if flt.since is not None or flt.until is not None:
                 self.c.set_window(_clamp(flt.since, -(1 << 63)), _clamp(flt.until, (1 << 63) - 1))
 
-    def outputs(self, entries: Iterable[Entry | Frame]) -> Iterator[Any]:
-        """The sink's outputs, frame by frame (with ``keyed``, offsets and runs)."""
+    def outputs(self, entries: Iterable[Entry | Frame], finish: bool = True) -> Iterator[Any]:
+        """The sink's outputs, frame by frame (with ``keyed``, offsets and runs); with
+        ``finish``, then what the sink holds at the end."""
         stream, sink = self.stream, self.sink
         c: Any = self.c
         apply, metadata = self.apply, sink.metadata
@@ -141,6 +145,9 @@ class Decoder:
                 continue
             if keyed:
                 yield e.offset
+            if e.kind == FRAME_COLUMNS:   # only where ``columns`` asked for them
+                yield from self._columnar(e)
+                continue
             if not self.ok:
                 yield from python(stream.frame(e, keeps, source))
                 continue
@@ -155,8 +162,26 @@ class Decoder:
                     yield from python(stream.frame(e, keeps, source, c.rendered))
                     break
                 out = step(None)
-        if not keyed:
+        if finish and not keyed:
             yield from sink.finish()
+
+    def _columnar(self, fr: Frame) -> Iterator[Any]:
+        """A columnar frame: by C into the sink's columns where it takes the frame as it is
+        (``Renderer.columnar``), else as the events frames it stands for."""
+        c: Any = self.c
+        if self.ok:
+            self._offset = fr.offset
+            step = self.sink.columnar_step   # type: ignore[attr-defined]
+            out = step(fr)
+            while True:
+                if out:
+                    yield out
+                if c.state == DONE:
+                    return
+                if c.state == PYTHON:   # (at its first call: nothing of it was taken)
+                    break
+                out = step(None)
+        yield from self.outputs(columnar_parts(fr, self.source), finish=False)
 
     def apply(self, e: Entry) -> bool:
         """Take in an entry that is not a frame: the stream's, then the C tables'."""

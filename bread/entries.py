@@ -27,7 +27,7 @@ Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, Rec
 
 __all__ = ["DECODE_ERRORS", "BadEntry", "ClockSync", "Dropped", "Entry", "EnumMember",
            "EventSource", "FileHeader", "Lost", "RawEvent", "RecordType", "Recovered", "Summary",
-           "TypeTable", "WriterProp", "iter_entries", "undecodable"]
+           "TypeTable", "WriterProp", "columnar_parts", "iter_entries", "undecodable"]
 
 
 #: What decoding a frame raises when its bytes are not what the format says.
@@ -40,13 +40,26 @@ def undecodable(fr: Frame, exc: BaseException, source: str) -> Damage:
                   f"undecodable frame: {str(exc) or type(exc).__name__}", source)
 
 
+def columnar_parts(fr: Frame, source: str = "") -> list[Frame | Damage]:
+    """A columnar frame (docs/format.md 5.5) as events frames, one per writer (the first
+    one has the frame's size), all of it checked first; or its Damage."""
+    from blogformat.columnframes import events_payloads
+    try:
+        payloads = list(events_payloads(fr.payload))
+    except DECODE_ERRORS as exc:
+        return [undecodable(fr, exc, source)]
+    return [Frame(fr.offset, FRAME_EVENTS, payload, 0, fr.size if i == 0 else 0)
+            for i, payload in enumerate(payloads)]
+
+
 def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
-                 raw_events: bool = False) -> Iterator[Entry | Frame]:
+                 raw_events: bool = False, columns: bool = False) -> Iterator[Entry | Frame]:
     """Decode frames into entries; anything malformed becomes a Damage (never an exception).
 
     With ``raw_events``, events frames come out as they are (a Frame), for a
     caller that decodes them itself (``bread.decoder``), with the stream's descriptions
-    of value types (``EventStream.types``).
+    of value types (``EventStream.types``); with ``columns`` too, columnar frames (else
+    given as events frames, ``columnar_parts``).
     """
     unsupported: int | None = None   # the version of the current stream, if not readable
     types = TypeTable()              # without raw_events: the descriptions in force
@@ -83,11 +96,11 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
                 else:
                     yield from decode_events(fr.payload, fr.offset, types)
             elif fr.kind == FRAME_COLUMNS:   # as events frames, one per writer (5.5)
-                from blogformat.columnframes import events_payloads
-                payloads = list(events_payloads(fr.payload))   # all of it checked first
-                for i, payload in enumerate(payloads):
-                    part = Frame(fr.offset, FRAME_EVENTS, payload, 0, fr.size if i == 0 else 0)
-                    if raw_events:
+                if columns and raw_events:
+                    yield fr
+                    continue
+                for part in columnar_parts(fr, source):
+                    if raw_events or type(part) is Damage:
                         yield part
                     else:
                         yield from decode_events(part.payload, part.offset, types)

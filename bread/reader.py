@@ -174,7 +174,7 @@ class Reader:
         decoder = Decoder(stream, sink(stream), self.filter, name, keyed)
         try:
             yield from decoder.outputs(iter_entries(self._frames(f, name), name,
-                                                    raw_events=True))
+                                                    raw_events=True, columns=decoder.columns))
         finally:
             self.unknown_sources += stream.unknown_sources
 

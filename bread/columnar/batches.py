@@ -168,6 +168,14 @@ class BatchSink:
             ready += self._flush()
         return ready
 
+    def columnar_step(self, fr: Frame | None) -> list:
+        """As ``_c_step``, the rows of a columnar frame (``Renderer.columnar``: state
+        PYTHON after its first call if C took none of it)."""
+        ready = list(self._flush()) if fr is None or self._rows else []
+        if self._c.columnar(fr):
+            self._c_pending = True
+        return ready
+
     def fallback(self, event: Event) -> tuple[bytes, bytes, bytes]:
         """The message, args and fields (UTF-8) of an event (or of its source, or writer)
         that the C renderer leaves to Python."""

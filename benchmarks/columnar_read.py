@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""read_batches on columnar frames against the same events in row frames (issue 30).
+
+The benchmark's events (``bread_throughput.write_log``: ``log.info("order {} filled at
+{} qty {}", ...)`` from 4 threads) are compacted twice by ``bread compact``'s Compactor,
+into row frames and into columnar frames (docs/format.md 5.5), uncompressed. Each case
+reads one file with ``bread.read_batches`` (Arrow) in a fresh process; the cases are
+interleaved, repeat by repeat, so that both files see the same machine. Each figure is
+events per second of the process's CPU time (``time.process_time``: on a shared machine
+the wall time counts other work too), the median of the repeats, and the best.
+
+    python benchmarks/columnar_read.py                  # 1M events, 5 repeats
+    python benchmarks/columnar_read.py --events 200000 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bread_throughput import CHILD_ENV, FIXED, write_log  # noqa: E402
+
+COLUMNS = {"all columns": None, "fixed columns + message": FIXED,
+           "fixed columns, no message": [c for c in FIXED if c != "message"]}
+CHILD = """
+import sys, time, bread, pyarrow
+path, cols = sys.argv[1], eval(sys.argv[2])
+t0 = time.process_time()
+n = sum(b.num_rows for b in bread.read_batches(path, cols))
+print(n, time.process_time() - t0)
+"""
+
+
+def compacted(src: str, out: str, columnar: bool) -> None:
+    from bread.compact.compactor import Compactor
+    c = Compactor(os.path.dirname(out))
+    c.add_file(src)
+    with open(out, "wb") as f:
+        c.write(f, [], columnar)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="columnar-read-") as tmp:
+        src = os.path.join(tmp, "orders.blog")
+        write_log(src, a.events)
+        files = {"rows": os.path.join(tmp, "rows.blog"), "columnar": os.path.join(tmp, "cols.blog")}
+        for kind, path in files.items():
+            compacted(src, path, kind == "columnar")
+        rates: dict[tuple[str, str], list[float]] = {}
+        for _ in range(a.repeats):
+            for label, cols in COLUMNS.items():
+                for kind, path in files.items():
+                    r = subprocess.run([sys.executable, "-c", CHILD, path, repr(cols)],
+                                       capture_output=True, text=True, env=CHILD_ENV,
+                                       cwd=ROOT, check=True)
+                    n, t = r.stdout.split()
+                    rates.setdefault((label, kind), []).append(int(n) / float(t))
+        print(f"read_batches: {a.events:,} events, row frames {os.path.getsize(files['rows']):,} "
+              f"bytes, columnar {os.path.getsize(files['columnar']):,} bytes; CPython "
+              f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cpus, "
+              f"load {os.getloadavg()[0]:.2f}")
+        print(f"{'columns':28} {'frames':>9} {'events/s':>12} {'best':>12}")
+        for (label, kind), rs in rates.items():
+            print(f"{label:28} {kind:>9} {statistics.median(rs):12,.0f} {max(rs):12,.0f}")
+        for label in COLUMNS:
+            cols, rows = rates[(label, "columnar")], rates[(label, "rows")]
+            pairs = [c / r for c, r in zip(cols, rows)]
+            print(f"{label}: columnar / rows {statistics.median(pairs):.2f}x (median of the "
+                  f"repeats' ratios; of the bests {max(cols) / max(rows):.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""read_batches of columnar frames (docs/format.md 5.5): the C fast path builds the columns
+from the frame's columns (bread/_decode.c, ``Renderer.columnar``), giving what the
+events payloads the frame stands for give on the Python path, and what the same events
+give read from row frames."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import threading
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import blog
+import bread
+from blogformat.frames import FRAME_COLUMNS, frame_bytes
+from bread import accel
+from bread.compact.compactor import Compactor
+from bread.frames import iter_frames
+
+SYMBOLS = ["AAPL", "MSFT", "", "GOOG"]
+#: Each argument kind the columnar codings take (INTS, PLAIN, DECIMALS, DOUBLES, STRINGS,
+#: PACKED), and mixes of them.
+KINDS = {
+    "int": st.integers(-10**6, 10**6),
+    "huge": st.integers(-2**63, 2**64 - 1),
+    "price": st.floats(0, 500).map(lambda f: round(f, 2)),
+    "float": st.floats(),                               # NaN, infinities, -0.0
+    "symbol": st.sampled_from(SYMBOLS),
+    "text": st.text(max_size=6),
+    "any": st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3),
+                     st.lists(st.integers(), max_size=2)),
+}
+
+
+@st.composite
+def streams(draw):
+    """Call sites (a format, its argument kinds, maybe a keyword field) and the events of
+    up to three writers."""
+    sites = []
+    for k in range(draw(st.integers(1, 3))):
+        kinds = draw(st.lists(st.sampled_from(sorted(KINDS)), max_size=3))
+        field = draw(st.one_of(st.none(), st.sampled_from(sorted(KINDS))))
+        sites.append((f"s{k} " + " ".join("{}" for _ in kinds), kinds, field))
+    events = []
+    for _ in range(draw(st.integers(1, 60))):
+        site = draw(st.integers(0, len(sites) - 1))
+        fmt, kinds, field = sites[site]
+        events.append((draw(st.integers(0, 2)), site, [draw(KINDS[k]) for k in kinds],
+                       None if field is None else draw(KINDS[field])))
+    return sites, events
+
+
+def write(path: str, sites, events) -> None:
+    s = blog.Session()
+    logs = [s.get_logger(f"c{k % 2}") for k in range(len(sites))]
+    stream = blog.FileOutputStream(path, mode="wb")
+    c = blog.Consumer(s, stream).start()
+
+    def work(w: int) -> None:
+        s.writer().name = f"w{w}"
+        for writer, site, args, field in events:
+            if writer == w:
+                fields = {} if field is None else {"f": field}
+                (logs[site].warning if site % 2 else logs[site].info)(sites[site][0], *args,
+                                                                       **fields)
+
+    for w in range(3):   # one after another: each writer's events in the order drawn
+        t = threading.Thread(target=work, args=(w,))
+        t.start()
+        t.join()
+    c.stop()
+    stream.close()
+
+
+def compacted(src: str, columnar: bool) -> bytes:
+    c = Compactor(os.path.dirname(src))
+    c.add_file(src)
+    out = io.BytesIO()
+    c.write(out, [], columnar)
+    return out.getvalue()
+
+
+def table(data: bytes, batch_size: int = 65536, pure: bool = False) -> tuple[pa.Table, list]:
+    saved = accel.speedups
+    if pure:
+        accel.speedups = None
+    try:
+        r = bread.read(io.BytesIO(data))
+        batches = list(r.batches(batch_size=batch_size))
+        t = pa.Table.from_batches(batches) if batches else pa.table({"time": []})
+    finally:
+        accel.speedups = saved
+    return t, [(d.offset, d.reason) for d in r.damage]
+
+
+def by_writer(t: pa.Table) -> pa.Table:
+    """Rows in each writer's order (a compacted file's frames interleave writers as they
+    please; each writer's events keep their order)."""
+    t = t.append_column("at", pa.array(range(t.num_rows), pa.int64()))
+    return t.sort_by([("writer_id", "ascending"), ("clock", "ascending"), ("at", "ascending")]
+                     ).drop_columns(["at"])
+
+
+def same(a: pa.Table, b: pa.Table) -> bool:
+    if a.equals(b):
+        return True
+    for name in a.column_names:   # NaN equals itself here: compare the args' JSON text
+        x, y = a[name].to_pylist(), b[name].to_pylist()
+        if x != y and not all(u == v or (isinstance(u, float) and math.isnan(u)
+                                         and math.isnan(v)) for u, v in zip(x, y)):
+            return False
+    return a.schema == b.schema
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams(), st.sampled_from([65536, 1, 7]))
+def test_columnar_batches_equal_those_of_the_row_frames_and_of_the_python_path(
+        tmp_path_factory, stream, batch_size):
+    # Proves (issue 30): every column of read_batches of a columnar-compacted file equals
+    # that of the same events in row frames (each writer's events in order), for every
+    # argument coding (ints, huge ints, decimals, doubles with NaN and infinities, strings
+    # with empty ones, packed values and None), keyword fields, several writers and sites,
+    # in batches of any size; and the C path's batches are exactly the pure-Python path's.
+    d = tmp_path_factory.mktemp("cb")
+    src = str(d / "src.blog")
+    write(src, *stream)
+    rows, cols = compacted(src, False), compacted(src, True)
+    assert FRAME_COLUMNS in {f.kind for f in iter_frames(io.BytesIO(cols))}
+    t_rows, dmg_rows = table(rows, batch_size)
+    t_cols, dmg_cols = table(cols, batch_size)
+    assert dmg_rows == dmg_cols == []
+    assert t_cols.num_rows == len(stream[1])
+    assert same(by_writer(t_cols), by_writer(t_rows))
+    t_pure, _ = table(cols, batch_size, pure=True)
+    assert same(t_cols, t_pure)
+
+
+def test_the_fast_path_builds_a_columnar_frame_without_events_payloads(tmp_path, monkeypatch):
+    # Proves: on the C path a columnar frame's batch is made by Renderer.columnar, never by
+    # expanding the frame into events payloads (blogformat.columnframes.events_payloads).
+    if accel.speedups is None:
+        pytest.skip("the C fast path")
+    src = str(tmp_path / "src.blog")
+    write(src, [("a {} {}", ["int", "price"], None)], [(0, 0, [i, i / 4], None)
+                                                       for i in range(500)])
+    cols = compacted(src, True)
+    import blogformat.columnframes as cf
+
+    def refuse(payload):
+        raise AssertionError("expanded")
+    monkeypatch.setattr(cf, "events_payloads", refuse)
+    t, damage = table(cols)
+    assert damage == [] and t.num_rows == 500
+    assert t["message"][499].as_py() == "a 499 124.75" and t["args"][1].as_py() == "[1,0.25]"
+
+
+def _crafted(cols: bytes, payload: bytes) -> bytes:
+    """The file ``cols`` with its columnar frame's payload replaced (a valid checksum)."""
+    out = io.BytesIO()
+    for f in iter_frames(io.BytesIO(cols)):
+        out.write(frame_bytes(f.kind, payload if f.kind == FRAME_COLUMNS else f.payload))
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def small_columnar(tmp_path_factory) -> bytes:
+    src = str(tmp_path_factory.mktemp("cc") / "src.blog")
+    write(src, [("a {} {} {}", ["int", "price", "symbol"], "text"), ("b {}", ["any"], None)],
+          [(i % 2, i % 2, [i, i / 4, SYMBOLS[i % 4]] if i % 2 == 0 else [None], "x")
+           for i in range(40)])
+    return compacted(src, True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_crafted_columnar_frame_reads_as_on_the_python_path(small_columnar, data):
+    # Proves: a columnar frame whose payload was changed (counts, lengths, codings, any
+    # byte; its checksum valid) gives on the C path the rows and the damage the Python
+    # path gives: C takes a frame only where it decodes as Python decodes it, and leaves
+    # any other to Python (which reports it as damage), never reading beyond its bytes.
+    [payload] = [f.payload for f in iter_frames(io.BytesIO(small_columnar))
+                 if f.kind == FRAME_COLUMNS]
+    mutated = bytearray(payload)
+    for _ in range(data.draw(st.integers(1, 3))):
+        mutated[data.draw(st.integers(0, len(mutated) - 1))] = data.draw(st.integers(0, 255))
+    crafted = _crafted(small_columnar, bytes(mutated))
+    t_c, dmg_c = table(crafted)
+    t_py, dmg_py = table(crafted, pure=True)
+    assert dmg_c == dmg_py
+    assert same(t_c, t_py)
+
+
+@pytest.mark.parametrize("count", [1 << 20, 41, 39, 0, -1])
+def test_a_columnar_frame_with_a_wrong_count_is_damage(small_columnar, count):
+    # Proves: counts beyond the events (up to the format's limit) are damage on both paths,
+    # refused before anything is allocated for them (the C decode checks the bytes first).
+    import msgpack
+    [payload] = [f.payload for f in iter_frames(io.BytesIO(small_columnar))
+                 if f.kind == FRAME_COLUMNS]
+    head = msgpack.unpackb(payload, strict_map_key=False)
+    head[2] = count
+    t, damage = table(_crafted(small_columnar, msgpack.packb(head, use_bin_type=True)))
+    assert t.num_rows == 0 and len(damage) == 1 and "undecodable frame" in damage[0][1]
+
+
+@pytest.mark.parametrize("options", [{"min_severity": "warning"}, {"categories": "c0"},
+                                     "window", {"until": 1}])
+def test_filters_keep_the_same_rows_of_columnar_and_row_frames(tmp_path, options):
+    # Proves: read_batches' filters (severity, category, time window) keep the same events
+    # of a columnar file as of the same events in row frames, and as the Python path does.
+    src = str(tmp_path / "src.blog")
+    write(src, [("a {}", ["int"], None), ("b {}", ["symbol"], "price")],
+          [(i % 3, i % 2, [i] if i % 2 == 0 else [SYMBOLS[i % 4]], None if i % 2 == 0 else 1.5)
+           for i in range(90)])
+    if options == "window":   # the middle third of the events' times
+        ns = sorted(e.ns for e in bread.read(src))
+        options = {"since": ns[30], "until": ns[60]}
+    got = {}
+    for name, data in (("rows", compacted(src, False)), ("cols", compacted(src, True))):
+        for pure in (False, True):
+            saved = accel.speedups
+            if pure:
+                accel.speedups = None
+            try:
+                batches = list(bread.read_batches(io.BytesIO(data), **options))
+            finally:
+                accel.speedups = saved
+            t = pa.Table.from_batches(batches) if batches else None
+            got[name, pure] = [] if t is None else by_writer(
+                t.drop_columns(["path"]).set_column(0, "time", t["clock"])).to_pylist()
+    assert got["cols", False] == got["cols", True] == got["rows", False] == got["rows", True]
+    assert 0 < len(got["rows", False]) < 90 or options == {"until": 1}
+
+
+@pytest.mark.parametrize("value", [0.0, 100.0, -0.5, 0.0001, 0.00012, 0.00001, 1e-4 * 3,
+                                   123456789012.345, 1234567890123.456, 9007199254740991.0,
+                                   4503599627370497.5, 1e15 + 0.25, 101.25, 0.1 + 0.2, 1e300])
+def test_a_float_column_s_text_is_repr(tmp_path, value):
+    # Proves: the message and args of a float column (decimals written from their digits,
+    # doubles) are repr of each float, as for row frames: at the edges of fixed notation,
+    # of 15 significant digits and of 2**53.
+    src = str(tmp_path / "src.blog")
+    write(src, [("v {}", ["float"], None)], [(0, 0, [v], None) for v in (value, value * 2, 1.5)])
+    t, damage = table(compacted(src, True))
+    assert damage == [] and t["message"].to_pylist() == [f"v {v!r}" for v in (value, value * 2,
+                                                                              1.5)]
+    assert t["args"].to_pylist() == [f"[{v!r}]" for v in (value, value * 2, 1.5)]

@@ -35,6 +35,7 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
                           "bread/_lines.c", "bread/_events.c", "bread/_batches.c"],
                          ["bread/_extension.h", "bread/_message.h"]))
     ext.append(extension("bread._merge", ["bread/_merge.c"], []))
+    ext.append(extension("bread._compact", ["bread/_compact.c"], []))
     ext.append(extension("bread._binlog", ["bread/_binlog.c"], []))
 
 setup(ext_modules=ext)

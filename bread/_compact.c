@@ -775,7 +775,103 @@ out:
     return res;
 }
 
+/* --- runs ------------------------------------------------------------------------ */
+
+#define REC_HEAD 40     /* ns, writer id, seq, source id (8 bytes each), n, raw's size (4) */
+
+static void
+put_le(char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++) p[i] = (char)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* pack_run(records) -> bytes: records (sorted, of a run) in a fixed layout for a run
+ * file, read back by unpack_run; None where one does not fit it. */
+static PyObject *
+pack_run(PyObject *self, PyObject *arg)
+{
+    if (!PyList_Check(arg)) Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(arg), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(arg, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != R_FIELDS
+            || !PyBytes_Check(PyTuple_GET_ITEM(t, R_RAW))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(t, R_RAW)) > 0x7fffffff)
+            Py_RETURN_NONE;
+        total += REC_HEAD + PyBytes_GET_SIZE(PyTuple_GET_ITEM(t, R_RAW));
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL) return NULL;
+    char *p = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(arg, i), *raw = PyTuple_GET_ITEM(t, R_RAW);
+        long long x[5];
+        static const int at[5] = {R_NS, R_WID, R_SEQ, R_SID, R_N};
+        for (int j = 0; j < 5; j++) {
+            PyObject *o = PyTuple_GET_ITEM(t, at[j]);
+            if (!PyLong_CheckExact(o) || as_ll(o, &x[j]) != 0) {
+                PyErr_Clear();
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
+        }
+        if (x[4] < 0 || x[4] > 0x7fffffff) { Py_DECREF(out); Py_RETURN_NONE; }
+        for (int j = 0; j < 4; j++) put_le(p + 8 * j, (uint64_t)x[j], 8);
+        put_le(p + 32, (uint64_t)x[4], 4);
+        put_le(p + 36, (uint64_t)PyBytes_GET_SIZE(raw), 4);
+        memcpy(p + REC_HEAD, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+        p += REC_HEAD + PyBytes_GET_SIZE(raw);
+    }
+    return out;
+}
+
+/* unpack_run(data) -> the records pack_run packed. */
+static PyObject *
+unpack_run(PyObject *self, PyObject *arg)
+{
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *p = buf.buf, *end = p + buf.len;
+    PyObject *out = PyList_New(0);
+    while (out != NULL && p < end) {
+        Py_ssize_t len = end - p < REC_HEAD ? -1 : (Py_ssize_t)get_le(p + 36, 4);
+        if (len < 0 || end - p - REC_HEAD < len) {
+            PyErr_SetString(PyExc_ValueError, "a run file's record is cut short");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *t = PyTuple_New(R_FIELDS);
+        int bad = t == NULL;
+        for (int j = 0; j < 5 && !bad; j++) {
+            PyObject *v = PyLong_FromLongLong((long long)get_le(p + 8 * j, j < 4 ? 8 : 4));
+            PyTuple_SET_ITEM(t, j, v);     /* R_NS ... R_N: the layout's order */
+            bad = v == NULL;
+        }
+        if (!bad) {
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)p + REC_HEAD, len);
+            PyTuple_SET_ITEM(t, R_RAW, raw);
+            bad = raw == NULL;
+        }
+        if (bad || PyList_Append(out, t) < 0) Py_CLEAR(out);
+        Py_XDECREF(t);
+        p += REC_HEAD + len;
+    }
+    PyBuffer_Release(&buf);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"pack_run", pack_run, METH_O,
+     "pack_run(records) -> bytes in a run file's layout, or None where one does not fit"},
+    {"unpack_run", unpack_run, METH_O, "unpack_run(data) -> the records pack_run packed"},
     {"walk", walk, METH_VARARGS,
      "walk(payload, pos, count, clock, wid, cv, freq, ns0, seq, ids) -> (records, pos, "
      "clock, seq, why, sid): an events frame's events from pos as records"},

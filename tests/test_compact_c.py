@@ -156,3 +156,18 @@ def test_a_batch_header_count_beyond_its_events_is_the_reference_s_too(count):
     with pure():
         assert got == take(payload, (0, 10**9, 0))
     assert len(got[0]) == (0 if count <= 0 else 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2**63, 2**63 - 1), st.integers(0, 2**63 - 1),
+                          st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1),
+                          st.integers(0, 2**31 - 1), st.binary(max_size=20)), max_size=30))
+def test_a_run_block_in_the_c_layout_reads_back_as_it_was(records):
+    assert fast.unpack_run(fast.pack_run(records)) == records
+
+
+@pytest.mark.parametrize("odd", [(2**63, 1, 1, 1, 3, b""), (1, 1, 1, 1, 2**31, b""),
+                                 (1, 1, 1, 1, 3, "str"), (1, 1, 1, 1, 3), [1, 1, 1, 1, 3, b""],
+                                 (True, 1, 1, 1, 3, b"")])
+def test_a_record_the_c_layout_does_not_hold_leaves_the_block_to_msgpack(odd):
+    assert fast.pack_run([(1, 1, 1, 1, 3, b"x"), odd]) is None

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import bisect
 import tempfile
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Sequence
 
 import msgpack
+
+from .. import accel
 
 #: Events sorted in memory at once before they are spilled to a run file.
 RUN_EVENTS = 200_000
@@ -45,9 +47,14 @@ class Runs:
     def _spill(self) -> None:
         self.buf.sort()
         f = tempfile.TemporaryFile(dir=self.tmpdir)
-        pack = msgpack.Packer(use_bin_type=True).pack
+        fast = accel.compact
         for at in range(0, len(self.buf), BLOCK):
-            f.write(pack(self.buf[at:at + BLOCK]))
+            block = self.buf[at:at + BLOCK]
+            data = None if fast is None else fast.pack_run(block)
+            kind = _C if data is not None else _MSGPACK
+            if data is None:
+                data = msgpack.packb(block, use_bin_type=True)
+            f.write(bytes([kind]) + len(data).to_bytes(4, "little") + data)
         f.seek(0)
         self.files.append(f)
         self.buf = []
@@ -61,9 +68,8 @@ class Runs:
             return
         if self.buf:
             self._spill()
-        blocks = [iter(msgpack.Unpacker(f, raw=False, use_list=False, max_buffer_size=1 << 30))
-                  for f in self.files]
-        runs = [[b, next(b), 0] for b in blocks]    # [its blocks, its block, where in it]
+        blocks = [_blocks(f) for f in self.files]
+        runs: list[list] = [[b, next(b), 0] for b in blocks]   # [its blocks, its block, at]
         out: list[tuple] = []
         while runs:
             least = min(runs, key=lambda r: r[1][r[2]])
@@ -88,3 +94,17 @@ class Runs:
     def close(self) -> None:
         for f in self.files:
             f.close()
+
+
+_MSGPACK, _C = 0, 1   # a block of a run file: msgpack, or bread/_compact.c's own layout
+
+
+def _blocks(f: BinaryIO) -> Iterator[Sequence[tuple]]:
+    """The blocks of a run file (each a kind byte, its size in 4 bytes, its records)."""
+    while head := f.read(5):
+        data = f.read(int.from_bytes(head[1:], "little"))
+        fast = accel.compact
+        if head[0] == _C and fast is not None:   # (written only where C is)
+            yield fast.unpack_run(data)
+        else:
+            yield msgpack.unpackb(data, raw=False, use_list=False)

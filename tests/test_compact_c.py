@@ -44,7 +44,7 @@ def records(events, shapes) -> list[tuple]:
     shape (more elements, a raw that is not an array)."""
     out = []
     for seq, (e, shape) in enumerate(zip(events, shapes)):
-        head = bytes([0x90 | len(e[3])]) if len(e[3]) < 16 else b"\xdc" + len(e[3]).to_bytes(2, "big")
+        head = packed([0] * len(e[3]))[:-len(e[3]) or None]   # an array header of that many
         raw = head + b"".join(e[3]) + (e[4] or b"")
         n = 3 if e[4] is None else 4
         if shape == 1:

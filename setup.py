@@ -36,6 +36,7 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
                           "bread/_tables.c"],
                          ["bread/_extension.h", "bread/_message.h"]))
     ext.append(extension("bread._merge", ["bread/_merge.c"], []))
+    ext.append(extension("bread._compact", ["bread/_compact.c"], []))
     ext.append(extension("bread._binlog", ["bread/_binlog.c"], []))
 
 setup(ext_modules=ext)

@@ -1,5 +1,6 @@
 """The optional C fast paths of the reader (``bread/_speedups.c``, ``bread/_merge.c``,
-``bread/_binlog.c`` for C++ binlog files), or None.
+``bread/_binlog.c`` for C++ binlog files, ``bread/_compact.c`` for ``bread compact``), or
+None.
 
 Read as ``accel.speedups`` at the point of use, so that tests (and
 ``BREAD_PURE_PYTHON=1``) can run everything through the pure-Python code,
@@ -28,6 +29,7 @@ def _say(missing: str) -> None:
 speedups: ModuleType | None
 merge: ModuleType | None
 binlog: ModuleType | None   # (loaded with the first C++ binlog file: ``__getattr__``)
+compact: ModuleType | None  # (loaded by the first compaction: ``__getattr__``)
 try:
     from . import _speedups as speedups
 except ImportError:  # built without a C compiler, or where setup.py builds none
@@ -44,16 +46,20 @@ elif speedups is None or merge is None:
 
 
 def __getattr__(name: str) -> ModuleType | None:
-    """``binlog``, the C printer of C++ binlog files, imported when first asked for: reading
-    blog files never loads it."""
-    if name != "binlog":
+    """``binlog``, the C printer of C++ binlog files, and ``compact``, bread compact's
+    per-event work, imported when first asked for: reading blog files loads neither."""
+    if name not in ("binlog", "compact"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    global binlog
-    binlog = None
+    got: ModuleType | None = None
     if not os.environ.get("BREAD_PURE_PYTHON"):
         try:
-            from . import _binlog
-            binlog = _binlog
+            if name == "binlog":
+                from . import _binlog
+                got = _binlog
+            else:
+                from . import _compact
+                got = _compact
         except ImportError:  # likewise
-            _say("bread._binlog")
-    return binlog
+            _say(f"bread._{name}")
+    globals()[name] = got
+    return got

@@ -18,6 +18,7 @@ from blogformat.valuedecoding import may_hold_described, renumber
 from blogformat.valuetypes import MAX_TYPE_ID, MAX_TYPE_TEXT, Described, TypeTable
 from blogformat.frames import FRAME_COLUMNS, FRAME_EVENTS, FRAME_HEADER, frame_bytes
 
+from .. import accel
 from ..entries import iter_entries
 from ..frames import Damage, Frame, iter_frames
 from ..inputs import open_path
@@ -73,6 +74,7 @@ class Compactor:
 
     def _add(self, entries: Iterator[Any], path: str) -> None:
         sources: dict[int, EventSource] = {}
+        ids: dict[int, int] = {}     # the stream's source ids met in events: the compacted's
         writers: dict[int, WriterProp] = {}
         types = TypeTable()
         sync = (0, _SEC, 0)
@@ -83,13 +85,14 @@ class Compactor:
                 if not e.verified:   # never made checksummed, never deleted: left as it is
                     raise TooBig(f"{path}: a frame cut short by the end of the file holds "
                                  "events that can only be read unverified")
-                self._frame(e, sources, writers, types, sync, desc, path)
+                self._frame(e, sources, ids, writers, types, sync, desc, path)
             elif t is FileHeader:
-                sources, writers, sync, desc = {}, {}, (0, _SEC, 0), e.descriptor
+                sources, ids, writers, sync, desc = {}, {}, {}, (0, _SEC, 0), e.descriptor
                 types = TypeTable()
                 self.descriptors.append(desc)
             elif t is EventSource:
                 sources[e.id] = e
+                ids.pop(e.id, None)
             elif t is WriterProp:
                 writers[e.id] = e
             elif t is RecordType or t is EnumMember:
@@ -165,14 +168,36 @@ class Compactor:
             self.writers[key] = nw
         return nw.id
 
-    def _frame(self, fr: Frame, sources: dict, writers: dict, types: TypeTable, sync: tuple,
-               desc: dict, path: str) -> None:
-        u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(fr.payload) + 1)
-        u.feed(fr.payload)
+    def _frame(self, fr: Frame, sources: dict, ids: dict, writers: dict, types: TypeTable,
+               sync: tuple, desc: dict, path: str) -> None:
+        payload = fr.payload
+        u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(payload) + 1)
+        u.feed(payload)
         try:     # the file is untrusted: anything but the format is damage of the frame
             wid, clock, count = batch_start(u.unpack())   # BadEntry is a ValueError
             new_wid = self._writer(writers.get(wid), wid, desc)
             cv, freq, ns0 = sync
+            fast = accel.compact
+            if fast is not None:   # C takes the plain events; from where it stops, Python
+                at, why = u.tell(), 0
+                while count > 0 and why != 2:   # (no event has less than a byte)
+                    got, at, clock, self._seq, why, sid, event = fast.walk(
+                        payload, at, min(count, len(payload)), clock, new_wid, cv, freq, ns0,
+                        self._seq, ids)
+                    self.runs.extend(got)
+                    count -= len(got)
+                    if why == 1:
+                        ids[sid] = self._source(sources.get(sid), sid)
+                    elif why == 3:   # a described value's id, maybe: Python's to renumber
+                        sid, delta, n, raw = event
+                        clock += delta
+                        self._take(sid, n, raw, clock, sync, sources, types, new_wid)
+                        count -= 1
+                if count > 0:
+                    payload = payload[at:]
+                    u = msgpack.Unpacker(raw=False, strict_map_key=False,   # (its limits:
+                                         max_buffer_size=len(fr.payload) + 1)   # the frame's)
+                    u.feed(payload)
             for _ in range(count):
                 n = u.read_array_header()
                 sid = u.unpack()
@@ -183,21 +208,27 @@ class Compactor:
                 start = u.tell()
                 for _ in range(n - 2):
                     u.skip()
-                raw = fr.payload[start:u.tell()]
-                if may_hold_described(raw):   # ids of this stream's descriptions: the
-                    # compacted one's (0, described by none, where this stream has none)
-                    raw = renumber(raw, lambda tid: self._type(types, tid))
-                ns = ns0 + (clock - cv) * _SEC // freq
-                if not -(1 << 63) <= ns < 1 << 63:
-                    raise ValueError("a time beyond 64 bits of nanoseconds")
-                self._seq += 1
-                self.runs.add((ns, new_wid, self._seq, self._source(sources.get(sid), sid),
-                               n, raw))
+                self._take(sid, n, payload[start:u.tell()], clock, sync, sources, types,
+                           new_wid)
         except (ValueError, TypeError, IndexError, msgpack.OutOfData,
                 msgpack.ExtraData, msgpack.FormatError, msgpack.StackError,
                 RecursionError) as exc:
             self.damage.append(Damage(fr.offset, fr.size,
                                       f"undecodable frame: {exc}", path))
+
+    def _take(self, sid: int, n: int, raw: bytes, clock: int, sync: tuple, sources: dict,
+              types: TypeTable, new_wid: int) -> None:
+        """One event of a frame: ``n`` (its array's elements), ``raw`` (what follows its
+        clock delta), its clock; ValueError where its time is beyond 64 bits."""
+        if may_hold_described(raw):   # ids of this stream's descriptions: the
+            # compacted one's (0, described by none, where this stream has none)
+            raw = renumber(raw, lambda tid: self._type(types, tid))
+        cv, freq, ns0 = sync
+        ns = ns0 + (clock - cv) * _SEC // freq
+        if not -(1 << 63) <= ns < 1 << 63:
+            raise ValueError("a time beyond 64 bits of nanoseconds")
+        self._seq += 1
+        self.runs.add((ns, new_wid, self._seq, self._source(sources.get(sid), sid), n, raw))
 
     def write(self, out: io.BufferedIOBase, replaces: list[str], columnar: bool = False) -> int:
         """Write the compacted stream to ``out``; the number of events.
@@ -220,19 +251,13 @@ class Compactor:
         self._metadata(out, meta)
         counts: dict[int, int] = {}
         n, lo, hi = 0, None, None
-        chunk: list[tuple] = []
         events, size = (_columns, EVENTS_PER_COLUMNS) if columnar else \
             (self._events, EVENTS_PER_FRAME)
-        for rec in self.runs.merged():
-            chunk.append(rec)
-            if len(chunk) >= size:
-                events(out, chunk, counts)
-                chunk = []
-            n += 1
-            lo = rec[0] if lo is None else lo
-            hi = rec[0]
-        if chunk:
+        for chunk in self.runs.merged(size):
             events(out, chunk, counts)
+            n += len(chunk)
+            lo = chunk[0][0] if lo is None else lo
+            hi = chunk[-1][0]
         self._metadata(out, [Summary(n, lo or 0, hi or 0, self.dropped, self.lost, counts,
                                      time.time_ns())])
         self.runs.close()
@@ -246,6 +271,12 @@ class Compactor:
     @staticmethod
     def _events(out: io.BufferedIOBase, chunk: list[tuple], counts: dict[int, int]) -> None:
         """One frame per writer of a stretch of sorted events, each in time order."""
+        fast = accel.compact
+        payloads = None if fast is None else fast.rows(chunk, counts)
+        if payloads is not None:
+            for p in payloads:
+                out.write(frame_bytes(FRAME_EVENTS, p))
+            return
         by_writer: dict[int, list[tuple]] = {}
         for rec in chunk:
             by_writer.setdefault(rec[1], []).append(rec)
@@ -266,6 +297,11 @@ def _columns(out: io.BufferedIOBase, chunk: list[tuple], counts: dict[int, int])
     """A stretch of sorted events as one columnar frame, in their order; as events frames
     (``Compactor._events``) where one does not fit its coding (an event with more than its
     values and texts, an id or clock delta beyond 64 bits)."""
+    fast = accel.compact
+    payload = None if fast is None else fast.columns(chunk, counts)
+    if payload is not None:
+        out.write(frame_bytes(FRAME_COLUMNS, payload))
+        return
     from blogformat import columnframes
     events = []
     for ns, wid, _seq, sid, n, raw in chunk:

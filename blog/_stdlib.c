@@ -314,8 +314,22 @@ static PyTypeObject RecordHandlerType = {
 
 /* ---- LoggingCall: logging.Logger._log without a LogRecord ------------------ */
 
-/* The most BlogHandlers a call may reach on the fast path (more: the Python path's). */
+/* The most BlogHandlers a call may reach on the fast path (more: the record path's). */
 #define MAX_REACHED 8
+
+/* A BlogHandler a call reaches, and its RecordHandler (its "handle"; None in pure Python):
+ * new references. */
+typedef struct { PyObject *handler, *push; } Reached;
+
+static void
+release(Reached *found, int n)
+{
+    while (n > 0) {
+        n--;
+        Py_DECREF(found[n].handler);
+        Py_DECREF(found[n].push);
+    }
+}
 
 /* logging.Logger._log while a BlogHandler exists (blog/stdlibcalls.py installs it, and is
  * its twin, log_call): a call whose every handler on the way is a BlogHandler without
@@ -333,6 +347,7 @@ typedef struct {
     PyObject *srcfile;    /* logging._srcfile when installed */
     PyObject *record_type;     /* logging.LogRecord: the record factory must be it */
     PyObject *types[2];   /* logging.Logger, logging.RootLogger */
+    PyObject *outside;    /* the file of the last frame found not logging's own */
     unsigned int tags[2]; /* their version tags when last checked (0: check again) */
 } LoggingCall;
 
@@ -370,7 +385,7 @@ empty_list(PyObject *list)
  * make a plain LogRecord: their number (0: none at this level); `*name` the logger's name
  * (a new reference). -1: the record path's (or an error). */
 static int
-reached(LoggingCall *self, PyObject *logger, long level, PyObject **found, PyObject **name)
+reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObject **name)
 {
     PyTypeObject *t = Py_TYPE(logger);
     int i = t == (PyTypeObject *)self->types[0] ? 0 : t == (PyTypeObject *)self->types[1] ? 1 : -1;
@@ -404,12 +419,16 @@ reached(LoggingCall *self, PyObject *logger, long level, PyObject **found, PyObj
                         && PyDict_GetItem(hd, str_emit) == NULL
                         && (handle == NULL || Py_IS_TYPE(handle, &RecordHandlerType));
             long hlevel = plain ? PyLong_AsLong(hl) : 0;
+            if (PyErr_Occurred() || (level >= hlevel && n == MAX_REACHED))
+                plain = 0;
+            if (plain && level >= hlevel) {
+                found[n].handler = Py_NewRef(h);
+                found[n++].push = Py_NewRef(handle != NULL ? handle : Py_None);
+            }
             Py_XDECREF(hd);
-            if (!plain || PyErr_Occurred() || (level >= hlevel && n == MAX_REACHED))
+            if (!plain)
                 goto aside;
             seen = 1;
-            if (level >= hlevel)
-                found[n++] = Py_NewRef(h);
         }
         PyObject *propagate = PyDict_GetItem(d, str_propagate);
         if (propagate == NULL || !(propagate == Py_True || propagate == Py_False))
@@ -432,8 +451,7 @@ reached(LoggingCall *self, PyObject *logger, long level, PyObject **found, PyObj
         return n;
 aside:
     Py_XDECREF(d);
-    while (n > 0)
-        Py_DECREF(found[--n]);
+    release(found, n);
     Py_CLEAR(*name);
     if (PyErr_Occurred())
         PyErr_Clear();
@@ -447,11 +465,13 @@ internal_frame(LoggingCall *self, PyFrameObject *f)
     PyCodeObject *co = PyFrame_GetCode(f);
     PyObject *fn = co->co_filename;
     int r = fn == self->srcfile;
-    if (!r && PyUnicode_Check(fn)) {
+    if (!r && fn != self->outside && PyUnicode_Check(fn)) {
         Py_ssize_t len = PyUnicode_GET_LENGTH(fn);
         r = PyUnicode_Compare(fn, self->srcfile) == 0
             || (PyUnicode_Find(fn, str_importlib, 0, len, 1) >= 0
                 && PyUnicode_Find(fn, str_bootstrap, 0, len, 1) >= 0);
+        if (!r && !PyErr_Occurred())
+            Py_XSETREF(self->outside, Py_NewRef(fn));
     }
     Py_DECREF(co);
     if (PyErr_Occurred())
@@ -518,7 +538,7 @@ common_keywords(PyObject *const *values, PyObject *kwnames, long *stacklevel)
 
 /* The common call's push: each handler's site (site_push), the others in Python (emit). */
 static PyObject *
-push_call(LoggingCall *self, PyObject *const *args, PyObject **found, int n, PyObject *name,
+push_call(LoggingCall *self, PyObject *const *args, Reached *found, int n, PyObject *name,
           long stacklevel)
 {
     int lno = 0;
@@ -529,20 +549,18 @@ push_call(LoggingCall *self, PyObject *const *args, PyObject **found, int n, PyO
     if (lineno == NULL)
         goto done;
     for (int i = 0; i < n; i++) {
-        PyObject *hd = PyObject_GenericGetDict(found[i], NULL);
-        PyObject *rh = hd != NULL ? PyDict_GetItem(hd, str_handle) : NULL;
-        int pushed = rh != NULL && Py_IS_TYPE(rh, &RecordHandlerType)
+        PyObject *rh = found[i].push;
+        int pushed = Py_IS_TYPE(rh, &RecordHandlerType)
             ? site_push((RecordHandler *)rh, args[2], args[3], co->co_filename, lineno,
                         args[1], name, LLONG_MIN) : 0;
-        if (pushed > 0)
+        if (pushed > 0) {
             ((RecordHandler *)rh)->calls++;
-        Py_XDECREF(hd);
-        if (pushed > 0)
             continue;
+        }
         PyErr_Clear();           /* not pushed: the Python path decides, and reports */
         if (rest == NULL && (rest = PyList_New(0)) == NULL)
             goto done;
-        if (PyList_Append(rest, found[i]) < 0)
+        if (PyList_Append(rest, found[i].handler) < 0)
             goto done;
     }
     if (rest != NULL) {
@@ -575,7 +593,8 @@ logging_call_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
         PyErr_Clear();
         return PyObject_Vectorcall(self->original, args, nargsf, kwnames);
     }
-    PyObject *found[MAX_REACHED], *name = NULL;
+    Reached found[MAX_REACHED];
+    PyObject *name = NULL;
     int n = reached(self, args[0], level, found, &name);
     if (n < 0)
         return PyObject_Vectorcall(self->original, args, nargsf, kwnames);
@@ -589,8 +608,7 @@ logging_call_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
         PyErr_Clear();
         r = PyObject_Vectorcall(self->twin, args, nargsf, kwnames);
     }
-    while (n > 0)
-        Py_DECREF(found[--n]);
+    release(found, n);
     Py_DECREF(name);
     return r;
 }
@@ -616,6 +634,7 @@ logging_call_traverse(LoggingCall *self, visitproc visit, void *arg)
     Py_VISIT(self->record_type);
     Py_VISIT(self->types[0]);
     Py_VISIT(self->types[1]);
+    Py_VISIT(self->outside);
     return 0;
 }
 
@@ -632,6 +651,7 @@ logging_call_clear(LoggingCall *self)
     Py_CLEAR(self->record_type);
     Py_CLEAR(self->types[0]);
     Py_CLEAR(self->types[1]);
+    Py_CLEAR(self->outside);
     return 0;
 }
 

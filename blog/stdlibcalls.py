@@ -13,6 +13,9 @@ what ``Logger.callHandlers`` would walk, so that a filter, another handler,
 and ``logging.disable`` are ``isEnabledFor``'s, before ``_log``); any other call goes to the
 ``_log`` they replaced, unchanged. A logger class that overrides ``_log`` keeps its own.
 ``session.stats.logging_fast_path`` and ``logging_record_path`` count the two paths.
+In pure Python, ``log_call`` is one more frame below the caller: the record path gets
+``stacklevel + 1``, which ``Logger.findCaller`` (or an override that counts frames as it
+does) skips.
 """
 
 from __future__ import annotations

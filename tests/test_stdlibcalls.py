@@ -105,6 +105,23 @@ def test_the_fast_path_makes_no_log_record(bridge, monkeypatch):
     assert [e[6] for e in read_back(bridge)] == ["n 0", "w 0", "n 1", "w 1", "n 2", "w 2"]
 
 
+def test_a_known_call_site_s_calls_stay_in_c(bridge, hot_path):
+    # Proves: once a site's first call made its source, a call of plain values costs the C
+    # path no Python frame (nor the handler's Python method).
+    if hot_path != "c":
+        pytest.skip("the C fast path is not built or not in use")
+    in_python: list = []
+    handle_call = bridge.handler.handle_call
+    for i, value in [*enumerate(["x"] * 20), (1, ["not", "plain"])]:
+        if i == 1:   # the site is known: from here, the Python method counts what it gets
+            bridge.handler.handle_call = lambda call: (in_python.append(call.args),
+                                                       handle_call(call))
+        bridge.logger.info("n %d at %s", i, value)
+    assert in_python == [(1, ["not", "plain"])]
+    assert took(bridge) == (21, 0)
+    assert [e[6] for e in read_back(bridge)][-2:] == ["n 19 at x", "n 1 at ['not', 'plain']"]
+
+
 def test_a_record_factory_of_the_application_takes_every_record(bridge):
     made = []
     factory = logging.getLogRecordFactory()

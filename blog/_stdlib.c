@@ -317,6 +317,12 @@ static PyTypeObject RecordHandlerType = {
 /* The most BlogHandlers a call may reach on the fast path (more: the record path's). */
 #define MAX_REACHED 8
 
+/* The lines of the callers found lately, per code object and instruction: finding a frame's
+ * line scans its code's line table (findCaller pays it at every call); a small table of
+ * them, each slot the last (code, instruction) that fell in it. */
+#define LINES 64
+typedef struct { PyObject *code; int lasti, line; } Line;
+
 /* A BlogHandler a call reaches, and its RecordHandler (its "handle"; None in pure Python):
  * new references. */
 typedef struct { PyObject *handler, *push; } Reached;
@@ -348,6 +354,7 @@ typedef struct {
     PyObject *record_type;     /* logging.LogRecord: the record factory must be it */
     PyObject *types[2];   /* logging.Logger, logging.RootLogger */
     PyObject *outside;    /* the file of the last frame found not logging's own */
+    Line lines[LINES];
     unsigned int tags[2]; /* their version tags when last checked (0: check again) */
 } LoggingCall;
 
@@ -390,20 +397,20 @@ reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObjec
     PyTypeObject *t = Py_TYPE(logger);
     int i = t == (PyTypeObject *)self->types[0] ? 0 : t == (PyTypeObject *)self->types[1] ? 1 : -1;
     if (i < 0 || methods_unchanged(self, i) != 1
-        || PyDict_GetItem(self->globals, str_srcfile) != self->srcfile
-        || PyDict_GetItem(self->globals, str_factory) != self->record_type)
+        || PyDict_GetItemWithError(self->globals, str_srcfile) != self->srcfile
+        || PyDict_GetItemWithError(self->globals, str_factory) != self->record_type)
         return -1;
     int n = 0, seen = 0;
     PyObject *d = PyObject_GenericGetDict(logger, NULL);
-    if (d == NULL || !PyDict_CheckExact(d) || PyDict_GetItem(d, str_disabled) != Py_False
-        || !empty_list(PyDict_GetItem(d, str_filters)))
+    if (d == NULL || !PyDict_CheckExact(d) || PyDict_GetItemWithError(d, str_disabled) != Py_False
+        || !empty_list(PyDict_GetItemWithError(d, str_filters)))
         goto aside;
-    *name = PyDict_GetItem(d, str_logname);
+    *name = PyDict_GetItemWithError(d, str_logname);
     if (*name == NULL || !PyUnicode_CheckExact(*name))
         goto aside;
     Py_INCREF(*name);
     for (;;) {
-        PyObject *handlers = PyDict_GetItem(d, str_handlers);
+        PyObject *handlers = PyDict_GetItemWithError(d, str_handlers);
         if (handlers == NULL || !PyList_CheckExact(handlers))
             goto aside;
         for (Py_ssize_t k = 0; k < PyList_GET_SIZE(handlers); k++) {
@@ -411,12 +418,12 @@ reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObjec
             if ((PyObject *)Py_TYPE(h) != self->handler_type)
                 goto aside;
             PyObject *hd = PyObject_GenericGetDict(h, NULL);
-            PyObject *hl = hd != NULL ? PyDict_GetItem(hd, str_level) : NULL;
-            PyObject *handle = hd != NULL ? PyDict_GetItem(hd, str_handle) : NULL;
+            PyObject *hl = hd != NULL ? PyDict_GetItemWithError(hd, str_level) : NULL;
+            PyObject *handle = hd != NULL ? PyDict_GetItemWithError(hd, str_handle) : NULL;
             /* (an emit or handle set on the handler itself, a test's, takes the record) */
-            int plain = hd != NULL && empty_list(PyDict_GetItem(hd, str_filters))
+            int plain = hd != NULL && empty_list(PyDict_GetItemWithError(hd, str_filters))
                         && hl != NULL && PyLong_CheckExact(hl)
-                        && PyDict_GetItem(hd, str_emit) == NULL
+                        && PyDict_GetItemWithError(hd, str_emit) == NULL
                         && (handle == NULL || Py_IS_TYPE(handle, &RecordHandlerType));
             long hlevel = plain ? PyLong_AsLong(hl) : 0;
             if (PyErr_Occurred() || (level >= hlevel && n == MAX_REACHED))
@@ -430,12 +437,12 @@ reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObjec
                 goto aside;
             seen = 1;
         }
-        PyObject *propagate = PyDict_GetItem(d, str_propagate);
+        PyObject *propagate = PyDict_GetItemWithError(d, str_propagate);
         if (propagate == NULL || !(propagate == Py_True || propagate == Py_False))
             goto aside;
         if (propagate == Py_False)
             break;
-        PyObject *parent = PyDict_GetItem(d, str_parent);
+        PyObject *parent = PyDict_GetItemWithError(d, str_parent);
         if (parent == Py_None)
             break;
         if (parent == NULL || (Py_TYPE(parent) != (PyTypeObject *)self->types[0]
@@ -447,7 +454,7 @@ reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObjec
             goto aside;
     }
     Py_CLEAR(d);
-    if (seen)         /* none: logging's lastResort */
+    if (seen && !PyErr_Occurred())      /* none: logging's lastResort */
         return n;
 aside:
     Py_XDECREF(d);
@@ -500,7 +507,14 @@ caller(LoggingCall *self, long stacklevel, int *lineno)
             stacklevel--;
     }
     PyCodeObject *co = PyFrame_GetCode(f);
-    *lineno = PyFrame_GetLineNumber(f);
+    int lasti = PyFrame_GetLasti(f);
+    Line *e = &self->lines[(((uintptr_t)co >> 4) ^ (unsigned)lasti) % LINES];
+    if (e->code != (PyObject *)co || e->lasti != lasti) {
+        Py_XSETREF(e->code, Py_NewRef(co));
+        e->lasti = lasti;
+        e->line = PyFrame_GetLineNumber(f);
+    }
+    *lineno = e->line;
     Py_DECREF(f);
     return co;
 }
@@ -635,6 +649,8 @@ logging_call_traverse(LoggingCall *self, visitproc visit, void *arg)
     Py_VISIT(self->types[0]);
     Py_VISIT(self->types[1]);
     Py_VISIT(self->outside);
+    for (int i = 0; i < LINES; i++)
+        Py_VISIT(self->lines[i].code);
     return 0;
 }
 
@@ -652,6 +668,8 @@ logging_call_clear(LoggingCall *self)
     Py_CLEAR(self->types[0]);
     Py_CLEAR(self->types[1]);
     Py_CLEAR(self->outside);
+    for (int i = 0; i < LINES; i++)
+        Py_CLEAR(self->lines[i].code);
     return 0;
 }
 
@@ -725,8 +743,9 @@ blog_stdlib_init(PyObject *m)
         {&str_filters, "filters"}, {&str_srcfile, "_srcfile"},
         {&str_factory, "_logRecordFactory"}, {&str_disabled, "disabled"},
         {&str_handlers, "handlers"}, {&str_propagate, "propagate"}, {&str_parent, "parent"},
-        {&str_level, "level"}, {&str_handle, "handle"}, {&str_emit, "emit"}, {&str_importlib, "importlib"},
-        {&str_bootstrap, "_bootstrap"}, {&str_kw_exc_info, "exc_info"},
+        {&str_level, "level"}, {&str_handle, "handle"}, {&str_emit, "emit"},
+        {&str_importlib, "importlib"}, {&str_bootstrap, "_bootstrap"},
+        {&str_kw_exc_info, "exc_info"},
         {&str_kw_extra, "extra"}, {&str_kw_stack_info, "stack_info"},
         {&str_kw_stacklevel, "stacklevel"},
     };

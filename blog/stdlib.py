@@ -154,8 +154,8 @@ class BlogHandler(logging.Handler):
         """(``logging`` calls taken without a record, records taken): what
         ``session.stats.logging_fast_path`` and ``logging_record_path`` add up."""
         calls, records = self._calls, self._records
-        c = self.__dict__.get("handle")
-        if c is not None and type(c) is not MethodType:
+        c: Any = self.__dict__.get("handle")
+        if accel.speedups is not None and type(c) is accel.speedups.RecordHandler:
             calls, records = calls + c.calls, records + c.records
         return calls, records
 

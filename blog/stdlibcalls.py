@@ -189,7 +189,8 @@ def stack_text(f: FrameType) -> str:
 
 def install(handler_type: type) -> None:
     """Put the fast path in ``logging.Logger._log`` (once), for handlers of exactly
-    ``handler_type``. Without logging's findCaller helpers (Python before 3.11.?) nothing."""
+    ``handler_type``; nothing on a Python whose logging has no ``_is_internal_frame``
+    (what ``findCaller`` skips) or no ``_srcfile``."""
     global _original, _handler_type
     own = logging.Logger.__dict__.get("_log")
     if (_original is not None or own is None or _is_internal_frame is None

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import blog.stdlib
+from blog import stdlibcalls
 
 from test_stdlib import Bridge, bridge  # noqa: F401  (the fixture: a private session and logger)
 
@@ -283,3 +284,17 @@ def test_stack_info_and_exc_info_of_an_exception_object(bridge):
     assert ev.fields["stack"].endswith(
         '    bridge.logger.error("failed", exc_info=exc, stack_info=True)')
     assert ev.source.function == sys._getframe().f_code.co_name
+
+
+def test_uninstall_gives_logging_its_own_log_back(bridge):
+    bridge.logger.info("a %d", 1)
+    stdlibcalls.uninstall()
+    try:
+        assert not stdlibcalls.installed()
+        bridge.logger.info("a %d", 2)
+    finally:
+        stdlibcalls.install(blog.stdlib.BlogHandler)
+    assert stdlibcalls.installed()
+    bridge.logger.info("a %d", 3)
+    assert took(bridge) == (2, 1)
+    assert [e[6] for e in read_back(bridge)] == ["a 1", "a 2", "a 3"]

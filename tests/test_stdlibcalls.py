@@ -4,14 +4,17 @@ from the very next call."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import sys
+import threading
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import blog
 import blog.stdlib
 from blog import stdlibcalls
 
@@ -48,7 +51,7 @@ def _via_via(lg, level, msg, args, kw, raised):
 def read_back(bridge: Bridge) -> list[tuple]:
     """Every event as bread reads it, but its clock and ids."""
     return [(ev.severity, ev.category, ev.source.function, ev.source.file, ev.source.line,
-             ev.source.format, ev.message, repr(ev.args), repr(ev.fields))
+             ev.source.format, ev.message, repr(ev.args), repr(ev.fields), ev.writer)
             for ev in bridge.read()]
 
 
@@ -298,3 +301,34 @@ def test_uninstall_gives_logging_its_own_log_back(bridge):
     bridge.logger.info("a %d", 3)
     assert took(bridge) == (2, 1)
     assert [e[6] for e in read_back(bridge)] == ["a 1", "a 2", "a 3"]
+
+
+def test_threads_tasks_and_context_fields_read_back_as_the_record_path_s(hot_path):
+    # Proves: calls from named threads, from asyncio tasks and inside blog.context write
+    # what the record path writes (the writer, the context's fields), on the fast path.
+    def calls(lg: logging.Logger) -> None:
+        def work(i: int) -> None:
+            lg.info("from %s", i)
+        threads = [threading.Thread(target=work, args=(i,), name=f"worker-{i}")
+                   for i in range(3)]
+        for t in threads:
+            t.start()
+            t.join()
+
+        async def task() -> None:
+            lg.warning("in a task %d", 1)
+        asyncio.run(task())
+        with blog.context(request_id="r-1"):
+            lg.info("in context %s", "a")
+            lg.info("in context %s", "b")
+    got = {}
+    for filtered in (False, True):
+        bridge = Bridge()
+        if filtered:
+            bridge.logger.addFilter(lambda record: True)
+        calls(bridge.logger)
+        got[filtered] = read_back(bridge)
+        assert took(bridge) == ((0, 6) if filtered else (6, 0))
+    assert got[False] == got[True]
+    assert [e[9] for e in got[False]][:3] == ["worker-0", "worker-1", "worker-2"]
+    assert got[False][-1][8] == "{'request_id': 'r-1'}"

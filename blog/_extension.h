@@ -10,7 +10,8 @@
  *   _logger.c    blog/pipeline/logger.py   Method: a logger's level methods, by call site
  *   _event.c     blog/integrations/event.py  EventCall: a function decorated with @blog.event
  *   _traced.c    blog/integrations/traced.py TracedCall: a plain function with @blog.traced
- *   _stdlib.c    blog/stdlib.py        RecordHandler: BlogHandler.handle's common record
+ *   _stdlib.c    blog/stdlib.py        RecordHandler: BlogHandler.handle's common record;
+ *                blog/stdlibcalls.py   LoggingCall: logging.Logger._log without a record
  *   _speedups.c  blog/accel.py         the module: its functions and types
  * The buffer and msgpack writing are blogformat/_c's, shared with the reader's extension.
  * What one file gives another is declared here, its name prefixed blog_; a file calls only

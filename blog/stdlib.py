@@ -19,6 +19,9 @@ the one value of the site's source of format ``{}``, as is a record ``logging`` 
 format (arguments that do not fit the message: their number, a key, or a value a
 conversion does not take, as ``"%d"`` a str), kept as its format and its arguments'
 repr.
+
+A ``logging`` call that only BlogHandlers take makes no LogRecord at all
+(``blog.stdlibcalls``): it writes what its record would.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import logging
 import math
 import os
 import warnings as _warnings
+import weakref
 from collections.abc import Mapping
 from decimal import Decimal
 from types import MethodType
@@ -47,6 +51,7 @@ from .default import basic_config, default_session
 from .errors import ConfigurationError
 from .pipeline.session import Session
 from .pipeline.source import DYNAMIC_FORMAT, TooManySources
+from .stdlibcalls import CallRecord, install
 
 #: ``logging`` levels and the severity each maps to. Any other level maps to the
 #: nearest of these (a tie to the lower one): 5 and below to trace, 15 to debug,
@@ -57,6 +62,8 @@ LEVELS = LOGGING_LEVELS
 #: The attributes every LogRecord has; any other one came from ``extra`` (or a filter).
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
 _BASE = len(logging.makeLogRecord({}).__dict__)
+#: The attributes of a CallRecord without extra.
+_CALL = len(CallRecord("", 0, "", 0, "", "", (), None, None, None).__dict__)
 
 #: Keys a handler remembers; past them, records take the slower path (their sources stay).
 MAX_SITES = 1 << 16
@@ -121,6 +128,10 @@ class BlogHandler(logging.Handler):
         self._formats: dict[tuple, str] = {}      # call site -> its first format
         self._severities: dict[int, int] = {lv: sev for lv, sev in LEVELS}
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
+        self._records = 0     # records handled in Python (RecordHandler counts its own)
+        self._calls = 0       # logging calls without a record, in Python (and in C: its own)
+        self._session.stats.logging_counters.append(weakref.ref(self))
+        install(BlogHandler)
         cls = type(self)
         if (accel.speedups is not None and cls.handle is BlogHandler.handle
                 and cls.emit is BlogHandler.emit and cls.filter is logging.Filterer.filter):
@@ -138,8 +149,19 @@ class BlogHandler(logging.Handler):
     def __repr__(self) -> str:
         return f"<BlogHandler {logging.getLevelName(self.level)} {self.session!r}>"
 
+    @property
+    def paths(self) -> tuple[int, int]:
+        """(``logging`` calls taken without a record, records taken): what
+        ``session.stats.logging_fast_path`` and ``logging_record_path`` add up."""
+        calls, records = self._calls, self._records
+        c: Any = self.__dict__.get("handle")
+        if accel.speedups is not None and type(c) is accel.speedups.RecordHandler:
+            calls, records = calls + c.calls, records + c.records
+        return calls, records
+
     def handle(self, record: logging.LogRecord) -> bool:
         """Filter, then emit: without ``logging``'s per-handler lock, which blog needs not."""
+        self._records += 1
         if self.filters:
             rv = self.filter(record)
             if not rv:
@@ -153,35 +175,59 @@ class BlogHandler(logging.Handler):
         """Log ``record`` as an event (errors go to ``handleError``, as any handler's)."""
         try:
             msg, args = record.msg, record.args
-            if (type(msg) is str and type(args) is tuple and _no_extra(record.__dict__)
+            if not (type(msg) is str and type(args) is tuple and _no_extra(record.__dict__)
                     and record.exc_info is None and record.stack_info is None
-                    and not (_context_state.in_use and _CONTEXT.get() is not None)):
-                site = self._sites.get((msg, record.pathname, record.lineno, record.levelno,
-                                        record.name, len(args)))
-                if site is None and not args:   # a new text: the site's source "{}"
-                    args = (msg,)
-                    site = self._sites.get((None, record.pathname, record.lineno,
-                                            record.levelno, record.name, 1))
-                if site is not None and (site.conversions is None
-                                         or _all_fit(site.conversions, args)):
-                    session = self.session
-                    if site.severity < session.registry.min_severity:
-                        return
-                    clock = int(record.created * 1e9)
-                    try:
-                        ch = session.writers.local.c
-                    except AttributeError:
-                        ch = session.writers.new_writer().channel
-                    if not ch.push_values(site.source_id, clock, args):
-                        ch.on_overflow(site.source_id, clock, site.template, args, ())
-                    return
-            self._emit(record)
+                    and self._push_known(msg, args, record.pathname, record.lineno,
+                                         record.levelno, record.name,
+                                         int(record.created * 1e9))):
+                self._emit(record)
         except RecursionError:
             raise
         except Exception:
             self.handleError(record)
 
-    def _emit(self, record: logging.LogRecord) -> None:
+    def handle_call(self, call: CallRecord) -> None:
+        """Log a ``logging`` call that made no record (``blog.stdlibcalls``) as ``emit``
+        logs its record (errors go to ``handleError``)."""
+        self._calls += 1
+        try:
+            msg, args = call.msg, call.args
+            if not (type(msg) is str and type(args) is tuple and len(call.__dict__) == _CALL
+                    and call.exc_info is None and call.stack_info is None
+                    and self._push_known(msg, args, call.pathname, call.lineno, call.levelno,
+                                         call.name, int(call.created * 1e9))):
+                self._emit(call)
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(call)   # type: ignore[arg-type]
+
+    def _push_known(self, msg: str, args: tuple, pathname: str, lineno: int, level: int,
+                    name: str, clock: int) -> bool:
+        """The event of a call site seen before, pushed (or below the minimum): True; False
+        if the site is new, a value does not fit its conversion or fields are in context.
+        Its C twin is ``_stdlib.c``'s site_push."""
+        if _context_state.in_use and _CONTEXT.get() is not None:
+            return False
+        site = self._sites.get((msg, pathname, lineno, level, name, len(args)))
+        if site is None and not args:   # a new text: the site's source "{}"
+            args = (msg,)
+            site = self._sites.get((None, pathname, lineno, level, name, 1))
+        if site is None or (site.conversions is not None
+                            and not _all_fit(site.conversions, args)):
+            return False
+        session = self.session
+        if site.severity < session.registry.min_severity:
+            return True
+        try:
+            ch = session.writers.local.c
+        except AttributeError:
+            ch = session.writers.new_writer().channel
+        if not ch.push_values(site.source_id, clock, args):
+            ch.on_overflow(site.source_id, clock, site.template, args, ())
+        return True
+
+    def _emit(self, record: logging.LogRecord | CallRecord) -> None:
         """Every record but the common case: extra fields, exceptions, mapping arguments,
         messages that are not str, formats not the site's first, and a site's first record."""
         session = self.session
@@ -252,7 +298,7 @@ class BlogHandler(logging.Handler):
         session.writers.writer().push_event(site.source_id, clock, site.template, values, names)
 
 
-def _split(record: logging.LogRecord) -> tuple[str, str, tuple, dict[str, Any]]:
+def _split(record: logging.LogRecord | CallRecord) -> tuple[str, str, tuple, dict[str, Any]]:
     """(style, format, positional values, keyed values) of a record's message, as
     ``logging`` would apply ``msg % args``: a message that is not a str, or whose
     arguments do not fit it (their number, a key, a value a conversion does not take), is
@@ -351,7 +397,7 @@ def _ordered(tpl: Any) -> list[str]:
     return list(dict.fromkeys(ph.key for ph in tpl.placeholders))
 
 
-def _message(record: logging.LogRecord) -> str:
+def _message(record: logging.LogRecord | CallRecord) -> str:
     """The record's message as ``logging`` renders it; if that fails, its format and the
     arguments' reprs (where ``logging`` would print an error and drop the record)."""
     try:

@@ -146,8 +146,9 @@ def test_loggers_and_writers_depend_on_the_registry_not_on_the_session():
 
 #: The stdlib's private attributes blog replaces, where the stdlib offers no hook: a
 #: multiprocessing child's bootstrap (blog.process: its output is closed after the child's
-#: last record, just before multiprocessing ends it with os._exit).
-STDLIB_HOOKS = {("blog.process", "_bootstrap")}
+#: last record, just before multiprocessing ends it with os._exit); logging.Logger._log
+#: (blog.stdlibcalls: a logging call only BlogHandlers take makes no LogRecord).
+STDLIB_HOOKS = {("blog.process", "_bootstrap"), ("blog.stdlibcalls", "_log")}
 
 
 def test_no_module_assigns_another_objects_private_attributes():

@@ -1,0 +1,219 @@
+"""``logging`` calls without a LogRecord: the bridge's fast path.
+
+When every handler a ``logging.Logger`` call would reach is a ``BlogHandler`` without
+filters (and the logger has none, is enabled, of logging's own class, and logging would
+make a plain ``LogRecord``), the call goes to the handlers' call sites as its record would,
+without making one: the same file, line and function (the frame ``Logger.findCaller``
+picks for ``stacklevel``), the same severity, ``extra``, ``exc_info`` and ``stack_info``.
+
+``install`` (called by the first BlogHandler made) replaces ``logging.Logger._log`` by
+``log_call``, or by its C twin ``blog._speedups.LoggingCall``. Both walk, at each call,
+what ``Logger.callHandlers`` would walk, so that a filter, another handler,
+``propagate = False`` or ``disabled`` set at run time takes effect at the next call (levels
+and ``logging.disable`` are ``isEnabledFor``'s, before ``_log``); any other call goes to the
+``_log`` they replaced, unchanged. A logger class that overrides ``_log`` keeps its own.
+``session.stats.logging_fast_path`` and ``logging_record_path`` count the two paths.
+In pure Python, ``log_call`` is one more frame below the caller: the record path gets
+``stacklevel + 1``, which ``Logger.findCaller`` (or an override that counts frames as it
+does) skips.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+import time
+import traceback
+from collections.abc import Mapping
+from types import FrameType
+from typing import Any
+
+from . import accel
+
+#: The methods of ``logging.Logger`` that find the caller, make and hand the record: the
+#: fast path is for a logger whose class has logging's own.
+_METHODS = ("findCaller", "makeRecord", "handle", "callHandlers")
+_OWN = {name: getattr(logging.Logger, name) for name in _METHODS}
+_PLAIN = (logging.Logger, logging.RootLogger)
+#: What a record has before ``extra``: ``makeRecord`` refuses an ``extra`` key among them.
+_RESERVED = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+_SRCFILE = getattr(logging, "_srcfile", None)
+_is_internal_frame = getattr(logging, "_is_internal_frame", None)
+
+_RECORD_HANDLER: Any = (accel.speedups.RecordHandler if accel.speedups is not None
+                        else None)
+_original: Any = None                 # Logger._log as it was: the record path
+_handler_type: Any = None             # blog.stdlib.BlogHandler (install sets it)
+
+
+class CallRecord:
+    """What a BlogHandler reads of a ``LogRecord``, for a call that made none: made as
+    ``Logger.makeRecord`` makes a record (a lone non-empty mapping argument is the
+    arguments; an ``extra`` key a record has raises KeyError)."""
+
+    def __init__(self, name: str, level: int, pathname: str, lineno: int, func: str,
+                 msg: Any, args: Any, exc_info: Any, extra: Any, stack_info: str | None
+                 ) -> None:
+        if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
+            args = args[0]
+        self.name = name
+        self.msg = msg
+        self.args = args
+        self.levelno = level
+        self.levelname = logging.getLevelName(level)
+        self.pathname = pathname
+        self.lineno = lineno
+        self.funcName = func
+        self.created = time.time()
+        self.exc_info = exc_info
+        self.stack_info = stack_info
+        if extra is not None:
+            d = self.__dict__
+            for key in extra:
+                if key in _RESERVED:
+                    raise KeyError("Attempt to overwrite %r in LogRecord" % key)
+                d[key] = extra[key]
+
+    def getMessage(self) -> str:
+        """The message as ``LogRecord.getMessage`` makes it."""
+        msg = str(self.msg)
+        if self.args:
+            msg = msg % self.args
+        return msg
+
+
+def unchanged(cls: type) -> bool:
+    """True if ``cls`` finds the caller, makes and hands records with logging's methods."""
+    return all(getattr(cls, name, None) is _OWN[name] for name in _METHODS)
+
+
+def reached(logger: Any, level: int) -> list | None:
+    """The BlogHandlers a call of ``logger`` at ``level`` reaches, as ``callHandlers`` walks
+    them (empty: none at this level), if each handler on the way is a BlogHandler without
+    filters and logging would make a plain record; None: the record path's."""
+    if (type(logger) not in _PLAIN or not unchanged(type(logger)) or type(level) is not int
+            or getattr(logging, "_srcfile", None) is not _SRCFILE
+            or logging.getLogRecordFactory() is not logging.LogRecord
+            or logger.disabled is not False or logger.filters != []
+            or type(logger.name) is not str):
+        return None
+    found = []
+    seen = False
+    c = logger
+    while True:
+        for h in c.handlers:
+            if (type(h) is not _handler_type or h.filters != [] or type(h.level) is not int
+                    or not _own_methods(h.__dict__)):
+                return None
+            seen = True
+            if level >= h.level:
+                found.append(h)
+        if c.propagate is False:
+            break
+        if c.propagate is not True:
+            return None
+        c = c.parent
+        if c is None:
+            break
+        if type(c) not in _PLAIN:
+            return None
+    return found if seen else None     # no handler at all: logging's lastResort
+
+
+def _own_methods(d: dict) -> bool:
+    """True if a handler's ``__dict__`` replaces neither its ``emit`` nor its ``handle``
+    (but for the C ``RecordHandler`` it was made with): a test's replacement takes records."""
+    handle = d.get("handle")
+    return "emit" not in d and (handle is None or type(handle) is _RECORD_HANDLER)
+
+
+def log_call(self: logging.Logger, level: int, msg: Any, args: Any, exc_info: Any = None,
+             extra: Any = None, stack_info: bool = False, stacklevel: int = 1) -> None:
+    """``logging.Logger._log``: without a record where only BlogHandlers take the call."""
+    handlers = (reached(self, level) if type(stacklevel) is int and stacklevel >= 1
+                else None)
+    if handlers is None:
+        # The record path, to which this frame is one more between the caller and it.
+        more = type(stacklevel) is int and stacklevel >= 1
+        _original(self, level, msg, args, exc_info, extra, stack_info, stacklevel + more)
+        return
+    if not handlers and extra is None:
+        return
+    f = caller(sys._getframe(1), stacklevel)
+    code = f.f_code
+    if exc_info:
+        if isinstance(exc_info, BaseException):
+            exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+        elif not isinstance(exc_info, tuple):
+            exc_info = sys.exc_info()
+    emit_call(handlers, self, level, msg, args, code.co_filename, f.f_lineno, code.co_name,
+              exc_info, extra, stack_text(f) if stack_info else None)
+
+
+def emit_call(handlers: list, logger: logging.Logger, level: int, msg: Any, args: Any,
+              pathname: str, lineno: int, func: str, exc_info: Any = None, extra: Any = None,
+              stack_info: str | None = None) -> None:
+    """The call's event in each of ``handlers`` (BlogHandlers), as its record's."""
+    call = CallRecord(logger.name, level, pathname, lineno, func, msg, args, exc_info, extra,
+                      stack_info)
+    for h in handlers:
+        h.handle_call(call)
+
+
+def caller(f: FrameType, stacklevel: int) -> FrameType:
+    """The frame ``Logger.findCaller(stacklevel=stacklevel)`` picks, ``f`` being the one
+    that called ``_log``: past ``stacklevel`` frames that are not logging's own."""
+    assert _is_internal_frame is not None
+    if not _is_internal_frame(f):
+        stacklevel -= 1
+    while stacklevel > 0:
+        back = f.f_back
+        if back is None:
+            break
+        f = back
+        if not _is_internal_frame(f):
+            stacklevel -= 1
+    return f
+
+
+def stack_text(f: FrameType) -> str:
+    """The ``stack_info`` text ``Logger.findCaller`` makes of the frame ``f``."""
+    with io.StringIO() as sio:
+        sio.write("Stack (most recent call last):\n")
+        traceback.print_stack(f, file=sio)
+        text = sio.getvalue()
+    return text[:-1] if text[-1] == "\n" else text
+
+
+def install(handler_type: type) -> None:
+    """Put the fast path in ``logging.Logger._log`` (once), for handlers of exactly
+    ``handler_type``; nothing on a Python whose logging has no ``_is_internal_frame``
+    (what ``findCaller`` skips) or no ``_srcfile``."""
+    global _original, _handler_type
+    own = logging.Logger.__dict__.get("_log")
+    if (_original is not None or own is None or _is_internal_frame is None
+            or not isinstance(_SRCFILE, str)):
+        return
+    _original, _handler_type = own, handler_type
+    fast: Any = log_call
+    if accel.speedups is not None and os.name == "posix":
+        fast = accel.speedups.LoggingCall(own, log_call, emit_call, handler_type, unchanged,
+                                          vars(logging), logging.Logger, logging.RootLogger)
+    logging.Logger._log = fast   # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    """Give ``logging.Logger._log`` back (every call takes the record path), until the next
+    ``install``."""
+    global _original
+    if _original is not None:
+        if logging.Logger.__dict__.get("_log") is not _original:
+            logging.Logger._log = _original   # type: ignore[method-assign]
+        _original = None
+
+
+def installed() -> bool:
+    """True if ``logging`` calls may take the fast path."""
+    return _original is not None

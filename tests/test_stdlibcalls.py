@@ -1,0 +1,334 @@
+"""``logging`` calls without a LogRecord (blog.stdlibcalls): when only BlogHandlers take a
+call, it writes what its record would, and any other configuration takes the record path,
+from the very next call."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import sys
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import blog
+import blog.stdlib
+from blog import stdlibcalls
+
+from test_stdlib import Bridge, bridge  # noqa: F401  (the fixture: a private session and logger)
+
+
+class Small(enum.IntEnum):
+    ONE = 1
+
+
+class Name(str):
+    pass
+
+
+def _call(lg, level, msg, args, kw, raised):
+    # The call site every example shares (stacklevel 1 names a line here).
+    if raised:
+        try:
+            raise ValueError(f"bad {len(args)}")
+        except ValueError:
+            lg.log(level, msg, *args, exc_info=True, **kw)
+    else:
+        lg.log(level, msg, *args, **kw)
+
+
+def _via(lg, level, msg, args, kw, raised):
+    _call(lg, level, msg, args, kw, raised)         # what stacklevel=2 names
+
+
+def _via_via(lg, level, msg, args, kw, raised):
+    _via(lg, level, msg, args, kw, raised)          # what stacklevel=3 names
+
+
+def read_back(bridge: Bridge) -> list[tuple]:
+    """Every event as bread reads it, but its clock and ids."""
+    return [(ev.severity, ev.category, ev.source.function, ev.source.file, ev.source.line,
+             ev.source.format, ev.message, repr(ev.args), repr(ev.fields), ev.writer)
+            for ev in bridge.read()]
+
+
+def took(bridge: Bridge) -> tuple[int, int]:
+    """(calls the fast path took, records the record path took) in the bridge's session."""
+    st_ = bridge.session.stats
+    return st_.logging_fast_path, st_.logging_record_path
+
+
+_value = st.one_of(st.integers(-10**20, 10**20), st.floats(allow_nan=False), st.text(max_size=4),
+                   st.none(), st.booleans(), st.just(Small.ONE), st.text(max_size=3).map(Name),
+                   st.tuples(st.integers(), st.text(max_size=2)),
+                   st.dictionaries(st.sampled_from(["k", "j"]), st.integers(), max_size=2))
+_format = st.lists(st.sampled_from(["a", " ", "%s", "%d", "%r", "%x", "%%", "%(k)s", "%.2f"]),
+                   max_size=4).map("".join)
+_calls = st.lists(st.tuples(
+    st.sampled_from([logging.DEBUG, logging.INFO, 25, logging.WARNING, logging.ERROR]),
+    _format, st.lists(_value, max_size=3),
+    st.one_of(st.none(), st.dictionaries(st.sampled_from(["user", "n", "taskName"]), _value,
+                                         max_size=2)),
+    st.booleans(), st.booleans(), st.integers(1, 3)), min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=_calls)
+def test_a_call_only_blog_takes_writes_what_its_record_would(calls):
+    # Proves: random calls (formats, arguments of every kind, extra, exceptions, stack_info,
+    # stacklevel) read back the same through the fast path as through the record path (the
+    # same calls with a filter doing nothing on the logger), each twice (a site's first
+    # call and a later one); and that the fast path took every call of the first.
+    got = {}
+    for filtered in (False, True):
+        bridge = Bridge()
+        if filtered:
+            bridge.logger.addFilter(lambda record: True)
+        for _ in range(2):
+            for level, msg, args, extra, raised, stack_info, stacklevel in calls:
+                kw = {"extra": extra, "stack_info": stack_info, "stacklevel": stacklevel}
+                _via_via(bridge.logger, level, msg, args, kw, raised)
+        got[filtered] = read_back(bridge)
+        assert took(bridge) == ((0, 2 * len(calls)) if filtered else (2 * len(calls), 0))
+    assert got[False] == got[True]
+
+
+def test_the_fast_path_makes_no_log_record(bridge, monkeypatch):
+    made = []
+    init = logging.LogRecord.__init__
+    monkeypatch.setattr(logging.LogRecord, "__init__",
+                        lambda self, *a, **k: (made.append(a), init(self, *a, **k))[1])
+    for i in range(3):
+        bridge.logger.info("n %d", i)
+        bridge.logger.warning("w %s", i, extra={"user": "bob"})
+    assert made == []
+    assert took(bridge) == (6, 0)
+    assert [e[6] for e in read_back(bridge)] == ["n 0", "w 0", "n 1", "w 1", "n 2", "w 2"]
+
+
+def test_a_known_call_site_s_calls_stay_in_c(bridge, hot_path):
+    # Proves: once a site's first call made its source, a call of plain values costs the C
+    # path no Python frame (nor the handler's Python method).
+    if hot_path != "c":
+        pytest.skip("the C fast path is not built or not in use")
+    in_python: list = []
+    handle_call = bridge.handler.handle_call
+    for i, value in [*enumerate(["x"] * 20), (1, ["not", "plain"])]:
+        if i == 1:   # the site is known: from here, the Python method counts what it gets
+            bridge.handler.handle_call = lambda call: (in_python.append(call.args),
+                                                       handle_call(call))
+        bridge.logger.info("n %d at %s", i, value)
+    assert in_python == [(1, ["not", "plain"])]
+    assert took(bridge) == (21, 0)
+    assert [e[6] for e in read_back(bridge)][-2:] == ["n 19 at x", "n 1 at ['not', 'plain']"]
+
+
+def test_a_record_factory_of_the_application_takes_every_record(bridge):
+    made = []
+    factory = logging.getLogRecordFactory()
+
+    def counting(*a, **k):
+        made.append(a[4])
+        return factory(*a, **k)
+    logging.setLogRecordFactory(counting)
+    try:
+        bridge.logger.info("a %d", 1)
+    finally:
+        logging.setLogRecordFactory(factory)
+    bridge.logger.info("a %d", 2)
+    assert made == ["a %d"]
+    assert took(bridge) == (1, 1)
+
+
+class OwnRecords(logging.Logger):
+    def makeRecord(self, *a, **k):
+        record = super().makeRecord(*a, **k)
+        record.mine = True
+        return record
+
+
+class OwnLog(logging.Logger):
+    def _log(self, level, msg, args, **kw):
+        super()._log(level, "own " + msg, args, **kw)
+
+
+@pytest.mark.parametrize("cls", [OwnRecords, OwnLog])
+def test_a_logger_class_of_its_own_takes_the_record_path(cls):
+    bridge = Bridge()
+    bridge.logger = cls("lib.own", logging.DEBUG)
+    bridge.logger.addHandler(bridge.handler)
+    bridge.logger.info("x %d", 1)
+    ev = read_back(bridge)[0]
+    assert took(bridge) == (0, 1)
+    assert ev[6] == ("own x 1" if cls is OwnLog else "x 1")
+    assert ev[8] == ("{'mine': True}" if cls is OwnRecords else "{}")
+
+
+def test_a_method_of_logger_replaced_at_run_time_takes_the_record_path(bridge, monkeypatch):
+    bridge.logger.info("x %d", 1)
+    made = []
+    make = logging.Logger.makeRecord
+    monkeypatch.setattr(logging.Logger, "makeRecord",
+                        lambda self, *a, **k: (made.append(a[4]), make(self, *a, **k))[1])
+    bridge.logger.info("x %d", 2)
+    monkeypatch.undo()
+    bridge.logger.info("x %d", 3)
+    assert made == ["x %d"]
+    assert took(bridge) == (2, 1)
+
+
+class Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record.getMessage())
+
+
+class Tree:
+    """A logging tree of its own (its root and manager, apart from pytest's handlers): the
+    bridge's handler on its root, the logger "app.db" below it."""
+
+    def __init__(self) -> None:
+        self.bridge = Bridge()
+        self.root = logging.RootLogger(logging.DEBUG)
+        self.manager = logging.Manager(self.root)
+        self.logger = self.manager.getLogger("app.db")
+        self.root.addHandler(self.bridge.handler)
+
+    def disable(self, level: int) -> None:
+        """``logging.disable(level)``, in this tree."""
+        self.manager.disable = level
+        self.manager._clear_cache()
+
+
+def test_each_change_on_the_way_steps_aside_at_the_next_call_and_back_after(hot_path):
+    tree = Tree()
+    lg, bridge = tree.logger, tree.bridge
+    other = Kept()
+    stop = logging.Filter("elsewhere")     # rejects records of app.db
+    changes = [
+        ("a filter on the logger", lambda: lg.addFilter(stop), lambda: lg.removeFilter(stop)),
+        ("a filter on the handler", lambda: bridge.handler.addFilter(stop),
+         lambda: bridge.handler.removeFilter(stop)),
+        ("another handler", lambda: lg.addHandler(other), lambda: lg.removeHandler(other)),
+        ("propagate off", lambda: setattr(lg, "propagate", False),
+         lambda: setattr(lg, "propagate", True)),
+        ("the logger disabled", lambda: setattr(lg, "disabled", True),
+         lambda: setattr(lg, "disabled", False)),
+        ("logging.disable", lambda: tree.disable(logging.INFO),
+         lambda: tree.disable(logging.NOTSET)),
+        ("the logger's level", lambda: lg.setLevel(logging.WARNING),
+         lambda: lg.setLevel(logging.NOTSET)),
+        ("the handler's level", lambda: bridge.handler.setLevel(logging.WARNING),
+         lambda: bridge.handler.setLevel(logging.NOTSET)),
+    ]
+    expected = []
+    for i, (what, change, undo) in enumerate(changes):
+        lg.info("before %s", what)
+        fast = took(bridge)[0]
+        change()
+        try:
+            lg.info("during %s", what)
+            assert took(bridge)[0] == fast, what
+        finally:
+            undo()
+        lg.info("after %s", what)
+        assert took(bridge)[0] == fast + 1, what
+        expected += [f"before {what}"] + (
+            [f"during {what}"] if what == "another handler" else []) + [f"after {what}"]
+    assert other.records == ["during another handler"]
+    assert [e[6] for e in read_back(bridge)] == expected
+
+
+def test_a_call_that_reaches_no_handler_goes_to_logging_s_last_resort(hot_path, capsys):
+    tree = Tree()
+    lg, bridge = tree.logger, tree.bridge
+    tree.root.removeHandler(bridge.handler)
+    lg.warning("nobody %s", "listens")
+    assert "nobody listens" in capsys.readouterr().err
+    assert took(bridge) == (0, 0)
+
+
+def test_two_blog_handlers_on_the_way_each_take_the_call(hot_path):
+    tree = Tree()
+    lg, bridge = tree.logger, tree.bridge
+    second = blog.stdlib.BlogHandler(session=bridge.session)
+    lg.addHandler(second)
+    for i in range(2):
+        lg.info("twice %d", i)
+    assert [e[6] for e in read_back(bridge)] == ["twice 0"] * 2 + ["twice 1"] * 2
+    assert took(bridge) == (4, 0)
+
+
+def test_extra_that_would_replace_a_record_attribute_raises_as_logging_does(bridge):
+    for filtered in (False, True):
+        if filtered:
+            bridge.logger.addFilter(lambda record: True)
+        with pytest.raises(KeyError, match="Attempt to overwrite 'msg' in LogRecord"):
+            bridge.logger.info("x", extra={"msg": 1})
+
+
+def test_stack_info_and_exc_info_of_an_exception_object(bridge):
+    def fail():
+        raise KeyError("k")
+    try:
+        fail()
+    except KeyError as e:
+        exc = e
+    bridge.logger.error("failed", exc_info=exc, stack_info=True)
+    ev = bridge.read()[0]
+    assert type(ev.fields["exception"]).__name__ != "NoneType"
+    assert ev.fields["stack"].startswith("Stack (most recent call last):\n")
+    assert ev.fields["stack"].endswith(
+        '    bridge.logger.error("failed", exc_info=exc, stack_info=True)')
+    assert ev.source.function == sys._getframe().f_code.co_name
+
+
+def test_uninstall_gives_logging_its_own_log_back(bridge):
+    bridge.logger.info("a %d", 1)
+    stdlibcalls.uninstall()
+    try:
+        assert not stdlibcalls.installed()
+        bridge.logger.info("a %d", 2)
+    finally:
+        stdlibcalls.install(blog.stdlib.BlogHandler)
+    assert stdlibcalls.installed()
+    bridge.logger.info("a %d", 3)
+    assert took(bridge) == (2, 1)
+    assert [e[6] for e in read_back(bridge)] == ["a 1", "a 2", "a 3"]
+
+
+def test_threads_tasks_and_context_fields_read_back_as_the_record_path_s(hot_path):
+    # Proves: calls from named threads, from asyncio tasks and inside blog.context write
+    # what the record path writes (the writer, the context's fields), on the fast path.
+    def calls(lg: logging.Logger) -> None:
+        def work(i: int) -> None:
+            lg.info("from %s", i)
+        threads = [threading.Thread(target=work, args=(i,), name=f"worker-{i}")
+                   for i in range(3)]
+        for t in threads:
+            t.start()
+            t.join()
+
+        async def task() -> None:
+            lg.warning("in a task %d", 1)
+        asyncio.run(task())
+        with blog.context(request_id="r-1"):
+            lg.info("in context %s", "a")
+            lg.info("in context %s", "b")
+    got = {}
+    for filtered in (False, True):
+        bridge = Bridge()
+        if filtered:
+            bridge.logger.addFilter(lambda record: True)
+        calls(bridge.logger)
+        got[filtered] = read_back(bridge)
+        assert took(bridge) == ((0, 6) if filtered else (6, 0))
+    assert got[False] == got[True]
+    assert [e[9] for e in got[False]][:3] == ["worker-0", "worker-1", "worker-2"]
+    assert got[False][-1][8] == "{'request_id': 'r-1'}"

@@ -261,7 +261,7 @@ def long_double(mantissa: int, top: int) -> float | Decimal:
     sign = -1 if top & 0x8000 else 1
     exp = top & 0x7FFF
     if exp == 0x7FFF:
-        return float("nan") if mantissa & ((1 << 63) - 1) else sign * float("inf")
+        return math.copysign(math.nan, sign) if mantissa & ((1 << 63) - 1) else sign * math.inf
     e = (exp or 1) - 16383 - 63
     if mantissa == 0:
         return sign * 0.0

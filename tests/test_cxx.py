@@ -149,6 +149,11 @@ def lines(data: bytes, fmt: str = "%m", sort: bool = False) -> tuple[bytes, list
     ("{std::chrono::duration<Rep, std::milli>`count'l}", struct.pack("<q", 12), "12ms"),
     ("{binlog::address`value'L}", struct.pack("<Q", 0xbeef), "0xBEEF"),
     ("f", struct.pack("<f", 0.1), "0.1000000014901161"),
+    ("f", struct.pack("<I", 0xFFFFFFFF), "-nan"),          # (Python's % printed nan)
+    ("d", struct.pack("<Q", 0xFFF8000000000000), "-nan"),
+    ("d", struct.pack("<d", float("nan")), "nan"),
+    ("d", struct.pack("<d", float("-inf")), "-inf"),
+    ("D", struct.pack("<QH6x", 0xC000000000000000, 0xFFFF), "-nan"),
     ("D", struct.pack("<QH6x", 1 << 63, 16383), "1"),
     ("D", struct.pack("<QH6x", (1 << 63) | 1, 16383), "1"),
     ("D", struct.pack("<QH6x", 0xCCCCCCCCCCCCCCCD, 16379), "0.1"),

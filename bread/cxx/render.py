@@ -15,6 +15,7 @@ another letter after ``%`` is printed as it is (``%X``), as in the date format
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from decimal import ROUND_HALF_EVEN, Context, Decimal
@@ -75,8 +76,11 @@ def clock_ns(sync: ClockSync, clock: int) -> int | None:
 
 
 def c_g16(v: Any) -> str:
-    """A float or an exact Decimal (a long double) as C's ``%.16g``."""
+    """A float or an exact Decimal (a long double) as C's ``%.16g`` (a NaN with its sign,
+    which Python's ``%`` leaves out: ``-nan``)."""
     if not isinstance(v, Decimal):
+        if v != v:
+            return "-nan" if math.copysign(1.0, v) < 0 else "nan"
         return "%.16g" % v
     if not v:
         return "-0" if v.is_signed() else "0"

@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import struct
 from decimal import Context, Decimal
-from typing import Any, NamedTuple
+from functools import lru_cache
+from typing import Any, NamedTuple, Sequence
 
 from .entries import BinlogError, Payload, text
 
@@ -70,16 +71,28 @@ class Nothing:
 NOTHING = Nothing()
 
 
-def split_tags(tags: str) -> list[str]:
-    """The concatenated tags as a list, one per value (in one pass: a tag of millions of
-    characters is split in time proportional to it)."""
+#: Tags up to this long have their walks kept (a call site's tags are walked per event),
+#: the last 256 of each kind.
+_KEPT = 4096
+
+
+def split_tags(tags: str) -> Sequence[str]:
+    """The concatenated tags, one per value (in one pass: a tag of millions of characters
+    is split in time proportional to it)."""
+    return _kept_split(tags) if len(tags) <= _KEPT else _split(tags)
+
+
+def _split(tags: str) -> tuple[str, ...]:
     out = []
     i = 0
     while i < len(tags):
         n = first_size(tags, i)
         out.append(tags[i:i + n])
         i += n
-    return out
+    return tuple(out)
+
+
+_kept_split = lru_cache(maxsize=256)(_split)
 
 
 _CLOSE = {"(": ")", "<": ">", "{": "}", "/": "\\"}
@@ -114,8 +127,12 @@ def _matching(tags: str, j: int, opening: str, close: str) -> int:
     return j
 
 
-def fields(tags: str) -> list[tuple[str, str]]:
+def fields(tags: str) -> Sequence[tuple[str, str]]:
     """A struct's fields tag (```a'i`b'[c``) as (label, tag) pairs, in one pass."""
+    return _kept_fields(tags) if len(tags) <= _KEPT else _fields(tags)
+
+
+def _fields(tags: str) -> tuple[tuple[str, str], ...]:
     out = []
     i = 0
     while i < len(tags):
@@ -124,7 +141,10 @@ def fields(tags: str) -> list[tuple[str, str]]:
         n = first_size(tags, i)
         out.append((label, tags[i:i + n]))
         i += n
-    return out
+    return tuple(out)
+
+
+_kept_fields = lru_cache(maxsize=256)(_fields)
 
 
 def _label(tags: str) -> tuple[str, str]:
@@ -138,6 +158,10 @@ def _label(tags: str) -> tuple[str, str]:
 def resolve(full: str, intro: str) -> str:
     """The fields of struct ``intro`` (``{Name``) as defined elsewhere in ``full``: a
     recursive structure names itself without its fields; "" for an empty struct."""
+    return _kept_resolve(full, intro) if len(full) <= _KEPT else _resolve(full, intro)
+
+
+def _resolve(full: str, intro: str) -> str:
     if not intro:
         return ""
     at = 0
@@ -151,6 +175,9 @@ def resolve(full: str, intro: str) -> str:
         if full[at] == "`":
             return full[at:_matching(full, at, "{", "}") - 1]
     return ""
+
+
+_kept_resolve = lru_cache(maxsize=256)(_resolve)
 
 
 class Decoder(Payload):
@@ -252,7 +279,7 @@ def singular(full: str, tag: str, depth: int) -> bool:
         body = tag[:-1]
         cut = body.find("`")    # no fields here: defined elsewhere (as ``_struct`` finds it)
         rest = resolve(full, body) if cut < 0 else body[cut:]
-        return all(singular(full, t, depth - 1) for _, t in fields(rest))
+        return not rest or all(singular(full, t, depth - 1) for _, t in fields(rest))
     return False
 
 
@@ -261,7 +288,7 @@ def long_double(mantissa: int, top: int) -> float | Decimal:
     sign = -1 if top & 0x8000 else 1
     exp = top & 0x7FFF
     if exp == 0x7FFF:
-        return float("nan") if mantissa & ((1 << 63) - 1) else sign * float("inf")
+        return math.copysign(math.nan, sign) if mantissa & ((1 << 63) - 1) else sign * math.inf
     e = (exp or 1) - 16383 - 63
     if mantissa == 0:
         return sign * 0.0

@@ -47,7 +47,7 @@ def test_every_sample_has_its_outputs():
 
 @pytest.mark.parametrize("name,kind,argv", CASES, ids=[f"{n}-{k}" for n, k, _ in CASES])
 def test_bread_prints_as_the_cxx_bread(name, kind, argv, capsysbinary):
-    code = cli.main([*argv, path(f"{name}.blog")])
+    code = cli.main([*argv, "--escape", "never", path(f"{name}.blog")])
     out, err = capsysbinary.readouterr()
     with open(path(f"{name}.{kind}.txt"), "rb") as f:
         assert out == f.read()
@@ -78,15 +78,32 @@ def test_damaged_file_from_standard_input(monkeypatch, capsysbinary):
     assert code == 3
 
 
-def test_a_nul_printed_raw_unless_escape_always(tmp_path, capsysbinary):
+def test_controls_and_bidi_escaped_by_default_raw_with_escape_never(tmp_path, capsysbinary):
+    # Proves (issue 24): a crafted C++ file cannot drive the terminal by default: NUL, ESC,
+    # C1 and a right-to-left override are escaped as in blog files' text, wherever the
+    # output goes; --escape never prints the C++ bread's bytes.
     log = tmp_path / "nul.blog"
+    text = "ab\0\x1b\u0085x\u202ey\tz".encode()
     log.write_bytes(sync(0, 10**9, 0) + writer(1, "w") + source(1, "s={}", "[c")
-                    + event(1, 1, _s(b"ab\0\x1b")))
-    assert cli.main(["-f", "%m", str(log)]) == 0
-    assert capsysbinary.readouterr().out == b"s=ab\0\x1b\n"
-    for escape in ("always", "auto"):
-        assert cli.main(["-f", "%m", "--escape", escape, str(log)]) == 0
-        assert capsysbinary.readouterr().out == b"s=ab\\x00\\x1b\n"
+                    + event(1, 1, _s(text)) + event(1, 2, _s(b"plain")))
+    for argv in ([], ["--escape", "always"], ["--escape", "auto"]):
+        assert cli.main(["-f", "%m", *argv, str(log)]) == 0
+        assert capsysbinary.readouterr().out == b"s=ab\\x00\\x1b\\x85x\\u202ey\tz\ns=plain\n"
+    assert cli.main(["-f", "%m", "--escape", "never", str(log)]) == 0
+    assert capsysbinary.readouterr().out == b"s=" + text + b"\ns=plain\n"
+
+
+def test_the_raw_scan_finds_exactly_what_escaping_changes():
+    # The C++ printer writes a block as it is when a bytes scan finds nothing to escape:
+    # that scan must find every character escape_controls changes (but the newline that
+    # ends a line) and no other.
+    from bread.cxx.text import _RAW
+    from bread.render import escape_controls
+    for c in [*range(0x3000), *range(0xfff0, 0x10000), 0x10ffff]:
+        if 0xd800 <= c < 0xe000:
+            continue
+        ch = chr(c)
+        assert (_RAW.search(ch.encode()) is not None) == (ch != "\n" and escape_controls(ch) != ch)
 
 
 def test_told_by_first_bytes(tmp_path, capsysbinary):

@@ -116,8 +116,8 @@ def parser() -> argparse.ArgumentParser:
                         "cannot drive a terminal or reorder a line, wherever the output goes "
                         "(a pipe to grep ends on a terminal too): always (the default; auto is "
                         "the same, its old name), never (as logged, for programs). -o jsonl "
-                        "is always exact. C++ binlog files are printed as the C++ bread "
-                        "prints them, unescaped, unless --escape always (or auto) is given")
+                        "is always exact. C++ binlog files are escaped the same; --escape never "
+                        "prints them byte for byte as the C++ bread does")
     p.add_argument("--traceback", action=argparse.BooleanOptionalAction, default=None,
                    help="text: under an event, the traceback of each exception among its "
                         "fields (log.exception) as Python prints it, each line indented and "
@@ -250,7 +250,7 @@ def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
             else args.date_format)
     try:
         ok = cxx_text.print_paths(paths, fmt, date, args.sort,
-                                  args.escape in ("always", "auto"))
+                                  args.escape != "never")
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

@@ -8,6 +8,7 @@ damage it meets). Damage: the events before it are printed, then
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
@@ -73,6 +74,12 @@ def _head(path: str) -> bytes:
         f.close()
 
 
+#: The UTF-8 of what ``escape_controls`` escapes, but the newline that ends each line: C0
+#: (but tab and newline), DEL, C1 (U+0080..U+009F) and the bidirectional format characters.
+_RAW = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c"
+                  rb"|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
 def all_binlog(paths: Sequence[str]) -> bool:
     """True if every input is a C++ binlog file (by its first bytes: ``entries.is_binlog``)."""
     return bool(paths) and all(is_binlog(_head(p)) for p in paths)
@@ -81,12 +88,15 @@ def all_binlog(paths: Sequence[str]) -> bool:
 def print_paths(paths: Sequence[str], event_format: str, date_format: str, sort: bool,
                 escape: bool) -> bool:
     """``bread [-f F] [-d D] [-s] FILE...`` for C++ binlog files, on standard output; False
-    after damage. ``escape``: control characters escaped as in blog files' text."""
+    after damage. ``escape``: control and bidirectional format characters escaped as in
+    blog files' text (the default); without it, the bytes the C++ bread prints."""
     printer = CxxPrinter(event_format, date_format)
     out = sys.stdout.buffer
     write: Callable[[bytes], object] = out.write
     if escape:
         def write(data: bytes) -> object:
+            if _RAW.search(data) is None:   # most blocks: one scan in C, written as they are
+                return out.write(data)
             lines = data.decode("utf-8", "surrogateescape").split("\n")
             return out.write(as_bytes("\n".join(escape_controls(x) for x in lines)))
 

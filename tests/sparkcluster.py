@@ -123,12 +123,12 @@ class Cluster:
             p.wait()
         self._procs.clear()
 
-    def alive_workers(self) -> int:
-        """How many workers the master counts alive (its web UI's JSON)."""
+    def state(self) -> dict[str, Any]:
+        """What the master says of itself and its workers (its web UI's JSON)."""
         # No proxy, whatever the environment says: only 127.0.0.1 is contacted.
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(f"{self.ui}/json/", timeout=10) as r:
-            return int(json.load(r)["aliveworkers"])
+            return dict(json.load(r))
 
     def log(self, name: str = "master") -> str:
         """The console output of a daemon (``master``, ``worker0``, ...), for failures."""
@@ -161,7 +161,7 @@ class Cluster:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
-                if self.alive_workers() >= self.workers:
+                if self.state()["aliveworkers"] >= self.workers:
                     return
             except OSError:       # the web UI not answering yet
                 pass

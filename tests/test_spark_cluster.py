@@ -107,6 +107,11 @@ def test_executors_run_the_installed_package_on_this_runs_reader_path(spark, clu
     # the tasks ran in both workers' directories (an executor's cwd: WORKER/app-ID/N)
     workers = {os.path.join(cluster.directory, f"worker{k}") for k in range(2)}
     assert {w for *_, w in got} == workers
+    # every daemon and the driver on 127.0.0.1
+    state = cluster.state()
+    assert {w["host"] for w in state["workers"]} == {"127.0.0.1"}
+    assert cluster.url.startswith("spark://127.0.0.1:")
+    assert spark.sparkContext.getConf().get("spark.driver.host") == "127.0.0.1"
 
 
 def test_a_query_of_rotated_compressed_files_of_three_processes_equals_bread_read(spark,

@@ -4,7 +4,9 @@ installed package, give what ``bread.read`` gives.
 
 One cluster and one session for the module (starting them is most of its time). Marked slow:
 ``make test`` runs it in both passes, and its pure pass reads on the pure path in the
-executors too (the workers inherit ``BREAD_PURE_PYTHON``: checked here).
+executors too (the workers inherit ``BREAD_PURE_PYTHON``: checked here). Skipped, saying
+why, where the executors would import another bread than the one under test (a tree on
+``PYTHONPATH`` over another checkout's install).
 """
 
 from __future__ import annotations
@@ -70,7 +72,23 @@ def logs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def installed(tmp_path_factory) -> str:
+    """The bread that a Python of the deployment's environment (no PYTHONPATH) imports from
+    elsewhere: what the executors run. Skips where that is not the bread under test (a
+    tree put first on PYTHONPATH over another checkout's install): the driver's reader,
+    pickled to the tasks, would be read by other code."""
+    r = subprocess.run([sys.executable, "-c", "import bread; print(bread.__file__)"],
+                       env=installed_env(), cwd=tmp_path_factory.mktemp("elsewhere"),
+                       capture_output=True, text=True, check=True)
+    path = r.stdout.strip()
+    if os.path.realpath(path) != os.path.realpath(bread.__file__):
+        pytest.skip(f"the executors would import {path}, not the bread under test "
+                    f"({bread.__file__}): install this tree (pip install -e .) to run this")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(installed, tmp_path_factory):
     c = Cluster(str(tmp_path_factory.mktemp("spark")), workers=2)
     try:
         c.start(wait=False)     # the driver starts while the workers register
@@ -91,17 +109,13 @@ def spark(cluster):
 
 
 def test_executors_run_the_installed_package_on_this_runs_reader_path(spark, cluster,
-                                                                      tmp_path):
+                                                                      installed):
     def probe(_rows):     # defined here: pickled by value (the executors have no tests/)
         import bread.accel
         yield (bread.__file__, bread.accel.speedups is None, sys.executable,
                os.path.dirname(os.path.dirname(os.getcwd())))
 
     got = set(spark.sparkContext.parallelize(range(4), 4).mapPartitions(probe).collect())
-    # what a Python with the deployment's environment (no PYTHONPATH) imports, from elsewhere
-    installed = subprocess.run([sys.executable, "-c", "import bread; print(bread.__file__)"],
-                               env=installed_env(), cwd=tmp_path, capture_output=True,
-                               text=True, check=True).stdout.strip()
     pure = bool(os.environ.get("BREAD_PURE_PYTHON"))
     assert {(f, p, exe) for f, p, exe, _ in got} == {(installed, pure, sys.executable)}
     # the tasks ran in both workers' directories (an executor's cwd: WORKER/app-ID/N)

@@ -207,11 +207,11 @@ def session(url: str, app: str, **conf: str) -> Any:
             b = b.config(k, v)
         s = b.getOrCreate()
     finally:
-        for k, v in before.items():
-            if v is None:
-                del os.environ[k]
+        for name, old in before.items():
+            if old is None:
+                del os.environ[name]
             else:
-                os.environ[k] = v
+                os.environ[name] = old
     if s.sparkContext.master != url:    # another session was still active
         raise RuntimeError(f"a Spark session on {s.sparkContext.master} is still active")
     s.sparkContext.setLogLevel("ERROR")

@@ -148,7 +148,7 @@ def test_the_typed_table_of_a_call_site_equals_bread_read(spark, logs):
     assert len(want) == 3 * 700
     rows = handled.select("pid", "severity", "writer", "route", "ms").collect()
     assert sorted(tuple(r) for r in rows) == want
-    top = Counter()
+    top: Counter[str] = Counter()
     for _, _, _, route, ms in want:
         top[route] = max(top[route], ms)
     got = handled.groupBy("route").agg({"ms": "max"}).collect()

@@ -22,8 +22,13 @@ it reads; both give the same answer (checked), timed by turns in the same child.
 ``--compare-root`` runs every child against another checkout too, by turns (old/new
 within one run).
 
+The ``cluster:`` rows load the same files on a Spark standalone cluster of two 1-core
+workers on 127.0.0.1 (``tests/sparkcluster.py``, as ``tests/test_spark_cluster.py``
+starts it; its executors import this checkout), after the local rows; ``--no-cluster``
+leaves them out.
+
     python benchmarks/spark_load.py --events 5000000       # the issue's size
-    python benchmarks/spark_load.py --file /tmp/rb/orders1m.blog
+    python benchmarks/spark_load.py --file /tmp/rb/orders1m.blog --no-cluster
     python benchmarks/spark_load.py --events 1000000 --s3  # and from a local S3 server
     python benchmarks/spark_load.py --p99-only --route-events 2000000 --cores 1
 """
@@ -42,10 +47,12 @@ from typing import Any
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+TESTS = os.path.join(ROOT, "tests")
 
 from bread_throughput import write_log  # noqa: E402
 
-#: One child per core count: the Spark session's cores are fixed when it starts.
+#: One child per core count (and one for the cluster, whose spark:// URL is in
+#: SPARK_LOAD_MASTER): the Spark session's cores are fixed when it starts.
 CHILD = """
 import os, sys, time
 sys.path.insert(0, {root!r})
@@ -56,8 +63,13 @@ cores, blog_path, work, repeats = int(sys.argv[1]), sys.argv[2], sys.argv[3], in
 routes_path = sys.argv[5]
 columnar_path = sys.argv[6]
 endpoint = sys.argv[7] if len(sys.argv) > 7 else None   # the S3 server of --s3
-spark = (SparkSession.builder.master(f"local[{{cores}}]").config("spark.ui.enabled", "false")
-         .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+if os.environ.get("SPARK_LOAD_MASTER"):
+    sys.path.insert(0, {tests!r})
+    from sparkcluster import session
+    spark = session(os.environ["SPARK_LOAD_MASTER"], "spark-load")
+else:
+    spark = (SparkSession.builder.master(f"local[{{cores}}]").config("spark.ui.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 bread.spark.register(spark)
 from pyspark.sql import functions as F
@@ -195,6 +207,8 @@ def main() -> int:
     ap.add_argument("--compare-root", help="another checkout whose children run by turns")
     ap.add_argument("--s3", action="store_true",
                     help="also load the file from a local S3-compatible server (moto)")
+    ap.add_argument("--no-cluster", action="store_true",
+                    help="leave out the standalone cluster's rows (no master, no workers)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="spark-load-")
     server: Any = None
@@ -221,21 +235,17 @@ def main() -> int:
             extra = [endpoint]
         roots = {"": ROOT} | ({"old:": a.compare_root} if a.compare_root else {})
         results: dict[tuple[str, int], float] = {}
+        args = [path, work, str(a.repeats), routes, columnar, *extra]
         for cores in a.cores:
             for tag, root in roots.items():
-                code = CHILD.format(root=os.path.abspath(root))
-                env = dict(os.environ, PYTHONPATH=os.path.abspath(root))   # Spark's workers too
-                r = subprocess.run([sys.executable, "-c", code, str(cores), path, work,
-                                    str(a.repeats), routes, columnar, *extra], capture_output=True, text=True,
-                                   env=env, cwd=work)   # not this checkout on the path
-                if r.returncode != 0:
-                    raise SystemExit(f"spark child failed: {r.stderr[-2000:]}")
-                for line in r.stdout.splitlines():
-                    if line.startswith("RESULT "):
-                        _, name, c, t = line.split()
-                        results[(tag + name, int(c))] = float(t)
-                    elif line.startswith("CHECK "):
-                        print(f"{tag}{cores} core(s): p99 typed and JSON answers:", line[6:])
+                _run_child(root, cores, args, results, tag)
+        if not a.no_cluster:      # the same files, two workers of one core, this checkout
+            sys.path.insert(0, TESTS)
+            from sparkcluster import Cluster
+            os.makedirs(os.path.join(work, "cluster"))
+            with Cluster(os.path.join(work, "cluster"), workers=2,
+                         env={"PYTHONPATH": os.path.abspath(ROOT)}) as cluster:
+                _run_child(ROOT, 2, args, results, "cluster:", SPARK_LOAD_MASTER=cluster.url)
         print(f"CPython {platform.python_version()}, {platform.machine()}, "
               f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
         if n:
@@ -270,11 +280,32 @@ def main() -> int:
                       f"{results[('blog-s3', cores)] / b:.2f}x (19 columns), "
                       f"{results[('blog-4cols-s3', cores)] / results[('blog-4cols', cores)]:.2f}x"
                       " (4 columns)")
+        for name in ("blog", "blog-4cols", "parquet") if n and not a.no_cluster else ():
+            ratio = results[(name, 2)] / results[("cluster:" + name, 2)]
+            print(f"2 cores, {name}: cluster / local[2] {ratio:.2f}x (rows/s ratio)")
     finally:
         if server is not None:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _run_child(root: str, cores: int, args: list[str], results: dict[tuple[str, int], float],
+               tag: str = "", **env: str) -> None:
+    """The loads of checkout ``root`` in a child Spark session of ``cores`` (``env``:
+    SPARK_LOAD_MASTER, a cluster's URL)."""
+    code = CHILD.format(root=os.path.abspath(root), tests=TESTS)
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(root), **env)   # Spark's workers too
+    r = subprocess.run([sys.executable, "-c", code, str(cores), *args], capture_output=True,
+                       text=True, env=env, cwd=args[1])   # not this checkout on the path
+    if r.returncode != 0:
+        raise SystemExit(f"spark child failed: {r.stderr[-2000:]}")
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            _, name, c, t = line.split()
+            results[(tag + name, int(c))] = float(t)
+        elif line.startswith("CHECK "):
+            print(f"{tag}{cores} core(s): p99 typed and JSON answers:", line[6:])
 
 
 if __name__ == "__main__":

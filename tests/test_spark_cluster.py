@@ -1,0 +1,155 @@
+"""bread.spark on a real cluster: a Spark standalone master and two workers on 127.0.0.1
+(``sparkcluster``), whose executors share nothing with the driver but the files and the
+installed package, give what ``bread.read`` gives.
+
+One cluster and one session for the module (starting them is most of its time). Marked slow:
+``make test`` runs it in both passes, and its pure pass reads on the pure path in the
+executors too (the workers inherit ``BREAD_PURE_PYTHON``: checked here). Skipped, saying
+why, where the executors would import another bread than the one under test (a tree on
+``PYTHONPATH`` over another checkout's install).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+import bread
+from helpers import run_python
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("Spark needs Java (17 or later): none on PATH or in JAVA_HOME",
+                allow_module_level=True)
+
+import bread.spark  # noqa: E402
+from sparkcluster import Cluster, installed_env  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+HANDLED = "handled {route} in {ms} ms"
+
+#: Three processes (a service and two forked workers), each its own rotated, compressed
+#: file set in one directory; ``handled`` logged at three severities from one call site.
+SERVICE = f"""
+    import os, blog
+    blog.basic_config("logs/svc.blog", rotate_bytes=6000, compress=True,
+                      flush_interval=0.005)
+    api, db = blog.get_logger("api"), blog.get_logger("db")
+    kids = []
+    for k in range(2):
+        pid = os.fork()
+        if pid == 0:
+            break
+        kids.append(pid)
+    for i in range(700):
+        api.log(("info", "warning", "error")[i % 3], {HANDLED!r},
+                route=("/orders", "/users", "/stock")[i % 4 % 3], ms=i % 97)
+        if i % 7 == 0:
+            db.info("query {{}} returned {{}} rows", f"q{{i}}", i * 3)
+    blog.shutdown()
+    if len(kids) < 2:
+        os._exit(0)
+    for pid in kids:
+        os.waitpid(pid, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("svc")
+    r = run_python(SERVICE, d)
+    assert r.returncode == 0, r.stderr
+    names = os.listdir(d / "logs")
+    gz = [n for n in names if n.endswith(".blog.gz")]
+    assert len(gz) >= 6 and len({n.split(".pid")[1] for n in gz}) == 3, names
+    return str(d / "logs")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> str:
+    """The bread that a Python of the deployment's environment (no PYTHONPATH) imports from
+    elsewhere: what the executors run. Skips where that is not the bread under test (a
+    tree put first on PYTHONPATH over another checkout's install): the driver's reader,
+    pickled to the tasks, would be read by other code."""
+    r = subprocess.run([sys.executable, "-c", "import bread; print(bread.__file__)"],
+                       env=installed_env(), cwd=tmp_path_factory.mktemp("elsewhere"),
+                       capture_output=True, text=True, check=True)
+    path = r.stdout.strip()
+    if os.path.realpath(path) != os.path.realpath(bread.__file__):
+        pytest.skip(f"the executors would import {path}, not the bread under test "
+                    f"({bread.__file__}): install this tree (pip install -e .) to run this")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(installed, tmp_path_factory):
+    c = Cluster(str(tmp_path_factory.mktemp("spark")), workers=2)
+    try:
+        c.start(wait=False)     # the driver starts while the workers register
+        yield c
+    finally:
+        c.stop()                # the JVMs end however the tests ended
+
+
+@pytest.fixture(scope="module")
+def spark(cluster):
+    s = cluster.session("bread-cluster-tests")
+    try:
+        cluster.wait_registered()
+        bread.spark.register(s)
+        yield s
+    finally:
+        s.stop()
+
+
+def test_executors_run_the_installed_package_on_this_runs_reader_path(spark, cluster,
+                                                                      installed):
+    def probe(_rows):     # defined here: pickled by value (the executors have no tests/)
+        import bread.accel
+        yield (bread.__file__, bread.accel.speedups is None, sys.executable,
+               os.path.dirname(os.path.dirname(os.getcwd())))
+
+    got = set(spark.sparkContext.parallelize(range(4), 4).mapPartitions(probe).collect())
+    pure = bool(os.environ.get("BREAD_PURE_PYTHON"))
+    assert {(f, p, exe) for f, p, exe, _ in got} == {(installed, pure, sys.executable)}
+    # the tasks ran in both workers' directories (an executor's cwd: WORKER/app-ID/N)
+    workers = {os.path.join(cluster.directory, f"worker{k}") for k in range(2)}
+    assert {w for *_, w in got} == workers
+    # every daemon and the driver on 127.0.0.1
+    state = cluster.state()
+    assert {w["host"] for w in state["workers"]} == {"127.0.0.1"}
+    assert cluster.url.startswith("spark://127.0.0.1:")
+    assert spark.sparkContext.getConf().get("spark.driver.host") == "127.0.0.1"
+
+
+def test_a_query_of_rotated_compressed_files_of_three_processes_equals_bread_read(spark,
+                                                                                  logs):
+    events = list(bread.read(logs))
+    df = spark.read.format("blog").option("splitBytes", "4096").load(logs)
+    assert len(events) == 3 * (700 + 100)
+    want = Counter((e.pid, e.category, e.severity.name) for e in events)
+    got = df.groupBy("pid", "category", "severity").count().collect()
+    assert {(r["pid"], r["category"], r["severity"]): r["count"] for r in got} == dict(want)
+    assert sorted(tuple(r) for r in df.select("path", "clock", "message").collect()) == \
+        sorted((e.path, e.clock, e.message) for e in events)
+
+
+def test_the_typed_table_of_a_call_site_equals_bread_read(spark, logs):
+    handled = bread.spark.events(spark, logs, source=HANDLED)
+    assert (dict(handled.dtypes)["route"], dict(handled.dtypes)["ms"]) == ("string", "bigint")
+    want = sorted((e.pid, e.severity.name, e.writer, e.fields["route"], e.fields["ms"])
+                  for e in bread.read(logs) if e.format == HANDLED)
+    assert len(want) == 3 * 700
+    rows = handled.select("pid", "severity", "writer", "route", "ms").collect()
+    assert sorted(tuple(r) for r in rows) == want
+    top: Counter[str] = Counter()
+    for _, _, _, route, ms in want:
+        top[route] = max(top[route], ms)
+    got = handled.groupBy("route").agg({"ms": "max"}).collect()
+    assert {r["route"]: r["max(ms)"] for r in got} == dict(top)

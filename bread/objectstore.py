@@ -238,6 +238,8 @@ class RangedFile:
         if start >= 0 and pos + n <= end:
             self._pos = pos + n
             return self._buf[start:start + n]
+        if n == 0:                    # at or past the end: nothing, as from a file
+            return b""
         if self._at <= pos <= end:    # reading on: what is held, then more ahead
             head = self._buf[start:]
             self._block = min(self._block * 2, MAX_BLOCK)

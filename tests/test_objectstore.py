@@ -18,6 +18,7 @@ import pytest
 import blog
 import bread
 from blogstore import manifest
+from bread.objectstore import RangedFile
 
 from helpers import python_child, run_cli
 
@@ -207,3 +208,15 @@ def test_following_a_url_is_refused(capsys):
     assert code == 1 and "not a URL" in err
     with pytest.raises(ValueError, match="not a URL"):
         bread.read("s3://bucket/logs/", follow=True)
+
+
+def test_a_ranged_file_read_at_or_past_its_end_gives_nothing_as_a_file_does(tmp_path):
+    path = tmp_path / "x.bin"
+    path.write_bytes(bytes(range(256)) * 100)
+    f = RangedFile(pafs.LocalFileSystem().open_input_file(str(path)), "x")
+    with open(path, "rb") as plain:
+        for offset, whence, n in [(30000, 0, 10), (25600, 0, 10), (25590, 0, 100),
+                                  (0, 2, -1), (5, 2, 1), (0, 0, 3)]:
+            assert f.seek(offset, whence) == plain.seek(offset, whence)
+            assert f.read(n) == plain.read(n)
+            assert f.tell() == plain.tell()

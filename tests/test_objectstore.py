@@ -18,7 +18,7 @@ import pytest
 import blog
 import bread
 from blogstore import manifest
-from bread.objectstore import RangedFile
+from bread.objectstore import RangedFile, Store
 
 from helpers import python_child, run_cli
 
@@ -152,6 +152,27 @@ def test_file_urls_read_as_the_path(stored):
     assert same(bread.read("file://" + local)) == same(bread.read(local))
     assert same(bread.read(f"file://{local}/app.*.gz")) == same(
         bread.read(os.path.join(local, "app.*.gz")))
+
+
+def test_a_url_of_an_object_whose_name_has_pattern_characters_is_that_object(tmp_path):
+    # Proves: as a local path, a URL that exists is never taken for a pattern (a Spark task
+    # re-expands the URLs a prefix listed); only a missing one is matched.
+    for name, n in [("a[1].blog", 1), ("a1.blog", 2), ("b?.blog", 3), ("bx.blog", 4)]:
+        s = blog.Session()
+        for i in range(n):
+            s.get_logger("c").info("{} of {}", i, name)
+        out = blog.FileOutputStream(str(tmp_path / name), mode="wb")
+        s.consume(out)
+        out.close()
+    url = f"file://{tmp_path}"
+    store = Store()
+    for name in ["a[1].blog", "b?.blog"]:
+        assert store.expand(f"{url}/{name}") == [f"{url}/{name}"]
+        assert same(bread.read(f"{url}/{name}")) == same(bread.read(str(tmp_path / name)))
+    assert store.expand(f"{url}/a[1]*") == [f"{url}/a1.blog"]
+    assert store.expand(f"{url}/b?.*") == [f"{url}/b?.blog", f"{url}/bx.blog"]
+    assert [u.rpartition("/")[2] for u in store.expand(url)] == [
+        "a1.blog", "a[1].blog", "b?.blog", "bx.blog"]
 
 
 def test_a_url_without_pyarrow_names_the_extra(monkeypatch):

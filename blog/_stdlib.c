@@ -714,6 +714,13 @@ logging_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+static PyMemberDef logging_call_members[] = {
+    {"handler_type", T_OBJECT_EX, offsetof(LoggingCall, handler_type), 0,
+     "the type of the handlers it takes calls for (None: none, every call is the record "
+     "path's: stdlibcalls.uninstall under a wrapper)"},
+    {NULL},
+};
+
 static PyTypeObject LoggingCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "blog._speedups.LoggingCall",
@@ -730,6 +737,7 @@ static PyTypeObject LoggingCallType = {
     .tp_traverse = (traverseproc)logging_call_traverse,
     .tp_clear = (inquiry)logging_call_clear,
     .tp_dealloc = (destructor)logging_call_dealloc,
+    .tp_members = logging_call_members,
 };
 
 int

@@ -11,7 +11,9 @@ picks for ``stacklevel``), the same severity, ``extra``, ``exc_info`` and ``stac
 what ``Logger.callHandlers`` would walk, so that a filter, another handler,
 ``propagate = False`` or ``disabled`` set at run time takes effect at the next call (levels
 and ``logging.disable`` are ``isEnabledFor``'s, before ``_log``); any other call goes to the
-``_log`` they replaced, unchanged. A logger class that overrides ``_log`` keeps its own.
+``_log`` they replaced, unchanged. A logger class that overrides ``_log`` keeps its own, and
+a ``Logger._log`` that is not logging's own when the first BlogHandler is made (a wrapper)
+is left as it is: no fast path.
 ``session.stats.logging_fast_path`` and ``logging_record_path`` count the two paths.
 In pure Python, ``log_call`` is one more frame below the caller: the record path gets
 ``stacklevel + 1``, which ``Logger.findCaller`` (or an override that counts frames as it
@@ -46,6 +48,7 @@ _RECORD_HANDLER: Any = (accel.speedups.RecordHandler if accel.speedups is not No
                         else None)
 _original: Any = None                 # Logger._log as it was: the record path
 _handler_type: Any = None             # blog.stdlib.BlogHandler (install sets it)
+_fast: Any = None                     # what install put in Logger._log
 
 
 class CallRecord:
@@ -187,33 +190,47 @@ def stack_text(f: FrameType) -> str:
     return text[:-1] if text[-1] == "\n" else text
 
 
+def _logging_s_own(log: Any) -> bool:
+    """True if ``log`` is logging's own ``Logger._log`` (not a wrapper of it)."""
+    code = getattr(log, "__code__", None)
+    return (getattr(log, "__module__", None) == "logging" and code is not None
+            and os.path.normcase(code.co_filename) == _SRCFILE)
+
+
 def install(handler_type: type) -> None:
     """Put the fast path in ``logging.Logger._log`` (once), for handlers of exactly
-    ``handler_type``; nothing on a Python whose logging has no ``_is_internal_frame``
-    (what ``findCaller`` skips) or no ``_srcfile``."""
-    global _original, _handler_type
+    ``handler_type``, if it is logging's own: a wrapper put there before (an APM's) keeps
+    every call, which takes the record path. Nothing either on a Python whose logging has
+    no ``_is_internal_frame`` (what ``findCaller`` skips) or no ``_srcfile``."""
+    global _original, _handler_type, _fast
     own = logging.Logger.__dict__.get("_log")
-    if (_original is not None or own is None or _is_internal_frame is None
-            or not isinstance(_SRCFILE, str)):
+    if (_fast is not None or _is_internal_frame is None or not isinstance(_SRCFILE, str)
+            or not _logging_s_own(own)):
         return
     _original, _handler_type = own, handler_type
     fast: Any = log_call
     if accel.speedups is not None and os.name == "posix":
         fast = accel.speedups.LoggingCall(own, log_call, emit_call, handler_type, unchanged,
                                           vars(logging), logging.Logger, logging.RootLogger)
-    logging.Logger._log = fast   # type: ignore[method-assign]
+    logging.Logger._log = _fast = fast   # type: ignore[method-assign]
 
 
 def uninstall() -> None:
     """Give ``logging.Logger._log`` back (every call takes the record path), until the next
-    ``install``."""
-    global _original
-    if _original is not None:
-        if logging.Logger.__dict__.get("_log") is not _original:
-            logging.Logger._log = _original   # type: ignore[method-assign]
-        _original = None
+    ``install``. A wrapper put over blog's since is left in place: blog's, below it, then
+    takes the record path for every call."""
+    global _handler_type, _fast
+    if _fast is None:
+        return
+    if logging.Logger.__dict__.get("_log") is _fast:
+        logging.Logger._log = _original   # type: ignore[method-assign]
+    else:                  # (no handler is of no type: each call is the record path's)
+        _handler_type = None
+        if _fast is not log_call:
+            _fast.handler_type = None
+    _fast = None
 
 
 def installed() -> bool:
     """True if ``logging`` calls may take the fast path."""
-    return _original is not None
+    return _fast is not None

@@ -332,3 +332,52 @@ def test_threads_tasks_and_context_fields_read_back_as_the_record_path_s(hot_pat
     assert got[False] == got[True]
     assert [e[9] for e in got[False]][:3] == ["worker-0", "worker-1", "worker-2"]
     assert got[False][-1][8] == "{'request_id': 'r-1'}"
+
+
+def _audited(log, seen: list):
+    """A ``Logger._log`` that notes each call's msg, then calls ``log`` (an APM's, say)."""
+    def audited(self, level, msg, args, **kw):
+        seen.append(msg)
+        return log(self, level, msg, args, **kw)
+    return audited
+
+
+def test_a_log_wrapped_before_blog_s_handler_is_made_keeps_every_call(hot_path):
+    # Proves: blog puts its fast path only over logging's own _log; a wrapper already there
+    # sees every call, and the record path writes them.
+    stdlibcalls.uninstall()
+    own = logging.Logger._log
+    seen: list = []
+    logging.Logger._log = _audited(own, seen)
+    try:
+        bridge = Bridge()
+        assert not stdlibcalls.installed()
+        bridge.logger.info("a %d", 1)
+    finally:
+        logging.Logger._log = own
+        stdlibcalls.install(blog.stdlib.BlogHandler)
+    assert seen == ["a %d"]
+    assert took(bridge) == (0, 1)
+    assert [e[6] for e in read_back(bridge)] == ["a 1"]
+
+
+def test_uninstall_leaves_a_wrapper_made_after_blog_s_and_steps_aside(bridge):
+    stdlibcalls.uninstall()
+    own = logging.Logger._log
+    stdlibcalls.install(blog.stdlib.BlogHandler)
+    seen: list = []
+    wrapper = _audited(logging.Logger._log, seen)
+    logging.Logger._log = wrapper
+    try:
+        bridge.logger.info("a %d", 1)       # the wrapper, then blog's fast path
+        stdlibcalls.uninstall()
+        assert logging.Logger.__dict__["_log"] is wrapper
+        assert not stdlibcalls.installed()
+        bridge.logger.info("a %d", 2)       # the wrapper, then the record path
+    finally:
+        logging.Logger._log = own
+        stdlibcalls.install(blog.stdlib.BlogHandler)
+    bridge.logger.info("a %d", 3)
+    assert seen == ["a %d"] * 2
+    assert took(bridge) == (2, 1)
+    assert [e[6] for e in read_back(bridge)] == ["a 1", "a 2", "a 3"]

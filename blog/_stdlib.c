@@ -520,8 +520,10 @@ caller(LoggingCall *self, long stacklevel, int *lineno)
 }
 
 /* The keyword arguments of _log: 1 if each leaves the call common (no exc_info, extra nor
- * stack_info; `*stacklevel` set), 0 if one does not (the twin's), -1 for a name _log does
- * not take (logging's to refuse). */
+ * stack_info; `*stacklevel` set), 0 if one does not (the twin's), -1 for the original _log
+ * itself: a name _log does not take (logging's to refuse), a stacklevel not an int of at
+ * least 1 (a float, a bool: findCaller counts it down as a number; through the twin, one
+ * frame more, it would name another). */
 static int
 common_keywords(PyObject *const *values, PyObject *kwnames, long *stacklevel)
 {
@@ -537,11 +539,11 @@ common_keywords(PyObject *const *values, PyObject *kwnames, long *stacklevel)
         }
         else if (PyUnicode_Compare(k, str_kw_stacklevel) == 0) {
             if (!PyLong_CheckExact(v))
-                return 0;
+                return -1;
             *stacklevel = PyLong_AsLong(v);
             if (*stacklevel < 1 || PyErr_Occurred()) {
                 PyErr_Clear();
-                return 0;
+                return -1;
             }
         }
         else

@@ -16,8 +16,8 @@ a ``Logger._log`` that is not logging's own when the first BlogHandler is made (
 is left as it is: no fast path.
 ``session.stats.logging_fast_path`` and ``logging_record_path`` count the two paths.
 In pure Python, ``log_call`` is one more frame below the caller: the record path gets
-``stacklevel + 1``, which ``Logger.findCaller`` (or an override that counts frames as it
-does) skips.
+``stacklevel + 1`` (where it is above 0, of whatever number type), which
+``Logger.findCaller`` (or an override that counts frames as it does) skips.
 """
 
 from __future__ import annotations
@@ -139,8 +139,9 @@ def log_call(self: logging.Logger, level: int, msg: Any, args: Any, exc_info: An
                 else None)
     if handlers is None:
         # The record path, to which this frame is one more between the caller and it.
-        more = type(stacklevel) is int and stacklevel >= 1
-        _original(self, level, msg, args, exc_info, extra, stack_info, stacklevel + more)
+        _original(self, level, msg, args, exc_info, extra, stack_info,
+                  stacklevel + 1 if type(stacklevel) is int and stacklevel > 0
+                  else _one_more(stacklevel))
         return
     if not handlers and extra is None:
         return
@@ -153,6 +154,16 @@ def log_call(self: logging.Logger, level: int, msg: Any, args: Any, exc_info: An
             exc_info = sys.exc_info()
     emit_call(handlers, self, level, msg, args, code.co_filename, f.f_lineno, code.co_name,
               exc_info, extra, stack_text(f) if stack_info else None)
+
+
+def _one_more(stacklevel: Any) -> Any:
+    """The ``stacklevel`` that makes ``Logger.findCaller`` skip one frame more than
+    ``stacklevel`` does, of any type it counts down (``while stacklevel > 0: ... -= 1``: a
+    float, a bool); itself where it skips none (or cannot count it: findCaller raises)."""
+    try:
+        return stacklevel + 1 if stacklevel > 0 else stacklevel
+    except Exception:
+        return stacklevel
 
 
 def emit_call(handlers: list, logger: logging.Logger, level: int, msg: Any, args: Any,

@@ -381,3 +381,48 @@ def test_uninstall_leaves_a_wrapper_made_after_blog_s_and_steps_aside(bridge):
     assert seen == ["a %d"] * 2
     assert took(bridge) == (2, 1)
     assert [e[6] for e in read_back(bridge)] == ["a 1", "a 2", "a 3"]
+
+
+class Where(logging.Handler):
+    """Where each record says it was made: (function, line)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.where: list = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.where.append((record.funcName, record.lineno))
+
+
+def _at(lg, stacklevel):
+    lg.info("at %s", stacklevel, stacklevel=stacklevel)
+
+
+def _at_via(lg, stacklevel):
+    _at(lg, stacklevel)             # what stacklevel=2 names
+
+
+def test_a_stacklevel_of_another_number_type_names_the_frame_logging_names(hot_path):
+    # Proves: a float or bool stacklevel (which findCaller counts down as a number) names
+    # the frame logging itself names, through a logger without a BlogHandler and one with.
+    levels = [2.0, True, 1.5, 0.5, 0, 2, 1]
+
+    def where(installed: bool) -> tuple[list, list]:
+        kept = Where()
+        plain = logging.Logger("plain", logging.DEBUG)
+        plain.addHandler(kept)
+        bridge = Bridge()
+        if not installed:
+            stdlibcalls.uninstall()
+        try:
+            for s in levels:
+                _at_via(plain, s)
+                _at_via(bridge.logger, s)
+        finally:
+            stdlibcalls.install(blog.stdlib.BlogHandler)
+        return kept.where, [(e[2], e[4]) for e in read_back(bridge)]
+    own = where(installed=False)
+    assert own[0] == own[1]
+    assert own[0][:2] == [("_at_via", _at_via.__code__.co_firstlineno + 1),
+                          ("_at", _at.__code__.co_firstlineno + 1)]
+    assert where(installed=True) == own

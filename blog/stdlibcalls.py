@@ -1,8 +1,8 @@
 """``logging`` calls without a LogRecord: the bridge's fast path.
 
 When every handler a ``logging.Logger`` call would reach is a ``BlogHandler`` without
-filters (and the logger has none, is enabled, of logging's own class, and logging would
-make a plain ``LogRecord``), the call goes to the handlers' call sites as its record would,
+filters (and the logger has none, nor a method logging would call set on it, is enabled,
+of logging's own class, and logging would make a plain ``LogRecord``), the call goes to the handlers' call sites as its record would,
 without making one: the same file, line and function (the frame ``Logger.findCaller``
 picks for ``stacklevel``), the same severity, ``extra``, ``exc_info`` and ``stack_info``.
 
@@ -34,9 +34,11 @@ from typing import Any
 
 from . import accel
 
-#: The methods of ``logging.Logger`` that find the caller, make and hand the record: the
-#: fast path is for a logger whose class has logging's own.
-_METHODS = ("findCaller", "makeRecord", "handle", "callHandlers")
+#: The methods of ``logging.Logger`` that find the caller, filter, make and hand the
+#: record: the fast path is for a logger whose class has logging's own (``filter`` is
+#: ``Filterer``'s, a base's) and that has none of its own (each is looked up on it first).
+_METHODS = ("findCaller", "makeRecord", "handle", "callHandlers", "filter")
+_METHOD_NAMES = frozenset(_METHODS)
 _OWN = {name: getattr(logging.Logger, name) for name in _METHODS}
 _PLAIN = (logging.Logger, logging.RootLogger)
 #: What a record has before ``extra``: ``makeRecord`` refuses an ``extra`` key among them.
@@ -95,12 +97,13 @@ def unchanged(cls: type) -> bool:
 def reached(logger: Any, level: int) -> list | None:
     """The BlogHandlers a call of ``logger`` at ``level`` reaches, as ``callHandlers`` walks
     them (empty: none at this level), if each handler on the way is a BlogHandler without
-    filters and logging would make a plain record; None: the record path's."""
+    filters, the logger has no filter nor method of its own and logging would make a plain
+    record; None: the record path's."""
     if (type(logger) not in _PLAIN or not unchanged(type(logger)) or type(level) is not int
             or getattr(logging, "_srcfile", None) is not _SRCFILE
             or logging.getLogRecordFactory() is not logging.LogRecord
             or logger.disabled is not False or logger.filters != []
-            or type(logger.name) is not str):
+            or type(logger.name) is not str or not _METHOD_NAMES.isdisjoint(logger.__dict__)):
         return None
     found = []
     seen = False

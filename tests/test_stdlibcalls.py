@@ -426,3 +426,57 @@ def test_a_stacklevel_of_another_number_type_names_the_frame_logging_names(hot_p
     assert own[0][:2] == [("_at_via", _at_via.__code__.co_firstlineno + 1),
                           ("_at", _at.__code__.co_firstlineno + 1)]
     assert where(installed=True) == own
+
+
+def _own_methods(lg: logging.Logger, seen: list) -> list:
+    """Methods set on ``lg`` itself, as logging looks them up first: (name, undo)."""
+    make, handle, call = lg.makeRecord, lg.handle, lg.callHandlers
+
+    def makeRecord(*a, **k):
+        record = make(*a, **k)
+        record.request_id = "r-42"
+        return record
+    return [
+        ("makeRecord", makeRecord),
+        ("findCaller", lambda stack_info=False, stacklevel=1: ("wrapped.py", 7, "fn", None)),
+        ("handle", lambda record: (seen.append("handle"), handle(record))[1]),
+        ("callHandlers", lambda record: (seen.append("callHandlers"), call(record))[1]),
+        ("filter", lambda record: False),
+    ]
+
+
+def test_a_method_set_on_the_logger_itself_takes_the_record_path(bridge):
+    # Proves: a Logger's own findCaller, makeRecord, handle, callHandlers or filter (set on
+    # the instance, which logging looks up first) is called, as logging calls it.
+    lg, seen = bridge.logger, []
+    expected = []
+    for name, method in _own_methods(lg, seen):
+        lg.info("before %s", name)
+        setattr(lg, name, method)
+        try:
+            lg.info("with %s", name)
+        finally:
+            delattr(lg, name)
+        lg.info("after %s", name)
+        expected += [("before", name, "{}")] + (
+            [] if name == "filter" else
+            [("with", name, "{'request_id': 'r-42'}" if name == "makeRecord" else "{}")]) + [
+            ("after", name, "{}")]
+    events = read_back(bridge)
+    assert [(e[6].split()[0], e[6].split()[1], e[8]) for e in events] == expected
+    assert [e[3:5] for e in events if e[6] == "with findCaller"] == [("wrapped.py", 7)]
+    assert seen == ["handle", "callHandlers"]
+    assert took(bridge) == (10, 4)
+
+
+@pytest.mark.parametrize("cls", [logging.Logger, logging.Filterer])
+def test_a_filter_patched_on_logger_s_class_or_its_base_takes_the_record_path(bridge, cls,
+                                                                               monkeypatch):
+    bridge.logger.info("a %d", 1)
+    monkeypatch.setattr(cls, "filter", lambda self, record: record.args != (2,))
+    bridge.logger.info("a %d", 2)
+    bridge.logger.info("a %d", 3)
+    monkeypatch.undo()
+    bridge.logger.info("a %d", 4)
+    assert [e[6] for e in read_back(bridge)] == ["a 1", "a 3", "a 4"]
+    assert took(bridge) == (2, 1)

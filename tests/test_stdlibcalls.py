@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import gc
 import logging
 import sys
 import threading
@@ -480,3 +481,32 @@ def test_a_filter_patched_on_logger_s_class_or_its_base_takes_the_record_path(br
     bridge.logger.info("a %d", 4)
     assert [e[6] for e in read_back(bridge)] == ["a 1", "a 3", "a 4"]
     assert took(bridge) == (2, 1)
+
+
+def test_the_session_s_logging_counts_keep_the_calls_of_handlers_gone(hot_path):
+    # Proves: session.stats.logging_fast_path and logging_record_path never go down when a
+    # BlogHandler goes (dictConfig run again replaces them), and the session keeps no
+    # reference per handler gone.
+    bridge = Bridge()
+    lg, stats = bridge.logger, bridge.session.stats
+    seen = []
+    for k in range(3):
+        for i in range(3):
+            lg.info("n %d", i)
+        lg.addFilter(lambda record: True)
+        lg.info("record %d", k)
+        lg.filters[:] = []
+        seen.append(took(bridge))
+        lg.removeHandler(bridge.handler)
+        bridge.handler.close()
+        bridge.handler = blog.stdlib.BlogHandler(session=bridge.session)
+        lg.addHandler(bridge.handler)
+        gc.collect()
+        seen.append(took(bridge))
+    assert seen == [(3, 1), (3, 1), (6, 2), (6, 2), (9, 3), (9, 3)]
+    for i in range(1000):    # (a BlogHandler of the C path goes at a collection: a cycle)
+        blog.stdlib.BlogHandler(session=bridge.session).close()
+        if i % 50 == 49:
+            gc.collect()
+    assert len(stats.logging_counters) <= 128
+    assert took(bridge) == (9, 3)

@@ -418,8 +418,9 @@ empty_list(PyObject *list)
 /* The BlogHandlers a call of `logger` at `level` reaches, as Logger.callHandlers walks
  * them, put in `found` (new references) if every handler on the way is a BlogHandler
  * without filters, the logger is a plain, enabled Logger without filters nor methods of its
- * own (no_own_methods) and logging would make a plain LogRecord: their number (0: none at this level); `*name` the logger's name
- * (a new reference). -1: the record path's (or an error). */
+ * own (no_own_methods) and logging would make a plain LogRecord: their number (0: none at
+ * this level); `*name` the logger's name (a new reference). -1: the record path's (or an
+ * error). */
 static int
 reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObject **name)
 {

@@ -2,9 +2,10 @@
 
 When every handler a ``logging.Logger`` call would reach is a ``BlogHandler`` without
 filters (and the logger has none, nor a method logging would call set on it, is enabled,
-of logging's own class, and logging would make a plain ``LogRecord``), the call goes to the handlers' call sites as its record would,
-without making one: the same file, line and function (the frame ``Logger.findCaller``
-picks for ``stacklevel``), the same severity, ``extra``, ``exc_info`` and ``stack_info``.
+of logging's own class, and logging would make a plain ``LogRecord``), the call goes to the
+handlers' call sites as its record would, without making one: the same file, line and
+function (the frame ``Logger.findCaller`` picks for ``stacklevel``), the same severity,
+``extra``, ``exc_info`` and ``stack_info``.
 
 ``install`` (called by the first BlogHandler made) replaces ``logging.Logger._log`` by
 ``log_call``, or by its C twin ``blog._speedups.LoggingCall``. Both walk, at each call,

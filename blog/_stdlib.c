@@ -362,6 +362,12 @@ static PyObject *str_srcfile, *str_factory, *str_disabled, *str_handlers, *str_p
                 *str_parent, *str_level, *str_handle, *str_emit, *str_importlib, *str_bootstrap,
                 *str_kw_exc_info, *str_kw_extra, *str_kw_stack_info, *str_kw_stacklevel;
 
+/* The methods of logging.Logger that find the caller, filter, make and hand the record
+ * (stdlibcalls._METHODS): one set on a logger itself is logging's to call. */
+static PyObject *str_methods[5];
+/* The attributes of a logger that reached does not read: level, _cache, manager. */
+static PyObject *str_plain[3];
+
 /* 1 if the type's methods that make and hand a record are still logging's own (checked
  * again whenever the type changed: its version tag), 0 if not, -1 error. */
 static int
@@ -379,6 +385,29 @@ methods_unchanged(LoggingCall *self, int i)
     return r;
 }
 
+/* 1 if the logger's dict `d` holds none of the Logger methods a call goes through (each
+ * is looked up on the logger first: one of its own is logging's to call), 0 if it does,
+ * -1 error. A logger's dict holds the six attributes the walk reads (disabled, filters,
+ * name, handlers, propagate, parent: without one, reached steps aside) and level, _cache
+ * and manager: with no other key, it holds no method (three lookups that hit cost less
+ * than five that miss). */
+static int
+no_own_methods(PyObject *d)
+{
+    Py_ssize_t known = 6;
+    for (size_t i = 0; i < sizeof(str_plain) / sizeof(str_plain[0]); i++) {
+        known += PyDict_GetItemWithError(d, str_plain[i]) != NULL;
+        if (PyErr_Occurred())
+            return -1;
+    }
+    if (PyDict_GET_SIZE(d) == known)
+        return 1;
+    for (size_t i = 0; i < sizeof(str_methods) / sizeof(str_methods[0]); i++)
+        if (PyDict_GetItemWithError(d, str_methods[i]) != NULL || PyErr_Occurred())
+            return PyErr_Occurred() ? -1 : 0;
+    return 1;
+}
+
 /* 1 if `list` is a list with no item (the filters of a logger or a handler). */
 static int
 empty_list(PyObject *list)
@@ -388,9 +417,10 @@ empty_list(PyObject *list)
 
 /* The BlogHandlers a call of `logger` at `level` reaches, as Logger.callHandlers walks
  * them, put in `found` (new references) if every handler on the way is a BlogHandler
- * without filters, the logger is a plain, enabled Logger without filters and logging would
- * make a plain LogRecord: their number (0: none at this level); `*name` the logger's name
- * (a new reference). -1: the record path's (or an error). */
+ * without filters, the logger is a plain, enabled Logger without filters nor methods of its
+ * own (no_own_methods) and logging would make a plain LogRecord: their number (0: none at
+ * this level); `*name` the logger's name (a new reference). -1: the record path's (or an
+ * error). */
 static int
 reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObject **name)
 {
@@ -403,7 +433,7 @@ reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObjec
     int n = 0, seen = 0;
     PyObject *d = PyObject_GenericGetDict(logger, NULL);
     if (d == NULL || !PyDict_CheckExact(d) || PyDict_GetItemWithError(d, str_disabled) != Py_False
-        || !empty_list(PyDict_GetItemWithError(d, str_filters)))
+        || !empty_list(PyDict_GetItemWithError(d, str_filters)) || no_own_methods(d) != 1)
         goto aside;
     *name = PyDict_GetItemWithError(d, str_logname);
     if (*name == NULL || !PyUnicode_CheckExact(*name))
@@ -520,8 +550,10 @@ caller(LoggingCall *self, long stacklevel, int *lineno)
 }
 
 /* The keyword arguments of _log: 1 if each leaves the call common (no exc_info, extra nor
- * stack_info; `*stacklevel` set), 0 if one does not (the twin's), -1 for a name _log does
- * not take (logging's to refuse). */
+ * stack_info; `*stacklevel` set), 0 if one does not (the twin's), -1 for the original _log
+ * itself: a name _log does not take (logging's to refuse), a stacklevel not an int of at
+ * least 1 (a float, a bool: findCaller counts it down as a number; through the twin, one
+ * frame more, it would name another). */
 static int
 common_keywords(PyObject *const *values, PyObject *kwnames, long *stacklevel)
 {
@@ -537,11 +569,11 @@ common_keywords(PyObject *const *values, PyObject *kwnames, long *stacklevel)
         }
         else if (PyUnicode_Compare(k, str_kw_stacklevel) == 0) {
             if (!PyLong_CheckExact(v))
-                return 0;
+                return -1;
             *stacklevel = PyLong_AsLong(v);
             if (*stacklevel < 1 || PyErr_Occurred()) {
                 PyErr_Clear();
-                return 0;
+                return -1;
             }
         }
         else
@@ -714,6 +746,13 @@ logging_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+static PyMemberDef logging_call_members[] = {
+    {"handler_type", T_OBJECT_EX, offsetof(LoggingCall, handler_type), 0,
+     "the type of the handlers it takes calls for (None: none, every call is the record "
+     "path's: stdlibcalls.uninstall under a wrapper)"},
+    {NULL},
+};
+
 static PyTypeObject LoggingCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "blog._speedups.LoggingCall",
@@ -730,6 +769,7 @@ static PyTypeObject LoggingCallType = {
     .tp_traverse = (traverseproc)logging_call_traverse,
     .tp_clear = (inquiry)logging_call_clear,
     .tp_dealloc = (destructor)logging_call_dealloc,
+    .tp_members = logging_call_members,
 };
 
 int
@@ -747,7 +787,10 @@ blog_stdlib_init(PyObject *m)
         {&str_importlib, "importlib"}, {&str_bootstrap, "_bootstrap"},
         {&str_kw_exc_info, "exc_info"},
         {&str_kw_extra, "extra"}, {&str_kw_stack_info, "stack_info"},
-        {&str_kw_stacklevel, "stacklevel"},
+        {&str_kw_stacklevel, "stacklevel"}, {&str_methods[0], "findCaller"},
+        {&str_methods[1], "makeRecord"}, {&str_methods[2], "handle"},
+        {&str_methods[3], "callHandlers"}, {&str_methods[4], "filter"},
+        {&str_plain[0], "level"}, {&str_plain[1], "_cache"}, {&str_plain[2], "manager"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((*names[i].var = PyUnicode_InternFromString(names[i].text)) == NULL)

@@ -30,7 +30,6 @@ import logging
 import math
 import os
 import warnings as _warnings
-import weakref
 from collections.abc import Mapping
 from decimal import Decimal
 from types import MethodType
@@ -130,7 +129,7 @@ class BlogHandler(logging.Handler):
         self._standard_levels = frozenset(lv for lv, _ in LEVELS)
         self._records = 0     # records handled in Python (RecordHandler counts its own)
         self._calls = 0       # logging calls without a record, in Python (and in C: its own)
-        self._session.stats.logging_counters.append(weakref.ref(self))
+        self._counted = self._session.stats.count_logging(self)
         install(BlogHandler)
         cls = type(self)
         if (accel.speedups is not None and cls.handle is BlogHandler.handle
@@ -148,6 +147,13 @@ class BlogHandler(logging.Handler):
 
     def __repr__(self) -> str:
         return f"<BlogHandler {logging.getLevelName(self.level)} {self.session!r}>"
+
+    def __del__(self) -> None:
+        # What it took stays in session.stats once it is gone.
+        try:
+            self._counted.final = self.paths
+        except Exception:        # (made in part, or at the interpreter's exit)
+            pass
 
     @property
     def paths(self) -> tuple[int, int]:

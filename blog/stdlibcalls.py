@@ -1,21 +1,24 @@
 """``logging`` calls without a LogRecord: the bridge's fast path.
 
 When every handler a ``logging.Logger`` call would reach is a ``BlogHandler`` without
-filters (and the logger has none, is enabled, of logging's own class, and logging would
-make a plain ``LogRecord``), the call goes to the handlers' call sites as its record would,
-without making one: the same file, line and function (the frame ``Logger.findCaller``
-picks for ``stacklevel``), the same severity, ``extra``, ``exc_info`` and ``stack_info``.
+filters (and the logger has none, nor a method logging would call set on it, is enabled,
+of logging's own class, and logging would make a plain ``LogRecord``), the call goes to the
+handlers' call sites as its record would, without making one: the same file, line and
+function (the frame ``Logger.findCaller`` picks for ``stacklevel``), the same severity,
+``extra``, ``exc_info`` and ``stack_info``.
 
 ``install`` (called by the first BlogHandler made) replaces ``logging.Logger._log`` by
 ``log_call``, or by its C twin ``blog._speedups.LoggingCall``. Both walk, at each call,
 what ``Logger.callHandlers`` would walk, so that a filter, another handler,
 ``propagate = False`` or ``disabled`` set at run time takes effect at the next call (levels
 and ``logging.disable`` are ``isEnabledFor``'s, before ``_log``); any other call goes to the
-``_log`` they replaced, unchanged. A logger class that overrides ``_log`` keeps its own.
+``_log`` they replaced, unchanged. A logger class that overrides ``_log`` keeps its own, and
+a ``Logger._log`` that is not logging's own when the first BlogHandler is made (a wrapper)
+is left as it is: no fast path.
 ``session.stats.logging_fast_path`` and ``logging_record_path`` count the two paths.
 In pure Python, ``log_call`` is one more frame below the caller: the record path gets
-``stacklevel + 1``, which ``Logger.findCaller`` (or an override that counts frames as it
-does) skips.
+``stacklevel + 1`` (where it is above 0, of whatever number type), which
+``Logger.findCaller`` (or an override that counts frames as it does) skips.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from typing import Any
 
 from . import accel
 
-#: The methods of ``logging.Logger`` that find the caller, make and hand the record: the
-#: fast path is for a logger whose class has logging's own.
-_METHODS = ("findCaller", "makeRecord", "handle", "callHandlers")
+#: The methods of ``logging.Logger`` that find the caller, filter, make and hand the
+#: record: the fast path is for a logger whose class has logging's own (``filter`` is
+#: ``Filterer``'s, a base's) and that has none of its own (each is looked up on it first).
+_METHODS = ("findCaller", "makeRecord", "handle", "callHandlers", "filter")
+_METHOD_NAMES = frozenset(_METHODS)
 _OWN = {name: getattr(logging.Logger, name) for name in _METHODS}
 _PLAIN = (logging.Logger, logging.RootLogger)
 #: What a record has before ``extra``: ``makeRecord`` refuses an ``extra`` key among them.
@@ -46,6 +51,7 @@ _RECORD_HANDLER: Any = (accel.speedups.RecordHandler if accel.speedups is not No
                         else None)
 _original: Any = None                 # Logger._log as it was: the record path
 _handler_type: Any = None             # blog.stdlib.BlogHandler (install sets it)
+_fast: Any = None                     # what install put in Logger._log
 
 
 class CallRecord:
@@ -92,12 +98,13 @@ def unchanged(cls: type) -> bool:
 def reached(logger: Any, level: int) -> list | None:
     """The BlogHandlers a call of ``logger`` at ``level`` reaches, as ``callHandlers`` walks
     them (empty: none at this level), if each handler on the way is a BlogHandler without
-    filters and logging would make a plain record; None: the record path's."""
+    filters, the logger has no filter nor method of its own and logging would make a plain
+    record; None: the record path's."""
     if (type(logger) not in _PLAIN or not unchanged(type(logger)) or type(level) is not int
             or getattr(logging, "_srcfile", None) is not _SRCFILE
             or logging.getLogRecordFactory() is not logging.LogRecord
             or logger.disabled is not False or logger.filters != []
-            or type(logger.name) is not str):
+            or type(logger.name) is not str or not _METHOD_NAMES.isdisjoint(logger.__dict__)):
         return None
     found = []
     seen = False
@@ -136,8 +143,9 @@ def log_call(self: logging.Logger, level: int, msg: Any, args: Any, exc_info: An
                 else None)
     if handlers is None:
         # The record path, to which this frame is one more between the caller and it.
-        more = type(stacklevel) is int and stacklevel >= 1
-        _original(self, level, msg, args, exc_info, extra, stack_info, stacklevel + more)
+        _original(self, level, msg, args, exc_info, extra, stack_info,
+                  stacklevel + 1 if type(stacklevel) is int and stacklevel > 0
+                  else _one_more(stacklevel))
         return
     if not handlers and extra is None:
         return
@@ -150,6 +158,16 @@ def log_call(self: logging.Logger, level: int, msg: Any, args: Any, exc_info: An
             exc_info = sys.exc_info()
     emit_call(handlers, self, level, msg, args, code.co_filename, f.f_lineno, code.co_name,
               exc_info, extra, stack_text(f) if stack_info else None)
+
+
+def _one_more(stacklevel: Any) -> Any:
+    """The ``stacklevel`` that makes ``Logger.findCaller`` skip one frame more than
+    ``stacklevel`` does, of any type it counts down (``while stacklevel > 0: ... -= 1``: a
+    float, a bool); itself where it skips none (or cannot count it: findCaller raises)."""
+    try:
+        return stacklevel + 1 if stacklevel > 0 else stacklevel
+    except Exception:
+        return stacklevel
 
 
 def emit_call(handlers: list, logger: logging.Logger, level: int, msg: Any, args: Any,
@@ -187,33 +205,47 @@ def stack_text(f: FrameType) -> str:
     return text[:-1] if text[-1] == "\n" else text
 
 
+def _logging_s_own(log: Any) -> bool:
+    """True if ``log`` is logging's own ``Logger._log`` (not a wrapper of it)."""
+    code = getattr(log, "__code__", None)
+    return (getattr(log, "__module__", None) == "logging" and code is not None
+            and os.path.normcase(code.co_filename) == _SRCFILE)
+
+
 def install(handler_type: type) -> None:
     """Put the fast path in ``logging.Logger._log`` (once), for handlers of exactly
-    ``handler_type``; nothing on a Python whose logging has no ``_is_internal_frame``
-    (what ``findCaller`` skips) or no ``_srcfile``."""
-    global _original, _handler_type
+    ``handler_type``, if it is logging's own: a wrapper put there before (an APM's) keeps
+    every call, which takes the record path. Nothing either on a Python whose logging has
+    no ``_is_internal_frame`` (what ``findCaller`` skips) or no ``_srcfile``."""
+    global _original, _handler_type, _fast
     own = logging.Logger.__dict__.get("_log")
-    if (_original is not None or own is None or _is_internal_frame is None
-            or not isinstance(_SRCFILE, str)):
+    if (_fast is not None or _is_internal_frame is None or not isinstance(_SRCFILE, str)
+            or not _logging_s_own(own)):
         return
     _original, _handler_type = own, handler_type
     fast: Any = log_call
     if accel.speedups is not None and os.name == "posix":
         fast = accel.speedups.LoggingCall(own, log_call, emit_call, handler_type, unchanged,
                                           vars(logging), logging.Logger, logging.RootLogger)
-    logging.Logger._log = fast   # type: ignore[method-assign]
+    logging.Logger._log = _fast = fast   # type: ignore[method-assign]
 
 
 def uninstall() -> None:
     """Give ``logging.Logger._log`` back (every call takes the record path), until the next
-    ``install``."""
-    global _original
-    if _original is not None:
-        if logging.Logger.__dict__.get("_log") is not _original:
-            logging.Logger._log = _original   # type: ignore[method-assign]
-        _original = None
+    ``install``. A wrapper put over blog's since is left in place: blog's, below it, then
+    takes the record path for every call."""
+    global _handler_type, _fast
+    if _fast is None:
+        return
+    if logging.Logger.__dict__.get("_log") is _fast:
+        logging.Logger._log = _original   # type: ignore[method-assign]
+    else:                  # (no handler is of no type: each call is the record path's)
+        _handler_type = None
+        if _fast is not log_call:
+            _fast.handler_type = None
+    _fast = None
 
 
 def installed() -> bool:
     """True if ``logging`` calls may take the fast path."""
-    return _original is not None
+    return _fast is not None

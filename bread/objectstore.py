@@ -8,9 +8,10 @@ store's usual ones (``AWS_*`` variables, ``~/.aws``, ``GOOGLE_APPLICATION_CREDEN
 Hadoop's configuration); ``options`` are passed to the file system's constructor
 (``pyarrow.fs.S3FileSystem(endpoint_override=..., region=...)``).
 
-A prefix stands for its log files as a directory does (``bread.inputs``); every name a
-listing gives is data: only a direct child of the prefix with a log file's name is read,
-nothing it names is followed elsewhere. A file is read by ranges (``RangedFile``): what
+A prefix stands for its log files as a directory does (``bread.inputs``), and a URL that
+exists is never taken for a pattern, as a path is not; every name a listing gives is data:
+only a direct child of the prefix with a log file's name is read, nothing it names is
+followed elsewhere. A file is read by ranges (``RangedFile``): what
 the reader asks for, ahead of it as it reads on, so that a part of a large object (a
 Spark partition) costs its byte range plus the metadata frames before it. The prefix's
 ``blog-manifest.json`` skips objects outside a time window without opening them.
@@ -96,20 +97,26 @@ class Store:
 
     def expand(self, url: str) -> list[str]:
         """The files a URL stands for: itself, the log files of a prefix, or the matches of
-        a pattern; FileNotFoundError (naming the URL) if none."""
+        a pattern; FileNotFoundError (naming the URL) if none. As a local path, a URL that
+        exists is never taken for a pattern (``a[1].blog`` is that object)."""
         fs, path, root = self._split(url)
-        if any(c in path for c in _MAGIC):
+        magic = any(c in path for c in _MAGIC)
+        try:
+            info = _asked(fs.get_file_info, path, url)
+        except OSError:
+            if not magic:
+                raise
+            info = None           # (a name the store refuses, a bucket's: the pattern's)
+        kind = info.type.name if info is not None else "NotFound"
+        if kind == "File":
+            self._sizes[root + path] = info.size
+            out = [root + path]
+        elif kind == "Directory":
+            out = self._directory(fs, path, root)
+        elif magic:
             out = self._matches(fs, path, root)
         else:
-            info = _asked(fs.get_file_info, path, url)
-            kind = info.type.name
-            if kind == "File":
-                self._sizes[root + path] = info.size
-                out = [root + path]
-            elif kind == "Directory":
-                out = self._directory(fs, path, root)
-            else:
-                raise FileNotFoundError(errno.ENOENT, "no such file or prefix", url)
+            raise FileNotFoundError(errno.ENOENT, "no such file or prefix", url)
         if not out:
             raise FileNotFoundError(errno.ENOENT, "no log files (*.blog, *.blog.gz) at the URL",
                                     url)
@@ -238,6 +245,8 @@ class RangedFile:
         if start >= 0 and pos + n <= end:
             self._pos = pos + n
             return self._buf[start:start + n]
+        if n == 0:                    # at or past the end: nothing, as from a file
+            return b""
         if self._at <= pos <= end:    # reading on: what is held, then more ahead
             head = self._buf[start:]
             self._block = min(self._block * 2, MAX_BLOCK)

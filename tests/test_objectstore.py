@@ -18,6 +18,7 @@ import pytest
 import blog
 import bread
 from blogstore import manifest
+from bread.objectstore import RangedFile, Store
 
 from helpers import python_child, run_cli
 
@@ -153,6 +154,27 @@ def test_file_urls_read_as_the_path(stored):
         bread.read(os.path.join(local, "app.*.gz")))
 
 
+def test_a_url_of_an_object_whose_name_has_pattern_characters_is_that_object(tmp_path):
+    # Proves: as a local path, a URL that exists is never taken for a pattern (a Spark task
+    # re-expands the URLs a prefix listed); only a missing one is matched.
+    for name, n in [("a[1].blog", 1), ("a1.blog", 2), ("b?.blog", 3), ("bx.blog", 4)]:
+        s = blog.Session()
+        for i in range(n):
+            s.get_logger("c").info("{} of {}", i, name)
+        out = blog.FileOutputStream(str(tmp_path / name), mode="wb")
+        s.consume(out)
+        out.close()
+    url = f"file://{tmp_path}"
+    store = Store()
+    for name in ["a[1].blog", "b?.blog"]:
+        assert store.expand(f"{url}/{name}") == [f"{url}/{name}"]
+        assert same(bread.read(f"{url}/{name}")) == same(bread.read(str(tmp_path / name)))
+    assert store.expand(f"{url}/a[1]*") == [f"{url}/a1.blog"]
+    assert store.expand(f"{url}/b?.*") == [f"{url}/b?.blog", f"{url}/bx.blog"]
+    assert [u.rpartition("/")[2] for u in store.expand(url)] == [
+        "a1.blog", "a[1].blog", "b?.blog", "bx.blog"]
+
+
 def test_a_url_without_pyarrow_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.fs", None)
@@ -207,3 +229,15 @@ def test_following_a_url_is_refused(capsys):
     assert code == 1 and "not a URL" in err
     with pytest.raises(ValueError, match="not a URL"):
         bread.read("s3://bucket/logs/", follow=True)
+
+
+def test_a_ranged_file_read_at_or_past_its_end_gives_nothing_as_a_file_does(tmp_path):
+    path = tmp_path / "x.bin"
+    path.write_bytes(bytes(range(256)) * 100)
+    f = RangedFile(pafs.LocalFileSystem().open_input_file(str(path)), "x")
+    with open(path, "rb") as plain:
+        for offset, whence, n in [(30000, 0, 10), (25600, 0, 10), (25590, 0, 100),
+                                  (0, 2, -1), (5, 2, 1), (0, 0, 3)]:
+            assert f.seek(offset, whence) == plain.seek(offset, whence)
+            assert f.read(n) == plain.read(n)
+            assert f.tell() == plain.tell()

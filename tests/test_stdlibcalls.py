@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import gc
 import logging
 import sys
 import threading
@@ -332,3 +333,180 @@ def test_threads_tasks_and_context_fields_read_back_as_the_record_path_s(hot_pat
     assert got[False] == got[True]
     assert [e[9] for e in got[False]][:3] == ["worker-0", "worker-1", "worker-2"]
     assert got[False][-1][8] == "{'request_id': 'r-1'}"
+
+
+def _audited(log, seen: list):
+    """A ``Logger._log`` that notes each call's msg, then calls ``log`` (an APM's, say)."""
+    def audited(self, level, msg, args, **kw):
+        seen.append(msg)
+        return log(self, level, msg, args, **kw)
+    return audited
+
+
+def test_a_log_wrapped_before_blog_s_handler_is_made_keeps_every_call(hot_path):
+    # Proves: blog puts its fast path only over logging's own _log; a wrapper already there
+    # sees every call, and the record path writes them.
+    stdlibcalls.uninstall()
+    own = logging.Logger._log
+    seen: list = []
+    logging.Logger._log = _audited(own, seen)
+    try:
+        bridge = Bridge()
+        assert not stdlibcalls.installed()
+        bridge.logger.info("a %d", 1)
+    finally:
+        logging.Logger._log = own
+        stdlibcalls.install(blog.stdlib.BlogHandler)
+    assert seen == ["a %d"]
+    assert took(bridge) == (0, 1)
+    assert [e[6] for e in read_back(bridge)] == ["a 1"]
+
+
+def test_uninstall_leaves_a_wrapper_made_after_blog_s_and_steps_aside(bridge):
+    stdlibcalls.uninstall()
+    own = logging.Logger._log
+    stdlibcalls.install(blog.stdlib.BlogHandler)
+    seen: list = []
+    wrapper = _audited(logging.Logger._log, seen)
+    logging.Logger._log = wrapper
+    try:
+        bridge.logger.info("a %d", 1)       # the wrapper, then blog's fast path
+        stdlibcalls.uninstall()
+        assert logging.Logger.__dict__["_log"] is wrapper
+        assert not stdlibcalls.installed()
+        bridge.logger.info("a %d", 2)       # the wrapper, then the record path
+    finally:
+        logging.Logger._log = own
+        stdlibcalls.install(blog.stdlib.BlogHandler)
+    bridge.logger.info("a %d", 3)
+    assert seen == ["a %d"] * 2
+    assert took(bridge) == (2, 1)
+    assert [e[6] for e in read_back(bridge)] == ["a 1", "a 2", "a 3"]
+
+
+class Where(logging.Handler):
+    """Where each record says it was made: (function, line)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.where: list = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.where.append((record.funcName, record.lineno))
+
+
+def _at(lg, stacklevel):
+    lg.info("at %s", stacklevel, stacklevel=stacklevel)
+
+
+def _at_via(lg, stacklevel):
+    _at(lg, stacklevel)             # what stacklevel=2 names
+
+
+def test_a_stacklevel_of_another_number_type_names_the_frame_logging_names(hot_path):
+    # Proves: a float or bool stacklevel (which findCaller counts down as a number) names
+    # the frame logging itself names, through a logger without a BlogHandler and one with.
+    levels = [2.0, True, 1.5, 0.5, 0, 2, 1]
+
+    def where(installed: bool) -> tuple[list, list]:
+        kept = Where()
+        plain = logging.Logger("plain", logging.DEBUG)
+        plain.addHandler(kept)
+        bridge = Bridge()
+        if not installed:
+            stdlibcalls.uninstall()
+        try:
+            for s in levels:
+                _at_via(plain, s)
+                _at_via(bridge.logger, s)
+        finally:
+            stdlibcalls.install(blog.stdlib.BlogHandler)
+        return kept.where, [(e[2], e[4]) for e in read_back(bridge)]
+    own = where(installed=False)
+    assert own[0] == own[1]
+    assert own[0][:2] == [("_at_via", _at_via.__code__.co_firstlineno + 1),
+                          ("_at", _at.__code__.co_firstlineno + 1)]
+    assert where(installed=True) == own
+
+
+def _own_methods(lg: logging.Logger, seen: list) -> list:
+    """Methods set on ``lg`` itself, as logging looks them up first: (name, undo)."""
+    make, handle, call = lg.makeRecord, lg.handle, lg.callHandlers
+
+    def makeRecord(*a, **k):
+        record = make(*a, **k)
+        record.request_id = "r-42"
+        return record
+    return [
+        ("makeRecord", makeRecord),
+        ("findCaller", lambda stack_info=False, stacklevel=1: ("wrapped.py", 7, "fn", None)),
+        ("handle", lambda record: (seen.append("handle"), handle(record))[1]),
+        ("callHandlers", lambda record: (seen.append("callHandlers"), call(record))[1]),
+        ("filter", lambda record: False),
+    ]
+
+
+def test_a_method_set_on_the_logger_itself_takes_the_record_path(bridge):
+    # Proves: a Logger's own findCaller, makeRecord, handle, callHandlers or filter (set on
+    # the instance, which logging looks up first) is called, as logging calls it.
+    lg, seen = bridge.logger, []
+    expected = []
+    for name, method in _own_methods(lg, seen):
+        lg.info("before %s", name)
+        setattr(lg, name, method)
+        try:
+            lg.info("with %s", name)
+        finally:
+            delattr(lg, name)
+        lg.info("after %s", name)
+        expected += [("before", name, "{}")] + (
+            [] if name == "filter" else
+            [("with", name, "{'request_id': 'r-42'}" if name == "makeRecord" else "{}")]) + [
+            ("after", name, "{}")]
+    events = read_back(bridge)
+    assert [(e[6].split()[0], e[6].split()[1], e[8]) for e in events] == expected
+    assert [e[3:5] for e in events if e[6] == "with findCaller"] == [("wrapped.py", 7)]
+    assert seen == ["handle", "callHandlers"]
+    assert took(bridge) == (10, 4)
+
+
+@pytest.mark.parametrize("cls", [logging.Logger, logging.Filterer])
+def test_a_filter_patched_on_logger_s_class_or_its_base_takes_the_record_path(bridge, cls,
+                                                                               monkeypatch):
+    bridge.logger.info("a %d", 1)
+    monkeypatch.setattr(cls, "filter", lambda self, record: record.args != (2,))
+    bridge.logger.info("a %d", 2)
+    bridge.logger.info("a %d", 3)
+    monkeypatch.undo()
+    bridge.logger.info("a %d", 4)
+    assert [e[6] for e in read_back(bridge)] == ["a 1", "a 3", "a 4"]
+    assert took(bridge) == (2, 1)
+
+
+def test_the_session_s_logging_counts_keep_the_calls_of_handlers_gone(hot_path):
+    # Proves: session.stats.logging_fast_path and logging_record_path never go down when a
+    # BlogHandler goes (dictConfig run again replaces them), and the session keeps no
+    # reference per handler gone.
+    bridge = Bridge()
+    lg, stats = bridge.logger, bridge.session.stats
+    seen = []
+    for k in range(3):
+        for i in range(3):
+            lg.info("n %d", i)
+        lg.addFilter(lambda record: True)
+        lg.info("record %d", k)
+        lg.filters[:] = []
+        seen.append(took(bridge))
+        lg.removeHandler(bridge.handler)
+        bridge.handler.close()
+        bridge.handler = blog.stdlib.BlogHandler(session=bridge.session)
+        lg.addHandler(bridge.handler)
+        gc.collect()
+        seen.append(took(bridge))
+    assert seen == [(3, 1), (3, 1), (6, 2), (6, 2), (9, 3), (9, 3)]
+    for i in range(1000):    # (a BlogHandler of the C path goes at a collection: a cycle)
+        blog.stdlib.BlogHandler(session=bridge.session).close()
+        if i % 50 == 49:
+            gc.collect()
+    assert len(stats.logging_counters) <= 128
+    assert took(bridge) == (9, 3)

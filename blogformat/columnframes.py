@@ -4,7 +4,7 @@ as typed columns, for compacted archives.
 An events frame (kind 3) stores events row by row: each event's clock delta, source id
 and values sit between the other events' fields, and a general compressor finds little
 to repeat. A columnar frame holds a stretch of events of any sources and writers, each
-field in its own column: the source ids, the writer ids, the clocks (delta of delta),
+field in its own column: the source ids, the writer ids, the clocks (their deltas),
 and per source one column per value position, each coded for what it holds: ints as
 zigzag varints of their deltas, floats as scaled decimals where that is exact, strs
 by a dictionary, anything else as its msgpack bytes. The events keep their order.
@@ -35,7 +35,7 @@ MAX_VALUES = 256
 
 # Column codings (the first element of a column array).
 INTS = 0          # [0, varints]: zigzag deltas from 0 (the first value, then differences)
-CLOCKS = 1        # [1, varints]: zigzag deltas of deltas
+CLOCKS = 1        # [1, varints]: zigzag deltas of deltas (the clocks: read, no longer written)
 DECIMALS = 2      # [2, scale, column]: floats f = n / 10**scale, n in an int column
 DOUBLES = 3       # [3, bytes]: little-endian IEEE doubles, 8 bytes each
 STRINGS = 4       # [4, [str...], varints]: indexes into the dictionary
@@ -45,6 +45,9 @@ PLAIN = 7         # [7, base, varints]: zigzag ints, each its difference from ba
 
 #: The codings of the source and writer id columns (a value column's: INTS or PLAIN).
 ID_CODINGS = (INTS, PLAIN, SAME)
+#: The codings of the clocks column: INTS (written since 2026-11-27: plain deltas compress
+#: better than deltas of deltas of clocks that jitter) or CLOCKS (written before).
+CLOCK_CODINGS = (INTS, CLOCKS)
 #: The most decimal digits DECIMALS takes (10**15 and every n within 2**53 are exact
 #: doubles, so n / 10**scale is one correctly rounded division, in C as in Python).
 MAX_SCALE = 15
@@ -119,15 +122,16 @@ def _sums(deltas: list[int]) -> list[int]:
 
 # --- encoding ----------------------------------------------------------------------
 
-def _int_column(values: Sequence[int], coding: int = INTS, same: bool = False) -> list | None:
-    """An int column of ``values`` (CLOCKS: delta of delta), else the shortest of INTS and
+def _int_column(values: Sequence[int], clocks: bool = False,
+                same: bool = False) -> list | None:
+    """An int column of ``values`` (``clocks``: always INTS), else the shortest of INTS and
     PLAIN, or SAME where ``same`` allows it (the source and writer columns only: a value
     column takes a byte per value at least, so that no count is without the bytes that
     back it); None if a value or difference is beyond 64 bits."""
     d = _deltas(values)
-    if coding == CLOCKS:
-        data = _put_varints(_deltas(d))
-        return None if data is None else [CLOCKS, data]
+    if clocks:
+        data = _put_varints(d)
+        return None if data is None else [INTS, data]
     if same and all(v == values[0] for v in values) and _zigzag(values[0]) >= 0:
         return [SAME, values[0]]
     ways: list[tuple[bytes, list]] = []
@@ -205,7 +209,7 @@ def encode(events: Sequence[Event]) -> bytes:
     clocks = [e[2] for e in events]
     sources = _int_column([e[0] for e in events], same=True)
     writers = _int_column([e[1] for e in events], same=True)
-    times = _int_column(clocks, CLOCKS)
+    times = _int_column(clocks, clocks=True)
     if sources is None or writers is None or times is None:
         raise ValueError("a source id, writer id or clock beyond 64 bits")
     texts = None
@@ -306,7 +310,7 @@ def decode(payload: bytes) -> list[Event]:
     if type(count) is not int or not 0 < count <= MAX_EVENTS:
         raise BadEntry("a columnar frame's count is out of range")
     sids, wids = _ints(sources, count, ID_CODINGS), _ints(writers, count, ID_CODINGS)
-    clocks = _ints(times, count, (CLOCKS,))     # a varint per event: the count's bytes
+    clocks = _ints(times, count, CLOCK_CODINGS)   # a varint per event: the count's bytes
     if not all(0 <= w < (1 << 64) for w in wids) or not all(0 <= s < (1 << 64) for s in sids):
         raise BadEntry("a source or writer id out of range")
     if not all(-(1 << 63) <= c < (1 << 63) for c in clocks):

@@ -26,9 +26,9 @@
 
 typedef __int128 i128;
 
-/* Column codings (blogformat/columnframes.py, docs/format.md 5.5). */
-enum { INTS = 0, CLOCKS = 1, DECIMALS = 2, DOUBLES = 3, STRINGS = 4, PACKED = 5, SAME = 6,
-       PLAIN = 7 };
+/* Column codings (blogformat/columnframes.py, docs/format.md 5.5); 1, the clocks by delta
+ * of delta, is read but no longer written (the clocks are an INTS column). */
+enum { INTS = 0, DECIMALS = 2, DOUBLES = 3, STRINGS = 4, PACKED = 5, SAME = 6, PLAIN = 7 };
 #define MAX_VALUES 256
 #define MAX_SCALE 15
 #define EXACT 9007199254740992.0    /* 2**53 */
@@ -340,7 +340,7 @@ zsize(Buf *data)
 /* As columnframes._int_column: the column of v (n >= 1) into b; 1 for None. `tmp`
  * holds n i128s. */
 static int
-int_column(Buf *b, const i128 *v, Py_ssize_t n, int coding, int same, i128 *tmp)
+int_column(Buf *b, const i128 *v, Py_ssize_t n, int clocks, int same, i128 *tmp)
 {
     Buf a = {0}, c = {0};
     int ra, rc = 1, r = -1;
@@ -349,16 +349,10 @@ int_column(Buf *b, const i128 *v, Py_ssize_t n, int coding, int same, i128 *tmp)
         tmp[i] = v[i] - prev;
         prev = v[i];
     }
-    if (coding == CLOCKS) {
-        prev = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            i128 d = tmp[i];
-            tmp[i] = d - prev;
-            prev = d;
-        }
+    if (clocks) {
         ra = varints(&a, tmp, n);
         if (ra) { r = ra; goto out; }
-        if (put_header(b, 0x90, 0xdc, 0xdd, 2) < 0 || put_int(b, CLOCKS) < 0
+        if (put_header(b, 0x90, 0xdc, 0xdd, 2) < 0 || put_int(b, INTS) < 0
             || put_bin(b, a.p, a.len) < 0) goto out;
         r = 0;
         goto out;
@@ -529,7 +523,7 @@ value_column(Buf *b, const Span *v, Py_ssize_t n, i128 *ints, i128 *tmp)
         if (all_str && canonical_str(v[i]) < 0) all_str = 0;
     }
     if (all_int) {
-        int r = int_column(b, ints, n, INTS, 0, tmp);
+        int r = int_column(b, ints, n, 0, 0, tmp);
         if (r <= 0) return r;
     }
     else if (all_f64) {
@@ -545,7 +539,7 @@ value_column(Buf *b, const Span *v, Py_ssize_t n, i128 *ints, i128 *tmp)
             for (int k = 0; k < scale; k++) p *= 10;
             for (Py_ssize_t i = 0; i < n; i++) ints[i] = (i128)nearbyint(f[i] * p);
             Buf col = {0};
-            int r = int_column(&col, ints, n, INTS, 0, tmp);
+            int r = int_column(&col, ints, n, 0, 0, tmp);
             if (r == 0) {
                 r = put_header(b, 0x90, 0xdc, 0xdd, 3) < 0 || put_int(b, DECIMALS) < 0
                     || put_int(b, scale) < 0 || buf_put(b, col.p, col.len) < 0 ? -1 : 0;
@@ -644,7 +638,7 @@ columns(PyObject *self, PyObject *args)
     /* [sources, groups, count, min clock, max clock, writers, clocks, texts] */
     if (put_header(&b, 0x90, 0xdc, 0xdd, 8) < 0) goto out;
     for (Py_ssize_t i = 0; i < n; i++) ints[i] = recs[i].sid;
-    int r = int_column(&b, ints, n, INTS, 1, tmp);
+    int r = int_column(&b, ints, n, 0, 1, tmp);
     if (r) { done = r > 0; goto out; }
     if (put_header(&b, 0x90, 0xdc, 0xdd, srcs.n) < 0) goto out;
     /* each group's events in order, by a counting sort: `ints` first holds where each
@@ -670,9 +664,9 @@ columns(PyObject *self, PyObject *args)
     }
     if (put_int(&b, n) < 0 || put_int(&b, lo) < 0 || put_int(&b, hi) < 0) goto out;
     for (Py_ssize_t i = 0; i < n; i++) ints[i] = recs[i].wid;
-    if ((r = int_column(&b, ints, n, INTS, 1, tmp)) != 0) { done = r > 0; goto out; }
+    if ((r = int_column(&b, ints, n, 0, 1, tmp)) != 0) { done = r > 0; goto out; }
     for (Py_ssize_t i = 0; i < n; i++) ints[i] = recs[i].ns;
-    if ((r = int_column(&b, ints, n, CLOCKS, 0, tmp)) != 0) { done = r > 0; goto out; }
+    if ((r = int_column(&b, ints, n, 1, 0, tmp)) != 0) { done = r > 0; goto out; }
     if (!has_texts) {
         if (buf_put(&b, "\xc0", 1) < 0) goto out;
     }

@@ -469,7 +469,8 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     cf->grp = cf->order + n;
     cf->row = cf->grp + n;
     unsigned ids = 1u << CC_INTS | 1u << CC_PLAIN | 1u << CC_SAME;
-    if (read_ints(&r, n, ids, cf->wid) < 0 || read_ints(&r, n, 1u << CC_CLOCKS, cf->clock) < 0
+    unsigned clocks = 1u << CC_INTS | 1u << CC_CLOCKS;   /* plain deltas, or the older dod */
+    if (read_ints(&r, n, ids, cf->wid) < 0 || read_ints(&r, n, clocks, cf->clock) < 0
         || read_ints(&sources, n, ids, cf->sid) < 0)
         return -1;
     long long cmin = cf->clock[0], cmax = cf->clock[0], ns;

@@ -3,8 +3,8 @@ compacted by ``bread compact --columnar`` (docs/format.md 5.5), one set per enco
 
 - ``NAME.columnar.blog``: written on 2026-11-27, the clocks column by delta of delta
   (coding 1), before any change of the encoding;
-- ``NAME.columnar-deltas.blog``: written on 2026-11-27 since, the clocks column as plain
-  deltas (an ints column, coding 0).
+- ``NAME.columnar-deltas.blog``: written on 2026-11-27 since, the clocks column as their
+  deltas less the frame's median delta (coding 8).
 
 This script was run by hand, once per encoding, and its outputs are committed; it
 writes only the missing files of the current encoding (``ENCODING``):

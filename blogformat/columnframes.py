@@ -4,10 +4,11 @@ as typed columns, for compacted archives.
 An events frame (kind 3) stores events row by row: each event's clock delta, source id
 and values sit between the other events' fields, and a general compressor finds little
 to repeat. A columnar frame holds a stretch of events of any sources and writers, each
-field in its own column: the source ids, the writer ids, the clocks (delta of delta),
-and per source one column per value position, each coded for what it holds: ints as
-zigzag varints of their deltas, floats as scaled decimals where that is exact, strs
-by a dictionary, anything else as its msgpack bytes. The events keep their order.
+field in its own column: the source ids, the writer ids, the clocks (their deltas less
+the frame's median delta), and per source one column per value position, each coded for
+what it holds: ints as zigzag varints of their deltas, floats as scaled decimals where
+that is exact, strs by a dictionary, anything else as its msgpack bytes. The events keep
+their order.
 
 Exact by construction: a value enters a typed column only if packing it again gives
 its bytes, so ``decode`` gives back each event's values byte for byte. ``events_payloads``
@@ -35,16 +36,21 @@ MAX_VALUES = 256
 
 # Column codings (the first element of a column array).
 INTS = 0          # [0, varints]: zigzag deltas from 0 (the first value, then differences)
-CLOCKS = 1        # [1, varints]: zigzag deltas of deltas
+CLOCKS = 1        # [1, varints]: zigzag deltas of deltas (the clocks: read, no longer written)
 DECIMALS = 2      # [2, scale, column]: floats f = n / 10**scale, n in an int column
 DOUBLES = 3       # [3, bytes]: little-endian IEEE doubles, 8 bytes each
 STRINGS = 4       # [4, [str...], varints]: indexes into the dictionary
 PACKED = 5        # [5, bytes]: each value's msgpack bytes, one after another
 SAME = 6          # [6, int]: one int, every event's (the source and writer columns only)
 PLAIN = 7         # [7, base, varints]: zigzag ints, each its difference from base
+DELTAS = 8        # [8, base, varints]: zigzag, each its difference from the one before, less base
 
 #: The codings of the source and writer id columns (a value column's: INTS or PLAIN).
 ID_CODINGS = (INTS, PLAIN, SAME)
+#: The codings of the clocks column: DELTAS (written since 2026-11-27: the deltas of clocks
+#: that jitter, less their median, compress better than their deltas of deltas) or CLOCKS
+#: (written before).
+CLOCK_CODINGS = (DELTAS, CLOCKS)
 #: The most decimal digits DECIMALS takes (10**15 and every n within 2**53 are exact
 #: doubles, so n / 10**scale is one correctly rounded division, in C as in Python).
 MAX_SCALE = 15
@@ -119,15 +125,22 @@ def _sums(deltas: list[int]) -> list[int]:
 
 # --- encoding ----------------------------------------------------------------------
 
-def _int_column(values: Sequence[int], coding: int = INTS, same: bool = False) -> list | None:
-    """An int column of ``values`` (CLOCKS: delta of delta), else the shortest of INTS and
-    PLAIN, or SAME where ``same`` allows it (the source and writer columns only: a value
-    column takes a byte per value at least, so that no count is without the bytes that
-    back it); None if a value or difference is beyond 64 bits."""
+def _clock_column(clocks: Sequence[int]) -> list | None:
+    """The clocks column: DELTAS, its base the median of the clocks' differences (the
+    len // 2-th smallest, the first clock's from 0 among them); None if the base or a
+    difference less it is beyond 64 bits."""
+    d = _deltas(clocks)
+    base = sorted(d)[len(d) // 2]
+    data = _put_varints([x - base for x in d]) if _zigzag(base) >= 0 else None
+    return None if data is None else [DELTAS, base, data]
+
+
+def _int_column(values: Sequence[int], same: bool = False) -> list | None:
+    """An int column of ``values``: the shortest of INTS and PLAIN, or SAME where ``same``
+    allows it (the source and writer columns only: a value column takes a byte per value
+    at least, so that no count is without the bytes that back it); None if a value or
+    difference is beyond 64 bits."""
     d = _deltas(values)
-    if coding == CLOCKS:
-        data = _put_varints(_deltas(d))
-        return None if data is None else [CLOCKS, data]
     if same and all(v == values[0] for v in values) and _zigzag(values[0]) >= 0:
         return [SAME, values[0]]
     ways: list[tuple[bytes, list]] = []
@@ -205,7 +218,7 @@ def encode(events: Sequence[Event]) -> bytes:
     clocks = [e[2] for e in events]
     sources = _int_column([e[0] for e in events], same=True)
     writers = _int_column([e[1] for e in events], same=True)
-    times = _int_column(clocks, CLOCKS)
+    times = _clock_column(clocks)
     if sources is None or writers is None or times is None:
         raise ValueError("a source id, writer id or clock beyond 64 bits")
     texts = None
@@ -245,10 +258,11 @@ def _ints(col: Any, count: int, codings: tuple[int, ...] = (INTS, PLAIN)) -> lis
         if type(col[1]) is not int:
             raise BadEntry("a same column's value is not an int")
         return [col[1]] * count
-    if col[0] == PLAIN:
+    if col[0] in (PLAIN, DELTAS):
         if len(col) < 3 or type(col[1]) is not int:
-            raise BadEntry("a plain int column is not [7, base, varints]")
-        return [col[1] + v for v in _get_varints(col[2], count)]
+            raise BadEntry(f"an int column is not [{col[0]}, base, varints]")
+        got = [col[1] + v for v in _get_varints(col[2], count)]
+        return _sums(got) if col[0] == DELTAS else got
     d = _get_varints(col[1], count)
     return _sums(_sums(d) if col[0] == CLOCKS else d)
 
@@ -306,7 +320,7 @@ def decode(payload: bytes) -> list[Event]:
     if type(count) is not int or not 0 < count <= MAX_EVENTS:
         raise BadEntry("a columnar frame's count is out of range")
     sids, wids = _ints(sources, count, ID_CODINGS), _ints(writers, count, ID_CODINGS)
-    clocks = _ints(times, count, (CLOCKS,))     # a varint per event: the count's bytes
+    clocks = _ints(times, count, CLOCK_CODINGS)   # a varint per event: the count's bytes
     if not all(0 <= w < (1 << 64) for w in wids) or not all(0 <= s < (1 << 64) for s in sids):
         raise BadEntry("a source or writer id out of range")
     if not all(-(1 << 63) <= c < (1 << 63) for c in clocks):

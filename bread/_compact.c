@@ -18,6 +18,7 @@
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -26,9 +27,10 @@
 
 typedef __int128 i128;
 
-/* Column codings (blogformat/columnframes.py, docs/format.md 5.5). */
-enum { INTS = 0, CLOCKS = 1, DECIMALS = 2, DOUBLES = 3, STRINGS = 4, PACKED = 5, SAME = 6,
-       PLAIN = 7 };
+/* Column codings (blogformat/columnframes.py, docs/format.md 5.5); 1, the clocks by delta
+ * of delta, is read but no longer written (the clocks are a DELTAS column). */
+enum { INTS = 0, DECIMALS = 2, DOUBLES = 3, STRINGS = 4, PACKED = 5, SAME = 6, PLAIN = 7,
+       DELTAS = 8 };
 #define MAX_VALUES 256
 #define MAX_SCALE 15
 #define EXACT 9007199254740992.0    /* 2**53 */
@@ -337,10 +339,72 @@ zsize(Buf *data)
     return n;
 }
 
+static int
+cmp_i128(const void *x, const void *y)
+{
+    i128 a = *(const i128 *)x, b = *(const i128 *)y;
+    return (a > b) - (a < b);
+}
+
+/* The k-th smallest of v[0..n) (k < n), which it reorders: quickselect, and a sort of
+ * what is left after 64 rounds (a hostile order cannot make it quadratic). */
+static i128
+kth_smallest(i128 *v, Py_ssize_t n, Py_ssize_t k)
+{
+    Py_ssize_t lo = 0, hi = n - 1;
+    for (int round = 0; lo < hi; round++) {
+        if (round == 64) {
+            qsort(v + lo, (size_t)(hi - lo + 1), sizeof(i128), cmp_i128);
+            break;
+        }
+        i128 pivot = v[lo + (hi - lo) / 2];
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                i128 t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else break;
+    }
+    return v[k];
+}
+
+/* As columnframes._clock_column: the clocks column of v (n >= 1) into b (DELTAS, based
+ * on the median difference); 1 for None, -1 with an exception. `tmp` holds n i128s. */
+static int
+clock_column(Buf *b, const i128 *v, Py_ssize_t n, i128 *tmp)
+{
+    Buf a = {0};
+    int r = -1;
+    i128 *sorted = PyMem_Malloc(sizeof(i128) * (size_t)n);
+    if (sorted == NULL) { PyErr_NoMemory(); return -1; }
+    i128 prev = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        sorted[i] = tmp[i] = v[i] - prev;
+        prev = v[i];
+    }
+    i128 base = kth_smallest(sorted, n, n / 2);
+    PyMem_Free(sorted);
+    if (!in64(base)) return 1;
+    for (Py_ssize_t i = 0; i < n; i++) tmp[i] -= base;
+    r = varints(&a, tmp, n);
+    if (r == 0 && (put_header(b, 0x90, 0xdc, 0xdd, 3) < 0 || put_int(b, DELTAS) < 0
+                   || put_wide(b, base) < 0 || put_bin(b, a.p, a.len) < 0))
+        r = -1;
+    PyMem_Free(a.p);
+    return r;
+}
+
 /* As columnframes._int_column: the column of v (n >= 1) into b; 1 for None. `tmp`
  * holds n i128s. */
 static int
-int_column(Buf *b, const i128 *v, Py_ssize_t n, int coding, int same, i128 *tmp)
+int_column(Buf *b, const i128 *v, Py_ssize_t n, int same, i128 *tmp)
 {
     Buf a = {0}, c = {0};
     int ra, rc = 1, r = -1;
@@ -348,20 +412,6 @@ int_column(Buf *b, const i128 *v, Py_ssize_t n, int coding, int same, i128 *tmp)
     for (Py_ssize_t i = 0; i < n; i++) {
         tmp[i] = v[i] - prev;
         prev = v[i];
-    }
-    if (coding == CLOCKS) {
-        prev = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            i128 d = tmp[i];
-            tmp[i] = d - prev;
-            prev = d;
-        }
-        ra = varints(&a, tmp, n);
-        if (ra) { r = ra; goto out; }
-        if (put_header(b, 0x90, 0xdc, 0xdd, 2) < 0 || put_int(b, CLOCKS) < 0
-            || put_bin(b, a.p, a.len) < 0) goto out;
-        r = 0;
-        goto out;
     }
     if (same && in64(v[0])) {
         Py_ssize_t i = 1;
@@ -529,7 +579,7 @@ value_column(Buf *b, const Span *v, Py_ssize_t n, i128 *ints, i128 *tmp)
         if (all_str && canonical_str(v[i]) < 0) all_str = 0;
     }
     if (all_int) {
-        int r = int_column(b, ints, n, INTS, 0, tmp);
+        int r = int_column(b, ints, n, 0, tmp);
         if (r <= 0) return r;
     }
     else if (all_f64) {
@@ -545,7 +595,7 @@ value_column(Buf *b, const Span *v, Py_ssize_t n, i128 *ints, i128 *tmp)
             for (int k = 0; k < scale; k++) p *= 10;
             for (Py_ssize_t i = 0; i < n; i++) ints[i] = (i128)nearbyint(f[i] * p);
             Buf col = {0};
-            int r = int_column(&col, ints, n, INTS, 0, tmp);
+            int r = int_column(&col, ints, n, 0, tmp);
             if (r == 0) {
                 r = put_header(b, 0x90, 0xdc, 0xdd, 3) < 0 || put_int(b, DECIMALS) < 0
                     || put_int(b, scale) < 0 || buf_put(b, col.p, col.len) < 0 ? -1 : 0;
@@ -644,7 +694,7 @@ columns(PyObject *self, PyObject *args)
     /* [sources, groups, count, min clock, max clock, writers, clocks, texts] */
     if (put_header(&b, 0x90, 0xdc, 0xdd, 8) < 0) goto out;
     for (Py_ssize_t i = 0; i < n; i++) ints[i] = recs[i].sid;
-    int r = int_column(&b, ints, n, INTS, 1, tmp);
+    int r = int_column(&b, ints, n, 1, tmp);
     if (r) { done = r > 0; goto out; }
     if (put_header(&b, 0x90, 0xdc, 0xdd, srcs.n) < 0) goto out;
     /* each group's events in order, by a counting sort: `ints` first holds where each
@@ -670,9 +720,9 @@ columns(PyObject *self, PyObject *args)
     }
     if (put_int(&b, n) < 0 || put_int(&b, lo) < 0 || put_int(&b, hi) < 0) goto out;
     for (Py_ssize_t i = 0; i < n; i++) ints[i] = recs[i].wid;
-    if ((r = int_column(&b, ints, n, INTS, 1, tmp)) != 0) { done = r > 0; goto out; }
+    if ((r = int_column(&b, ints, n, 1, tmp)) != 0) { done = r > 0; goto out; }
     for (Py_ssize_t i = 0; i < n; i++) ints[i] = recs[i].ns;
-    if ((r = int_column(&b, ints, n, CLOCKS, 0, tmp)) != 0) { done = r > 0; goto out; }
+    if ((r = clock_column(&b, ints, n, tmp)) != 0) { done = r > 0; goto out; }
     if (!has_texts) {
         if (buf_put(&b, "\xc0", 1) < 0) goto out;
     }

@@ -180,7 +180,7 @@ error:
 
 /* The column codings (blogformat.columnframes). */
 enum { CC_INTS = 0, CC_CLOCKS = 1, CC_DECIMALS = 2, CC_DOUBLES = 3, CC_STRINGS = 4,
-       CC_PACKED = 5, CC_SAME = 6, CC_PLAIN = 7 };
+       CC_PACKED = 5, CC_SAME = 6, CC_PLAIN = 7, CC_DELTAS = 8 };
 #define COL_MAX_EVENTS (1 << 20)
 #define COL_MAX_VALUES 256
 #define COL_MAX_SCALE 15
@@ -279,20 +279,21 @@ read_ints(Rd *r, Py_ssize_t count, unsigned ok, long long *out)
     long long n = read_array(r), coding, base = 0;
     const unsigned char *p;
     Py_ssize_t len;
-    if (n < 2 || read_int(r, &coding) < 0 || coding < 0 || coding > 7 || !(ok >> coding & 1))
+    if (n < 2 || read_int(r, &coding) < 0 || coding < 0 || coding > 8 || !(ok >> coding & 1))
         return -1;
     if (coding == CC_SAME) {
         if (n != 2 || read_int(r, &base) < 0) return -1;
         for (Py_ssize_t i = 0; i < count; i++) out[i] = base;
         return 0;
     }
-    if (n != (coding == CC_PLAIN ? 3 : 2)) return -1;
-    if (coding == CC_PLAIN && read_int(r, &base) < 0) return -1;
+    int based = coding == CC_PLAIN || coding == CC_DELTAS;
+    if (n != (based ? 3 : 2)) return -1;
+    if (based && read_int(r, &base) < 0) return -1;
     if (read_bin(r, &p, &len) < 0 || get_varints(p, len, count, out) < 0) return -1;
-    if (coding == CC_PLAIN) {
+    if (based) {
         for (Py_ssize_t i = 0; i < count; i++)
             if (__builtin_add_overflow(out[i], base, &out[i])) return -1;
-        return 0;
+        if (coding == CC_PLAIN) return 0;
     }
     return sums(out, count) < 0 || (coding == CC_CLOCKS && sums(out, count) < 0) ? -1 : 0;
 }
@@ -469,7 +470,8 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     cf->grp = cf->order + n;
     cf->row = cf->grp + n;
     unsigned ids = 1u << CC_INTS | 1u << CC_PLAIN | 1u << CC_SAME;
-    if (read_ints(&r, n, ids, cf->wid) < 0 || read_ints(&r, n, 1u << CC_CLOCKS, cf->clock) < 0
+    unsigned clocks = 1u << CC_DELTAS | 1u << CC_CLOCKS;   /* deltas less a base, or dod */
+    if (read_ints(&r, n, ids, cf->wid) < 0 || read_ints(&r, n, clocks, cf->clock) < 0
         || read_ints(&sources, n, ids, cf->sid) < 0)
         return -1;
     long long cmin = cf->clock[0], cmax = cf->clock[0], ns;

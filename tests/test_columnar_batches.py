@@ -249,3 +249,76 @@ def test_a_float_column_s_text_is_repr(tmp_path, value):
     assert damage == [] and t["message"].to_pylist() == [f"v {v!r}" for v in (value, value * 2,
                                                                               1.5)]
     assert t["args"].to_pylist() == [f"[{v!r}]" for v in (value, value * 2, 1.5)]
+
+
+def _with_clocks(small_columnar: bytes, clocks_column) -> bytes:
+    """``small_columnar`` with its frame's clocks column replaced (a function of the
+    frame's clocks)."""
+    import msgpack
+
+    import blogformat.columnframes as cf
+    [payload] = [f.payload for f in iter_frames(io.BytesIO(small_columnar))
+                 if f.kind == FRAME_COLUMNS]
+    head = msgpack.unpackb(payload, strict_map_key=False)
+    head[6] = clocks_column([e[2] for e in cf.decode(payload)])
+    return _crafted(small_columnar, msgpack.packb(head, use_bin_type=True))
+
+
+def _deltas(v: list[int]) -> list[int]:
+    return [c - p for p, c in zip([0] + v, v)]
+
+
+@pytest.mark.parametrize("coding", [8, 1], ids=["deltas", "delta-of-delta"])
+def test_both_codings_of_the_clocks_read_alike_on_both_paths(small_columnar, coding,
+                                                            monkeypatch):
+    # Proves: a columnar frame's clocks as deltas less a base (coding 8, written now) or
+    # as deltas of deltas (coding 1, written before) give the same rows, C and Python
+    # alike; the C path reads both itself (Renderer.columnar), never as events payloads.
+    import blogformat.columnframes as cf
+
+    def column(clocks):
+        if coding == 1:
+            return [1, cf._put_varints(_deltas(_deltas(clocks)))]
+        return [8, -3, cf._put_varints([d + 3 for d in _deltas(clocks)])]
+    crafted = _with_clocks(small_columnar, column)
+    want, _ = table(small_columnar, pure=True)
+    t, damage = table(crafted, pure=True)
+    assert damage == [] and same(t, want)
+    if accel.speedups is not None:
+        monkeypatch.setattr(cf, "events_payloads", lambda payload: _refuse())
+        t, damage = table(crafted)
+        assert damage == [] and same(t, want)
+
+
+def _refuse():
+    raise AssertionError("expanded into events payloads")
+
+
+@pytest.mark.parametrize("clocks", [
+    lambda c: [8, 0, _clock_varints([(1 << 63) - 1, 1] + [0] * (len(c) - 2))],   # past 2**63
+    lambda c: [8, 0, _clock_varints([-(1 << 63), -1] + [0] * (len(c) - 2))],     # below
+    lambda c: [8, (1 << 63) - 1, _clock_varints([0] * len(c))],                  # by the base
+    lambda c: [8, 0, _clock_varints(_deltas(c))[:-1]],                           # a varint short
+    lambda c: [8, 0, _clock_varints(_deltas(c)) + b"\x00"],                      # one too many
+    lambda c: [8, 0, b"\x80" * len(c)],                                          # left open
+    lambda c: [8, 0, b"\xff" * 9 + b"\x02" + b"\x00" * (len(c) - 1)],            # 65 bits
+    lambda c: [8, 0],                                                            # no varints
+    lambda c: [0, _clock_varints(_deltas(c))],                                   # not clocks'
+    lambda c: [7, 0, _clock_varints(c)]],                                        # not clocks'
+    ids=["over", "under", "base", "short", "long", "open", "wide", "none", "ints", "plain"])
+def test_a_clocks_column_of_deltas_beyond_its_bytes_or_64_bits_is_damage(small_columnar,
+                                                                        clocks):
+    # Proves: clock deltas that overflow 64 bits (with their base too), or that are fewer
+    # or more than the frame's count, or a coding not the clocks', are damage of the frame
+    # on both paths, no row of it read.
+    crafted = _with_clocks(small_columnar, clocks)
+    for pure in (False, True):
+        t, damage = table(crafted, pure=pure)
+        assert t.num_rows == 0 and len(damage) == 1 and "undecodable frame" in damage[0][1]
+
+
+def _clock_varints(v: list[int]) -> bytes:
+    from blogformat.columnframes import _put_varints
+    got = _put_varints(v)
+    assert got is not None
+    return got

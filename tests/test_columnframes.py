@@ -161,3 +161,70 @@ def test_values_msgpack_cannot_make_objects_of_are_packed_as_they_are():
     odd = b"\x81\x91\x01\x02"          # {[1]: 2}
     events = [cf.Event(1, 1, i, [odd, packed(i)]) for i in range(3)]
     assert cf.decode(cf.encode(events)) == events
+
+
+def _clock_deltas(clocks: list[int]) -> list[int]:
+    return [c - p for p, c in zip([0] + clocks, clocks)]
+
+
+def test_the_clocks_are_written_as_deltas_less_their_median_and_dod_still_reads():
+    # Proves: the clocks column is DELTAS (each clock's difference from the one before,
+    # less the frame's median difference: jittering clocks compress better so than as
+    # deltas of deltas), and a frame written before, its clocks in coding 1 (delta of
+    # delta), reads as the same events.
+    events = [cf.Event(1, 1, 10**15 + 800 * i + (37 * i) % 11, [packed(i)]) for i in range(50)]
+    head = msgpack.unpackb(cf.encode(events), strict_map_key=False)
+    clocks = [e[2] for e in events]
+    d = _clock_deltas(clocks)
+    base = sorted(d)[25]
+    assert head[6] == [cf.DELTAS, base, cf._put_varints([x - base for x in d])]
+    assert 795 <= base <= 811 and len(head[6][2]) < 60      # a byte per event, the first's 8
+    head[6] = [cf.CLOCKS, cf._put_varints(_clock_deltas(d))]
+    assert cf.decode(packed(head)) == cf.decode(cf.encode(events)) == events
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=12))
+def test_clocks_anywhere_in_64_bits_come_back_or_are_refused_whole(clocks):
+    # Proves: clocks that jump about the whole 64-bit range come back exactly, or, where a
+    # difference less the median is beyond 64 bits, the frame is not written (ValueError:
+    # the compactor writes those events in row frames instead).
+    events = [cf.Event(1, 1, c, [packed(i)]) for i, c in enumerate(clocks)]
+    d = _clock_deltas(clocks)
+    base = sorted(d)[len(d) // 2]
+    if all(-(1 << 63) <= x < (1 << 63) for x in [base] + [x - base for x in d]):
+        assert cf.decode(cf.encode(events)) == events
+    else:
+        with pytest.raises(ValueError, match="beyond 64 bits"):
+            cf.encode(events)
+
+
+_MAX = (1 << 63) - 1
+
+
+@pytest.mark.parametrize("clocks, why", [
+    ([cf.DELTAS, 5, b"\x00" * 3], "not bytes enough"),                # 3 varints for 4 events
+    ([cf.DELTAS, 5, b"\x00" * 5], "holds 5 values, not 4"),           # one more than its count
+    ([cf.DELTAS, 5, b"\x80" * 4], "holds 0 values"),                  # a varint left open
+    ([cf.DELTAS, 5, b"\xff" * 9 + b"\x02" + b"\x00" * 3], "beyond 64 bits"),   # 65 bits
+    ([cf.DELTAS, 1, bytes(cf._put_varints([_MAX - 1, 0, 0, 0]))], "a clock beyond 64 bits"),
+    ([cf.DELTAS, _MAX, bytes(cf._put_varints([0, 1, 0, 0]))], "a clock beyond 64 bits"),
+    ([cf.DELTAS, -(1 << 63), bytes(cf._put_varints([0, -1, 0, 0]))], "a clock beyond 64 bits"),
+    ([cf.DELTAS, 5], "not \\[8, base, varints\\]"),
+    ([cf.DELTAS, 1.5, b"\x00" * 4], "not \\[8, base, varints\\]"),
+    ([cf.INTS, b"\x00" * 4], "not of a coding its place takes"),
+    ([cf.PLAIN, 0, b"\x00" * 4], "not of a coding its place takes"),
+    ([cf.SAME, 0], "not of a coding its place takes"),
+    ([cf.DECIMALS, 0, [cf.INTS, b"\x00" * 4]], "not of a coding its place takes")])
+def test_a_clocks_column_beyond_its_bytes_or_64_bits_is_damage(clocks, why):
+    same = [cf.SAME, 1]
+    with pytest.raises(BadEntry, match=why):
+        cf.decode(packed([same, [[1, 0, []]], 4, 0, 0, same, clocks, None]))
+
+
+def test_a_value_column_is_never_deltas():
+    # Proves: coding 8 is the clocks' only: a value column of it is damage.
+    same = [cf.SAME, 1]
+    with pytest.raises(BadEntry, match="unknown column coding 8"):
+        cf.decode(packed([same, [[1, 1, [[cf.DELTAS, 0, b"\x00" * 4]]]], 4, 0, 0, same,
+                          [cf.DELTAS, 0, b"\x00" * 4], None]))

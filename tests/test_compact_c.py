@@ -14,6 +14,7 @@ import msgpack
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from blogformat import columnframes
 from blogformat.eventframes import BatchHeader, event_prefix
 from blogformat.frames import FRAME_EVENTS
 from blogformat.valuetypes import TypeTable
@@ -94,6 +95,21 @@ def test_long_columns_choose_their_coding_as_the_reference(n, kind, rng):
     assert c_bytes == py_bytes and c_counts == py_counts
 
 
+@settings(max_examples=120, deadline=None)
+@given(st.one_of(st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=12),
+                 st.lists(st.integers(-300, 300), min_size=1, max_size=600)))
+def test_clocks_anywhere_in_64_bits_are_framed_as_the_reference_frames_them(clocks):
+    # The clocks as deltas less their median (DELTAS; the median found by quickselect in
+    # C, by sorting in Python; many equal deltas too) as the reference writes them, and no
+    # columnar frame where the median or a difference less it is beyond 64 bits.
+    events = [columnframes.Event(1, 1, c, [packed(i)]) for i, c in enumerate(clocks)]
+    try:
+        want: bytes | None = columnframes.encode(events)
+    except ValueError:
+        want = None
+    assert fast.columns(records(events, [0] * len(events)), {}) == want
+
+
 @st.composite
 def events_frames(draw):
     """An events frame's payload of random events: values of every kind (extension values
@@ -171,3 +187,21 @@ def test_a_run_block_in_the_c_layout_reads_back_as_it_was(records):
                                  (True, 1, 1, 1, 3, b"")])
 def test_a_record_the_c_layout_does_not_hold_leaves_the_block_to_msgpack(odd):
     assert fast.pack_run([(1, 1, 1, 1, 3, b"x"), odd]) is None
+
+
+@pytest.mark.parametrize("shape", ["rising", "falling", "organ", "equal", "saw", "random"])
+def test_the_median_clock_delta_of_ordered_and_hostile_orders_is_the_reference_s(shape):
+    # The median of a frame's clock deltas, whatever their order (those that make a
+    # quickselect take many rounds included), is the one Python's sort gives.
+    import random
+    n, rng = 20_000, random.Random(3)
+    deltas = {"rising": list(range(n)), "falling": list(range(n, 0, -1)),
+              "organ": list(range(n // 2)) + list(range(n // 2, 0, -1)), "equal": [5] * n,
+              "saw": [i % 97 for i in range(n)],
+              "random": [rng.randint(-9, 9) for _ in range(n)]}[shape]
+    clocks, c = [], 0
+    for d in deltas:
+        c += d
+        clocks.append(c)
+    events = [columnframes.Event(1, 1, c, [packed(0)]) for c in clocks]
+    assert fast.columns(records(events, [0] * n), {}) == columnframes.encode(events)

@@ -245,12 +245,14 @@ int bread_typed_event(Renderer *self, long long wid, long long sid, long long cl
                       const unsigned char *ev, Py_ssize_t evlen);
 
 /* _events.c: the offset of a slot of a class; message(); the module's MessageGetter type.
- * _batches.c: Renderer.take_columns(); gather(). */
+ * _batches.c: Renderer.take_columns(); gather(); the type of the Blocks (the columns'
+ * memory, handed to Arrow without a copy) they return. */
 int bread_slot_offset(PyObject *type, const char *name, Py_ssize_t *off);
 PyObject *bread_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
 int bread_events_init(PyObject *m);
 PyObject *bread_take_columns(Renderer *self, PyObject *unused);
 PyObject *bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
+int bread_batches_init(void);
 /* _tables.c: Renderer.set_typed(), take_typed(); the typed state's release. */
 PyObject *bread_set_typed(Renderer *self, PyObject *a);
 PyObject *bread_take_typed(Renderer *self, PyObject *unused);

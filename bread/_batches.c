@@ -59,7 +59,7 @@ put_json_value(Buf *o, const Val *v)
     case V_F64:
         if (!isfinite(v->d)) return 0;
         return bread_put_value(o, v);
-    case V_F64_TEXT:   /* finite: its text is its JSON */
+    case V_F64_TEXT: case V_INT_TEXT:   /* a finite float or an int: its text is its JSON */
         return buf_put(o, v->s, v->n) < 0 ? -1 : 1;
     default: return 0;   /* rich values */
     }

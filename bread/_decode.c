@@ -333,9 +333,28 @@ render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const lo
     return 0;
 }
 
-/* A value column: `count` values, the `width` apart in vals (a group's rows). */
+/* The text of each int of a column, rendered once for the message and the JSON columns
+ * (an int is written twice per event when both are made): as render_column's floats, the
+ * value made V_INT_TEXT. */
 static int
-read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text)
+render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Val *v = &vals[i * width];
+        Py_ssize_t at = text->len;
+        if (buf_int(text, v->i) < 0) return -1;
+        v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
+        v->n = text->len - at;
+        v->kind = V_INT_TEXT;
+    }
+    return 0;
+}
+
+/* A value column: `count` values, the `width` apart in vals (a group's rows); `text`: where
+ * the floats' text goes (NULL: none is made), and the ints' if `ints_text`. */
+static int
+read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text,
+            int ints_text)
 {
     Rd at = *r;
     long long n = read_array(r), coding, scale = 0;
@@ -350,7 +369,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_INT;
             vals[i * width].i = tmp[i];
         }
-        return 0;
+        return text != NULL && ints_text ? render_ints(vals, count, width, text) : 0;
     case CC_DECIMALS:
         if (n != 3 || read_int(r, &scale) < 0 || scale < 0 || scale > COL_MAX_SCALE
             || read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0)
@@ -537,6 +556,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     /* the columns, now that each group's count is known: checked, and kept where the
      * output renders values (the message, the JSON, an event the fallback makes) */
     int keep = self->want_message || self->want_json;
+    int both = self->want_message && self->want_json;   /* each int written twice an event */
     for (Py_ssize_t i = 0; i < n && !keep; i++)
         keep = cf->sid[i] >= MAX_IDS || self->sources[cf->sid[i]] == NULL
                || cf->wid[i] >= MAX_IDS || self->writers[cf->wid[i]].name == NULL;
@@ -557,14 +577,15 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         if (keep && (gr->vals = PyMem_Malloc((size_t)(nv ? nv : 1) * sizeof(Val))) == NULL)
             goto done;
         for (Py_ssize_t k = 0; k < gr->width; k++)
-            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts)
-                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL)) < 0)
+            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts,
+                                    both)
+                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL, 0)) < 0)
                 goto done;
     }
     for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
         ColGroup *gr = &cf->groups[g];
         for (Py_ssize_t k = 0; k < gr->width * gr->count; k++)
-            if (gr->vals[k].kind == V_F64_TEXT)
+            if (gr->vals[k].kind == V_F64_TEXT || gr->vals[k].kind == V_INT_TEXT)
                 gr->vals[k].s = (const unsigned char *)cf->texts.p + (uintptr_t)gr->vals[k].s;
     }
     /* the walk's order: by writer (first seen first), each in frame order */
@@ -600,7 +621,7 @@ put_val_bytes(Buf *b, const Val *v)
     case V_NIL: return buf_put(b, "\xc0", 1);
     case V_FALSE: return buf_put(b, "\xc2", 1);
     case V_TRUE: return buf_put(b, "\xc3", 1);
-    case V_INT: return put_int(b, v->i);
+    case V_INT: case V_INT_TEXT: return put_int(b, v->i);
     case V_UINT:
         if (buf_reserve(b, 9) < 0) return -1;
         put_be(b, 0xcf, v->u, 8);

@@ -30,9 +30,9 @@
 #include "buf.h"
 #include "mpread.h"
 
-/* A float of a columnar frame rendered once (_decode.c): finite, in `d`; its text, as the
- * message and the JSON write it, s[0..n). */
-enum { V_F64_TEXT = V_EXT + 1 };
+/* A value of a columnar frame rendered once (_decode.c), its text s[0..n) as the message
+ * and the JSON both write it: a finite float (in `d`), an int within 64 bits (in `i`). */
+enum { V_F64_TEXT = V_EXT + 1, V_INT_TEXT = V_EXT + 2 };
 
 /* ---- the Renderer's tables (_native.c) -------------------------------------- */
 

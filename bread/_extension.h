@@ -156,6 +156,7 @@ typedef struct Renderer {
     int want_message;
     Typed *typed;                /* typed mode (set_typed()), or NULL */
     ColFrame *cf;                /* the columnar frame being walked, or NULL */
+    ColFrame *cf_spare;          /* the last one walked: its memory for the next, or NULL */
 } Renderer;
 
 /* What an output makes of one event the walk decoded and the filter keeps: its time is
@@ -221,9 +222,11 @@ event_ns(Renderer *self, long long clock, long long *out)
 PyObject *bread_walk(Renderer *self, PyObject *frame, EventFn each);
 void bread_frame_release(Renderer *self);
 /* The same over a columnar frame (docs/format.md 5.5): the rows it added; state 2 after
- * its first call: Python reads all of it. columns_release() lets go of what it decoded. */
+ * its first call: Python reads all of it. columns_release() lets go of what it decoded,
+ * keeping its memory for the next frame; columns_free() frees that too. */
 PyObject *bread_columns_walk(Renderer *self, PyObject *frame, EventFn each);
 void bread_columns_release(Renderer *self);
+void bread_columns_free(Renderer *self);
 PyObject *bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evlen,
                          long long wid, long long clock);
 int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);

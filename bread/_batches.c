@@ -251,9 +251,9 @@ begin_batch(Renderer *self)
     Py_ssize_t ints = (self->max_rows > 0 ? self->max_rows : 1) * (Py_ssize_t)sizeof(long long);
     for (int k = 0; k < C_NCOLS; k++) {
         int whole = k <= C_WID || IS_OFFSETS(k);
-        buf_from_pool(&self->col[k], whole ? ints + (Py_ssize_t)sizeof(long long) : 0);
-        if (whole && buf_reserve(&self->col[k], ints + (Py_ssize_t)sizeof(long long)) < 0)
-            return -1;
+        Py_ssize_t want = whole ? ints + (Py_ssize_t)sizeof(long long) : self->col_last[k];
+        buf_from_pool(&self->col[k], want);
+        if (buf_reserve(&self->col[k], want) < 0) return -1;
         if (IS_OFFSETS(k) && buf_put(&self->col[k], &(long long){0}, sizeof(long long)) < 0)
             return -1;
     }
@@ -274,6 +274,7 @@ bread_take_columns(Renderer *self, PyObject *unused)
     if (rows == NULL) { Py_DECREF(r); return NULL; }
     PyTuple_SET_ITEM(r, 0, rows);
     for (int k = 0; k < C_NCOLS; k++) {
+        self->col_last[k] = self->col[k].len;
         PyObject *v = block_of(&self->col[k]);
         if (v == NULL) { Py_DECREF(r); return NULL; }
         PyTuple_SET_ITEM(r, 1 + k, v);
@@ -298,12 +299,13 @@ bread_batches_init(void)
 #define GATHER_CACHE 256
 
 /* `count` rows of the text `v` (bytes; NULL: a null) into a text column's data and int32
- * offsets (reserved for all rows): the bytes copied once, then doubled. -1 error, or -2
+ * offsets (reserved for all `rows`): the bytes copied once, then doubled. -1 error, or -2
  * with *res None: more text than one Arrow string array holds. */
 static int
-fill_text(Buf *data, Buf *offs, PyObject *v, Py_ssize_t count, PyObject **res)
+fill_text(Buf *data, Buf *offs, PyObject *v, Py_ssize_t count, Py_ssize_t rows, PyObject **res)
 {
     Py_ssize_t k = v != NULL ? PyBytes_GET_SIZE(v) : 0;
+    if (data->p == NULL && k) buf_from_pool(data, rows * k);   /* as if all were this long */
     if (k && (count > (INT32_MAX - data->len) / k)) {   /* beyond Arrow's string */
         *res = Py_NewRef(Py_None);
         return -2;
@@ -346,7 +348,6 @@ bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
     if (text) {
         int zero = 0;
         buf_from_pool(&offs, (n + 1) * (Py_ssize_t)sizeof(int));
-        buf_from_pool(&data, 0);
         if (buf_reserve(&offs, (n + 1) * (Py_ssize_t)sizeof(int)) < 0
             || buf_put(&offs, &zero, sizeof zero) < 0)
             goto done;
@@ -388,7 +389,7 @@ bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
             for (Py_ssize_t r = i; r < j; r++) valid.p[r >> 3] &= (char)~(1 << (r & 7));
             nulls = 1;
         }
-        if (text && fill_text(&data, &offs, v == Py_None ? NULL : v, j - i, &res) < 0)
+        if (text && fill_text(&data, &offs, v == Py_None ? NULL : v, j - i, n, &res) < 0)
             goto done;
         if (!text) {
             long long x = v != Py_None ? PyLong_AsLongLong(v) : 0;

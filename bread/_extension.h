@@ -152,6 +152,8 @@ typedef struct Renderer {
     /* columns mode */
     Buf col[10];                 /* clock, ns, source id, writer id (int64), message data,
                                     offsets; args JSON, offsets; fields JSON, offsets */
+    Py_ssize_t col_last[10];     /* each column's bytes in the last batch taken: what the
+                                    next one's buffer starts with room for */
     int want_json;               /* columns(): the args and fields columns too */
     int want_message;
     Typed *typed;                /* typed mode (set_typed()), or NULL */

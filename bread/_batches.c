@@ -172,7 +172,7 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
 typedef struct { PyObject_HEAD char *p; Py_ssize_t len, cap; } Block;
 
 #define POOL_BLOCKS 64
-#define POOL_BYTES ((Py_ssize_t)256 << 20)
+#define POOL_BYTES ((Py_ssize_t)64 << 20)
 static struct { char *p; Py_ssize_t cap; } pool[POOL_BLOCKS];
 static int npool;
 static Py_ssize_t pool_bytes;
@@ -244,14 +244,19 @@ block_of(Buf *b)
 }
 
 /* Each offsets column starts with a 0 (Arrow's first offset): a column buffer about to be
- * written, taken from the pool, the int64 ones with room for a whole batch. */
+ * written, taken from the pool with room for the last batch's bytes, the int64 ones for a
+ * whole batch (of at most BEGIN_ROWS rows: a batch_size far beyond a file's events is not
+ * allocated up front). */
+#define BEGIN_ROWS (1 << 16)
 static int
 begin_batch(Renderer *self)
 {
-    Py_ssize_t ints = (self->max_rows > 0 ? self->max_rows : 1) * (Py_ssize_t)sizeof(long long);
+    Py_ssize_t rows = self->max_rows < 1 ? 1 : self->max_rows > BEGIN_ROWS ? BEGIN_ROWS
+                                                                            : self->max_rows;
     for (int k = 0; k < C_NCOLS; k++) {
-        int whole = k <= C_WID || IS_OFFSETS(k);
-        Py_ssize_t want = whole ? ints + (Py_ssize_t)sizeof(long long) : self->col_last[k];
+        Py_ssize_t want = self->col_last[k];
+        if ((k <= C_WID || IS_OFFSETS(k)) && want < (rows + 1) * (Py_ssize_t)sizeof(long long))
+            want = (rows + 1) * (Py_ssize_t)sizeof(long long);
         buf_from_pool(&self->col[k], want);
         if (buf_reserve(&self->col[k], want) < 0) return -1;
         if (IS_OFFSETS(k) && buf_put(&self->col[k], &(long long){0}, sizeof(long long)) < 0)

@@ -279,6 +279,9 @@ def test_columns_are_handed_to_arrow_without_a_copy():
         seen.add(addr)
         del batch
     assert reused > 0
+    # a batch_size far beyond the file's events is not allocated up front
+    big = list(bread.read_batches(io.BytesIO(data), ["clock"], batch_size=1 << 40))
+    assert sum(b.num_rows for b in big) == len(expected(data, ["clock"])["clock"])
     c = accel.speedups.Renderer([], lambda *a: None, False)
     blocks = c.take_columns()[1:]
     assert not any(isinstance(b, bytes) for b in blocks)

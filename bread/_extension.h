@@ -6,7 +6,8 @@
  *                                  and its calls, one per output
  *   _lines.c     bread/lines.py, bread/render.py  an event as a text line
  *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
- *   _batches.c   bread/batches.py  an event as a row of columns; gather()
+ *   _batches.c   bread/batches.py  an event as a row of columns; gather(); the Blocks
+ *                                  (column memory handed to Arrow, then pooled)
  *   _tables.c    bread/columnar/tables.py, typedsink.py  an event of one call site as a
  *                                  row of typed columns, or the kinds of its values
  *   _decode.c    blogformat/entries.py (decode_events), blogformat/columnframes.py (decode)

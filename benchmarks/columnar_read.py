@@ -11,6 +11,11 @@ the wall time counts other work too), the median of the repeats, and the best.
 
     python benchmarks/columnar_read.py                  # 1M events, 5 repeats
     python benchmarks/columnar_read.py --events 200000 --repeats 3
+    python benchmarks/columnar_read.py --compare-root /tmp/old   # another checkout, by turns
+
+``--compare-root`` reads the same files with another checkout's bread too (its children
+run in that directory), old and new interleaved case by case: compare them by ratios
+within one run.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--compare-root", help="another checkout whose children run by turns")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="columnar-read-") as tmp:
         src = os.path.join(tmp, "orders.blog")
@@ -59,15 +65,18 @@ def main() -> int:
         files = {"rows": os.path.join(tmp, "rows.blog"), "columnar": os.path.join(tmp, "cols.blog")}
         for kind, path in files.items():
             compacted(src, path, kind == "columnar")
+        roots = {"": ROOT} | ({"old:": a.compare_root} if a.compare_root else {})
+        env = {k: v for k, v in CHILD_ENV.items() if k != "PYTHONPATH"}   # the root's bread
         rates: dict[tuple[str, str], list[float]] = {}
         for _ in range(a.repeats):
             for label, cols in COLUMNS.items():
                 for kind, path in files.items():
-                    r = subprocess.run([sys.executable, "-c", CHILD, path, repr(cols)],
-                                       capture_output=True, text=True, env=CHILD_ENV,
-                                       cwd=ROOT, check=True)
-                    n, t = r.stdout.split()
-                    rates.setdefault((label, kind), []).append(int(n) / float(t))
+                    for tag, root in roots.items():
+                        r = subprocess.run([sys.executable, "-c", CHILD, path, repr(cols)],
+                                           capture_output=True, text=True, env=env,
+                                           cwd=root, check=True)
+                        n, t = r.stdout.split()
+                        rates.setdefault((label, tag + kind), []).append(int(n) / float(t))
         print(f"read_batches: {a.events:,} events, row frames {os.path.getsize(files['rows']):,} "
               f"bytes, columnar {os.path.getsize(files['columnar']):,} bytes; CPython "
               f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cpus, "
@@ -76,10 +85,15 @@ def main() -> int:
         for (label, kind), rs in rates.items():
             print(f"{label:28} {kind:>9} {statistics.median(rs):12,.0f} {max(rs):12,.0f}")
         for label in COLUMNS:
-            cols, rows = rates[(label, "columnar")], rates[(label, "rows")]
-            pairs = [c / r for c, r in zip(cols, rows)]
-            print(f"{label}: columnar / rows {statistics.median(pairs):.2f}x (median of the "
-                  f"repeats' ratios; of the bests {max(cols) / max(rows):.2f}x)")
+            for tag in roots:
+                cols, rows = rates[(label, tag + "columnar")], rates[(label, tag + "rows")]
+                pairs = [c / r for c, r in zip(cols, rows)]
+                print(f"{tag}{label}: columnar / rows {statistics.median(pairs):.2f}x (median "
+                      f"of the repeats' ratios; of the bests {max(cols) / max(rows):.2f}x)")
+            for kind in files if a.compare_root else ():
+                new, old = rates[(label, kind)], rates[(label, "old:" + kind)]
+                pairs = [x / y for x, y in zip(new, old)]
+                print(f"{label}, {kind}: new / old {statistics.median(pairs):.2f}x")
     return 0
 
 

@@ -59,7 +59,7 @@ put_json_value(Buf *o, const Val *v)
     case V_F64:
         if (!isfinite(v->d)) return 0;
         return bread_put_value(o, v);
-    case V_F64_TEXT:   /* finite: its text is its JSON */
+    case V_F64_TEXT: case V_INT_TEXT:   /* a finite float or an int: its text is its JSON */
         return buf_put(o, v->s, v->n) < 0 ? -1 : 1;
     default: return 0;   /* rich values */
     }
@@ -99,6 +99,8 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
     return buf_put(jf, "}", 1) < 0 ? -1 : 1;
 }
 
+static int begin_batch(Renderer *self);
+
 /* Columns mode: one row per event, appended to the column buffers. 1 done,
  * 0 the rest of the frame is Python's (a time beyond 64 bits), -1 error. */
 int
@@ -108,6 +110,7 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
 {
     long long ns;
     if (!event_ns(self, clock, &ns)) return 0;
+    if (self->col[C_MSGOFF].len == 0 && begin_batch(self) < 0) return -1;
     Source *src = sid >= 0 && sid < MAX_IDS ? self->sources[sid] : NULL;
     Writer *w = wid >= 0 && wid < MAX_IDS ? &self->writers[wid] : NULL;
     Buf *m = &self->col[C_MSG], *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
@@ -159,36 +162,136 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
     return 1;
 }
 
+/* ---- column blocks: a batch's buffers handed to Arrow without a copy ------------ */
+
+/* A Block owns the memory a Buf grew into and exports it (read-only buffer protocol), so
+ * that pyarrow.py_buffer() wraps it as it is. When Arrow lets go of it, its memory goes back
+ * to a pool that the next batch's buffers start from: no copy per batch, and no fresh pages
+ * for the kernel to zero per batch. The pool keeps at most POOL_BLOCKS blocks and POOL_BYTES
+ * bytes (the rest is freed); the GIL guards it. */
+typedef struct { PyObject_HEAD char *p; Py_ssize_t len, cap; } Block;
+
+#define POOL_BLOCKS 64
+#define POOL_BYTES ((Py_ssize_t)64 << 20)
+static struct { char *p; Py_ssize_t cap; } pool[POOL_BLOCKS];
+static int npool;
+static Py_ssize_t pool_bytes;
+
+static void
+block_dealloc(Block *self)
+{
+    if (self->p != NULL && npool < POOL_BLOCKS && pool_bytes + self->cap <= POOL_BYTES) {
+        pool[npool].p = self->p;
+        pool[npool++].cap = self->cap;
+        pool_bytes += self->cap;
+    }
+    else
+        PyMem_Free(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+block_getbuffer(Block *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : "", self->len, 1,
+                             flags);
+}
+
+static PyBufferProcs block_as_buffer = {(getbufferproc)block_getbuffer, NULL};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bread._speedups.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A column's bytes, read-only (the buffer protocol): pyarrow.py_buffer(block).",
+    .tp_dealloc = (destructor)block_dealloc,
+    .tp_as_buffer = &block_as_buffer,
+};
+
+/* An empty Buf given a pooled block's memory: the smallest with room for `want` bytes, else
+ * the largest (buf_reserve grows it); none pooled: left as it is. */
+static void
+buf_from_pool(Buf *b, Py_ssize_t want)
+{
+    if (b->p != NULL || npool == 0) return;
+    int best = 0;
+    for (int k = 1; k < npool; k++) {
+        int fits = pool[k].cap >= want, best_fits = pool[best].cap >= want;
+        if (fits ? !best_fits || pool[k].cap < pool[best].cap
+                 : !best_fits && pool[k].cap > pool[best].cap)
+            best = k;
+    }
+    b->p = pool[best].p;
+    b->cap = pool[best].cap;
+    b->len = 0;
+    pool_bytes -= pool[best].cap;
+    pool[best] = pool[--npool];
+}
+
+/* A Block of what `b` holds (the Buf is left empty, owning nothing), or NULL. */
+static PyObject *
+block_of(Buf *b)
+{
+    Block *blk = PyObject_New(Block, &BlockType);
+    if (blk == NULL) return NULL;
+    blk->p = b->p;
+    blk->len = b->len;
+    blk->cap = b->cap;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)blk;
+}
+
+/* Each offsets column starts with a 0 (Arrow's first offset): a column buffer about to be
+ * written, taken from the pool with room for the last batch's bytes, the int64 ones for a
+ * whole batch (of at most BEGIN_ROWS rows: a batch_size far beyond a file's events is not
+ * allocated up front). */
+#define BEGIN_ROWS (1 << 16)
+static int
+begin_batch(Renderer *self)
+{
+    Py_ssize_t rows = self->max_rows < 1 ? 1 : self->max_rows > BEGIN_ROWS ? BEGIN_ROWS
+                                                                            : self->max_rows;
+    for (int k = 0; k < C_NCOLS; k++) {
+        Py_ssize_t want = self->col_last[k];
+        if ((k <= C_WID || IS_OFFSETS(k)) && want < (rows + 1) * (Py_ssize_t)sizeof(long long))
+            want = (rows + 1) * (Py_ssize_t)sizeof(long long);
+        buf_from_pool(&self->col[k], want);
+        if (buf_reserve(&self->col[k], want) < 0) return -1;
+        if (IS_OFFSETS(k) && buf_put(&self->col[k], &(long long){0}, sizeof(long long)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* take_columns() -> (rows, clock, ns, source id, writer id, message data,
- * message offsets, args data, offsets, fields data, offsets): int64
- * native-endian buffers, the text columns' UTF-8 and their offsets (rows + 1 of
+ * message offsets, args data, offsets, fields data, offsets): Blocks of int64
+ * native-endian values, the text columns' UTF-8 and their offsets (rows + 1 of
  * them, the first 0); the buffers start afresh. */
 PyObject *
 bread_take_columns(Renderer *self, PyObject *unused)
 {
+    if (self->col[C_MSGOFF].len == 0 && begin_batch(self) < 0) return NULL;   /* no row */
     PyObject *r = PyTuple_New(1 + C_NCOLS);
     if (r == NULL) return NULL;
     PyObject *rows = PyLong_FromSsize_t(self->rows);
     if (rows == NULL) { Py_DECREF(r); return NULL; }
     PyTuple_SET_ITEM(r, 0, rows);
     for (int k = 0; k < C_NCOLS; k++) {
-        Buf *b = &self->col[k];
-        PyObject *v;
-        if (IS_OFFSETS(k)) {
-            v = PyBytes_FromStringAndSize(NULL, b->len + (Py_ssize_t)sizeof(long long));
-            if (v != NULL) {
-                memset(PyBytes_AS_STRING(v), 0, sizeof(long long));
-                if (b->len) memcpy(PyBytes_AS_STRING(v) + sizeof(long long), b->p, b->len);
-            }
-        }
-        else
-            v = PyBytes_FromStringAndSize(b->p ? b->p : "", b->len);
+        self->col_last[k] = self->col[k].len;
+        PyObject *v = block_of(&self->col[k]);
         if (v == NULL) { Py_DECREF(r); return NULL; }
         PyTuple_SET_ITEM(r, 1 + k, v);
     }
-    for (int k = 0; k < C_NCOLS; k++) self->col[k].len = 0;
     self->rows = 0;
     return r;
+}
+
+int
+bread_batches_init(void)
+{
+    return PyType_Ready(&BlockType);
 }
 
 /* gather(ids, table, default, text) -> (values, offsets, validity) or None: the
@@ -199,6 +302,32 @@ bread_take_columns(Renderer *self, PyObject *unused)
  * data would not fit 31 bits; else values are int64s and offsets None.
  * validity is Arrow's bitmap, None without a null. */
 #define GATHER_CACHE 256
+
+/* `count` rows of the text `v` (bytes; NULL: a null) into a text column's data and int32
+ * offsets (reserved for all `rows`): the bytes copied once, then doubled. -1 error, or -2
+ * with *res None: more text than one Arrow string array holds. */
+static int
+fill_text(Buf *data, Buf *offs, PyObject *v, Py_ssize_t count, Py_ssize_t rows, PyObject **res)
+{
+    Py_ssize_t k = v != NULL ? PyBytes_GET_SIZE(v) : 0;
+    if (data->p == NULL && k) buf_from_pool(data, rows * k);   /* as if all were this long */
+    if (k && (count > (INT32_MAX - data->len) / k)) {   /* beyond Arrow's string */
+        *res = Py_NewRef(Py_None);
+        return -2;
+    }
+    int *end = (int *)(offs->p + offs->len), at = (int)data->len;
+    for (Py_ssize_t r = 0; r < count; r++) end[r] = at += (int)k;
+    offs->len += count * (Py_ssize_t)sizeof(int);
+    if (k == 0) return 0;
+    if (buf_reserve(data, count * k) < 0) return -1;
+    char *p = data->p + data->len;
+    memcpy(p, PyBytes_AS_STRING(v), (size_t)k);
+    for (Py_ssize_t have = k, all = count * k; have < all; have *= 2)
+        memcpy(p + have, p, (size_t)(have < all - have ? have : all - have));
+    data->len += count * k;
+    return 0;
+}
+
 PyObject *
 bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
 {
@@ -217,21 +346,29 @@ bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
     Buf data = {0}, offs = {0}, valid = {0};
     PyObject *res = NULL;
     int nulls = 0;
+    buf_from_pool(&valid, (n + 7) / 8 + 1);
     if (buf_reserve(&valid, (n + 7) / 8 + 1) < 0) goto done;
     memset(valid.p, 0xff, (size_t)((n + 7) / 8 + 1));
     valid.len = (n + 7) / 8;
     if (text) {
         int zero = 0;
+        buf_from_pool(&offs, (n + 1) * (Py_ssize_t)sizeof(int));
         if (buf_reserve(&offs, (n + 1) * (Py_ssize_t)sizeof(int)) < 0
             || buf_put(&offs, &zero, sizeof zero) < 0)
             goto done;
     }
-    else if (buf_reserve(&data, n * (Py_ssize_t)sizeof(long long)) < 0)
-        goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long long id;
+    else {
+        buf_from_pool(&data, n * (Py_ssize_t)sizeof(long long));
+        if (buf_reserve(&data, n * (Py_ssize_t)sizeof(long long)) < 0) goto done;
+    }
+    for (Py_ssize_t i = 0, j; i < n; i = j) {   /* a run of rows of one id at a time */
+        long long id, next;
         memcpy(&id, ids + i * sizeof(long long), sizeof id);
-        unsigned slot = (unsigned)((unsigned long long)id % GATHER_CACHE);
+        for (j = i + 1; j < n; j++) {
+            memcpy(&next, ids + j * sizeof(long long), sizeof next);
+            if (next != id) break;
+        }
+        unsigned slot = (unsigned)(id & (GATHER_CACHE - 1));
         PyObject *v;
         if (cache[slot].used && cache[slot].id == id)
             v = cache[slot].v;
@@ -254,32 +391,22 @@ bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
             cache[slot].used = 1;
         }
         if (v == Py_None) {
-            valid.p[i >> 3] &= (char)~(1 << (i & 7));
+            for (Py_ssize_t r = i; r < j; r++) valid.p[r >> 3] &= (char)~(1 << (r & 7));
             nulls = 1;
         }
-        if (text) {
-            if (v != Py_None) {
-                if (PyBytes_GET_SIZE(v) > INT32_MAX - data.len) {   /* beyond Arrow's string */
-                    res = Py_NewRef(Py_None);
-                    goto done;
-                }
-                if (buf_put(&data, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)) < 0) goto done;
-            }
-            int end = (int)data.len;
-            if (buf_put(&offs, &end, sizeof end) < 0) goto done;
-        }
-        else {
-            long long x = 0;
-            if (v != Py_None) {
-                x = PyLong_AsLongLong(v);
-                if (x == -1 && PyErr_Occurred()) goto done;
-            }
-            if (buf_put(&data, &x, sizeof x) < 0) goto done;
+        if (text && fill_text(&data, &offs, v == Py_None ? NULL : v, j - i, n, &res) < 0)
+            goto done;
+        if (!text) {
+            long long x = v != Py_None ? PyLong_AsLongLong(v) : 0;
+            if (x == -1 && PyErr_Occurred()) goto done;
+            long long *out = (long long *)(data.p + data.len);   /* reserved for all n */
+            for (Py_ssize_t r = 0; r < j - i; r++) out[r] = x;
+            data.len += (j - i) * (Py_ssize_t)sizeof x;
         }
     }
-    PyObject *d = PyBytes_FromStringAndSize(data.p ? data.p : "", data.len);
-    PyObject *o = text ? PyBytes_FromStringAndSize(offs.p, offs.len) : Py_NewRef(Py_None);
-    PyObject *va = nulls ? PyBytes_FromStringAndSize(valid.p, valid.len) : Py_NewRef(Py_None);
+    PyObject *d = block_of(&data);
+    PyObject *o = text ? block_of(&offs) : Py_NewRef(Py_None);
+    PyObject *va = nulls ? block_of(&valid) : Py_NewRef(Py_None);
     if (d != NULL && o != NULL && va != NULL)
         res = PyTuple_Pack(3, d, o, va);
     Py_XDECREF(d);

@@ -188,6 +188,23 @@ enum { CC_INTS = 0, CC_CLOCKS = 1, CC_DECIMALS = 2, CC_DOUBLES = 3, CC_STRINGS =
 
 typedef struct { long long sid; Py_ssize_t width, count; Val *vals; } ColGroup;
 
+/* Memory kept from one columnar frame to the next (fresh pages for each frame were a tenth
+ * of a columnar read's time, the kernel zeroing them): at least `size` bytes, its old
+ * contents not kept; NULL with MemoryError. */
+typedef struct { void *p; size_t cap; } Spare;
+
+static void *
+spare(Spare *s, size_t size)
+{
+    if (size > s->cap) {
+        PyMem_Free(s->p);
+        s->p = PyMem_Malloc(size ? size : 1);
+        s->cap = s->p != NULL ? size : 0;
+        if (s->p == NULL) PyErr_NoMemory();
+    }
+    return s->p;
+}
+
 /* A columnar frame decoded: each event's ids, clock, texts and values (its group's row),
  * and the order the walk gives them in: the reader of the frame as events payloads
  * (columnframes.events_payloads) reads one writer's events after another's, the writers
@@ -202,22 +219,60 @@ struct ColFrame {
     ColGroup *groups;
     Py_ssize_t ngroups;
     Buf ev;                              /* an event's bytes, for the fallback */
-    Buf texts;                           /* the text of the V_F64_TEXT values */
+    Buf texts;                           /* the text of the V_*_TEXT values */
+    /* what the arrays above and the decoding's scratch live in, kept for the next frame:
+     * the per-event arrays (sid...), text, the groups' values, two of scratch, an IdMap */
+    Spare ids, text_s, vals, tmp, scratch, keys, slots;
 };
 
+/* A ColFrame with its memory, as a spare one is: what it held of a frame forgotten. */
+static ColFrame *
+colframe_reuse(ColFrame *old)
+{
+    ColFrame *cf = old != NULL ? old : PyMem_Calloc(1, sizeof(ColFrame));
+    if (cf == NULL || old == NULL) return cf;
+    ColFrame keep = *old;
+    memset(cf, 0, sizeof *cf);
+    cf->ev = keep.ev;
+    cf->texts = keep.texts;
+    cf->ev.len = cf->texts.len = 0;
+    cf->ids = keep.ids, cf->text_s = keep.text_s, cf->vals = keep.vals, cf->tmp = keep.tmp;
+    cf->scratch = keep.scratch, cf->keys = keep.keys, cf->slots = keep.slots;
+    return cf;
+}
+
+static void
+colframe_free(ColFrame *cf)
+{
+    if (cf == NULL) return;
+    PyMem_Free(cf->groups);
+    PyMem_Free(cf->ev.p);
+    PyMem_Free(cf->texts.p);
+    Spare *all[] = {&cf->ids, &cf->text_s, &cf->vals, &cf->tmp, &cf->scratch, &cf->keys,
+                    &cf->slots};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++) PyMem_Free(all[k]->p);
+    PyMem_Free(cf);
+}
+
+/* The frame's ColFrame kept, its memory for the next frame (one spare). */
 void
 bread_columns_release(Renderer *self)
 {
     ColFrame *cf = self->cf;
     if (cf == NULL) return;
-    for (Py_ssize_t g = 0; g < cf->ngroups; g++) PyMem_Free(cf->groups[g].vals);
     PyMem_Free(cf->groups);
-    PyMem_Free(cf->sid);   /* one block for every per-event array */
-    PyMem_Free(cf->text);
-    PyMem_Free(cf->ev.p);
-    PyMem_Free(cf->texts.p);
-    PyMem_Free(cf);
+    cf->groups = NULL;
+    colframe_free(self->cf_spare);
+    self->cf_spare = cf;
     self->cf = NULL;
+}
+
+void
+bread_columns_free(Renderer *self)
+{
+    bread_columns_release(self);
+    colframe_free(self->cf_spare);
+    self->cf_spare = NULL;
 }
 
 /* A bin value's bytes: 0, or -1 if the next value is not a bin. */
@@ -334,9 +389,28 @@ render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const lo
     return 0;
 }
 
-/* A value column: `count` values, the `width` apart in vals (a group's rows). */
+/* The text of each int of a column, rendered once for the message and the JSON columns
+ * (an int is written twice per event when both are made): as render_column's floats, the
+ * value made V_INT_TEXT. */
 static int
-read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text)
+render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Val *v = &vals[i * width];
+        Py_ssize_t at = text->len;
+        if (buf_int(text, v->i) < 0) return -1;
+        v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
+        v->n = text->len - at;
+        v->kind = V_INT_TEXT;
+    }
+    return 0;
+}
+
+/* A value column: `count` values, the `width` apart in vals (a group's rows); `text`: where
+ * the floats' text goes (NULL: none is made), and the ints' if `ints_text`. */
+static int
+read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text,
+            int ints_text)
 {
     Rd at = *r;
     long long n = read_array(r), coding, scale = 0;
@@ -351,7 +425,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_INT;
             vals[i * width].i = tmp[i];
         }
-        return 0;
+        return text != NULL && ints_text ? render_ints(vals, count, width, text) : 0;
     case CC_DECIMALS:
         if (n != 3 || read_int(r, &scale) < 0 || scale < 0 || scale > COL_MAX_SCALE
             || read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0)
@@ -410,13 +484,13 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
 typedef struct { long long *keys; Py_ssize_t *vals; Py_ssize_t mask; } IdMap;
 
 static int
-idmap_init(IdMap *m, Py_ssize_t n)
+idmap_init(IdMap *m, Py_ssize_t n, Spare *keys, Spare *vals)
 {
     Py_ssize_t size = 16;
     while (size < 2 * n) size <<= 1;
     m->mask = size - 1;
-    m->keys = PyMem_Malloc(size * sizeof(long long));
-    m->vals = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    m->keys = spare(keys, (size_t)size * sizeof(long long));
+    m->vals = spare(vals, (size_t)size * sizeof(Py_ssize_t));
     if (m->keys == NULL || m->vals == NULL) return -1;
     for (Py_ssize_t i = 0; i < size; i++) m->vals[i] = -1;
     return 0;
@@ -430,15 +504,6 @@ idmap_slot(IdMap *m, long long key)
     while (m->vals[i] >= 0 && m->keys[i] != key) i = (i + 1) & m->mask;
     m->keys[i] = key;
     return i;
-}
-
-static void
-idmap_free(IdMap *m)
-{
-    PyMem_Free(m->keys);
-    PyMem_Free(m->vals);
-    m->keys = NULL;
-    m->vals = NULL;
 }
 
 /* Decode a columnar frame's payload into self->cf: 0, or -1 for anything this walk does
@@ -457,12 +522,13 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         || count > COL_MAX_EVENTS || count > size || read_int(&r, &lo) < 0
         || read_int(&r, &hi) < 0)
         return -1;
-    ColFrame *cf = PyMem_Calloc(1, sizeof(ColFrame));
+    ColFrame *cf = colframe_reuse(self->cf_spare);
+    self->cf_spare = NULL;
     if (cf == NULL) return -1;
     self->cf = cf;
     Py_ssize_t n = (Py_ssize_t)count;
     cf->count = n;
-    cf->sid = PyMem_Malloc((size_t)n * (3 * sizeof(long long) + 3 * sizeof(Py_ssize_t)));
+    cf->sid = spare(&cf->ids, (size_t)n * (3 * sizeof(long long) + 3 * sizeof(Py_ssize_t)));
     if (cf->sid == NULL) return -1;
     cf->wid = cf->sid + n;
     cf->clock = cf->wid + n;
@@ -491,7 +557,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         if (k != 2 || read_int(&r, &coding) < 0 || coding != CC_PACKED
             || read_bin(&r, &p, &len) < 0)
             return -1;
-        cf->text = PyMem_Malloc((size_t)n * (sizeof(*cf->text) + sizeof(Py_ssize_t)));
+        cf->text = spare(&cf->text_s, (size_t)n * (sizeof(*cf->text) + sizeof(Py_ssize_t)));
         if (cf->text == NULL) return -1;
         cf->ntext = (Py_ssize_t *)(cf->text + n);
         Rd t = {p, p + len};
@@ -509,44 +575,51 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     long long ng = read_array(&groups);
     if (ng <= 0 || ng > n) return -1;
     IdMap m = {0};
-    Val *scratch = NULL;
-    int rc = -1;
-    long long *tmp = PyMem_Malloc((size_t)n * sizeof(long long));
+    Val *scratch = NULL, *vals = NULL;
+    long long *tmp = spare(&cf->tmp, (size_t)n * sizeof(long long));
     cf->groups = PyMem_Calloc((size_t)ng, sizeof(ColGroup));
-    if (tmp == NULL || cf->groups == NULL || idmap_init(&m, (Py_ssize_t)ng) < 0) goto done;
+    if (tmp == NULL || cf->groups == NULL
+        || idmap_init(&m, (Py_ssize_t)ng, &cf->keys, &cf->slots) < 0)
+        return -1;
     for (Py_ssize_t g = 0; g < ng; g++) {
         ColGroup *gr = &cf->groups[g];
         long long three = read_array(&groups), width;
         if (three != 3 || read_int(&groups, &gr->sid) < 0 || read_int(&groups, &width) < 0
             || width < 0 || width > COL_MAX_VALUES || read_array(&groups) != width)
-            goto done;
+            return -1;
         Py_ssize_t slot = idmap_slot(&m, gr->sid);
         for (long long k = 0; k < width; k++)
-            if (read_value(&groups, &(Val){0}, 0) < 0) goto done;
-        if (m.vals[slot] >= 0) goto done;          /* a source given twice */
+            if (read_value(&groups, &(Val){0}, 0) < 0) return -1;
+        if (m.vals[slot] >= 0) return -1;          /* a source given twice */
         m.vals[slot] = g;
         cf->ngroups = g + 1;
         gr->width = (Py_ssize_t)width;
     }
     for (Py_ssize_t i = 0; i < n; i++) {       /* each event's group and row there */
         Py_ssize_t g = m.vals[idmap_slot(&m, cf->sid[i])];
-        if (g < 0) goto done;                  /* an event of a source without a group */
+        if (g < 0) return -1;                  /* an event of a source without a group */
         cf->grp[i] = g;
         cf->row[i] = cf->groups[g].count++;
     }
     for (Py_ssize_t g = 0; g < ng; g++)
-        if (cf->groups[g].count == 0) goto done;   /* a group without an event */
+        if (cf->groups[g].count == 0) return -1;   /* a group without an event */
     /* the columns, now that each group's count is known: checked, and kept where the
      * output renders values (the message, the JSON, an event the fallback makes) */
     int keep = self->want_message || self->want_json;
+    int both = self->want_message && self->want_json;   /* each int written twice an event */
     for (Py_ssize_t i = 0; i < n && !keep; i++)
         keep = cf->sid[i] >= MAX_IDS || self->sources[cf->sid[i]] == NULL
                || cf->wid[i] >= MAX_IDS || self->writers[cf->wid[i]].name == NULL;
-    if (!keep && (scratch = PyMem_Malloc((size_t)n * sizeof(Val))) == NULL) goto done;
+    Py_ssize_t nvals = 0;                      /* every group's values, a byte each at least */
+    for (Py_ssize_t g = 0; g < ng; g++) nvals += cf->groups[g].width * cf->groups[g].count;
+    if (nvals > size) return -1;
+    if (keep ? (vals = spare(&cf->vals, (size_t)nvals * sizeof(Val))) == NULL
+             : (scratch = spare(&cf->scratch, (size_t)n * sizeof(Val))) == NULL)
+        return -1;
     Rd walk = {s, s + size};
     read_array(&walk);
     read_value(&walk, &(Val){0}, 0);
-    if (read_array(&walk) != ng) goto done;
+    if (read_array(&walk) != ng) return -1;
     for (Py_ssize_t g = 0; g < ng; g++) {
         ColGroup *gr = &cf->groups[g];
         long long sid, width;
@@ -555,23 +628,25 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         read_int(&walk, &width);
         read_array(&walk);
         Py_ssize_t nv = gr->width * gr->count;
-        if (nv > walk.end - walk.p) goto done;   /* a byte a value at least: bytes back them */
-        if (keep && (gr->vals = PyMem_Malloc((size_t)(nv ? nv : 1) * sizeof(Val))) == NULL)
-            goto done;
+        if (nv > walk.end - walk.p) return -1;   /* a byte a value at least: bytes back them */
+        if (keep) {
+            gr->vals = vals;
+            vals += nv;
+        }
         for (Py_ssize_t k = 0; k < gr->width; k++)
-            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts)
-                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL)) < 0)
-                goto done;
+            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts,
+                                    both)
+                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL, 0)) < 0)
+                return -1;
     }
     for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
         ColGroup *gr = &cf->groups[g];
         for (Py_ssize_t k = 0; k < gr->width * gr->count; k++)
-            if (gr->vals[k].kind == V_F64_TEXT)
+            if (gr->vals[k].kind == V_F64_TEXT || gr->vals[k].kind == V_INT_TEXT)
                 gr->vals[k].s = (const unsigned char *)cf->texts.p + (uintptr_t)gr->vals[k].s;
     }
     /* the walk's order: by writer (first seen first), each in frame order */
-    idmap_free(&m);
-    if (idmap_init(&m, n) < 0) goto done;
+    if (idmap_init(&m, n, &cf->keys, &cf->slots) < 0) return -1;
     Py_ssize_t nw = 0;
     long long *first = tmp;                    /* per writer: how many events, then where */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -586,12 +661,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     }
     for (Py_ssize_t i = 0; i < n; i++)
         cf->order[first[m.vals[idmap_slot(&m, cf->wid[i])]]++] = i;
-    rc = 0;
-done:
-    idmap_free(&m);
-    PyMem_Free(tmp);
-    PyMem_Free(scratch);
-    return rc;
+    return 0;
 }
 
 /* A value's msgpack bytes (what msgpack-python packs for the value it unpacks). */
@@ -602,7 +672,7 @@ put_val_bytes(Buf *b, const Val *v)
     case V_NIL: return buf_put(b, "\xc0", 1);
     case V_FALSE: return buf_put(b, "\xc2", 1);
     case V_TRUE: return buf_put(b, "\xc3", 1);
-    case V_INT: return put_int(b, v->i);
+    case V_INT: case V_INT_TEXT: return put_int(b, v->i);
     case V_UINT:
         if (buf_reserve(b, 9) < 0) return -1;
         put_be(b, 0xcf, v->u, 8);

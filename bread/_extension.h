@@ -6,7 +6,8 @@
  *                                  and its calls, one per output
  *   _lines.c     bread/lines.py, bread/render.py  an event as a text line
  *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
- *   _batches.c   bread/batches.py  an event as a row of columns; gather()
+ *   _batches.c   bread/batches.py  an event as a row of columns; gather(); the Blocks
+ *                                  (column memory handed to Arrow, then pooled)
  *   _tables.c    bread/columnar/tables.py, typedsink.py  an event of one call site as a
  *                                  row of typed columns, or the kinds of its values
  *   _decode.c    blogformat/entries.py (decode_events), blogformat/columnframes.py (decode)
@@ -30,9 +31,9 @@
 #include "buf.h"
 #include "mpread.h"
 
-/* A float of a columnar frame rendered once (_decode.c): finite, in `d`; its text, as the
- * message and the JSON write it, s[0..n). */
-enum { V_F64_TEXT = V_EXT + 1 };
+/* A value of a columnar frame rendered once (_decode.c), its text s[0..n) as the message
+ * and the JSON both write it: a finite float (in `d`), an int within 64 bits (in `i`). */
+enum { V_F64_TEXT = V_EXT + 1, V_INT_TEXT = V_EXT + 2 };
 
 /* ---- the Renderer's tables (_native.c) -------------------------------------- */
 
@@ -152,10 +153,13 @@ typedef struct Renderer {
     /* columns mode */
     Buf col[10];                 /* clock, ns, source id, writer id (int64), message data,
                                     offsets; args JSON, offsets; fields JSON, offsets */
+    Py_ssize_t col_last[10];     /* each column's bytes in the last batch taken: what the
+                                    next one's buffer starts with room for */
     int want_json;               /* columns(): the args and fields columns too */
     int want_message;
     Typed *typed;                /* typed mode (set_typed()), or NULL */
     ColFrame *cf;                /* the columnar frame being walked, or NULL */
+    ColFrame *cf_spare;          /* the last one walked: its memory for the next, or NULL */
 } Renderer;
 
 /* What an output makes of one event the walk decoded and the filter keeps: its time is
@@ -221,9 +225,11 @@ event_ns(Renderer *self, long long clock, long long *out)
 PyObject *bread_walk(Renderer *self, PyObject *frame, EventFn each);
 void bread_frame_release(Renderer *self);
 /* The same over a columnar frame (docs/format.md 5.5): the rows it added; state 2 after
- * its first call: Python reads all of it. columns_release() lets go of what it decoded. */
+ * its first call: Python reads all of it. columns_release() lets go of what it decoded,
+ * keeping its memory for the next frame; columns_free() frees that too. */
 PyObject *bread_columns_walk(Renderer *self, PyObject *frame, EventFn each);
 void bread_columns_release(Renderer *self);
+void bread_columns_free(Renderer *self);
 PyObject *bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evlen,
                          long long wid, long long clock);
 int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);
@@ -245,12 +251,14 @@ int bread_typed_event(Renderer *self, long long wid, long long sid, long long cl
                       const unsigned char *ev, Py_ssize_t evlen);
 
 /* _events.c: the offset of a slot of a class; message(); the module's MessageGetter type.
- * _batches.c: Renderer.take_columns(); gather(). */
+ * _batches.c: Renderer.take_columns(); gather(); the type of the Blocks (the columns'
+ * memory, handed to Arrow without a copy) they return. */
 int bread_slot_offset(PyObject *type, const char *name, Py_ssize_t *off);
 PyObject *bread_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
 int bread_events_init(PyObject *m);
 PyObject *bread_take_columns(Renderer *self, PyObject *unused);
 PyObject *bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs);
+int bread_batches_init(void);
 /* _tables.c: Renderer.set_typed(), take_typed(); the typed state's release. */
 PyObject *bread_set_typed(Renderer *self, PyObject *a);
 PyObject *bread_take_typed(Renderer *self, PyObject *unused);

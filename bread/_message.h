@@ -94,7 +94,7 @@ bread_put_value(Buf *o, const Val *v)
     case V_INT: return buf_int(o, v->i) < 0 ? -1 : 1;
     case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
     case V_STR: return put_str(o, v) < 0 ? -1 : 1;
-    case V_F64_TEXT: return buf_put(o, v->s, v->n) < 0 ? -1 : 1;
+    case V_F64_TEXT: case V_INT_TEXT: return buf_put(o, v->s, v->n) < 0 ? -1 : 1;
     case V_F64: {
         int r = bread_put_short_float(o, v->d);
         if (r != 0) return r;

@@ -434,6 +434,7 @@ renderer_dealloc(Renderer *self)
     PyMem_Free(self->keys.p);
     for (int k = 0; k < C_NCOLS; k++) PyMem_Free(self->col[k].p);
     bread_typed_free(self->typed);
+    bread_columns_free(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -227,18 +227,67 @@ def test_gather_checks_its_arguments():
         pytest.skip("gather is the C reader's: it is off (BREAD_PURE_PYTHON=1)")
     gather = accel.speedups.gather
     ids = array.array("q", [1, 2, 3, 1]).tobytes()
-    values, offsets, valid = gather(ids, {1: b"ab", 2: None}, b"?", True)
+    # (each a Block: a buffer, as pyarrow.py_buffer takes it, not bytes)
+    values, offsets, valid = map(bytes, gather(ids, {1: b"ab", 2: None}, b"?", True))
     assert values == b"ab?ab"
     assert array.array("i", offsets).tolist() == [0, 2, 2, 3, 5]
     assert valid[0] & 0b1111 == 0b1101
     values, offsets, valid = gather(ids, {1: 5, 3: -1}, 0, False)
-    assert array.array("q", values).tolist() == [5, 0, -1, 5] and offsets is None and valid is None
+    assert array.array("q", bytes(values)).tolist() == [5, 0, -1, 5] and offsets is None and valid is None
     with pytest.raises(TypeError):
         gather(ids, {1: "not bytes"}, b"", True)
     with pytest.raises(TypeError):
         gather(ids, [], b"", True)
     with pytest.raises(OverflowError):
         gather(ids, {1: 2**64}, 0, False)
+
+
+def test_gather_fills_runs_of_one_id():
+    # A stretch of rows of one call site (a columnar frame's, or one site's events) is
+    # filled at once: its bytes copied, then doubled; nulls and ints by run too.
+    if accel.speedups is None:
+        pytest.skip("gather is the C reader's: it is off (BREAD_PURE_PYTHON=1)")
+    gather = accel.speedups.gather
+    runs = [1] * 37 + [2] * 5 + [3] * 9 + [1] + [4] * 1000
+    ids = array.array("q", runs).tobytes()
+    table = {1: b"abc", 2: None, 3: b"", 4: b"INFO"}
+    values, offsets, valid = map(bytes, gather(ids, table, b"?", True))
+    texts = [table[i] or b"" for i in runs]
+    assert values == b"".join(texts)
+    ends = array.array("i", offsets).tolist()
+    assert ends[0] == 0 and [ends[k + 1] - ends[k] for k in range(len(runs))] == \
+        [len(t) for t in texts]
+    assert [bool(valid[k >> 3] >> (k & 7) & 1) for k in range(len(runs))] == \
+        [i != 2 for i in runs]
+    values, offsets, valid = gather(ids, {1: -5, 2: None, 4: 2**62}, 7, False)
+    assert array.array("q", bytes(values)).tolist() == \
+        [{1: -5, 2: 0, 3: 7, 4: 2**62}[i] for i in runs] and offsets is None
+
+
+def test_columns_are_handed_to_arrow_without_a_copy():
+    # take_columns() gives the memory the C renderer wrote the rows into (a read-only
+    # buffer, not a copy into bytes); released, it is where a later batch's rows go.
+    pa = pytest.importorskip("pyarrow")
+    if accel.speedups is None:
+        pytest.skip("the column buffers are the C reader's: it is off (BREAD_PURE_PYTHON=1)")
+    data = sites_file()
+    seen: set[int] = set()
+    reused = 0
+    for batch in bread.read_batches(io.BytesIO(data), ["clock", "message"], batch_size=50):
+        addr = batch.column("clock").buffers()[1].address
+        reused += addr in seen
+        seen.add(addr)
+        del batch
+    assert reused > 0
+    # a batch_size far beyond the file's events is not allocated up front
+    big = list(bread.read_batches(io.BytesIO(data), ["clock"], batch_size=1 << 40))
+    assert sum(b.num_rows for b in big) == len(expected(data, ["clock"])["clock"])
+    c = accel.speedups.Renderer([], lambda *a: None, False)
+    blocks = c.take_columns()[1:]
+    assert not any(isinstance(b, bytes) for b in blocks)
+    assert all(memoryview(b).readonly for b in blocks)
+    assert [len(memoryview(b)) for b in blocks] == [0, 0, 0, 0, 0, 8, 0, 8, 0, 8]
+    assert pa.py_buffer(blocks[5]).to_pybytes() == bytes(8)
 
 
 def test_args_and_fields_are_json_that_reads_back_typed():

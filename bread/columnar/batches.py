@@ -8,7 +8,8 @@ numeric columns as ``array.array("q")`` (no Python object per event).
 The columns sink of ``bread.decoder``: the C fast path (``bread/_batches.c``,
 ``Renderer.columns``) decodes each events frame into int64 buffers (clock,
 time, source id, writer id) and the message's UTF-8, which become Arrow
-arrays without a copy; the columns that are properties of a call site or a
+arrays without a copy (each a ``Block``: its memory goes back to a pool that the
+next batch's buffers reuse once Arrow lets go of it); the columns that are properties of a call site or a
 writer are looked up per batch. The Python path builds the same columns from
 Events, and is the reference.
 """
@@ -124,6 +125,7 @@ class BatchSink:
         self._walk: Any = None                  # its call that fills the buffers
         self._c_pending = False                 # its buffers hold rows
         self._tables: dict[str, tuple[dict[int, Any], Any]] = {}   # see _table
+        self._repeated: dict[tuple[str, int], Any] = {}   # a stream column's Arrow array
 
     def from_events(self, events: Iterable[Event]) -> Iterator[Any]:
         """Batches of Events already read (sorted reading)."""
@@ -140,6 +142,7 @@ class BatchSink:
         apply(e)
         if t is FileHeader:
             self._tables.clear()
+            self._repeated.clear()
         elif (t is EventSource or t is WriterProp) and self._tables:
             self._retable(e)   # type: ignore[arg-type]
         return ready
@@ -278,6 +281,8 @@ class BatchSink:
                                               names=list(cols))
         if self.arrow:
             return self._arrow_batch(n, bufs)
+        bufs = {k: (bytes(v[0]), bytes(v[1])) if type(v) is tuple else bytes(v)
+                for k, v in bufs.items()}   # the C Blocks (buffers) as bytes
         sids = array.array("q", bufs["source_id"])
         wids = array.array("q", bufs["writer_id"])
         out: dict[str, Any] = {}
@@ -380,10 +385,13 @@ class BatchSink:
                 off, data = bufs[name]
                 arrays.append(pa.Array.from_buffers(pa.large_string(), n,
                                                     [None, pa.py_buffer(off), pa.py_buffer(data)]))
-            elif name in STREAM_COLUMNS:
-                v = self.stream_value(name)   # one value for the whole batch
-                arrays.append(pa.repeat(pa.scalar(v, pa.int64() if name == "pid" else pa.string()),
-                                        n))
+            elif name in STREAM_COLUMNS:   # one value for the whole batch, made once per size
+                arr = self._repeated.get((name, n))
+                if arr is None:
+                    v = self.stream_value(name)
+                    arr = self._repeated[name, n] = pa.repeat(
+                        pa.scalar(v, pa.int64() if name == "pid" else pa.string()), n)
+                arrays.append(arr)
             else:
                 key = "source_id" if name in SOURCE_COLUMNS else "writer_id"
                 arrays.append(self._gathered(name, sids if key == "source_id" else wids,

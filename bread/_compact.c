@@ -88,7 +88,8 @@ floor_div(i128 a, i128 b)
  * id `sid` is not in ids (the caller adds it and walks on from pos); 2: the event at pos
  * is one for the Python code (it takes the rest of the frame); 3: the event before pos
  * may hold a described value: `event` is its (source id, clock delta, n, raw) for the
- * Python code to renumber and take, and the walk goes on from pos. */
+ * Python code to renumber and take, and the walk goes on from pos. Where the clock, the
+ * sync or seq is beyond 64 bits, why is 2 and clock and seq are the objects given. */
 static PyObject *
 walk(PyObject *self, PyObject *args)
 {
@@ -105,7 +106,12 @@ walk(PyObject *self, PyObject *args)
     r1 = as_ll(clock_o, &clock); r2 = as_ll(cv_o, &cv); r3 = as_ll(freq_o, &freq);
     r4 = as_ll(ns0_o, &ns0); r5 = as_ll(seq_o, &seq);
     if (r1 < 0 || r2 < 0 || r3 < 0 || r4 < 0 || r5 < 0) goto fail;
-    if (r1 || r2 || r3 || r4 || r5 || freq <= 0 || pos < 0 || pos > buf.len) goto finish;
+    if (r1 || r2 || r3 || r4 || r5 || freq <= 0 || pos < 0 || pos > buf.len) {
+        /* a clock, sync or seq beyond 64 bits: nothing taken, the clock and seq handed
+           back as they came (never the -1 of a failed conversion) for the Python code */
+        res = Py_BuildValue("(OnOOiLO)", out, pos, clock_o, seq_o, why, sid, Py_None);
+        goto fail;
+    }
     const unsigned char *p = buf.buf, *end = p + buf.len;
     why = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
@@ -167,7 +173,6 @@ walk(PyObject *self, PyObject *args)
         pos = at - p;
         why = 0;
     }
-finish:
     res = Py_BuildValue("(OnLLiLO)", out, pos, clock, seq, why, sid, event ? event : Py_None);
 fail:
     Py_XDECREF(out);

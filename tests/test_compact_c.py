@@ -12,7 +12,7 @@ import pathlib
 
 import msgpack
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from blogformat import columnframes
 from blogformat.eventframes import BatchHeader, event_prefix
@@ -116,8 +116,8 @@ def events_frames(draw):
     that look like described ones too), clocks that step back, the odd damaged byte."""
     n = draw(st.integers(1, 30))
     ext = st.builds(msgpack.ExtType, st.sampled_from([1, 15, 16]), st.binary(max_size=5))
-    parts = [BatchHeader(draw(st.integers(1, 3)), draw(st.integers(-2**62, 2**62)), n, 0,
-                         0).encode()]
+    base = draw(st.one_of(st.integers(-2**62, 2**62), st.integers(2**63, 2**64 - 1)))
+    parts = [BatchHeader(draw(st.integers(1, 3)), base, n, 0, 0).encode()]
     for _ in range(n):
         args = draw(st.lists(st.one_of(values, ext), max_size=3))
         texts = draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=2), st.integers(-9, 9),
@@ -138,10 +138,14 @@ def take(payload: bytes, sync: tuple) -> tuple:
 
 
 @settings(max_examples=200, deadline=None)
-@given(events_frames(), st.sampled_from([(0, 10**9, 0), (5, 3, -7), (2**40, 10**6, 2**61)]))
+@given(events_frames(), st.sampled_from([(0, 10**9, 0), (5, 3, -7), (2**40, 10**6, 2**61),
+                                         (2**63, 10**9, 0)]))
+@example(BatchHeader(1, 2**63 + 5, 2, 0, 0).encode() + event_prefix(3, 1, 0) + packed([1])
+         + event_prefix(3, 1, 4) + packed([2]), (2**63, 10**9, 0))
 def test_an_events_frame_gives_the_records_of_the_reference(payload, sync):
     # Walking in C, with Python taking the events C leaves (a described value, maybe, to
-    # renumber; damage from where it starts), gives the reference's records and damage.
+    # renumber; damage from where it starts; a base clock beyond 64 bits, whose times may
+    # fit: C hands back the clock as it came), gives the reference's records and damage.
     got = take(payload, sync)
     with pure():
         assert got == take(payload, sync)

@@ -19,7 +19,8 @@ _SEC = 1_000_000_000
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 EPILOG = """\
-Only what was copied is deleted. An original in which reading met damage is
+Only what was copied is deleted. An original in which reading met damage (an
+event time beyond 64 bits of nanoseconds, before 1677 or after 2262, among it) is
 never deleted: its readable events go into the compacted file and the original
 is moved to DIR/damaged/ (no reader of DIR nor compaction takes it again; read
 it with `bread DIR/damaged/NAME`). Names in the compaction catalog that are not

@@ -270,7 +270,9 @@ class Compactor:
 
     @staticmethod
     def _events(out: io.BufferedIOBase, chunk: list[tuple], counts: dict[int, int]) -> None:
-        """One frame per writer of a stretch of sorted events, each in time order."""
+        """One frame per writer of a stretch of sorted events, each in time order. Every
+        time is 64-bit signed (``_take`` and walk() make a time beyond damage), so each
+        frame's base and its differences (in [0, 2**64)) are msgpack ints."""
         fast = accel.compact
         payloads = None if fast is None else fast.rows(chunk, counts)
         if payloads is not None:

@@ -78,6 +78,10 @@ def _head(path: str) -> bytes:
 #: (but tab and newline), DEL, C1 (U+0080..U+009F) and the bidirectional format characters.
 _RAW = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c"
                   rb"|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+#: Every byte but those that can begin what ``_RAW`` finds (a control, or the lead byte of
+#: a C1 control, U+061C or a bidirectional format character).
+_PLAIN = bytes(b for b in range(256)
+               if not (b < 0x20 and b not in (0x09, 0x0a) or b in (0x7f, 0xc2, 0xd8, 0xe2)))
 
 
 def all_binlog(paths: Sequence[str]) -> bool:
@@ -95,7 +99,9 @@ def print_paths(paths: Sequence[str], event_format: str, date_format: str, sort:
     write: Callable[[bytes], object] = out.write
     if escape:
         def write(data: bytes) -> object:
-            if _RAW.search(data) is None:   # most blocks: one scan in C, written as they are
+            # Most blocks: no byte that could begin an escape (deleting every other byte,
+            # about 4 GB/s, leaves nothing), written as they are; then the exact scan.
+            if not data.translate(None, _PLAIN) or _RAW.search(data) is None:
                 return out.write(data)
             lines = data.decode("utf-8", "surrogateescape").split("\n")
             return out.write(as_bytes("\n".join(escape_controls(x) for x in lines)))

@@ -1,5 +1,5 @@
-"""Crafted state: a buffer, control, manifest or catalog file is input, never an instruction
-(docs/guide.md, "Security"; blogstore/).
+"""Crafted state: a crash buffer's control and channel files are input, never an instruction
+(docs/guide.md, "Security"; blogstore/; manifests and catalogs: test_hostile_catalogs).
 
 Each test plants state a local attacker (or a damaged disk) could leave where blog and bread
 look, runs what an operator runs (``basic_config(crash_buffer=True)``, ``bread --recover``,
@@ -11,13 +11,10 @@ was readable before is still readable after.
 from __future__ import annotations
 
 import glob
-import hashlib
-import json
 import os
 import random
 import shutil
 import signal
-import stat
 import struct
 import subprocess
 import textwrap
@@ -31,28 +28,10 @@ from blogformat.errors import UnsafeBufferDirectory
 from blogstore.crashlayout import CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC
 from blogstore.recovery import recover
 
+from crafted import log_to, snapshot, victims
 from helpers import abandon, python_child, run_python, with_crash_buffer
 
 EVENTS = 200      # what the dead writer logged and never wrote (two threads, 100 each)
-
-
-def snapshot(root: str) -> dict[str, tuple]:
-    """Every entry under ``root``: its kind, mode, owner, and content's digest or link."""
-    out: dict[str, tuple] = {}
-    for d, dirs, files in os.walk(root):
-        for n in dirs + files:
-            p = os.path.join(d, n)
-            st = os.lstat(p)
-            if stat.S_ISREG(st.st_mode):
-                with open(p, "rb") as f:
-                    what = hashlib.sha256(f.read()).hexdigest()
-            elif stat.S_ISLNK(st.st_mode):
-                what = os.readlink(p)
-            else:
-                what = ""
-            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
-                                             st.st_uid, what)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -77,28 +56,6 @@ def dead_writer(tmp_path_factory) -> str:
     assert r.returncode == -signal.SIGKILL, r.stderr
     assert glob.glob(os.path.join(buffer_directory(path), "*.meta"))
     return d
-
-
-def _victims(root: str) -> tuple[str, str]:
-    """A sibling directory of the log's, with a blog file and a plain file in it: what an
-    attacker would like blog to append to, cut or delete."""
-    outside = os.path.join(root, "outside")
-    os.mkdir(outside)
-    victim = os.path.join(outside, "victim.blog")
-    _log_to(victim, "victim", 50)
-    with open(os.path.join(outside, "passwd"), "w") as f:
-        f.write("root:x:0:0::/root:/bin/sh\n")
-    return outside, victim
-
-
-def _log_to(path: str, word: str, n: int) -> None:
-    """``n`` events ``"<word> <i>"`` written to the file ``path`` by a session of its own."""
-    s = blog.Session(name=word)
-    out = blog.FileOutputStream(path)
-    for i in range(n):
-        s.get_logger(word).info(word + " {}", i)
-    s.consume(out)
-    out.close()
 
 
 def _copy(dead_writer: str, root: str) -> str:
@@ -146,7 +103,7 @@ def test_a_buffer_naming_a_file_outside_the_log_is_recovered_into_the_log_only(
     # instructions. A buffer that names a file in another directory (as the file its
     # process wrote, was cutting and was appending to) makes recovery touch nothing there:
     # its events go to the log recovery was asked to recover, once.
-    outside, victim = _victims(str(tmp_path))
+    outside, victim = victims(str(tmp_path))
     path = _copy(dead_writer, str(tmp_path))
     _aim_at(_control_file(path), victim)
     before = snapshot(outside)
@@ -173,7 +130,7 @@ def _refused_directory_case(dead_writer: str, tmp_path, spoil) -> None:
     """A buffer directory ``spoil`` made untrustworthy is refused by the next start (which
     says why and logs to the file without a buffer) and by ``bread --recover`` (exit 2);
     nothing outside the log's directory changes, nor anything in the refused directory."""
-    outside, victim = _victims(str(tmp_path))
+    outside, victim = victims(str(tmp_path))
     path = _copy(dead_writer, str(tmp_path))
     directory = buffer_directory(path)
     _aim_at(_control_file(path), victim)
@@ -350,7 +307,7 @@ def test_crafted_buffers_never_touch_anything_outside_the_log(dead_writer, tmp_p
     # event the log held, and never repeats one (nor makes one up, where no event's bytes
     # were changed); a second recovery finds nothing to do.
     rng = random.Random(int(os.environ.get("HOSTILE_SEED", 2024)))
-    outside, victim = _victims(str(tmp_path))
+    outside, victim = victims(str(tmp_path))
     targets = [victim, os.path.join(outside, "passwd")]
     before = snapshot(outside)
     for trial in range(40):
@@ -395,104 +352,6 @@ def test_recover_refuses_an_unsafe_directory_before_reading_it(dead_writer, tmp_
     finally:
         out.close()
     assert _messages(path) == []
-
-
-# --- Crafted manifests and catalogs against housekeeping and bread compact ----------------
-
-
-@pytest.fixture(scope="module")
-def closed_set(tmp_path_factory) -> str:
-    """A directory holding a rotated set of six closed files (300 events, each args unique),
-    all last written an hour ago (a template: copy it, never change it)."""
-    return _set_dir(tmp_path_factory.mktemp("set"), files=6)
-
-
-def _args(directory: str) -> list[tuple]:
-    """Every event's args readable in the directory, its damaged/ files included."""
-    out = [tuple(e.args) for e in bread.read(directory)]
-    kept = os.path.join(directory, "damaged")
-    if os.path.isdir(kept):
-        for n in sorted(os.listdir(kept)):
-            out += [tuple(e.args) for e in bread.read(os.path.join(kept, n))]
-    return out
-
-
-def _crafted_names(rng: random.Random, d: str, outside: str, names: list[str]) -> list:
-    pool = ["../outside/victim.blog", os.path.join(outside, "victim.blog"),
-            os.path.join(outside, "passwd"), "x/../../outside/passwd", "a\0b", ".", "..", "",
-            "link.2026-01-01T00-00-00.000.pid1.blog", 7, None, ["x"],
-            "../outside/app.compacted.2026-01-01T00-00-00.1.blog.gz",
-            "app.compacted.2026-01-01T00-00-00.9.blog.gz"] + names
-    return [rng.choice(pool) for _ in range(rng.randrange(0, 5))]
-
-
-def _plant(rng: random.Random, d: str, outside: str, targets: list[str]) -> None:
-    """A crafted manifest and catalog, and links at names blog and bread write."""
-    names = sorted(n for n in os.listdir(d) if n.startswith("app."))
-    link = os.path.join(d, "link.2026-01-01T00-00-00.000.pid1.blog")
-    if not os.path.lexists(link):
-        os.symlink(rng.choice(targets), link)
-    files = {}
-    for n in _crafted_names(rng, d, outside, names):
-        files[n if isinstance(n, str) else str(n)] = rng.choice([
-            {"state": "closed", "bytes": rng.randrange(1 << 20), "events": 0,
-             "first_ns": 0, "last_ns": 0},
-            {"state": rng.choice(["compressed", "x", 3]), "bytes": -1, "events": "many"},
-            "garbage", None])
-    compacted = {}
-    for c in _crafted_names(rng, d, outside, names):
-        compacted[c if isinstance(c, str) else str(c)] = {
-            "state": rng.choice(["done", "writing", "?"]),
-            "replaces": _crafted_names(rng, d, outside, names),
-            "damaged": _crafted_names(rng, d, outside, names),
-            "events": rng.choice([None, 0, 10**30, "x"])}
-    for name, doc in (("blog-manifest.json", {"manifest_version": 1, "format_version": 1,
-                                              "files": files}),
-                      ("blog-compaction.json", {"catalog_version": 1,
-                                                "compacted": compacted})):
-        p = os.path.join(d, name)
-        if os.path.lexists(p):
-            os.unlink(p)
-        if rng.random() < 0.15:
-            os.symlink(rng.choice(targets), p)
-        else:
-            with open(p, "w") as f:
-                f.write(json.dumps(doc) if rng.random() < 0.9 else "{not json")
-    for name in ("blog-manifest.lock", "blog-compaction.lock",
-                 f"{names[0]}.gz.tmp" if names else "x.gz.tmp"):
-        if rng.random() < 0.3 and not os.path.lexists(os.path.join(d, name)):
-            os.symlink(rng.choice(targets), os.path.join(d, name))
-
-
-def test_crafted_manifests_and_catalogs_never_touch_anything_outside_the_log(
-        closed_set, tmp_path, capsys):
-    # Proves, for random crafted manifests and catalogs (names with /, .., NUL, absolute
-    # paths, links in the directory to files outside, entries of every wrong shape, links
-    # at the lock and temporary names): housekeeping (compression) and bread compact raise
-    # nothing, exit 0 or 3, change nothing outside the log's directory, and every event
-    # readable before is readable after, once.
-    from bread.cli.compact import main as compact_main
-    rng = random.Random(int(os.environ.get("HOSTILE_SEED", 2024)))
-    outside, victim = _victims(str(tmp_path))
-    targets = [victim, os.path.join(outside, "passwd"), os.path.join(outside, "new")]
-    before_outside = snapshot(outside)
-    expected = sorted(_args(closed_set))
-    assert len(expected) == 300 == len(set(expected))
-    for trial in range(12):
-        d = str(tmp_path / f"t{trial}")
-        shutil.copytree(closed_set, d, symlinks=True)
-        _plant(rng, d, outside, targets)
-        if rng.random() < 0.5:
-            rf = blog.RotatingFile(os.path.join(d, "app.blog"), compress=True)
-            rf.housekeeper.sweep()
-            rf.close()
-        code = compact_main([d, "--older-than", "1m"])
-        assert code in (0, 3), (trial, capsys.readouterr().err)
-        assert snapshot(outside) == before_outside, (trial, capsys.readouterr().err)
-        # (a reader of the directory may follow the planted link to the victim's events:
-        # reading; those are told apart by their one argument)
-        got = sorted(a for a in _args(d) if len(a) == 2)
-        assert got == expected, (trial, capsys.readouterr().err)
 
 
 # --- Review findings: honest processes' own files, lengths and clocks a buffer claims -----
@@ -588,7 +447,7 @@ def test_a_cut_never_takes_another_processs_stream(tmp_path):
     # Proves: a recorded write that would begin at another process's stream (its header
     # names another pid) is not cut, whatever length it claims.
     path = str(tmp_path / "app.blog")
-    _log_to(path, "other", 30)
+    log_to(path, "other", 30)
     _killed(path)
     meta = _control_file(path)
     st = os.stat(path)
@@ -688,107 +547,3 @@ def test_a_buffer_directory_replaced_after_its_check_changes_nothing_elsewhere(
     assert r.events == 10
     assert sorted(os.listdir(victim)) == ["cache.chan", "job.new", "notes.meta"]
     assert all((victim / n).read_bytes() == b"mine" for n in os.listdir(victim))
-
-
-# --- Review findings: what a catalog claims, and what else may sit in a log directory ----
-
-
-def _set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:
-    """A directory ``tmp_path/name`` with a closed set of ``files`` files of 50 events each
-    (each event's args unique), all last written an hour ago."""
-    d = str(tmp_path / name)
-    os.mkdir(d)
-    s = blog.Session(name="w")
-    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1 << 20)
-    log = s.get_logger("x")
-    for k in range(files):
-        for i in range(50):
-            log.info("e {} {}", k, i)
-        s.consume(rf)
-        if k < files - 1:          # the next file (rotate_bytes cuts a consume: not per batch)
-            s.finish(rf)
-            rf.rotate()
-    rf.close()
-    t = os.path.getmtime(d) - 3600
-    for n in os.listdir(d):
-        os.utime(os.path.join(d, n), (t, t))
-    return d
-
-
-def test_a_done_entry_for_a_missing_compacted_file_deletes_nothing(tmp_path, capsys):
-    # Proves: compaction deletes an original only if the compacted file that replaces it is
-    # a regular file whose own header says so; a catalog that only claims it changes
-    # nothing (before: every original deleted, exit 0).
-    from bread.cli.compact import main as compact_main
-    d = _set_dir(tmp_path)
-    names = sorted(n for n in os.listdir(d) if n.startswith("app."))
-    with open(os.path.join(d, "blog-compaction.json"), "w") as f:
-        json.dump({"catalog_version": 1, "compacted": {
-            "app.compacted.2000-01-01T00-00-00.1.blog.gz": {"state": "done", "replaces": names,
-                                                            "events": 0}}}, f)
-    assert compact_main([d, "--older-than", "52w"]) == 3
-    assert "left alone" in capsys.readouterr().err
-    assert sorted(n for n in os.listdir(d) if n.startswith("app.")) == names
-
-
-def test_a_writing_entry_for_a_compacted_file_whose_originals_are_gone_keeps_it(
-        tmp_path, capsys):
-    # Proves: a compacted file that holds the only copy of its events (its originals gone)
-    # is never removed, whatever state the catalog gives it.
-    from bread.cli.compact import main as compact_main
-    d = _set_dir(tmp_path, files=1)
-    assert compact_main([d, "--older-than", "1m"]) == 0
-    [c] = [n for n in os.listdir(d) if ".compacted." in n]
-    p = os.path.join(d, "blog-compaction.json")
-    with open(p) as f:
-        cat = json.load(f)
-    for e in cat["compacted"].values():
-        e["state"] = "writing"
-    with open(p, "w") as f:
-        json.dump(cat, f)
-    capsys.readouterr()
-    assert compact_main([d, "--older-than", "52w"]) == 3
-    assert "left alone" in capsys.readouterr().err
-    assert len(list(bread.read(os.path.join(d, c)))) == 50
-
-
-def test_a_compression_cut_short_is_not_compacted_twice(tmp_path, capsys):
-    # Proves: x.blog beside a whole x.blog.gz (housekeeping killed between its rename and
-    # its unlink) is left for the set's next start: no event ends up twice.
-    import gzip
-    from bread.cli.compact import main as compact_main
-    d = _set_dir(tmp_path, files=1)
-    [n] = [n for n in os.listdir(d) if n.startswith("app.")]
-    with open(os.path.join(d, n), "rb") as f, gzip.open(os.path.join(d, n + ".gz"), "wb") as g:
-        shutil.copyfileobj(f, g)
-    compact_main([d, "--older-than", "1m"])
-    assert len(list(bread.read(d))) == 50
-
-
-def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_compact(tmp_path):
-    # Proves: a FIFO under a set file's name (no manifest: it is rebuilt) and a directory
-    # at a lock file's name end bread compact at once with a message, never a hang or a
-    # traceback.
-    d = _set_dir(tmp_path, files=1)
-    for n in os.listdir(d):
-        if n.startswith("blog-manifest"):
-            os.unlink(os.path.join(d, n))
-    os.mkfifo(os.path.join(d, "app.2026-01-01T00-00-00.000.pid1.blog"))
-    r = subprocess.run(python_child("-m", "bread", "compact", d, "--older-than", "1m"),
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode in (0, 3) and "Traceback" not in r.stderr, r.stderr
-    e = _set_dir(tmp_path, "other", files=1)
-    os.unlink(os.path.join(e, "blog-manifest.lock"))
-    os.mkdir(os.path.join(e, "blog-manifest.lock"))
-    r = subprocess.run(python_child("-m", "bread", "compact", e, "--older-than", "1m"),
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "not a lock file" in r.stderr, r.stderr
-
-
-def test_compact_names_files_with_controls_escaped(tmp_path):
-    d = _set_dir(tmp_path, files=1)
-    os.symlink("/nonexistent", os.path.join(d, "\x1b]0;owned\x07.2026-01-01T00-00-00.000.pid1.blog"))
-    r = subprocess.run(python_child("-m", "bread", "compact", d, "--older-than", "1m"),
-                       capture_output=True, text=True, timeout=60)
-    assert "left alone" in r.stderr and "\\x1b]0;owned\\x07" in r.stderr, r.stderr
-    assert "\x1b" not in r.stderr + r.stdout and "\x07" not in r.stderr

@@ -316,7 +316,7 @@ def decode(payload: bytes) -> list[Event]:
         raise BadEntry(f"a columnar frame does not decode: {type(exc).__name__}") from None
     if type(head) is not list or len(head) < 8:
         raise BadEntry("a columnar frame is not an array of 8 or more")
-    sources, groups, count, writers, times, texts = *head[0:3], *head[5:8]
+    sources, groups, count, lo, hi, writers, times, texts = head[0:8]
     if type(count) is not int or not 0 < count <= MAX_EVENTS:
         raise BadEntry("a columnar frame's count is out of range")
     sids, wids = _ints(sources, count, ID_CODINGS), _ints(writers, count, ID_CODINGS)
@@ -325,6 +325,8 @@ def decode(payload: bytes) -> list[Event]:
         raise BadEntry("a source or writer id out of range")
     if not all(-(1 << 63) <= c < (1 << 63) for c in clocks):
         raise BadEntry("a clock beyond 64 bits")
+    if type(lo) is not int or type(hi) is not int or not lo <= min(clocks) <= max(clocks) <= hi:
+        raise BadEntry("a columnar frame's clocks are outside its min_clock and max_clock")
     counts: dict[int, int] = {}
     for sid in sids:
         counts[sid] = counts.get(sid, 0) + 1

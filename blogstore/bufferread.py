@@ -110,11 +110,15 @@ class Channel:
         for h in order:
             n, base, seq = self.halves[h]
             done, rest = self.splits[h] if seq else (0, 0)
-            if done > n or rest > n:
+            ending = seq and seq == ended     # its write in progress ended: rest counts
+            overlap = ending and done + rest > n   # (that write would end before it began)
+            if done > n or rest > n or overlap:
                 damage.append(f"{self.name}: half {h} says {done} bytes written and {rest} "
-                              f"left of {n}: recovered whole")
-                done = rest = 0
-            skip = n - rest if seq and seq == ended else done
+                              f"left of {n}" + (" (they overlap)" if overlap else "")
+                              + ": recovered whole")
+                skip = 0
+            else:
+                skip = n - rest if ending else done
             if skip >= n:
                 continue
             if n > self.half or PAGE + h * self.half + n > self.size:

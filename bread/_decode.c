@@ -547,6 +547,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         if (cf->clock[i] > cmax) cmax = cf->clock[i];
     }
     if ((__int128)cmax - cmin > LLONG_MAX) return -1;   /* a writer's delta beyond 64 bits */
+    if (cmin < lo || cmax > hi) return -1;   /* outside the frame's stated bounds: damage */
     /* texts: nil, or a packed column */
     if (r.p < r.end && *r.p == 0xc0)
         r.p++;

@@ -260,9 +260,10 @@ def test_a_buffer_of_the_old_layout_recovers_as_before(tmp_path):
     assert sorted(_events(tmp_path)) == [(k, i) for k in range(2) for i in range(N)]
 
 
-def _crafted_split(d, change) -> list[str]:
-    """The buffer of a writer killed between two parts, each taken half's ``from`` replaced
-    by ``change(from, len)``, then recovered as the next start does: what it said."""
+def _crafted_split(d, change, field: int = 0) -> list[str]:
+    """The buffer of a writer killed between two parts, each taken half's ``from`` (field 0;
+    1: ``rest``) replaced by ``change(from, len)``, then recovered as the next start does:
+    what it said."""
     directory = buffer_directory(str(d / "app.blog"))
     for chan in [n for n in os.listdir(directory) if n.endswith(".chan")]:
         with open(os.path.join(directory, chan), "r+b") as f:
@@ -271,7 +272,9 @@ def _crafted_split(d, change) -> list[str]:
                 n, _, seq = HALF.unpack_from(head, HALF_AT + HALF.size * h)
                 done, rest = SPLIT.unpack_from(head, SPLIT_AT + SPLIT.size * h)
                 if seq and done:
-                    SPLIT.pack_into(head, SPLIT_AT + SPLIT.size * h, change(done, n), rest)
+                    split = [done, rest]
+                    split[field] = change(done, n)
+                    SPLIT.pack_into(head, SPLIT_AT + SPLIT.size * h, *split)
             f.seek(0)
             f.write(head)
     said: list[str] = []
@@ -300,6 +303,28 @@ def test_a_crafted_from_is_damage_never_a_crash_nor_a_loss(tmp_path):
             assert sorted(_events(d)) == everything
         else:          # read whole: the events of the parts written are there twice
             assert {(e.args[0], e.args[1]) for e in bread.read(_set(d))} == set(everything)
+
+
+@pytest.mark.parametrize("rest", [lambda n: n, lambda n: n + 1, lambda n: (1 << 64) - 1],
+                         ids=["overlapping from", "beyond", "negative"])
+def test_a_crafted_rest_of_a_write_that_ended_is_damage_never_a_loss_nor_a_silent_repeat(
+        tmp_path, rest):
+    # Proves (docs/format.md 15): where the write in progress reached its file whole, a
+    # half's `rest` beyond its length, or with `from` beyond it (no writer stores that:
+    # the write would end before it began), is damage, reported and set aside, and the
+    # half read whole (nothing lost). Before, one beyond was reported but the half's events
+    # that no file held were lost, and one overlapping `from` made the events of the
+    # parts written appended again without a word.
+    everything = [(k, i) for k in range(2) for i in range(N)]
+    assert _killed_writer(tmp_path, "write whole", 2)
+    said = _crafted_split(tmp_path, lambda done, n: rest(n), field=1)
+    assert said and "is damaged" in said[0] and "recovered whole" in said[0], said
+    assert {(e.args[0], e.args[1]) for e in bread.read(_set(tmp_path))} == set(everything)
+    rf = blog.RotatingFile(tmp_path / "app.blog")
+    try:      # set aside: the next start recovers nothing again
+        assert recover(buffer_directory(str(tmp_path / "app.blog")), rf) == []
+    finally:
+        rf.close()
 
 
 def test_a_held_rest_left_in_the_buffer_or_moved_is_written_once(tmp_path):

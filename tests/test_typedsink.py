@@ -164,3 +164,21 @@ def test_c_makes_the_rows_of_simple_kinds_without_python_events(paths, monkeypat
         _, got, _ = typed(paths, which)
         assert got.num_rows > 0
     assert frames == []
+
+
+def test_a_field_named_as_another_column_but_for_case_gets_a_suffix(tmp_path):
+    # Proves: column names are unique whatever their case (Spark's are case-insensitive: a
+    # field `Time` beside `time` made every query naming `time` fail as ambiguous), on
+    # both paths; the values stay in their columns.
+    s = blog.Session()
+    log = s.get_logger("web")
+    out = blog.FileOutputStream(str(tmp_path / "c.blog"), mode="wb")
+    for i in range(3):
+        log.info("case {}", i, Time=i, PATH="p", Arg0=1.5, arg0_1="x")
+    s.consume(out)
+    out.close()
+    _, got, _ = typed([str(tmp_path / "c.blog")], "case {}")
+    names = got.column_names
+    assert names[7:] == ["arg0", "Time_1", "PATH_1", "Arg0_1", "arg0_1_1"]
+    assert len({n.casefold() for n in names}) == len(names)
+    assert got.select(names[7:]).to_pylist()[2] == dict(zip(names[7:], [2, 2, "p", 1.5, "x"]))

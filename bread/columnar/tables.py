@@ -52,10 +52,10 @@ def argument_names(src: EventSource, positional: int) -> list[str]:
     seen: set[str] = set(COMMON)
     out = []
     for n in names:     # a field named like a common column, or twice, gets a suffix
-        base, k = n, 1
-        while n in seen:
+        base, k = n, 1  # (whatever the case: Spark's column names are case-insensitive)
+        while n.casefold() in seen:
             n, k = f"{base}_{k}", k + 1
-        seen.add(n)
+        seen.add(n.casefold())
         out.append(n)
     return out
 

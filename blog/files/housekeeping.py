@@ -42,6 +42,7 @@ from blogstore.posix import fcntl
 from .. import process
 from ..report import report
 from . import shipping
+from .compaction import Compaction, Compactions
 from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
@@ -206,7 +207,7 @@ class Housekeeper:
 
     def __init__(self, directory: str, stem: str, *, compress: bool, retention: Retention,
                  manifest: bool = True, buffers: Sequence[str] = (),
-                 on_close: OnClose | None = None) -> None:
+                 on_close: OnClose | None = None, compaction: Compaction | None = None) -> None:
         self.directory = directory
         self.stem = stem
         self.compress = compress
@@ -229,10 +230,13 @@ class Housekeeper:
             is_closed=lambda path: not is_being_written(path))
         if self.shipper is not None:
             self.manifest = True
+        #: Runs ``bread compact`` on the directory as a child process (``blog.files.compaction``).
+        self.compactions = None if compaction is None else Compactions(directory, compaction)
 
     @property
     def needed(self) -> bool:
-        return self.compress or self.retention.active or self.manifest
+        return (self.compress or self.retention.active or self.manifest
+                or self.compactions is not None)
 
     def closed(self, name: str) -> None:
         """``name`` (in the directory) was closed by its writer."""
@@ -302,6 +306,8 @@ class Housekeeper:
                 if self.shipper is not None:
                     self.shipper.ship(f for f, _ in closed_files(self.directory, self.stem))
                     self._retain()       # what was kept for its hook may go now
+                if self.compactions is not None:
+                    self._compact()
             except Exception as exc:   # never raise on a thread of ours
                 self.errors += 1
                 report(f"blog: housekeeping of {self.directory}/{self.stem}.* failed: "
@@ -321,6 +327,17 @@ class Housekeeper:
             if old is not None:
                 self._known[os.path.basename(done)] = dict(
                     old, state="compressed", bytes=os.path.getsize(done))
+
+    def _compact(self) -> None:
+        """Start a compaction child if one is due (``Compactions.run``): with ``on_close``, of
+        the files shipped only; never while a crash buffer of the set waits for recovery
+        (which appends to its dead writer's file first)."""
+        assert self.compactions is not None
+        if any(pending_pids(d) for d in self.buffers):
+            return
+        files = closed_files(self.directory, self.stem)
+        self.compactions.run(min((st.st_mtime for _, st in files), default=None),
+                             shipped_only=self.shipper is not None)
 
     def _retain(self) -> None:
         if not self.retention.active:

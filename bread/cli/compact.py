@@ -57,6 +57,10 @@ def parser() -> argparse.ArgumentParser:
                    help="write the events as columns (each field of each call site coded for "
                         "its type): about 0.4x the bytes of compressed text; every reader "
                         "reads them")
+    p.add_argument("--shipped", action="store_true",
+                   help="take only files the directory's manifest records as shipped (a set's "
+                        "on_close hook returned for them): what blog's compact= option runs "
+                        "for a set that ships its files")
     p.add_argument("--dry-run", action="store_true",
                    help="list what would be done (each set and period, the files it would "
                         "compact); do nothing")
@@ -103,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         compact.compact(args.directory, older, period_ns=period, dry_run=args.dry_run,
-                        log=say, warn=warn, columnar=args.columnar)
+                        log=say, warn=warn, columnar=args.columnar,
+                        shipped_only=args.shipped)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2

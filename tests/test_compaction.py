@@ -112,6 +112,20 @@ def test_compaction_never_takes_a_file_not_yet_shipped(tmp_path):
         [f"e {i}" for i in range(4)] + ["e 0"])
 
 
+def test_retention_counts_a_compacted_file_as_one_closed_file_of_the_set(tmp_path):
+    # Proves: with compact=, retention takes the set's compacted files in too, in time
+    # order (its period's start), each one file of its bytes and age; deleting one drops
+    # its catalog entry.
+    logs = tmp_path / "logs"
+    _old_set(logs, 4)
+    rf = _compacting(logs, compact="1h", keep_files=3)
+    assert len(_compacted(logs)) == 1 and len(list(bread.read(str(logs)))) == 3
+    flushed_one_by_one(rf, 3)              # three new files: the compacted one is the oldest
+    assert _compacted(logs) == []
+    assert catalog.load(str(logs))["compacted"] == {}
+    assert sorted(ev.message for ev in bread.read(str(logs))) == ["e 0", "e 1", "e 2"]
+
+
 def _fake(directory, name: str, body: str) -> str:
     path = os.path.join(directory, name)
     with open(path, "w") as f:

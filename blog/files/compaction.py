@@ -21,6 +21,7 @@ does not wait for a child: it runs on to its end by itself.
 
 from __future__ import annotations
 
+import datetime as _dt
 import importlib.util
 import os
 import sys
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blogstore import catalog
-from blogstore.fileset import open_lock
+from blogstore.fileset import SetFile, open_lock
 from blogstore.posix import fcntl
 
 from .. import process
@@ -106,6 +107,62 @@ def compaction_option(value: Any) -> Compaction | None:
         return Compaction(older_than=value)   # type: ignore[arg-type]  # (a float: refused)
     raise ConfigurationError(f"compact must be an age like '1d', a Compaction, True or None, "
                              f"not {value!r}")
+
+
+def compacted_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_result]]:
+    """The set's compacted files, oldest first, as retention sees them: each as a SetFile of
+    its period's start (pid 0), with its stat."""
+    prefix = stem + ".compacted."
+    out = []
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    for n in names:
+        if not (n.startswith(prefix) and catalog.is_compacted(n)):
+            continue
+        t = n[len(prefix):len(prefix) + 19]     # no strptime: see blogstore.fileset.parse
+        try:
+            start = _dt.datetime(int(t[0:4]), int(t[5:7]), int(t[8:10]), int(t[11:13]),
+                                 int(t[14:16]), int(t[17:19]), tzinfo=_dt.timezone.utc)
+            out.append((SetFile(n, stem, int(start.timestamp()) * 1_000_000_000, 0, True),
+                        os.stat(os.path.join(directory, n))))
+        except (ValueError, OSError):
+            continue
+    return out
+
+
+def delete_compacted(directory: str, names: list[str]) -> list[str]:
+    """Delete the compacted files ``names`` and their catalog entries, under the compaction
+    lock (none if a compaction holds it: the next pass); only those the catalog says are
+    done. The names deleted."""
+    gone: list[str] = []
+    if not names:
+        return gone
+    with process.fork_guard:        # no fork while the lock is held: the child would keep it
+        fd = open_lock(os.path.join(directory, catalog.LOCK))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return gone
+        try:
+            c = catalog.load(directory)
+            entries = c["compacted"] if c is not None else {}
+            for n in names:
+                if entries.get(n, {}).get("state") != "done":
+                    continue
+                try:
+                    os.unlink(os.path.join(directory, n))
+                except FileNotFoundError:
+                    pass
+                del entries[n]
+                gone.append(n)
+            if gone and c is not None:
+                catalog.write(directory, c)
+        finally:
+            os.close(fd)
+    return gone
 
 
 class Compactions:

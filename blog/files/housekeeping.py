@@ -42,7 +42,7 @@ from blogstore.posix import fcntl
 from .. import process
 from ..report import report
 from . import shipping
-from .compaction import Compaction, Compactions
+from .compaction import Compaction, Compactions, compacted_files, delete_compacted
 from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
@@ -343,7 +343,18 @@ class Housekeeper:
         if not self.retention.active:
             return
         shipper = self.shipper
-        for f in expired(closed_files(self.directory, self.stem), self.retention, time.time()):
+        files = closed_files(self.directory, self.stem)
+        compacted: set[str] = set()
+        if self.compactions is not None:    # its compacted files too, each one file
+            extra = compacted_files(self.directory, self.stem)
+            compacted = {f.name for f, _ in extra}
+            files = sorted(files + extra, key=lambda fs: fs[0].time_ns)
+        doomed = expired(files, self.retention, time.time())
+        self.deleted += len(delete_compacted(self.directory,
+                                             [f.name for f in doomed if f.name in compacted]))
+        for f in doomed:
+            if f.name in compacted:
+                continue
             if shipper is not None and shipper.keeps(f.name):
                 continue     # not shipped yet: kept until its hook returns
             path = os.path.join(self.directory, f.name)

@@ -14,6 +14,7 @@ import pytest
 
 import blog
 import bread
+from blogstore.posix import fcntl
 from blog.errors import ConfigurationError
 from blogstore import catalog, manifest
 from blogstore.fileset import members
@@ -124,6 +125,27 @@ def test_retention_counts_a_compacted_file_as_one_closed_file_of_the_set(tmp_pat
     assert _compacted(logs) == []
     assert catalog.load(str(logs))["compacted"] == {}
     assert sorted(ev.message for ev in bread.read(str(logs))) == ["e 0", "e 1", "e 2"]
+
+
+def test_while_a_compaction_runs_no_child_starts_and_retention_waits(tmp_path):
+    # Proves: a compaction of the directory (another process's: its lock is held) keeps
+    # this set from starting a second one and from deleting what it may be reading; the
+    # next pass after it ended does both.
+    logs = tmp_path / "logs"
+    _old_set(logs, 3)
+    fd = os.open(logs / catalog.LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        rf = _compacting(logs, compact="1h", keep_files=2)
+        assert rf.housekeeper.compactions.runs == 0
+        assert len(members(str(logs), "app")) == 3
+    finally:
+        os.close(fd)
+    flushed_one_by_one(rf, 1)          # a pass: retention (two files left), then the child
+    assert rf.housekeeper.compactions.wait(120)
+    assert rf.housekeeper.compactions.runs == 1
+    assert len(members(str(logs), "app")) == 1 and len(_compacted(logs)) == 1
+    assert sorted(ev.message for ev in bread.read(str(logs))) == ["e 0", "e 2"]
 
 
 def _fake(directory, name: str, body: str) -> str:

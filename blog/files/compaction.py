@@ -28,8 +28,9 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from blogstore import catalog
 from blogstore.fileset import SetFile, open_lock
@@ -132,36 +133,48 @@ def compacted_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_re
     return out
 
 
-def delete_compacted(directory: str, names: list[str]) -> list[str]:
-    """Delete the compacted files ``names`` and their catalog entries, under the compaction
-    lock (none if a compaction holds it: the next pass); only those the catalog says are
-    done. The names deleted."""
-    gone: list[str] = []
-    if not names:
-        return gone
-    with process.fork_guard:        # no fork while the lock is held: the child would keep it
-        fd = open_lock(os.path.join(directory, catalog.LOCK))
+@contextmanager
+def compaction_lock(directory: str) -> Iterator[bool]:
+    """Hold the directory's compaction lock, if no compaction holds it: yields True if held
+    (no compaction runs meanwhile), False if one runs. No fork happens meanwhile (the
+    child would keep the lock): hold it briefly, and take no ``process.fork_guard`` inside
+    (it is held: ``is_being_written`` would wait for ever)."""
+    with process.fork_guard:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fd = open_lock(os.path.join(directory, catalog.LOCK))
         except OSError:
-            os.close(fd)
-            return gone
+            yield False
+            return
         try:
-            c = catalog.load(directory)
-            entries = c["compacted"] if c is not None else {}
-            for n in names:
-                if entries.get(n, {}).get("state") != "done":
-                    continue
-                try:
-                    os.unlink(os.path.join(directory, n))
-                except FileNotFoundError:
-                    pass
-                del entries[n]
-                gone.append(n)
-            if gone and c is not None:
-                catalog.write(directory, c)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                yield False
+                return
+            yield True
         finally:
             os.close(fd)
+
+
+def delete_compacted(directory: str, names: list[str]) -> list[str]:
+    """Delete the compacted files ``names`` that the catalog says are done, and their
+    catalog entries; the names deleted. Run under ``compaction_lock``."""
+    gone: list[str] = []
+    c = catalog.load(directory) if names else None
+    if c is None:
+        return gone
+    entries = c["compacted"]
+    for n in names:
+        if entries.get(n, {}).get("state") != "done":
+            continue
+        try:
+            os.unlink(os.path.join(directory, n))
+        except FileNotFoundError:
+            pass
+        del entries[n]
+        gone.append(n)
+    if gone:
+        catalog.write(directory, c)
     return gone
 
 
@@ -193,8 +206,9 @@ class Compactions:
             return False
         if self._last is not None and time.monotonic() - self._last < float(opt.every):
             return False
-        if self._locked():
-            return False          # another process's compaction of the directory runs
+        with compaction_lock(self.directory) as free:
+            if not free:
+                return False      # another process's compaction of the directory runs
         argv = self._argv(shipped_only)
         if argv is None:
             return False
@@ -208,21 +222,6 @@ class Compactions:
         if w is not None:
             w.join(timeout)
         return not self.running
-
-    def _locked(self) -> bool:
-        """True if a compaction of the directory holds its lock now (probed, let go)."""
-        with process.fork_guard:    # no fork meanwhile: the child would hold the probe
-            try:
-                fd = open_lock(os.path.join(self.directory, catalog.LOCK))
-            except OSError:
-                return False        # the child says what is wrong
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return True
-            finally:
-                os.close(fd)
-            return False
 
     def _argv(self, shipped_only: bool) -> list[str] | None:
         """The child's command line; None (said once, compaction off) where it cannot run."""

@@ -42,7 +42,8 @@ from blogstore.posix import fcntl
 from .. import process
 from ..report import report
 from . import shipping
-from .compaction import Compaction, Compactions, compacted_files, delete_compacted
+from .compaction import (Compaction, Compactions, compacted_files, compaction_lock,
+                         delete_compacted)
 from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
@@ -342,13 +343,20 @@ class Housekeeper:
     def _retain(self) -> None:
         if not self.retention.active:
             return
+        if self.compactions is None:
+            self._expire(closed_files(self.directory, self.stem), set())
+            return
+        extra = compacted_files(self.directory, self.stem)   # each one closed file
+        files = sorted(closed_files(self.directory, self.stem) + extra,
+                       key=lambda fs: fs[0].time_ns)
+        # Never beside a compaction (of any process): it may be reading what would go.
+        with compaction_lock(self.directory) as free:
+            if free:        # (else the next pass applies it)
+                self._expire(files, {f.name for f, _ in extra})
+
+    def _expire(self, files: list[tuple[SetFile, os.stat_result]], compacted: set[str]) -> None:
+        """Delete what retention says of ``files`` (oldest first), ``compacted`` among them."""
         shipper = self.shipper
-        files = closed_files(self.directory, self.stem)
-        compacted: set[str] = set()
-        if self.compactions is not None:    # its compacted files too, each one file
-            extra = compacted_files(self.directory, self.stem)
-            compacted = {f.name for f, _ in extra}
-            files = sorted(files + extra, key=lambda fs: fs[0].time_ns)
         doomed = expired(files, self.retention, time.time())
         self.deleted += len(delete_compacted(self.directory,
                                              [f.name for f in doomed if f.name in compacted]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import time
 
@@ -17,6 +18,7 @@ import bread
 from blogstore.posix import fcntl
 from blog.errors import ConfigurationError
 from blogstore import catalog, manifest
+from blogstore.crashlayout import buffer_directory
 from blogstore.fileset import members
 
 from helpers import flushed_one_by_one, run_python
@@ -78,10 +80,64 @@ def test_no_child_when_compact_is_off_nor_while_no_file_is_old_enough(tmp_path):
 
 
 def test_a_forked_worker_leaves_compaction_to_its_parent(tmp_path):
-    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1, compact="1d")
-    child = rf.for_child()       # what a forked child logs into
-    assert rf.housekeeper.compactions is not None and child.housekeeper.compactions is None
-    child.close()
+    # Proves: after fork, neither the default session's new set nor a RotatingFile of the
+    # application's own starts compaction children in the child: the parent's does.
+    r = run_python("""
+        import os, blog
+        from blog.lifecycle import consumer_of
+        blog.basic_config("logs/app.blog", rotate_bytes=1, compact="1d")
+        rf = blog.RotatingFile("other/app.blog", rotate_bytes=1, compact="1d")
+        def compacts():
+            return (consumer_of(blog.default_session()).stream.housekeeper.compactions,
+                    rf.housekeeper.compactions)
+        assert None not in compacts()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if compacts() == (None, None) else 1)
+        print(os.waitpid(pid, 0)[1])
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0"]
+
+
+def test_closing_the_set_does_not_wait_for_its_child(tmp_path):
+    # Proves: closing the set (at exit, say) leaves a running child to end by itself.
+    fake = _fake(tmp_path, "python-slow", "exec sleep 120")
+    _old_set(tmp_path / "logs", 1)
+    rf = blog.RotatingFile(tmp_path / "logs" / "app.blog", rotate_bytes=1,
+                           compact=blog.Compaction(older_than=60, python=fake))
+    rf.close()
+    compactions = rf.housekeeper.compactions
+    try:
+        assert compactions.runs == 1 and compactions.running
+        assert compactions.child.poll() is None
+    finally:
+        compactions.child.kill()
+        compactions.wait(120)
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_compressed_sets_are_compacted_and_a_pending_crash_buffer_holds_compaction(
+        tmp_path, compress):
+    # Proves: the child takes .blog.gz originals as .blog ones; while a crash buffer of the
+    # set waits for recovery (its process is dead), no child starts: recovery appends to
+    # that process's file first.
+    logs = tmp_path / "logs"
+    originals = _old_set(logs, 3, compress=compress)
+    assert all(n.endswith(".gz") == compress for n in originals)
+    buffers = buffer_directory(str(logs / "app.blog"))
+    os.makedirs(buffers)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    open(os.path.join(buffers, f"{dead.pid}-1.meta"), "wb").close()
+    rf = _compacting(logs, compact="1h", compress=compress)
+    assert rf.housekeeper.compactions.runs == 0
+    os.unlink(os.path.join(buffers, f"{dead.pid}-1.meta"))    # recovered
+    flushed_one_by_one(rf, 1)
+    assert rf.housekeeper.compactions.wait(120) and rf.housekeeper.compactions.runs == 1
+    assert len(_compacted(logs)) == 1
+    assert not any(os.path.exists(logs / n) for n in originals)
+    assert sorted(ev.message for ev in bread.read(str(logs))) == ["e 0", "e 0", "e 1", "e 2"]
 
 
 def test_compaction_never_takes_a_file_not_yet_shipped(tmp_path):

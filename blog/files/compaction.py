@@ -190,6 +190,8 @@ class Compactions:
         self.disabled: str | None = None    # why compaction cannot run here (said once)
         self._last: float | None = None     # time.monotonic() of the last start
         self._watcher: threading.Thread | None = None
+        #: The last child started (a ``subprocess.Popen``), or None.
+        self.child: Any = None
 
     @property
     def running(self) -> bool:
@@ -269,6 +271,7 @@ class Compactions:
                    f"tried again in {self.option.every} s")
             return
         self.runs += 1
+        self.child = child
         self._watcher = threading.Thread(target=self._watch, args=(child, err),
                                          name="blog-compaction", daemon=True)
         self._watcher.start()

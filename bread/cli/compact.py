@@ -1,5 +1,6 @@
-"""``bread compact DIR --older-than AGE [--period LENGTH] [--dry-run]``: the compaction of
-``bread.compact``, saying on standard output what it compacted."""
+"""``bread compact DIR --older-than AGE [--period LENGTH] [--columnar] [--shipped]
+[--dry-run]``: the compaction of ``bread.compact``, saying on standard output what it
+compacted."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ the directory's own files, and files that are not regular files (links), are
 left alone. Each such case is said on standard error.
 
 DIR is a local directory: a URL of object storage (s3://...) is refused; compact
-where the logs are written, before they are shipped.
+where the logs are written, before they are shipped. A file set can run this
+itself: blog.basic_config(..., compact="1d") (docs/guide.md, "Compaction in the
+set's housekeeping").
 
 exit status: 0 done, 1 bad option, 2 not a directory (or a URL), another compaction
 running, 3 something was left as it is (an original kept for its damage, a set

@@ -227,6 +227,20 @@ def test_a_failing_child_is_reported_and_logging_goes_on(tmp_path, capsys):
     assert _compacted(tmp_path / "logs") == []
 
 
+def test_a_directory_the_compactor_refuses_is_reported_and_logging_goes_on(tmp_path, capsys):
+    # Proves: the real child's refusal (a directory planted at the compaction lock's name)
+    # is reported with its exit status and message; retention and logging go on.
+    logs = tmp_path / "logs"
+    _old_set(logs, 3)
+    os.mkdir(logs / catalog.LOCK)
+    rf = _compacting(logs, compact="1h", keep_files=2)
+    assert rf.housekeeper.compactions.failures == 1
+    err = capsys.readouterr().err
+    assert "exited 2" in err and "not a lock file" in err
+    flushed_one_by_one(rf, 1)
+    assert len(members(str(logs), "app")) == 2 and len(list(bread.read(str(logs)))) == 2
+
+
 def test_a_child_that_hangs_is_killed_after_the_timeout(tmp_path, capsys):
     fake = _fake(tmp_path, "python-hangs", "exec sleep 60")
     _old_set(tmp_path / "logs", 1)

@@ -136,14 +136,15 @@ def compacted_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_re
 @contextmanager
 def compaction_lock(directory: str) -> Iterator[bool]:
     """Hold the directory's compaction lock, if no compaction holds it: yields True if held
-    (no compaction runs meanwhile), False if one runs. No fork happens meanwhile (the
-    child would keep the lock): hold it briefly, and take no ``process.fork_guard`` inside
-    (it is held: ``is_being_written`` would wait for ever)."""
+    (no compaction runs meanwhile), False if one runs; True too where the lock cannot be
+    opened (no compaction can take it either: a child says why). No fork happens meanwhile
+    (the child would keep the lock): hold it briefly, and take no ``process.fork_guard``
+    inside (it is held: ``is_being_written`` would wait for ever)."""
     with process.fork_guard:
         try:
             fd = open_lock(os.path.join(directory, catalog.LOCK))
         except OSError:
-            yield False
+            yield True
             return
         try:
             try:

@@ -1,4 +1,5 @@
-"""Housekeeping of a file set's closed files: compress them, age them out, finish what a crash cut.
+"""Housekeeping of a file set's closed files: compress them, age them out, finish what a crash cut,
+start their compaction (``compact=``: a child process, ``blog.files.compaction``).
 
 It runs on its own thread (never the consumer's: logging is never blocked by
 it). No fork happens while it holds a lock for a moment (a probe, the
@@ -197,8 +198,9 @@ def expired(files: list[tuple[SetFile, os.stat_result]], policy: Retention,
 
 
 class Housekeeper:
-    """A thread that compresses closed files of a set, applies its retention and keeps the
-    directory's manifest (``blogstore.manifest``) up to date.
+    """A thread that compresses closed files of a set, applies its retention, keeps the
+    directory's manifest (``blogstore.manifest``) up to date and, with ``compaction``,
+    starts ``bread compact`` children after its passes (``blog.files.compaction``).
 
     ``closed(name)`` hands it a file the writer has just closed; ``sweep()`` asks for a pass over the
     whole directory (done at start: files left by earlier runs, steps a crash

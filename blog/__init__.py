@@ -25,6 +25,7 @@ if TYPE_CHECKING:   # the names below, as type checkers and readers see them
                           get_logger, remove_output, set_min_severity, set_writer_name,
                           shutdown)
     from .errors import CallSiteError, ConfigurationError, FormatError, UnsafeBufferDirectory
+    from .files.compaction import Compaction
     from .files.rotating import RotatingFile
     from .integrations.adapters import adapt
     from .integrations.event import event
@@ -49,7 +50,7 @@ _DEFINED_IN = {
     "shutdown": "blog.default",
     "FormatError": "blog.errors", "CallSiteError": "blog.errors",
     "ConfigurationError": "blog.errors", "UnsafeBufferDirectory": "blog.errors",
-    "RotatingFile": "blog.files.rotating",
+    "Compaction": "blog.files.compaction", "RotatingFile": "blog.files.rotating",
     "adapt": "blog.integrations.adapters",
     "event": "blog.integrations.event",
     "TextStream": "blog.integrations.textstream",

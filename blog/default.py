@@ -32,6 +32,7 @@ from .pipeline.streams import FileOutputStream, OutputStream
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from .files.compaction import Compaction
     from .files.schedule import Interval, TimesOfDay
     from .pipeline.liveevents import LiveEvent
 
@@ -67,7 +68,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
                  keep_source_lines: bool = False, backtrace: int | None = None,
                  backtrace_trigger: Severity | int | str = Severity.ERROR,
                  strict: bool | None = None,
-                 on_close: Callable[[str], object] | None = None) -> Session:
+                 on_close: Callable[[str], object] | None = None,
+                 compact: Compaction | str | int | bool | None = None) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Left out, ``output`` is the environment variable ``BLOG_FILE`` (else ``app.blog``) and
@@ -112,6 +114,11 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
     once per file; retention keeps a file until its call returned (``blog.files.shipping``):
     to ship logs to object storage. A spawned child's files are its parent's to ship.
 
+    ``compact`` (a rotated set: ``"1d"``, or a ``blog.Compaction``) runs ``bread compact``
+    on the set's directory as a child process, at most hourly, for closed files older than
+    the age (``--columnar`` by default; with ``on_close``, only files already shipped):
+    docs/guide.md, "Compaction". The process that configured it runs it, not its children.
+
     ``strict=True`` makes a literal format that does not fit its call raise
     ``CallSiteError`` (``Session.strict``); by default such an event is logged as text,
     marked, and stderr says so once per call site. Leaving it out keeps what was set.
@@ -147,6 +154,13 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
     if on_close is not None and not rotating:
         raise ConfigurationError("on_close is called for the closed files of a rotated set: "
                                  "give rotate_bytes, rotate_every or rotate_at too")
+    compaction: Compaction | None = None
+    if compact is not None and compact is not False:
+        from .files.compaction import compaction_option
+        compaction = compaction_option(compact)
+        if not rotating:
+            raise ConfigurationError("compact compacts the closed files of a rotated set: "
+                                     "give rotate_bytes, rotate_every or rotate_at too")
     if rotating and mode != "ab":
         raise ConfigurationError(f"mode={mode!r} applies to one file; a rotated set always "
                                  "starts new files")
@@ -173,7 +187,7 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
         _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
               flush_bytes, channel_capacity, overflow, min_severity,
               os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False,
-              on_close)
+              on_close, compaction)
     s.keep_source_lines = keep_source_lines
     if strict is not None:
         s.strict = strict
@@ -203,7 +217,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
 def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float | None,
           rotating: bool, rotation: dict, flush_interval: float, flush_bytes: int,
           channel_capacity: int, overflow: str, min_severity: int,
-          crash: CrashOption = False, on_close: Callable[[str], object] | None = None) -> None:
+          crash: CrashOption = False, on_close: Callable[[str], object] | None = None,
+          compaction: Compaction | None = None) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
     old = consumer_of(s)
@@ -214,7 +229,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
         stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
             [] if crash is None or crash is False else [buffer_directory(os.fspath(output),
                                                                          crash)]),
-                                   on_close=on_close)
+                                   on_close=on_close, compact=compaction)
         stop_consumer(s, keep_buffer=True)
     else:
         same = (old is not None and isinstance(old.stream, FileOutputStream)

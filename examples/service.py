@@ -10,8 +10,11 @@ The master configures logging once; each worker it forks goes on logging into
 a file set of its own (``logs/service.<time>.pid<N>.blog``) with the same
 options. Files switch every 64 KiB or every 10 seconds, whichever comes
 first; closed files are gzipped in the background and only the newest 20 of
-them are kept. A real service would rotate at ``64 << 20`` bytes and
-``rotate_at="00:00"`` in its zone, and keep days rather than files.
+them are kept. The master's housekeeping also compacts closed files older than a
+day (``compact="1d"``: ``bread compact logs/ --older-than 1d --columnar`` in a child
+process, at most hourly; the workers leave it to the master). A real service would
+rotate at ``64 << 20`` bytes and ``rotate_at="00:00"`` in its zone, and keep days
+rather than files.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def worker(n: int, until: float) -> None:
 def main(directory: str, seconds: float) -> None:
     blog.basic_config(os.path.join(directory, "service.blog"),
                       rotate_bytes=64 << 10, rotate_every="10s", tz="UTC",
-                      keep_files=20, compress=True)
+                      keep_files=20, compress=True, compact="1d")
     log = blog.get_logger("master")
     until = time.time() + seconds
     pids = []

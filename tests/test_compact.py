@@ -169,6 +169,28 @@ def test_only_closed_files_older_than_the_age_are_compacted(tmp_path):
     assert msgs == list(range(3000))              # each event once, across the three
 
 
+def test_shipped_takes_only_the_files_the_manifest_records_as_shipped(tmp_path, capsys):
+    # Proves: --shipped (what blog's compact= runs for a set with on_close) leaves every
+    # file the manifest does not record as shipped, whatever its age.
+    d = tmp_path / "logs"
+    _write_set(d, threads=1, n=1500, forks=0)
+    files = [f.name for f in members(str(d), "app")]
+    _old(d)
+
+    def ship(m: dict) -> None:
+        for n in files[1::2]:
+            m["files"][n]["shipped"] = True
+
+    manifest.update(str(d), ship, lambda p: True)
+    assert cli.main(["compact", str(d), "--older-than", "1m", "--shipped", "--dry-run"]) == 0
+    listed = [line.strip() for line in capsys.readouterr().out.splitlines()
+              if line.startswith("  ")]
+    assert listed == files[1::2]
+    assert cli.main(["compact", str(d), "--older-than", "1m", "--shipped"]) == 0
+    assert [n for n in files if os.path.exists(d / n)] == files[0::2]
+    assert len(list(bread.read(str(d)))) == 1500 + 3
+
+
 def test_a_reader_reads_the_originals_or_the_compacted_file_never_both(tmp_path):
     d = tmp_path / "logs"
     _write_set(d, threads=1, n=1500, forks=0)

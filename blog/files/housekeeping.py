@@ -1,4 +1,5 @@
-"""Housekeeping of a file set's closed files: compress them, age them out, finish what a crash cut.
+"""Housekeeping of a file set's closed files: compress them, age them out, finish what a crash cut,
+start their compaction (``compact=``: a child process, ``blog.files.compaction``).
 
 It runs on its own thread (never the consumer's: logging is never blocked by
 it). No fork happens while it holds a lock for a moment (a probe, the
@@ -42,6 +43,8 @@ from blogstore.posix import fcntl
 from .. import process
 from ..report import report
 from . import shipping
+from .compaction import (Compaction, Compactions, compacted_files, compaction_lock,
+                         delete_compacted)
 from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
@@ -195,8 +198,9 @@ def expired(files: list[tuple[SetFile, os.stat_result]], policy: Retention,
 
 
 class Housekeeper:
-    """A thread that compresses closed files of a set, applies its retention and keeps the
-    directory's manifest (``blogstore.manifest``) up to date.
+    """A thread that compresses closed files of a set, applies its retention, keeps the
+    directory's manifest (``blogstore.manifest``) up to date and, with ``compaction``,
+    starts ``bread compact`` children after its passes (``blog.files.compaction``).
 
     ``closed(name)`` hands it a file the writer has just closed; ``sweep()`` asks for a pass over the
     whole directory (done at start: files left by earlier runs, steps a crash
@@ -206,7 +210,7 @@ class Housekeeper:
 
     def __init__(self, directory: str, stem: str, *, compress: bool, retention: Retention,
                  manifest: bool = True, buffers: Sequence[str] = (),
-                 on_close: OnClose | None = None) -> None:
+                 on_close: OnClose | None = None, compaction: Compaction | None = None) -> None:
         self.directory = directory
         self.stem = stem
         self.compress = compress
@@ -229,10 +233,13 @@ class Housekeeper:
             is_closed=lambda path: not is_being_written(path))
         if self.shipper is not None:
             self.manifest = True
+        #: Runs ``bread compact`` on the directory as a child process (``blog.files.compaction``).
+        self.compactions = None if compaction is None else Compactions(directory, compaction)
 
     @property
     def needed(self) -> bool:
-        return self.compress or self.retention.active or self.manifest
+        return (self.compress or self.retention.active or self.manifest
+                or self.compactions is not None)
 
     def closed(self, name: str) -> None:
         """``name`` (in the directory) was closed by its writer."""
@@ -302,6 +309,8 @@ class Housekeeper:
                 if self.shipper is not None:
                     self.shipper.ship(f for f, _ in closed_files(self.directory, self.stem))
                     self._retain()       # what was kept for its hook may go now
+                if self.compactions is not None:
+                    self._compact()
             except Exception as exc:   # never raise on a thread of ours
                 self.errors += 1
                 report(f"blog: housekeeping of {self.directory}/{self.stem}.* failed: "
@@ -322,11 +331,40 @@ class Housekeeper:
                 self._known[os.path.basename(done)] = dict(
                     old, state="compressed", bytes=os.path.getsize(done))
 
+    def _compact(self) -> None:
+        """Start a compaction child if one is due (``Compactions.run``): with ``on_close``, of
+        the files shipped only; never while a crash buffer of the set waits for recovery
+        (which appends to its dead writer's file first)."""
+        assert self.compactions is not None
+        if any(pending_pids(d) for d in self.buffers):
+            return
+        files = closed_files(self.directory, self.stem)
+        self.compactions.run(min((st.st_mtime for _, st in files), default=None),
+                             shipped_only=self.shipper is not None)
+
     def _retain(self) -> None:
         if not self.retention.active:
             return
+        if self.compactions is None:
+            self._expire(closed_files(self.directory, self.stem), set())
+            return
+        extra = compacted_files(self.directory, self.stem)   # each one closed file
+        files = sorted(closed_files(self.directory, self.stem) + extra,
+                       key=lambda fs: fs[0].time_ns)
+        # Never beside a compaction (of any process): it may be reading what would go.
+        with compaction_lock(self.directory) as free:
+            if free:        # (else the next pass applies it)
+                self._expire(files, {f.name for f, _ in extra})
+
+    def _expire(self, files: list[tuple[SetFile, os.stat_result]], compacted: set[str]) -> None:
+        """Delete what retention says of ``files`` (oldest first), ``compacted`` among them."""
         shipper = self.shipper
-        for f in expired(closed_files(self.directory, self.stem), self.retention, time.time()):
+        doomed = expired(files, self.retention, time.time())
+        self.deleted += len(delete_compacted(self.directory,
+                                             [f.name for f in doomed if f.name in compacted]))
+        for f in doomed:
+            if f.name in compacted:
+                continue
             if shipper is not None and shipper.keeps(f.name):
                 continue     # not shipped yet: kept until its hook returns
             path = os.path.join(self.directory, f.name)

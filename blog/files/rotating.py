@@ -27,6 +27,7 @@ from blogstore.posix import fcntl
 from .. import process
 from .durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from ..errors import ConfigurationError
+from .compaction import Compaction, compaction_option
 from .housekeeping import NEW, Housekeeper, Retention
 from .shipping import OnClose
 from ..report import report
@@ -66,7 +67,10 @@ class RotatingFile:
       (``basic_config``'s ``crash_dir``): see ``blog.files.crashbuf``;
     - ``on_close``: called with the path of each closed file of the set once it is final
       (compressed, if it compresses), on the housekeeping thread, at least once
-      (``blog.files.shipping``): to ship it elsewhere.
+      (``blog.files.shipping``): to ship it elsewhere;
+    - ``compact``: run ``bread compact`` on the directory as a child process, at most every
+      hour, for closed files older than an age (``"1d"``) or as a ``Compaction`` says
+      (``blog.files.compaction``); a forked child leaves it to its parent.
 
     Bad options raise ValueError naming the option, before any file is
     opened; a directory that cannot be created or written raises OSError.
@@ -78,7 +82,8 @@ class RotatingFile:
                  keep_days: float | None = None,
                  keep_bytes: int | None = None, compress: bool = False,
                  fsync: bool | str = False, crash_dirs: Sequence[str] = (),
-                 on_close: OnClose | None = None) -> None:
+                 on_close: OnClose | None = None,
+                 compact: Compaction | str | int | bool | None = None) -> None:
         self.path = os.path.abspath(os.fspath(path))   # a later chdir changes nothing
         self.directory, self.stem = split_base(self.path)
         self.rotate_bytes = _positive_int(rotate_bytes, "rotate_bytes")
@@ -95,6 +100,7 @@ class RotatingFile:
         if on_close is not None and not callable(on_close):
             raise ConfigurationError(f"on_close must be a function of a path, not {on_close!r}")
         self.on_close = on_close
+        self.compaction = compaction_option(compact)
         self.fsync = stream_policy(fsync)
         self.options: dict[str, Any] = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every,
                                             rotate_at=rotate_at, tz=tz, keep_files=keep_files,
@@ -110,7 +116,7 @@ class RotatingFile:
         process.track(process.ROTATING, self)
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=compress,
                                        retention=self.retention, buffers=self.crash_dirs,
-                                       on_close=on_close)
+                                       on_close=on_close, compaction=self.compaction)
         self.pid = os.getpid()
         self.current: str | None = None      # path of the file being written
         self.size = 0                        # bytes in it
@@ -232,7 +238,7 @@ class RotatingFile:
     def for_child(self) -> "RotatingFile":
         """The same options for a forked child: its own file set (its pid), never the parent's file."""
         self._closed = True   # the parent's file was let go of by _forked()
-        return RotatingFile(self.path, **self.options)
+        return RotatingFile(self.path, **self.options)   # (no compact: the parent's to run)
 
     def wait(self) -> None:
         """Return once the housekeeping handed over so far (compression, retention) is done."""
@@ -307,7 +313,8 @@ class RotatingFile:
 
     def _forked(self) -> None:
         """In a forked child: the parent's file is not ours (nor its lock); a write opens
-        a file of the child's own (its pid), with housekeeping of its own."""
+        a file of the child's own (its pid), with housekeeping of its own (compaction
+        left to the parent: its children would compact the same directory)."""
         if self._fd is not None:
             os.close(self._fd)    # our copy only: the parent keeps its file and its lock
             self._fd = None

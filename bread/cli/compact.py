@@ -1,5 +1,6 @@
-"""``bread compact DIR --older-than AGE [--period LENGTH] [--dry-run]``: the compaction of
-``bread.compact``, saying on standard output what it compacted."""
+"""``bread compact DIR --older-than AGE [--period LENGTH] [--columnar] [--shipped]
+[--dry-run]``: the compaction of ``bread.compact``, saying on standard output what it
+compacted."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ the directory's own files, and files that are not regular files (links), are
 left alone. Each such case is said on standard error.
 
 DIR is a local directory: a URL of object storage (s3://...) is refused; compact
-where the logs are written, before they are shipped.
+where the logs are written, before they are shipped. A file set can run this
+itself: blog.basic_config(..., compact="1d") (docs/guide.md, "Compaction in the
+set's housekeeping").
 
 exit status: 0 done, 1 bad option, 2 not a directory (or a URL), another compaction
 running, 3 something was left as it is (an original kept for its damage, a set
@@ -57,6 +60,10 @@ def parser() -> argparse.ArgumentParser:
                    help="write the events as columns (each field of each call site coded for "
                         "its type): about 0.4x the bytes of compressed text; every reader "
                         "reads them")
+    p.add_argument("--shipped", action="store_true",
+                   help="take only files the directory's manifest records as shipped (a set's "
+                        "on_close hook returned for them): what blog's compact= option runs "
+                        "for a set that ships its files")
     p.add_argument("--dry-run", action="store_true",
                    help="list what would be done (each set and period, the files it would "
                         "compact); do nothing")
@@ -103,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         compact.compact(args.directory, older, period_ns=period, dry_run=args.dry_run,
-                        log=say, warn=warn, columnar=args.columnar)
+                        log=say, warn=warn, columnar=args.columnar,
+                        shipped_only=args.shipped)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2

@@ -6,19 +6,21 @@ from __future__ import annotations
 import os
 import stat
 
-from blogstore import catalog
+from blogstore import catalog, manifest
 from blogstore.fileset import is_locked, members, parse
 
 from .files import Warn, to_stderr
 
 
 def candidates(directory: str, older_than_ns: int, now_ns: int,
-               warn: Warn = to_stderr) -> list[str]:
+               warn: Warn = to_stderr, shipped_only: bool = False) -> list[str]:
     """Closed files of the sets in ``directory`` last written before ``now - older_than``:
     regular files (a link is said to ``warn`` and left alone) that no compacted file
-    replaces already (an original a crash left, or one kept for its damage)."""
+    replaces already (an original a crash left, or one kept for its damage);
+    ``shipped_only``: only those the manifest records as shipped (``on_close``)."""
     out = []
     names = os.listdir(directory)
+    shipped = _shipped(directory) if shipped_only else None
     replaced = catalog.left_out(directory, names)
     found = [f for f in map(parse, names) if f is not None]
     plain = {f.name for f in found if not f.compressed}
@@ -37,16 +39,24 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
                 warn(f"{path}: both compressed and not (a compression cut short): left for "
                      "the set's next start")
             elif (st.st_mtime_ns < now_ns - older_than_ns and f.name not in replaced
-                  and not is_locked(path)):
+                  and (shipped is None or f.name in shipped) and not is_locked(path)):
                 out.append(f.name)
     return out
 
 
+def _shipped(directory: str) -> set[str]:
+    """The files the directory's manifest records as shipped (none if it is missing)."""
+    m = manifest.load(directory)
+    files = m["files"] if m is not None else {}
+    return {n for n, e in files.items() if e.get("shipped") is True}
+
+
 def groups(directory: str, older_than_ns: int, period_ns: int, now_ns: int,
-           warn: Warn = to_stderr) -> list[tuple[str, int, list[str]]]:
+           warn: Warn = to_stderr, shipped_only: bool = False
+           ) -> list[tuple[str, int, list[str]]]:
     """The ``candidates`` by set and period: (stem, period start in ns, names), in order."""
     out: dict[tuple[str, int], list[str]] = {}
-    for name in candidates(directory, older_than_ns, now_ns, warn):
+    for name in candidates(directory, older_than_ns, now_ns, warn, shipped_only):
         f = parse(name)
         assert f is not None
         out.setdefault((f.stem, f.time_ns // period_ns * period_ns), []).append(name)

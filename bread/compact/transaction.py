@@ -24,13 +24,16 @@ _SEC = 1_000_000_000
 
 def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC,
             now_ns: int | None = None, dry_run: bool = False,
-            log: Any = None, warn: Warn = to_stderr, columnar: bool = False) -> list[dict]:
+            log: Any = None, warn: Warn = to_stderr, columnar: bool = False,
+            shipped_only: bool = False) -> list[dict]:
     """Compact the closed files of ``directory`` older than ``older_than_ns``; one compacted
     file per set and period. Returns what was done (or would be, with ``dry_run``): with
     ``kept``, the originals that held damage and where they are now (package docstring).
     What is left alone (such originals, names in the catalog that are not the directory's
     own regular files) is said to ``warn`` (default: standard error). ``columnar``: the
     compacted files hold columnar frames (docs/format.md 5.5), smaller once compressed.
+    ``shipped_only``: take only originals the manifest records as shipped (a set's
+    ``on_close`` hook returned for them): none is deleted before it was shipped.
 
     Raises BlockingIOError if another compaction of the directory is running.
     """
@@ -42,7 +45,8 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
             finish_interrupted(directory, warn)
             _forget(directory, [])    # the manifest's stale entries and temporary files
         done = []
-        for stem, start, names in groups(directory, older_than_ns, period_ns, now, warn):
+        for stem, start, names in groups(directory, older_than_ns, period_ns, now, warn,
+                                         shipped_only):
             plan = {"stem": stem, "period_start_ns": start, "replaces": names}
             if not dry_run:
                 plan.update(_one(directory, stem, start, names, warn, columnar))

@@ -1,0 +1,305 @@
+"""Compaction in a file set's housekeeping (``compact=``): ``bread compact`` on the set's
+directory, run as a child process (docs/guide.md, "Compaction").
+
+A child process, not a call, for three reasons: ``blog`` never imports ``bread``; compacting
+takes about a microsecond of CPU per event, and a million events held in the service's
+interpreter would stall its logging threads for a second; and its memory (about 70 MB at
+peak) is the child's, not the service's. The child is the command a cron job runs, and as
+safe beside live writers and other processes: it takes only closed files, under the
+directory's compaction lock, in the catalog's transaction (a child killed at any moment is
+finished or undone by the next compaction).
+
+``Compactions.run`` is called by housekeeping after each of its passes; it starts a child
+when ``Compaction.every`` seconds have passed since the last one started, none is running
+(in this process, or in another: the compaction lock is probed), a closed file of the set is
+older than ``older_than`` and no crash buffer of the set waits for recovery. The child runs
+at a lower priority (``nice``), in a session of its own, its standard error going to an
+unlinked temporary file: a watcher thread waits for it (``timeout``: then it is killed) and
+reports a failure on stderr with the first ``ERR_BYTES`` of what it said. Closing the set
+does not wait for a child: it runs on to its end by itself.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from blogstore import catalog
+from blogstore.fileset import SetFile, open_lock
+from blogstore.posix import fcntl
+
+from .. import process
+from ..errors import ConfigurationError
+from ..report import report
+
+#: What a failing child said that is reported (the head of its standard error).
+ERR_BYTES = 2000
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+#: The child: ``NICE bread-arguments...``, run as ``python -c`` (the same ``bread compact``).
+_CHILD = ("import os, sys; os.nice(int(sys.argv.pop(1))); sys.argv[0] = 'bread compact'; "
+          "from bread.cli import main; sys.exit(main())")
+_EXITS = {1: "a bad option", 2: "not a directory, or another compaction running",
+          3: "something left as it is"}
+
+
+def seconds(value: Any, option: str) -> int:
+    """``value`` as whole seconds > 0: an int, or a duration like ``30m``, ``12h``, ``1d``,
+    ``2w``; a ConfigurationError naming ``option`` for anything else."""
+    if isinstance(value, str):
+        t = value.strip()
+        if len(t) >= 2 and t[-1] in _UNITS and t[:-1].isdigit() and int(t[:-1]) > 0:
+            return int(t[:-1]) * _UNITS[t[-1]]
+    elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise ConfigurationError(f"{option} must be whole seconds > 0 or a duration like 30m, 12h, "
+                             f"1d or 1w, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What ``compact=`` asks of housekeeping: ``bread compact DIR --older-than OLDER_THAN
+    --period PERIOD [--columnar]`` at most every ``every`` seconds, killed after ``timeout``.
+
+    Durations are seconds or strings like ``"1d"``. ``python`` is the interpreter that runs
+    it (default ``sys.executable``: give one where that is not a Python, as in uWSGI);
+    ``nice`` is added to the child's niceness (lower priority).
+    """
+
+    older_than: int | str = 86400
+    period: int | str = 86400
+    columnar: bool = True
+    every: int | str = 3600
+    timeout: int | str = 3600
+    python: str | None = None
+    nice: int = 10
+
+    def __post_init__(self) -> None:
+        for name in ("older_than", "period", "every", "timeout"):
+            object.__setattr__(self, name, seconds(getattr(self, name), f"compact's {name}"))
+        if not isinstance(self.columnar, bool):
+            raise ConfigurationError(f"compact's columnar must be True or False, "
+                                     f"not {self.columnar!r}")
+        if self.python is not None and not isinstance(self.python, str):
+            raise ConfigurationError(f"compact's python must be a path, not {self.python!r}")
+        if isinstance(self.nice, bool) or not isinstance(self.nice, int) \
+                or not 0 <= self.nice <= 19:
+            raise ConfigurationError(f"compact's nice must be an int from 0 to 19, "
+                                     f"not {self.nice!r}")
+
+
+def compaction_option(value: Any) -> Compaction | None:
+    """``compact=``'s value as a Compaction: None or False (off), True (the defaults), an age
+    (``"1d"``, seconds: ``older_than``, the rest the defaults) or a Compaction."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return Compaction()
+    if isinstance(value, Compaction):
+        return value
+    if isinstance(value, (str, int, float)):
+        return Compaction(older_than=value)   # type: ignore[arg-type]  # (a float: refused)
+    raise ConfigurationError(f"compact must be an age like '1d', a Compaction, True or None, "
+                             f"not {value!r}")
+
+
+def compacted_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_result]]:
+    """The set's compacted files, oldest first, as retention sees them: each as a SetFile of
+    its period's start (pid 0), with its stat."""
+    prefix = stem + ".compacted."
+    out = []
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    for n in names:
+        if not (n.startswith(prefix) and catalog.is_compacted(n)):
+            continue
+        t = n[len(prefix):len(prefix) + 19]     # no strptime: see blogstore.fileset.parse
+        try:
+            start = _dt.datetime(int(t[0:4]), int(t[5:7]), int(t[8:10]), int(t[11:13]),
+                                 int(t[14:16]), int(t[17:19]), tzinfo=_dt.timezone.utc)
+            out.append((SetFile(n, stem, int(start.timestamp()) * 1_000_000_000, 0, True),
+                        os.stat(os.path.join(directory, n))))
+        except (ValueError, OSError):
+            continue
+    return out
+
+
+@contextmanager
+def compaction_lock(directory: str) -> Iterator[bool]:
+    """Hold the directory's compaction lock, if no compaction holds it: yields True if held
+    (no compaction runs meanwhile), False if one runs; True too where the lock cannot be
+    opened (no compaction can take it either: a child says why). No fork happens meanwhile
+    (the child would keep the lock): hold it briefly, and take no ``process.fork_guard``
+    inside (it is held: ``is_being_written`` would wait for ever)."""
+    with process.fork_guard:
+        try:
+            fd = open_lock(os.path.join(directory, catalog.LOCK))
+        except OSError:
+            yield True
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+
+def delete_compacted(directory: str, names: list[str]) -> list[str]:
+    """Delete the compacted files ``names`` that the catalog says are done, and their
+    catalog entries; the names deleted. Run under ``compaction_lock``."""
+    gone: list[str] = []
+    c = catalog.load(directory) if names else None
+    if c is None:
+        return gone
+    entries = c["compacted"]
+    for n in names:
+        if entries.get(n, {}).get("state") != "done":
+            continue
+        try:
+            os.unlink(os.path.join(directory, n))
+        except FileNotFoundError:
+            pass
+        del entries[n]
+        gone.append(n)
+    if gone:
+        catalog.write(directory, c)
+    return gone
+
+
+class Compactions:
+    """Starts and watches the compaction children of one set's directory (module docstring);
+    ``runs``, ``failures`` count them."""
+
+    def __init__(self, directory: str, option: Compaction) -> None:
+        self.directory = directory
+        self.option = option
+        self.runs = 0            # children started
+        self.failures = 0        # children that failed (exit status other than 0, killed)
+        self.disabled: str | None = None    # why compaction cannot run here (said once)
+        self._last: float | None = None     # time.monotonic() of the last start
+        self._watcher: threading.Thread | None = None
+        #: The last child started (a ``subprocess.Popen``), or None.
+        self.child: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self._watcher is not None and self._watcher.is_alive()
+
+    def run(self, oldest_mtime: float | None, shipped_only: bool) -> bool:
+        """Start a child if one is due (module docstring); True if one was started.
+        ``oldest_mtime``: when the set's oldest closed file was last written (None: none is
+        closed); ``shipped_only``: take only files an ``on_close`` hook has shipped."""
+        opt = self.option
+        if self.disabled is not None or self.running or oldest_mtime is None:
+            return False
+        if time.time() - oldest_mtime <= float(opt.older_than):
+            return False
+        if self._last is not None and time.monotonic() - self._last < float(opt.every):
+            return False
+        with compaction_lock(self.directory) as free:
+            if not free:
+                return False      # another process's compaction of the directory runs
+        argv = self._argv(shipped_only)
+        if argv is None:
+            return False
+        self._last = time.monotonic()
+        self._start(argv)
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the running child, if any, and its report; True if none runs now."""
+        w = self._watcher
+        if w is not None:
+            w.join(timeout)
+        return not self.running
+
+    def _argv(self, shipped_only: bool) -> list[str] | None:
+        """The child's command line; None (said once, compaction off) where it cannot run."""
+        opt = self.option
+        python = opt.python or sys.executable
+        name = os.path.basename(python or "").lower()
+        why = None
+        if not python or not os.path.isfile(python) or not os.access(python, os.X_OK):
+            why = f"{python!r} is not an executable file"
+        elif opt.python is None and "python" not in name and "pypy" not in name:
+            why = (f"sys.executable {python!r} is not a Python (an embedded interpreter): give "
+                   "compact=Compaction(python=...)")
+        elif importlib.util.find_spec("bread") is None:
+            why = "bread is not installed beside blog"
+        if why is not None:
+            self.disabled = why
+            report(f"blog: compaction of {self.directory} is off: {why}")
+            return None
+        argv = [python, "-c", _CHILD, str(opt.nice), "compact", self.directory,
+                "--older-than", f"{opt.older_than}s", "--period", f"{opt.period}s"]
+        if opt.columnar:
+            argv.append("--columnar")
+        if shipped_only:
+            argv.append("--shipped")
+        return argv
+
+    def _start(self, argv: list[str]) -> None:
+        import subprocess     # only where compaction is configured: not at import
+
+        env = dict(os.environ)
+        spec = importlib.util.find_spec("bread")
+        if spec is not None and spec.submodule_search_locations:   # where this process has it
+            where = os.path.dirname(list(spec.submodule_search_locations)[0])
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (where, env.get("PYTHONPATH")) if p)
+        err = tempfile.TemporaryFile()
+        try:
+            with process.fork_guard:
+                child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                         start_new_session=True)
+        except OSError as exc:
+            err.close()
+            self.failures += 1
+            report(f"blog: compaction of {self.directory} could not start: {exc}; it is "
+                   f"tried again in {self.option.every} s")
+            return
+        self.runs += 1
+        self.child = child
+        self._watcher = threading.Thread(target=self._watch, args=(child, err),
+                                         name="blog-compaction", daemon=True)
+        self._watcher.start()
+
+    def _watch(self, child: Any, err: Any) -> None:
+        """Wait for ``child`` (killed after the timeout) and report how it failed."""
+        import subprocess
+
+        killed = False
+        try:
+            child.wait(float(self.option.timeout))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            killed = True
+        with err:
+            err.seek(0)
+            said = err.read(ERR_BYTES + 1)
+        status = child.returncode
+        if status == 0 and not killed:
+            return
+        self.failures += 1
+        what = (f"was killed after {self.option.timeout} s (the next compaction finishes or "
+                "undoes what it did)" if killed else
+                f"exited {status} ({_EXITS.get(status, 'failed')})")
+        text = said[:ERR_BYTES].decode("utf-8", "replace").strip()
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text.replace("\n", "; "))
+        report(f"blog: compaction of {self.directory} (bread compact) {what}; it is tried "
+               f"again in {self.option.every} s" + (f": {text}" if text else "")
+               + (" ..." if len(said) > ERR_BYTES else ""))

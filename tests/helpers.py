@@ -227,10 +227,12 @@ def count_reader_fallbacks(monkeypatch) -> list[tuple]:
 
 def flushed_one_by_one(stream, n: int) -> None:
     """``n`` events "e {i}" logged into ``stream`` (a RotatingFile, say) by a new session,
-    each flushed on its own; then the stream closed."""
+    each flushed on its own; then the stream closed. Only the flushes consume (the thread's
+    interval is an hour): with rotate_bytes=1, a timed consume between a call site's
+    registration and its event would make two files of one event."""
     import blog
     s = blog.Session()
-    c = blog.Consumer(s, stream, interval=0.005).start()
+    c = blog.Consumer(s, stream, interval=3600).start()
     log = s.get_logger()
     for i in range(n):
         log.info("e {}", i)

@@ -221,8 +221,8 @@ struct ColFrame {
     Buf ev;                              /* an event's bytes, for the fallback */
     Buf texts;                           /* the text of the V_*_TEXT values */
     /* what the arrays above and the decoding's scratch live in, kept for the next frame:
-     * the per-event arrays (sid...), text, the groups' values, two of scratch, an IdMap */
-    Spare ids, text_s, vals, tmp, scratch, keys, slots;
+     * the per-event arrays (sid...), text, the groups' values, scratch, an IdMap */
+    Spare ids, text_s, vals, tmp, keys, slots;
 };
 
 /* A ColFrame with its memory, as a spare one is: what it held of a frame forgotten. */
@@ -237,7 +237,7 @@ colframe_reuse(ColFrame *old)
     cf->texts = keep.texts;
     cf->ev.len = cf->texts.len = 0;
     cf->ids = keep.ids, cf->text_s = keep.text_s, cf->vals = keep.vals, cf->tmp = keep.tmp;
-    cf->scratch = keep.scratch, cf->keys = keep.keys, cf->slots = keep.slots;
+    cf->keys = keep.keys, cf->slots = keep.slots;
     return cf;
 }
 
@@ -248,8 +248,7 @@ colframe_free(ColFrame *cf)
     PyMem_Free(cf->groups);
     PyMem_Free(cf->ev.p);
     PyMem_Free(cf->texts.p);
-    Spare *all[] = {&cf->ids, &cf->text_s, &cf->vals, &cf->tmp, &cf->scratch, &cf->keys,
-                    &cf->slots};
+    Spare *all[] = {&cf->ids, &cf->text_s, &cf->vals, &cf->tmp, &cf->keys, &cf->slots};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++) PyMem_Free(all[k]->p);
     PyMem_Free(cf);
 }
@@ -302,6 +301,17 @@ get_varints(const unsigned char *s, Py_ssize_t n, Py_ssize_t count, long long *o
     unsigned long long z = 0;
     int shift = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t eight;   /* eight one-byte varints at once (the common small deltas) */
+        while (shift == 0 && i + 8 <= n && got + 8 <= count
+               && (memcpy(&eight, s + i, 8), !(eight & 0x8080808080808080ULL))) {
+            for (int k = 0; k < 8; k++) {
+                unsigned long long b = s[i + k];
+                out[got + k] = (long long)(b >> 1) ^ -(long long)(b & 1);
+            }
+            got += 8;
+            i += 8;
+        }
+        if (i == n) break;
         unsigned char b = s[i];
         if (shift == 63 && (b & 0x7e)) return -1;   /* beyond 64 bits */
         z |= (unsigned long long)(b & 0x7f) << shift;
@@ -406,8 +416,9 @@ render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
     return 0;
 }
 
-/* A value column: `count` values, the `width` apart in vals (a group's rows); `text`: where
- * the floats' text goes (NULL: none is made), and the ints' if `ints_text`. */
+/* A value column: `count` values, the `width` apart in vals (a group's rows; NULL: the
+ * column is only checked, no value kept); `text`: where the floats' text goes (NULL: none
+ * is made), and the ints' if `ints_text`. */
 static int
 read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text,
             int ints_text)
@@ -421,7 +432,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
     case CC_INTS: case CC_PLAIN:
         *r = at;
         if (read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0) return -1;
-        for (Py_ssize_t i = 0; i < count; i++) {
+        for (Py_ssize_t i = 0; i < count && vals != NULL; i++) {
             vals[i * width].kind = V_INT;
             vals[i * width].i = tmp[i];
         }
@@ -432,13 +443,14 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             return -1;
         for (Py_ssize_t i = 0; i < count; i++) {
             if (tmp[i] >= EXACT53 || tmp[i] <= -EXACT53) return -1;
+            if (vals == NULL) continue;
             vals[i * width].kind = V_F64;
             vals[i * width].d = (double)tmp[i] / POW10[scale];
         }
         return render_column(vals, count, width, text, tmp, (int)scale);
     case CC_DOUBLES:
         if (n != 2 || read_bin(r, &p, &len) < 0 || len != 8 * count) return -1;
-        for (Py_ssize_t i = 0; i < count; i++) {
+        for (Py_ssize_t i = 0; i < count && vals != NULL; i++) {
             union { uint64_t u; double d; } x = {0};
             for (int k = 7; k >= 0; k--) x.u = x.u << 8 | p[8 * i + k];
             vals[i * width].kind = V_F64;
@@ -448,15 +460,17 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
     case CC_STRINGS: {
         long long nw = read_array(r);
         if (n != 3 || nw < 0 || nw > r->end - r->p) return -1;
-        Val *words = PyMem_Malloc((size_t)(nw ? nw : 1) * sizeof(Val));
-        if (words == NULL) return -1;
+        Val one, *words = vals != NULL ? PyMem_Malloc((size_t)(nw ? nw : 1) * sizeof(Val)) : NULL;
+        if (words == NULL && vals != NULL) return -1;
         int bad = 0;
-        for (long long k = 0; k < nw && !bad; k++)
-            bad = read_value(r, &words[k], 1) < 0 || words[k].kind != V_STR;
+        for (long long k = 0; k < nw && !bad; k++) {
+            Val *w = words != NULL ? &words[k] : &one;
+            bad = read_value(r, w, 1) < 0 || w->kind != V_STR;
+        }
         if (!bad) bad = read_bin(r, &p, &len) < 0 || get_varints(p, len, count, tmp) < 0;
         for (Py_ssize_t i = 0; i < count && !bad; i++) {
             bad = tmp[i] < 0 || tmp[i] >= nw;
-            if (!bad) vals[i * width] = words[tmp[i]];
+            if (!bad && vals != NULL) vals[i * width] = words[tmp[i]];
         }
         PyMem_Free(words);
         return bad ? -1 : 0;
@@ -466,7 +480,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
         Rd v = {p, p + len};
         for (Py_ssize_t i = 0; i < count; i++) {
             const unsigned char *start = v.p;
-            Val *x = &vals[i * width];
+            Val one, *x = vals != NULL ? &vals[i * width] : &one;
             if (read_value(&v, x, 1) < 0) return -1;
             if (x->kind == V_OTHER || x->kind == V_EXT) {   /* its bytes, for the fallback */
                 x->s = start;
@@ -575,7 +589,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     long long ng = read_array(&groups);
     if (ng <= 0 || ng > n) return -1;
     IdMap m = {0};
-    Val *scratch = NULL, *vals = NULL;
+    Val *vals = NULL;
     long long *tmp = spare(&cf->tmp, (size_t)n * sizeof(long long));
     cf->groups = PyMem_Calloc((size_t)ng, sizeof(ColGroup));
     if (tmp == NULL || cf->groups == NULL
@@ -595,11 +609,12 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         cf->ngroups = g + 1;
         gr->width = (Py_ssize_t)width;
     }
+    Py_ssize_t gi = -1;                        /* (runs of one source: looked up once) */
     for (Py_ssize_t i = 0; i < n; i++) {       /* each event's group and row there */
-        Py_ssize_t g = m.vals[idmap_slot(&m, cf->sid[i])];
-        if (g < 0) return -1;                  /* an event of a source without a group */
-        cf->grp[i] = g;
-        cf->row[i] = cf->groups[g].count++;
+        if (i == 0 || cf->sid[i] != cf->sid[i - 1]) gi = m.vals[idmap_slot(&m, cf->sid[i])];
+        if (gi < 0) return -1;                 /* an event of a source without a group */
+        cf->grp[i] = gi;
+        cf->row[i] = cf->groups[gi].count++;
     }
     for (Py_ssize_t g = 0; g < ng; g++)
         if (cf->groups[g].count == 0) return -1;   /* a group without an event */
@@ -613,8 +628,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     Py_ssize_t nvals = 0;                      /* every group's values, a byte each at least */
     for (Py_ssize_t g = 0; g < ng; g++) nvals += cf->groups[g].width * cf->groups[g].count;
     if (nvals > size) return -1;
-    if (keep ? (vals = spare(&cf->vals, (size_t)nvals * sizeof(Val))) == NULL
-             : (scratch = spare(&cf->scratch, (size_t)n * sizeof(Val))) == NULL)
+    if (keep && (vals = spare(&cf->vals, (size_t)nvals * sizeof(Val))) == NULL)
         return -1;
     Rd walk = {s, s + size};
     read_array(&walk);
@@ -634,9 +648,8 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
             vals += nv;
         }
         for (Py_ssize_t k = 0; k < gr->width; k++)
-            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts,
-                                    both)
-                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL, 0)) < 0)
+            if (read_column(&walk, gr->count, keep ? gr->vals + k : NULL, gr->width, tmp,
+                            keep ? &cf->texts : NULL, both) < 0)
                 return -1;
     }
     for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
@@ -649,18 +662,24 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     if (idmap_init(&m, n, &cf->keys, &cf->slots) < 0) return -1;
     Py_ssize_t nw = 0;
     long long *first = tmp;                    /* per writer: how many events, then where */
+    Py_ssize_t wi = -1;                        /* (runs of one writer: looked up once) */
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t slot = idmap_slot(&m, cf->wid[i]);
-        if (m.vals[slot] < 0) { m.vals[slot] = nw; first[nw++] = 0; }
-        first[m.vals[slot]]++;
+        if (i == 0 || cf->wid[i] != cf->wid[i - 1]) {
+            Py_ssize_t slot = idmap_slot(&m, cf->wid[i]);
+            if (m.vals[slot] < 0) { m.vals[slot] = nw; first[nw++] = 0; }
+            wi = m.vals[slot];
+        }
+        first[wi]++;
     }
     for (Py_ssize_t w = 0, at = 0; w < nw; w++) {
         long long c = first[w];
         first[w] = at;
         at += (Py_ssize_t)c;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        cf->order[first[m.vals[idmap_slot(&m, cf->wid[i])]]++] = i;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || cf->wid[i] != cf->wid[i - 1]) wi = m.vals[idmap_slot(&m, cf->wid[i])];
+        cf->order[first[wi]++] = i;
+    }
     return 0;
 }
 

@@ -322,3 +322,27 @@ def _clock_varints(v: list[int]) -> bytes:
     got = _put_varints(v)
     assert got is not None
     return got
+
+
+@pytest.mark.parametrize("wide", [0, 1, 7, 8, 9, 15, 16, 31, 38, 39])
+@pytest.mark.parametrize("extra", [b"", b"\x02" * 8, b"\x02" * 9])
+def test_clock_varints_of_one_byte_and_more_anywhere_read_alike_on_both_paths(
+        small_columnar, wide, extra, monkeypatch):
+    # Proves: the clocks' varints, one byte each but the one at `wide` (two bytes), read as
+    # their values on both paths wherever the wider one sits among the runs of eight the C
+    # path reads at once (itself: never as events payloads); varints past the count (eight
+    # or more of one byte) are damage.
+    import blogformat.columnframes as cf
+    deltas = [1 + (k % 50) for k in range(40)]
+    deltas[wide] = 300
+    crafted = _with_clocks(small_columnar, lambda c: [8, 0, _clock_varints(deltas) + extra])
+    for pure in (False, True):
+        with monkeypatch.context() as m:
+            if not extra and not pure and accel.speedups is not None:
+                m.setattr(cf, "events_payloads", lambda payload: _refuse())
+            t, damage = table(crafted, pure=pure)
+        if extra:
+            assert t.num_rows == 0 and len(damage) == 1
+        else:
+            clocks = [sum(deltas[:k + 1]) for k in range(40)]
+            assert damage == [] and sorted(t["clock"].to_pylist()) == clocks

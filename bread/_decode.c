@@ -363,9 +363,52 @@ read_ints(Rd *r, Py_ssize_t count, unsigned ok, long long *out)
     return sums(out, count) < 0 || (coding == CC_CLOCKS && sums(out, count) < 0) ? -1 : 0;
 }
 
+/* Decimal digits for a whole column at a time: two digits a step from a table, each
+ * number's length known first, its digits written where they go (buf_uint's digit at a
+ * time, reversed through a copy, was a tenth of a columnar read). */
+static const char DIGITS2[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+static const unsigned long long POW10U[] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+    100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+    10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+    100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+
+static inline int
+count_digits(unsigned long long u)
+{
+    int n = 1;
+    while (n < 20 && u >= POW10U[n]) n++;
+    return n;
+}
+
+/* u's last `n` decimal digits (zero-padded) into p[0..n). */
+static inline void
+put_digits(char *p, unsigned long long u, int n)
+{
+    for (; n >= 2; n -= 2, u /= 100) memcpy(p + n - 2, DIGITS2 + 2 * (u % 100), 2);
+    if (n) p[0] = (char)('0' + u % 10);
+}
+
+/* An int's text (as buf_int writes it) appended to o. */
+static inline int
+put_int_text(Buf *o, long long v)
+{
+    unsigned long long u = v < 0 ? (unsigned long long)-(v + 1) + 1 : (unsigned long long)v;
+    int nd = count_digits(u), neg = v < 0;
+    if (buf_reserve(o, nd + neg) < 0) return -1;
+    if (neg) o->p[o->len] = '-';
+    put_digits(o->p + o->len + neg, u, nd);
+    o->len += nd + neg;
+    return 0;
+}
+
 /* repr of a decimal's float, d = n / 10**scale, written from its digits where that is
- * what repr writes (bread_put_decimal: at most 15 significant digits, d in [1e-4, 2**53)
- * once the trailing zeros are gone); 1 written, 0 not such a decimal, -1 error. */
+ * what repr writes (as bread_put_decimal does: at most 15 significant digits, d in
+ * [1e-4, 2**53) once the trailing zeros are gone); 1 written, 0 not such a decimal, -1
+ * error. */
 static int
 decimal_text(Buf *o, long long n, int scale, double d)
 {
@@ -374,7 +417,16 @@ decimal_text(Buf *o, long long n, int scale, double d)
     while (scale > 0 && u % 10 == 0) { u /= 10; scale--; }
     double a = d < 0 ? -d : d;
     if (u >= 1000000000000000ULL || !(a >= 1e-4)) return 0;
-    return bread_put_decimal(o, u, scale, n < 0);
+    unsigned long long ip = u / POW10U[scale], fp = u % POW10U[scale];
+    int neg = n < 0, nd = count_digits(ip), nf = scale ? scale : 1;
+    if (buf_reserve(o, neg + nd + 1 + nf) < 0) return -1;
+    char *p = o->p + o->len;
+    if (neg) *p++ = '-';
+    put_digits(p, ip, nd);
+    p[nd] = '.';
+    put_digits(p + nd + 1, fp, nf);   /* (scale 0: "u.0") */
+    o->len += neg + nd + 1 + nf;
+    return 1;
 }
 
 /* The text of each finite float of a column (each a V_F64), rendered once for the message
@@ -400,15 +452,15 @@ render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const lo
 }
 
 /* The text of each int of a column, rendered once for the message and the JSON columns
- * (an int is written twice per event when both are made): as render_column's floats, the
- * value made V_INT_TEXT. */
+ * (a column at a time: put_int_text): as render_column's floats, the value made
+ * V_INT_TEXT. */
 static int
 render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
 {
     for (Py_ssize_t i = 0; i < count; i++) {
         Val *v = &vals[i * width];
         Py_ssize_t at = text->len;
-        if (buf_int(text, v->i) < 0) return -1;
+        if (put_int_text(text, v->i) < 0) return -1;
         v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
         v->n = text->len - at;
         v->kind = V_INT_TEXT;
@@ -417,11 +469,10 @@ render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
 }
 
 /* A value column: `count` values, the `width` apart in vals (a group's rows; NULL: the
- * column is only checked, no value kept); `text`: where the floats' text goes (NULL: none
- * is made), and the ints' if `ints_text`. */
+ * column is only checked, no value kept); `text`: where the ints' and floats' text goes
+ * (NULL: none is made). */
 static int
-read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text,
-            int ints_text)
+read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text)
 {
     Rd at = *r;
     long long n = read_array(r), coding, scale = 0;
@@ -436,7 +487,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             vals[i * width].kind = V_INT;
             vals[i * width].i = tmp[i];
         }
-        return text != NULL && ints_text ? render_ints(vals, count, width, text) : 0;
+        return text != NULL ? render_ints(vals, count, width, text) : 0;
     case CC_DECIMALS:
         if (n != 3 || read_int(r, &scale) < 0 || scale < 0 || scale > COL_MAX_SCALE
             || read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0)
@@ -621,7 +672,6 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     /* the columns, now that each group's count is known: checked, and kept where the
      * output renders values (the message, the JSON, an event the fallback makes) */
     int keep = self->want_message || self->want_json;
-    int both = self->want_message && self->want_json;   /* each int written twice an event */
     for (Py_ssize_t i = 0; i < n && !keep; i++)
         keep = cf->sid[i] >= MAX_IDS || self->sources[cf->sid[i]] == NULL
                || cf->wid[i] >= MAX_IDS || self->writers[cf->wid[i]].name == NULL;
@@ -649,7 +699,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         }
         for (Py_ssize_t k = 0; k < gr->width; k++)
             if (read_column(&walk, gr->count, keep ? gr->vals + k : NULL, gr->width, tmp,
-                            keep ? &cf->texts : NULL, both) < 0)
+                            keep ? &cf->texts : NULL) < 0)
                 return -1;
     }
     for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */

@@ -346,3 +346,32 @@ def test_clock_varints_of_one_byte_and_more_anywhere_read_alike_on_both_paths(
         else:
             clocks = [sum(deltas[:k + 1]) for k in range(40)]
             assert damage == [] and sorted(t["clock"].to_pylist()) == clocks
+
+
+#: Ints at every count of digits and its edges; a column of decimals of one scale, as the
+#: columnar coding takes them (m / 10**k: 0 to 15 places, 1 to 16 digits).
+EDGE_INTS = st.one_of(st.sampled_from([0, -1, 1, 9, 10, 99, 100, -(1 << 63), (1 << 63) - 1]),
+                      st.integers(0, 19).map(lambda k: 10 ** k - 1),
+                      st.integers(0, 18).map(lambda k: -(10 ** k)),
+                      st.integers(-2**63, 2**63 - 1))
+MANTISSAS = st.one_of(st.integers(-10**15, 10**15), st.integers(0, 15).map(lambda k: 10 ** k),
+                      st.integers(1, 15).map(lambda k: 10 ** k - 1))
+COLUMNS_OF_ONE_SCALE = st.integers(0, 15).flatmap(lambda k: st.lists(
+    st.tuples(EDGE_INTS, MANTISSAS.map(lambda m: m / 10 ** k)), min_size=1, max_size=40))
+
+
+@settings(max_examples=80, deadline=None)
+@given(COLUMNS_OF_ONE_SCALE)
+def test_ints_and_decimals_of_every_length_read_as_their_text(tmp_path_factory, values):
+    # Proves: the columnar path's text of an int and of a decimal (made a column at a
+    # time, two digits a step) is the text the row frames and the Python path give (str
+    # and repr), in the message, the args and with ints' and floats' signs, zeros and
+    # lengths of 1 to 20 digits, and decimals of 0 to 15 places.
+    d = tmp_path_factory.mktemp("digits")
+    src = str(d / "src.blog")
+    write(src, [("v {} {}", ["int", "float"], None)], [(0, 0, list(v), None) for v in values])
+    rows, cols = compacted(src, False), compacted(src, True)
+    t_cols, damage = table(cols)
+    assert damage == []
+    assert t_cols["message"].to_pylist() == [f"v {i} {f!r}" for i, f in values]
+    assert same(t_cols, table(cols, pure=True)[0]) and same(t_cols, table(rows)[0])

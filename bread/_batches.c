@@ -60,7 +60,7 @@ put_json_value(Buf *o, const Val *v)
         if (!isfinite(v->d)) return 0;
         return bread_put_value(o, v);
     case V_F64_TEXT: case V_INT_TEXT:   /* a finite float or an int: its text is its JSON */
-        return buf_put(o, v->s, v->n) < 0 ? -1 : 1;
+        return bread_put_text(o, v->s, v->n) < 0 ? -1 : 1;
     default: return 0;   /* rich values */
     }
 }

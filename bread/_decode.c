@@ -186,7 +186,41 @@ enum { CC_INTS = 0, CC_CLOCKS = 1, CC_DECIMALS = 2, CC_DOUBLES = 3, CC_STRINGS =
 #define COL_MAX_SCALE 15
 #define EXACT53 9007199254740992LL
 
-typedef struct { long long sid; Py_ssize_t width, count; Val *vals; } ColGroup;
+/* A value of a columnar frame as the frame's decoding keeps it until the walk hands it on
+ * (as a Val): half a Val's bytes, for a frame's values are more than the caches hold (its
+ * number, and its bytes or its text when it has them; within a payload, n fits 31 bits). */
+typedef struct {
+    union { long long i; unsigned long long u; double d; } x;
+    const unsigned char *s;
+    int32_t n;
+    unsigned char kind, surrogates;
+} CVal;
+
+static inline void
+cval_set(CVal *c, const Val *v)
+{
+    c->kind = (unsigned char)v->kind;
+    c->surrogates = (unsigned char)v->surrogates;
+    c->s = v->s;
+    c->n = (int32_t)v->n;
+    if (v->kind == V_UINT) c->x.u = v->u;
+    else if (v->kind == V_F64) c->x.d = v->d;
+    else c->x.i = v->i;
+}
+
+static inline void
+cval_get(Val *v, const CVal *c)
+{
+    v->kind = c->kind;
+    v->surrogates = c->surrogates;
+    v->s = c->s;
+    v->n = c->n;
+    v->i = c->x.i;
+    v->u = c->x.u;
+    v->d = c->x.d;
+}
+
+typedef struct { long long sid; Py_ssize_t width, count; CVal *vals; } ColGroup;
 
 /* Memory kept from one columnar frame to the next (fresh pages for each frame were a tenth
  * of a columnar read's time, the kernel zeroing them): at least `size` bytes, its old
@@ -434,18 +468,18 @@ decimal_text(Buf *o, long long n, int scale, double d)
  * V_F64_TEXT, `s` its offset there until columns_decode makes it a pointer; `n`, `scale`:
  * a decimal column's ints and scale (NULL: doubles). */
 static int
-render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const long long *n,
+render_column(CVal *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const long long *n,
               int scale)
 {
     if (text == NULL) return 0;   /* checked only: no value is rendered */
     for (Py_ssize_t i = 0; i < count; i++) {
-        Val *v = &vals[i * width];
-        if (!isfinite(v->d)) continue;
+        CVal *v = &vals[i * width];
+        if (!isfinite(v->x.d)) continue;
         Py_ssize_t at = text->len;
-        if (n == NULL || decimal_text(text, n[i], scale, v->d) == 0)
-            if (bread_put_value(text, v) < 0) return -1;
+        if (n == NULL || decimal_text(text, n[i], scale, v->x.d) == 0)
+            if (bread_put_value(text, &(Val){.kind = V_F64, .d = v->x.d}) < 0) return -1;
         v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
-        v->n = text->len - at;
+        v->n = (int32_t)(text->len - at);
         v->kind = V_F64_TEXT;
     }
     return 0;
@@ -455,14 +489,14 @@ render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const lo
  * (a column at a time: put_int_text): as render_column's floats, the value made
  * V_INT_TEXT. */
 static int
-render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
+render_ints(CVal *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
 {
     for (Py_ssize_t i = 0; i < count; i++) {
-        Val *v = &vals[i * width];
+        CVal *v = &vals[i * width];
         Py_ssize_t at = text->len;
-        if (put_int_text(text, v->i) < 0) return -1;
+        if (put_int_text(text, v->x.i) < 0) return -1;
         v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
-        v->n = text->len - at;
+        v->n = (int32_t)(text->len - at);
         v->kind = V_INT_TEXT;
     }
     return 0;
@@ -472,7 +506,7 @@ render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
  * column is only checked, no value kept); `text`: where the ints' and floats' text goes
  * (NULL: none is made). */
 static int
-read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text)
+read_column(Rd *r, Py_ssize_t count, CVal *vals, Py_ssize_t width, long long *tmp, Buf *text)
 {
     Rd at = *r;
     long long n = read_array(r), coding, scale = 0;
@@ -485,7 +519,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
         if (read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0) return -1;
         for (Py_ssize_t i = 0; i < count && vals != NULL; i++) {
             vals[i * width].kind = V_INT;
-            vals[i * width].i = tmp[i];
+            vals[i * width].x.i = tmp[i];
         }
         return text != NULL ? render_ints(vals, count, width, text) : 0;
     case CC_DECIMALS:
@@ -496,7 +530,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             if (tmp[i] >= EXACT53 || tmp[i] <= -EXACT53) return -1;
             if (vals == NULL) continue;
             vals[i * width].kind = V_F64;
-            vals[i * width].d = (double)tmp[i] / POW10[scale];
+            vals[i * width].x.d = (double)tmp[i] / POW10[scale];
         }
         return render_column(vals, count, width, text, tmp, (int)scale);
     case CC_DOUBLES:
@@ -505,7 +539,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
             union { uint64_t u; double d; } x = {0};
             for (int k = 7; k >= 0; k--) x.u = x.u << 8 | p[8 * i + k];
             vals[i * width].kind = V_F64;
-            vals[i * width].d = x.d;
+            vals[i * width].x.d = x.d;
         }
         return render_column(vals, count, width, text, NULL, 0);
     case CC_STRINGS: {
@@ -521,7 +555,7 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
         if (!bad) bad = read_bin(r, &p, &len) < 0 || get_varints(p, len, count, tmp) < 0;
         for (Py_ssize_t i = 0; i < count && !bad; i++) {
             bad = tmp[i] < 0 || tmp[i] >= nw;
-            if (!bad && vals != NULL) vals[i * width] = words[tmp[i]];
+            if (!bad && vals != NULL) cval_set(&vals[i * width], &words[tmp[i]]);
         }
         PyMem_Free(words);
         return bad ? -1 : 0;
@@ -531,12 +565,13 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
         Rd v = {p, p + len};
         for (Py_ssize_t i = 0; i < count; i++) {
             const unsigned char *start = v.p;
-            Val one, *x = vals != NULL ? &vals[i * width] : &one;
-            if (read_value(&v, x, 1) < 0) return -1;
-            if (x->kind == V_OTHER || x->kind == V_EXT) {   /* its bytes, for the fallback */
-                x->s = start;
-                x->n = v.p - start;
+            Val x;
+            if (read_value(&v, &x, 1) < 0) return -1;
+            if (x.kind == V_OTHER || x.kind == V_EXT) {   /* its bytes, for the fallback */
+                x.s = start;
+                x.n = v.p - start;
             }
+            if (vals != NULL) cval_set(&vals[i * width], &x);
         }
         return v.p == v.end ? 0 : -1;
     }
@@ -579,7 +614,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
 {
     Rd r = {s, s + size};
     long long count, lo, hi;
-    if (read_array(&r) != 8) return -1;
+    if (size > INT32_MAX || read_array(&r) != 8) return -1;   /* (a CVal's n: 31 bits) */
     Rd sources = r;
     if (read_value(&r, &(Val){0}, 0) < 0) return -1;
     Rd groups = r;
@@ -640,7 +675,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     long long ng = read_array(&groups);
     if (ng <= 0 || ng > n) return -1;
     IdMap m = {0};
-    Val *vals = NULL;
+    CVal *vals = NULL;
     long long *tmp = spare(&cf->tmp, (size_t)n * sizeof(long long));
     cf->groups = PyMem_Calloc((size_t)ng, sizeof(ColGroup));
     if (tmp == NULL || cf->groups == NULL
@@ -678,7 +713,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     Py_ssize_t nvals = 0;                      /* every group's values, a byte each at least */
     for (Py_ssize_t g = 0; g < ng; g++) nvals += cf->groups[g].width * cf->groups[g].count;
     if (nvals > size) return -1;
-    if (keep && (vals = spare(&cf->vals, (size_t)nvals * sizeof(Val))) == NULL)
+    if (keep && (vals = spare(&cf->vals, (size_t)nvals * sizeof(CVal))) == NULL)
         return -1;
     Rd walk = {s, s + size};
     read_array(&walk);
@@ -765,15 +800,18 @@ columns_event_bytes(Renderer *self, const unsigned char **ev, Py_ssize_t *evlen)
     ColFrame *cf = self->cf;
     Py_ssize_t i = cf->cur;
     ColGroup *g = &cf->groups[cf->grp[i]];
-    const Val *vals = g->vals + cf->row[i] * g->width;
+    const CVal *vals = g->vals + cf->row[i] * g->width;
     int texts = cf->text != NULL && cf->text[i] != NULL;
     Buf *b = &cf->ev;
     b->len = 0;
     if (put_header(b, 0x90, 0xdc, 0xdd, texts ? 4 : 3) < 0 || put_int(b, cf->sid[i]) < 0
         || buf_put(b, "\x00", 1) < 0 || put_header(b, 0x90, 0xdc, 0xdd, g->width) < 0)
         return -1;
-    for (Py_ssize_t k = 0; k < g->width; k++)
-        if (put_val_bytes(b, &vals[k]) < 0) return -1;
+    for (Py_ssize_t k = 0; k < g->width; k++) {
+        Val v;
+        cval_get(&v, &vals[k]);
+        if (put_val_bytes(b, &v) < 0) return -1;
+    }
     if (texts && buf_put(b, cf->text[i], cf->ntext[i]) < 0) return -1;
     *ev = (const unsigned char *)b->p;
     *evlen = b->len;
@@ -805,6 +843,7 @@ bread_columns_walk(Renderer *self, PyObject *frame, EventFn each)
         self->state = ST_DONE;
         return PyLong_FromLong(0);
     }
+    Val args[MAX_ARGS];
     while (cf->pos < cf->count && self->rows < self->max_rows) {
         Py_ssize_t i = cf->order[cf->pos];
         ColGroup *g = &cf->groups[cf->grp[i]];
@@ -812,8 +851,12 @@ bread_columns_walk(Renderer *self, PyObject *frame, EventFn each)
         cf->cur = i;
         if (!left_out(self, wid, sid, clock)) {
             int simple = g->width <= MAX_ARGS && (cf->text == NULL || cf->text[i] == NULL);
-            const Val *args = g->vals != NULL ? g->vals + cf->row[i] * g->width : NULL;
-            int done = each(self, wid, sid, clock, args, g->width, simple, NULL, 0);
+            if (simple && g->vals != NULL) {   /* (else the fallback makes the event) */
+                const CVal *row = g->vals + cf->row[i] * g->width;
+                for (Py_ssize_t k = 0; k < g->width; k++) cval_get(&args[k], &row[k]);
+            }
+            int done = each(self, wid, sid, clock, g->vals != NULL ? args : NULL, g->width,
+                            simple, NULL, 0);
             if (done <= 0) {   /* (every time is within 64 bits: checked first) */
                 if (done == 0)
                     PyErr_SetString(PyExc_RuntimeError, "a columnar frame's event was refused");

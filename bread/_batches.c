@@ -11,38 +11,6 @@
 
 /* ---- JSON of values, as bread.export.value_json writes it ------------------ */
 
-/* A JSON string of UTF-8 text, escaped as Python's json does with ensure_ascii=False. */
-static int
-put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
-{
-    if (buf_reserve(o, n + 2) < 0) return -1;
-    o->p[o->len++] = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            if (buf_reserve(o, 1) < 0) return -1;
-            o->p[o->len++] = (char)c;
-            continue;
-        }
-        char tmp[8];
-        int k;
-        switch (c) {
-        case '"': k = snprintf(tmp, sizeof tmp, "\\\""); break;
-        case '\\': k = snprintf(tmp, sizeof tmp, "\\\\"); break;
-        case '\n': k = snprintf(tmp, sizeof tmp, "\\n"); break;
-        case '\r': k = snprintf(tmp, sizeof tmp, "\\r"); break;
-        case '\t': k = snprintf(tmp, sizeof tmp, "\\t"); break;
-        case '\b': k = snprintf(tmp, sizeof tmp, "\\b"); break;
-        case '\f': k = snprintf(tmp, sizeof tmp, "\\f"); break;
-        default: k = snprintf(tmp, sizeof tmp, "\\u%04x", c);
-        }
-        if (buf_put(o, tmp, k) < 0) return -1;
-    }
-    if (buf_reserve(o, 1) < 0) return -1;
-    o->p[o->len++] = '"';
-    return 0;
-}
-
 /* 1 written, 0 Python must write it ($-objects, surrogates), -1 error. */
 static int
 put_json_value(Buf *o, const Val *v)
@@ -55,12 +23,14 @@ put_json_value(Buf *o, const Val *v)
     case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
     case V_STR:
         if (v->surrogates) return 0;
-        return put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
+        return bread_put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
     case V_F64:
         if (!isfinite(v->d)) return 0;
         return bread_put_value(o, v);
     case V_F64_TEXT: case V_INT_TEXT:   /* a finite float or an int: its text is its JSON */
         return bread_put_text(o, v->s, v->n) < 0 ? -1 : 1;
+    case V_STR_TEXT:   /* a dictionary's str: its JSON made once, after its text */
+        return bread_put_text(o, v->s + v->n, (Py_ssize_t)v->i) < 0 ? -1 : 1;
     default: return 0;   /* rich values */
     }
 }
@@ -89,7 +59,7 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
             const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &len) : NULL;
             if (u == NULL) { PyErr_Clear(); return 0; }
             if ((j && buf_put(jf, ",", 1) < 0)
-                || put_json_text(jf, (const unsigned char *)u, len) < 0
+                || bread_put_json_text(jf, (const unsigned char *)u, len) < 0
                 || buf_put(jf, ":", 1) < 0)
                 return -1;
             int r = put_json_value(jf, &args[npos + j]);

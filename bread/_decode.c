@@ -502,6 +502,21 @@ render_ints(CVal *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
     return 0;
 }
 
+/* A word of a string column's dictionary (no surrogates) made text once for every event
+ * that has it: its text, then its JSON, appended to `text`; the CVal made V_STR_TEXT, `s`
+ * the text's offset there until columns_decode makes it a pointer, x.i the JSON's length.
+ * 0, or -1 error. */
+static int
+word_text(CVal *c, const Val *w, Buf *text)
+{
+    Py_ssize_t at = text->len;
+    if (buf_put(text, w->s, w->n) < 0 || bread_put_json_text(text, w->s, w->n) < 0) return -1;
+    c->kind = V_STR_TEXT;
+    c->s = (const unsigned char *)(uintptr_t)at;
+    c->x.i = text->len - at - w->n;
+    return 0;
+}
+
 /* A value column: `count` values, the `width` apart in vals (a group's rows; NULL: the
  * column is only checked, no value kept); `text`: where the ints' and floats' text goes
  * (NULL: none is made). */
@@ -545,17 +560,21 @@ read_column(Rd *r, Py_ssize_t count, CVal *vals, Py_ssize_t width, long long *tm
     case CC_STRINGS: {
         long long nw = read_array(r);
         if (n != 3 || nw < 0 || nw > r->end - r->p) return -1;
-        Val one, *words = vals != NULL ? PyMem_Malloc((size_t)(nw ? nw : 1) * sizeof(Val)) : NULL;
+        CVal *words = vals != NULL ? PyMem_Malloc((size_t)(nw ? nw : 1) * sizeof(CVal)) : NULL;
         if (words == NULL && vals != NULL) return -1;
         int bad = 0;
         for (long long k = 0; k < nw && !bad; k++) {
-            Val *w = words != NULL ? &words[k] : &one;
-            bad = read_value(r, w, 1) < 0 || w->kind != V_STR;
+            Val w;
+            bad = read_value(r, &w, 1) < 0 || w.kind != V_STR;
+            if (bad || words == NULL) continue;
+            cval_set(&words[k], &w);
+            if (text != NULL && !w.surrogates && (bad = word_text(&words[k], &w, text)) < 0)
+                break;
         }
         if (!bad) bad = read_bin(r, &p, &len) < 0 || get_varints(p, len, count, tmp) < 0;
         for (Py_ssize_t i = 0; i < count && !bad; i++) {
             bad = tmp[i] < 0 || tmp[i] >= nw;
-            if (!bad && vals != NULL) cval_set(&vals[i * width], &words[tmp[i]]);
+            if (!bad && vals != NULL) vals[i * width] = words[tmp[i]];
         }
         PyMem_Free(words);
         return bad ? -1 : 0;
@@ -740,7 +759,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
         ColGroup *gr = &cf->groups[g];
         for (Py_ssize_t k = 0; k < gr->width * gr->count; k++)
-            if (gr->vals[k].kind == V_F64_TEXT || gr->vals[k].kind == V_INT_TEXT)
+            if (gr->vals[k].kind >= V_F64_TEXT)   /* (V_INT_TEXT, V_STR_TEXT) */
                 gr->vals[k].s = (const unsigned char *)cf->texts.p + (uintptr_t)gr->vals[k].s;
     }
     /* the walk's order: by writer (first seen first), each in frame order */
@@ -787,7 +806,8 @@ put_val_bytes(Buf *b, const Val *v)
         put_be(b, 0xcb, x.u, 8);
         return 0;
     }
-    case V_STR: return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, (const char *)v->s, v->n, 1);
+    case V_STR: case V_STR_TEXT:   /* (no surrogates: its text is its bytes) */
+        return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, (const char *)v->s, v->n, 1);
     default: return buf_put(b, v->s, v->n);   /* its bytes, as the frame holds them */
     }
 }

@@ -69,6 +69,57 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
     return buf_put(jf, "}", 1) < 0 ? -1 : 1;
 }
 
+/* The message and the args and fields JSON of an event whose values all have their text
+ * made once (a columnar frame's ints, floats and dictionary words: V_*_TEXT) and whose
+ * call site has no keyword fields, as bread_put_message and put_json_args write them:
+ * each column's bytes counted and reserved once, then the template's literal parts and
+ * the values' texts copied. 1 written, 0 not such an event (nothing written), -1 error. */
+static inline int
+made_texts(Renderer *self, const Source *src, const Val *args, Py_ssize_t nargs)
+{
+    if (src->nnames != 0 || (self->want_message && src->msg == NULL)) return 0;
+    Py_ssize_t json = nargs + 1;   /* the brackets and commas (nargs > 0) */
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        if (args[k].kind < V_F64_TEXT) return 0;
+        json += args[k].kind == V_STR_TEXT ? (Py_ssize_t)args[k].i : args[k].n;
+    }
+    if (self->want_message) {
+        Py_ssize_t len = 0;
+        for (Py_ssize_t k = 0; k < src->nmsg; k++) {
+            const Item *it = &src->msg[k];
+            if (it->code != MI_LIT && (it->code != MI_POS || it->index >= nargs)) return 0;
+            len += it->code == MI_LIT ? it->n : args[it->index].n;
+        }
+        Buf *m = &self->col[C_MSG];
+        if (len > MAX_MESSAGE) return 0;   /* (Python cuts it) */
+        if (buf_reserve(m, len) < 0) return -1;
+        for (Py_ssize_t k = 0; k < src->nmsg; k++) {
+            const Item *it = &src->msg[k];
+            const Val *v = it->code == MI_LIT ? NULL : &args[it->index];
+            Py_ssize_t n = v == NULL ? it->n : v->n;
+            bread_copy_text(m->p + m->len, v == NULL ? (const void *)it->s : v->s, n);
+            m->len += n;
+        }
+    }
+    if (self->want_json) {
+        Buf *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
+        if (buf_reserve(ja, json) < 0 || buf_put(jf, "{}", 2) < 0) return -1;
+        char *p = ja->p + ja->len;
+        *p++ = '[';
+        for (Py_ssize_t k = 0; k < nargs; k++) {
+            const Val *v = &args[k];
+            int str = v->kind == V_STR_TEXT;   /* its JSON after its text */
+            Py_ssize_t n = str ? (Py_ssize_t)v->i : v->n;
+            if (k) *p++ = ',';
+            bread_copy_text(p, str ? v->s + v->n : v->s, n);
+            p += n;
+        }
+        *p++ = ']';
+        ja->len = p - ja->p;
+    }
+    return 1;
+}
+
 static int begin_batch(Renderer *self);
 
 /* Columns mode: one row per event, appended to the column buffers. 1 done,
@@ -86,6 +137,12 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
     Buf *m = &self->col[C_MSG], *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
     Py_ssize_t start = m->len, astart = ja->len, fstart = jf->len;
     int r = src != NULL && w != NULL && w->name != NULL;
+    if (r && simple && nargs && (self->want_message || self->want_json)) {
+        r = made_texts(self, src, args, nargs);   /* 0: as any other event */
+        if (r < 0) return -1;
+        if (r > 0) goto ids;
+        r = 1;
+    }
     if (r && self->want_message)
         r = simple ? bread_put_message(m, src, args, nargs) : 0;
     if (r > 0 && self->want_json)
@@ -120,6 +177,7 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
         Py_DECREF(texts);
         if (rc < 0) return -1;
     }
+ids:;
     long long row[4] = {clock, ns, sid, wid};
     for (int k = 0; k < 4; k++)
         if (buf_put(&self->col[k], &row[k], sizeof(long long)) < 0) return -1;

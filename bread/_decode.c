@@ -245,6 +245,7 @@ spare(Spare *s, size_t size)
  * in the order of their first event, each one's in frame order. */
 struct ColFrame {
     Py_ssize_t count, pos;               /* events; the next one's place in `order` */
+    int kept;                            /* the filter leaves out none of its events */
     Py_ssize_t cur;                      /* the event being made */
     long long *sid, *wid, *clock;
     Py_ssize_t *order, *grp, *row;
@@ -726,6 +727,12 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     /* the columns, now that each group's count is known: checked, and kept where the
      * output renders values (the message, the JSON, an event the fallback makes) */
     int keep = self->want_message || self->want_json;
+    cf->kept = !self->windowed;                /* (left_out() is 0 for each event: not asked) */
+    for (Py_ssize_t g = 0; g < ng; g++) {
+        long long sid = cf->groups[g].sid;
+        if (sid >= 0 && sid < MAX_IDS && self->sources[sid] != NULL && self->sources[sid]->skip)
+            cf->kept = 0;
+    }
     for (Py_ssize_t i = 0; i < n && !keep; i++)
         keep = cf->sid[i] >= MAX_IDS || self->sources[cf->sid[i]] == NULL
                || cf->wid[i] >= MAX_IDS || self->writers[cf->wid[i]].name == NULL;
@@ -770,7 +777,13 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i == 0 || cf->wid[i] != cf->wid[i - 1]) {
             Py_ssize_t slot = idmap_slot(&m, cf->wid[i]);
-            if (m.vals[slot] < 0) { m.vals[slot] = nw; first[nw++] = 0; }
+            if (m.vals[slot] < 0) {
+                long long wid = cf->wid[i];
+                if (wid < MAX_IDS && self->writers[wid].name != NULL && self->writers[wid].skip)
+                    cf->kept = 0;
+                m.vals[slot] = nw;
+                first[nw++] = 0;
+            }
             wi = m.vals[slot];
         }
         first[wi]++;
@@ -869,7 +882,7 @@ bread_columns_walk(Renderer *self, PyObject *frame, EventFn each)
         ColGroup *g = &cf->groups[cf->grp[i]];
         long long sid = cf->sid[i], wid = cf->wid[i], clock = cf->clock[i];
         cf->cur = i;
-        if (!left_out(self, wid, sid, clock)) {
+        if (cf->kept || !left_out(self, wid, sid, clock)) {
             int simple = g->width <= MAX_ARGS && (cf->text == NULL || cf->text[i] == NULL);
             if (simple && g->vals != NULL) {   /* (else the fallback makes the event) */
                 const CVal *row = g->vals + cf->row[i] * g->width;

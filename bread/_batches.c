@@ -93,29 +93,25 @@ made_texts(Renderer *self, const Source *src, const Val *args, Py_ssize_t nargs)
         Buf *m = &self->col[C_MSG];
         if (len > MAX_MESSAGE) return 0;   /* (Python cuts it) */
         if (buf_reserve(m, len) < 0) return -1;
-        for (Py_ssize_t k = 0; k < src->nmsg; k++) {
+        for (Py_ssize_t k = 0; k < src->nmsg; k++) {   /* (no more memory asked for) */
             const Item *it = &src->msg[k];
             const Val *v = it->code == MI_LIT ? NULL : &args[it->index];
-            Py_ssize_t n = v == NULL ? it->n : v->n;
-            bread_copy_text(m->p + m->len, v == NULL ? (const void *)it->s : v->s, n);
-            m->len += n;
+            if (v == NULL ? bread_put_text(m, it->s, it->n) : bread_put_text(m, v->s, v->n))
+                return -1;
         }
     }
     if (self->want_json) {
         Buf *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
         if (buf_reserve(ja, json) < 0 || buf_put(jf, "{}", 2) < 0) return -1;
-        char *p = ja->p + ja->len;
-        *p++ = '[';
+        ja->p[ja->len++] = '[';
         for (Py_ssize_t k = 0; k < nargs; k++) {
             const Val *v = &args[k];
-            int str = v->kind == V_STR_TEXT;   /* its JSON after its text */
-            Py_ssize_t n = str ? (Py_ssize_t)v->i : v->n;
-            if (k) *p++ = ',';
-            bread_copy_text(p, str ? v->s + v->n : v->s, n);
-            p += n;
+            if (k) ja->p[ja->len++] = ',';
+            if (v->kind == V_STR_TEXT ? bread_put_text(ja, v->s + v->n, (Py_ssize_t)v->i)
+                                      : bread_put_text(ja, v->s, v->n))   /* (JSON after text) */
+                return -1;
         }
-        *p++ = ']';
-        ja->len = p - ja->p;
+        ja->p[ja->len++] = ']';
     }
     return 1;
 }

@@ -14,10 +14,13 @@
 /* buf_put for the short pieces of a message or of JSON (a literal, a value's text): up to
  * 16 bytes by fixed-size copies the compiler inlines (each libc memmove call was about a
  * tenth of a columnar read), reading no byte outside s[0..n). */
-static inline void
-bread_copy_text(char *d, const void *s, Py_ssize_t n)
+static inline int
+bread_put_text(Buf *o, const void *s, Py_ssize_t n)
 {
+    if (buf_reserve(o, n) < 0) return -1;
+    char *d = o->p + o->len;
     const char *c = s;
+    o->len += n;
     if (n > 16)
         memcpy(d, c, (size_t)n);
     else if (n >= 8) {
@@ -30,14 +33,6 @@ bread_copy_text(char *d, const void *s, Py_ssize_t n)
     }
     else
         for (Py_ssize_t k = 0; k < n; k++) d[k] = c[k];
-}
-
-static inline int
-bread_put_text(Buf *o, const void *s, Py_ssize_t n)
-{
-    if (buf_reserve(o, n) < 0) return -1;
-    bread_copy_text(o->p + o->len, s, n);
-    o->len += n;
     return 0;
 }
 

@@ -77,7 +77,9 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
 static inline int
 made_texts(Renderer *self, const Source *src, const Val *args, Py_ssize_t nargs)
 {
-    if (src->nnames != 0 || (self->want_message && src->msg == NULL)) return 0;
+    if (src->nnames != 0 || (src->names != NULL && PyTuple_GET_SIZE(src->names) != 0)
+        || (self->want_message && src->msg == NULL))
+        return 0;   /* (keyword fields: as bread_put_message and put_json_args see them) */
     Py_ssize_t json = nargs + 1;   /* the brackets and commas (nargs > 0) */
     for (Py_ssize_t k = 0; k < nargs; k++) {
         if (args[k].kind < V_F64_TEXT) return 0;

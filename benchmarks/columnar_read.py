@@ -33,9 +33,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bread_throughput import CHILD_ENV, FIXED, write_log  # noqa: E402
+from bread.columnar.batches import COLUMNS as COLUMN_NAMES  # noqa: E402
 
+TEXT = ("message", "args", "fields")
+#: The cases: all 19 columns, the benchmark's fixed ones with and without the message, and
+#: all but the three text columns (what both kinds of frames share: the bound of a ratio).
 COLUMNS = {"all columns": None, "fixed columns + message": FIXED,
-           "fixed columns, no message": [c for c in FIXED if c != "message"]}
+           "fixed columns, no message": [c for c in FIXED if c != "message"],
+           "all but the text columns": [c for c in COLUMN_NAMES if c not in TEXT]}
 CHILD = """
 import sys, time, bread, pyarrow
 path, cols = sys.argv[1], eval(sys.argv[2])

@@ -11,38 +11,6 @@
 
 /* ---- JSON of values, as bread.export.value_json writes it ------------------ */
 
-/* A JSON string of UTF-8 text, escaped as Python's json does with ensure_ascii=False. */
-static int
-put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
-{
-    if (buf_reserve(o, n + 2) < 0) return -1;
-    o->p[o->len++] = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            if (buf_reserve(o, 1) < 0) return -1;
-            o->p[o->len++] = (char)c;
-            continue;
-        }
-        char tmp[8];
-        int k;
-        switch (c) {
-        case '"': k = snprintf(tmp, sizeof tmp, "\\\""); break;
-        case '\\': k = snprintf(tmp, sizeof tmp, "\\\\"); break;
-        case '\n': k = snprintf(tmp, sizeof tmp, "\\n"); break;
-        case '\r': k = snprintf(tmp, sizeof tmp, "\\r"); break;
-        case '\t': k = snprintf(tmp, sizeof tmp, "\\t"); break;
-        case '\b': k = snprintf(tmp, sizeof tmp, "\\b"); break;
-        case '\f': k = snprintf(tmp, sizeof tmp, "\\f"); break;
-        default: k = snprintf(tmp, sizeof tmp, "\\u%04x", c);
-        }
-        if (buf_put(o, tmp, k) < 0) return -1;
-    }
-    if (buf_reserve(o, 1) < 0) return -1;
-    o->p[o->len++] = '"';
-    return 0;
-}
-
 /* 1 written, 0 Python must write it ($-objects, surrogates), -1 error. */
 static int
 put_json_value(Buf *o, const Val *v)
@@ -55,12 +23,14 @@ put_json_value(Buf *o, const Val *v)
     case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
     case V_STR:
         if (v->surrogates) return 0;
-        return put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
+        return bread_put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
     case V_F64:
         if (!isfinite(v->d)) return 0;
         return bread_put_value(o, v);
     case V_F64_TEXT: case V_INT_TEXT:   /* a finite float or an int: its text is its JSON */
-        return buf_put(o, v->s, v->n) < 0 ? -1 : 1;
+        return bread_put_text(o, v->s, v->n) < 0 ? -1 : 1;
+    case V_STR_TEXT:   /* a dictionary's str: its JSON made once, after its text */
+        return bread_put_text(o, v->s + v->n, (Py_ssize_t)v->i) < 0 ? -1 : 1;
     default: return 0;   /* rich values */
     }
 }
@@ -89,7 +59,7 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
             const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &len) : NULL;
             if (u == NULL) { PyErr_Clear(); return 0; }
             if ((j && buf_put(jf, ",", 1) < 0)
-                || put_json_text(jf, (const unsigned char *)u, len) < 0
+                || bread_put_json_text(jf, (const unsigned char *)u, len) < 0
                 || buf_put(jf, ":", 1) < 0)
                 return -1;
             int r = put_json_value(jf, &args[npos + j]);
@@ -97,6 +67,55 @@ put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
         }
     }
     return buf_put(jf, "}", 1) < 0 ? -1 : 1;
+}
+
+/* The message and the args and fields JSON of an event whose values all have their text
+ * made once (a columnar frame's ints, floats and dictionary words: V_*_TEXT) and whose
+ * call site has no keyword fields, as bread_put_message and put_json_args write them:
+ * each column's bytes counted and reserved once, then the template's literal parts and
+ * the values' texts copied. 1 written, 0 not such an event (nothing written), -1 error. */
+static inline int
+made_texts(Renderer *self, const Source *src, const Val *args, Py_ssize_t nargs)
+{
+    if (src->nnames != 0 || (src->names != NULL && PyTuple_GET_SIZE(src->names) != 0)
+        || (self->want_message && src->msg == NULL))
+        return 0;   /* (keyword fields: as bread_put_message and put_json_args see them) */
+    Py_ssize_t json = nargs + 1;   /* the brackets and commas (nargs > 0) */
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        if (args[k].kind < V_F64_TEXT) return 0;
+        json += args[k].kind == V_STR_TEXT ? (Py_ssize_t)args[k].i : args[k].n;
+    }
+    if (self->want_message) {
+        Py_ssize_t len = 0;
+        for (Py_ssize_t k = 0; k < src->nmsg; k++) {
+            const Item *it = &src->msg[k];
+            if (it->code != MI_LIT && (it->code != MI_POS || it->index >= nargs)) return 0;
+            len += it->code == MI_LIT ? it->n : args[it->index].n;
+        }
+        Buf *m = &self->col[C_MSG];
+        if (len > MAX_MESSAGE) return 0;   /* (Python cuts it) */
+        if (buf_reserve(m, len) < 0) return -1;
+        for (Py_ssize_t k = 0; k < src->nmsg; k++) {   /* (no more memory asked for) */
+            const Item *it = &src->msg[k];
+            const Val *v = it->code == MI_LIT ? NULL : &args[it->index];
+            if (v == NULL ? bread_put_text(m, it->s, it->n) : bread_put_text(m, v->s, v->n))
+                return -1;
+        }
+    }
+    if (self->want_json) {
+        Buf *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
+        if (buf_reserve(ja, json) < 0 || buf_put(jf, "{}", 2) < 0) return -1;
+        ja->p[ja->len++] = '[';
+        for (Py_ssize_t k = 0; k < nargs; k++) {
+            const Val *v = &args[k];
+            if (k) ja->p[ja->len++] = ',';
+            if (v->kind == V_STR_TEXT ? bread_put_text(ja, v->s + v->n, (Py_ssize_t)v->i)
+                                      : bread_put_text(ja, v->s, v->n))   /* (JSON after text) */
+                return -1;
+        }
+        ja->p[ja->len++] = ']';
+    }
+    return 1;
 }
 
 static int begin_batch(Renderer *self);
@@ -116,6 +135,12 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
     Buf *m = &self->col[C_MSG], *ja = &self->col[C_ARGS], *jf = &self->col[C_FIELDS];
     Py_ssize_t start = m->len, astart = ja->len, fstart = jf->len;
     int r = src != NULL && w != NULL && w->name != NULL;
+    if (r && simple && nargs && (self->want_message || self->want_json)) {
+        r = made_texts(self, src, args, nargs);   /* 0: as any other event */
+        if (r < 0) return -1;
+        if (r > 0) goto ids;
+        r = 1;
+    }
     if (r && self->want_message)
         r = simple ? bread_put_message(m, src, args, nargs) : 0;
     if (r > 0 && self->want_json)
@@ -150,6 +175,7 @@ bread_column_event(Renderer *self, long long wid, long long sid, long long clock
         Py_DECREF(texts);
         if (rc < 0) return -1;
     }
+ids:;
     long long row[4] = {clock, ns, sid, wid};
     for (int k = 0; k < 4; k++)
         if (buf_put(&self->col[k], &row[k], sizeof(long long)) < 0) return -1;

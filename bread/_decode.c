@@ -186,7 +186,41 @@ enum { CC_INTS = 0, CC_CLOCKS = 1, CC_DECIMALS = 2, CC_DOUBLES = 3, CC_STRINGS =
 #define COL_MAX_SCALE 15
 #define EXACT53 9007199254740992LL
 
-typedef struct { long long sid; Py_ssize_t width, count; Val *vals; } ColGroup;
+/* A value of a columnar frame as the frame's decoding keeps it until the walk hands it on
+ * (as a Val): half a Val's bytes, for a frame's values are more than the caches hold (its
+ * number, and its bytes or its text when it has them; within a payload, n fits 31 bits). */
+typedef struct {
+    union { long long i; unsigned long long u; double d; } x;
+    const unsigned char *s;
+    int32_t n;
+    unsigned char kind, surrogates;
+} CVal;
+
+static inline void
+cval_set(CVal *c, const Val *v)
+{
+    c->kind = (unsigned char)v->kind;
+    c->surrogates = (unsigned char)v->surrogates;
+    c->s = v->s;
+    c->n = (int32_t)v->n;
+    if (v->kind == V_UINT) c->x.u = v->u;
+    else if (v->kind == V_F64) c->x.d = v->d;
+    else c->x.i = v->i;
+}
+
+static inline void
+cval_get(Val *v, const CVal *c)
+{
+    v->kind = c->kind;
+    v->surrogates = c->surrogates;
+    v->s = c->s;
+    v->n = c->n;
+    v->i = c->x.i;
+    v->u = c->x.u;
+    v->d = c->x.d;
+}
+
+typedef struct { long long sid; Py_ssize_t width, count; CVal *vals; } ColGroup;
 
 /* Memory kept from one columnar frame to the next (fresh pages for each frame were a tenth
  * of a columnar read's time, the kernel zeroing them): at least `size` bytes, its old
@@ -211,6 +245,7 @@ spare(Spare *s, size_t size)
  * in the order of their first event, each one's in frame order. */
 struct ColFrame {
     Py_ssize_t count, pos;               /* events; the next one's place in `order` */
+    int kept;                            /* the filter leaves out none of its events */
     Py_ssize_t cur;                      /* the event being made */
     long long *sid, *wid, *clock;
     Py_ssize_t *order, *grp, *row;
@@ -221,8 +256,8 @@ struct ColFrame {
     Buf ev;                              /* an event's bytes, for the fallback */
     Buf texts;                           /* the text of the V_*_TEXT values */
     /* what the arrays above and the decoding's scratch live in, kept for the next frame:
-     * the per-event arrays (sid...), text, the groups' values, two of scratch, an IdMap */
-    Spare ids, text_s, vals, tmp, scratch, keys, slots;
+     * the per-event arrays (sid...), text, the groups' values, scratch, an IdMap */
+    Spare ids, text_s, vals, tmp, keys, slots;
 };
 
 /* A ColFrame with its memory, as a spare one is: what it held of a frame forgotten. */
@@ -237,7 +272,7 @@ colframe_reuse(ColFrame *old)
     cf->texts = keep.texts;
     cf->ev.len = cf->texts.len = 0;
     cf->ids = keep.ids, cf->text_s = keep.text_s, cf->vals = keep.vals, cf->tmp = keep.tmp;
-    cf->scratch = keep.scratch, cf->keys = keep.keys, cf->slots = keep.slots;
+    cf->keys = keep.keys, cf->slots = keep.slots;
     return cf;
 }
 
@@ -248,8 +283,7 @@ colframe_free(ColFrame *cf)
     PyMem_Free(cf->groups);
     PyMem_Free(cf->ev.p);
     PyMem_Free(cf->texts.p);
-    Spare *all[] = {&cf->ids, &cf->text_s, &cf->vals, &cf->tmp, &cf->scratch, &cf->keys,
-                    &cf->slots};
+    Spare *all[] = {&cf->ids, &cf->text_s, &cf->vals, &cf->tmp, &cf->keys, &cf->slots};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++) PyMem_Free(all[k]->p);
     PyMem_Free(cf);
 }
@@ -302,6 +336,17 @@ get_varints(const unsigned char *s, Py_ssize_t n, Py_ssize_t count, long long *o
     unsigned long long z = 0;
     int shift = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t eight;   /* eight one-byte varints at once (the common small deltas) */
+        while (shift == 0 && i + 8 <= n && got + 8 <= count
+               && (memcpy(&eight, s + i, 8), !(eight & 0x8080808080808080ULL))) {
+            for (int k = 0; k < 8; k++) {
+                unsigned long long b = s[i + k];
+                out[got + k] = (long long)(b >> 1) ^ -(long long)(b & 1);
+            }
+            got += 8;
+            i += 8;
+        }
+        if (i == n) break;
         unsigned char b = s[i];
         if (shift == 63 && (b & 0x7e)) return -1;   /* beyond 64 bits */
         z |= (unsigned long long)(b & 0x7f) << shift;
@@ -353,9 +398,52 @@ read_ints(Rd *r, Py_ssize_t count, unsigned ok, long long *out)
     return sums(out, count) < 0 || (coding == CC_CLOCKS && sums(out, count) < 0) ? -1 : 0;
 }
 
+/* Decimal digits for a whole column at a time: two digits a step from a table, each
+ * number's length known first, its digits written where they go (buf_uint's digit at a
+ * time, reversed through a copy, was a tenth of a columnar read). */
+static const char DIGITS2[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+static const unsigned long long POW10U[] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+    100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+    10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+    100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+
+static inline int
+count_digits(unsigned long long u)
+{
+    int n = 1;
+    while (n < 20 && u >= POW10U[n]) n++;
+    return n;
+}
+
+/* u's last `n` decimal digits (zero-padded) into p[0..n). */
+static inline void
+put_digits(char *p, unsigned long long u, int n)
+{
+    for (; n >= 2; n -= 2, u /= 100) memcpy(p + n - 2, DIGITS2 + 2 * (u % 100), 2);
+    if (n) p[0] = (char)('0' + u % 10);
+}
+
+/* An int's text (as buf_int writes it) appended to o. */
+static inline int
+put_int_text(Buf *o, long long v)
+{
+    unsigned long long u = v < 0 ? (unsigned long long)-(v + 1) + 1 : (unsigned long long)v;
+    int nd = count_digits(u), neg = v < 0;
+    if (buf_reserve(o, nd + neg) < 0) return -1;
+    if (neg) o->p[o->len] = '-';
+    put_digits(o->p + o->len + neg, u, nd);
+    o->len += nd + neg;
+    return 0;
+}
+
 /* repr of a decimal's float, d = n / 10**scale, written from its digits where that is
- * what repr writes (bread_put_decimal: at most 15 significant digits, d in [1e-4, 2**53)
- * once the trailing zeros are gone); 1 written, 0 not such a decimal, -1 error. */
+ * what repr writes (as bread_put_decimal does: at most 15 significant digits, d in
+ * [1e-4, 2**53) once the trailing zeros are gone); 1 written, 0 not such a decimal, -1
+ * error. */
 static int
 decimal_text(Buf *o, long long n, int scale, double d)
 {
@@ -364,7 +452,16 @@ decimal_text(Buf *o, long long n, int scale, double d)
     while (scale > 0 && u % 10 == 0) { u /= 10; scale--; }
     double a = d < 0 ? -d : d;
     if (u >= 1000000000000000ULL || !(a >= 1e-4)) return 0;
-    return bread_put_decimal(o, u, scale, n < 0);
+    unsigned long long ip = u / POW10U[scale], fp = u % POW10U[scale];
+    int neg = n < 0, nd = count_digits(ip), nf = scale ? scale : 1;
+    if (buf_reserve(o, neg + nd + 1 + nf) < 0) return -1;
+    char *p = o->p + o->len;
+    if (neg) *p++ = '-';
+    put_digits(p, ip, nd);
+    p[nd] = '.';
+    put_digits(p + nd + 1, fp, nf);   /* (scale 0: "u.0") */
+    o->len += neg + nd + 1 + nf;
+    return 1;
 }
 
 /* The text of each finite float of a column (each a V_F64), rendered once for the message
@@ -372,45 +469,60 @@ decimal_text(Buf *o, long long n, int scale, double d)
  * V_F64_TEXT, `s` its offset there until columns_decode makes it a pointer; `n`, `scale`:
  * a decimal column's ints and scale (NULL: doubles). */
 static int
-render_column(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const long long *n,
+render_column(CVal *vals, Py_ssize_t count, Py_ssize_t width, Buf *text, const long long *n,
               int scale)
 {
     if (text == NULL) return 0;   /* checked only: no value is rendered */
     for (Py_ssize_t i = 0; i < count; i++) {
-        Val *v = &vals[i * width];
-        if (!isfinite(v->d)) continue;
+        CVal *v = &vals[i * width];
+        if (!isfinite(v->x.d)) continue;
         Py_ssize_t at = text->len;
-        if (n == NULL || decimal_text(text, n[i], scale, v->d) == 0)
-            if (bread_put_value(text, v) < 0) return -1;
+        if (n == NULL || decimal_text(text, n[i], scale, v->x.d) == 0)
+            if (bread_put_value(text, &(Val){.kind = V_F64, .d = v->x.d}) < 0) return -1;
         v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
-        v->n = text->len - at;
+        v->n = (int32_t)(text->len - at);
         v->kind = V_F64_TEXT;
     }
     return 0;
 }
 
 /* The text of each int of a column, rendered once for the message and the JSON columns
- * (an int is written twice per event when both are made): as render_column's floats, the
- * value made V_INT_TEXT. */
+ * (a column at a time: put_int_text): as render_column's floats, the value made
+ * V_INT_TEXT. */
 static int
-render_ints(Val *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
+render_ints(CVal *vals, Py_ssize_t count, Py_ssize_t width, Buf *text)
 {
     for (Py_ssize_t i = 0; i < count; i++) {
-        Val *v = &vals[i * width];
+        CVal *v = &vals[i * width];
         Py_ssize_t at = text->len;
-        if (buf_int(text, v->i) < 0) return -1;
+        if (put_int_text(text, v->x.i) < 0) return -1;
         v->s = (const unsigned char *)(uintptr_t)at;   /* made a pointer when all are made */
-        v->n = text->len - at;
+        v->n = (int32_t)(text->len - at);
         v->kind = V_INT_TEXT;
     }
     return 0;
 }
 
-/* A value column: `count` values, the `width` apart in vals (a group's rows); `text`: where
- * the floats' text goes (NULL: none is made), and the ints' if `ints_text`. */
+/* A word of a string column's dictionary (no surrogates) made text once for every event
+ * that has it: its text, then its JSON, appended to `text`; the CVal made V_STR_TEXT, `s`
+ * the text's offset there until columns_decode makes it a pointer, x.i the JSON's length.
+ * 0, or -1 error. */
 static int
-read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp, Buf *text,
-            int ints_text)
+word_text(CVal *c, const Val *w, Buf *text)
+{
+    Py_ssize_t at = text->len;
+    if (buf_put(text, w->s, w->n) < 0 || bread_put_json_text(text, w->s, w->n) < 0) return -1;
+    c->kind = V_STR_TEXT;
+    c->s = (const unsigned char *)(uintptr_t)at;
+    c->x.i = text->len - at - w->n;
+    return 0;
+}
+
+/* A value column: `count` values, the `width` apart in vals (a group's rows; NULL: the
+ * column is only checked, no value kept); `text`: where the ints' and floats' text goes
+ * (NULL: none is made). */
+static int
+read_column(Rd *r, Py_ssize_t count, CVal *vals, Py_ssize_t width, long long *tmp, Buf *text)
 {
     Rd at = *r;
     long long n = read_array(r), coding, scale = 0;
@@ -421,42 +533,49 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
     case CC_INTS: case CC_PLAIN:
         *r = at;
         if (read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0) return -1;
-        for (Py_ssize_t i = 0; i < count; i++) {
+        for (Py_ssize_t i = 0; i < count && vals != NULL; i++) {
             vals[i * width].kind = V_INT;
-            vals[i * width].i = tmp[i];
+            vals[i * width].x.i = tmp[i];
         }
-        return text != NULL && ints_text ? render_ints(vals, count, width, text) : 0;
+        return text != NULL ? render_ints(vals, count, width, text) : 0;
     case CC_DECIMALS:
         if (n != 3 || read_int(r, &scale) < 0 || scale < 0 || scale > COL_MAX_SCALE
             || read_ints(r, count, 1u << CC_INTS | 1u << CC_PLAIN, tmp) < 0)
             return -1;
         for (Py_ssize_t i = 0; i < count; i++) {
             if (tmp[i] >= EXACT53 || tmp[i] <= -EXACT53) return -1;
+            if (vals == NULL) continue;
             vals[i * width].kind = V_F64;
-            vals[i * width].d = (double)tmp[i] / POW10[scale];
+            vals[i * width].x.d = (double)tmp[i] / POW10[scale];
         }
         return render_column(vals, count, width, text, tmp, (int)scale);
     case CC_DOUBLES:
         if (n != 2 || read_bin(r, &p, &len) < 0 || len != 8 * count) return -1;
-        for (Py_ssize_t i = 0; i < count; i++) {
+        for (Py_ssize_t i = 0; i < count && vals != NULL; i++) {
             union { uint64_t u; double d; } x = {0};
             for (int k = 7; k >= 0; k--) x.u = x.u << 8 | p[8 * i + k];
             vals[i * width].kind = V_F64;
-            vals[i * width].d = x.d;
+            vals[i * width].x.d = x.d;
         }
         return render_column(vals, count, width, text, NULL, 0);
     case CC_STRINGS: {
         long long nw = read_array(r);
         if (n != 3 || nw < 0 || nw > r->end - r->p) return -1;
-        Val *words = PyMem_Malloc((size_t)(nw ? nw : 1) * sizeof(Val));
-        if (words == NULL) return -1;
+        CVal *words = vals != NULL ? PyMem_Malloc((size_t)(nw ? nw : 1) * sizeof(CVal)) : NULL;
+        if (words == NULL && vals != NULL) return -1;
         int bad = 0;
-        for (long long k = 0; k < nw && !bad; k++)
-            bad = read_value(r, &words[k], 1) < 0 || words[k].kind != V_STR;
+        for (long long k = 0; k < nw && !bad; k++) {
+            Val w;
+            bad = read_value(r, &w, 1) < 0 || w.kind != V_STR;
+            if (bad || words == NULL) continue;
+            cval_set(&words[k], &w);
+            if (text != NULL && !w.surrogates && (bad = word_text(&words[k], &w, text)) < 0)
+                break;
+        }
         if (!bad) bad = read_bin(r, &p, &len) < 0 || get_varints(p, len, count, tmp) < 0;
         for (Py_ssize_t i = 0; i < count && !bad; i++) {
             bad = tmp[i] < 0 || tmp[i] >= nw;
-            if (!bad) vals[i * width] = words[tmp[i]];
+            if (!bad && vals != NULL) vals[i * width] = words[tmp[i]];
         }
         PyMem_Free(words);
         return bad ? -1 : 0;
@@ -466,12 +585,13 @@ read_column(Rd *r, Py_ssize_t count, Val *vals, Py_ssize_t width, long long *tmp
         Rd v = {p, p + len};
         for (Py_ssize_t i = 0; i < count; i++) {
             const unsigned char *start = v.p;
-            Val *x = &vals[i * width];
-            if (read_value(&v, x, 1) < 0) return -1;
-            if (x->kind == V_OTHER || x->kind == V_EXT) {   /* its bytes, for the fallback */
-                x->s = start;
-                x->n = v.p - start;
+            Val x;
+            if (read_value(&v, &x, 1) < 0) return -1;
+            if (x.kind == V_OTHER || x.kind == V_EXT) {   /* its bytes, for the fallback */
+                x.s = start;
+                x.n = v.p - start;
             }
+            if (vals != NULL) cval_set(&vals[i * width], &x);
         }
         return v.p == v.end ? 0 : -1;
     }
@@ -514,7 +634,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
 {
     Rd r = {s, s + size};
     long long count, lo, hi;
-    if (read_array(&r) != 8) return -1;
+    if (size > INT32_MAX || read_array(&r) != 8) return -1;   /* (a CVal's n: 31 bits) */
     Rd sources = r;
     if (read_value(&r, &(Val){0}, 0) < 0) return -1;
     Rd groups = r;
@@ -576,7 +696,7 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
     long long ng = read_array(&groups);
     if (ng <= 0 || ng > n) return -1;
     IdMap m = {0};
-    Val *scratch = NULL, *vals = NULL;
+    CVal *vals = NULL;
     long long *tmp = spare(&cf->tmp, (size_t)n * sizeof(long long));
     cf->groups = PyMem_Calloc((size_t)ng, sizeof(ColGroup));
     if (tmp == NULL || cf->groups == NULL
@@ -596,26 +716,31 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
         cf->ngroups = g + 1;
         gr->width = (Py_ssize_t)width;
     }
+    Py_ssize_t gi = -1;                        /* (runs of one source: looked up once) */
     for (Py_ssize_t i = 0; i < n; i++) {       /* each event's group and row there */
-        Py_ssize_t g = m.vals[idmap_slot(&m, cf->sid[i])];
-        if (g < 0) return -1;                  /* an event of a source without a group */
-        cf->grp[i] = g;
-        cf->row[i] = cf->groups[g].count++;
+        if (i == 0 || cf->sid[i] != cf->sid[i - 1]) gi = m.vals[idmap_slot(&m, cf->sid[i])];
+        if (gi < 0) return -1;                 /* an event of a source without a group */
+        cf->grp[i] = gi;
+        cf->row[i] = cf->groups[gi].count++;
     }
     for (Py_ssize_t g = 0; g < ng; g++)
         if (cf->groups[g].count == 0) return -1;   /* a group without an event */
     /* the columns, now that each group's count is known: checked, and kept where the
      * output renders values (the message, the JSON, an event the fallback makes) */
     int keep = self->want_message || self->want_json;
-    int both = self->want_message && self->want_json;   /* each int written twice an event */
+    cf->kept = !self->windowed;                /* (left_out() is 0 for each event: not asked) */
+    for (Py_ssize_t g = 0; g < ng; g++) {
+        long long sid = cf->groups[g].sid;
+        if (sid >= 0 && sid < MAX_IDS && self->sources[sid] != NULL && self->sources[sid]->skip)
+            cf->kept = 0;
+    }
     for (Py_ssize_t i = 0; i < n && !keep; i++)
         keep = cf->sid[i] >= MAX_IDS || self->sources[cf->sid[i]] == NULL
                || cf->wid[i] >= MAX_IDS || self->writers[cf->wid[i]].name == NULL;
     Py_ssize_t nvals = 0;                      /* every group's values, a byte each at least */
     for (Py_ssize_t g = 0; g < ng; g++) nvals += cf->groups[g].width * cf->groups[g].count;
     if (nvals > size) return -1;
-    if (keep ? (vals = spare(&cf->vals, (size_t)nvals * sizeof(Val))) == NULL
-             : (scratch = spare(&cf->scratch, (size_t)n * sizeof(Val))) == NULL)
+    if (keep && (vals = spare(&cf->vals, (size_t)nvals * sizeof(CVal))) == NULL)
         return -1;
     Rd walk = {s, s + size};
     read_array(&walk);
@@ -635,33 +760,44 @@ columns_decode(Renderer *self, const unsigned char *s, Py_ssize_t size)
             vals += nv;
         }
         for (Py_ssize_t k = 0; k < gr->width; k++)
-            if ((keep ? read_column(&walk, gr->count, gr->vals + k, gr->width, tmp, &cf->texts,
-                                    both)
-                      : read_column(&walk, gr->count, scratch, 1, tmp, NULL, 0)) < 0)
+            if (read_column(&walk, gr->count, keep ? gr->vals + k : NULL, gr->width, tmp,
+                            keep ? &cf->texts : NULL) < 0)
                 return -1;
     }
     for (Py_ssize_t g = 0; g < ng && keep; g++) {     /* the texts' offsets made pointers */
         ColGroup *gr = &cf->groups[g];
         for (Py_ssize_t k = 0; k < gr->width * gr->count; k++)
-            if (gr->vals[k].kind == V_F64_TEXT || gr->vals[k].kind == V_INT_TEXT)
+            if (gr->vals[k].kind >= V_F64_TEXT)   /* (V_INT_TEXT, V_STR_TEXT) */
                 gr->vals[k].s = (const unsigned char *)cf->texts.p + (uintptr_t)gr->vals[k].s;
     }
     /* the walk's order: by writer (first seen first), each in frame order */
     if (idmap_init(&m, n, &cf->keys, &cf->slots) < 0) return -1;
     Py_ssize_t nw = 0;
     long long *first = tmp;                    /* per writer: how many events, then where */
+    Py_ssize_t wi = -1;                        /* (runs of one writer: looked up once) */
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t slot = idmap_slot(&m, cf->wid[i]);
-        if (m.vals[slot] < 0) { m.vals[slot] = nw; first[nw++] = 0; }
-        first[m.vals[slot]]++;
+        if (i == 0 || cf->wid[i] != cf->wid[i - 1]) {
+            Py_ssize_t slot = idmap_slot(&m, cf->wid[i]);
+            if (m.vals[slot] < 0) {
+                long long wid = cf->wid[i];
+                if (wid < MAX_IDS && self->writers[wid].name != NULL && self->writers[wid].skip)
+                    cf->kept = 0;
+                m.vals[slot] = nw;
+                first[nw++] = 0;
+            }
+            wi = m.vals[slot];
+        }
+        first[wi]++;
     }
     for (Py_ssize_t w = 0, at = 0; w < nw; w++) {
         long long c = first[w];
         first[w] = at;
         at += (Py_ssize_t)c;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        cf->order[first[m.vals[idmap_slot(&m, cf->wid[i])]]++] = i;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || cf->wid[i] != cf->wid[i - 1]) wi = m.vals[idmap_slot(&m, cf->wid[i])];
+        cf->order[first[wi]++] = i;
+    }
     return 0;
 }
 
@@ -684,7 +820,8 @@ put_val_bytes(Buf *b, const Val *v)
         put_be(b, 0xcb, x.u, 8);
         return 0;
     }
-    case V_STR: return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, (const char *)v->s, v->n, 1);
+    case V_STR: case V_STR_TEXT:   /* (no surrogates: its text is its bytes) */
+        return put_raw(b, 0xa0, 0xd9, 0xda, 0xdb, (const char *)v->s, v->n, 1);
     default: return buf_put(b, v->s, v->n);   /* its bytes, as the frame holds them */
     }
 }
@@ -697,15 +834,18 @@ columns_event_bytes(Renderer *self, const unsigned char **ev, Py_ssize_t *evlen)
     ColFrame *cf = self->cf;
     Py_ssize_t i = cf->cur;
     ColGroup *g = &cf->groups[cf->grp[i]];
-    const Val *vals = g->vals + cf->row[i] * g->width;
+    const CVal *vals = g->vals + cf->row[i] * g->width;
     int texts = cf->text != NULL && cf->text[i] != NULL;
     Buf *b = &cf->ev;
     b->len = 0;
     if (put_header(b, 0x90, 0xdc, 0xdd, texts ? 4 : 3) < 0 || put_int(b, cf->sid[i]) < 0
         || buf_put(b, "\x00", 1) < 0 || put_header(b, 0x90, 0xdc, 0xdd, g->width) < 0)
         return -1;
-    for (Py_ssize_t k = 0; k < g->width; k++)
-        if (put_val_bytes(b, &vals[k]) < 0) return -1;
+    for (Py_ssize_t k = 0; k < g->width; k++) {
+        Val v;
+        cval_get(&v, &vals[k]);
+        if (put_val_bytes(b, &v) < 0) return -1;
+    }
     if (texts && buf_put(b, cf->text[i], cf->ntext[i]) < 0) return -1;
     *ev = (const unsigned char *)b->p;
     *evlen = b->len;
@@ -737,15 +877,20 @@ bread_columns_walk(Renderer *self, PyObject *frame, EventFn each)
         self->state = ST_DONE;
         return PyLong_FromLong(0);
     }
+    Val args[MAX_ARGS];
     while (cf->pos < cf->count && self->rows < self->max_rows) {
         Py_ssize_t i = cf->order[cf->pos];
         ColGroup *g = &cf->groups[cf->grp[i]];
         long long sid = cf->sid[i], wid = cf->wid[i], clock = cf->clock[i];
         cf->cur = i;
-        if (!left_out(self, wid, sid, clock)) {
+        if (cf->kept || !left_out(self, wid, sid, clock)) {
             int simple = g->width <= MAX_ARGS && (cf->text == NULL || cf->text[i] == NULL);
-            const Val *args = g->vals != NULL ? g->vals + cf->row[i] * g->width : NULL;
-            int done = each(self, wid, sid, clock, args, g->width, simple, NULL, 0);
+            if (simple && g->vals != NULL) {   /* (else the fallback makes the event) */
+                const CVal *row = g->vals + cf->row[i] * g->width;
+                for (Py_ssize_t k = 0; k < g->width; k++) cval_get(&args[k], &row[k]);
+            }
+            int done = each(self, wid, sid, clock, g->vals != NULL ? args : NULL, g->width,
+                            simple, NULL, 0);
             if (done <= 0) {   /* (every time is within 64 bits: checked first) */
                 if (done == 0)
                     PyErr_SetString(PyExc_RuntimeError, "a columnar frame's event was refused");

@@ -32,8 +32,10 @@
 #include "mpread.h"
 
 /* A value of a columnar frame rendered once (_decode.c), its text s[0..n) as the message
- * and the JSON both write it: a finite float (in `d`), an int within 64 bits (in `i`). */
-enum { V_F64_TEXT = V_EXT + 1, V_INT_TEXT = V_EXT + 2 };
+ * and the JSON both write it: a finite float (in `d`), an int within 64 bits (in `i`); or
+ * a str of a string column's dictionary (no surrogates), its text s[0..n) and its JSON
+ * (quoted, escaped) after it, `i` bytes, both made once per word. */
+enum { V_F64_TEXT = V_EXT + 1, V_INT_TEXT = V_EXT + 2, V_STR_TEXT = V_EXT + 3 };
 
 /* ---- the Renderer's tables (_native.c) -------------------------------------- */
 

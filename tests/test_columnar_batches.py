@@ -322,3 +322,115 @@ def _clock_varints(v: list[int]) -> bytes:
     got = _put_varints(v)
     assert got is not None
     return got
+
+
+@pytest.mark.parametrize("wide", [0, 1, 7, 8, 9, 15, 16, 31, 38, 39])
+@pytest.mark.parametrize("extra", [b"", b"\x02" * 8, b"\x02" * 9])
+def test_clock_varints_of_one_byte_and_more_anywhere_read_alike_on_both_paths(
+        small_columnar, wide, extra, monkeypatch):
+    # Proves: the clocks' varints, one byte each but the one at `wide` (two bytes), read as
+    # their values on both paths wherever the wider one sits among the runs of eight the C
+    # path reads at once (itself: never as events payloads); varints past the count (eight
+    # or more of one byte) are damage.
+    import blogformat.columnframes as cf
+    deltas = [1 + (k % 50) for k in range(40)]
+    deltas[wide] = 300
+    crafted = _with_clocks(small_columnar, lambda c: [8, 0, _clock_varints(deltas) + extra])
+    for pure in (False, True):
+        with monkeypatch.context() as m:
+            if not extra and not pure and accel.speedups is not None:
+                m.setattr(cf, "events_payloads", lambda payload: _refuse())
+            t, damage = table(crafted, pure=pure)
+        if extra:
+            assert t.num_rows == 0 and len(damage) == 1
+        else:
+            clocks = [sum(deltas[:k + 1]) for k in range(40)]
+            assert damage == [] and sorted(t["clock"].to_pylist()) == clocks
+
+
+#: Ints at every count of digits and its edges; a column of decimals of one scale, as the
+#: columnar coding takes them (m / 10**k: 0 to 15 places, 1 to 16 digits).
+EDGE_INTS = st.one_of(st.sampled_from([0, -1, 1, 9, 10, 99, 100, -(1 << 63), (1 << 63) - 1]),
+                      st.integers(0, 19).map(lambda k: 10 ** k - 1),
+                      st.integers(0, 18).map(lambda k: -(10 ** k)),
+                      st.integers(-2**63, 2**63 - 1))
+MANTISSAS = st.one_of(st.integers(-10**15, 10**15), st.integers(0, 15).map(lambda k: 10 ** k),
+                      st.integers(1, 15).map(lambda k: 10 ** k - 1))
+COLUMNS_OF_ONE_SCALE = st.integers(0, 15).flatmap(lambda k: st.lists(
+    st.tuples(EDGE_INTS, MANTISSAS.map(lambda m: m / 10 ** k)), min_size=1, max_size=40))
+
+
+@settings(max_examples=80, deadline=None)
+@given(COLUMNS_OF_ONE_SCALE)
+def test_ints_and_decimals_of_every_length_read_as_their_text(tmp_path_factory, values):
+    # Proves: the columnar path's text of an int and of a decimal (made a column at a
+    # time, two digits a step) is the text the row frames and the Python path give (str
+    # and repr), in the message, the args and with ints' and floats' signs, zeros and
+    # lengths of 1 to 20 digits, and decimals of 0 to 15 places.
+    d = tmp_path_factory.mktemp("digits")
+    src = str(d / "src.blog")
+    write(src, [("v {} {}", ["int", "float"], None)], [(0, 0, list(v), None) for v in values])
+    rows, cols = compacted(src, False), compacted(src, True)
+    t_cols, damage = table(cols)
+    assert damage == []
+    assert t_cols["message"].to_pylist() == [f"v {i} {f!r}" for i, f in values]
+    assert same(t_cols, table(cols, pure=True)[0]) and same(t_cols, table(rows)[0])
+
+
+#: Words of a string column's dictionary whose text and JSON are made once per word: JSON's
+#: escapes, control characters, non-ASCII, braces, a lone surrogate, the empty string.
+WORDS = ["", "AAPL", 'say "hi"', "back\\slash", "tab\there\nnl", "\x00\x1f\x7f", "é中𝄞",
+         "{}", "{{x}}", "\ud800 lone", "x" * 300]
+LITERALS = st.sampled_from(["", "a", " ", "{{", "}}", "{{}}", "\\", '"', "é", "\t", "%s"])
+PLACES = st.sampled_from(["{}", "{f}", "{!r}", "{:>4}"])
+ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(),
+                st.sampled_from(WORDS), st.text(max_size=4), st.lists(st.integers(), max_size=2))
+
+
+@st.composite
+def templated(draw):
+    """A format of literal parts (braces escaped, escapes) and placeholders (positional, the
+    keyword field f, a conversion, a spec), and the events of one call site of it."""
+    parts = draw(st.lists(st.tuples(LITERALS, PLACES), max_size=8))
+    fmt = "".join(lit + place for lit, place in parts) + draw(LITERALS)
+    npos = sum(1 for _, place in parts if place != "{f}")
+    kind = draw(st.sampled_from([st.sampled_from(WORDS), ANY, st.integers(-2**63, 2**63 - 1),
+                                 st.floats(0, 1e6).map(lambda f: round(f, 3))]))
+    events = [(draw(st.integers(0, 2)), 0, draw(st.lists(kind, min_size=npos, max_size=npos)),
+               draw(kind.filter(lambda v: v is not None)) if "{f}" in fmt else None)
+              for _ in range(draw(st.integers(1, 30)))]   # (a field of None: none passed)
+    return [(fmt, ["any"] * npos, None)], events
+
+
+@settings(max_examples=80, deadline=None)
+@given(templated())
+def test_messages_made_from_a_columnar_frame_s_columns_are_those_of_each_event(
+        tmp_path_factory, stream):
+    # Proves: a message assembled from a template's literal parts and its value columns'
+    # text made once (ints, decimals, doubles, dictionary words with escapes and empty
+    # ones, packed values, keyword fields, conversions and specs left to Python) is the
+    # message, args and fields each event gives: from row frames and on the Python path.
+    d = tmp_path_factory.mktemp("tpl")
+    src = str(d / "src.blog")
+    write(src, *stream)
+    rows, cols = compacted(src, False), compacted(src, True)
+    t_cols, damage = table(cols)
+    assert damage == [] and t_cols.num_rows == len(stream[1])
+    assert same(by_writer(t_cols), by_writer(table(rows)[0]))
+    assert same(t_cols, table(cols, pure=True)[0])
+
+
+def test_a_message_of_dictionary_words_past_the_bound_is_cut_as_on_the_python_path(tmp_path):
+    # Proves: a message whose words (text made once per word) pass MAX_MESSAGE is cut
+    # where the Python path cuts it, its args' JSON whole.
+    from blogformat.placeholders import CUT_MARK, MAX_MESSAGE
+    word = "w" * (MAX_MESSAGE // 2 + 1)
+    src = str(tmp_path / "src.blog")
+    write(src, [("{} {}", ["any", "any"], None)], [(0, 0, [word, w], None)
+                                                   for w in (word, "", word, "")])
+    cols = compacted(src, True)
+    t, damage = table(cols)
+    assert damage == [] and same(t, table(cols, pure=True)[0])
+    assert same(t, table(compacted(src, False))[0])
+    assert t["message"][1].as_py() == word + " "
+    assert t["message"][0].as_py() == (word + " " + word)[:MAX_MESSAGE] + CUT_MARK

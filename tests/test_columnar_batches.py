@@ -253,7 +253,8 @@ def test_a_float_column_s_text_is_repr(tmp_path, value):
 
 def _with_clocks(small_columnar: bytes, clocks_column) -> bytes:
     """``small_columnar`` with its frame's clocks column replaced (a function of the
-    frame's clocks)."""
+    frame's clocks), its min_clock and max_clock widened to all 64 bits (clocks outside
+    a frame's own bounds are damage)."""
     import msgpack
 
     import blogformat.columnframes as cf
@@ -261,6 +262,7 @@ def _with_clocks(small_columnar: bytes, clocks_column) -> bytes:
                  if f.kind == FRAME_COLUMNS]
     head = msgpack.unpackb(payload, strict_map_key=False)
     head[6] = clocks_column([e[2] for e in cf.decode(payload)])
+    head[3], head[4] = -(1 << 63), (1 << 63) - 1
     return _crafted(small_columnar, msgpack.packb(head, use_bin_type=True))
 
 

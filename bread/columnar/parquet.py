@@ -8,6 +8,10 @@ OUT_DIR gets:
   with one typed column per argument (``bread.columnar.tables``);
 - ``sources.json``: which call site each of those files holds, and its columns.
 
+Each file is made anew (``O_EXCL | O_NOFOLLOW``) after unlinking whatever had its name,
+and ``sources`` is reached without following a link: a link planted in OUT_DIR (at
+``events.parquet``, ``sources`` or a table's name) is replaced, never written through.
+
 Readable by ``spark.read.parquet``, pyarrow, pandas and DuckDB. Three passes
 over the inputs: the events table (the C batch reader), the column types of
 each call site, then the typed tables. Memory: one batch of rows per call site.
@@ -17,12 +21,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
-from typing import Any, Sequence, TextIO
+from typing import Any, BinaryIO, Sequence, TextIO
 
 from .batches import COLUMNS, portable
 from blogformat.frames import EVENT_FRAMES
 from blogformat.valuedecoding import unpacker
+from blogstore.posix import O_NOFOLLOW
 
 from ..frames import Skim
 from ..inputs import GzipInput, expand, open_path
@@ -97,27 +103,73 @@ def count(paths: Sequence[str]) -> int | None:
     return total
 
 
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | os.O_CLOEXEC
+_DIR = os.O_RDONLY | os.O_DIRECTORY | O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _create(directory: int, name: str) -> BinaryIO:
+    """``name`` in the open ``directory`` made anew for writing: what had the name (a
+    planted link, an older export) is unlinked first, a link never followed."""
+    try:
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+    return open(os.open(name, _NEW, 0o666, dir_fd=directory), "wb")
+
+
+def _subdirectory(directory: int, name: str) -> int:
+    """The directory ``name`` in the open ``directory``, made if missing, opened without
+    following a link (a link at its name is removed and the directory made)."""
+    try:
+        os.mkdir(name, dir_fd=directory)
+    except FileExistsError:
+        if stat.S_ISLNK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
+            os.unlink(name, dir_fd=directory)
+            os.mkdir(name, dir_fd=directory)
+    return os.open(name, _DIR, dir_fd=directory)
+
+
 def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) -> dict:
     """Write the Parquet tables of ``inputs`` into ``out_dir``; a summary of what was written."""
     import pyarrow.parquet as pq
 
     paths = list(expand(inputs))
-    os.makedirs(os.path.join(out_dir, "sources"), exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)   # named: followed
+    try:
+        return _export(pq, paths, out, progress)
+    finally:
+        os.close(out)
+
+
+def _export(pq: Any, paths: list[str], out: int, progress: TextIO | None) -> dict:
+    sources = _subdirectory(out, "sources")
+    try:
+        return _tables(pq, paths, out, sources, progress)
+    finally:
+        os.close(sources)
+
+
+def _tables(pq: Any, paths: list[str], out: int, sources: int,
+            progress: TextIO | None) -> dict:
     bar = Progress(count(paths), progress)
     reader = Reader(paths)
-    writer = None
+    writer = f = None
     n = 0
     try:
         for b in reader.batches(COLUMNS, ROWS, arrow=True):
             b = portable(b)
             if writer is None:
-                writer = pq.ParquetWriter(os.path.join(out_dir, "events.parquet"), b.schema)
+                f = _create(out, "events.parquet")
+                writer = pq.ParquetWriter(f, b.schema)
             writer.write_batch(b)
             n += b.num_rows
             bar.add(b.num_rows, "events table")
     finally:
         if writer is not None:
             writer.close()
+        if f is not None:
+            f.close()
     typers: dict[tuple, tables.Typer] = {}
     for k, ev in enumerate(Reader(paths)):
         key = tables.site(ev.source)
@@ -130,13 +182,14 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
     names = {key: f"{i:04d}.parquet" for i, key in enumerate(typers)}
     pending: dict[tuple, list] = {key: [] for key in typers}
     writers: dict[tuple, Any] = {}
+    files: list[BinaryIO] = []
 
     def flush(key: tuple) -> None:
         t = typers[key]
         b = tables.batch(t.names, t.kinds, pending[key])
         if key not in writers:
-            writers[key] = pq.ParquetWriter(os.path.join(out_dir, "sources", names[key]),
-                                            b.schema)
+            files.append(_create(sources, names[key]))
+            writers[key] = pq.ParquetWriter(files[-1], b.schema)
         writers[key].write_batch(b)
         pending[key] = []
 
@@ -160,11 +213,13 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
     finally:
         for w in writers.values():
             w.close()
+        for f in files:
+            f.close()
         bar.end()
     index = [{"file": f"sources/{names[key]}", "category": key[0], "function": key[1],
               "source_file": key[2], "line": key[3], "format": key[4],
               "columns": dict(zip(t.names, t.kinds))} for key, t in typers.items()]
-    with open(os.path.join(out_dir, "sources.json"), "w") as f:
-        json.dump(index, f, indent=1)
+    with _create(out, "sources.json") as f:
+        f.write(json.dumps(index, indent=1).encode())
     return {"events": n, "sources": len(index), "late": late,
             "damage": [str(d) for d in reader.damage]}

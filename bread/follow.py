@@ -55,14 +55,18 @@ Decode = Callable[[BinaryIO, str], Iterator[Any]]
 def follower(source: Any, interval: float = INTERVAL) -> Tail | Follower:
     """What following ``source`` reads: a ``Tail`` for a file, a ``Follower`` for a
     directory or a set's base name. OSError if it is none of them (FileNotFoundError
-    naming it); NotABlogFile for a file that does not begin as one (judged at once:
-    following, the reader would wait for more bytes)."""
+    naming it); OptionError for a FIFO or a device (never waited on nor read);
+    NotABlogFile for a file that does not begin as one (judged at once: following, the
+    reader would wait for more bytes)."""
     if not isinstance(source, (str, os.PathLike)) or os.fspath(source) in (STDIN, ""):
         raise OptionError("follow takes one path: a file, a directory, or a set's base name")
     path = os.fspath(source)
     if os.path.isdir(path):
         return Follower(Watch(path), interval)
     if os.path.exists(path):
+        if not os.path.isfile(path):     # never waiting on a FIFO, never reading a device
+            raise OptionError(f"follow reads a regular file, a directory or a set's base "
+                              f"name: {name_text(path)} is none of them")
         f = open_path(path)
         try:
             check_begins(f.read(CHUNK), name_text(path))

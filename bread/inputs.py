@@ -20,6 +20,7 @@ import errno
 import glob
 import os
 import re
+import stat
 import sys
 import zlib
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Mapping
@@ -72,7 +73,10 @@ def expand(names: Iterable[str | os.PathLike], store: Store | None = None) -> li
         elif os.path.isdir(name):
             out.extend(_directory(name))
         elif not os.path.exists(name) and glob.has_magic(name):
-            matches = _compaction(sorted(glob.glob(name)))
+            # Found, not named: only directories and regular files (a FIFO would hang
+            # bread in open(), a device feed it for ever), as in a directory's listing.
+            matches = _compaction(sorted(m for m in glob.glob(name)
+                                         if os.path.isdir(m) or os.path.isfile(m)))
             if not matches:
                 raise FileNotFoundError(errno.ENOENT, "no file matches the pattern", name)
             for m in matches:
@@ -321,14 +325,23 @@ def decompressing(f: BinaryIO) -> BinaryIO:
     return GzipInput(f) if gz else f   # type: ignore[return-value]
 
 
-def open_path(name: str, store: Store | None = None) -> BinaryIO:
+def open_path(name: str, store: Store | None = None, *, found: bool = False) -> BinaryIO:
     """A path (or ``-``, or a URL: read by ranges from ``store``) opened for reading,
-    decompressed if it is gzip."""
+    decompressed if it is gzip. ``found``: a file found in a directory or by a pattern,
+    not named: only a regular file, opened without waiting (a FIFO put at its name since
+    it was listed is OSError, never a reader blocked for good)."""
     if name == STDIN:
         return decompressing(sys.stdin.buffer)
     if is_url(name):
         return decompressing(_store(store, name).open(name))  # type: ignore[arg-type]
-    return decompressing(open(name, "rb"))
+    if not found:
+        return decompressing(open(name, "rb"))
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file (it was when its directory was "
+                      "listed)", name)
+    return decompressing(open(fd, "rb"))
 
 
 def _store(store: Store | None, url: str) -> Store:

@@ -144,8 +144,8 @@ def open_inputs(names: Sequence[str], storage: dict | None = None) -> list[str]:
     says it); ImportError for a URL without pyarrow."""
     paths = expand(names or [STDIN], object_store(names, storage))
     for path in paths:
-        if path != STDIN and not is_url(path):
-            open(path, "rb").close()
+        if path != STDIN and not is_url(path):   # (a FIFO: checked, not waited on)
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
     return paths
 
 

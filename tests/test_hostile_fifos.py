@@ -1,4 +1,4 @@
-"""Hostile files under ``bread -F``: a FIFO or a device put where a followed file was,
+"""Hostile files where bread reads: a FIFO or a device put where a followed or listed file was,
 or named to follow (docs/guide.md, "Security")."""
 
 from __future__ import annotations
@@ -7,6 +7,9 @@ import os
 import subprocess
 import threading
 
+import pytest
+
+import bread
 from bread import cli
 from bread.tail import Tail
 
@@ -48,3 +51,46 @@ def test_following_a_fifo_or_a_device_is_refused_at_once(tmp_path, capsys):
     r = subprocess.run(python_child("-m", "bread", "-F", "/dev/zero"), capture_output=True,
                        timeout=60)
     assert r.returncode == cli.EXIT_USAGE and "/dev/zero is none of them" in r.stderr.decode()
+
+
+def test_a_fifo_a_pattern_finds_is_passed_over_never_waited_on(tmp_path):
+    log_to(str(tmp_path / "a.blog"), "real", 3)
+    os.mkfifo(tmp_path / "x.blog")
+    for command in ([], ["stats"]):
+        r = subprocess.run(python_child("-m", "bread", *command, str(tmp_path / "*.blog")),
+                           capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert b"real 2" in r.stdout or r.stdout.startswith(b"events: 3\n")
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_a_fifo_put_at_a_listed_files_name_before_it_is_opened_never_blocks(tmp_path, sort):
+    log_to(str(tmp_path / "a.blog"), "first", 3)
+    log_to(str(tmp_path / "b.blog"), "second", 3)
+    keep = str(tmp_path / "keep")
+    os.mkfifo(keep)
+    reader = bread.read(str(tmp_path), sort=sort) if sort else bread.read(str(tmp_path))
+    opened = threading.Event()
+    got: list = []
+
+    def read() -> None:
+        try:
+            for ev in reader:
+                got.append(ev.message)
+                if not opened.is_set():     # a.blog is open: b.blog is still to be opened
+                    os.link(keep, tmp_path / "b.fifo")
+                    os.replace(tmp_path / "b.fifo", tmp_path / "b.blog")
+                    opened.set()
+        except OSError as exc:
+            got.append(exc)
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(30)
+    hung = t.is_alive()
+    if hung:                           # blocked opening the FIFO: let it go
+        os.close(os.open(keep, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(30)
+    assert not hung
+    assert got[:3] == ["first 0", "first 1", "first 2"] or sort
+    assert isinstance(got[-1], OSError) and "not a regular file" in str(got[-1])

@@ -83,7 +83,8 @@ def test_hostile_messages_arguments_and_extras_never_raise_and_read_back(bridged
     logger, read = bridged
     n = 0
     for v in HOSTILE:
-        for msg, args in (("%s", (v,)), ("%r", (v,)), ("%d", (v,)), (v, ()), ("%(a)s", ({"a": v},))):
+        calls = (("%s", (v,)), ("%r", (v,)), ("%d", (v,)), (v, ()), ("%(a)s", ({"a": v},)))
+        for msg, args in calls:
             logger.error(msg, *args)
             logger.info("extra", extra={"k": v})
             n += 2

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import io
 import os
 import queue
 import stat
@@ -212,8 +213,8 @@ class _Run:
             path, compressed = path + COMPRESSED, True
             f = _open_regular(path)
         name = name_text(path)
-        if f is None:
-            self.damage.append(Damage(0, 0, "removed before it could be read", name))
+        if not isinstance(f, io.BufferedReader):   # why not: a vanished file is the usual
+            self.damage.append(Damage(0, 0, f or "removed before it could be read", name))
             return None
         if compressed:
             return decompressing(f), name
@@ -284,13 +285,17 @@ class _Run:
             yield item
 
 
-def _open_regular(path: str) -> BinaryIO | None:
-    """``path`` opened for reading if it is a regular file (never waiting on a FIFO)."""
+def _open_regular(path: str) -> io.BufferedReader | str | None:
+    """``path`` opened for reading if it is a regular file (never waiting on a FIFO); else
+    None if nothing is there, or why it cannot be read (out of file descriptors: a
+    directory of more files than ``ulimit -n`` allows to follow at once)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        return f"cannot be followed: {exc.strerror}"
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        return None
+        return "cannot be followed: not a regular file"
     return open(fd, "rb")

@@ -96,3 +96,14 @@ def test_hostile_messages_arguments_and_extras_never_raise_and_read_back(bridged
     assert len(events) == n + 1
     assert events[-1].fields["exception"].type == "ValueError"
     assert "Logging error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lineno", [10**30, 1 << 64, -(1 << 63) - 1])
+def test_a_record_whose_line_is_past_64_bits_never_stops_logging(bridged, lineno):
+    logger, read = bridged
+    logger.handle(logging.makeLogRecord({"name": "hostile", "levelno": logging.INFO,
+                                         "levelname": "INFO", "pathname": "x.py",
+                                         "lineno": lineno, "msg": "crafted"}))
+    logger.info("after")
+    events = read()      # before: the source's metadata failed every consume from here on
+    assert [ev.message for ev in events] == ["crafted", "after"] and events[0].line == 0

@@ -40,6 +40,7 @@ from typing import Any, BinaryIO, Callable, Hashable, Iterator, NamedTuple, cast
 
 from blogstore import catalog
 from blogstore.fileset import COMPRESSED, SUFFIX, members, parse, split_base
+from blogstore.posix import O_NOFOLLOW
 
 from .errors import OptionError
 from .frames import CHUNK, Damage, check_begins
@@ -136,7 +137,7 @@ class Watch:
         if self.stem is not None:
             return None
         try:
-            st = os.stat(path)
+            st = os.lstat(path)     # a link is no file of the directory: it may lead anywhere
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -286,11 +287,11 @@ class _Run:
 
 
 def _open_regular(path: str) -> io.BufferedReader | str | None:
-    """``path`` opened for reading if it is a regular file (never waiting on a FIFO); else
-    None if nothing is there, or why it cannot be read (out of file descriptors: a
-    directory of more files than ``ulimit -n`` allows to follow at once)."""
+    """``path`` opened for reading if it is a regular file (never waiting on a FIFO, never
+    through a link); else None if nothing is there, or why it cannot be read (a link; out
+    of file descriptors: more files than ``ulimit -n`` allows to follow at once)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | O_NOFOLLOW)
     except FileNotFoundError:
         return None
     except OSError as exc:

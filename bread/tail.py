@@ -27,6 +27,8 @@ import threading
 import time
 from typing import BinaryIO
 
+from blogstore.posix import O_CLOEXEC, O_NONBLOCK
+
 #: Seconds between two looks at a file that has no new byte.
 INTERVAL = 0.2
 
@@ -46,7 +48,7 @@ class Tail:
         """True if a regular file is at the path now (then read from it); a FIFO, device
         or directory put there is not opened for long nor waited on (``O_NONBLOCK``)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         except OSError:
             return False
         st = os.fstat(fd)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from blogformat import __version__
 from blogformat.frames import MAGIC
 from blogformat.severity import to_severity
+from blogstore.posix import O_CLOEXEC, O_NONBLOCK
 
 from ..entries import Dropped, Lost, Recovered
 from ..errors import NotABlogFile, OptionError
@@ -145,7 +146,7 @@ def open_inputs(names: Sequence[str], storage: dict | None = None) -> list[str]:
     paths = expand(names or [STDIN], object_store(names, storage))
     for path in paths:
         if path != STDIN and not is_url(path):   # (a FIFO: checked, not waited on)
-            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+            os.close(os.open(path, os.O_RDONLY | O_NONBLOCK | O_CLOEXEC))
     return paths
 
 

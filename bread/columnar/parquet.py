@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, Sequence, TextIO
 from .batches import COLUMNS, portable
 from blogformat.frames import EVENT_FRAMES
 from blogformat.valuedecoding import unpacker
-from blogstore.posix import O_NOFOLLOW
+from blogstore.posix import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW
 
 from ..frames import Skim
 from ..inputs import GzipInput, expand, open_path
@@ -103,30 +103,50 @@ def count(paths: Sequence[str]) -> int | None:
     return total
 
 
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | os.O_CLOEXEC
-_DIR = os.O_RDONLY | os.O_DIRECTORY | O_NOFOLLOW | os.O_CLOEXEC
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC
+_DIR = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+#: POSIX: names are made relative to an open directory (``dir_fd``), so a directory
+#: swapped for a link after its check changes nothing; elsewhere (Windows) by path.
+_AT = {os.open, os.mkdir, os.unlink, os.stat} <= os.supports_dir_fd
+
+#: A directory: open (``_AT``), or its path.
+Directory = int | str
 
 
-def _create(directory: int, name: str) -> BinaryIO:
-    """``name`` in the open ``directory`` made anew for writing: what had the name (a
-    planted link, an older export) is unlinked first, a link never followed."""
+def _at(directory: Directory, name: str) -> tuple[str, dict]:
+    """``name`` of ``directory`` as os functions take it: the name and ``dir_fd``, or a path."""
+    if isinstance(directory, int):
+        return name, {"dir_fd": directory}
+    return os.path.join(directory, name), {}
+
+
+def _create(directory: Directory, name: str) -> BinaryIO:
+    """``name`` in ``directory`` made anew for writing: what had the name (a planted link,
+    an older export) is unlinked first, a link never followed."""
+    path, at = _at(directory, name)
     try:
-        os.unlink(name, dir_fd=directory)
+        os.unlink(path, **at)
     except FileNotFoundError:
         pass
-    return open(os.open(name, _NEW, 0o666, dir_fd=directory), "wb")
+    return open(os.open(path, _NEW, 0o666, **at), "wb")
 
 
-def _subdirectory(directory: int, name: str) -> int:
-    """The directory ``name`` in the open ``directory``, made if missing, opened without
-    following a link (a link at its name is removed and the directory made)."""
+def _subdirectory(directory: Directory, name: str) -> Directory:
+    """The directory ``name`` in ``directory``, made if missing, reached without following
+    a link (a link at its name is removed and the directory made)."""
+    path, at = _at(directory, name)
     try:
-        os.mkdir(name, dir_fd=directory)
+        os.mkdir(path, **at)
     except FileExistsError:
-        if stat.S_ISLNK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
-            os.unlink(name, dir_fd=directory)
-            os.mkdir(name, dir_fd=directory)
-    return os.open(name, _DIR, dir_fd=directory)
+        if stat.S_ISLNK(os.stat(path, follow_symlinks=False, **at).st_mode):
+            os.unlink(path, **at)
+            os.mkdir(path, **at)
+    return os.open(path, _DIR, **at) if _AT else path
+
+
+def _close(directory: Directory) -> None:
+    if isinstance(directory, int):
+        os.close(directory)
 
 
 def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) -> dict:
@@ -135,22 +155,19 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
 
     paths = list(expand(inputs))
     os.makedirs(out_dir, exist_ok=True)
-    out = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)   # named: followed
+    out: Directory = os.open(out_dir, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC) if _AT \
+        else out_dir       # named: followed
     try:
-        return _export(pq, paths, out, progress)
+        sources = _subdirectory(out, "sources")
+        try:
+            return _tables(pq, paths, out, sources, progress)
+        finally:
+            _close(sources)
     finally:
-        os.close(out)
+        _close(out)
 
 
-def _export(pq: Any, paths: list[str], out: int, progress: TextIO | None) -> dict:
-    sources = _subdirectory(out, "sources")
-    try:
-        return _tables(pq, paths, out, sources, progress)
-    finally:
-        os.close(sources)
-
-
-def _tables(pq: Any, paths: list[str], out: int, sources: int,
+def _tables(pq: Any, paths: list[str], out: Directory, sources: Directory,
             progress: TextIO | None) -> dict:
     bar = Progress(count(paths), progress)
     reader = Reader(paths)

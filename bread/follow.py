@@ -236,8 +236,17 @@ class _Run:
                 files.append(found)
                 return
             self.chains[found.chain] = collections.deque([found])
-        threading.Thread(target=self._run, args=(found.chain,), daemon=True,
-                         name="bread-follow").start()
+        try:
+            threading.Thread(target=self._run, args=(found.chain,), daemon=True,
+                             name="bread-follow").start()
+        except RuntimeError as exc:   # no thread left: thousands of files written at once
+            with self._lock:
+                del self.chains[found.chain]
+            held = self.held.pop(found.key, None)
+            if held is not None:
+                held[0].close()
+            self.damage.append(Damage(0, 0, f"cannot be followed: {exc}",
+                                      name_text(found.path)))
 
     def _run(self, chain: Hashable) -> None:
         """A chain's files, one after another; ends when none is left."""

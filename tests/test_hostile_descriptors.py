@@ -1,6 +1,6 @@
 """Directories of more files than there are file descriptors (docs/guide.md, "Security"):
-sorting and statistics hold a bounded number open; following, which needs one per file it
-follows, says why a file cannot be followed."""
+sorting and statistics hold a bounded number open; following, which needs a descriptor and
+a thread per file it follows, says why a file cannot be followed."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import errno
 import os
 import shutil
 import subprocess
+import threading
 
 import bread
 
@@ -53,3 +54,24 @@ def test_a_followed_file_that_cannot_be_opened_says_why(tmp_path, monkeypatch):
     assert next(events).message == "a 0"
     assert [str(d) for d in reader.damage] == [
         f"{tmp_path / 'b.blog'}: damage at offset 0 (cannot be followed: Too many open files)"]
+
+
+def test_a_followed_file_for_which_no_thread_can_be_started_says_why(tmp_path, monkeypatch):
+    log_to(str(tmp_path / "a.blog"), "a", 2)
+    log_to(str(tmp_path / "b.blog"), "b", 2)
+    real_start = threading.Thread.start
+
+    def no_thread_left(self):
+        if self.name == "bread-follow" and no_thread_left.started:
+            raise RuntimeError("can't start new thread")
+        no_thread_left.started = True
+        real_start(self)
+
+    no_thread_left.started = False
+    monkeypatch.setattr(threading.Thread, "start", no_thread_left)
+    reader = bread.read(str(tmp_path), follow=True)
+    events = iter(reader)
+    assert [next(events).message for _ in range(2)] == ["a 0", "a 1"]
+    assert [str(d) for d in reader.damage] == [
+        f"{tmp_path / 'b.blog'}: damage at offset 0 (cannot be followed: can't start new "
+        "thread)"]

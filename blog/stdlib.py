@@ -262,7 +262,7 @@ class BlogHandler(logging.Handler):
         if len(d) != _BASE:
             for k, v in list(d.items()):
                 if k not in _STANDARD:        # extra={...}
-                    fields.setdefault(k if type(k) is str else str(k), v)
+                    fields.setdefault(k if type(k) is str else _field_name(k), v)
         fields = with_context(fields)     # blog.context's fields, after the record's
         if level not in self._standard_levels:
             fields.setdefault("levelname", record.levelname)
@@ -382,6 +382,19 @@ def _fits(conv: str, value: Any) -> bool:
         if not owned_by_value(exc):
             raise
         return False
+
+
+def _field_name(key: Any) -> str:
+    """A key of ``extra`` that is not a str as a field name: its ``str``; a str subclass's
+    own text, or its type's name in brackets, where that raises or gives no str (a
+    hostile ``__str__`` never costs the record)."""
+    try:
+        name = str(key)
+    except Exception:
+        name = None
+    if isinstance(name, str):
+        return name
+    return str.__str__(key) if isinstance(key, str) else f"<{type_name(type(key))}>"
 
 
 def _no_extra(d: dict) -> bool:

@@ -142,28 +142,43 @@ def chain(exc: BaseException, type_name: Callable[[type], str], text: Callable[[
 
 class SourceLines:
     """Source lines of ``.py`` files, read where they are: regular files of at most
-    ``max_file`` bytes, at most ``max_files`` of them kept (least recently used out)."""
+    ``max_file`` bytes, at most ``max_files`` of them kept (least recently used out), and
+    no more than ``max_weight`` of their text and lines together (a line costs about
+    ``LINE_COST`` bytes more than its text: 64 crafted 1 MB files of short lines would
+    otherwise hold 1.4 GB). A path's links are resolved and the file it ends at is opened
+    only if it is a regular file then, without following a link (``O_NOFOLLOW``) and
+    without waiting (``O_NONBLOCK``): a FIFO or a device is never opened."""
 
-    def __init__(self, max_files: int = 64, max_file: int = 1 << 20) -> None:
+    LINE_COST = 64
+
+    def __init__(self, max_files: int = 64, max_file: int = 1 << 20,
+                 max_weight: int = 32 << 20) -> None:
         self.max_files = max_files
         self.max_file = max_file
-        self._files: OrderedDict[str, list[str] | None] = OrderedDict()
+        self.max_weight = max_weight
+        self._files: OrderedDict[str, tuple[list[str] | None, int]] = OrderedDict()
+        self._weight = 0
         self._lock = threading.Lock()
 
     def line(self, filename: str, lineno: int) -> str | None:
         """The line as the file has it (without its newline), or None if the file is not
         there (or not one to read) or the line is blank."""
         with self._lock:
-            known = filename in self._files
-            lines = self._files.get(filename)
-            if known:
+            known = self._files.get(filename)
+            if known is not None:
                 self._files.move_to_end(filename)
-        if not known:
+        if known is None:
             lines = self._load(filename)
+            weight = 0 if lines is None else sum(map(len, lines)) + self.LINE_COST * len(lines)
             with self._lock:
-                self._files[filename] = lines
-                while len(self._files) > self.max_files:
-                    self._files.popitem(last=False)
+                old = self._files.pop(filename, None)
+                self._weight += weight - (0 if old is None else old[1])
+                self._files[filename] = (lines, weight)
+                while len(self._files) > 1 and (len(self._files) > self.max_files
+                                                or self._weight > self.max_weight):
+                    self._weight -= self._files.popitem(last=False)[1][1]
+        else:
+            lines = known[0]
         if lines is None or not 1 <= lineno <= len(lines):
             return None
         line = lines[lineno - 1]
@@ -173,7 +188,11 @@ class SourceLines:
         if type(filename) is not str or not filename.endswith(".py") or "\0" in filename:
             return None
         try:
-            fd = os.open(filename, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+            path = os.path.realpath(filename)
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return None
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
                          | getattr(os, "O_CLOEXEC", 0))
         except (OSError, ValueError):
             return None

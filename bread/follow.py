@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import io
 import os
 import queue
 import stat
@@ -39,6 +40,7 @@ from typing import Any, BinaryIO, Callable, Hashable, Iterator, NamedTuple, cast
 
 from blogstore import catalog
 from blogstore.fileset import COMPRESSED, SUFFIX, members, parse, split_base
+from blogstore.posix import O_NOFOLLOW
 
 from .errors import OptionError
 from .frames import CHUNK, Damage, check_begins
@@ -55,14 +57,18 @@ Decode = Callable[[BinaryIO, str], Iterator[Any]]
 def follower(source: Any, interval: float = INTERVAL) -> Tail | Follower:
     """What following ``source`` reads: a ``Tail`` for a file, a ``Follower`` for a
     directory or a set's base name. OSError if it is none of them (FileNotFoundError
-    naming it); NotABlogFile for a file that does not begin as one (judged at once:
-    following, the reader would wait for more bytes)."""
+    naming it); OptionError for a FIFO or a device (never waited on nor read);
+    NotABlogFile for a file that does not begin as one (judged at once: following, the
+    reader would wait for more bytes)."""
     if not isinstance(source, (str, os.PathLike)) or os.fspath(source) in (STDIN, ""):
         raise OptionError("follow takes one path: a file, a directory, or a set's base name")
     path = os.fspath(source)
     if os.path.isdir(path):
         return Follower(Watch(path), interval)
     if os.path.exists(path):
+        if not os.path.isfile(path):     # never waiting on a FIFO, never reading a device
+            raise OptionError(f"follow reads a regular file, a directory or a set's base "
+                              f"name: {name_text(path)} is none of them")
         f = open_path(path)
         try:
             check_begins(f.read(CHUNK), name_text(path))
@@ -131,7 +137,7 @@ class Watch:
         if self.stem is not None:
             return None
         try:
-            st = os.stat(path)
+            st = os.lstat(path)     # a link is no file of the directory: it may lead anywhere
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -208,8 +214,8 @@ class _Run:
             path, compressed = path + COMPRESSED, True
             f = _open_regular(path)
         name = name_text(path)
-        if f is None:
-            self.damage.append(Damage(0, 0, "removed before it could be read", name))
+        if not isinstance(f, io.BufferedReader):   # why not: a vanished file is the usual
+            self.damage.append(Damage(0, 0, f or "removed before it could be read", name))
             return None
         if compressed:
             return decompressing(f), name
@@ -230,8 +236,17 @@ class _Run:
                 files.append(found)
                 return
             self.chains[found.chain] = collections.deque([found])
-        threading.Thread(target=self._run, args=(found.chain,), daemon=True,
-                         name="bread-follow").start()
+        try:
+            threading.Thread(target=self._run, args=(found.chain,), daemon=True,
+                             name="bread-follow").start()
+        except RuntimeError as exc:   # no thread left: thousands of files written at once
+            with self._lock:
+                del self.chains[found.chain]
+            held = self.held.pop(found.key, None)
+            if held is not None:
+                held[0].close()
+            self.damage.append(Damage(0, 0, f"cannot be followed: {exc}",
+                                      name_text(found.path)))
 
     def _run(self, chain: Hashable) -> None:
         """A chain's files, one after another; ends when none is left."""
@@ -280,13 +295,17 @@ class _Run:
             yield item
 
 
-def _open_regular(path: str) -> BinaryIO | None:
-    """``path`` opened for reading if it is a regular file (never waiting on a FIFO)."""
+def _open_regular(path: str) -> io.BufferedReader | str | None:
+    """``path`` opened for reading if it is a regular file (never waiting on a FIFO, never
+    through a link); else None if nothing is there, or why it cannot be read (a link; out
+    of file descriptors: more files than ``ulimit -n`` allows to follow at once)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | O_NOFOLLOW)
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        return f"cannot be followed: {exc.strerror}"
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        return None
+        return "cannot be followed: not a regular file"
     return open(fd, "rb")

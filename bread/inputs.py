@@ -20,12 +20,14 @@ import errno
 import glob
 import os
 import re
+import stat
 import sys
 import zlib
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Mapping
 
 from blogstore import catalog, manifest
-from blogstore.fileset import LOG_SUFFIXES
+from blogstore.fileset import LOG_SUFFIXES, is_regular
+from blogstore.posix import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 
 if TYPE_CHECKING:
     from .objectstore import Store
@@ -72,11 +74,14 @@ def expand(names: Iterable[str | os.PathLike], store: Store | None = None) -> li
         elif os.path.isdir(name):
             out.extend(_directory(name))
         elif not os.path.exists(name) and glob.has_magic(name):
-            matches = _compaction(sorted(glob.glob(name)))
+            # Found, not named: only directories and regular files, never through a link
+            # (a FIFO would hang bread in open(), a device feed it for ever, a planted link
+            # show a file from elsewhere), as in a directory's listing.
+            matches = _compaction(sorted(m for m in glob.glob(name) if _kind(m) in "dr"))
             if not matches:
                 raise FileNotFoundError(errno.ENOENT, "no file matches the pattern", name)
             for m in matches:
-                out.extend(_directory(m) if os.path.isdir(m) else [m])
+                out.extend(_directory(m) if _kind(m) == "d" else [m])
         else:
             out.append(name)
     return out
@@ -157,6 +162,16 @@ def _compaction(paths: list[str]) -> list[str]:
     return [p for p in paths if p not in skip]
 
 
+def _kind(path: str) -> str:
+    """``"d"`` for a directory, ``"r"`` for a regular file, else ``"-"``: the entry itself,
+    never what a link at it leads to."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "-"
+    return "d" if stat.S_ISDIR(mode) else "r" if stat.S_ISREG(mode) else "-"
+
+
 def _directory(path: str) -> list[str]:
     names = set(os.listdir(path))
     # ``x.blog`` beside ``x.blog.gz``: a compression not yet finished (blog.files.housekeeping);
@@ -164,7 +179,7 @@ def _directory(path: str) -> list[str]:
     skip = catalog.left_out(path, names)     # compaction: originals or compacted, never both
     files = sorted(f for f in names if f.endswith(LOG_SUFFIXES) and f not in skip
                    and not (f.endswith(".gz") and f[:-3] in names)
-                   and os.path.isfile(os.path.join(path, f)))
+                   and is_regular(path, f))      # (never a link: it may lead anywhere)
     if not files:
         raise FileNotFoundError(errno.ENOENT, "no log files (*.blog, *.blog.gz) in the directory",
                                 path)
@@ -321,14 +336,24 @@ def decompressing(f: BinaryIO) -> BinaryIO:
     return GzipInput(f) if gz else f   # type: ignore[return-value]
 
 
-def open_path(name: str, store: Store | None = None) -> BinaryIO:
+def open_path(name: str, store: Store | None = None, *, found: bool = False) -> BinaryIO:
     """A path (or ``-``, or a URL: read by ranges from ``store``) opened for reading,
-    decompressed if it is gzip."""
+    decompressed if it is gzip. ``found``: a file found in a directory or by a pattern,
+    not named: only a regular file, opened without waiting nor following a link (a FIFO
+    or a link put at its name since it was listed is OSError, never a reader blocked for
+    good)."""
     if name == STDIN:
         return decompressing(sys.stdin.buffer)
     if is_url(name):
         return decompressing(_store(store, name).open(name))  # type: ignore[arg-type]
-    return decompressing(open(name, "rb"))
+    if not found:
+        return decompressing(open(name, "rb"))
+    fd = os.open(name, os.O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file (it was when its directory was "
+                      "listed)", name)
+    return decompressing(open(fd, "rb"))
 
 
 def _store(store: Store | None, url: str) -> Store:

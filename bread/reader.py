@@ -254,7 +254,9 @@ class Reader:
                 if path == STDIN:
                     yield _reopener(spool(sys.stdin.buffer)), path
                 else:
-                    yield functools.partial(open_path, path, self._store), name_text(path)
+                    name = name_text(path)
+                    yield functools.partial(open_path, path, self._store,
+                                            found=name not in self._named), name
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread``
@@ -322,8 +324,8 @@ class Reader:
                 self._after(f, name)
                 continue
             for path in self._named_paths(inp):
-                f = open_path(path, self._store)
                 name = name_text(path)   # the file's name as text: valid UTF-8
+                f = open_path(path, self._store, found=name not in self._named)
                 try:
                     yield f, name
                     self._after(f, name)

@@ -8,7 +8,8 @@ writes it.
 file there is replaced (a rotation: another inode) or cut short
 (truncation), reading goes on from the start of what is at the path now; its
 header frame starts a new stream. A frame that the switch cut in two is
-reported as damage, as it is.
+reported as damage, as it is. Only a regular file is read there: a FIFO or
+a link to a device put at the path is waited past, as a missing file is.
 
 ``Growing`` reads one file, by its descriptor: renamed, compressed or deleted
 under it, it reads on. It ends once the file is finished: a set's file
@@ -21,9 +22,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 import time
 from typing import BinaryIO
+
+from blogstore.posix import O_CLOEXEC, O_NONBLOCK
 
 #: Seconds between two looks at a file that has no new byte.
 INTERVAL = 0.2
@@ -41,13 +45,19 @@ class Tail:
         self._open(from_start)
 
     def _open(self, from_start: bool = True) -> bool:
+        """True if a regular file is at the path now (then read from it); a FIFO, device
+        or directory put there is not opened for long nor waited on (``O_NONBLOCK``)."""
         try:
-            f = open(self.path, "rb")
+            fd = os.open(self.path, os.O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         except OSError:
             return False
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return False
+        f = open(fd, "rb")
         if self._f is not None:
             self._f.close()
-        st = os.fstat(f.fileno())
         self._f, self._ino = f, (st.st_dev, st.st_ino)
         if not from_start:
             f.seek(0, os.SEEK_END)
@@ -60,7 +70,7 @@ class Tail:
         except OSError:
             return False                      # gone for now: wait for it to come back
         if (st.st_dev, st.st_ino) != self._ino:
-            return self._open()
+            return stat.S_ISREG(st.st_mode) and self._open()
         if self._f is not None and st.st_size < self._f.tell():
             self._f.seek(0)                   # truncated (copytruncate): from its start
             return True

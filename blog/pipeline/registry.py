@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 #: in the message).
 OVERFLOW_CATEGORY = "blog.overflow"
 
+#: The lines a source can hold (msgpack's ints: 64 bits, signed or not). Another (a
+#: ``LogRecord``'s crafted ``lineno``) is line 0: its metadata could not be written, and
+#: every consume after it would fail.
+_LINE_MIN, _LINE_END = -(1 << 63), 1 << 64
+
 #: Metadata strings are cut at this many characters, so that an entry always fits in a frame
 #: (a format string is never cut: check_template refuses one longer than MAX_FORMAT).
 MAX_METADATA_TEXT = 1 << 16
@@ -159,6 +164,9 @@ class Registry:
         ``code`` is the call site's code object, when ``key`` holds its id; ``style`` the
         syntax of ``format`` (EventSource.style).
         """
+        if type(line) is not int or not _LINE_MIN <= line < _LINE_END:
+            line = int(line) if isinstance(line, int) else 0
+            line = line if _LINE_MIN <= line < _LINE_END else 0
         with self.lock:
             if key is not None and key in self._sites:
                 return self._sites[key]

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from blogformat import __version__
 from blogformat.frames import MAGIC
 from blogformat.severity import to_severity
+from blogstore.posix import O_CLOEXEC, O_NONBLOCK
 
 from ..entries import Dropped, Lost, Recovered
 from ..errors import NotABlogFile, OptionError
@@ -59,7 +60,8 @@ def parser() -> argparse.ArgumentParser:
                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="FILE",
                    help="blog files to read in order: paths, directories (their *.blog and "
-                        "*.blog.gz files), glob patterns; gzip is read as is; "
+                        "*.blog.gz regular files: no link, FIFO or device found there is "
+                        "read), glob patterns (the same); gzip is read as is; "
                         "'-' (or none) reads standard input; URLs of object storage "
                         "(s3://bucket/prefix/, gs://, hdfs://host:port/, file://: a file, a "
                         "prefix, a pattern) through pyarrow.fs, with the store's usual "
@@ -74,9 +76,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-d", "--date-format", default=DEFAULT_DATE_FORMAT,
                    help=pct(f"date format for %d and %u (default {DEFAULT_DATE_FORMAT!r})"))
     p.add_argument("-F", "--follow", action="store_true",
-                   help="follow one path as it grows, until Ctrl-C: a file (across rotation "
-                        "and truncation, as tail -F), or a directory or a rotated set's base "
-                        "name (logs/app.blog): its files and those that appear later "
+                   help="follow one path as it grows, until Ctrl-C: a regular file (across "
+                        "rotation and truncation, as tail -F), or a directory or a rotated "
+                        "set's base name (logs/app.blog): its files and those that appear later "
                         "(rotations, new processes), each file's events in order, files "
                         "written at once interleaved (docs/guide.md, Following)")
     p.add_argument("-s", "--sort", action="store_true",
@@ -144,8 +146,8 @@ def open_inputs(names: Sequence[str], storage: dict | None = None) -> list[str]:
     says it); ImportError for a URL without pyarrow."""
     paths = expand(names or [STDIN], object_store(names, storage))
     for path in paths:
-        if path != STDIN and not is_url(path):
-            open(path, "rb").close()
+        if path != STDIN and not is_url(path):   # (a FIFO: checked, not waited on)
+            os.close(os.open(path, os.O_RDONLY | O_NONBLOCK | O_CLOEXEC))
     return paths
 
 

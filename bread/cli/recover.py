@@ -9,6 +9,7 @@ kept as ``*.damaged``) or left alone: see standard error."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -31,7 +32,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bread --recover",
                                 description="Append the events that killed writers of FILE "
                                             "left in their crash buffers to FILE.")
-    p.add_argument("file", metavar="FILE", help="the log file the dead writers wrote")
+    p.add_argument("file", metavar="FILE", help="the log file the dead writers wrote (a "
+                   "regular file, or a rotated set's base name)")
     p.add_argument("--crash-dir", metavar="DIR",
                    help="where the writers kept their buffers (their basic_config crash_dir)")
     return p
@@ -39,6 +41,10 @@ def parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """``bread --recover FILE [--crash-dir DIR]``; the exit status (module docstring)."""
+    if os.path.exists(args.file) and not os.path.isfile(args.file):
+        # a FIFO would hang the opening, a device swallow what is recovered
+        _say(sys.stderr, f"bread: {args.file} is not a regular file; nothing recovered")
+        return 2
     directory = buffer_directory(args.file, args.crash_dir)
     try:
         check_directory(directory)
@@ -55,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except OSError as exc:
         _say(sys.stderr, f"bread: cannot open {args.file}: {exc}")
+        return 2
+    except ValueError:       # ".blog": no log's name, nor a set's
+        _say(sys.stderr, f"bread: {args.file} names no log file; nothing recovered")
         return 2
     said: list[str] = []
 

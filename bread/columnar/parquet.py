@@ -8,6 +8,10 @@ OUT_DIR gets:
   with one typed column per argument (``bread.columnar.tables``);
 - ``sources.json``: which call site each of those files holds, and its columns.
 
+Each file is made anew (``O_EXCL | O_NOFOLLOW``) after unlinking whatever had its name,
+and ``sources`` is reached without following a link: a link planted in OUT_DIR (at
+``events.parquet``, ``sources`` or a table's name) is replaced, never written through.
+
 Readable by ``spark.read.parquet``, pyarrow, pandas and DuckDB. Three passes
 over the inputs: the events table (the C batch reader), the column types of
 each call site, then the typed tables. Memory: one batch of rows per call site.
@@ -17,12 +21,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
-from typing import Any, Sequence, TextIO
+from typing import Any, BinaryIO, Sequence, TextIO
 
 from .batches import COLUMNS, portable
 from blogformat.frames import EVENT_FRAMES
 from blogformat.valuedecoding import unpacker
+from blogstore.posix import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW
 
 from ..frames import Skim
 from ..inputs import GzipInput, expand, open_path
@@ -97,27 +103,90 @@ def count(paths: Sequence[str]) -> int | None:
     return total
 
 
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC
+_DIR = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+#: POSIX: names are made relative to an open directory (``dir_fd``), so a directory
+#: swapped for a link after its check changes nothing; elsewhere (Windows) by path.
+_AT = {os.open, os.mkdir, os.unlink, os.stat} <= os.supports_dir_fd
+
+#: A directory: open (``_AT``), or its path.
+Directory = int | str
+
+
+def _at(directory: Directory, name: str) -> tuple[str, dict]:
+    """``name`` of ``directory`` as os functions take it: the name and ``dir_fd``, or a path."""
+    if isinstance(directory, int):
+        return name, {"dir_fd": directory}
+    return os.path.join(directory, name), {}
+
+
+def _create(directory: Directory, name: str) -> BinaryIO:
+    """``name`` in ``directory`` made anew for writing: what had the name (a planted link,
+    an older export) is unlinked first, a link never followed."""
+    path, at = _at(directory, name)
+    try:
+        os.unlink(path, **at)
+    except FileNotFoundError:
+        pass
+    return open(os.open(path, _NEW, 0o666, **at), "wb")
+
+
+def _subdirectory(directory: Directory, name: str) -> Directory:
+    """The directory ``name`` in ``directory``, made if missing, reached without following
+    a link (a link at its name is removed and the directory made)."""
+    path, at = _at(directory, name)
+    try:
+        os.mkdir(path, **at)
+    except FileExistsError:
+        if stat.S_ISLNK(os.stat(path, follow_symlinks=False, **at).st_mode):
+            os.unlink(path, **at)
+            os.mkdir(path, **at)
+    return os.open(path, _DIR, **at) if _AT else path
+
+
+def _close(directory: Directory) -> None:
+    if isinstance(directory, int):
+        os.close(directory)
+
+
 def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) -> dict:
     """Write the Parquet tables of ``inputs`` into ``out_dir``; a summary of what was written."""
     import pyarrow.parquet as pq
 
     paths = list(expand(inputs))
-    os.makedirs(os.path.join(out_dir, "sources"), exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
+    out: Directory = os.open(out_dir, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC) if _AT \
+        else out_dir       # named: followed
+    try:
+        sources = _subdirectory(out, "sources")
+        try:
+            return _tables(pq, paths, out, sources, progress)
+        finally:
+            _close(sources)
+    finally:
+        _close(out)
+
+
+def _tables(pq: Any, paths: list[str], out: Directory, sources: Directory,
+            progress: TextIO | None) -> dict:
     bar = Progress(count(paths), progress)
     reader = Reader(paths)
-    writer = None
+    writer = f = None
     n = 0
     try:
         for b in reader.batches(COLUMNS, ROWS, arrow=True):
             b = portable(b)
             if writer is None:
-                writer = pq.ParquetWriter(os.path.join(out_dir, "events.parquet"), b.schema)
+                f = _create(out, "events.parquet")
+                writer = pq.ParquetWriter(f, b.schema)
             writer.write_batch(b)
             n += b.num_rows
             bar.add(b.num_rows, "events table")
     finally:
         if writer is not None:
             writer.close()
+        if f is not None:
+            f.close()
     typers: dict[tuple, tables.Typer] = {}
     for k, ev in enumerate(Reader(paths)):
         key = tables.site(ev.source)
@@ -130,13 +199,14 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
     names = {key: f"{i:04d}.parquet" for i, key in enumerate(typers)}
     pending: dict[tuple, list] = {key: [] for key in typers}
     writers: dict[tuple, Any] = {}
+    files: list[BinaryIO] = []
 
     def flush(key: tuple) -> None:
         t = typers[key]
         b = tables.batch(t.names, t.kinds, pending[key])
         if key not in writers:
-            writers[key] = pq.ParquetWriter(os.path.join(out_dir, "sources", names[key]),
-                                            b.schema)
+            files.append(_create(sources, names[key]))
+            writers[key] = pq.ParquetWriter(files[-1], b.schema)
         writers[key].write_batch(b)
         pending[key] = []
 
@@ -160,11 +230,13 @@ def export(inputs: Sequence[str], out_dir: str, progress: TextIO | None = None) 
     finally:
         for w in writers.values():
             w.close()
+        for f in files:
+            f.close()
         bar.end()
     index = [{"file": f"sources/{names[key]}", "category": key[0], "function": key[1],
               "source_file": key[2], "line": key[3], "format": key[4],
               "columns": dict(zip(t.names, t.kinds))} for key, t in typers.items()]
-    with open(os.path.join(out_dir, "sources.json"), "w") as f:
-        json.dump(index, f, indent=1)
+    with _create(out, "sources.json") as f:
+        f.write(json.dumps(index, indent=1).encode())
     return {"events": n, "sources": len(index), "late": late,
             "damage": [str(d) for d in reader.damage]}

@@ -272,9 +272,10 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
     ``start`` (what its events may refer to), then every frame, and every damaged range,
     that begins in ``[start, end)``. Parts that tile a file give each of its events
     once: a frame belongs to the part where it begins, wherever it ends. Offsets are
-    from the start of the input (``f`` at 0). Nothing is read past the last frame that
-    begins in the range; an input that plans its reads (``bread.objectstore.RangedFile``)
-    is told the range, to fetch it in large blocks and nothing ahead past its end."""
+    from the start of the input (``f`` at 0). Reading stops with the last frame that
+    begins in the range (the next one's header is not read); an input that plans its
+    reads (``bread.objectstore.RangedFile``) is told the range, to fetch it in large
+    blocks and nothing ahead past its end."""
     plan = getattr(f, "read_range", None)
     if plan is not None:
         plan(start, end)

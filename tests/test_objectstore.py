@@ -9,6 +9,7 @@ here: only their way through pyarrow.fs to an error is tested.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -17,9 +18,9 @@ import pytest
 
 import blog
 import bread
-from blogformat.frames import HEADER_SIZE, parse_header
+from blogformat.frames import FRAME_EVENTS, HEADER_SIZE, parse_header
 from blogstore import manifest
-from bread.frames import CHUNK
+from bread.frames import CHUNK, span_frames
 from bread.objectstore import MAX_BLOCK, MIN_BLOCK, RangedFile, Store
 
 from helpers import python_child, run_cli
@@ -182,6 +183,31 @@ def test_parts_of_an_object_fetch_nothing_past_their_last_frame(stored, s3):
         total += sum(n for _, n in got)
     # the frames once, and the skims: 8 KiB at the start, 4 KiB a frame header before
     assert len(data) <= total < 1.25 * len(data), (total, len(data))
+
+
+class Reads(io.BytesIO):
+    """A file in memory that notes where each read begins."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.at: list[int] = []
+
+    def read(self, n: int | None = -1) -> bytes:
+        self.at.append(self.tell())
+        return super().read(n)
+
+
+def test_a_part_stops_reading_with_the_last_frame_that_begins_in_it(tmp_path):
+    # The next frame's header is not read: it begins at or past the part's end (with
+    # read-ahead that stops at the end, one request fewer per part of an object).
+    big_file(tmp_path / "big.blog", 30000)
+    data = (tmp_path / "big.blog").read_bytes()
+    ends = frame_ends(data)
+    starts = [0] + ends[:-1]
+    f = Reads(data)
+    got = list(span_frames(f, starts[3] + 1, starts[5] + 1))
+    assert [fr.offset for fr in got if fr.kind == FRAME_EVENTS] == starts[4:6]
+    assert max(f.at) < ends[5], (f.at, ends[5])
 
 
 class Recording:

@@ -272,7 +272,13 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
     ``start`` (what its events may refer to), then every frame, and every damaged range,
     that begins in ``[start, end)``. Parts that tile a file give each of its events
     once: a frame belongs to the part where it begins, wherever it ends. Offsets are
-    from the start of the input (``f`` at 0)."""
+    from the start of the input (``f`` at 0). Reading stops with the last frame that
+    begins in the range (the next one's header is not read); an input that plans its
+    reads (``bread.objectstore.RangedFile``) is told the range, to fetch it in large
+    blocks and nothing ahead past its end."""
+    plan = getattr(f, "read_range", None)
+    if plan is not None:
+        plan(start, end)
     skim = Skim(f, 0)
     before: list[Frame] = []
     first: int | None = None
@@ -292,6 +298,8 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
             if at >= end:
                 return
             yield x._replace(offset=at)
+            if at + (x.size if type(x) is Frame else x.length) >= end:
+                return    # what follows begins at or past the end: not read
         return
     f.seek(0)    # damage before start: every frame read and checked from the beginning
     for x in iter_frames(f, source, verified_only):

@@ -225,8 +225,10 @@ def _named(exc: OSError, url: str) -> OSError:
 class RangedFile:
     """A binary file over a pyarrow random-access file: each read fetches at least
     ``MIN_BLOCK`` bytes from where it begins, and a reader reading on gets twice as much
-    ahead each time (up to ``MAX_BLOCK``); a seek away starts small again. A part of a
-    large object so costs its range, and whatever the skim of the frames before it reads
+    ahead each time (up to ``MAX_BLOCK``); a seek away starts small again. Within the
+    range a reader says it reads whole (``read_range``), reads fetch ``MAX_BLOCK`` at once
+    and never past the range's end. A part of a large object so costs its range, what its
+    last frame needs past it, and whatever the skim of the frames before it reads
     (``bread.frames.span_frames``: their headers and metadata)."""
 
     def __init__(self, f: Any, name: str) -> None:
@@ -237,6 +239,14 @@ class RangedFile:
         self._at = 0          # offset of _buf[0]
         self._pos = 0
         self._block = MIN_BLOCK
+        self._whole = (0, 0)  # the range read whole (read_range)
+
+    def read_range(self, start: int, end: int) -> None:
+        """Say that the reader reads ``[start, end)`` whole, in order: reads that begin in it
+        fetch up to ``MAX_BLOCK`` at once and nothing ahead past ``end``; a read that
+        begins at or past ``end`` fetches what it asks, no more (the rest of the range's
+        last frame)."""
+        self._whole = (max(0, start), max(0, min(end, self._size)))
 
     def read(self, n: int = -1) -> bytes:
         pos, size = self._pos, self._size
@@ -253,7 +263,10 @@ class RangedFile:
         else:
             head, self._block = b"", MIN_BLOCK
         at = pos + len(head)
-        more = self._f.read_at(min(max(n - len(head), self._block), size - at), at)
+        lo, hi = self._whole
+        block = min(MAX_BLOCK, hi - at) if lo <= at < hi else (
+            0 if lo < hi <= at else self._block)
+        more = self._f.read_at(min(max(n - len(head), block), size - at), at)
         self._buf, self._at = more, at
         data = head + more[:n - len(head)]
         self._pos = pos + len(data)

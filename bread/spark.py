@@ -155,19 +155,12 @@ class BlogReader(DataSourceReader):
         store = object_store(self.paths, self.storage)
         files, _ = prune(list(expand(self.paths, store)), self._window.since,
                          self._window.until, store=store)
-        whole = {path for path in files if _check_log(path, store)}
+        sizes = {path: _split_size(path, store) for path in files}   # each opened once
         if self.sorted:    # one task merges every input by time
             return [FilePart(files)]
         parts = []
         for path in files:
-            if path in whole:
-                parts.append(FilePart([path]))
-                continue
-            f = open_path(path, store)
-            try:
-                size = None if isinstance(f, GzipInput) else f.seek(0, 2)
-            finally:
-                f.close()
+            size = sizes[path]
             if size is None or size <= self.split:
                 parts.append(FilePart([path]))
                 continue
@@ -301,17 +294,19 @@ def _time(value: str | None) -> int | str | None:
     return value
 
 
-def _check_log(path: str, store: Store | None = None) -> bool:
-    """A file that is not a log fails the query, naming it; True for a C++ binlog file
-    (read whole, by one task: its entries cannot be split at a byte offset)."""
+def _split_size(path: str, store: Store | None = None) -> int | None:
+    """The size of a log file that may be split at byte offsets; None for a gzip file or a
+    C++ binlog file (read whole, by one task: its entries cannot be split at a byte
+    offset). A file that is not a log fails the query, naming it."""
     f = open_path(path, store)
     try:
         head = f.read(HEADER_SIZE)
+        size = None if isinstance(f, GzipInput) else f.seek(0, 2)
     finally:
         f.close()
     if is_binlog(head):
-        return True
+        return None
     if len(head) < HEADER_SIZE or parse_header(head) is None:
         raise NotABlogFile(f"{name_text(path)}: not a blog log file (it does not begin with a "
                            "frame)")
-    return False
+    return size

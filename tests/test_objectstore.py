@@ -9,6 +9,7 @@ here: only their way through pyarrow.fs to an error is tested.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -17,8 +18,10 @@ import pytest
 
 import blog
 import bread
+from blogformat.frames import FRAME_EVENTS, HEADER_SIZE, parse_header
 from blogstore import manifest
-from bread.objectstore import RangedFile, Store
+from bread.frames import CHUNK, span_frames
+from bread.objectstore import MAX_BLOCK, MIN_BLOCK, RangedFile, Store
 
 from helpers import python_child, run_cli
 
@@ -142,9 +145,105 @@ def test_a_part_of_a_large_object_fetches_its_range_and_the_metadata_before_it(s
     whole = bread.read_batches(os.path.join(local, "big.blog"), ["clock", "message"])
     assert pa.Table.from_batches([b for part in parts for b in part]).equals(
         pa.Table.from_batches(list(whole)))
-    # The sixth eighth: its range, read-ahead, and a few KiB per frame before it; never
-    # the 5/8 of the object before it.
-    assert cut[6] - cut[5] <= fetched[5] < size // 3, (fetched, size)
+    # The sixth eighth: its frames and a few KiB per frame before it; never the 5/8 of
+    # the object before it.
+    assert 0 < fetched[5] < size // 3, (fetched, size)
+
+
+def frame_ends(data: bytes) -> list[int]:
+    """Where each frame of a whole, undamaged log file ends."""
+    ends, pos = [], 0
+    while pos < len(data):
+        pos += HEADER_SIZE + parse_header(data[pos:pos + HEADER_SIZE])[2]
+        ends.append(pos)
+    return ends
+
+
+def test_parts_of_an_object_fetch_nothing_past_their_last_frame(stored, s3):
+    # Every frame is fetched once, by the part where it begins, and nothing is read ahead
+    # past the last one (before: up to 8 MiB of read-ahead, 1.9x the object in all).
+    local, url, opts = stored
+    fs = pafs.S3FileSystem(**opts)
+    with fs.open_input_file(f"{BUCKET}/svc/big.blog") as f:
+        data = f.read()
+    ends = frame_ends(data)
+    starts = [0] + ends[:-1]
+    cut = [len(data) * k // 8 for k in range(9)]
+    total = bound = 0
+    for start, end in zip(cut, cut[1:]):
+        s3.served.clear()
+        for _ in bread.read_batches(f"{url}/big.blog", ["clock"], span=(start, end),
+                                    storage_options=opts):
+            pass
+        got = [(rng, n) for method, path, rng, n in s3.served
+               if method == "GET" and path.endswith("/big.blog")]
+        # (the reader reads on in pieces of 64 KiB: the last may pass the frame's end)
+        last = max(e for s, e in zip(starts, ends) if start <= s < end) + CHUNK
+        assert max(int(rng.rpartition("-")[2]) + 1 for rng, _ in got) <= last, (got, last)
+        total += sum(n for _, n in got)
+        # its first 8 KiB, 4 KiB a frame header before it, the last piece of 64 KiB
+        bound += 2 * MIN_BLOCK + MIN_BLOCK * sum(s < start for s in starts) + CHUNK
+    # the frames once, and what each part reads to find its place
+    assert len(data) <= total <= len(data) + bound, (total, len(data), bound)
+
+
+class Reads(io.BytesIO):
+    """A file in memory that notes where each read begins."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.at: list[int] = []
+
+    def read(self, n: int | None = -1) -> bytes:
+        self.at.append(self.tell())
+        return super().read(n)
+
+
+def test_a_part_stops_reading_with_the_last_frame_that_begins_in_it(tmp_path):
+    # The next frame's header is not read: it begins at or past the part's end (with
+    # read-ahead that stops at the end, one request fewer per part of an object).
+    big_file(tmp_path / "big.blog", 30000)
+    data = (tmp_path / "big.blog").read_bytes()
+    ends = frame_ends(data)
+    starts = [0] + ends[:-1]
+    f = Reads(data)
+    got = list(span_frames(f, starts[3] + 1, starts[5] + 1))
+    assert [fr.offset for fr in got if fr.kind == FRAME_EVENTS] == starts[4:6]
+    assert max(f.at) < ends[5], (f.at, ends[5])
+
+
+class Recording:
+    """A pyarrow random-access file that notes each ranged read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.reads = data, []
+
+    def size(self) -> int:
+        return len(self.data)
+
+    def read_at(self, n: int, at: int) -> bytes:
+        self.reads.append((at, n))
+        return self.data[at:at + n]
+
+
+def test_a_range_read_whole_is_fetched_in_large_blocks_and_nothing_ahead_past_it():
+    data = bytes(range(256)) * (100 << 12)       # 100 MiB
+    raw = Recording(data)
+    f = RangedFile(raw, "x")
+    lo, hi = 3 << 20, 3 * MAX_BLOCK + (5 << 20)
+    f.read_range(lo, hi)
+    f.seek(1000)
+    assert f.read(16) == data[1000:1016]            # before the range: a small read
+    f.seek(lo)
+    got = [f.read(1 << 16) for _ in range((hi - lo) >> 16)]
+    assert b"".join(got) == data[lo:hi]
+    blocks = [(lo + k * MAX_BLOCK, MAX_BLOCK) for k in range(3)]
+    assert raw.reads == [(1000, MIN_BLOCK), *blocks, (lo + 3 * MAX_BLOCK, 2 << 20)]
+    del raw.reads[:]
+    assert f.read(100) + f.read(20) == data[hi:hi + 120]
+    assert raw.reads == [(hi, 100), (hi + 100, 20)]     # past its end: what is asked
+    assert f.read(50000) == data[hi + 120:hi + 50120]
+    assert raw.reads == [(hi, 100), (hi + 100, 20), (hi + 120, 50000)]
 
 
 def test_file_urls_read_as_the_path(stored):

@@ -224,6 +224,26 @@ def test_a_file_whose_name_is_not_utf8_is_a_partition_like_any_other(tmp_path):
     assert len(paths) == sum(1 for _ in bread.read(str(tmp_path))) > 0
 
 
+def test_the_driver_opens_an_object_once_to_plan_its_parts(tmp_path, s3):
+    # Proves: planning (BlogReader.partitions, on the driver) opens an object once for its
+    # check and its size (before: twice, three HEADs and two GETs on the first bytes),
+    # and the parts it plans read every event once.
+    pafs = pytest.importorskip("pyarrow.fs")
+    write(str(tmp_path / "a.blog"), "a", n=3000)
+    fs = pafs.S3FileSystem(endpoint_override=s3.endpoint, allow_bucket_creation=True)
+    fs.create_dir("plan")
+    with fs.open_output_stream("plan/a.blog", compression=None) as out:
+        out.write((tmp_path / "a.blog").read_bytes())
+    s3.served.clear()
+    r = bread.spark.BlogReader({"path": "s3://plan/a.blog", "endpoint": s3.endpoint,
+                                "splitBytes": "4096"}, ["clock"])
+    parts = r.partitions()
+    assert len(parts) > 2
+    assert [method for method, *_ in s3.served] == ["HEAD", "HEAD", "GET"]
+    assert sum(b.num_rows for part in parts for b in r.read(part)) == \
+        sum(1 for _ in bread.read(str(tmp_path / "a.blog")))
+
+
 def test_bad_input_and_options_fail_with_a_clear_message(spark, logs, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("not a log at all\n" * 10)

@@ -193,7 +193,7 @@ put_field(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs, Py_ssize
 {
     if (nargs < src->nnames || index >= src->nnames) return 0;
     const Val *v = &args[nargs - src->nnames + index];
-    if (v->kind == V_STR) {
+    if (v->kind == V_STR || v->kind == V_STR_TEXT) {   /* (a dictionary's str: its text) */
         if (v->n == 0 || v->n > MAX_FIELD_STR) return 0;
         for (Py_ssize_t i = 0; i < v->n; i++) {
             unsigned char c = v->s[i];

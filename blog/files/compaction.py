@@ -65,8 +65,8 @@ def seconds(value: Any, option: str) -> int:
 
 @dataclass(frozen=True)
 class Compaction:
-    """What ``compact=`` asks of housekeeping: ``bread compact DIR --older-than OLDER_THAN
-    --period PERIOD [--columnar]`` at most every ``every`` seconds, killed after ``timeout``.
+    """What ``compact=`` asks of housekeeping: ``bread compact DIR --set STEM --older-than
+    OLDER_THAN --period PERIOD [--columnar]`` at most every ``every`` seconds, killed after ``timeout``.
 
     Durations are seconds or strings like ``"1d"``. ``python`` is the interpreter that runs
     it (default ``sys.executable``: give one where that is not a Python, as in uWSGI);
@@ -180,11 +180,12 @@ def delete_compacted(directory: str, names: list[str]) -> list[str]:
 
 
 class Compactions:
-    """Starts and watches the compaction children of one set's directory (module docstring);
-    ``runs``, ``failures`` count them."""
+    """Starts and watches the compaction children of one set (``stem``) of a directory
+    (module docstring); ``runs``, ``failures`` count them."""
 
-    def __init__(self, directory: str, option: Compaction) -> None:
+    def __init__(self, directory: str, stem: str, option: Compaction) -> None:
         self.directory = directory
+        self.stem = stem
         self.option = option
         self.runs = 0            # children started
         self.failures = 0        # children that failed (exit status other than 0, killed)
@@ -244,7 +245,7 @@ class Compactions:
             report(f"blog: compaction of {self.directory} is off: {why}")
             return None
         argv = [python, "-c", _CHILD, str(opt.nice), "compact", self.directory,
-                "--older-than", f"{opt.older_than}s", "--period", f"{opt.period}s"]
+                "--set", self.stem, "--older-than", f"{opt.older_than}s", "--period", f"{opt.period}s"]
         if opt.columnar:
             argv.append("--columnar")
         if shipped_only:

@@ -234,7 +234,8 @@ class Housekeeper:
         if self.shipper is not None:
             self.manifest = True
         #: Runs ``bread compact`` on the directory as a child process (``blog.files.compaction``).
-        self.compactions = None if compaction is None else Compactions(directory, compaction)
+        self.compactions = (None if compaction is None
+                            else Compactions(directory, stem, compaction))
 
     @property
     def needed(self) -> bool:

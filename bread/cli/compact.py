@@ -1,5 +1,5 @@
-"""``bread compact DIR --older-than AGE [--period LENGTH] [--columnar] [--shipped]
-[--dry-run]``: the compaction of ``bread.compact``, saying on standard output what it
+"""``bread compact DIR --older-than AGE [--period LENGTH] [--set STEM] [--columnar]
+[--shipped] [--dry-run]``: the compaction of ``bread.compact``, saying on standard output what it
 compacted."""
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ def parser() -> argparse.ArgumentParser:
                    help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
     p.add_argument("--period", default="1d", metavar="LENGTH",
                    help="one compacted file per set and period of this length (UTC; default 1d)")
+    p.add_argument("--set", metavar="STEM", dest="set_stem",
+                   help="compact only the set STEM (the files STEM.*.blog[.gz]), no other set "
+                        "of DIR: what blog's compact= option runs for its set")
     p.add_argument("--columnar", action="store_true",
                    help="write the events as columns (each field of each call site coded for "
                         "its type): about 0.4x the bytes of compressed text; every reader "
@@ -111,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         compact.compact(args.directory, older, period_ns=period, dry_run=args.dry_run,
                         log=say, warn=warn, columnar=args.columnar,
-                        shipped_only=args.shipped)
+                        shipped_only=args.shipped, set_stem=args.set_stem)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2

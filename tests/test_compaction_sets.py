@@ -1,0 +1,52 @@
+"""Compaction in a file set's housekeeping (``compact=``) beside other sets and processes:
+a set's child compacts that set only, a worker's retention waits for a running compaction,
+the child runs the installed ``bread``, and a crash in it is told apart from a bad option."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import blog
+from blogstore import catalog
+from blogstore.fileset import members
+
+from helpers import flushed_one_by_one
+
+OLD = time.time() - 3 * 86400      # files "last written" three days ago
+
+
+def _aged(directory, stem: str) -> list[str]:
+    """The names of set ``stem``'s files in ``directory``, made three days old."""
+    names = [f.name for f in members(str(directory), stem)]
+    for name in names:
+        os.utime(directory / name, (OLD, OLD))
+    return names
+
+
+def _compacted(directory) -> list[str]:
+    return sorted(n for n in os.listdir(directory) if catalog.is_compacted(n))
+
+
+def test_a_sets_compaction_leaves_the_other_sets_of_its_directory_alone(tmp_path):
+    # Proves: set "jobs" (compact=) compacts its own files only: set "api" of the same
+    # directory, whose on_close hook fails (nothing shipped), keeps every file.
+    def fails(path: str) -> None:
+        raise OSError("bucket unreachable")
+
+    api = blog.RotatingFile(tmp_path / "api.blog", rotate_bytes=1, on_close=fails)
+    flushed_one_by_one(api, 3)
+    api_files = _aged(tmp_path, "api")
+    flushed_one_by_one(blog.RotatingFile(tmp_path / "jobs.blog", rotate_bytes=1), 3)
+    jobs_files = _aged(tmp_path, "jobs")
+    jobs = blog.RotatingFile(tmp_path / "jobs.blog", rotate_bytes=1,
+                             compact=blog.Compaction(older_than="1h"))
+    jobs.wait()
+    compactions = jobs.housekeeper.compactions
+    assert compactions is not None and compactions.wait(120)
+    jobs.close()
+    assert compactions.runs == 1 and compactions.failures == 0
+    assert [n.split(".")[0] for n in _compacted(tmp_path)] == ["jobs"]
+    assert all(os.path.exists(tmp_path / n) for n in api_files)
+    assert not any(os.path.exists(tmp_path / n) for n in jobs_files)
+    assert "--set" in compactions.child.args

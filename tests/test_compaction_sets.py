@@ -5,9 +5,12 @@ the child runs the installed ``bread``, and a crash in it is told apart from a b
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 import blog
+import bread.compact
+from bread.cli import main
 from blogstore import catalog
 from blogstore.fileset import members
 
@@ -50,3 +53,32 @@ def test_a_sets_compaction_leaves_the_other_sets_of_its_directory_alone(tmp_path
     assert all(os.path.exists(tmp_path / n) for n in api_files)
     assert not any(os.path.exists(tmp_path / n) for n in jobs_files)
     assert "--set" in compactions.child.args
+
+
+def test_a_crash_in_bread_compact_exits_4_with_one_line_not_1(tmp_path, monkeypatch, capsys):
+    # Proves: an unexpected error in the compaction is not a bad option's exit 1 with a
+    # traceback: exit 4, one escaped line naming it and where it was raised.
+    def crashes(*args, **kwargs):
+        raise KeyError("no\nsuch")
+
+    monkeypatch.setattr(bread.compact, "compact", crashes)
+    assert main(["compact", str(tmp_path), "--older-than", "1h"]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("bread compact: failed: KeyError: 'no\\nsuch' (at ")
+    assert "in crashes)" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_child_that_crashed_is_reported_as_failed(tmp_path, capsys):
+    # Proves: housekeeping labels a child's exit status 4 as a failure, not a bad option.
+    fake = tmp_path / "python-crash"
+    fake.write_text("#!/bin/sh\necho 'bread compact: failed: OSError' >&2; exit 4\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    flushed_one_by_one(blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1), 2)
+    _aged(tmp_path, "app")
+    rf = blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1,
+                           compact=blog.Compaction(older_than="1h", python=str(fake)))
+    rf.wait()
+    assert rf.housekeeper.compactions is not None and rf.housekeeper.compactions.wait(120)
+    rf.close()
+    err = capsys.readouterr().err
+    assert "exited 4 (it failed: an unexpected error)" in err and "failed: OSError" in err

@@ -47,7 +47,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _CHILD = ("import os, sys; os.nice(int(sys.argv.pop(1))); sys.argv[0] = 'bread compact'; "
           "from bread.cli import main; sys.exit(main())")
 _EXITS = {1: "a bad option", 2: "not a directory, or another compaction running",
-          3: "something left as it is"}
+          3: "something left as it is", 4: "it failed: an unexpected error"}
 
 
 def seconds(value: Any, option: str) -> int:

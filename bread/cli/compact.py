@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 
 from .. import compact
 from ..compact.files import to_stderr
@@ -35,7 +36,9 @@ set's housekeeping").
 
 exit status: 0 done, 1 bad option, 2 not a directory (or a URL), another compaction
 running, 3 something was left as it is (an original kept for its damage, a set
-that cannot be copied whole, a name left alone): see standard error."""
+that cannot be copied whole, a name left alone), 4 failed (an unexpected error,
+said on one line with where it was raised; the next compaction finishes or undoes
+what it did): see standard error."""
 
 
 def parse_duration(text: str, option: str) -> int:
@@ -124,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as exc:    # a set that cannot be copied whole: left as it is
         sys.stderr.write(f"bread compact: {exc}\n")
         return 3
+    except Exception as exc:   # a crash: one line (a traceback would read as a bad option's 1)
+        at = traceback.extract_tb(exc.__traceback__)[-1]
+        sys.stderr.write(escape_controls(f"bread compact: failed: {type(exc).__name__}: {exc} "
+                                         f"(at {at.filename}:{at.lineno} in {at.name})") + "\n")
+        return 4
     return 3 if notes else 0
 
 

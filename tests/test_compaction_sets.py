@@ -14,7 +14,7 @@ from bread.cli import main
 from blogstore import catalog
 from blogstore.fileset import members
 
-from helpers import flushed_one_by_one
+from helpers import flushed_one_by_one, run_python
 
 OLD = time.time() - 3 * 86400      # files "last written" three days ago
 
@@ -53,6 +53,32 @@ def test_a_sets_compaction_leaves_the_other_sets_of_its_directory_alone(tmp_path
     assert all(os.path.exists(tmp_path / n) for n in api_files)
     assert not any(os.path.exists(tmp_path / n) for n in jobs_files)
     assert "--set" in compactions.child.args
+
+
+def test_a_spawned_workers_retention_waits_for_a_running_compaction(tmp_path):
+    # Proves: a spawned multiprocessing child of a set with compact= starts no compaction
+    # and its retention (at its set's start) deletes nothing while the lock is held.
+    (tmp_path / "logs").mkdir()
+    old = [f"app.2026-11-0{k + 1}T00-00-00.000.pid9999{k}.blog" for k in range(4)]
+    for name in old:
+        (tmp_path / "logs" / name).write_bytes(b"")
+        os.utime(tmp_path / "logs" / name, (OLD, OLD))
+    r = run_python("""
+        import multiprocessing, os, blog
+        from blogstore.posix import fcntl
+        if __name__ == "__main__":
+            lock = os.open("logs/blog-compaction.lock", os.O_RDWR | os.O_CREAT)
+            fcntl.flock(lock, fcntl.LOCK_EX)       # a compaction runs
+            blog.basic_config("logs/app.blog", rotate_bytes=1, keep_files=2, compact="1d")
+            p = multiprocessing.get_context("spawn").Process(target=blog.flush)
+            p.start()
+            p.join()
+            print(p.exitcode)
+    """, tmp_path)
+    assert r.returncode == 0 and "failed" not in r.stderr, r.stderr
+    assert r.stdout.split() == ["0"]
+    assert all(os.path.exists(tmp_path / "logs" / n) for n in old)
+    assert _compacted(tmp_path / "logs") == []
 
 
 def test_a_crash_in_bread_compact_exits_4_with_one_line_not_1(tmp_path, monkeypatch, capsys):

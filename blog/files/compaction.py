@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator
 
 from blogstore import catalog
@@ -70,7 +70,10 @@ class Compaction:
 
     Durations are seconds or strings like ``"1d"``. ``python`` is the interpreter that runs
     it (default ``sys.executable``: give one where that is not a Python, as in uWSGI);
-    ``nice`` is added to the child's niceness (lower priority).
+    ``nice`` is added to the child's niceness (lower priority). ``starts=False``: this
+    process starts no child, another compacts the set (``for_workers``: what a forked or
+    spawned worker's set gets); its retention still waits for a running compaction and
+    counts the compacted files.
     """
 
     older_than: int | str = 86400
@@ -80,19 +83,30 @@ class Compaction:
     timeout: int | str = 3600
     python: str | None = None
     nice: int = 10
+    starts: bool = True
 
     def __post_init__(self) -> None:
         for name in ("older_than", "period", "every", "timeout"):
             object.__setattr__(self, name, seconds(getattr(self, name), f"compact's {name}"))
-        if not isinstance(self.columnar, bool):
-            raise ConfigurationError(f"compact's columnar must be True or False, "
-                                     f"not {self.columnar!r}")
+        for name in ("columnar", "starts"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"compact's {name} must be True or False, "
+                                         f"not {getattr(self, name)!r}")
         if self.python is not None and not isinstance(self.python, str):
             raise ConfigurationError(f"compact's python must be a path, not {self.python!r}")
         if isinstance(self.nice, bool) or not isinstance(self.nice, int) \
                 or not 0 <= self.nice <= 19:
             raise ConfigurationError(f"compact's nice must be an int from 0 to 19, "
                                      f"not {self.nice!r}")
+
+    def for_workers(self) -> "Compaction":
+        """The option of the set of a forked or spawned worker: no child of its own (the
+        process that configured the set compacts it), retention as beside compaction."""
+        return replace(self, starts=False)
+
+    def fields(self) -> dict[str, Any]:
+        """Its fields, as JSON holds them (for a spawned worker: ``Compaction(**fields)``)."""
+        return asdict(self)
 
 
 def compaction_option(value: Any) -> Compaction | None:

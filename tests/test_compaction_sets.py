@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import textwrap
 import time
 
 import blog
 import bread.compact
+from blog.files.compaction import Compactions
 from bread.cli import main
 from blogstore import catalog
 from blogstore.fileset import members
@@ -79,6 +83,63 @@ def test_a_spawned_workers_retention_waits_for_a_running_compaction(tmp_path):
     assert r.stdout.split() == ["0"]
     assert all(os.path.exists(tmp_path / "logs" / n) for n in old)
     assert _compacted(tmp_path / "logs") == []
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(blog.__file__)))
+
+#: A service (run as a script, in its own directory) whose set compacts an old file; it
+#: prints how the compaction went.
+SERVICE = """
+import os, time
+import blog
+os.makedirs("logs", exist_ok=True)
+old = "logs/app.2026-11-01T00-00-00.000.pid99999.blog"
+open(old, "wb").close()
+os.utime(old, (time.time() - 5 * 86400,) * 2)
+rf = blog.RotatingFile("logs/app.blog", rotate_bytes=100, compact="1d")
+rf.wait()
+c = rf.housekeeper.compactions
+print(c.wait(120), c.runs, c.failures, os.path.exists(old))
+"""
+
+
+def _planted(directory, name: str) -> None:
+    """A module ``name`` in ``directory`` that, imported, leaves a mark and fails."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(f"open({str(directory / 'imported')!r}, 'w').close()\n"
+                                  "raise ImportError('planted')\n")
+
+
+def test_the_child_runs_the_installed_bread_not_one_in_the_working_directory(tmp_path):
+    # Proves: the compaction child does not put the service's working directory on its
+    # path: a bread/ there is not imported; the real one compacts.
+    _planted(tmp_path / "work" / "bread", "__init__.py")
+    script = tmp_path / "service.py"
+    script.write_text(SERVICE)
+    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path / "work",
+                       capture_output=True, text=True, timeout=180)
+    assert r.stdout.split() == ["True", "1", "0", "False"], r.stderr
+    assert not (tmp_path / "work" / "bread" / "imported").exists()
+
+
+def test_the_childs_path_keeps_the_standard_library_first(tmp_path):
+    # Proves: where the child finds no bread on its own path (here: -S, no site-packages),
+    # it appends the directory this process has bread from, after the standard library:
+    # a module there named as one of it (a backport's enum.py) is not run.
+    import msgpack
+
+    site = tmp_path / "site"
+    _planted(site, "enum.py")
+    for package in ("blog", "bread", "blogformat", "blogstore"):
+        os.symlink(os.path.join(ROOT, package), site / package)
+    os.symlink(os.path.dirname(msgpack.__file__), site / "msgpack")
+    argv = Compactions(str(tmp_path), "app", blog.Compaction())._argv(False)
+    assert argv is not None and argv[1:3] == ["-P", "-c"] and argv[5] == ROOT
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([argv[0], "-S", *argv[1:5], str(site), "compact", "--help"], env=env,
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--set STEM" in r.stdout, r.stderr
+    assert not (site / "imported").exists()
 
 
 def test_a_crash_in_bread_compact_exits_4_with_one_line_not_1(tmp_path, monkeypatch, capsys):

@@ -43,9 +43,13 @@ from ..report import report
 #: What a failing child said that is reported (the head of its standard error).
 ERR_BYTES = 2000
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-#: The child: ``NICE bread-arguments...``, run as ``python -c`` (the same ``bread compact``).
-_CHILD = ("import os, sys; os.nice(int(sys.argv.pop(1))); sys.argv[0] = 'bread compact'; "
-          "from bread.cli import main; sys.exit(main())")
+#: The child: ``NICE WHERE bread-arguments...``, run as ``python -P -c`` (the same ``bread
+#: compact``; ``-P``: no working directory on its path, whose ``bread/`` would be run).
+#: Only if ``bread`` is not on its own path is WHERE (this process's) appended: after the
+#: standard library, which no module beside ``bread`` then shadows.
+_CHILD = ("import os, sys; os.nice(int(sys.argv.pop(1))); where = sys.argv.pop(1)\n"
+          "try:\n import bread\nexcept ImportError:\n sys.path.append(where)\n"
+          "sys.argv[0] = 'bread compact'; from bread.cli import main; sys.exit(main())")
 _EXITS = {1: "a bad option", 2: "not a directory, or another compaction running",
           3: "something left as it is", 4: "it failed: an unexpected error"}
 
@@ -246,20 +250,24 @@ class Compactions:
         opt = self.option
         python = opt.python or sys.executable
         name = os.path.basename(python or "").lower()
+        spec = importlib.util.find_spec("bread")
         why = None
         if not python or not os.path.isfile(python) or not os.access(python, os.X_OK):
             why = f"{python!r} is not an executable file"
         elif opt.python is None and "python" not in name and "pypy" not in name:
             why = (f"sys.executable {python!r} is not a Python (an embedded interpreter): give "
                    "compact=Compaction(python=...)")
-        elif importlib.util.find_spec("bread") is None:
+        elif spec is None or not spec.submodule_search_locations:
             why = "bread is not installed beside blog"
         if why is not None:
             self.disabled = why
             report(f"blog: compaction of {self.directory} is off: {why}")
             return None
-        argv = [python, "-c", _CHILD, str(opt.nice), "compact", self.directory,
-                "--set", self.stem, "--older-than", f"{opt.older_than}s", "--period", f"{opt.period}s"]
+        assert spec is not None and spec.submodule_search_locations
+        where = os.path.dirname(list(spec.submodule_search_locations)[0])   # bread's parent
+        argv = [python, "-P", "-c", _CHILD, str(opt.nice), where, "compact", self.directory,
+                "--set", self.stem, "--older-than", f"{opt.older_than}s",
+                "--period", f"{opt.period}s"]
         if opt.columnar:
             argv.append("--columnar")
         if shipped_only:
@@ -269,16 +277,11 @@ class Compactions:
     def _start(self, argv: list[str]) -> None:
         import subprocess     # only where compaction is configured: not at import
 
-        env = dict(os.environ)
-        spec = importlib.util.find_spec("bread")
-        if spec is not None and spec.submodule_search_locations:   # where this process has it
-            where = os.path.dirname(list(spec.submodule_search_locations)[0])
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (where, env.get("PYTHONPATH")) if p)
         err = tempfile.TemporaryFile()
         try:
             with process.fork_guard:
                 child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                         stdout=subprocess.DEVNULL, stderr=err,
                                          start_new_session=True)
         except OSError as exc:
             err.close()

@@ -70,7 +70,8 @@ def seconds(value: Any, option: str) -> int:
 @dataclass(frozen=True)
 class Compaction:
     """What ``compact=`` asks of housekeeping: ``bread compact DIR --set STEM --older-than
-    OLDER_THAN --period PERIOD [--columnar]`` at most every ``every`` seconds, killed after ``timeout``.
+    OLDER_THAN --period PERIOD [--columnar]`` at most every ``every`` seconds, killed after
+    ``timeout``.
 
     Durations are seconds or strings like ``"1d"``. ``python`` is the interpreter that runs
     it (default ``sys.executable``: give one where that is not a Python, as in uWSGI);

@@ -117,7 +117,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
     ``compact`` (a rotated set: ``"1d"``, or a ``blog.Compaction``) runs ``bread compact``
     on the set's directory as a child process, at most hourly, for closed files older than
     the age (``--columnar`` by default; with ``on_close``, only files already shipped):
-    docs/guide.md, "Compaction". The process that configured it runs it, not its children.
+    docs/guide.md, "Compaction". The process that configured it runs it, not its children
+    (whose retention waits for it as its own does).
 
     ``strict=True`` makes a literal format that does not fit its call raise
     ``CallSiteError`` (``Session.strict``); by default such an event is logged as text,
@@ -208,7 +209,9 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
             flush_interval=flush_interval, flush_bytes=flush_bytes,
             channel_capacity=channel_capacity, overflow=overflow, fsync=fsync,
             crash_buffer=crash_buffer, keep_source_lines=keep_source_lines,
-            crash_dir=os.fspath(crash_dir) if crash_dir is not None else None))
+            crash_dir=os.fspath(crash_dir) if crash_dir is not None else None,
+            compact=None if compaction is None  # (the parent runs it; retention waits)
+            else compaction.for_workers().fields()))
     else:
         os.environ.pop(CONFIG_ENV, None)
     return s
@@ -403,6 +406,9 @@ def _configure_from_env(s: Session) -> None:
         return
     path, options = config
     try:
+        if isinstance(options.get("compact"), dict):   # for_children's: Compaction's fields
+            from .files.compaction import Compaction
+            options["compact"] = Compaction(**options["compact"])
         basic_config(path, **options)
         lifecycle.hook_multiprocessing(s)
         # Closed when the child ends (with os._exit): in case its bootstrap is past the

@@ -81,11 +81,21 @@ def test_no_child_when_compact_is_off_nor_while_no_file_is_old_enough(tmp_path):
 
 def test_a_forked_worker_leaves_compaction_to_its_parent(tmp_path):
     # Proves: after fork, neither the default session's new set nor a RotatingFile of the
-    # application's own starts compaction children in the child: the parent's does.
-    r = run_python("""
+    # application's own starts compaction children in the child: the parent's does; and
+    # the worker's retention, as its parent's, deletes nothing while a compaction runs
+    # (the lock held here): it may be reading those files.
+    old = [f"app.2026-11-0{k + 1}T00-00-00.000.pid9999{k}.blog" for k in range(4)]
+    (tmp_path / "logs").mkdir()
+    for name in old:
+        (tmp_path / "logs" / name).write_bytes(b"")
+        os.utime(tmp_path / "logs" / name, (OLD, OLD))
+    r = run_python(f"""
         import os, blog
         from blog.lifecycle import consumer_of
-        blog.basic_config("logs/app.blog", rotate_bytes=1, compact="1d")
+        from blogstore.posix import fcntl
+        lock = os.open("logs/blog-compaction.lock", os.O_RDWR | os.O_CREAT)
+        fcntl.flock(lock, fcntl.LOCK_EX)       # a compaction runs
+        blog.basic_config("logs/app.blog", rotate_bytes=1, keep_files=2, compact="1d")
         rf = blog.RotatingFile("other/app.blog", rotate_bytes=1, compact="1d")
         def compacts():
             return (consumer_of(blog.default_session()).stream.housekeeper.compactions,
@@ -93,7 +103,12 @@ def test_a_forked_worker_leaves_compaction_to_its_parent(tmp_path):
         assert None not in compacts()
         pid = os.fork()
         if pid == 0:
-            os._exit(0 if compacts() == (None, None) else 1)
+            for i in range(4):
+                blog.get_logger().info("worker {{}}", i)
+                blog.flush()
+            consumer_of(blog.default_session()).stream.wait()
+            kept = all(os.path.exists("logs/" + n) for n in {old!r})
+            os._exit(0 if compacts() == (None, None) and kept else 1)
         print(os.waitpid(pid, 0)[1])
     """, tmp_path)
     assert r.returncode == 0, r.stderr

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator
 
 from blogstore import catalog
@@ -43,11 +43,15 @@ from ..report import report
 #: What a failing child said that is reported (the head of its standard error).
 ERR_BYTES = 2000
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-#: The child: ``NICE bread-arguments...``, run as ``python -c`` (the same ``bread compact``).
-_CHILD = ("import os, sys; os.nice(int(sys.argv.pop(1))); sys.argv[0] = 'bread compact'; "
-          "from bread.cli import main; sys.exit(main())")
+#: The child: ``NICE WHERE bread-arguments...``, run as ``python -P -c`` (the same ``bread
+#: compact``; ``-P``: no working directory on its path, whose ``bread/`` would be run).
+#: Only if ``bread`` is not on its own path is WHERE (this process's) appended: after the
+#: standard library, which no module beside ``bread`` then shadows.
+_CHILD = ("import os, sys; os.nice(int(sys.argv.pop(1))); where = sys.argv.pop(1)\n"
+          "try:\n import bread\nexcept ImportError:\n sys.path.append(where)\n"
+          "sys.argv[0] = 'bread compact'; from bread.cli import main; sys.exit(main())")
 _EXITS = {1: "a bad option", 2: "not a directory, or another compaction running",
-          3: "something left as it is"}
+          3: "something left as it is", 4: "it failed: an unexpected error"}
 
 
 def seconds(value: Any, option: str) -> int:
@@ -65,12 +69,16 @@ def seconds(value: Any, option: str) -> int:
 
 @dataclass(frozen=True)
 class Compaction:
-    """What ``compact=`` asks of housekeeping: ``bread compact DIR --older-than OLDER_THAN
-    --period PERIOD [--columnar]`` at most every ``every`` seconds, killed after ``timeout``.
+    """What ``compact=`` asks of housekeeping: ``bread compact DIR --set STEM --older-than
+    OLDER_THAN --period PERIOD [--columnar]`` at most every ``every`` seconds, killed after
+    ``timeout``.
 
     Durations are seconds or strings like ``"1d"``. ``python`` is the interpreter that runs
     it (default ``sys.executable``: give one where that is not a Python, as in uWSGI);
-    ``nice`` is added to the child's niceness (lower priority).
+    ``nice`` is added to the child's niceness (lower priority). ``starts=False``: this
+    process starts no child, another compacts the set (``for_workers``: what a forked or
+    spawned worker's set gets); its retention still waits for a running compaction and
+    counts the compacted files.
     """
 
     older_than: int | str = 86400
@@ -80,19 +88,30 @@ class Compaction:
     timeout: int | str = 3600
     python: str | None = None
     nice: int = 10
+    starts: bool = True
 
     def __post_init__(self) -> None:
         for name in ("older_than", "period", "every", "timeout"):
             object.__setattr__(self, name, seconds(getattr(self, name), f"compact's {name}"))
-        if not isinstance(self.columnar, bool):
-            raise ConfigurationError(f"compact's columnar must be True or False, "
-                                     f"not {self.columnar!r}")
+        for name in ("columnar", "starts"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"compact's {name} must be True or False, "
+                                         f"not {getattr(self, name)!r}")
         if self.python is not None and not isinstance(self.python, str):
             raise ConfigurationError(f"compact's python must be a path, not {self.python!r}")
         if isinstance(self.nice, bool) or not isinstance(self.nice, int) \
                 or not 0 <= self.nice <= 19:
             raise ConfigurationError(f"compact's nice must be an int from 0 to 19, "
                                      f"not {self.nice!r}")
+
+    def for_workers(self) -> "Compaction":
+        """The option of the set of a forked or spawned worker: no child of its own (the
+        process that configured the set compacts it), retention as beside compaction."""
+        return replace(self, starts=False)
+
+    def fields(self) -> dict[str, Any]:
+        """Its fields, as JSON holds them (for a spawned worker: ``Compaction(**fields)``)."""
+        return asdict(self)
 
 
 def compaction_option(value: Any) -> Compaction | None:
@@ -180,11 +199,12 @@ def delete_compacted(directory: str, names: list[str]) -> list[str]:
 
 
 class Compactions:
-    """Starts and watches the compaction children of one set's directory (module docstring);
-    ``runs``, ``failures`` count them."""
+    """Starts and watches the compaction children of one set (``stem``) of a directory
+    (module docstring); ``runs``, ``failures`` count them."""
 
-    def __init__(self, directory: str, option: Compaction) -> None:
+    def __init__(self, directory: str, stem: str, option: Compaction) -> None:
         self.directory = directory
+        self.stem = stem
         self.option = option
         self.runs = 0            # children started
         self.failures = 0        # children that failed (exit status other than 0, killed)
@@ -231,20 +251,24 @@ class Compactions:
         opt = self.option
         python = opt.python or sys.executable
         name = os.path.basename(python or "").lower()
+        spec = importlib.util.find_spec("bread")
         why = None
         if not python or not os.path.isfile(python) or not os.access(python, os.X_OK):
             why = f"{python!r} is not an executable file"
         elif opt.python is None and "python" not in name and "pypy" not in name:
             why = (f"sys.executable {python!r} is not a Python (an embedded interpreter): give "
                    "compact=Compaction(python=...)")
-        elif importlib.util.find_spec("bread") is None:
+        elif spec is None or not spec.submodule_search_locations:
             why = "bread is not installed beside blog"
         if why is not None:
             self.disabled = why
             report(f"blog: compaction of {self.directory} is off: {why}")
             return None
-        argv = [python, "-c", _CHILD, str(opt.nice), "compact", self.directory,
-                "--older-than", f"{opt.older_than}s", "--period", f"{opt.period}s"]
+        assert spec is not None and spec.submodule_search_locations
+        where = os.path.dirname(list(spec.submodule_search_locations)[0])   # bread's parent
+        argv = [python, "-P", "-c", _CHILD, str(opt.nice), where, "compact", self.directory,
+                "--set", self.stem, "--older-than", f"{opt.older_than}s",
+                "--period", f"{opt.period}s"]
         if opt.columnar:
             argv.append("--columnar")
         if shipped_only:
@@ -254,16 +278,11 @@ class Compactions:
     def _start(self, argv: list[str]) -> None:
         import subprocess     # only where compaction is configured: not at import
 
-        env = dict(os.environ)
-        spec = importlib.util.find_spec("bread")
-        if spec is not None and spec.submodule_search_locations:   # where this process has it
-            where = os.path.dirname(list(spec.submodule_search_locations)[0])
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (where, env.get("PYTHONPATH")) if p)
         err = tempfile.TemporaryFile()
         try:
             with process.fork_guard:
                 child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                         stdout=subprocess.DEVNULL, stderr=err,
                                          start_new_session=True)
         except OSError as exc:
             err.close()

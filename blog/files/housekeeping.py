@@ -233,8 +233,13 @@ class Housekeeper:
             is_closed=lambda path: not is_being_written(path))
         if self.shipper is not None:
             self.manifest = True
-        #: Runs ``bread compact`` on the directory as a child process (``blog.files.compaction``).
-        self.compactions = None if compaction is None else Compactions(directory, compaction)
+        #: The set is compacted (here or by the parent of this worker): retention counts the
+        #: compacted files and waits while a compaction runs.
+        self.compacted = compaction is not None
+        #: Runs ``bread compact`` on the set as a child process (``blog.files.compaction``);
+        #: None in a worker (``Compaction.starts`` False).
+        self.compactions = (None if compaction is None or not compaction.starts
+                            else Compactions(directory, stem, compaction))
 
     @property
     def needed(self) -> bool:
@@ -345,7 +350,7 @@ class Housekeeper:
     def _retain(self) -> None:
         if not self.retention.active:
             return
-        if self.compactions is None:
+        if not self.compacted:
             self._expire(closed_files(self.directory, self.stem), set())
             return
         extra = compacted_files(self.directory, self.stem)   # each one closed file

@@ -70,7 +70,8 @@ class RotatingFile:
       (``blog.files.shipping``): to ship it elsewhere;
     - ``compact``: run ``bread compact`` on the directory as a child process, at most every
       hour, for closed files older than an age (``"1d"``) or as a ``Compaction`` says
-      (``blog.files.compaction``); a forked child leaves it to its parent.
+      (``blog.files.compaction``); a forked child leaves it to its parent (its retention
+      still waits while a compaction runs: ``Compaction.for_workers``).
 
     Bad options raise ValueError naming the option, before any file is
     opened; a directory that cannot be created or written raises OSError.
@@ -106,7 +107,9 @@ class RotatingFile:
                                             rotate_at=rotate_at, tz=tz, keep_files=keep_files,
                                             keep_days=keep_days, keep_bytes=keep_bytes,
                                             compress=compress, fsync=fsync,
-                                            crash_dirs=tuple(crash_dirs), on_close=on_close)
+                                            crash_dirs=tuple(crash_dirs), on_close=on_close,
+                                            compact=None if self.compaction is None
+                                            else self.compaction.for_workers())
         # Crash buffers of the set (beside its base name, and crash_dirs): housekeeping
         # leaves the files of a dead writer whose buffer waits for recovery as they are.
         self.crash_dirs = [buffer_directory(self.path), *crash_dirs]
@@ -238,7 +241,7 @@ class RotatingFile:
     def for_child(self) -> "RotatingFile":
         """The same options for a forked child: its own file set (its pid), never the parent's file."""
         self._closed = True   # the parent's file was let go of by _forked()
-        return RotatingFile(self.path, **self.options)   # (no compact: the parent's to run)
+        return RotatingFile(self.path, **self.options)   # (compact: the parent's to run)
 
     def wait(self) -> None:
         """Return once the housekeeping handed over so far (compression, retention) is done."""
@@ -314,14 +317,15 @@ class RotatingFile:
     def _forked(self) -> None:
         """In a forked child: the parent's file is not ours (nor its lock); a write opens
         a file of the child's own (its pid), with housekeeping of its own (compaction
-        left to the parent: its children would compact the same directory)."""
+        left to the parent: its children would compact the same set)."""
         if self._fd is not None:
             os.close(self._fd)    # our copy only: the parent keeps its file and its lock
             self._fd = None
         self.pid = os.getpid()
         self.housekeeper = Housekeeper(self.directory, self.stem, compress=self.compress,
                                        retention=self.retention, buffers=self.crash_dirs,
-                                       on_close=self.on_close)
+                                       on_close=self.on_close,
+                                       compaction=self.options["compact"])
 
     def __repr__(self) -> str:
         return f"RotatingFile({self.path!r}, current={self.current!r})"

@@ -1,5 +1,5 @@
-"""``bread compact DIR --older-than AGE [--period LENGTH] [--columnar] [--shipped]
-[--dry-run]``: the compaction of ``bread.compact``, saying on standard output what it
+"""``bread compact DIR --older-than AGE [--period LENGTH] [--set STEM] [--columnar]
+[--shipped] [--dry-run]``: the compaction of ``bread.compact``, saying on standard output what it
 compacted."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 
 from .. import compact
 from ..compact.files import to_stderr
@@ -35,7 +36,9 @@ set's housekeeping").
 
 exit status: 0 done, 1 bad option, 2 not a directory (or a URL), another compaction
 running, 3 something was left as it is (an original kept for its damage, a set
-that cannot be copied whole, a name left alone): see standard error."""
+that cannot be copied whole, a name left alone), 4 failed (an unexpected error,
+said on one line with where it was raised; the next compaction finishes or undoes
+what it did): see standard error."""
 
 
 def parse_duration(text: str, option: str) -> int:
@@ -56,6 +59,9 @@ def parser() -> argparse.ArgumentParser:
                    help="compact closed files last written longer ago than AGE (30m, 12h, 1d)")
     p.add_argument("--period", default="1d", metavar="LENGTH",
                    help="one compacted file per set and period of this length (UTC; default 1d)")
+    p.add_argument("--set", metavar="STEM", dest="set_stem",
+                   help="compact only the set STEM (the files STEM.*.blog[.gz]), no other set "
+                        "of DIR: what blog's compact= option runs for its set")
     p.add_argument("--columnar", action="store_true",
                    help="write the events as columns (each field of each call site coded for "
                         "its type): about 0.4x the bytes of compressed text; every reader "
@@ -111,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         compact.compact(args.directory, older, period_ns=period, dry_run=args.dry_run,
                         log=say, warn=warn, columnar=args.columnar,
-                        shipped_only=args.shipped)
+                        shipped_only=args.shipped, set_stem=args.set_stem)
     except BlockingIOError:
         sys.stderr.write("bread compact: another compaction of this directory is running\n")
         return 2
@@ -121,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as exc:    # a set that cannot be copied whole: left as it is
         sys.stderr.write(f"bread compact: {exc}\n")
         return 3
+    except Exception as exc:   # a crash: one line (a traceback would read as a bad option's 1)
+        at = traceback.extract_tb(exc.__traceback__)[-1]
+        sys.stderr.write(escape_controls(f"bread compact: failed: {type(exc).__name__}: {exc} "
+                                         f"(at {at.filename}:{at.lineno} in {at.name})") + "\n")
+        return 4
     return 3 if notes else 0
 
 

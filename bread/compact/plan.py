@@ -13,11 +13,13 @@ from .files import Warn, to_stderr
 
 
 def candidates(directory: str, older_than_ns: int, now_ns: int,
-               warn: Warn = to_stderr, shipped_only: bool = False) -> list[str]:
+               warn: Warn = to_stderr, shipped_only: bool = False,
+               set_stem: str | None = None) -> list[str]:
     """Closed files of the sets in ``directory`` last written before ``now - older_than``:
     regular files (a link is said to ``warn`` and left alone) that no compacted file
     replaces already (an original a crash left, or one kept for its damage);
-    ``shipped_only``: only those the manifest records as shipped (``on_close``)."""
+    ``shipped_only``: only those the manifest records as shipped (``on_close``);
+    ``set_stem``: only those of that set (no other set's file is looked at)."""
     out = []
     names = os.listdir(directory)
     shipped = _shipped(directory) if shipped_only else None
@@ -25,7 +27,7 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
     found = [f for f in map(parse, names) if f is not None]
     plain = {f.name for f in found if not f.compressed}
     twins = {f.plain_name for f in found if f.compressed and f.plain_name in plain}
-    stems = {f.stem for f in found}
+    stems = {f.stem for f in found if set_stem is None or f.stem == set_stem}
     for stem in sorted(stems):
         for f in members(directory, stem):
             path = os.path.join(directory, f.name)
@@ -52,11 +54,11 @@ def _shipped(directory: str) -> set[str]:
 
 
 def groups(directory: str, older_than_ns: int, period_ns: int, now_ns: int,
-           warn: Warn = to_stderr, shipped_only: bool = False
+           warn: Warn = to_stderr, shipped_only: bool = False, set_stem: str | None = None
            ) -> list[tuple[str, int, list[str]]]:
     """The ``candidates`` by set and period: (stem, period start in ns, names), in order."""
     out: dict[tuple[str, int], list[str]] = {}
-    for name in candidates(directory, older_than_ns, now_ns, warn, shipped_only):
+    for name in candidates(directory, older_than_ns, now_ns, warn, shipped_only, set_stem):
         f = parse(name)
         assert f is not None
         out.setdefault((f.stem, f.time_ns // period_ns * period_ns), []).append(name)

@@ -25,7 +25,7 @@ _SEC = 1_000_000_000
 def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC,
             now_ns: int | None = None, dry_run: bool = False,
             log: Any = None, warn: Warn = to_stderr, columnar: bool = False,
-            shipped_only: bool = False) -> list[dict]:
+            shipped_only: bool = False, set_stem: str | None = None) -> list[dict]:
     """Compact the closed files of ``directory`` older than ``older_than_ns``; one compacted
     file per set and period. Returns what was done (or would be, with ``dry_run``): with
     ``kept``, the originals that held damage and where they are now (package docstring).
@@ -34,6 +34,7 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
     compacted files hold columnar frames (docs/format.md 5.5), smaller once compressed.
     ``shipped_only``: take only originals the manifest records as shipped (a set's
     ``on_close`` hook returned for them): none is deleted before it was shipped.
+    ``set_stem``: only that set's files (``bread compact --set``).
 
     Raises BlockingIOError if another compaction of the directory is running.
     """
@@ -46,7 +47,7 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
             _forget(directory, [])    # the manifest's stale entries and temporary files
         done = []
         for stem, start, names in groups(directory, older_than_ns, period_ns, now, warn,
-                                         shipped_only):
+                                         shipped_only, set_stem):
             plan = {"stem": stem, "period_start_ns": start, "replaces": names}
             if not dry_run:
                 plan.update(_one(directory, stem, start, names, warn, columnar))

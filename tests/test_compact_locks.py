@@ -8,33 +8,11 @@ import fcntl
 import os
 import subprocess
 
-import blog
 import bread
 from blog.files.housekeeping import compress
 from bread.compact import compact, transaction
 
-from helpers import python_child
-
-
-def _set_dir(tmp_path, files: int = 2, n: int = 50) -> str:
-    """A closed set of ``files`` files of ``n`` events each, all last written an hour ago."""
-    d = str(tmp_path / "logs")
-    os.mkdir(d)
-    s = blog.Session(name="w")
-    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1 << 20)
-    log = s.get_logger("x")
-    for k in range(files):
-        for i in range(n):
-            log.info("e {} {}", k, i)
-        s.consume(rf)
-        if k < files - 1:
-            s.finish(rf)
-            rf.rotate()
-    rf.close()
-    t = os.path.getmtime(d) - 3600
-    for name in os.listdir(d):
-        os.utime(os.path.join(d, name), (t, t))
-    return d
+from helpers import aged_set_dir, python_child
 
 
 def _originals(d: str) -> list[str]:
@@ -60,7 +38,7 @@ def test_a_compression_after_the_copy_waits_for_the_compaction(tmp_path, monkeyp
     # Proves: a housekeeper compressing an original the compaction has copied but not yet
     # deleted finds it locked and leaves it (before: x.blog.gz stayed beside the compacted
     # file replacing x.blog, and every event of it was read twice).
-    d = _set_dir(tmp_path)
+    d = aged_set_dir(tmp_path, files=2)
     said: list[str | None] = []
     real = transaction.manifest.describe
 
@@ -82,7 +60,7 @@ def test_a_compression_before_the_copy_leaves_the_file_for_the_next_compaction(
     # Proves: an original compressed by another process between planning and copying is
     # skipped, said, and taken (as its .gz) by the next compaction; nothing crashes (before:
     # FileNotFoundError) and no event is read twice.
-    d = _set_dir(tmp_path)
+    d = aged_set_dir(tmp_path, files=2)
     first = _originals(d)[0]
     real = transaction.groups
 
@@ -110,7 +88,7 @@ def test_a_file_another_process_holds_is_skipped_and_taken_next_time(tmp_path, m
     # Proves: an original locked by another process when the compaction comes to it (a
     # writer, a compression, a recovery) is not read nor deleted: it is said, also by a dry
     # run, and the next compaction takes it once it is free.
-    d = _set_dir(tmp_path)
+    d = aged_set_dir(tmp_path, files=2)
     first, second = _originals(d)
     held = os.open(os.path.join(d, first), os.O_RDONLY)
     real = transaction.groups

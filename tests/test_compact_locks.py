@@ -8,6 +8,8 @@ import fcntl
 import os
 import subprocess
 
+import pytest
+
 import bread
 from blog.files.housekeeping import compress
 from bread.compact import compact, transaction
@@ -115,3 +117,45 @@ def test_a_file_another_process_holds_is_skipped_and_taken_next_time(tmp_path, m
     assert plan["replaces"] == [first]
     assert _originals(d) == []
     assert _events(d) == _expected()
+
+
+def _left_by_an_older_compactor(tmp_path, compressed: bool) -> tuple[str, str]:
+    """A set compacted whole while another process compressed its original (or, with
+    ``compressed``, one compacted from ``x.blog.gz`` and ``x.blog`` made again): the
+    catalog says the compacted file replaces one form, the other is still there."""
+    import gzip
+    import shutil
+    d = aged_set_dir(tmp_path, files=1)
+    [orig] = _originals(d)
+    if compressed:
+        assert compress(d, orig) is not None
+    [orig] = _originals(d)
+    keep = str(tmp_path / "copy")
+    shutil.copyfile(os.path.join(d, orig), keep)
+    compact(d, 60 * 10**9, warn=lambda m: None)
+    assert _originals(d) == []
+    if compressed:
+        twin = orig[:-3]
+        with gzip.open(keep, "rb") as f, open(os.path.join(d, twin), "wb") as g:
+            shutil.copyfileobj(f, g)
+    else:
+        twin = orig + ".gz"
+        with open(keep, "rb") as f, gzip.open(os.path.join(d, twin), "wb") as g:
+            shutil.copyfileobj(f, g)
+    return d, twin
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_an_original_s_other_form_beside_its_compacted_file_is_read_once(tmp_path, compressed):
+    # Proves: x.blog.gz beside the compacted file that replaces x.blog (what a compression
+    # racing an older compactor left) is left out of every read, and the next compaction
+    # removes it; the same for x.blog beside one replacing x.blog.gz (before: each event
+    # of it was read twice, by bread.read and bread DIR).
+    d, twin = _left_by_an_older_compactor(tmp_path, compressed)
+    assert _originals(d) == [twin]
+    assert _events(d) == _expected(files=1)
+    assert _cli_lines(d) == 50
+    assert len(list(bread.read(os.path.join(d, "app.*")))) == 50
+    compact(d, 60 * 10**9, warn=lambda m: None)
+    assert _originals(d) == []
+    assert _events(d) == _expected(files=1)

@@ -166,7 +166,7 @@ def finish_interrupted(directory: str, warn: Warn = to_stderr) -> list[str]:
     for name, e in list(c["compacted"].items()):
         if e["state"] == "writing":       # not durable yet: the originals stand
             if name in names:
-                gone = [o for o in e["replaces"] if o not in names]
+                gone = [o for o in e["replaces"] if not catalog.with_twins([o]) & names]
                 if gone:                  # then it holds the only copy: never removed
                     warn(f"{shown(directory, name)}: the catalog says it is being written, "
                          f"but {len(gone)} of its originals are gone: left alone")
@@ -176,19 +176,20 @@ def finish_interrupted(directory: str, warn: Warn = to_stderr) -> list[str]:
             changed = True
         else:                             # durable: the originals go, if any are left
             damaged = set(e.get("damaged", ()))
-            left = [o for o in e["replaces"] if o in names]
+            # (an original's other form too: compressed by another process once copied)
+            here = [(o, n) for o in e["replaces"] for n in sorted(catalog.with_twins([o]))
+                    if n in names]
+            left = sorted({o for o, _ in here})
             if left and not _holds(directory, name, left):
                 warn(f"{shown(directory, name)}: the catalog says it replaces "
                      f"{len(left)} file(s) still here, but it is not a regular file whose "
                      "header says so: they are left alone")
                 continue
-            for orig in e["replaces"]:
-                if orig not in names:
-                    continue
+            for orig, n in here:
                 if orig in damaged:       # never deleted: kept aside
-                    keep_damaged(directory, orig, name, warn)
+                    keep_damaged(directory, n, name, warn)
                 else:
-                    remove(directory, orig, removed, warn)
+                    remove(directory, n, removed, warn)
     if changed:
         catalog.write(directory, c)
     if removed:

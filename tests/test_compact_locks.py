@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 
 import pytest
@@ -42,14 +43,14 @@ def test_a_compression_after_the_copy_waits_for_the_compaction(tmp_path, monkeyp
     # file replacing x.blog, and every event of it was read twice).
     d = aged_set_dir(tmp_path, files=2)
     said: list[str | None] = []
-    real = transaction.manifest.describe
 
-    def describe(path):   # right after an original is copied, before it is deleted
-        out = real(path)
-        said.append(compress(d, os.path.basename(path)))
-        return out
+    class Compactor(transaction.Compactor):
+        def add_file(self, path):   # right after an original is copied, before it is deleted
+            out = super().add_file(path)
+            said.append(compress(d, os.path.basename(path)))
+            return out
 
-    monkeypatch.setattr(transaction.manifest, "describe", describe)
+    monkeypatch.setattr(transaction, "Compactor", Compactor)
     compact(d, 60 * 10**9, warn=lambda m: None)
     assert said == [None, None]
     assert _originals(d) == []
@@ -159,3 +160,93 @@ def test_an_original_s_other_form_beside_its_compacted_file_is_read_once(tmp_pat
     compact(d, 60 * 10**9, warn=lambda m: None)
     assert _originals(d) == []
     assert _events(d) == _expected(files=1)
+
+
+def test_a_crash_buffer_is_never_recovered_into_a_file_being_compacted(tmp_path, monkeypatch):
+    # Proves: a recovery during a compaction does not append into the dead writer's file
+    # the compaction holds (it writes to a file of its own, read once), so no recovered
+    # event is deleted with the original (before: the 100 recovered events went into the
+    # original after it was copied, and were deleted with it).
+    path = _killed_writer(tmp_path)
+    [dead] = [str(tmp_path / n) for n in _originals(str(tmp_path))]
+    t = os.path.getmtime(dead) - 3600
+    os.utime(dead, (t, t))
+    got: list[str] = []
+
+    class Compactor(transaction.Compactor):
+        def add_file(self, p):   # right after the original is copied, before it is deleted
+            out = super().add_file(p)
+            r = subprocess.run(python_child("-c", _RECOVER, path), capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            got.append(r.stdout)
+            return out
+
+    monkeypatch.setattr(transaction, "Compactor", Compactor)
+    compact(str(tmp_path), 60 * 10**9, warn=lambda m: None)
+    [events, where] = got[0].split()
+    assert events == "100" and where != dead
+    assert sorted(e.message for e in bread.read(str(tmp_path))) == sorted(
+        [f"a {i}" for i in range(100)] + [f"b {i}" for i in range(100)])
+
+
+
+def test_a_recovery_that_gets_the_lock_once_the_file_is_deleted_writes_elsewhere(
+        tmp_path, monkeypatch):
+    # Proves: a recovery that opened the dead writer's file and got its lock only once the
+    # holder (a compaction, a compression) had deleted it appends to a file of its own, not
+    # into the deleted one (before: the recovered events were lost with it).
+    import blog
+    from blog.files.crashbuf import buffer_directory
+    from blogstore import recoverytarget
+    from blogstore.recovery import recover
+    path = _killed_writer(tmp_path)
+
+    class DeletedMeanwhile(recoverytarget.LockedFile):
+        def __init__(self, p: str, *args, **kwargs) -> None:
+            super().__init__(p, *args, **kwargs)
+            os.unlink(p)          # as the lock's holder did before it let go
+
+    monkeypatch.setattr(recoverytarget, "LockedFile", DeletedMeanwhile)
+    rf = blog.RotatingFile(path)
+    try:
+        [r] = recover(buffer_directory(path), rf)
+    finally:
+        rf.close()
+    assert r.events == 100 and os.path.exists(r.path)
+    assert [e.message for e in bread.read(str(tmp_path))] == [f"b {i}" for i in range(100)]
+
+_KILLED = """
+import os, signal, sys, blog
+from blog.files.crashbuf import CrashBuffer, buffer_directory
+s, out = blog.Session(name="killed"), blog.RotatingFile(sys.argv[1])
+s.use_crash_buffer(CrashBuffer(buffer_directory(sys.argv[1]), out.path, s.descriptor))
+log = s.get_logger("t")
+[log.info("a {}", i) for i in range(100)]
+s.consume(out)
+[log.info("b {}", i) for i in range(100)]
+os.kill(os.getpid(), signal.SIGKILL)     # the b events only in its crash buffer
+"""
+
+
+def _killed_writer(tmp_path) -> str:
+    """A set ``tmp_path/app.blog`` whose writer was killed with events only in its crash
+    buffer: the set's path."""
+    path = str(tmp_path / "app.blog")
+    r = subprocess.run(python_child("-c", _KILLED, path), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    return path
+
+
+_RECOVER = """
+import sys, blog
+from blog.files.crashbuf import buffer_directory
+from blogstore.recovery import recover
+rf = blog.RotatingFile(sys.argv[1])
+try:
+    [r] = recover(buffer_directory(sys.argv[1]), rf)
+finally:
+    rf.close()
+print(r.events, r.path)
+"""

@@ -250,3 +250,19 @@ finally:
     rf.close()
 print(r.events, r.path)
 """
+
+
+def test_more_originals_than_may_be_held_open_are_taken_in_turns(tmp_path, monkeypatch):
+    # Proves: a compaction takes no more originals than it may hold locked (each is an open
+    # file) and leaves the rest, said, for the next one (before this bound, a set of more
+    # files than the descriptor limit would fail each one past it).
+    from bread.compact import locks
+    d = aged_set_dir(tmp_path, files=3)
+    monkeypatch.setattr(locks, "_room", lambda: 2)
+    warned: list[str] = []
+    [plan] = compact(d, 60 * 10**9, warn=warned.append)
+    assert len(plan["replaces"]) == 2 and len(_originals(d)) == 1
+    assert any("hold open at once" in w and "next compaction" in w for w in warned)
+    [plan] = compact(d, 60 * 10**9, warn=warned.append)
+    assert len(plan["replaces"]) == 1 and _originals(d) == []
+    assert _events(d) == _expected(files=3)

@@ -24,7 +24,14 @@ def hold(directory: str, names: list[str], warn: Warn) -> dict[str, int]:
     recovery) or that is gone since planning (compressed, removed) is said to ``warn`` and
     left out: the next compaction takes it."""
     held: dict[str, int] = {}
-    for n in names:
+    room = _room()
+    for k, n in enumerate(names):
+        if len(held) >= room:     # each lock is an open file: the rest wait their turn
+            more = len(names) - k - 1
+            warn(f"{shown(directory, n)}{f' and {more} more' if more else ''}: more "
+                 "originals than this process may hold open at once: left for the next "
+                 "compaction")
+            break
         fd = _lock(os.path.join(directory, n))
         if isinstance(fd, int):
             held[n] = fd
@@ -38,6 +45,20 @@ def release(held: dict[str, int]) -> None:
     for fd in held.values():
         os.close(fd)
     held.clear()
+
+
+def _room() -> int:
+    """How many originals may be held at once: half the descriptors this process may still
+    open (the rest for the compaction's own files: its output, its sorted runs)."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        used = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 16
+    except (ImportError, OSError, ValueError):
+        return 256
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 20
+    return max(1, (soft - used) // 2)
 
 
 def _lock(path: str) -> int | str:

@@ -39,7 +39,7 @@ from blogformat.frames import (FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc
                                unescape)
 from blogformat.values import unpack_plain
 
-from .fileset import is_bare_name, parse
+from .fileset import COMPRESSED, is_bare_name, parse
 from .manifest import read_json, write_json
 
 NAME = "blog-compaction.json"
@@ -135,9 +135,20 @@ def header_replaces(path: str) -> list[str] | None:
     return names
 
 
+def with_twins(originals: Iterable[str]) -> set[str]:
+    """``originals`` and the other form of each: ``x.blog.gz`` for ``x.blog`` and the
+    reverse (a compression in another process may have made it once the original was
+    copied: the compacted file holds its events too)."""
+    out = set(originals)
+    out.update([n[:-len(COMPRESSED)] if n.endswith(COMPRESSED) else n + COMPRESSED
+                for n in out])
+    return out
+
+
 def left_out(directory: str, names: Iterable[str]) -> set[str]:
     """Of the file names in ``directory``, those a reader must leave out: compacted files
-    not yet done, and the originals that done ones replace (catalog, else their header)."""
+    not yet done, and the originals that done ones replace (catalog, else their header),
+    compressed or not (``with_twins``)."""
     names = list(names)
     compacted = [n for n in names if is_compacted(n)]
     if not compacted:
@@ -153,5 +164,5 @@ def left_out(directory: str, names: Iterable[str]) -> set[str]:
         replaces = e["replaces"] if e is not None else header_replaces(os.path.join(directory, n))
         if replaces is None:
             continue          # cannot tell: read it (its originals, if any, are read too)
-        leave.update(replaces)
+        leave.update(with_twins(replaces))
     return leave

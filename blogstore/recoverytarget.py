@@ -93,15 +93,16 @@ def _open_member(log_path: str, dev: int, ino: int, pid: int | None) -> LockedFi
         try:
             f = LockedFile(path, found=True)
             break
-        except BlockingIOError:   # a live writer has it, or a housekeeper's probe of its
-            time.sleep(0.005)     # lock (is_locked) holds it for an instant: tried again
+        except BlockingIOError:   # a live writer, a compression or a compaction has it, or
+            time.sleep(0.005)     # a housekeeper's probe of its lock (is_locked) holds it
+                                  # for an instant: tried again
         except OSError:
             return None
     else:
         return None               # a live writer has it (this caller's stream, say)
     st = os.fstat(f.fd)
-    if (st.st_dev, st.st_ino) != (dev, ino):
-        f.close()                 # renamed over meanwhile
+    if (st.st_dev, st.st_ino) != (dev, ino) or st.st_nlink == 0:
+        f.close()                 # renamed over, or deleted (compacted) by the lock's holder
         return None
     return f
 

@@ -6,6 +6,7 @@ on the path)."""
 from __future__ import annotations
 
 import io
+import os
 import struct
 import subprocess
 import sys
@@ -415,3 +416,25 @@ class S3Server:
     def stop(self) -> None:
         self._server.shutdown()
         self._thread.join()
+
+
+def aged_set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:
+    """A directory ``tmp_path/name`` with a closed set of ``files`` files of 50 events each
+    (each event's args unique), all last written an hour ago."""
+    d = str(tmp_path / name)
+    os.mkdir(d)
+    s = blog.Session(name="w")
+    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1 << 20)
+    log = s.get_logger("x")
+    for k in range(files):
+        for i in range(50):
+            log.info("e {} {}", k, i)
+        s.consume(rf)
+        if k < files - 1:          # the next file (rotate_bytes cuts a consume: not per batch)
+            s.finish(rf)
+            rf.rotate()
+    rf.close()
+    t = os.path.getmtime(d) - 3600
+    for n in os.listdir(d):
+        os.utime(os.path.join(d, n), (t, t))
+    return d

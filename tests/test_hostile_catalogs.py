@@ -20,7 +20,7 @@ import blog
 import bread
 
 from crafted import snapshot, victims
-from helpers import python_child
+from helpers import aged_set_dir, python_child
 
 
 # --- Crafted manifests and catalogs against housekeeping and bread compact ----------------
@@ -30,7 +30,7 @@ from helpers import python_child
 def closed_set(tmp_path_factory) -> str:
     """A directory holding a rotated set of six closed files (300 events, each args unique),
     all last written an hour ago (a template: copy it, never change it)."""
-    return _set_dir(tmp_path_factory.mktemp("set"), files=6)
+    return aged_set_dir(tmp_path_factory.mktemp("set"), files=6)
 
 
 def _args(directory: str) -> list[tuple]:
@@ -124,34 +124,12 @@ def test_crafted_manifests_and_catalogs_never_touch_anything_outside_the_log(
 # --- Review findings: what a catalog claims, and what else may sit in a log directory ----
 
 
-def _set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:
-    """A directory ``tmp_path/name`` with a closed set of ``files`` files of 50 events each
-    (each event's args unique), all last written an hour ago."""
-    d = str(tmp_path / name)
-    os.mkdir(d)
-    s = blog.Session(name="w")
-    rf = blog.RotatingFile(os.path.join(d, "app.blog"), rotate_bytes=1 << 20)
-    log = s.get_logger("x")
-    for k in range(files):
-        for i in range(50):
-            log.info("e {} {}", k, i)
-        s.consume(rf)
-        if k < files - 1:          # the next file (rotate_bytes cuts a consume: not per batch)
-            s.finish(rf)
-            rf.rotate()
-    rf.close()
-    t = os.path.getmtime(d) - 3600
-    for n in os.listdir(d):
-        os.utime(os.path.join(d, n), (t, t))
-    return d
-
-
 def test_a_done_entry_for_a_missing_compacted_file_deletes_nothing(tmp_path, capsys):
     # Proves: compaction deletes an original only if the compacted file that replaces it is
     # a regular file whose own header says so; a catalog that only claims it changes
     # nothing (before: every original deleted, exit 0).
     from bread.cli.compact import main as compact_main
-    d = _set_dir(tmp_path)
+    d = aged_set_dir(tmp_path)
     names = sorted(n for n in os.listdir(d) if n.startswith("app."))
     with open(os.path.join(d, "blog-compaction.json"), "w") as f:
         json.dump({"catalog_version": 1, "compacted": {
@@ -167,7 +145,7 @@ def test_a_writing_entry_for_a_compacted_file_whose_originals_are_gone_keeps_it(
     # Proves: a compacted file that holds the only copy of its events (its originals gone)
     # is never removed, whatever state the catalog gives it.
     from bread.cli.compact import main as compact_main
-    d = _set_dir(tmp_path, files=1)
+    d = aged_set_dir(tmp_path, files=1)
     assert compact_main([d, "--older-than", "1m"]) == 0
     [c] = [n for n in os.listdir(d) if ".compacted." in n]
     p = os.path.join(d, "blog-compaction.json")
@@ -188,7 +166,7 @@ def test_a_compression_cut_short_is_not_compacted_twice(tmp_path, capsys):
     # its unlink) is left for the set's next start: no event ends up twice.
     import gzip
     from bread.cli.compact import main as compact_main
-    d = _set_dir(tmp_path, files=1)
+    d = aged_set_dir(tmp_path, files=1)
     [n] = [n for n in os.listdir(d) if n.startswith("app.")]
     with open(os.path.join(d, n), "rb") as f, gzip.open(os.path.join(d, n + ".gz"), "wb") as g:
         shutil.copyfileobj(f, g)
@@ -200,7 +178,7 @@ def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_com
     # Proves: a FIFO under a set file's name (no manifest: it is rebuilt) and a directory
     # at a lock file's name end bread compact at once with a message, never a hang or a
     # traceback.
-    d = _set_dir(tmp_path, files=1)
+    d = aged_set_dir(tmp_path, files=1)
     for n in os.listdir(d):
         if n.startswith("blog-manifest"):
             os.unlink(os.path.join(d, n))
@@ -208,7 +186,7 @@ def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_com
     r = subprocess.run(python_child("-m", "bread", "compact", d, "--older-than", "1m"),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode in (0, 3) and "Traceback" not in r.stderr, r.stderr
-    e = _set_dir(tmp_path, "other", files=1)
+    e = aged_set_dir(tmp_path, "other", files=1)
     os.unlink(os.path.join(e, "blog-manifest.lock"))
     os.mkdir(os.path.join(e, "blog-manifest.lock"))
     r = subprocess.run(python_child("-m", "bread", "compact", e, "--older-than", "1m"),
@@ -217,7 +195,7 @@ def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_com
 
 
 def test_compact_names_files_with_controls_escaped(tmp_path):
-    d = _set_dir(tmp_path, files=1)
+    d = aged_set_dir(tmp_path, files=1)
     os.symlink("/nonexistent", os.path.join(d, "\x1b]0;owned\x07.2026-01-01T00-00-00.000.pid1.blog"))
     r = subprocess.run(python_child("-m", "bread", "compact", d, "--older-than", "1m"),
                        capture_output=True, text=True, timeout=60)

@@ -29,6 +29,10 @@ it with `bread DIR/damaged/NAME`). Names in the compaction catalog that are not
 the directory's own files, and files that are not regular files (links), are
 left alone. Each such case is said on standard error.
 
+Each original is locked (as its writer locks it) from before it is read until it
+is gone: one another process holds then (a writer, a compression, a recovery) is
+said and left for the next compaction.
+
 DIR is a local directory: a URL of object storage (s3://...) is refused; compact
 where the logs are written, before they are shipped. A file set can run this
 itself: blog.basic_config(..., compact="1d") (docs/guide.md, "Compaction in the

@@ -34,8 +34,10 @@ of those names are removed or moved. Whatever is left alone is said to
 
 Modules: ``plan`` (which files, grouped by set and period), ``compactor`` (one
 process's files merged into one stream, sorted by ``runs``), ``transaction`` (the
-catalog's steps, and finishing what a crash cut), ``files`` (removing and moving
-aside only the directory's own regular files).
+catalog's steps, and finishing what a crash cut), ``locks`` (each original's lock,
+held from before it is read until it is deleted: no compression or recovery changes
+it meanwhile), ``files`` (removing and moving aside only the directory's own regular
+files).
 """
 
 from __future__ import annotations

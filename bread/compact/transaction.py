@@ -17,6 +17,7 @@ from blogstore.posix import fcntl
 from ..frames import Damage
 from .compactor import Compactor, TooBig
 from .files import Warn, keep_damaged, remove, shown, to_stderr
+from .locks import hold, release
 from .plan import groups
 
 _SEC = 1_000_000_000
@@ -30,7 +31,8 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
     file per set and period. Returns what was done (or would be, with ``dry_run``): with
     ``kept``, the originals that held damage and where they are now (package docstring).
     What is left alone (such originals, names in the catalog that are not the directory's
-    own regular files) is said to ``warn`` (default: standard error). ``columnar``: the
+    own regular files, an original another process holds locked: ``locks``) is said to
+    ``warn`` (default: standard error). ``columnar``: the
     compacted files hold columnar frames (docs/format.md 5.5), smaller once compressed.
     ``shipped_only``: take only originals the manifest records as shipped (a set's
     ``on_close`` hook returned for them): none is deleted before it was shipped.
@@ -46,11 +48,18 @@ def compact(directory: str, older_than_ns: int, *, period_ns: int = 86400 * _SEC
             finish_interrupted(directory, warn)
             _forget(directory, [])    # the manifest's stale entries and temporary files
         done = []
-        for stem, start, names in groups(directory, older_than_ns, period_ns, now, warn,
-                                         shipped_only, set_stem):
-            plan = {"stem": stem, "period_start_ns": start, "replaces": names}
-            if not dry_run:
-                plan.update(_one(directory, stem, start, names, warn, columnar))
+        for stem, start, planned in groups(directory, older_than_ns, period_ns, now, warn,
+                                           shipped_only, set_stem):
+            held = hold(directory, planned, warn)   # each original's lock, until it is gone
+            try:
+                names = [n for n in planned if n in held]
+                if not names:
+                    continue
+                plan = {"stem": stem, "period_start_ns": start, "replaces": names}
+                if not dry_run:
+                    plan.update(_one(directory, stem, start, names, warn, columnar))
+            finally:
+                release(held)
             done.append(plan)
             if log is not None:
                 log(plan)
@@ -158,7 +167,7 @@ def finish_interrupted(directory: str, warn: Warn = to_stderr) -> list[str]:
     for name, e in list(c["compacted"].items()):
         if e["state"] == "writing":       # not durable yet: the originals stand
             if name in names:
-                gone = [o for o in e["replaces"] if o not in names]
+                gone = [o for o in e["replaces"] if not catalog.with_twins([o]) & names]
                 if gone:                  # then it holds the only copy: never removed
                     warn(f"{shown(directory, name)}: the catalog says it is being written, "
                          f"but {len(gone)} of its originals are gone: left alone")
@@ -168,19 +177,20 @@ def finish_interrupted(directory: str, warn: Warn = to_stderr) -> list[str]:
             changed = True
         else:                             # durable: the originals go, if any are left
             damaged = set(e.get("damaged", ()))
-            left = [o for o in e["replaces"] if o in names]
+            # (an original's other form too: compressed by another process once copied)
+            here = [(o, n) for o in e["replaces"] for n in sorted(catalog.with_twins([o]))
+                    if n in names]
+            left = sorted({o for o, _ in here})
             if left and not _holds(directory, name, left):
                 warn(f"{shown(directory, name)}: the catalog says it replaces "
                      f"{len(left)} file(s) still here, but it is not a regular file whose "
                      "header says so: they are left alone")
                 continue
-            for orig in e["replaces"]:
-                if orig not in names:
-                    continue
+            for orig, n in here:
                 if orig in damaged:       # never deleted: kept aside
-                    keep_damaged(directory, orig, name, warn)
+                    keep_damaged(directory, n, name, warn)
                 else:
-                    remove(directory, orig, removed, warn)
+                    remove(directory, n, removed, warn)
     if changed:
         catalog.write(directory, c)
     if removed:

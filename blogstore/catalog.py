@@ -39,7 +39,7 @@ from blogformat.frames import (FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc
                                unescape)
 from blogformat.values import unpack_plain
 
-from .fileset import COMPRESSED, is_bare_name, parse
+from .fileset import COMPRESSED, SetFile, is_bare_name, name_seconds, parse
 from .manifest import read_json, write_json
 
 NAME = "blog-compaction.json"
@@ -166,3 +166,46 @@ def left_out(directory: str, names: Iterable[str]) -> set[str]:
             continue          # cannot tell: read it (its originals, if any, are read too)
         leave.update(with_twins(replaces))
     return leave
+
+
+def compacted_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_result]]:
+    """The set's compacted files, oldest first, as a set's retention sees them: each as a
+    SetFile of its period's start (pid 0), with its stat."""
+    out = []
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    for n in names:
+        m = _COMPACTED.match(n)
+        seconds = name_seconds(m["t"]) if m is not None and m["stem"] == stem else None
+        if seconds is None:
+            continue
+        try:
+            st = os.stat(os.path.join(directory, n))
+        except OSError:
+            continue
+        out.append((SetFile(n, stem, seconds * 1_000_000_000, 0, True), st))
+    return out
+
+
+def delete_done(directory: str, names: list[str]) -> list[str]:
+    """Delete the compacted files ``names`` that the catalog says are done, and their
+    entries; the names deleted. Run under the compaction lock (``LOCK``)."""
+    gone: list[str] = []
+    c = load(directory) if names else None
+    if c is None:
+        return gone
+    entries = c["compacted"]
+    for n in names:
+        if entries.get(n, {}).get("state") != "done":
+            continue
+        try:
+            os.unlink(os.path.join(directory, n))
+        except FileNotFoundError:
+            pass
+        del entries[n]
+        gone.append(n)
+    if gone:
+        write(directory, c)
+    return gone

@@ -80,14 +80,22 @@ def parse(name: str) -> SetFile | None:
     m = _NAME.match(name)
     if m is None:
         return None
-    t_ = m["t"]   # no strptime: it imports a module lazily, which can deadlock after fork
-    try:
-        t = _dt.datetime(int(t_[0:4]), int(t_[5:7]), int(t_[8:10]), int(t_[11:13]),
-                         int(t_[14:16]), int(t_[17:19]), tzinfo=_dt.timezone.utc)
+    seconds = name_seconds(m["t"])
+    if seconds is None:
+        return None
+    ns = (seconds * 1000 + int(m["t"][20:])) * 1_000_000
+    return SetFile(name, m["stem"], ns, int(m["pid"]), m["gz"] is not None)
+
+
+def name_seconds(t: str) -> int | None:
+    """The UTC time ``YYYY-MM-DDTHH-MM-SS`` that starts ``t`` (a name's), in seconds since
+    the epoch; None if it is no date."""
+    try:     # no strptime: it imports a module lazily, which can deadlock after fork
+        d = _dt.datetime(int(t[0:4]), int(t[5:7]), int(t[8:10]), int(t[11:13]),
+                         int(t[14:16]), int(t[17:19]), tzinfo=_dt.timezone.utc)
     except ValueError:
         return None
-    ns = (int(t.timestamp()) * 1000 + int(m["t"][20:])) * 1_000_000
-    return SetFile(name, m["stem"], ns, int(m["pid"]), m["gz"] is not None)
+    return int(d.timestamp())
 
 
 def members(directory: str, stem: str) -> list[SetFile]:

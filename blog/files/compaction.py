@@ -21,7 +21,6 @@ does not wait for a child: it runs on to its end by itself.
 
 from __future__ import annotations
 
-import datetime as _dt
 import importlib.util
 import os
 import sys
@@ -33,7 +32,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator
 
 from blogstore import catalog
-from blogstore.fileset import SetFile, open_lock
+from blogstore.fileset import open_lock
 from blogstore.posix import fcntl
 
 from .. import process
@@ -129,29 +128,6 @@ def compaction_option(value: Any) -> Compaction | None:
                              f"not {value!r}")
 
 
-def compacted_files(directory: str, stem: str) -> list[tuple[SetFile, os.stat_result]]:
-    """The set's compacted files, oldest first, as retention sees them: each as a SetFile of
-    its period's start (pid 0), with its stat."""
-    prefix = stem + ".compacted."
-    out = []
-    try:
-        names = sorted(os.listdir(directory))
-    except FileNotFoundError:
-        return []
-    for n in names:
-        if not (n.startswith(prefix) and catalog.is_compacted(n)):
-            continue
-        t = n[len(prefix):len(prefix) + 19]     # no strptime: see blogstore.fileset.parse
-        try:
-            start = _dt.datetime(int(t[0:4]), int(t[5:7]), int(t[8:10]), int(t[11:13]),
-                                 int(t[14:16]), int(t[17:19]), tzinfo=_dt.timezone.utc)
-            out.append((SetFile(n, stem, int(start.timestamp()) * 1_000_000_000, 0, True),
-                        os.stat(os.path.join(directory, n))))
-        except (ValueError, OSError):
-            continue
-    return out
-
-
 @contextmanager
 def compaction_lock(directory: str) -> Iterator[bool]:
     """Hold the directory's compaction lock, if no compaction holds it: yields True if held
@@ -174,28 +150,6 @@ def compaction_lock(directory: str) -> Iterator[bool]:
             yield True
         finally:
             os.close(fd)
-
-
-def delete_compacted(directory: str, names: list[str]) -> list[str]:
-    """Delete the compacted files ``names`` that the catalog says are done, and their
-    catalog entries; the names deleted. Run under ``compaction_lock``."""
-    gone: list[str] = []
-    c = catalog.load(directory) if names else None
-    if c is None:
-        return gone
-    entries = c["compacted"]
-    for n in names:
-        if entries.get(n, {}).get("state") != "done":
-            continue
-        try:
-            os.unlink(os.path.join(directory, n))
-        except FileNotFoundError:
-            pass
-        del entries[n]
-        gone.append(n)
-    if gone:
-        catalog.write(directory, c)
-    return gone
 
 
 class Compactions:

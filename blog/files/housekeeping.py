@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from blogstore import manifest
+from blogstore import catalog, manifest
 from blogstore.crashlayout import alive, pending_pids
 from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
                                members, parse, remove)
@@ -43,8 +43,7 @@ from blogstore.posix import fcntl
 from .. import process
 from ..report import report
 from . import shipping
-from .compaction import (Compaction, Compactions, compacted_files, compaction_lock,
-                         delete_compacted)
+from .compaction import Compaction, Compactions, compaction_lock
 from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
@@ -353,7 +352,7 @@ class Housekeeper:
         if not self.compacted:
             self._expire(closed_files(self.directory, self.stem), set())
             return
-        extra = compacted_files(self.directory, self.stem)   # each one closed file
+        extra = catalog.compacted_files(self.directory, self.stem)   # each one closed file
         files = sorted(closed_files(self.directory, self.stem) + extra,
                        key=lambda fs: fs[0].time_ns)
         # Never beside a compaction (of any process): it may be reading what would go.
@@ -365,7 +364,7 @@ class Housekeeper:
         """Delete what retention says of ``files`` (oldest first), ``compacted`` among them."""
         shipper = self.shipper
         doomed = expired(files, self.retention, time.time())
-        self.deleted += len(delete_compacted(self.directory,
+        self.deleted += len(catalog.delete_done(self.directory,
                                              [f.name for f in doomed if f.name in compacted]))
         for f in doomed:
             if f.name in compacted:

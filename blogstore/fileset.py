@@ -128,6 +128,28 @@ def is_locked(path: str) -> bool:
     return False
 
 
+def unlink_unheld(path: str) -> bool:
+    """Delete ``path`` if no process holds its lock (a writer, a compression, a compaction,
+    a recovery), holding it while the name goes so that none takes the file meanwhile; True
+    if deleted. A link, a FIFO or another file put at the name since it was listed is left."""
+    try:
+        fd = os.open(path, os.O_RDONLY | posix.O_CLOEXEC | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        posix.fcntl.flock(fd, posix.fcntl.LOCK_EX | posix.fcntl.LOCK_NB)   # NeedsPosix: none
+        now = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def is_bare_name(name: object) -> bool:
     """True if ``name`` can only name an entry of the directory itself: a non-empty str with
     no ``/`` and no NUL, neither ``.`` nor ``..`` (a name read from a file is input)."""

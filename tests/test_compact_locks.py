@@ -266,3 +266,31 @@ def test_more_originals_than_may_be_held_open_are_taken_in_turns(tmp_path, monke
     [plan] = compact(d, 60 * 10**9, warn=warned.append)
     assert len(plan["replaces"]) == 1 and _originals(d) == []
     assert _events(d) == _expected(files=3)
+
+
+def test_retention_never_deletes_an_original_locked_after_it_was_listed(tmp_path, monkeypatch):
+    # Proves: retention deletes a file only while it holds the file's lock itself. One that
+    # a compaction (any process: bread compact from cron) locked between retention's
+    # listing and its deletion stays: the compaction reads it, and deletes it when done.
+    import blog
+    import blog.files.housekeeping as hk
+    d = aged_set_dir(tmp_path)
+    oldest, second = sorted(n for n in os.listdir(d) if n.startswith("app."))[:2]
+    held: list = []
+    expired = hk.expired
+
+    def then_locked(files, policy, now):
+        doomed = expired(files, policy, now)
+        if not held:                                   # a compaction takes it just now
+            held.append(open(os.path.join(d, oldest), "rb"))
+            fcntl.flock(held[0].fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return doomed
+    monkeypatch.setattr(hk, "expired", then_locked)
+    rf = blog.RotatingFile(os.path.join(d, "app.blog"), keep_files=1)
+    rf.wait()
+    rf.close()
+    for f in held:
+        f.close()
+    left = sorted(n for n in os.listdir(d) if n.startswith("app."))
+    assert oldest in left                       # locked when its turn came: kept
+    assert second not in left                   # not locked: retention deleted it

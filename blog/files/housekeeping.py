@@ -37,7 +37,7 @@ from typing import Sequence
 from blogstore import catalog, manifest
 from blogstore.crashlayout import alive, pending_pids
 from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
-                               members, parse, remove)
+                               members, parse, remove, unlink_unheld)
 from blogstore.posix import fcntl
 
 from .. import process
@@ -350,7 +350,9 @@ class Housekeeper:
         if not self.retention.active:
             return
         if not self.compacted:
-            self._expire(closed_files(self.directory, self.stem), set())
+            files = closed_files(self.directory, self.stem)
+            with process.fork_guard:   # (a child would keep a lock _expire takes meanwhile)
+                self._expire(files, set())
             return
         extra = catalog.compacted_files(self.directory, self.stem)   # each one closed file
         files = sorted(closed_files(self.directory, self.stem) + extra,
@@ -361,7 +363,8 @@ class Housekeeper:
                 self._expire(files, {f.name for f, _ in extra})
 
     def _expire(self, files: list[tuple[SetFile, os.stat_result]], compacted: set[str]) -> None:
-        """Delete what retention says of ``files`` (oldest first), ``compacted`` among them."""
+        """Delete what retention says of ``files`` (oldest first), ``compacted`` among them.
+        Called holding ``process.fork_guard`` (itself, or ``compaction_lock``)."""
         shipper = self.shipper
         doomed = expired(files, self.retention, time.time())
         self.deleted += len(catalog.delete_done(self.directory,
@@ -371,12 +374,8 @@ class Housekeeper:
                 continue
             if shipper is not None and shipper.keeps(f.name):
                 continue     # not shipped yet: kept until its hook returns
-            path = os.path.join(self.directory, f.name)
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                continue
-            self.deleted += 1
+            # (held since it was listed: a compaction reads it, and deletes it when done)
+            self.deleted += unlink_unheld(os.path.join(self.directory, f.name))
 
     def _record(self) -> None:
         """Make the manifest's entries of this set those of its closed files."""

@@ -199,6 +199,22 @@ def test_a_computed_format_inside_a_context_is_logged_as_its_text_too(logged, ca
     assert "format must be a str, not list" in capsys.readouterr().err
 
 
+def test_a_printf_style_call_is_logged_and_said_to_need_braces(logged, capsys):
+    # Proves: a call written for logging (``%s``) is logged as text with its arguments, and
+    # the line on stderr says that blog's formats use {} (a user moving over sees why);
+    # a format with a stray % and the right number of {} is not taken for one.
+    logged.log.info("user %s logged in from %(host)s", "ann")
+    logged.log.info("disk at 93%d {}", 1, 2)
+    logged.log.info("50% done {}", 1)
+    err = capsys.readouterr().err
+    assert err.count("printf-style") == 2 and "use {} placeholders" in err
+    assert [e.message for e in logged.read()] == [
+        "user %s logged in from %(host)s [format does not fit the call: 'ann']",
+        "disk at 93%d {} [format does not fit the call: 1, 2]", "50% done 1"]
+    logged.log.info("no args {} %s")           # fewer arguments than {}: no such hint
+    assert "printf-style" not in capsys.readouterr().err
+
+
 def test_a_format_that_does_not_fit_is_logged_as_marked_text_and_said_once(logged, capsys):
     # Proves: by default a log call never raises for its format: the event is logged, its
     # format as text (braces and all), marked, its arguments after it and its fields kept;

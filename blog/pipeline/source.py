@@ -6,6 +6,7 @@ entry: ``blogformat.entries.EventSource``.
 
 from __future__ import annotations
 
+import re
 from types import CodeType
 
 from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
@@ -55,6 +56,11 @@ def unfit(fmt: str, positional: int) -> str | None:
     return text if len(text) <= MAX_FORMAT else None
 
 
+#: A printf-style conversion (``%s``, ``%d``, ``%(name)s``, ``%.2f``): a format that has one
+#: and fewer ``{}`` than the call's arguments was most likely written for ``logging``.
+_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0+]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[sdifrxXeEgGcoa]")
+
+
 def check_template(fmt: str, positional: int, fields: tuple[str, ...], where: str) -> Template:
     """Parse ``fmt`` and check it against the call's arguments; raise CallSiteError naming ``where``."""
     if len(fmt) > MAX_FORMAT:
@@ -65,9 +71,12 @@ def check_template(fmt: str, positional: int, fields: tuple[str, ...], where: st
     except FormatError as exc:
         raise CallSiteError(f"{where}: {exc}") from None
     if tpl.positional != positional:
+        hint = (" (it looks printf-style, as logging's: blog's formats use {} placeholders, "
+                "e.g. log.info(\"user {}\", name))"
+                if tpl.positional < positional and _PRINTF.search(fmt) else "")
         raise CallSiteError(
             f"{where}: format {fmt!r} has {tpl.positional} {{}} placeholder(s) "
-            f"but the call passes {positional} positional argument(s)")
+            f"but the call passes {positional} positional argument(s){hint}")
     missing = tpl.names.difference(fields)
     if missing:
         raise CallSiteError(

@@ -56,12 +56,26 @@ def names_source(src: EventSource, which: int | str) -> bool:
     return which in (src.format, src.function, src.function.rpartition(".")[2])
 
 
+def category_in(category: str, names: frozenset[str]) -> bool:
+    """``category`` is one of ``names`` or below one on the dots (``db.pool`` is under
+    ``db``, as logger names and severity minimums are), or named exactly (``=db``: that
+    category alone)."""
+    if category in names or "=" + category in names:
+        return True
+    while "." in category:
+        category = category.rpartition(".")[0]
+        if category in names:
+            return True
+    return False
+
+
 class Filter(Frozen):
     """Which events to give; every part optional (None or empty: no condition).
 
     ``since`` and ``until`` are ns since the epoch (``since`` included,
     ``until`` not); ``sites`` match a call site by function (qualified name or
-    its last part), file name or path, or ``file:line``; ``source`` names one kind of
+    its last part), file name or path, or ``file:line``; ``categories`` take the categories
+    below them on the dots (``category_in``); ``source`` names one kind of
     event (``names_source``: a typed table's); ``grep`` is searched in the rendered message.
     """
 
@@ -105,7 +119,7 @@ class Filter(Frozen):
     def source_ok(self, src: EventSource) -> bool:
         if self.min_severity is not None and src.severity < self.min_severity:
             return False
-        if self.categories is not None and src.category not in self.categories:
+        if self.categories is not None and not category_in(src.category, self.categories):
             return False
         if self.sites:
             base = os.path.basename(src.file)

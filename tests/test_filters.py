@@ -19,6 +19,7 @@ def a_log() -> bytes:
     s = blog.Session()
     out = blog.MemoryOutputStream()
     orders, db = s.get_logger("orders"), s.get_logger("db")
+    pool, dbx = s.get_logger("db.pool"), s.get_logger("dbx")    # below db; beside it
 
     def work(k: int) -> None:
         s.writer().name = f"w{k}"
@@ -26,6 +27,9 @@ def a_log() -> bytes:
             orders.info("order {} filled at {}", i, 1.5 * i)
             if i % 10 == 0:
                 db.warning("slow query {} took {ms} ms", i, ms=i * 3)
+            if i % 25 == 0:
+                pool.info("pool at {}", i)
+                dbx.info("dbx {}", i)
             if i % 50 == 0:
                 orders.error("rejected {}", [i, "list"])    # a value the C path leaves to Python
             if i % 40 == 0:
@@ -48,8 +52,11 @@ def rows(events) -> list[tuple]:
 CASES = [
     (dict(min_severity="warning"), lambda e: e.severity >= blog.Severity.WARNING),
     (dict(min_severity=0x200), lambda e: e.severity >= 0x200),
-    (dict(categories="db"), lambda e: e.category == "db"),
-    (dict(categories=["db", "orders"]), lambda e: True),
+    (dict(categories="db"), lambda e: e.category in ("db", "db.pool")),   # a tree, as names
+    (dict(categories="=db"), lambda e: e.category == "db"),               # that one alone
+    (dict(categories="db.pool,dbx"), lambda e: e.category in ("db.pool", "dbx")),
+    (dict(categories="d"), lambda e: False),
+    (dict(categories=["db", "orders"]), lambda e: e.category != "dbx"),
     (dict(since=MID), lambda e: e.ns >= MID),
     (dict(until=MID), lambda e: e.ns < MID),
     (dict(since=MID, until=MID + 1), lambda e: e.ns == MID),
@@ -93,6 +100,11 @@ def test_the_cli_options(tmp_path, capsys):
     assert cli.main(["-l", "warning", "-c", "db", "-w", "w0", "-f", "%m", str(p)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [e.message for e in ALL if e.category == "db" and e.writer == "w0"]
+    assert cli.main(["-c", "db", "-w", "w0", "-f", "%m", str(p)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        e.message for e in ALL if e.category in ("db", "db.pool") and e.writer == "w0"]
+    assert cli.main(["-c", "=db", "-f", "%m", str(p)]) == 0
+    assert capsys.readouterr().out.splitlines() == [e.message for e in ALL if e.category == "db"]
     assert cli.main(["-g", "^rejected", "-s", "-f", "%m", str(p)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 8
     when = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)

@@ -88,7 +88,8 @@ def parser() -> argparse.ArgumentParser:
                         "error, critical; or logging's names: warn, fatal); --level is its "
                         "old name")
     p.add_argument("-c", "--category", metavar="NAMES",
-                   help="only these categories (comma-separated)")
+                   help="only these categories and those below them on the dots (db takes "
+                        "db.pool); =db takes db alone (comma-separated)")
     p.add_argument("--since", metavar="TIME",
                    help="only events at or after TIME: ISO 8601 (local time unless it has an "
                         "offset) or a duration ago (30s, 15m, 2h, 1d)")

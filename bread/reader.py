@@ -411,7 +411,8 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
 
     In file order, or with ``sort`` in time order across writers and inputs
     (bounded memory). The filters (``bread.filters.Filter``): a minimum
-    severity (a name or a value), categories (with those below them: ``db`` takes ``db.pool``; ``=db`` alone), a time range (``since``
+    severity (a name or a value), categories (with those below them: ``db`` takes
+    ``db.pool``; ``=db`` is ``db`` alone), a time range (``since``
     included, ``until`` not: ns since the epoch, ISO 8601, or ``"15m"`` ago),
     writer names, call sites (function, file name, or ``file:line``), a regular
     expression searched in the message. Never raises on damaged input:

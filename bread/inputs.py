@@ -8,7 +8,9 @@ or the other is read, never both (``blogstore.catalog``). Reading a time
 window, files that the directory's manifest
 (``blogstore.manifest``) shows to be outside it are not opened (``prune``). A pattern is expanded
 here too (for shells that do not, and for the library); a path that exists is
-never taken for a pattern. A gzip-compressed input is recognized by its first
+never taken for a pattern. A rotated set's base name (``logs/app.blog``, the name given to
+``blog.basic_config``), which names no file, stands for the set's files by the same rules
+(``set_files``). A gzip-compressed input is recognized by its first
 bytes, not its name, and read through ``gzip``; a compressed stream cut short
 ends the input and is reported as damage. A URL (``s3://``, ``gs://``, ``hdfs://``,
 ``file://``) is read from its store by ``bread.objectstore``, by the same rules.
@@ -26,7 +28,7 @@ import zlib
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Mapping
 
 from blogstore import catalog, manifest
-from blogstore.fileset import LOG_SUFFIXES, is_regular
+from blogstore.fileset import LOG_SUFFIXES, is_regular, members, split_base
 from blogstore.posix import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 
 if TYPE_CHECKING:
@@ -73,6 +75,8 @@ def expand(names: Iterable[str | os.PathLike], store: Store | None = None) -> li
             out.extend(_store(store, name).expand(name))
         elif os.path.isdir(name):
             out.extend(_directory(name))
+        elif not os.path.lexists(name) and (found := set_files(name)):
+            out.extend(found)
         elif not os.path.exists(name) and glob.has_magic(name):
             # Found, not named: only directories and regular files, never through a link
             # (a FIFO would hang bread in open(), a device feed it for ever, a planted link
@@ -85,6 +89,27 @@ def expand(names: Iterable[str | os.PathLike], store: Store | None = None) -> li
         else:
             out.append(name)
     return out
+
+
+def set_files(base: str) -> list[str]:
+    """The files of the rotated set whose base name is ``base`` (``logs/app.blog``: the
+    set ``app`` of ``logs``), as its directory gives them (``_directory``'s rules:
+    compacted files or their originals, no link); empty if there are none."""
+    try:
+        directory, stem = split_base(base)
+    except ValueError:          # "logs/.blog" names no set
+        return []
+    if not os.path.isdir(directory):
+        return []
+    own = {f.name for f in members(directory, stem)}
+    own.update(f.name for f, _ in catalog.compacted_files(directory, stem))
+    if not own:
+        return []
+    try:
+        listed = _directory(directory)
+    except FileNotFoundError:
+        return []
+    return [p for p in listed if os.path.basename(p) in own]
 
 
 def name_text(name: object) -> str:

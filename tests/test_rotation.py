@@ -648,6 +648,27 @@ def test_patterns_read_like_directories(tmp_path):
     assert [e.message for e in bread.read(d)] == want
 
 
+def test_a_set_is_read_by_the_name_it_was_configured_with(tmp_path, capsys):
+    # Proves: `bread logs/app.blog` (the name given to basic_config, which names no file)
+    # reads the set's files, compressed ones too, in time order, and no other set's of the
+    # directory; `bread.read` the same; a base name with no set is still "no such file".
+    flushed_one_by_one(blog.RotatingFile(tmp_path / "app.blog", rotate_bytes=1), 3)
+    first = _files(tmp_path)[0]
+    with open(first, "rb") as f:
+        data = f.read()
+    with open(first + ".gz", "wb") as f:
+        f.write(gzip.compress(data))
+    os.unlink(first)
+    flushed_one_by_one(blog.RotatingFile(tmp_path / "other.blog", rotate_bytes=1), 2)
+    base = str(tmp_path / "app.blog")
+    assert not os.path.lexists(base)
+    assert [e.message for e in bread.read(base)] == [f"e {i}" for i in range(3)]
+    assert bread.cli.main(["-f", "%m", base]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"e {i}" for i in range(3)]
+    assert bread.cli.main(["-f", "%m", str(tmp_path / "none.blog")]) == 2
+    assert "none.blog" in capsys.readouterr().err
+
+
 def test_recovery_leaves_a_file_another_live_process_is_making(tmp_path):
     d = str(tmp_path)
     mine = file_name("app", 1_700_000_000_000_000_000, os.getpid()) + ".new"

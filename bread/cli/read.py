@@ -61,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="*", metavar="FILE",
                    help="blog files to read in order: paths, directories (their *.blog and "
                         "*.blog.gz regular files: no link, FIFO or device found there is "
-                        "read), glob patterns (the same); gzip is read as is; "
+                        "read), a rotated set's base name (logs/app.blog: its files), glob "
+                        "patterns (the same); gzip is read as is; "
                         "'-' (or none) reads standard input; URLs of object storage "
                         "(s3://bucket/prefix/, gs://, hdfs://host:port/, file://: a file, a "
                         "prefix, a pattern) through pyarrow.fs, with the store's usual "

@@ -591,3 +591,34 @@ def test_an_unknown_placeholder_is_refused_naming_it(option, tmp_path, capsys):
     assert code == cli.EXIT_OK and out == "event 0 of a 100% %\n"
     with pytest.raises(ValueError, match="unknown placeholder '%Q'"):
         PrettyPrinter("%S %Q")
+
+
+# --- bread export --jsonl / --csv -------------------------------------------------------
+
+def test_export_writes_json_lines_and_csv_as_bread_prints_them(tmp_path, capsys):
+    # Proves: `bread export --jsonl OUT` and `--csv OUT` write exactly what `bread -s -o
+    # jsonl` / `-o csv` print (every event, time-sorted across inputs), as the README says;
+    # a link planted at OUT is replaced, its target untouched; a failed export leaves no
+    # OUT and no temporary file; no kind named is a usage error naming the three.
+    a, b = tmp_path / "a.blog", tmp_path / "b.blog"
+    write_log(a, 30, "a")
+    write_log(b, 30, "b")
+    for kind in ("jsonl", "csv"):
+        code, want, _ = run_cli(["-s", "-o", kind, str(a), str(b)], capsys)
+        assert code == 0 and len(want.splitlines()) == 60 + (kind == "csv")
+        out = tmp_path / f"out.{kind}"
+        victim = tmp_path / f"victim.{kind}"
+        victim.write_text("keep")
+        os.symlink(victim, out)
+        code, printed, err = run_cli(["export", f"--{kind}", str(out), str(a), str(b)], capsys)
+        assert code == 0 and printed == "" and "Traceback" not in err
+        assert not out.is_symlink() and out.read_bytes().decode() == want
+        assert victim.read_text() == "keep"
+        assert run_cli(["export", f"--{kind}", "-", str(a), str(b)], capsys)[1] == want
+    gone = tmp_path / "gone.jsonl"
+    code, _, err = run_cli(["export", "--jsonl", str(gone), str(tmp_path / "none.blog")], capsys)
+    assert code == cli.EXIT_OPEN and "none.blog" in err
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["a.blog", "b.blog", "out.jsonl", "out.csv", "victim.jsonl", "victim.csv"])
+    code, _, err = run_cli(["export", str(a)], capsys)
+    assert code == cli.EXIT_USAGE and "--parquet" in err and "--jsonl" in err and "--csv" in err

@@ -1,28 +1,47 @@
-"""``bread export --parquet OUT_DIR FILE...``: the Parquet tables of ``bread.columnar.parquet``."""
+"""``bread export``: the Parquet tables of ``bread.columnar.parquet`` (``--parquet OUT_DIR``),
+or the events time-sorted as JSON lines (``--jsonl OUT``) or CSV (``--csv OUT``): what
+``bread -s -o jsonl`` and ``-o csv`` print, in a file that appears whole or not at all."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from blogstore.posix import O_CLOEXEC, O_NOFOLLOW
 
 from ..columnar import parquet
 from ..errors import NotABlogFile
 from ..inputs import STDIN
 from ..render import escape_controls
-from .options import Parser, subcommand
+from . import read
+from .options import EXIT_OPEN, EXIT_USAGE, Parser, subcommand
 
 
 def parser() -> argparse.ArgumentParser:
     """The options of ``bread export``."""
-    p = Parser(prog="bread export", description=(parquet.__doc__ or "").split("\n")[0])
-    p.add_argument("--parquet", metavar="OUT_DIR", required=True,
-                   help="write events.parquet, sources/*.parquet and sources.json here")
+    p = Parser(prog="bread export", description=(
+        "Export blog files: Parquet tables, or the events time-sorted as JSON lines or CSV "
+        "(with filters or to a pipe: bread -s -o jsonl / -o csv [-l, -c, --since...])."))
+    kind = p.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--parquet", metavar="OUT_DIR",
+                      help="write events.parquet, sources/*.parquet and sources.json here")
+    kind.add_argument("--jsonl", metavar="OUT",
+                      help="write one JSON object per event, as bread -o jsonl (- : stdout)")
+    kind.add_argument("--csv", metavar="OUT",
+                      help="write CSV with a header row, as bread -o csv (- : stdout)")
+    p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
+                   help="--csv: quote (the default) or leave cells a spreadsheet would run "
+                        "as formulas (as bread's option)")
     p.add_argument("inputs", nargs="+", metavar="FILE")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    """``bread export --parquet OUT_DIR FILE...``; the exit codes of bread."""
+    """``bread export``; the exit codes of bread."""
+    if args.parquet is None:
+        return _rows(args, "jsonl" if args.jsonl is not None else "csv",
+                     args.jsonl if args.jsonl is not None else args.csv)
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -46,6 +65,37 @@ def run(args: argparse.Namespace) -> int:
     sys.stderr.write(f"bread export: {summary['events']:,} events, {summary['sources']} call "
                      f"site table(s) in {escape_controls(args.parquet)}\n")
     return 3 if summary["damage"] else 0
+
+
+def _rows(args: argparse.Namespace, output: str, out: str) -> int:
+    """``--jsonl OUT`` or ``--csv OUT``: ``bread -s -o OUTPUT FILE...`` written to a new
+    file beside OUT (``O_EXCL | O_NOFOLLOW``), renamed to OUT when complete, removed if
+    the export failed (exit 2 or a usage error); a link at OUT is replaced, never
+    written through. The exit status is bread's (3: damaged input, all else written)."""
+    argv = ["-s", "-o", output, "--csv-formulas", args.csv_formulas, "--", *args.inputs]
+    options = read.parser().parse_args(argv)
+    if out == STDIN:
+        return read.write(options, sys.stdout.buffer)
+    temp = os.path.join(os.path.dirname(out) or ".", f".{os.path.basename(out)}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+    except OSError as exc:
+        sys.stderr.write(f"bread export: cannot write {escape_controls(out)}: {exc.strerror}\n")
+        return EXIT_OPEN
+    try:
+        with os.fdopen(fd, "wb") as f:
+            status = read.write(options, f)
+        if status in (EXIT_OPEN, EXIT_USAGE):
+            return status
+        os.rename(temp, out)
+        temp = ""
+    except OSError as exc:
+        sys.stderr.write(f"bread export: cannot write {escape_controls(out)}: {exc.strerror}\n")
+        return EXIT_OPEN
+    finally:
+        if temp:
+            os.unlink(temp)
+    return status
 
 
 main = subcommand(parser, run)

@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, BinaryIO, Callable, Iterator, Sequence, TypeVar
 
 from blogformat import __version__
 from blogformat.frames import MAGIC
@@ -42,7 +42,8 @@ exit status: 0 ok, 1 bad option, 2 cannot open an input or it is not a blog
 file, 3 damaged input or events whose call site is unknown (everything readable
 is printed first).
 bread export --parquet OUT_DIR FILE...: the events table and a typed table per
-call site, as Parquet files (docs/spark.md).
+call site, as Parquet files (docs/spark.md); --jsonl OUT or --csv OUT: the events
+time-sorted, as -s -o jsonl / -o csv print them, in a file.
 bread stats [-o json] FILE...: counts by severity, category, call site and
 writer, time range and rate, drops, losses, damage, events over time.
 bread compact DIR --older-than AGE [--period 1d] [--dry-run]: closed files
@@ -263,11 +264,17 @@ def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """``bread [OPTION...] [FILE...]``; the exit status."""
+    return write(args, sys.stdout.buffer, sys.stdout.isatty())
+
+
+def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) -> int:
+    """What ``bread [OPTION...] [FILE...]`` prints, written to ``stdout`` (``terminal``:
+    it is one, for ``--color auto``); the exit status. ``bread export --jsonl`` and
+    ``--csv`` write a file with it."""
     if not args.inputs and sys.stdin.isatty():
         parser().print_usage(sys.stderr)
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
-    out = sys.stdout
     storage = storage_options(args)
     if _as_cxx_bread(args):
         try:
@@ -283,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
         except OptionError as exc:
             sys.stderr.write(f"bread: error: {escape_controls(str(exc))}\n")
             return EXIT_USAGE
-    color = args.color == "always" or (args.color == "auto" and out.isatty())
+    color = args.color == "always" or (args.color == "auto" and terminal)
     try:
         flt = _filter(args)
         zone = _zone(args.tz)
@@ -316,7 +323,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except NotABlogFile as exc:
         return not_blog(exc)
-    stdout = sys.stdout.buffer
     try:
         if args.output == "text":
             blocks: Iterator[bytes] = reader.text(printer, escape=escape)

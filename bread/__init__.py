@@ -24,7 +24,7 @@ if TYPE_CHECKING:   # the names below, as type checkers and readers see them
     from .errors import BadEntry, DamagedLog, NotABlogFile, OptionError
     from .events import Event, EventStream
     from .frames import Damage, Frame
-    from .reader import Reader, read, read_batches
+    from .reader import Reader, read, read_batches, read_pandas
 
 #: Where each public name is defined.
 _DEFINED_IN = {
@@ -37,7 +37,7 @@ _DEFINED_IN = {
     "WriterProp": "bread.entries", "BadEntry": "bread.errors", "DamagedLog": "bread.errors",
     "NotABlogFile": "bread.errors", "OptionError": "bread.errors", "Event": "bread.events", "EventStream": "bread.events",
     "Damage": "bread.frames", "Frame": "bread.frames", "Reader": "bread.reader",
-    "read": "bread.reader", "read_batches": "bread.reader",
+    "read": "bread.reader", "read_batches": "bread.reader", "read_pandas": "bread.reader",
 }
 
 __all__ = sorted(_DEFINED_IN) + ["__version__"]

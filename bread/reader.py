@@ -453,3 +453,34 @@ def read_batches(source: Source, columns: Sequence[str] | None = None, batch_siz
                       until=until)
     return Reader(source, filter=flt, span=span, storage_options=storage_options).batches(
         columns, batch_size, arrow=arrow)
+
+
+def read_pandas(source: Source, columns: Sequence[str] | None = None, *, sort: bool = False,
+                min_severity: int | str | None = None,
+                categories: Iterable[str] | str | None = None, since: int | str | None = None,
+                until: int | str | None = None,
+                storage_options: Mapping[str, Any] | None = None) -> Any:
+    """The events as one ``pandas.DataFrame``, a column per name of ``columns`` (default:
+    all of ``bread.columnar.batches.COLUMNS``), in file order or, with ``sort``, in time
+    order: ``read_batches`` gathered (the ``pandas`` extra: pandas and pyarrow). The
+    whole result is in memory; for more than fits, iterate ``read_batches``. Damage is
+    skipped as ``bread.read`` skips it; the reader's ``damage`` is in ``df.attrs["damage"]``
+    (as text)."""
+    try:
+        import pandas
+        import pyarrow
+    except ImportError:
+        raise ImportError("read_pandas needs pandas and pyarrow: "
+                          "pip install 'blog-bread[pandas]'") from None
+    from .columnar.batches import check_columns
+    cols = check_columns(columns)
+    flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
+                      until=until)
+    reader = Reader(source, sort=sort, filter=flt, storage_options=storage_options)
+    batches = list(reader.batches(cols, arrow=True))
+    if batches:
+        df = pyarrow.Table.from_batches(batches).to_pandas()
+    else:
+        df = pandas.DataFrame({c: [] for c in cols})
+    df.attrs["damage"] = [str(d) for d in reader.damage]
+    return df

@@ -6,7 +6,9 @@
     assert logged[0].fields["request_id"] == "r-1"
 
 With pytest, the ``blog_capture`` fixture (registered by blog's pytest plugin)
-gives the same object for the whole test.
+gives the same object for the whole test. Records of ``logging`` (the application's and its
+libraries') are captured too, as ``logging`` would emit them: no ``blog.stdlib.capture()``
+is needed in a test.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Captured:
 
     def __init__(self, session: Session | None = None,
                  min_severity: Severity | int | str = Severity.TRACE,
-                 strict: bool = True) -> None:
+                 strict: bool = True, logging: bool = True) -> None:
         if session is not None and not isinstance(session, Session):
             raise TypeError(f"capture needs a blog.Session, not {type(session).__name__}")
         self.session = session if session is not None else default_session()
@@ -44,6 +46,8 @@ class Captured:
         self._events: list[bread.Event] = []
         self.strict = strict
         self._was_strict = False
+        self.logging = logging
+        self._handler: Any = None
 
     def start(self) -> "Captured":
         """Capture from now on."""
@@ -54,6 +58,8 @@ class Captured:
         self._was_strict = self.session.strict
         self.session.strict = self.strict
         self.session.add_output(self._out)
+        if self.logging:
+            self._handler = _logging_handler(self.session)
         return self
 
     def stop(self) -> None:
@@ -62,6 +68,9 @@ class Captured:
             self._events = self._read()
             self.session.remove_output(self._out)
             self.session.strict = self._was_strict
+            if self._handler is not None:
+                import logging
+                logging.getLogger().removeHandler(self._handler)
             self._stopped = True
 
     def _read(self) -> list[bread.Event]:
@@ -106,6 +115,33 @@ class Captured:
         return f"<blog.testing.Captured {len(self)} event(s)>"
 
 
+def _logging_handler(session: Session) -> Any:
+    """A handler on the root logger that writes into ``session`` each ``logging`` record
+    that reaches it and no BlogHandler of the session has written on its way (one the
+    application or the test put on a logger), so that none is captured twice; the
+    loggers' levels are left as they are (what logging would not emit is not captured)."""
+    import logging
+
+    from .stdlib import BlogHandler
+
+    class CaptureHandler(BlogHandler):
+        def handle(self, record: logging.LogRecord) -> Any:
+            logger = logging.root.manager.loggerDict.get(record.name)
+            while isinstance(logger, logging.Logger) and logger is not logging.root:
+                if any(isinstance(h, BlogHandler) and h.session is session
+                       for h in logger.handlers):
+                    return False
+                logger = logger.parent
+            return super().handle(record)
+
+    root = logging.getLogger()
+    if any(isinstance(h, BlogHandler) and h.session is session for h in root.handlers):
+        return None
+    handler = CaptureHandler(session=session)
+    root.addHandler(handler)
+    return handler
+
+
 class _Discard:
     """The output of a session nothing else writes: a capture keeps what it needs."""
 
@@ -115,14 +151,18 @@ class _Discard:
 
 def capture(session: Session | None = None, *,
             min_severity: Severity | int | str = Severity.TRACE,
-            strict: bool = True) -> Captured:
+            strict: bool = True, logging: bool = True) -> Captured:
     """Collect the events logged from now until the end of the ``with`` block (or ``stop()``)
     into ``session`` (the default session if None), at ``min_severity`` or above.
 
     While it captures, the session is strict (``Session.strict``): a literal format that
     does not fit its call raises ``CallSiteError``, so that a test finds the mistake;
-    ``strict=False`` leaves it logged as text, as in production."""
-    return Captured(session, min_severity, strict)
+    ``strict=False`` leaves it logged as text, as in production.
+
+    Records of ``logging`` that reach its root logger are captured too (``logging=False``:
+    not), through a handler added for the capture unless a BlogHandler of the session is
+    on the root already; one that a BlogHandler on its way wrote is not taken twice."""
+    return Captured(session, min_severity, strict, logging)
 
 
 __all__ = ["Captured", "capture"]

@@ -35,6 +35,38 @@ def test_the_capture_fixture_sees_what_the_test_logged(blog_capture):
     assert blog_capture[1].severity == blog.Severity.WARNING
 
 
+def test_the_capture_fixture_sees_logging_records_with_no_setup(blog_capture):
+    # Proves: code under test that logs through `logging`, with no BlogHandler anywhere (as
+    # in most applications' tests), is captured by the fixture alone.
+    logging.getLogger("payments").warning("card %s declined", "visa")
+    assert blog_capture.messages() == ["card visa declined"]
+    assert blog_capture[0].category == "payments"
+
+
+def test_capture_takes_logging_records_as_logging_emits_them_and_once():
+    # Proves: records are captured at the levels logging would emit them (root's WARNING:
+    # an unconfigured logger's info is not emitted), from the root logger too; a record
+    # that a BlogHandler of the session on its way wrote is not captured twice; the
+    # handler goes with the capture; logging=False takes none.
+    before = list(logging.getLogger().handlers)
+    with blog.testing.capture() as captured:
+        logging.getLogger("payments").warning("card %s declined", "visa")
+        logging.getLogger("payments").info("not emitted by logging")
+        logging.warning("root %d", 1)
+        handler = blog.stdlib.BlogHandler()
+        logging.getLogger("shop.cart").addHandler(handler)
+        try:
+            logging.getLogger("shop.cart").error("once %s", "only")
+        finally:
+            logging.getLogger("shop.cart").removeHandler(handler)
+    assert captured.messages() == ["card visa declined", "root 1", "once only"]
+    assert [e.category for e in captured] == ["payments", "root", "shop.cart"]
+    assert logging.getLogger().handlers == before
+    with blog.testing.capture(logging=False) as off:
+        logging.getLogger("payments").warning("not captured")
+    assert off.messages() == []
+
+
 def test_capture_holds_only_what_was_logged_inside_it():
     log = blog.get_logger("shop")
     log.info("before")

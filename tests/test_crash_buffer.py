@@ -912,3 +912,81 @@ def test_a_held_write_in_a_rotated_set_is_retried_in_one_file(tmp_path):
     assert rf.files > 5
     msgs = [e.message for e in bread.read(_set_files(path))]
     assert msgs[0] == "a 0" and len(msgs) == 5001
+
+
+# --- Recovery killed midway, then housekeeping, then recovery again (issue 37) ----------
+
+_DEAD_SET_WRITER = """
+import os, signal, sys, blog
+blog.basic_config(sys.argv[1], rotate_bytes=1 << 20, crash_buffer=True, flush_interval=60)
+log = blog.get_logger("t")
+for i in range(3000):
+    log.info("w {}", i)
+os.kill(os.getpid(), signal.SIGKILL)      # before its first write: no file of its own
+"""
+
+#: A recovery killed when it has written part of what it appends into a file of the set of
+#: its own: its frames up to the middle, whole (the fault injected where it writes; the
+#: test reads no timing). A torn frame at the end instead: ``torn`` as the second argument.
+_HALF_RECOVERY = """
+import os, signal, sys, blog
+import blogstore.recovery as recovery
+from blog.files.crashbuf import buffer_directory
+from blogformat.frames import HEADER_SIZE, parse_header
+
+def half_then_killed(stream, data):
+    end = 0
+    while end < len(data) // 2:
+        end += HEADER_SIZE + parse_header(bytes(data[end:end + HEADER_SIZE]))[2]
+    stream.write(data[:end] if sys.argv[2] == "whole" else data[:len(data) // 2])
+    os.kill(os.getpid(), signal.SIGKILL)
+recovery._write_all = half_then_killed
+rf = blog.RotatingFile(sys.argv[1])
+recovery.recover(buffer_directory(sys.argv[1]), rf)
+"""
+
+
+@pytest.mark.parametrize("cut", ["whole", "torn"])
+@pytest.mark.parametrize("housekeeping", ["compress", "on_close", "compact"])
+def test_a_recovery_killed_midway_leaves_a_part_no_housekeeping_takes_for_whole(
+        tmp_path, housekeeping, cut):
+    # Proves (issue 37): a recovery killed after writing part of its append into a file of
+    # its own leaves that file as it is for the next recovery: housekeeping does not
+    # compress it, on_close does not ship it, bread compact does not compact it; the next
+    # recovery cuts the part off and appends the events once, whether the part ends in
+    # whole frames or a torn one. Before the fix the file was compressed (or compacted, or
+    # shipped) and every event appended again: the part's events were in the set twice.
+    d = tmp_path / "logs"
+    d.mkdir()
+    path = str(d / "app.blog")
+    for code in (_DEAD_SET_WRITER, _HALF_RECOVERY):
+        assert subprocess.run(python_child("-c", code, path, cut), timeout=60).returncode == -9
+    [part] = _set_files(path)
+    before = os.path.getsize(part)
+    assert before > 0
+    shipped: list[str] = []
+    if housekeeping == "compact":
+        os.utime(part, (time.time() - 7200, time.time() - 7200))    # old enough to compact
+        r = subprocess.run(python_child("-m", "bread", "compact", str(d), "--older-than", "1h"),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode in (0, 3), r.stderr
+    else:
+        rf = blog.RotatingFile(path, compress=housekeeping == "compress",
+                               on_close=shipped.append if housekeeping == "on_close" else None)
+        rf.wait()
+        rf.close()
+    left = _set_files(path), os.path.getsize(part) if os.path.exists(part) else None, shipped[:]
+    rf = blog.RotatingFile(path, compress=True, on_close=shipped.append)
+    try:
+        [got] = recover(buffer_directory(path), rf)
+        rf.housekeeper.sweep()
+    finally:
+        rf.close()
+    assert got.events == 3000
+    files = _set_files(path)
+    assert part + ".gz" not in files          # cut to nothing, and gone: no empty file
+    r = bread.read(files)
+    assert sorted(e.args[0] for e in r) == list(range(3000))
+    assert r.damage == []
+    assert left == ([part], before, [])      # the part was left as it was for recovery
+    assert sorted(shipped) == files and all(f.endswith(".gz") for f in files)

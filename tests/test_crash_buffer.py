@@ -29,7 +29,8 @@ import bread
 from blog.files.crashbuf import CTL, buffer_directory
 from blogstore.recovery import recover
 
-from helpers import abandon, fresh_signals, python_child, run_python, with_crash_buffer
+from helpers import (abandon, fresh_signals, python_child, run_python, seeded_random,
+                     with_crash_buffer)
 
 TRIALS = int(os.environ.get("CRASH_TRIALS", 50))   # per run: the suite runs on both paths
 THREADS = 4
@@ -128,7 +129,7 @@ def test_kill_9_at_random_moments_loses_nothing_a_log_call_returned_from(tmp_pat
     # of one), each followed by recovery; and recovery itself killed at random moments and
     # redone. Each trial checks every returned event is read back exactly once, in order
     # per thread, and nothing is invented; the distribution is printed (-s).
-    rng = random.Random(int(os.environ.get("CRASH_SEED", time.time_ns())))
+    rng = seeded_random("CRASH_SEED")   # printed: replay a failure with CRASH_SEED=<seed>
     stats = {"trials": 0, "during_consume": 0, "recovery_killed": 0, "recovered": []}
     for t in range(TRIALS):
         path = str(tmp_path / f"t{t}.blog")
@@ -160,7 +161,7 @@ def test_kill_9_of_a_rotated_set_writer_loses_nothing(tmp_path):
     # the dead process was writing (cutting a write the kill tore), housekeeping leaves
     # that file alone until then, and reading the set gives every returned event once, in
     # order per thread. Some recoveries are killed too, and redone.
-    rng = random.Random(int(os.environ.get("CRASH_SEED", time.time_ns())))
+    rng = seeded_random("CRASH_SEED")   # printed: replay a failure with CRASH_SEED=<seed>
     recovered_total = 0
     for t in range(max(1, TRIALS * 2 // 5)):
         d = tmp_path / f"t{t}"

@@ -11,6 +11,7 @@ must hold every returned event of each thread exactly once, in order, and nothin
 from __future__ import annotations
 
 import glob
+import gzip
 import mmap
 import os
 import random
@@ -991,3 +992,62 @@ def test_a_recovery_killed_midway_leaves_a_part_no_housekeeping_takes_for_whole(
     assert r.damage == []
     assert left == ([part], before, [])      # the part was left as it was for recovery
     assert sorted(shipped) == files and all(f.endswith(".gz") for f in files)
+
+
+#: A recovery killed in its ``sys.argv[2]``-th append, when it has written half of it.
+_KILLED_IN_APPEND = """
+import os, signal, sys, blog
+import blogstore.recovery as recovery
+from blog.files.crashbuf import buffer_directory
+
+calls = []
+write_all = recovery._write_all
+def killed_in_append(stream, data):
+    calls.append(1)
+    if len(calls) == int(sys.argv[2]):
+        stream.write(data[:len(data) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+    write_all(stream, data)
+recovery._write_all = killed_in_append
+rf = blog.RotatingFile(sys.argv[1], rotate_bytes=int(sys.argv[3]))
+recovery.recover(buffer_directory(sys.argv[1]), rf)
+"""
+
+
+@pytest.mark.parametrize("killed_in", [0, 1, 3])
+def test_recovery_into_a_set_keeps_its_rotate_bytes_and_is_idempotent(tmp_path, killed_in):
+    # Proves (issue 37): recovery into a rotated set cuts what it appends into files of
+    # the set within rotate_bytes, as the writer would (each file with its header and
+    # metadata: it reads alone), every event once; and a recovery killed in its first or
+    # a later append, then housekeeping (compress), then recovery again, still gives every
+    # event once and no file beyond rotate_bytes. Before, recovery appended 3000 events
+    # (about 30 KB) into one file of a set with rotate_bytes=6000.
+    d = tmp_path / "logs"
+    d.mkdir()
+    path, limit = str(d / "app.blog"), 6000
+    assert subprocess.run(python_child("-c", _DEAD_SET_WRITER, path), timeout=60).returncode == -9
+    if killed_in:
+        r = subprocess.run(python_child("-c", _KILLED_IN_APPEND, path, str(killed_in),
+                                        str(limit)), timeout=60)
+        assert r.returncode == -9
+        rf = blog.RotatingFile(path, compress=True)
+        rf.wait()
+        rf.close()
+    rf = blog.RotatingFile(path, rotate_bytes=limit, compress=True)
+    try:
+        recover(buffer_directory(path), rf)
+        rf.housekeeper.sweep()
+    finally:
+        rf.close()
+    assert not glob.glob(os.path.join(buffer_directory(path), "*")), "buffer left"
+    files = _set_files(path)
+    assert len(files) >= 5
+    seen = []
+    for f in files:
+        with gzip.open(f) if f.endswith(".gz") else open(f, "rb") as raw:
+            size = len(raw.read())
+        assert size <= limit, (f, size)
+        r = bread.read(f)                    # each alone: header, metadata, events
+        seen += [e.args[0] for e in r if e.format == "w {}"]
+        assert r.damage == [] and sum(n.events for n in r.notices) == len(list(bread.read(f)))
+    assert sorted(seen) == list(range(3000))

@@ -308,13 +308,11 @@ def _recover_one(d: BufferDir, meta: str, fd: int, target: "_Target", log_path: 
 
 
 def _rotate_bytes(recorded: Any, configured: Any) -> int | None:
-    """The size past which recovery goes on in a further file of a set: what the dead
-    writer recorded in its buffer (its set's ``rotate_bytes``: input, believed from 4 KiB
-    on), else the ``rotate_bytes`` of the set recovery writes to; None: no limit."""
-    for n in (recorded, configured):
-        if type(n) is int and n > 0:
-            return max(n, PAGE)
-    return None
+    """The size past which recovery goes on in a further file of a set: the smaller of what
+    the dead writer recorded in its buffer (its set's ``rotate_bytes``: input, believed
+    from 4 KiB on) and the ``rotate_bytes`` of the set recovery writes to; None: no limit."""
+    given = [max(n, PAGE) for n in (recorded, configured) if type(n) is int and n > 0]
+    return min(given) if given else None
 
 
 def _append_pieces(target: "_Target", words: memoryview, head: bytes,

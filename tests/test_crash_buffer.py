@@ -920,11 +920,15 @@ def test_a_held_write_in_a_rotated_set_is_retried_in_one_file(tmp_path):
 
 _DEAD_SET_WRITER = """
 import os, signal, sys, blog
-blog.basic_config(sys.argv[1], rotate_bytes=1 << 20, crash_buffer=True, flush_interval=60)
+blog.basic_config(sys.argv[1], rotate_bytes=int(sys.argv[2]) if sys.argv[2:] else 1 << 20,
+                  crash_buffer=True, flush_interval=60)
 log = blog.get_logger("t")
-for i in range(3000):
+if sys.argv[3:]:              # a first event written: a file of its own (else none)
+    log.info("w {}", 0)
+    blog.flush()
+for i in range(len(sys.argv[3:]), 3000):
     log.info("w {}", i)
-os.kill(os.getpid(), signal.SIGKILL)      # before its first write: no file of its own
+os.kill(os.getpid(), signal.SIGKILL)
 """
 
 #: A recovery killed when it has written part of what it appends into a file of the set of
@@ -961,8 +965,8 @@ def test_a_recovery_killed_midway_leaves_a_part_no_housekeeping_takes_for_whole(
     d = tmp_path / "logs"
     d.mkdir()
     path = str(d / "app.blog")
-    for code in (_DEAD_SET_WRITER, _HALF_RECOVERY):
-        assert subprocess.run(python_child("-c", code, path, cut), timeout=60).returncode == -9
+    assert subprocess.run(python_child("-c", _DEAD_SET_WRITER, path), timeout=60).returncode == -9
+    assert subprocess.run(python_child("-c", _HALF_RECOVERY, path, cut), timeout=60).returncode == -9
     [part] = _set_files(path)
     before = os.path.getsize(part)
     assert before > 0
@@ -1040,6 +1044,27 @@ def test_recovery_into_a_set_keeps_its_rotate_bytes_and_is_idempotent(tmp_path, 
     finally:
         rf.close()
     assert not glob.glob(os.path.join(buffer_directory(path), "*")), "buffer left"
+    _check_sizes(path, limit)
+
+
+def test_bread_recover_keeps_the_rotate_bytes_its_dead_writer_had(tmp_path):
+    # Proves: a writer's buffer records its set's rotate_bytes, so that `bread --recover`
+    # (which knows no option of the set) cuts what it appends to that size too: into the
+    # file the writer was writing, then further files of the set.
+    d = tmp_path / "logs"
+    d.mkdir()
+    path, limit = str(d / "app.blog"), 6000
+    assert subprocess.run(python_child("-c", _DEAD_SET_WRITER, path, str(limit), "wrote"),
+                          timeout=60).returncode == -9
+    r = subprocess.run(python_child("-m", "bread", "--recover", path), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    _check_sizes(path, limit)
+
+
+def _check_sizes(path: str, limit: int) -> None:
+    """The set of ``path``: files within ``limit`` bytes, each reading alone (its events
+    described by its own metadata), and events 0 to 2999 once."""
     files = _set_files(path)
     assert len(files) >= 5
     seen = []
@@ -1048,6 +1073,7 @@ def test_recovery_into_a_set_keeps_its_rotate_bytes_and_is_idempotent(tmp_path, 
             size = len(raw.read())
         assert size <= limit, (f, size)
         r = bread.read(f)                    # each alone: header, metadata, events
-        seen += [e.args[0] for e in r if e.format == "w {}"]
-        assert r.damage == [] and sum(n.events for n in r.notices) == len(list(bread.read(f)))
+        got = [(e.format, e.args[0]) for e in r]
+        assert r.damage == [] and all(form == "w {}" for form, _ in got)
+        seen += [i for _, i in got]
     assert sorted(seen) == list(range(3000))

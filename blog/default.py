@@ -291,7 +291,8 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) 
                    f"did not write before it died, into {r.path}")
         if recovered and is_rotating(stream):
             stream.housekeeper.sweep()    # their files may be compressed now
-        s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
+        s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor,
+                                       getattr(stream, "rotate_bytes", None)))
     except OSError as exc:   # the output is moved already: it goes on, unprotected
         s.use_crash_buffer(None)
         report(f"blog: the crash buffer in {directory} cannot be used ({exc}); logging goes "

@@ -222,7 +222,8 @@ def own_output(s: Session, crash: CrashOption) -> None:
         try:
             directory = buffer_directory(st.requested if isinstance(st, FileOutputStream)
                                          else st.path, crash)
-            s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor))
+            s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor,
+                                           getattr(stream, "rotate_bytes", None)))
         except OSError as exc:
             report(f"blog: forked child {os.getpid()} has no crash buffer: {exc}")
     Consumer(s, stream, interval=old.interval, flush_bytes=old.flush_bytes,

@@ -173,19 +173,28 @@ _CLOCK_MIN, _CLOCK_END = -(1 << 63), 1 << 64
 
 
 def events_frames(c: Channel, base: int, at: int, length: int, damage: list[str],
-                  skip: int = 0) -> tuple[int, list[bytes]]:
+                  skip: int = 0, drop: int = 0,
+                  max_bytes: int | None = None) -> tuple[int, list[tuple[int, bytes]]]:
     """Events frames of the whole events in ``length`` bytes at ``at`` of channel ``c``
-    (deltas from ``base``) but those within the first ``skip`` bytes: (count, frames).
-    Bytes after the last whole event are damage (a half's length covers whole events),
-    and so is a ``skip`` within an event (which is then recovered)."""
+    (deltas from ``base``) but those within the first ``skip`` bytes and the ``drop``
+    events after them (their clocks count): (events dropped, [(events, frame)]). A frame
+    holds at most ``max_bytes`` of events (at least one). Bytes after the last whole event
+    are damage (a half's length covers whole events), and so is a ``skip`` within an
+    event (which is then recovered)."""
     u = msgpack.Unpacker(None, max_buffer_size=max(length, 1), **UNPACK_OPTIONS)
-    frames: list[bytes] = []
+    frames: list[tuple[int, bytes]] = []
     pending = bytearray()     # the raw bytes of the frame being gathered, and beyond
-    total = fed = 0
+    total = fed = dropped = 0
     start = end = 0
     clock = first = base
     lo = hi = 0       # of the events counted (count > 0)
     count = 0
+
+    def frame() -> None:
+        frames.append((count, frame_bytes(FRAME_EVENTS, BatchHeader(c.writer, first, count, lo,
+                                                                    hi).encode()
+                                          + bytes(pending[:end - start]))))
+        del pending[:end - start]
     while True:
         try:
             ev = u.unpack()
@@ -204,10 +213,12 @@ def events_frames(c: Channel, base: int, at: int, length: int, damage: list[str]
                 or not _CLOCK_MIN <= clock + ev[1] < _CLOCK_END):
             if end < length:
                 damage.append(f"{c.name}: {length - end} byte(s) after event "
-                              f"{total + count} unreadable")
+                              f"{total + count + dropped} unreadable")
             break
         clock += ev[1]
-        if u.tell() <= skip:  # in a file already: its clock counts, the event does not
+        if u.tell() <= skip or (dropped < drop and start >= skip):
+            # in a file already: its clock counts, the event does not
+            dropped += u.tell() > skip
             del pending[:u.tell() - start]
             start = end = u.tell()
             first = clock
@@ -215,20 +226,18 @@ def events_frames(c: Channel, base: int, at: int, length: int, damage: list[str]
         if start < skip:
             damage.append(f"{c.name}: {skip} byte(s) written said, within an event")
             skip = 0
+        if count and max_bytes is not None and u.tell() - start > max_bytes:
+            frame()           # full: this event starts the next frame
+            total += count
+            start, first, count = end, clock - ev[1], 0
         lo = clock if count == 0 or clock < lo else lo
         hi = clock if count == 0 or clock > hi else hi
         count += 1
         end = u.tell()
         if count == _FRAME_EVENTS:
-            frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(c.writer, first, count, lo,
-                                                                hi).encode()
-                                      + bytes(pending[:end - start])))
-            del pending[:end - start]
+            frame()
             total += count
             start, first, count, lo, hi = end, clock, 0, 0, 0
     if count:
-        frames.append(frame_bytes(FRAME_EVENTS, BatchHeader(c.writer, first, count, lo,
-                                                            hi).encode()
-                                  + bytes(pending[:end - start])))
-        total += count
-    return total, frames
+        frame()
+    return dropped, frames

@@ -16,8 +16,10 @@ import os
 import re
 import stat
 import struct
+from typing import Iterable
 
 from .errors import UnsafeBufferDirectory
+from .fileset import parse
 
 PAGE = 4096
 CTL_MAGIC = b"BLOGBUF1"
@@ -27,6 +29,7 @@ VERSION = 1
 #: recovery record (state, dev, ino, offset, length), then the log path (u16 length, UTF-8).
 CTL = struct.Struct("<8sIIQQQQQQ")           # 64 bytes at 0
 REC = struct.Struct("<QQQQQ")                # 40 bytes at 64
+REC_AT = 64
 PATH_AT = 128
 MAX_PATH = PAGE - PATH_AT - 2
 #: Channel file header: magic, writer id, half size, active half; each half: len, base, seq.
@@ -114,12 +117,60 @@ def pending_pids(directory: str) -> set[int]:
     and appended them. A pid that is alive (or taken again) counts as live. No lock is
     probed: a probe could make a recovery that runs at this moment take the buffer for a
     live one."""
-    out: set[int] = set()
+    return pending(directory)[0]
+
+
+def pending(directory: str) -> tuple[set[int], set[tuple[int, int]]]:
+    """``pending_pids``, and the files (device, inode) that a recovery of a buffer in
+    ``directory`` was appending to when it died (its record's state 1): a part of its
+    append may be all they end with, which the next recovery finishes or cuts off first.
+    Until then such a file is not final: never compressed, shipped or compacted."""
+    pids: set[int] = set()
+    files: set[tuple[int, int]] = set()
     for meta in glob.glob(os.path.join(glob.escape(directory), "*.meta")):
         m = re.fullmatch(r"(\d+)-\d+\.meta", os.path.basename(meta))
-        if m is not None and not alive(int(m[1])):
-            out.add(int(m[1]))
-    return out
+        if m is None:
+            continue
+        if not alive(int(m[1])):
+            pids.add(int(m[1]))
+        try:      # never through a link, never waiting on a FIFO
+            fd = os.open(meta, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            state, dev, ino, _, _ = REC.unpack(os.pread(fd, REC.size, REC_AT))
+        except (OSError, struct.error):
+            continue
+        finally:
+            os.close(fd)
+        if state == 1:
+            files.add((dev, ino))
+    return pids, files
+
+
+def waits_for_recovery(buffers: Iterable[str], path: str) -> bool:
+    """True if the set file ``path`` must be left as it is until a crash buffer in one of
+    the ``buffers`` directories is recovered: its writer died with events in its buffer
+    (recovery cuts and appends to it first), or a recovery died appending to it (it
+    holds a part of that append, finished or cut off by the next recovery)."""
+    f = parse(os.path.basename(path))
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        st = None
+    for d in buffers:
+        pids, files = pending(d)
+        if (f is not None and f.pid in pids) or (
+                st is not None and (st.st_dev, st.st_ino) in files):
+            return True
+    return False
+
+
+def set_buffers(directory: str, stem: str) -> list[str]:
+    """The crash buffer directories beside the set ``stem`` in ``directory`` (those of its
+    base names ``STEM.blog`` and ``STEM``; one under a ``crash_dir`` is not found here)."""
+    return [buffer_directory(os.path.join(directory, base))
+            for base in (stem + ".blog", stem)]
 
 
 def alive(pid: int) -> bool:

@@ -82,9 +82,14 @@ def recover(directory: str, stream: Any, log_path: str | None = None,
     done: list[Recovery] = []
     given: list[Any] = []
 
-    def fallback() -> Any:
+    def fallback(further: bool = False) -> Any:
+        """The log; with ``further``, its next file (a set's), where it has one."""
         if not given:
             given.append(stream() if callable(stream) else stream)
+        elif further and callable(stream):
+            given[0] = stream()
+        elif further and hasattr(given[0], "rotate"):
+            given[0].rotate()     # (a RotatingFile: the next write opens its next file)
         return given[0]
     try:
         for meta in d.names(".meta"):
@@ -93,7 +98,9 @@ def recover(directory: str, stream: Any, log_path: str | None = None,
             except OSError:
                 continue          # a link, say: never followed
             try:
-                r = _recover_locked(d, meta, fd, log_path, fallback, warn)
+                r = _recover_locked(d, meta, fd, log_path, fallback,
+                                    None if callable(stream) else getattr(stream, "rotate_bytes",
+                                                                          None), warn)
             finally:
                 os.close(fd)
             if r is not None:
@@ -105,7 +112,7 @@ def recover(directory: str, stream: Any, log_path: str | None = None,
 
 
 def _recover_locked(d: BufferDir, meta: str, fd: int, log_path: str,
-                    fallback: Callable[[], Any],
+                    fallback: Callable[[bool], Any], rotate_bytes: Any,
                     warn: Callable[[str], None]) -> Recovery | None:
     """Recover the buffer whose control file ``meta`` is open as ``fd``, if its lock can be
     taken (its process is gone) and it is this user's regular file."""
@@ -124,8 +131,7 @@ def _recover_locked(d: BufferDir, meta: str, fd: int, log_path: str,
     own = own_file(fd, log_path)
     r = None
     try:
-        r = _recover_one(d, meta, fd, own if own is not None else fallback(), log_path,
-                         damage)
+        r = _recover_one(d, meta, fd, _Target(own, fallback, rotate_bytes), log_path, damage)
     except _LeaveAlone as exc:
         warn(str(exc))
         return None
@@ -184,7 +190,15 @@ def _sweep(d: BufferDir) -> None:
             d.remove([n])
 
 
-def _recover_one(d: BufferDir, meta: str, fd: int, stream: Any, log_path: str,
+#: The recovery record's words after REC (docs/format.md 15): ``first``, ``count`` (the
+#: events before the append in progress, and its own), ``done`` (events appended whole,
+#: with DECIDED and WHOLE: what the first recovery found of the write the death tore).
+FIRST, COUNT, DONE = 13, 14, 15
+DECIDED, WHOLE = 1 << 63, 1 << 62
+_EVENTS = WHOLE - 1
+
+
+def _recover_one(d: BufferDir, meta: str, fd: int, target: "_Target", log_path: str,
                  damage: list[str]) -> Recovery | None:
     size = os.fstat(fd).st_size
     if size < PAGE:               # it is made whole (allocated) before it is named
@@ -199,87 +213,172 @@ def _recover_one(d: BufferDir, meta: str, fd: int, stream: Any, log_path: str,
             raise _LeaveAlone(f"blog: crash buffer {d.show(meta)} has format version "
                               f"{version}, this blog reads {VERSION}: left alone")
         rstate, rdev, rino, roffset, rlength = REC.unpack_from(ctl, 64)
+        first, count, done = struct.unpack_from("<QQQ", ctl, 8 * FIRST)
         chans = channel_names(d, meta)
         channels = [open_channel(d, n, damage) for n in chans]
         # What one consume could write at most: the events the channel files hold, the
         # metadata, and its frames' headers. A recorded write longer than that is not cut.
         limit = size + sum(c.size for c in channels if c is not None) + (1 << 20)
+        stream = target.stream
         here = stream.position()
-        if rstate == 1 and here[:2] != (rdev, rino):
-            # The recovery that died appended elsewhere (a new file of a set): finished
-            # there, or its part cut off there, before it is redone here.
-            rstate = settle_elsewhere(log_path, rdev, rino, roffset, rlength)
-        if rstate == 2 or (rstate == 1 and here[:2] == (rdev, rino)
-                           and here[2] >= roffset + rlength):
+        whole = False
+        if rstate == 1:           # a recovery died appending: finished, or its part cut off
+            if here[:2] == (rdev, rino):
+                whole = here[2] >= roffset + rlength
+                if (not whole and here[2] > roffset and rlength <= limit and on_stream_file(
+                        stream, rdev, rino, lambda fd: frame_at(fd, roffset))):
+                    stream.truncate(roffset)
+            else:                 # appended elsewhere (a file of a set): settled there
+                whole = settle_elsewhere(log_path, rdev, rino, roffset, rlength) == 2
+            if count == 0:        # one append of all (a recovery before pieces): redone
+                rstate = 2 if whole else 0      # whole, as then, if cut off
+            else:
+                done = (done & ~_EVENTS) | (first + count if whole else first)
+        if rstate == 2:
             d.remove(chans + [meta])  # appended before; only the removal was left undone
+            for c in channels:
+                if c is not None:
+                    c.close()
             return None
-        if (rstate == 1 and here[:2] == (rdev, rino) and here[2] > roffset
-                and rlength <= limit
-                and on_stream_file(stream, rdev, rino, lambda fd: frame_at(fd, roffset))):
-            stream.truncate(roffset)  # a recovery killed midway: its part goes, redone below
-        if writing > written and length > limit:
-            damage.append(f"a write of {length} bytes recorded, more than the buffer holds: "
-                          "not cut")
-            writing = 0
-        cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length, pid)
-        complete = write_complete(stream, log_path, writing, written, dev, ino, offset, length)
+        if done & DECIDED:        # a recovery cut the torn write and began appending: its
+            complete = bool(done & WHOLE)   # finding holds (the file has its appends now)
+        else:
+            if writing > written and length > limit:
+                damage.append(f"a write of {length} bytes recorded, more than the buffer "
+                              "holds: not cut")
+                writing = 0
+            cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length, pid)
+            complete = write_complete(stream, log_path, writing, written, dev, ino, offset,
+                                      length)
         header, entries = read_metadata(fd, size, damage)
-        batches: list[bytes] = []
+        descriptor = dict(header.descriptor if header is not None else {})
+        rotate = _rotate_bytes(descriptor.pop("rotate_bytes", None), target.rotate_bytes)
+        descriptor["recovered"] = True
+        head = frame_bytes(FRAME_HEADER, header_payload(descriptor))
+        names = {}
+        sources = []
+        sync = None
+        for e in entries:
+            if type(e) is EventSource or type(e) is RecordType or type(e) is EnumMember:
+                sources.append(e)     # call sites, and the value types events hold
+            elif type(e) is WriterProp:
+                names[e.id] = e
+            elif type(e) is ClockSync:
+                sync = e
+        described = ([sync] if sync is not None else []) + sources
+        # Events frames that fit a file of the set beside what precedes them (at least one
+        # event each): their size is the writers' too, at most.
+        cap = None if rotate is None else max(1, rotate - len(head) - 128 - sum(
+            map(len, metadata_frames(described + list(names.values())))))
+        frames: list[tuple[int, bytes]] = []
         writers: set[int] = set()
-        events = 0
+        drop = done & _EVENTS
+        dropped = 0
         for c in channels:
             if c is None:
                 continue
             try:
                 for base, at, n, skip in c.runs(written, writing if complete else 0, damage):
-                    got, frames = events_frames(c, base, at, n, damage, skip)
+                    gone, got = events_frames(c, base, at, n, damage, skip, drop - dropped,
+                                              cap)
+                    dropped += gone
                     if got:
                         writers.add(c.writer)
-                        events += got
-                        batches.extend(frames)
+                        frames.extend(got)
             finally:
                 c.close()
-        if events:
-            names = {}
-            sources = []
-            sync = None
-            for e in entries:
-                if type(e) is EventSource or type(e) is RecordType or type(e) is EnumMember:
-                    sources.append(e)     # call sites, and the value types events hold
-                elif type(e) is WriterProp and e.id in writers:
-                    names[e.id] = e
-                elif type(e) is ClockSync:
-                    sync = e
-            meta_entries = ([sync] if sync is not None else []) + sources + list(names.values())
-            descriptor = dict(header.descriptor if header is not None else {}, recovered=True)
-            data = (frame_bytes(FRAME_HEADER, header_payload(descriptor))
-                    + b"".join(metadata_frames(meta_entries)) + b"".join(batches)
-                    + b"".join(metadata_frames([Recovered(events, pid, time.time_ns())])))
-            here = stream.position()
+        if dropped < drop:
+            damage.append(f"{drop} event(s) recorded as recovered, the buffer holds {dropped}")
+        events = sum(n for n, _ in frames)
+        if frames:
+            head += b"".join(metadata_frames(described + [e for w, e in names.items()
+                                                          if w in writers]))
             words = memoryview(ctl).cast("Q")     # single stores: never a zeroed field
             try:
-                words[9], words[10], words[11], words[12] = here[0], here[1], here[2], len(data)
-                words[8] = 1
-                try:
-                    _write_all(stream, data)
-                    if hasattr(stream, "sync"):
-                        stream.sync()
-                except OSError:
-                    # A full disk, say: what was appended goes (the buffer stays, for a
-                    # later recovery), so that no later write follows a torn part of it.
-                    try:
-                        stream.truncate(here[2])
-                        words[8] = 0
-                    except OSError:
-                        pass
-                    raise
-                words[8] = 2
+                words[DONE] = drop | DECIDED | (WHOLE if complete else 0)
+                words[8] = 0
+                _append_pieces(target, words, head, frames, drop, pid, rotate)
             finally:
                 words.release()
         if not damage:
             d.remove(chans + [meta])  # else they are moved aside whole (the caller)
+    stream = target.stream
     path = getattr(stream, "current", None) or getattr(stream, "path", "")
     return Recovery(pid, events, str(path)) if events else None
+
+
+def _rotate_bytes(recorded: Any, configured: Any) -> int | None:
+    """The size past which recovery goes on in a further file of a set: the smaller of what
+    the dead writer recorded in its buffer (its set's ``rotate_bytes``: input, believed
+    from 4 KiB on) and the ``rotate_bytes`` of the set recovery writes to; None: no limit."""
+    given = [max(n, PAGE) for n in (recorded, configured) if type(n) is int and n > 0]
+    return min(given) if given else None
+
+
+def _append_pieces(target: "_Target", words: memoryview, head: bytes,
+                   frames: list[tuple[int, bytes]], done: int, pid: int,
+                   rotate: int | None) -> None:
+    """Append ``frames`` (events after the first ``done`` recovered) as streams of their own,
+    each ``head`` (header, metadata), frames and a Recovered entry: one, or with ``rotate``
+    as many as keep each file of the set within it, each in a further file. Each append is
+    recorded before it is made and counted once it is whole (docs/format.md 15)."""
+    k = 0
+    while k < len(frames):
+        end, size = k + 1, len(head) + len(frames[k][1]) + 64
+        while rotate is not None and end < len(frames) and size + len(frames[end][1]) <= rotate:
+            size += len(frames[end][1])
+            end += 1
+        if rotate is None:
+            end = len(frames)
+        n = sum(c for c, _ in frames[k:end])
+        data = (head + b"".join(f for _, f in frames[k:end])
+                + b"".join(metadata_frames([Recovered(n, pid, time.time_ns())])))
+        stream = target.room(len(data), rotate)
+        here = stream.position()
+        words[FIRST], words[COUNT] = done, n
+        words[9], words[10], words[11], words[12] = here[0], here[1], here[2], len(data)
+        words[8] = 1
+        try:
+            _write_all(stream, data)
+            if hasattr(stream, "sync"):
+                stream.sync()
+        except OSError:
+            # A full disk, say: what was appended goes (the buffer stays, for a later
+            # recovery), so that no later write follows a torn part of it.
+            try:
+                stream.truncate(here[2])
+                words[8] = 0
+            except OSError:
+                pass
+            raise
+        done += n
+        words[DONE] = (words[DONE] & ~_EVENTS) | done
+        words[8] = 2 if end == len(frames) else 0
+        k = end
+
+
+class _Target:
+    """Where one buffer's events go: the file its dead writer last wrote (``own``) if found,
+    else the log (``log(False)``); ``room`` moves on to a further file of the set
+    (``log(True)``) when a piece would take the current one beyond ``rotate_bytes``."""
+
+    def __init__(self, own: Any, log: Callable[[bool], Any], configured: Any) -> None:
+        self.own = own
+        self._log = log
+        self.stream = own if own is not None else log(False)
+        self.rotate_bytes = configured
+
+    def room(self, n: int, rotate: int | None) -> Any:
+        """The stream to append ``n`` bytes to: the current one, unless it holds something
+        already and would grow beyond ``rotate`` (a file holds at least one piece)."""
+        seen = set()
+        while rotate is not None:
+            dev, ino, size = self.stream.position()
+            if size == 0 or size + n <= rotate or (dev, ino) in seen:
+                break             # (a log that has no further file: it takes the rest)
+            seen.add((dev, ino))
+            self.stream = self._log(self.stream is not self.own)
+        return self.stream
 
 
 def _write_all(stream: Any, data: bytes) -> None:

@@ -129,7 +129,9 @@ def _log_file(log_path: str, name: str, pid: int | None) -> bool:
 def settle_elsewhere(log_path: str, dev: int, ino: int, offset: int, length: int) -> int:
     """A recovery that died appending ``length`` bytes at ``offset`` of file (dev, ino),
     not the stream recovery writes now: 2 if that append is whole there, else 0 once its
-    part is cut off there (or the file is gone: nothing of it is left to read twice)."""
+    part is cut off there (or the file is gone: nothing of it is left to read twice). A
+    file the cut leaves empty (the recovery had made it) goes: a set has no empty files.
+    (Housekeeping leaves such a file as it is meanwhile: ``crashlayout.waits_for_recovery``.)"""
     f = _open_member(log_path, dev, ino, None)
     if f is None:
         return 0                  # gone, not the log's, or a live writer has it
@@ -140,6 +142,8 @@ def settle_elsewhere(log_path: str, dev: int, ino: int, offset: int, length: int
             return 2
         if size > offset and frame_at(f.fd, offset):
             f.truncate(offset)
+            if offset == 0:       # (under its lock: the name is still this file)
+                os.unlink(f.path)
         return 0
     finally:
         f.close()

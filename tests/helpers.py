@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import struct
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from typing import Callable
 
 import blog
@@ -42,6 +44,16 @@ def fresh_signals() -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def seeded_random(var: str, default: int | None = None) -> random.Random:
+    """The random numbers of a randomized test, seeded from the environment variable ``var``
+    (else ``default``, else the clock). The seed is printed now: pytest shows a failed
+    test's output, so every failure says how to replay it, e.g.
+    ``CRASH_SEED=1733590000123456789 pytest tests/test_crash_buffer.py -k rotated``."""
+    seed = int(os.environ.get(var, default if default is not None else time.time_ns()))
+    print(f"random seed: replay with {var}={seed}")
+    return random.Random(seed)
 
 
 def run_python(code: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:

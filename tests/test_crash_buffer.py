@@ -11,6 +11,7 @@ must hold every returned event of each thread exactly once, in order, and nothin
 from __future__ import annotations
 
 import glob
+import gzip
 import mmap
 import os
 import random
@@ -29,7 +30,8 @@ import bread
 from blog.files.crashbuf import CTL, buffer_directory
 from blogstore.recovery import recover
 
-from helpers import abandon, fresh_signals, python_child, run_python, with_crash_buffer
+from helpers import (abandon, fresh_signals, python_child, run_python, seeded_random,
+                     with_crash_buffer)
 
 TRIALS = int(os.environ.get("CRASH_TRIALS", 50))   # per run: the suite runs on both paths
 THREADS = 4
@@ -128,7 +130,7 @@ def test_kill_9_at_random_moments_loses_nothing_a_log_call_returned_from(tmp_pat
     # of one), each followed by recovery; and recovery itself killed at random moments and
     # redone. Each trial checks every returned event is read back exactly once, in order
     # per thread, and nothing is invented; the distribution is printed (-s).
-    rng = random.Random(int(os.environ.get("CRASH_SEED", time.time_ns())))
+    rng = seeded_random("CRASH_SEED")   # printed: replay a failure with CRASH_SEED=<seed>
     stats = {"trials": 0, "during_consume": 0, "recovery_killed": 0, "recovered": []}
     for t in range(TRIALS):
         path = str(tmp_path / f"t{t}.blog")
@@ -160,7 +162,7 @@ def test_kill_9_of_a_rotated_set_writer_loses_nothing(tmp_path):
     # the dead process was writing (cutting a write the kill tore), housekeeping leaves
     # that file alone until then, and reading the set gives every returned event once, in
     # order per thread. Some recoveries are killed too, and redone.
-    rng = random.Random(int(os.environ.get("CRASH_SEED", time.time_ns())))
+    rng = seeded_random("CRASH_SEED")   # printed: replay a failure with CRASH_SEED=<seed>
     recovered_total = 0
     for t in range(max(1, TRIALS * 2 // 5)):
         d = tmp_path / f"t{t}"
@@ -912,3 +914,166 @@ def test_a_held_write_in_a_rotated_set_is_retried_in_one_file(tmp_path):
     assert rf.files > 5
     msgs = [e.message for e in bread.read(_set_files(path))]
     assert msgs[0] == "a 0" and len(msgs) == 5001
+
+
+# --- Recovery killed midway, then housekeeping, then recovery again (issue 37) ----------
+
+_DEAD_SET_WRITER = """
+import os, signal, sys, blog
+blog.basic_config(sys.argv[1], rotate_bytes=int(sys.argv[2]) if sys.argv[2:] else 1 << 20,
+                  crash_buffer=True, flush_interval=60)
+log = blog.get_logger("t")
+if sys.argv[3:]:              # a first event written: a file of its own (else none)
+    log.info("w {}", 0)
+    blog.flush()
+for i in range(len(sys.argv[3:]), 3000):
+    log.info("w {}", i)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+#: A recovery killed when it has written part of what it appends into a file of the set of
+#: its own: its frames up to the middle, whole (the fault injected where it writes; the
+#: test reads no timing). A torn frame at the end instead: ``torn`` as the second argument.
+_HALF_RECOVERY = """
+import os, signal, sys, blog
+import blogstore.recovery as recovery
+from blog.files.crashbuf import buffer_directory
+from blogformat.frames import HEADER_SIZE, parse_header
+
+def half_then_killed(stream, data):
+    end = 0
+    while end < len(data) // 2:
+        end += HEADER_SIZE + parse_header(bytes(data[end:end + HEADER_SIZE]))[2]
+    stream.write(data[:end] if sys.argv[2] == "whole" else data[:len(data) // 2])
+    os.kill(os.getpid(), signal.SIGKILL)
+recovery._write_all = half_then_killed
+rf = blog.RotatingFile(sys.argv[1])
+recovery.recover(buffer_directory(sys.argv[1]), rf)
+"""
+
+
+@pytest.mark.parametrize("cut", ["whole", "torn"])
+@pytest.mark.parametrize("housekeeping", ["compress", "on_close", "compact"])
+def test_a_recovery_killed_midway_leaves_a_part_no_housekeeping_takes_for_whole(
+        tmp_path, housekeeping, cut):
+    # Proves (issue 37): a recovery killed after writing part of its append into a file of
+    # its own leaves that file as it is for the next recovery: housekeeping does not
+    # compress it, on_close does not ship it, bread compact does not compact it; the next
+    # recovery cuts the part off and appends the events once, whether the part ends in
+    # whole frames or a torn one. Before the fix the file was compressed (or compacted, or
+    # shipped) and every event appended again: the part's events were in the set twice.
+    d = tmp_path / "logs"
+    d.mkdir()
+    path = str(d / "app.blog")
+    assert subprocess.run(python_child("-c", _DEAD_SET_WRITER, path), timeout=60).returncode == -9
+    assert subprocess.run(python_child("-c", _HALF_RECOVERY, path, cut), timeout=60).returncode == -9
+    [part] = _set_files(path)
+    before = os.path.getsize(part)
+    assert before > 0
+    shipped: list[str] = []
+    if housekeeping == "compact":
+        os.utime(part, (time.time() - 7200, time.time() - 7200))    # old enough to compact
+        r = subprocess.run(python_child("-m", "bread", "compact", str(d), "--older-than", "1h"),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode in (0, 3), r.stderr
+    else:
+        rf = blog.RotatingFile(path, compress=housekeeping == "compress",
+                               on_close=shipped.append if housekeeping == "on_close" else None)
+        rf.wait()
+        rf.close()
+    left = _set_files(path), os.path.getsize(part) if os.path.exists(part) else None, shipped[:]
+    rf = blog.RotatingFile(path, compress=True, on_close=shipped.append)
+    try:
+        [got] = recover(buffer_directory(path), rf)
+        rf.housekeeper.sweep()
+    finally:
+        rf.close()
+    assert got.events == 3000
+    files = _set_files(path)
+    assert part + ".gz" not in files          # cut to nothing, and gone: no empty file
+    r = bread.read(files)
+    assert sorted(e.args[0] for e in r) == list(range(3000))
+    assert r.damage == []
+    assert left == ([part], before, [])      # the part was left as it was for recovery
+    assert sorted(shipped) == files and all(f.endswith(".gz") for f in files)
+
+
+#: A recovery killed in its ``sys.argv[2]``-th append, when it has written half of it.
+_KILLED_IN_APPEND = """
+import os, signal, sys, blog
+import blogstore.recovery as recovery
+from blog.files.crashbuf import buffer_directory
+
+calls = []
+write_all = recovery._write_all
+def killed_in_append(stream, data):
+    calls.append(1)
+    if len(calls) == int(sys.argv[2]):
+        stream.write(data[:len(data) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+    write_all(stream, data)
+recovery._write_all = killed_in_append
+rf = blog.RotatingFile(sys.argv[1], rotate_bytes=int(sys.argv[3]))
+recovery.recover(buffer_directory(sys.argv[1]), rf)
+"""
+
+
+@pytest.mark.parametrize("killed_in", [0, 1, 3])
+def test_recovery_into_a_set_keeps_its_rotate_bytes_and_is_idempotent(tmp_path, killed_in):
+    # Proves (issue 37): recovery into a rotated set cuts what it appends into files of
+    # the set within rotate_bytes, as the writer would (each file with its header and
+    # metadata: it reads alone), every event once; and a recovery killed in its first or
+    # a later append, then housekeeping (compress), then recovery again, still gives every
+    # event once and no file beyond rotate_bytes. Before, recovery appended 3000 events
+    # (about 30 KB) into one file of a set with rotate_bytes=6000.
+    d = tmp_path / "logs"
+    d.mkdir()
+    path, limit = str(d / "app.blog"), 6000
+    assert subprocess.run(python_child("-c", _DEAD_SET_WRITER, path), timeout=60).returncode == -9
+    if killed_in:
+        r = subprocess.run(python_child("-c", _KILLED_IN_APPEND, path, str(killed_in),
+                                        str(limit)), timeout=60)
+        assert r.returncode == -9
+        rf = blog.RotatingFile(path, compress=True)
+        rf.wait()
+        rf.close()
+    rf = blog.RotatingFile(path, rotate_bytes=limit, compress=True)
+    try:
+        recover(buffer_directory(path), rf)
+        rf.housekeeper.sweep()
+    finally:
+        rf.close()
+    assert not glob.glob(os.path.join(buffer_directory(path), "*")), "buffer left"
+    _check_sizes(path, limit)
+
+
+def test_bread_recover_keeps_the_rotate_bytes_its_dead_writer_had(tmp_path):
+    # Proves: a writer's buffer records its set's rotate_bytes, so that `bread --recover`
+    # (which knows no option of the set) cuts what it appends to that size too: into the
+    # file the writer was writing, then further files of the set.
+    d = tmp_path / "logs"
+    d.mkdir()
+    path, limit = str(d / "app.blog"), 6000
+    assert subprocess.run(python_child("-c", _DEAD_SET_WRITER, path, str(limit), "wrote"),
+                          timeout=60).returncode == -9
+    r = subprocess.run(python_child("-m", "bread", "--recover", path), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    _check_sizes(path, limit)
+
+
+def _check_sizes(path: str, limit: int) -> None:
+    """The set of ``path``: files within ``limit`` bytes, each reading alone (its events
+    described by its own metadata), and events 0 to 2999 once."""
+    files = _set_files(path)
+    assert len(files) >= 5
+    seen = []
+    for f in files:
+        with gzip.open(f) if f.endswith(".gz") else open(f, "rb") as raw:
+            size = len(raw.read())
+        assert size <= limit, (f, size)
+        r = bread.read(f)                    # each alone: header, metadata, events
+        got = [(e.format, e.args[0]) for e in r]
+        assert r.damage == [] and all(form == "w {}" for form, _ in got)
+        seen += [i for _, i in got]
+    assert sorted(seen) == list(range(3000))

@@ -20,7 +20,7 @@ import blog
 import bread
 
 from crafted import snapshot, victims
-from helpers import aged_set_dir, python_child
+from helpers import aged_set_dir, python_child, seeded_random
 
 
 # --- Crafted manifests and catalogs against housekeeping and bread compact ----------------
@@ -98,7 +98,7 @@ def test_crafted_manifests_and_catalogs_never_touch_anything_outside_the_log(
     # nothing, exit 0 or 3, change nothing outside the log's directory, and every event
     # readable before is readable after, once.
     from bread.cli.compact import main as compact_main
-    rng = random.Random(int(os.environ.get("HOSTILE_SEED", 2024)))
+    rng = seeded_random("HOSTILE_SEED", 2024)   # replay: HOSTILE_SEED=<seed>
     outside, victim = victims(str(tmp_path))
     targets = [victim, os.path.join(outside, "passwd"), os.path.join(outside, "new")]
     before_outside = snapshot(outside)

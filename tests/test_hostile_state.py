@@ -29,7 +29,7 @@ from blogstore.crashlayout import CHAN, HALF, HALF_AT, PAGE, PATH_AT, REC
 from blogstore.recovery import recover
 
 from crafted import log_to, snapshot, victims
-from helpers import abandon, python_child, run_python, with_crash_buffer
+from helpers import abandon, python_child, run_python, seeded_random, with_crash_buffer
 
 EVENTS = 200      # what the dead writer logged and never wrote (two threads, 100 each)
 
@@ -306,7 +306,7 @@ def test_crafted_buffers_never_touch_anything_outside_the_log(dead_writer, tmp_p
     # raises nothing but OSError, changes nothing outside the log's directory, keeps every
     # event the log held, and never repeats one (nor makes one up, where no event's bytes
     # were changed); a second recovery finds nothing to do.
-    rng = random.Random(int(os.environ.get("HOSTILE_SEED", 2024)))
+    rng = seeded_random("HOSTILE_SEED", 2024)   # replay: HOSTILE_SEED=<seed>
     outside, victim = victims(str(tmp_path))
     targets = [victim, os.path.join(outside, "passwd")]
     before = snapshot(outside)

@@ -190,10 +190,16 @@ class CrashBuffer:
     is refused (``blogformat.errors.UnsafeBufferDirectory``, an OSError).
     """
 
-    def __init__(self, directory: str, log_path: str, descriptor: dict) -> None:
+    def __init__(self, directory: str, log_path: str, descriptor: dict,
+                 rotate_bytes: int | None = None) -> None:
         make_directory(directory)
         self.directory = directory
         self.log_path = log_path
+        #: The set's ``rotate_bytes`` (its stream's): recorded in the buffer's header, so
+        #: that any recovery cuts what it appends into files of that size at most.
+        self.rotate_bytes = rotate_bytes
+        if rotate_bytes is not None:
+            descriptor = dict(descriptor, rotate_bytes=rotate_bytes)
         self.pid = os.getpid()
         self.prefix = f"{self.pid}-{time.time_ns()}"
         self.path = os.path.join(directory, f"{self.prefix}.meta")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from blogstore import catalog, manifest
-from blogstore.crashlayout import alive, pending_pids
+from blogstore.crashlayout import alive, pending, waits_for_recovery
 from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
                                members, parse, remove, unlink_unheld)
 from blogstore.posix import fcntl
@@ -323,10 +323,10 @@ class Housekeeper:
                 self._queue.task_done()
 
     def _compress(self, name: str) -> None:
-        f = parse(name)
-        if f is not None and any(f.pid in pending_pids(d) for d in self.buffers):
-            return       # its process died with events in its crash buffer: recovery
-                         # cuts and appends this file first (a later pass compresses it)
+        if waits_for_recovery(self.buffers, os.path.join(self.directory, name)):
+            return       # its process died with events in its crash buffer, or a recovery
+                         # died appending to it: recovery cuts and appends this file first
+                         # (a later pass compresses it)
         done = compress(self.directory, name)
         if done is not None:
             self.compressed += 1
@@ -340,7 +340,7 @@ class Housekeeper:
         the files shipped only; never while a crash buffer of the set waits for recovery
         (which appends to its dead writer's file first)."""
         assert self.compactions is not None
-        if any(pending_pids(d) for d in self.buffers):
+        if any(pids or files for pids, files in map(pending, self.buffers)):
             return
         files = closed_files(self.directory, self.stem)
         self.compactions.run(min((st.st_mtime for _, st in files), default=None),

@@ -3,7 +3,8 @@
 A file set may be given a hook (``basic_config(..., on_close=upload)``): housekeeping
 calls it, on its own thread, with the path of each closed file of the set once the file
 is final (compressed, when the set compresses; never one whose writer's crash buffer
-waits for recovery, which appends to it first). Delivery is at least once:
+waits for recovery, which appends to it first, nor one a recovery died appending to,
+which holds a part of that append until the next recovery). Delivery is at least once:
 
 * a hook that raises is reported on stderr, and the file is tried again at the next
   pass (the next rotation, the next start); a hook that runs on is reported once it has
@@ -25,7 +26,7 @@ import time
 from typing import Callable, Iterable
 
 from blogstore import manifest
-from blogstore.crashlayout import alive, pending_pids
+from blogstore.crashlayout import alive, waits_for_recovery
 from blogstore.fileset import SetFile
 
 from ..report import report
@@ -98,7 +99,7 @@ class Shipper:
     def _final(self, f: SetFile) -> bool:
         if self.compressed and not f.compressed:
             return False
-        return not any(f.pid in pending_pids(d) for d in self.buffers)
+        return not waits_for_recovery(self.buffers, os.path.join(self.directory, f.name))
 
     def _claim(self, name: str) -> bool:
         """Under the manifest's lock: True if this process may ship ``name`` now (it is

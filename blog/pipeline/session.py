@@ -109,7 +109,8 @@ class Session:
             # Channels larger than their files: a new buffer of the new size takes over.
             from ..files.crashbuf import CrashBuffer
             try:
-                bigger = CrashBuffer(cb.directory, cb.log_path, self.descriptor)
+                bigger = CrashBuffer(cb.directory, cb.log_path, self.descriptor,
+                                     cb.rotate_bytes)
             except OSError as exc:   # a full disk, say: the old one goes on (events past
                 report(f"blog: the crash buffer cannot grow ({exc}); events beyond its "
                        "old size are not protected from a kill")     # its size: unmirrored)

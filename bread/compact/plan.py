@@ -7,6 +7,7 @@ import os
 import stat
 
 from blogstore import catalog, manifest
+from blogstore.crashlayout import set_buffers, waits_for_recovery
 from blogstore.fileset import is_locked, members, parse
 
 from .files import Warn, to_stderr
@@ -17,7 +18,8 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
                set_stem: str | None = None) -> list[str]:
     """Closed files of the sets in ``directory`` last written before ``now - older_than``:
     regular files (a link is said to ``warn`` and left alone) that no compacted file
-    replaces already (an original a crash left, or one kept for its damage);
+    replaces already (an original a crash left, or one kept for its damage), and that
+    no crash buffer beside the set waits to be recovered into (``waits_for_recovery``);
     ``shipped_only``: only those the manifest records as shipped (``on_close``);
     ``set_stem``: only those of that set (no other set's file is looked at)."""
     out = []
@@ -29,6 +31,7 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
     twins = {f.plain_name for f in found if f.compressed and f.plain_name in plain}
     stems = {f.stem for f in found if set_stem is None or f.stem == set_stem}
     for stem in sorted(stems):
+        buffers = set_buffers(directory, stem)
         for f in members(directory, stem):
             path = os.path.join(directory, f.name)
             try:
@@ -41,7 +44,8 @@ def candidates(directory: str, older_than_ns: int, now_ns: int,
                 warn(f"{path}: both compressed and not (a compression cut short): left for "
                      "the set's next start")
             elif (st.st_mtime_ns < now_ns - older_than_ns and f.name not in replaced
-                  and (shipped is None or f.name in shipped) and not is_locked(path)):
+                  and (shipped is None or f.name in shipped) and not is_locked(path)
+                  and not waits_for_recovery(buffers, path)):
                 out.append(f.name)
     return out
 

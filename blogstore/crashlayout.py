@@ -173,6 +173,30 @@ def set_buffers(directory: str, stem: str) -> list[str]:
             for base in (stem + ".blog", stem)]
 
 
+def last_written(directory: str, dev: int, ino: int) -> bool:
+    """True if a buffer in ``directory`` records the file (``dev``, ``ino``) as the one its
+    process last wrote to. Of a file nobody holds (its writer dead, a zombie not yet reaped
+    included, whose pid still looks alive), that is where recovery appends what the buffer
+    kept: the file is not finished before. Only the control pages' device and inode are
+    read (regular files, never through a link); no lock is probed (``pending_pids``)."""
+    for meta in glob.glob(os.path.join(glob.escape(directory), "*.meta")):
+        try:
+            fd = os.open(meta, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            head = os.pread(fd, CTL.size, 0) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if len(head) == CTL.size:
+            magic, _, _, _, _, wdev, wino, _, _ = CTL.unpack(head)
+            if magic == CTL_MAGIC and (wdev, wino) == (dev, ino):
+                return True
+    return False
+
+
 def alive(pid: int) -> bool:
     """True if process ``pid`` exists (or may: one not ours to signal)."""
     try:

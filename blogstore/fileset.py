@@ -27,6 +27,8 @@ SUFFIX = ".blog"
 #: The names of log files a reader takes from a directory: a set's files, compressed or not.
 LOG_SUFFIXES = (SUFFIX, SUFFIX + ".gz")
 COMPRESSED = ".gz"
+#: A set's file being made (``NAME.blog.new``): linked to its name once its maker locked it.
+NEW = ".new"
 
 _NAME = re.compile(r"^(?P<stem>.+)\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3})"
                    r"\.pid(?P<pid>\d+)(?P<suffix>\.blog)(?P<gz>\.gz)?$")

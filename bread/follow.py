@@ -39,6 +39,7 @@ import time
 from typing import Any, BinaryIO, Callable, Hashable, Iterator, NamedTuple, cast
 
 from blogstore import catalog
+from blogstore.crashlayout import buffer_directory
 from blogstore.fileset import COMPRESSED, SUFFIX, members, parse, split_base
 from blogstore.posix import O_NOFOLLOW
 
@@ -219,7 +220,8 @@ class _Run:
             return None
         if compressed:
             return decompressing(f), name
-        growing = Growing(f, name, in_set=found.in_set, stop=self.stop, interval=self.interval)
+        growing = Growing(f, name, in_set=found.in_set, buffers=_buffers(found.path),
+                          stop=self.stop, interval=self.interval)
         return cast(BinaryIO, growing), name
 
     def read(self, f: BinaryIO, name: str) -> Iterator[Any]:
@@ -293,6 +295,14 @@ class _Run:
             if type(item) is _Failed:
                 raise item.exc
             yield item
+
+
+def _buffers(path: str) -> str | None:
+    """The crash buffer directory of the set whose file ``path`` is (None if it is no set's):
+    beside the set's base name, where its writers keep them unless given a ``crash_dir``."""
+    f = parse(os.path.basename(path))
+    return None if f is None else buffer_directory(os.path.join(os.path.dirname(path),
+                                                                f.stem + SUFFIX))
 
 
 def _open_regular(path: str) -> io.BufferedReader | str | None:

@@ -4,36 +4,49 @@ side of ``bread --recover``, the one command of bread that writes to a log."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from typing import Any, Callable
+from typing import Callable
 
-from blogstore.fileset import file_name, members, split_base
+from blogstore.fileset import NEW, file_name, split_base
 from blogstore.recovery import Recovery, recover
 from blogstore.recoverytarget import LockedFile
 
 
 class Log:
-    """Where recovery appends: the file ``path``, locked (BlockingIOError if a live writer
-    holds it; OSError if it cannot be opened); or, when ``path`` is the base name of a rotated
-    set with buffers in ``directory``, the file each dead writer was writing, and a new file
-    of the set, made when needed, for one whose file is gone."""
+    """Where recovery appends the events of a dead writer whose own file is not there to
+    take them (``blogstore.recovery.recover`` finds that file first): ``stream()``, called
+    when first needed. It is the file ``path`` if it is there, locked (BlockingIOError if a
+    live writer holds it, OSError if it cannot be opened); else ``path`` is the base name
+    of a rotated set (which is no file), and it is a new file of the set. ValueError if
+    ``path`` names no log (``logs/.blog``)."""
 
-    def __init__(self, path: str, directory: str) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
         self.opened: list[LockedFile] = []
         self._where, self._stem = split_base(path)
-        if os.path.exists(path) or not os.path.isdir(directory) \
-                or not members(self._where or ".", self._stem):
-            self.opened.append(LockedFile(path))
-            self.stream: Any = self.opened[0]
-        else:
-            self.stream = self._new_file
+
+    def stream(self) -> LockedFile:
+        f = LockedFile(self.path) if os.path.exists(self.path) else self._new_file()
+        self.opened.append(f)
+        return f
 
     def _new_file(self) -> LockedFile:
-        f = LockedFile(os.path.join(self._where, file_name(self._stem, time.time_ns(),
-                                                           os.getpid())), create=True)
-        self.opened.append(f)
+        """A new file of the set, locked before it has its name (``NAME.new``, then linked,
+        as a writer makes one): no follower or housekeeper sees it unlocked and empty, and
+        takes it for a finished file."""
+        path = os.path.join(self._where, file_name(self._stem, time.time_ns(), os.getpid()))
+        f = LockedFile(path + NEW, create=True)
+        try:
+            os.link(f.path, path)      # never over another's file
+            os.unlink(f.path)
+        except BaseException:
+            f.close()
+            with contextlib.suppress(OSError):
+                os.unlink(f.path)
+            raise
+        f.path = path
         return f
 
     def close(self) -> None:

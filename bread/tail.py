@@ -15,7 +15,9 @@ a link to a device put at the path is waited past, as a missing file is.
 under it, it reads on. It ends once the file is finished: a set's file
 (``blogstore.fileset``) when its writer has closed it (a writer holds an
 exclusive ``flock`` on the file it writes, released when it closes it or
-dies), any other once nothing holds it and its last name is gone.
+dies) and no crash buffer of a dead writer waits to be recovered into it (the
+next start, or ``bread --recover``, appends its events there), any other once
+nothing holds it and its last name is gone.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import threading
 import time
 from typing import BinaryIO
 
+from blogstore.crashlayout import last_written
 from blogstore.posix import O_CLOEXEC, O_NONBLOCK
 
 #: Seconds between two looks at a file that has no new byte.
@@ -99,13 +102,17 @@ class Stopped(Exception):
 class Growing:
     """The bytes of the open file ``f`` as they come, until it is finished (the module's
     docstring): then ``read`` gives ``b""``. ``in_set``: a file of a set, finished when
-    its writer lets it go. Once ``stop`` is set, ``read`` raises Stopped."""
+    its writer lets it go and, with ``buffers`` (the set's crash buffer directory), no
+    buffer there records it as the last file its process wrote (that process died:
+    recovery appends there what the buffer kept). Once ``stop`` is set, ``read`` raises
+    Stopped."""
 
-    def __init__(self, f: BinaryIO, name: str, *, in_set: bool,
+    def __init__(self, f: BinaryIO, name: str, *, in_set: bool, buffers: str | None = None,
                  stop: threading.Event | None = None, interval: float = INTERVAL) -> None:
         self._f = f
         self.name = name
         self.in_set = in_set
+        self.buffers = buffers
         self.interval = interval
         self._stop = stop if stop is not None else threading.Event()
         self._last = False       # finished: what is there now is all there will be
@@ -137,6 +144,9 @@ class Growing:
         except OSError:          # no locks on this file system: cannot tell, read on
             return False
         fcntl.flock(fd, fcntl.LOCK_UN)
+        if self.buffers is not None:    # after the lock: recovery appends, then lets go
+            st = os.fstat(fd)
+            return not last_written(self.buffers, st.st_dev, st.st_ino)
         return True
 
     def _cut(self) -> bool:

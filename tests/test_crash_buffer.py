@@ -30,7 +30,7 @@ import bread
 from blog.files.crashbuf import CTL, buffer_directory
 from blogstore.recovery import recover
 
-from helpers import (abandon, fresh_signals, python_child, run_python, seeded_random,
+from helpers import (abandon, fresh_signals, python_child, run_cli, run_python, seeded_random,
                      with_crash_buffer)
 
 TRIALS = int(os.environ.get("CRASH_TRIALS", 50))   # per run: the suite runs on both paths
@@ -247,6 +247,9 @@ def test_the_next_start_recovers_and_says_so(tmp_path):
 
 
 def test_bread_recover_appends_once_and_refuses_a_live_file(tmp_path):
+    # Proves: while a live writer (no buffer of its own) holds the file a dead writer's
+    # events are for, bread --recover refuses (exit 2, the buffer kept); once it lets go,
+    # the events are appended once, and a second run finds nothing to recover.
     path = str(tmp_path / "app.blog")
     code = textwrap.dedent(f"""
         import os, signal, threading, blog
@@ -261,13 +264,6 @@ def test_bread_recover_appends_once_and_refuses_a_live_file(tmp_path):
         os.kill(os.getpid(), signal.SIGKILL)
     """)
     subprocess.run(python_child("-c", code), capture_output=True, timeout=60)
-    for k in range(2):
-        r = subprocess.run(python_child("-m", "bread", "--recover", path),
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        assert ("recovered 600 event(s)" if k == 0 else "no abandoned") in r.stdout
-    msgs = [e.message for e in bread.read(path)]
-    assert sorted(msgs) == sorted([f"t {i}" for i in range(300)] + [f"m {i}" for i in range(300)])
     live = blog.FileOutputStream(path)           # a live writer holds it
     try:
         r = subprocess.run(python_child("-m", "bread", "--recover", path),
@@ -275,6 +271,85 @@ def test_bread_recover_appends_once_and_refuses_a_live_file(tmp_path):
         assert r.returncode == 2 and "live process" in r.stderr
     finally:
         live.close()
+    for k in range(2):
+        r = subprocess.run(python_child("-m", "bread", "--recover", path),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert ("recovered 600 event(s)" if k == 0 else "no abandoned") in r.stdout
+    msgs = [e.message for e in bread.read(path)]
+    assert sorted(msgs) == sorted([f"t {i}" for i in range(300)] + [f"m {i}" for i in range(300)])
+
+
+@pytest.mark.parametrize("shape", ["file", "set", "never written"])
+def test_bread_recover_after_a_clean_exit_has_nothing_to_recover_and_exits_0(tmp_path, shape):
+    # Proves (issue 37): `bread --recover LOG` run before every start (cron, systemd
+    # ExecStartPre) after a clean shutdown says there is nothing to recover and exits 0,
+    # whatever LOG is: a plain file, a rotated set's base name (no such file: its files
+    # are logs/app.<time>.pid<N>.blog), a log never written in a directory that is there.
+    # Before: a set's base name and a log never written were "cannot open", exit 2.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path = str(logs / "app.blog")
+    if shape != "never written":
+        rotate = ", rotate_bytes=1 << 20" if shape == "set" else ""
+        r = run_python(f"""
+            import blog
+            blog.basic_config({path!r}, crash_buffer=True{rotate})
+            blog.get_logger().info("e {{}}", 1)
+        """, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert os.path.exists(path) == (shape == "file")
+    before = sorted(os.listdir(logs))
+    r = subprocess.run(python_child("-m", "bread", "--recover", path), capture_output=True,
+                       text=True, timeout=60)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == f"bread: no abandoned crash buffer of {path}" + (
+        " (nor a log file of that name)\n" if shape == "never written" else "\n")
+    assert sorted(os.listdir(logs)) == before        # nothing made, nothing removed
+
+
+def test_bread_recover_beside_a_live_writer_with_a_buffer_has_nothing_to_recover(
+        tmp_path, capsys):
+    # Proves: a cron job's bread --recover while the service runs (its live buffer, and
+    # nothing abandoned) exits 0 without touching the file. Before: exit 2 ("being written
+    # by a live process"), every time the job ran.
+    path = str(tmp_path / "app.blog")
+    s = blog.Session(name="live")
+    stream = blog.FileOutputStream(path)
+    cb = with_crash_buffer(s, path, stream)
+    try:
+        s.get_logger().info("e {}", 1)
+        code, out, err = run_cli(["--recover", path], capsys)
+        assert (code, out, err) == (0, f"bread: no abandoned crash buffer of {path}\n", "")
+    finally:
+        cb.close()
+        stream.close()
+
+
+def test_bread_recover_of_a_set_whose_writer_never_wrote_makes_a_file_of_the_set(tmp_path):
+    # Proves: a set's writer killed before its first write (a service whose first start
+    # died at once) has its events recovered by `bread --recover BASE` into a new file of
+    # the set, as the next start would. Before: "cannot open BASE", exit 2.
+    path = str(tmp_path / "app.blog")
+    code = textwrap.dedent(f"""
+        import os, signal, blog
+        blog.basic_config({path!r}, rotate_bytes=1 << 20, crash_buffer=True,
+                          flush_interval=60)
+        log = blog.get_logger("t")
+        for i in range(500):
+            log.info("w {{}}", i)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    assert subprocess.run(python_child("-c", code), timeout=60).returncode == -9
+    assert _set_files(path) == []
+    r = subprocess.run(python_child("-m", "bread", "--recover", path), capture_output=True,
+                       text=True, timeout=60)
+    [made] = _set_files(path)
+    assert r.returncode == 0, r.stderr
+    assert "recovered 500 event(s) of process" in r.stdout and r.stdout.endswith(f" into {made}\n")
+    assert [e.args[0] for e in bread.read(made)] == list(range(500))
+    assert not os.path.exists(buffer_directory(path))
+    assert not os.path.exists(path)
 
 
 def test_a_write_cut_by_the_kill_is_cut_off_and_its_events_recovered_once(tmp_path):

@@ -15,11 +15,14 @@ import time
 import pytest
 
 import blog
+import bread
+from blogstore.crashlayout import buffer_directory
 from blogstore.fileset import file_name, members
 from bread.follow import Watch
+from bread.recover import Log, recover_into
 from bread.tail import Growing, Stopped
 
-from helpers import python_child
+from helpers import fresh_signals, python_child, with_crash_buffer
 
 
 class Writer:
@@ -234,7 +237,6 @@ def test_bread_read_follows_a_directory_as_bread_f_does(tmp_path):
 
 
 def test_follow_takes_a_file_a_directory_or_a_set_base_name(tmp_path):
-    import bread
     with pytest.raises(FileNotFoundError):
         bread.read(tmp_path / "nothing" / "app.blog", follow=True)
     with pytest.raises(ValueError):
@@ -300,3 +302,147 @@ def test_each_file_of_a_watched_directory_is_given_once(tmp_path):
     (tmp_path / two).write_bytes(b"6")                 # a new process's file
     assert [os.path.basename(f.path) for f in w.new()] == [two]
     assert [os.path.basename(f.path) for f in app.new()] == [two]
+
+
+#: A service's process with the crash buffer: logs ``a i`` for i < 30 into a rotated set
+#: (written: flushed), says "ready" and waits for a line; then logs ``a i`` for i < 230,
+#: which no consume writes (flush_interval of an hour: they are in its crash buffer only),
+#: says "logged" and waits to be killed.
+KILLED = """
+import sys, blog
+blog.basic_config(sys.argv[1], rotate_bytes=1500, crash_buffer=True, flush_interval=3600)
+log = blog.get_logger()
+for i in range(30):
+    log.info("{} {} {}", "a", i, "x" * 60)
+    blog.flush()
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(30, 230):
+    log.info("{} {} {}", "a", i, "x" * 60)
+print("logged", flush=True)
+sys.stdin.readline()
+"""
+
+
+def let_go(p: subprocess.Popen, path: str, seconds: float = 2) -> None:
+    """Wait until follower ``p`` closed ``path`` (took it for finished), ``seconds`` at most."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            fds = os.listdir(f"/proc/{p.pid}/fd")
+        except OSError:          # no /proc: as long as it takes to look a few times
+            time.sleep(seconds)
+            return
+        held = set()
+        for fd in fds:
+            try:
+                held.add(os.readlink(f"/proc/{p.pid}/fd/{fd}"))
+            except OSError:
+                pass
+        if path not in held:
+            return
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", ["next start", "bread --recover", "followed after the kill"])
+def test_follow_prints_what_recovery_appends_to_a_killed_writers_file(tmp_path, how):
+    # Proves (issue 37): bread -F BASE keeps following the file of a set whose writer was
+    # killed with events in its crash buffer, until recovery (the next start, or bread
+    # --recover) has appended them there, and prints each of them once; the files that
+    # writer had closed before are read at once. Before: the dead writer's unlocked file
+    # was taken for finished, and the recovered events were never printed (4,555 events
+    # missed in 23 recoveries).
+    logs = tmp_path / "logs"
+    base = logs / "app.blog"
+    w = subprocess.Popen(python_child("-c", KILLED, str(base)), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+    p = None
+    try:
+        assert lines_of(w, 1) == ["ready"]
+        if how != "followed after the kill":
+            p = start(base)
+            assert lines_of(p, 30) == expected("a", 0, 30)
+        w.stdin.write(b"go\n")
+        w.stdin.flush()
+        assert lines_of(w, 1) == ["logged"]
+        w.kill()
+        assert w.wait(timeout=20) == -signal.SIGKILL
+        files = members(str(logs), "app")
+        dead = files[-1].name
+        if p is None:
+            p = start(base)
+            assert lines_of(p, 30) == expected("a", 0, 30)    # its files, the last too
+        assert len(files) > 1
+        let_go(p, str(logs / dead))
+        if how == "next start":
+            r = subprocess.run(python_child("-c", f"""if True:
+                import blog
+                blog.basic_config({str(base)!r}, rotate_bytes=1500, crash_buffer=True)
+                blog.get_logger().info("{{}} {{}} {{}}", "b", 0, "x" * 60)
+            """), capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0 and "recovered 200 event(s)" in r.stderr, r.stderr
+        else:
+            r = subprocess.run(python_child("-m", "bread", "--recover", str(base)),
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0 and r.stdout.endswith(f"into {logs / dead}\n"), r.stdout
+        got = lines_of(p, 201 if how == "next start" else 200)
+        assert tagged(got, "a") == expected("a", 30, 230)
+        assert tagged(got, "b") == (expected("b", 0, 1) if how == "next start" else [])
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+        assert p.returncode == 0 and out == b""               # nothing twice, nothing more
+        [said] = err.decode().splitlines()                   # no damage
+        assert said.startswith(f"bread: 200 event(s) recovered from the crash buffer of "
+                               f"process {w.pid},")
+    finally:
+        w.kill()
+        w.wait()
+        if p is not None:
+            p.kill()
+            p.wait()
+
+
+def test_a_set_file_is_not_finished_while_a_dead_writers_buffer_waits_to_be_recovered_into_it(
+        tmp_path):
+    # Proves: a set's file that nobody holds, but that a crash buffer records as the last
+    # file its process wrote (the process killed; here not yet reaped, a zombie whose pid
+    # still looks alive), is not finished: recovery appends there. Once recovery has
+    # appended and removed the buffer it is, and what was appended is read.
+    base = str(tmp_path / "app.blog")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fresh_signals()
+            s = blog.Session(name="dead")
+            rf = blog.RotatingFile(base, rotate_bytes=1 << 20)
+            with_crash_buffer(s, base, rf)
+            log = s.get_logger()
+            log.info("written {}", 1)
+            s.consume(rf)
+            log.info("buffered {}", 2)                 # in the crash buffer only
+            os.kill(os.getpid(), signal.SIGKILL)
+        finally:
+            os._exit(1)
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)    # dead, not reaped
+        [f] = members(str(tmp_path), "app")
+        path = str(tmp_path / f.name)
+        g = Growing(open(path, "rb"), path, in_set=True, buffers=buffer_directory(base),
+                    interval=0.01)
+        got = g.read()
+        assert got and not g.finished()
+        log = Log(base)
+        try:
+            [r] = recover_into(log, buffer_directory(base), print)
+        finally:
+            log.close()
+        assert (r.events, r.path) == (1, path)
+        assert g.finished()
+        while data := g.read():
+            got += data
+        g.close()
+        with open(path, "rb") as whole:
+            assert got == whole.read()
+        assert [e.message for e in bread.read(path)] == ["written 1", "buffered 2"]
+    finally:
+        os.waitpid(pid, 0)

@@ -29,3 +29,13 @@ def test_recover_of_what_is_no_log_file_says_so_and_exits_2(tmp_path, capsys, na
     err = capsys.readouterr().err
     assert err.startswith("bread: ") and err.endswith("; nothing recovered\n")
     assert "\x1b" not in err
+
+
+def test_recover_of_a_log_in_no_directory_says_so_and_exits_2(tmp_path, capsys):
+    # Proves: a log whose directory is not there (a typo, an unmounted volume) is no log
+    # with nothing to recover: exit 2, saying which directory. Before: "cannot open", the
+    # OSError's text.
+    path = str(tmp_path / "nothing" / "app.blog")
+    assert cli.main(["--recover", path]) == 2
+    assert capsys.readouterr().err == (f"bread: no directory {tmp_path / 'nothing'} (of "
+                                       f"{path}); nothing recovered\n")

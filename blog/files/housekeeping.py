@@ -36,8 +36,8 @@ from typing import Sequence
 
 from blogstore import catalog, manifest
 from blogstore.crashlayout import alive, pending, waits_for_recovery
-from blogstore.fileset import (COMPRESSED, SUFFIX, SetFile, create_new, fsync_dir, is_locked,
-                               members, parse, remove, unlink_unheld)
+from blogstore.fileset import (COMPRESSED, NEW, SUFFIX, SetFile, create_new, fsync_dir,
+                               is_locked, members, parse, remove, unlink_unheld)
 from blogstore.posix import fcntl
 
 from .. import process
@@ -48,7 +48,6 @@ from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
 
-NEW = ".new"    # a file being opened by its writer: renamed to its name once locked
 _CHUNK = 1 << 20
 
 

@@ -2,8 +2,10 @@
 their crash buffers, as the next ``basic_config(FILE, crash_buffer=True)`` would
 (``bread.recover``). The one command of bread that writes to a log.
 
-Exit status: 0 done, 2 nothing could be done (a live writer, a buffer directory that is
-not this user's own), 3 a buffer was damaged (its readable events recovered, its files
+Exit status: 0 done, or nothing to recover (no abandoned buffer: after a clean exit, or of
+a log never written); 2 nothing could be done (a live writer holds the file a dead one's
+events are for, a buffer directory that is not this user's own, FILE no regular file or
+in no directory), 3 a buffer was damaged (its readable events recovered, its files
 kept as ``*.damaged``) or left alone: see standard error."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from blogformat.errors import UnsafeBufferDirectory
 from blogstore.crashlayout import buffer_directory, check_directory
+from blogstore.fileset import members, split_base
 
 from ..inputs import name_text
 from ..recover import Log, recover_into
@@ -41,30 +44,32 @@ def parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """``bread --recover FILE [--crash-dir DIR]``; the exit status (module docstring)."""
-    if os.path.exists(args.file) and not os.path.isfile(args.file):
+    path = args.file
+    if os.path.lexists(path) and not os.path.isfile(path):
         # a FIFO would hang the opening, a device swallow what is recovered
-        _say(sys.stderr, f"bread: {args.file} is not a regular file; nothing recovered")
+        _say(sys.stderr, f"bread: {path} is not a regular file; nothing recovered")
         return 2
-    directory = buffer_directory(args.file, args.crash_dir)
     try:
-        check_directory(directory)
+        where, stem = split_base(path)
+    except ValueError:       # ".blog": no log's name, nor a set's
+        _say(sys.stderr, f"bread: {path} names no log file; nothing recovered")
+        return 2
+    if not os.path.isdir(where):
+        _say(sys.stderr, f"bread: no directory {where} (of {path}); nothing recovered")
+        return 2
+    directory = buffer_directory(path, args.crash_dir)
+    try:
+        buffers = check_directory(directory)
     except UnsafeBufferDirectory as exc:
         _say(sys.stderr, f"bread: {exc}; nothing recovered (recover it as the user who owns "
                          "it)")
         return 2
-    try:
-        log = Log(args.file, directory)
-    except BlockingIOError:
-        _say(sys.stderr, f"bread: {args.file} is being written by a live process; it "
-                         "recovers what dead writers left when it starts with "
-                         "crash_buffer=True")
-        return 2
-    except OSError as exc:
-        _say(sys.stderr, f"bread: cannot open {args.file}: {exc}")
-        return 2
-    except ValueError:       # ".blog": no log's name, nor a set's
-        _say(sys.stderr, f"bread: {args.file} names no log file; nothing recovered")
-        return 2
+    if not buffers:          # a clean exit removed them (or no writer had one)
+        none = "" if os.path.exists(path) or members(where, stem) else \
+            " (nor a log file of that name)"
+        _say(sys.stdout, f"bread: no abandoned crash buffer of {path}{none}")
+        return 0
+    log = Log(path)
     said: list[str] = []
 
     def warn(text: str) -> None:
@@ -72,8 +77,13 @@ def run(args: argparse.Namespace) -> int:
         _say(sys.stderr, text)
     try:
         done = recover_into(log, directory, warn)
-    except OSError as exc:   # the disk, say: the buffer stays for the next try
-        _say(sys.stderr, f"bread: recovering into {args.file} failed: {exc}; the crash "
+    except BlockingIOError:  # a dead writer's events are for the file a live one holds
+        _say(sys.stderr, f"bread: {path} is being written by a live process; it "
+                         "recovers what dead writers left when it starts with "
+                         "crash_buffer=True")
+        return 2
+    except OSError as exc:   # cannot be opened, the disk: the buffer stays for the next try
+        _say(sys.stderr, f"bread: recovering into {path} failed: {exc}; the crash "
                          "buffer is kept")
         return 2
     finally:
@@ -82,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         _say(sys.stdout, f"bread: recovered {r.events} event(s) of process {r.pid} into "
                          f"{r.path}")
     if not done:
-        _say(sys.stdout, f"bread: no abandoned crash buffer of {args.file}")
+        _say(sys.stdout, f"bread: no abandoned crash buffer of {path}")
     return 3 if said else 0      # 3: a buffer was damaged or left alone (said above)
 
 

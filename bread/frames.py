@@ -247,7 +247,8 @@ class Skim:
         end = f.seek(0, 2)
         pos = f.seek(start)
         while pos < end:
-            fields = parse_header(f.read(HEADER_SIZE)) if end - pos >= HEADER_SIZE else None
+            head = f.read(HEADER_SIZE) if end - pos >= HEADER_SIZE else b""
+            fields = parse_header(head) if len(head) == HEADER_SIZE else None   # (a failed read)
             if fields is None or fields[2] > MAX_PAYLOAD or pos + HEADER_SIZE + fields[2] > end:
                 self.clean = False
                 return

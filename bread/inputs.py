@@ -242,8 +242,9 @@ class GzipInput:
             chunk = self._raw.read(1 << 16)
             if not chunk:
                 self._eof = True
-                if self._fed:
-                    self.error = "compressed data cut short"
+                # (a stream that failed, an object whose store failed: its own reason)
+                self.error = getattr(self._raw, "error", None) or (
+                    "compressed data cut short" if self._fed else None)
                 break
             # In pieces: zlib gives nothing of a call that fails, so the piece with the
             # damage is inflated again, in small steps, from a copy of the state before it
@@ -379,6 +380,12 @@ def open_path(name: str, store: Store | None = None, *, found: bool = False) -> 
         raise OSError(errno.EINVAL, "not a regular file (it was when its directory was "
                       "listed)", name)
     return decompressing(open(fd, "rb"))
+
+
+def store_error(f: Any) -> str | None:
+    """Why the store failed a read of an object opened by ``open_path`` (a
+    ``bread.objectstore.RangedFile``, or the gzip stream over one); None if none did."""
+    return getattr(f._raw if isinstance(f, GzipInput) else f, "error", None)
 
 
 def _store(store: Store | None, url: str) -> Store:

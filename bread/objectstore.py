@@ -15,6 +15,14 @@ followed elsewhere. A file is read by ranges (``RangedFile``): what
 the reader asks for, ahead of it as it reads on, so that a part of a large object (a
 Spark partition) costs its byte range plus the metadata frames before it. The prefix's
 ``blog-manifest.json`` skips objects outside a time window without opening them.
+
+Faults of the store after the listing are the object's damage, never wrong bytes: a
+``RangedFile`` whose read fails (a 5xx, a request timed out, an object deleted) ends
+there, its reason in ``error`` (``bread.read`` reports it in ``damage`` with the URL);
+each store's first object is checked to answer a ranged read with the bytes asked
+(a server that ignores ``Range``: every object of it is damage). S3 requests time out
+(``timeouts``). A URL with credentials in it (``s3://KEY:SECRET@bucket/``) is refused,
+never shown (``check_url``).
 """
 
 from __future__ import annotations
@@ -37,6 +45,14 @@ _MAKING = (".tmp", ".new")
 MIN_BLOCK = 1 << 12
 MAX_BLOCK = 8 << 20
 _MAGIC = "*?["
+#: S3's timeouts (seconds): to connect, and for a request that receives nothing
+#: (``BREAD_STORE_TIMEOUT`` sets the latter, whole seconds; the connection's is then at
+#: most it). pyarrow's own ``connect_timeout`` and ``request_timeout`` options win.
+CONNECT_TIMEOUT = 10
+REQUEST_TIMEOUT = 30
+TIMEOUT_VARIABLE = "BREAD_STORE_TIMEOUT"
+#: Bytes of a store's first object read again from offset 1 (``RangedFile.check_ranges``).
+_PROBE = 64
 NEEDS = ("reading a URL ({url}) needs pyarrow.fs: pip install 'blog-bread[spark]' "
          "(or pyarrow alone)")
 
@@ -58,9 +74,11 @@ class Store:
         self._fs: dict[str, Any] = {}       # by the URLs' root: s3://, hdfs://host:port
         self._sizes: dict[str, int] = {}
         self._manifests: dict[str, dict | None] = {}
+        self._ranged: set[str] = set()      # roots whose ranged reads were checked
 
     def _split(self, url: str) -> tuple[Any, str, str]:
         """(file system, its path of the URL, the URL's prefix before that path)."""
+        check_url(url)
         scheme, _, rest = url.partition("://")
         scheme = scheme.lower()
         host, _, key = rest.partition("/")
@@ -81,7 +99,7 @@ class Store:
                     "AWS_ENDPOINT_URL")
                 if endpoint and "endpoint_override" not in opts:
                     opts = {**opts, "endpoint_override": endpoint}
-                return fs.S3FileSystem(**opts)
+                return fs.S3FileSystem(**{**timeouts(), **opts})
             if scheme == "file":     # (options are for the object stores)
                 return fs.LocalFileSystem()
             if not opts:
@@ -202,9 +220,53 @@ class Store:
             return None
 
     def open(self, url: str) -> "RangedFile":
-        """The file at ``url`` for reading by ranges; FileNotFoundError naming it if none."""
-        fs, path, _ = self._split(url)
-        return RangedFile(_asked(fs.open_input_file, path, url), url)
+        """The file at ``url`` for reading by ranges; FileNotFoundError naming it if none,
+        OSError naming it if its store does not answer ranged reads with the bytes asked."""
+        fs, path, root = self._split(url)
+        raw = _asked(fs.open_input_file, path, url)
+        f = RangedFile(raw, url)
+        if root not in self._ranged and not root.startswith("file:"):
+            try:
+                f.check_ranges()
+            except OSError:
+                f.close()
+                raise
+            self._ranged.add(root)
+        return f
+
+
+def check_url(url: str) -> None:
+    """Refuse a URL with credentials in it (``s3://KEY:SECRET@bucket/``, a user of
+    ``hdfs://``): OSError naming it with them left out (``redacted``), never their text.
+    A secret may hold ``/``: any ``@`` or ``:`` where a bucket's name is (an ``@``, or a
+    port that is no number, where a host is) counts."""
+    scheme, _, rest = url.partition("://")
+    authority = rest.partition("/")[0]
+    host, port = authority, ""
+    if scheme.lower() in ("hdfs", "file") and ":" in authority:   # host:port
+        host, _, port = authority.rpartition(":")
+    if "@" in authority or ":" in host or not (port.isdigit() or port == ""):
+        raise OSError(errno.EINVAL, "a URL with credentials in it is refused: give them as "
+                      "the store's usual credentials (AWS_* variables, ~/.aws)", redacted(url))
+
+
+def redacted(url: str) -> str:
+    """``url`` without what may be credentials: what its authority holds up to the last
+    ``@`` of the URL (all of it without one)."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://...@{rest.rpartition('@')[2]}" if "@" in rest else f"{scheme}://..."
+
+
+def timeouts() -> dict[str, float]:
+    """S3's ``connect_timeout`` and ``request_timeout`` (``REQUEST_TIMEOUT``, or
+    ``BREAD_STORE_TIMEOUT``'s whole seconds: under one second curl would have none)."""
+    text = os.environ.get(TIMEOUT_VARIABLE)
+    if not text:
+        return {"connect_timeout": CONNECT_TIMEOUT, "request_timeout": REQUEST_TIMEOUT}
+    if not text.strip().isdigit() or int(text) < 1:
+        raise OptionError(f"{TIMEOUT_VARIABLE} must be whole seconds, at least 1, "
+                          f"not {text!r}")
+    return {"connect_timeout": min(CONNECT_TIMEOUT, int(text)), "request_timeout": int(text)}
 
 
 def _asked(call: Any, arg: Any, url: str) -> Any:
@@ -229,17 +291,40 @@ class RangedFile:
     range a reader says it reads whole (``read_range``), reads fetch ``MAX_BLOCK`` at once
     and never past the range's end. A part of a large object so costs its range, what its
     last frame needs past it, and whatever the skim of the frames before it reads
-    (``bread.frames.span_frames``: their headers and metadata)."""
+    (``bread.frames.span_frames``: their headers and metadata).
+
+    A read the store fails (an error, a timeout) ends the file there: it and every later
+    read give what was held before, then nothing; ``error`` says why and ``pos`` where
+    (the object's damage, ``bread.reader``)."""
 
     def __init__(self, f: Any, name: str) -> None:
         self._f = f
         self.name = name
+        self.error: str | None = None
+        self.pos = 0          # where a failed read began
         self._size = f.size()
         self._buf = b""
         self._at = 0          # offset of _buf[0]
         self._pos = 0
         self._block = MIN_BLOCK
         self._whole = (0, 0)  # the range read whole (read_range)
+
+    def check_ranges(self) -> None:
+        """Its store's ranged reads checked, on its first block (kept, as the first read's)
+        and a few bytes read again from offset 1: OSError naming it unless they are the
+        same bytes (a server that ignores ``Range`` and answers 206 with the object's start
+        would have every later read misread; one that answers 200 with the whole object
+        fails in pyarrow)."""
+        n = min(MIN_BLOCK, self._size)
+        if n < 2:
+            return
+        first = _asked(lambda at: self._f.read_at(n, at), 0, self.name)
+        again = _asked(lambda at: self._f.read_at(min(n, _PROBE) - 1, at), 1, self.name)
+        if again != first[1:min(n, _PROBE)]:
+            raise OSError(errno.EIO, "the store answers a ranged read with other bytes than "
+                          "those asked (it ignores Range): none of its objects is read",
+                          self.name)
+        self._buf, self._at = first, 0
 
     def read_range(self, start: int, end: int) -> None:
         """Say that the reader reads ``[start, end)`` whole, in order: reads that begin in it
@@ -249,6 +334,8 @@ class RangedFile:
         self._whole = (max(0, start), max(0, min(end, self._size)))
 
     def read(self, n: int = -1) -> bytes:
+        if self.error is not None:
+            return b""
         pos, size = self._pos, self._size
         n = max(0, size - pos) if n is None or n < 0 else max(0, min(n, size - pos))
         start, end = pos - self._at, self._at + len(self._buf)
@@ -266,7 +353,11 @@ class RangedFile:
         lo, hi = self._whole
         block = min(MAX_BLOCK, hi - at) if lo <= at < hi else (
             0 if lo < hi <= at else self._block)
-        more = self._f.read_at(min(max(n - len(head), block), size - at), at)
+        try:
+            more = self._f.read_at(min(max(n - len(head), block), size - at), at)
+        except OSError as exc:
+            self.error = f"reading the object failed: {_named(exc, self.name).strerror}"
+            self.pos, more = at, b""
         self._buf, self._at = more, at
         data = head + more[:n - len(head)]
         self._pos = pos + len(data)

@@ -17,7 +17,7 @@ from .errors import OptionError
 from .events import Event, EventSink, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import (STDIN, GzipInput, decompressing, expand, is_url, name_text, object_store,
-                     open_path, peek, prune, seekable, spool)
+                     open_path, peek, prune, seekable, spool, store_error)
 from .filters import NO_FILTER, Filter
 from .merge import MAX_HELD, SortedInput, index, merge, merger
 from .lines import LineSink, line_blocks
@@ -200,9 +200,15 @@ class Reader:
 
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
         """All inputs merged by time (``bread.merge``)."""
-        inputs = []
-        for position, (opener, name) in enumerate(self._openers()):
-            f = opener()
+        inputs: list[SortedInput] = []
+        for opener, name in self._openers():
+            try:
+                f = opener()
+            except OSError as exc:
+                if not is_url(name):
+                    raise
+                self._unreadable(exc, name)
+                continue
             try:
                 head, g = peek(f, HEAD)
                 if is_binlog(head):
@@ -212,7 +218,12 @@ class Reader:
                     idx = index(g, name, name in self._named)
             finally:
                 f.close()
-            inputs.append(SortedInput(idx, position, self._input_runs(opener, name, sink),
+            failed = store_error(f) if is_url(name) else None
+            if failed is not None:   # (its index would not be that of the frames read next)
+                self.damage.append(Damage(0, 0, f"{failed}: none of it is read, sorted",
+                                          name))
+                continue
+            inputs.append(SortedInput(idx, len(inputs), self._input_runs(opener, name, sink),
                                       name))
         if not text:
             yield from merge(inputs, merger(text=False, max_out=EventSink.CHUNK))
@@ -231,7 +242,13 @@ class Reader:
     def _input_runs(self, opener: Callable[[], BinaryIO], name: str,
                     sink: Callable[[EventStream], Sink]) -> Callable[[], Iterator[Any]]:
         def start() -> Iterator[Any]:
-            f = opener()
+            try:
+                f = opener()
+            except OSError as exc:   # (a URL's: it opened for the first pass)
+                if not is_url(name):
+                    raise
+                self._unreadable(exc, name)
+                return
             try:
                 yield from self._decoded(f, name, sink, keyed=True)
                 self._after(f, name)
@@ -325,7 +342,13 @@ class Reader:
                 continue
             for path in self._named_paths(inp):
                 name = name_text(path)   # the file's name as text: valid UTF-8
-                f = open_path(path, self._store, found=name not in self._named)
+                try:
+                    f = open_path(path, self._store, found=name not in self._named)
+                except OSError as exc:
+                    if not is_url(path):
+                        raise
+                    self._unreadable(exc, name)
+                    continue
                 try:
                     yield f, name
                     self._after(f, name)
@@ -357,8 +380,14 @@ class Reader:
         return span_frames(f, *self.span, name, self.verified_only)
 
     def _after(self, f: Any, name: str) -> None:
-        if isinstance(f, (GzipInput, _Unclosed)) and f.error is not None:
+        """The damage that ended an input early: a gzip stream's, a URL's failed read."""
+        if (isinstance(f, (GzipInput, _Unclosed)) or is_url(name)) and f.error is not None:
             self.damage.append(Damage(f.pos, 0, f.error, name))
+
+    def _unreadable(self, exc: OSError, name: str) -> None:
+        """An object listed that does not open (deleted since, its store failing): damage
+        naming it, and the other inputs read."""
+        self.damage.append(Damage(0, 0, f"the object does not open: {exc.strerror}", name))
 
     def _stream(self, entries: Iterable[Any], name: str) -> EventStream:
         stream = EventStream(entries, name)

@@ -21,6 +21,7 @@ schema, the options, running on a cluster.
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, cast
@@ -35,7 +36,7 @@ from .columnar.batches import COLUMNS, portable
 from .cxx.entries import is_binlog
 from .errors import DamagedLog, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
-from .inputs import GzipInput, expand, name_text, object_store, open_path, prune
+from .inputs import GzipInput, expand, name_text, object_store, open_path, prune, store_error
 from .columnar import tables
 from .columnar.typedsink import TypedTable, find_kinds
 from .reader import Reader
@@ -297,13 +298,17 @@ def _time(value: str | None) -> int | str | None:
 def _split_size(path: str, store: Store | None = None) -> int | None:
     """The size of a log file that may be split at byte offsets; None for a gzip file or a
     C++ binlog file (read whole, by one task: its entries cannot be split at a byte
-    offset). A file that is not a log fails the query, naming it."""
+    offset). A file that is not a log fails the query, naming it, as does an object whose
+    store fails (OSError: its URL, the reason)."""
     f = open_path(path, store)
     try:
         head = f.read(HEADER_SIZE)
         size = None if isinstance(f, GzipInput) else f.seek(0, 2)
+        failed = store_error(f)
     finally:
         f.close()
+    if failed is not None:    # (an object whose store failed: not taken for a non-log)
+        raise OSError(errno.EIO, failed, name_text(path))
     if is_binlog(head):
         return None
     if len(head) < HEADER_SIZE or parse_header(head) is None:

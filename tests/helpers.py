@@ -5,9 +5,11 @@ on the path)."""
 
 from __future__ import annotations
 
+import http.server
 import io
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -15,6 +17,7 @@ import textwrap
 import threading
 import time
 from typing import Callable
+from urllib.parse import parse_qs, urlparse
 
 import blog
 import bread
@@ -428,6 +431,91 @@ class S3Server:
     def stop(self) -> None:
         self._server.shutdown()
         self._thread.join()
+
+
+class StubS3:
+    """Just enough S3 on 127.0.0.1 for the faults moto does not make: ListObjectsV2 of
+    bucket ``b`` (one page), HEAD and ranged GET of its ``objects``, each key's ``faults``:
+    ``gone`` (404: deleted since the listing), ``500`` (GETs from offset ``fail_from``
+    on), ``hang`` (a GET answered by nothing for ``HANG`` seconds, then closed),
+    ``start`` (206 with the object's first bytes, whatever the range), ``whole`` (200
+    with the whole object). Stops itself (``stop``); its threads end with the hang."""
+
+    HANG = 8.0
+
+    def __init__(self, objects: dict, faults: dict | None = None, fail_from: int = 0) -> None:
+        self.objects, self.faults, self.fail_from = objects, faults or {}, fail_from
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                stub.answer(self, head=True)
+
+            def do_GET(self) -> None:
+                stub.answer(self, head=False)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.handle_error = lambda request, address: None   # (a client gone: fine)
+        self.endpoint = "http://127.0.0.1:%d" % self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    @staticmethod
+    def send(h, code: int, body: bytes = b"", headers=(), head: bool = False,
+             length: int | None = None) -> None:
+        h.send_response(code)
+        for k, v in headers:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body) if length is None else length))
+        h.end_headers()
+        if not head:
+            h.wfile.write(body)
+
+    def answer(self, h, head: bool) -> None:
+        url = urlparse(h.path)
+        key = url.path.lstrip("/").partition("/")[2]
+        if "list-type" in parse_qs(url.query):
+            prefix = parse_qs(url.query).get("prefix", [""])[0]
+            keys = sorted(k for k in self.objects if k.startswith(prefix))
+            body = "".join(f"<Contents><Key>{k}</Key><Size>{len(self.objects[k])}</Size>"
+                           "<LastModified>2026-01-01T00:00:00.000Z</LastModified></Contents>"
+                           for k in keys)
+            return self.send(h, 200, (
+                '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name>'
+                f"<Prefix>{prefix}</Prefix>{body}<KeyCount>{len(keys)}</KeyCount>"
+                "<IsTruncated>false</IsTruncated></ListBucketResult>").encode(),
+                [("Content-Type", "application/xml")])
+        data, fault = self.objects.get(key), self.faults.get(key)
+        if data is None or fault == "gone":
+            return self.send(h, 404, b"" if head else b"<Error><Code>NoSuchKey</Code></Error>",
+                             [("Content-Type", "application/xml")], head)
+        if head:
+            return self.send(h, 200, headers=[("Last-Modified", "Thu, 01 Jan 2026 00:00:00 "
+                                               "GMT")], head=True, length=len(data))
+        m = re.fullmatch(r"bytes=(\d+)-(\d+)", h.headers.get("Range") or "")
+        a, b = (int(m.group(1)), min(int(m.group(2)), len(data) - 1)) if m else (0, len(data) - 1)
+        if fault == "500" and a >= self.fail_from:
+            return self.send(h, 500, b"<Error><Code>InternalError</Code></Error>")
+        if fault == "hang":
+            time.sleep(self.HANG)
+            h.close_connection = True
+            return None
+        if fault == "whole" or not m:
+            return self.send(h, 200, data)
+        if fault == "start":
+            a, b = 0, b - a
+        return self.send(h, 206, data[a:b + 1], [("Content-Range", f"bytes {a}-{b}/{len(data)}")])
 
 
 def aged_set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:

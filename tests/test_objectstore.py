@@ -23,7 +23,7 @@ from blogstore import manifest
 from bread.frames import CHUNK, span_frames
 from bread.objectstore import MAX_BLOCK, MIN_BLOCK, RangedFile, Store
 
-from helpers import python_child, run_cli
+from helpers import StubS3, python_child, run_cli
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (the spark extra)")
 pafs = pytest.importorskip("pyarrow.fs")
@@ -340,3 +340,138 @@ def test_a_ranged_file_read_at_or_past_its_end_gives_nothing_as_a_file_does(tmp_
             assert f.seek(offset, whence) == plain.seek(offset, whence)
             assert f.read(n) == plain.read(n)
             assert f.tell() == plain.tell()
+
+
+# --- faults of the store after the listing: a stub of S3 on 127.0.0.1 -----------------------
+
+def log_bytes(tmp_path, name: str, n: int = 600) -> bytes:
+    """A log file of ``n`` events (messages naming ``name``), in frames of 100: about
+    12 KB for 600, read in several ranged requests."""
+    s = blog.Session()
+    log = s.get_logger("svc")
+    path = tmp_path / name
+    out = blog.FileOutputStream(str(path), mode="wb")
+    for i in range(n):
+        log.info("event {} of {}", i, name)
+        if i % 100 == 99:
+            s.consume(out)
+    s.consume(out)
+    out.close()
+    return path.read_bytes()
+
+
+@pytest.fixture
+def stub(tmp_path):
+    """A ``StubS3`` of four objects under ``logs/`` (``a``..``d.blog``), its faults set by
+    the test (``stub.faults``), stopped after it."""
+    objects = {f"logs/{c}.blog": log_bytes(tmp_path, f"{c}.blog") for c in "abcd"}
+    server = StubS3(objects)
+    yield server
+    server.stop()
+
+
+def messages(events) -> list[str]:
+    return [e.message for e in events]
+
+
+def once(endpoint: str) -> dict:
+    """Storage options of a stub: each request tried once (a 5xx costs no retries)."""
+    from pyarrow.fs import AwsStandardS3RetryStrategy
+    return {"endpoint_override": endpoint,
+            "retry_strategy": AwsStandardS3RetryStrategy(max_attempts=1)}
+
+
+def test_an_object_that_fails_after_the_listing_is_damage_and_the_others_are_read(stub):
+    # Proves: an object deleted since the listing (404) and one whose GETs fail (500) from
+    # its second block on are damage naming their URLs, in file order and sorted; the
+    # other objects are read whole (before: bread.read raised a bare OSError, the objects
+    # after it unread).
+    stub.faults = {"logs/b.blog": "gone", "logs/c.blog": "500"}
+    stub.fail_from = 1        # (the first block of c.blog reads: its first events do)
+    url = "s3://b/logs"
+    for sort in (False, True):
+        r = bread.read(url, sort=sort, storage_options=once(stub.endpoint))
+        got = messages(r)
+        for c in "ad":
+            assert sum(m.endswith(f"of {c}.blog") for m in got) == 600, (sort, c)
+        assert not any(m.endswith("of b.blog") for m in got)
+        # file order: what c.blog's first block held; sorted: none of it (its index failed)
+        assert 0 < sum(m.endswith("of c.blog") for m in got) < 600 or sort
+        broken = {d.source: d.reason for d in r.damage if "object" in d.reason}
+        assert set(broken) == {f"{url}/b.blog", f"{url}/c.blog"}, r.damage
+        assert "no such file" in broken[f"{url}/b.blog"]
+        assert "INTERNAL_FAILURE" in broken[f"{url}/c.blog"], broken
+
+
+def test_bread_says_which_objects_failed_and_exits_3(stub, capsys):
+    # Proves: bread (and bread -s) prints the other objects' events, names each failed
+    # object with its reason, escaped, and exits 3 (before: a traceback, exit 1).
+    stub.faults = {"logs/b.blog": "gone", "logs/c.blog": "whole"}
+    url = "s3://b/logs"
+    for args in ([], ["-s"]):
+        code, out, err = run_cli([*args, "--endpoint", stub.endpoint, url], capsys)
+        assert code == 3, err
+        assert "Traceback" not in err
+        assert f"bread: {url}/b.blog: " in err and f"bread: {url}/c.blog: " in err
+        assert out.count("of a.blog") == 600 and out.count("of d.blog") == 600
+        assert "of b.blog" not in out
+
+
+def test_an_object_whose_request_hangs_times_out_as_damage(stub, monkeypatch):
+    # Proves: a GET that the server never answers ends after BREAD_STORE_TIMEOUT (whole
+    # seconds), the object damage naming its URL, the others read (before: pyarrow's 3 s,
+    # then an OSError out of bread.read).
+    stub.faults = {"logs/c.blog": "hang"}
+    monkeypatch.setenv("BREAD_STORE_TIMEOUT", "1")
+    r = bread.read("s3://b/logs", storage_options=once(stub.endpoint))
+    got = messages(r)
+    assert [c for c in "abcd" if any(m.endswith(f"of {c}.blog") for m in got)] == ["a", "b", "d"]
+    assert [(d.source, "Timeout" in d.reason) for d in r.damage] == [("s3://b/logs/c.blog", True)]
+
+
+def test_the_store_s_timeouts_default_and_come_from_the_environment(monkeypatch):
+    from bread.objectstore import timeouts
+    monkeypatch.delenv("BREAD_STORE_TIMEOUT", raising=False)
+    assert timeouts() == {"connect_timeout": 10, "request_timeout": 30}
+    monkeypatch.setenv("BREAD_STORE_TIMEOUT", "120")
+    assert timeouts() == {"connect_timeout": 10, "request_timeout": 120}
+    monkeypatch.setenv("BREAD_STORE_TIMEOUT", "2")
+    assert timeouts() == {"connect_timeout": 2, "request_timeout": 2}
+    for bad in ("0", "0.5", "x"):     # (under a second, curl would have no timeout at all)
+        monkeypatch.setenv("BREAD_STORE_TIMEOUT", bad)
+        with pytest.raises(ValueError, match="BREAD_STORE_TIMEOUT"):
+            list(bread.read("s3://b/logs/"))
+
+
+@pytest.mark.parametrize("fault", ["start", "whole"])
+def test_a_server_that_ignores_range_is_damage_never_misread(stub, capsys, fault):
+    # Proves: a server answering a ranged GET with the object's first bytes (206, a wrong
+    # or no Content-Range) or with the whole object (200) has each object damage, named,
+    # and no event read from bytes other than those asked (before: the first bytes read
+    # again as if they were further on, or a traceback).
+    stub.faults = dict.fromkeys(stub.objects, fault)
+    r = bread.read("s3://b/logs", storage_options={"endpoint_override": stub.endpoint})
+    assert messages(r) == []
+    assert sorted(d.source for d in r.damage) == [f"s3://b/logs/{c}.blog" for c in "abcd"]
+    code, out, err = run_cli(["--endpoint", stub.endpoint, "s3://b/logs"], capsys)
+    assert (code, out) == (3, "") and err.count("s3://b/logs/") == 4, err
+
+
+SECRET = "wJalr/XUtnFEMI+K7MDENG"
+
+
+@pytest.mark.parametrize("url", [f"s3://AKIAEXAMPLE:{SECRET}@bucket/logs/",
+                                 f"gs://AKIAEXAMPLE:{SECRET}@bucket/a.blog",
+                                 f"hdfs://AKIAEXAMPLE:{SECRET}@host:8020/logs/"])
+def test_credentials_in_a_url_are_refused_and_never_shown(url, capsys):
+    # Proves: bread exits 2 saying why, bread.read and Spark's planning raise OSError, and
+    # neither the key nor the secret appears anywhere (before: a traceback quoting the URL).
+    code, out, err = run_cli([url], capsys)
+    assert code == 2 and "credentials" in err and "Traceback" not in err
+    assert SECRET not in err and "AKIAEXAMPLE" not in err and "wJalr" not in err
+    with pytest.raises(OSError) as exc:
+        list(bread.read(url))
+    shown = f"{exc.value!s} {exc.value!r} {exc.value.filename}"
+    assert "credentials" in shown and "wJalr" not in shown and "AKIAEXAMPLE" not in shown
+    code, _, err = run_cli(["stats", url], capsys)
+    assert code == 2 and "wJalr" not in err and "AKIAEXAMPLE" not in err

@@ -35,11 +35,22 @@ class Log:
     def _new_file(self) -> LockedFile:
         """A new file of the set, locked before it has its name (``NAME.new``, then linked,
         as a writer makes one): no follower or housekeeper sees it unlocked and empty, and
-        takes it for a finished file."""
-        path = os.path.join(self._where, file_name(self._stem, time.time_ns(), os.getpid()))
-        f = LockedFile(path + NEW, create=True)
+        takes it for a finished file. Names are by the millisecond: a recovery that goes on
+        in a further file within the same one takes the next free millisecond's name."""
+        now = time.time_ns()
+        f = LockedFile(os.path.join(self._where, file_name(self._stem, now, os.getpid())) + NEW,
+                       create=True)
         try:
-            os.link(f.path, path)      # never over another's file
+            for ms in range(1000):
+                path = os.path.join(self._where,
+                                    file_name(self._stem, now + ms * 1_000_000, os.getpid()))
+                try:
+                    os.link(f.path, path)      # never over another's file
+                    break
+                except FileExistsError:
+                    continue
+            else:
+                raise FileExistsError(f"no free name for a new file of the set {self.path}")
             os.unlink(f.path)
         except BaseException:
             f.close()

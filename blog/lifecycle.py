@@ -95,7 +95,9 @@ def close_for_good(s: Session, after: str) -> None:
     c = consumer_of(s)
     if c is not None:
         _closed_by = after
+    s.close_outputs(s.exit_timeout)   # a callable output that never returns is left behind
     stop_consumer(s)
+    s.tell_undelivered()
     if c is not None:
         st = c.stream
         LateWriter(s, lambda: _reopen(st), lambda: _tell_unwritten(s), close=_close_own,

@@ -224,6 +224,7 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
           compaction: Compaction | None = None) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
     writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
+    lifecycle.end_late_writes(s)
     old = consumer_of(s)
     if rotating:   # a new file of the set: never the old output's file
         from blogstore.crashlayout import buffer_directory

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 from blogstore.fileset import pid_path
 
 from . import process
+from .files.durability import NEVER
 from .pipeline.consumer import Consumer
+from .pipeline.latewrites import LateWriter
 from .report import report
 from .pipeline.session import Session
 from .pipeline.streams import FileOutputStream
@@ -80,19 +82,53 @@ def opened(s: Session) -> None:
 
 def at_exit(s: Session) -> None:
     """Python's exit: close the output (a last consume) and tell what was never written.
-    multiprocessing's exit handler may run after this one and log (its children's end):
-    what it logs is told by its last finalizer."""
+    The exit handlers that run after this one (registered before it: a library's, and
+    multiprocessing's) may log: that is written at once (``LateWriter``), or told."""
     close_for_good(s, "at exit, after blog had closed its output")
     process.last_mp_finalizer(None, _tell_unwritten, s)
 
 
 def close_for_good(s: Session, after: str) -> None:
-    """Close the output as the process ends; what is logged from now on is told as ``after``."""
+    """Close the output as the process ends; what is logged from now on is written at once
+    into the output opened again (``blog.pipeline.latewrites``), or told as ``after``."""
     global _closed_by
-    if consumer_of(s) is not None:
+    c = consumer_of(s)
+    if c is not None:
         _closed_by = after
+    s.close_outputs(s.exit_timeout)   # a callable output that never returns is left behind
     stop_consumer(s)
+    s.tell_undelivered()
+    if c is not None:
+        st = c.stream
+        LateWriter(s, lambda: _reopen(st), lambda: _tell_unwritten(s), close=_close_own,
+                   durable=getattr(st, "fsync", NEVER) != NEVER
+                   or c.fsync_interval is not None).start()
     _tell_unwritten(s)
+
+
+def _reopen(st: Any) -> Any:
+    """The output ``st`` again, for the events logged after it was closed at exit: its file
+    opened again, a rotated set's next file (compaction left to the set's next run), or
+    the application's own stream (blog never closes it)."""
+    if is_rotating(st):
+        return type(st)(st.path, **dict(st.options, compact=None))
+    if isinstance(st, FileOutputStream):
+        return FileOutputStream(st.path, fsync=st.fsync)
+    return st
+
+
+def _close_own(st: Any) -> None:
+    """Close ``st`` if blog opened it (a file or a set), not the application's own stream."""
+    if is_file(st):
+        st.close()
+
+
+def end_late_writes(s: Session) -> None:
+    """The session is given an output again (``basic_config`` in a late exit handler): the
+    LateWriter stands down, its file closed before the output is opened."""
+    d = s.drainer
+    if isinstance(d, LateWriter):
+        d.stop()
 
 
 def _tell_unwritten(s: Session) -> None:

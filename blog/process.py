@@ -302,6 +302,17 @@ def hook_multiprocessing(end: Callable[[], None]) -> None:
     mp.BaseProcess._bootstrap = _bootstrap
 
 
+def end_child(code: int) -> None:
+    """End a child forked off a thread of blog's (a callable output that forked, returned
+    in the child): close the default session's output as at a multiprocessing child's end
+    (``hook_multiprocessing``'s ``end``), then ``os._exit(code)``."""
+    try:
+        if _child_end is not None:
+            _child_end()
+    finally:
+        os._exit(code)
+
+
 def child_ends_later() -> bool:
     """True in a multiprocessing child whose bootstrap ``hook_multiprocessing`` wrapped:
     its end calls ``end``, after every exit finalizer."""

@@ -4,14 +4,17 @@ the file has everything."""
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
+import textwrap
+import time
 
 import pytest
 
 import blog
 import bread
 
-from helpers import run_python
+from helpers import python_child, run_python
 
 
 class Tty(io.StringIO):
@@ -318,3 +321,94 @@ def test_only_the_default_session_has_a_last_resort(capfd):
     s.get_logger().warning("kept {}", 1)
     s.consume(blog.MemoryOutputStream())
     assert capfd.readouterr().err == ""
+
+
+# --- callable outputs at the process's end, logging and forking ----------------------------
+
+
+def test_a_callable_output_that_never_returns_does_not_keep_the_process_from_exiting(tmp_path):
+    # Proves: at exit blog waits for the outputs beside the file at most exit_timeout
+    # seconds; one that never returns is left behind and stderr says which and how many
+    # events it was not given; the file has every event. Before, the process never exited.
+    start = time.monotonic()
+    r = run_python("""
+        import threading, time, blog
+
+        def stuck(ev):
+            print("stuck", flush=True)
+            threading.Event().wait()
+
+        blog.basic_config("app.blog")
+        blog.default_session().exit_timeout = 1
+        blog.add_output(stuck, min_severity="error")
+        blog.get_logger().error("boom {}", 1)
+        blog.get_logger().info("after {}", 2)
+    """, tmp_path, timeout=30)
+    assert time.monotonic() - start < 25
+    assert r.returncode == 0, r.stderr
+    assert "blog: the output stuck has not returned within 1 s as the process ends" in r.stderr
+    assert "the outputs beside the file (stuck) miss up to" in r.stderr
+    assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == ["boom 1", "after 2"]
+
+
+def test_what_a_callable_output_logs_is_written_but_not_fed_back():
+    # Proves: an event logged from inside a callable output (on the thread that writes) is
+    # written to the outputs as an event of a writer of its own ("... (in an output)"),
+    # but never given to a callable output: no call logs more calls, without end. Before,
+    # each consume fed the last one's events back.
+    s = blog.Session()
+    got = []
+
+    def echo(ev):
+        got.append(ev.message)
+        s.get_logger("alerts").warning("alerted for {}", ev.message)
+
+    s.add_output(echo, min_severity="warning")
+    main = blog.MemoryOutputStream()
+    s.get_logger().warning("disk {}", 1)
+    for _ in range(5):
+        s.consume(main)
+    assert got == ["disk 1"]
+    evs = list(bread.read(io.BytesIO(main.getvalue())))
+    assert [ev.message for ev in evs] == ["disk 1", "alerted for disk 1"]
+    assert evs[1].writer.endswith("(in an output)")
+    assert s.pending() == 0
+
+
+FORKING_OUTPUT = """
+    import os, sys, threading, blog
+
+    done = threading.Event()
+
+    def forker(ev):
+        if ev.message != "spawn":
+            return
+        pid = os.fork()
+        if pid == 0:
+            blog.get_logger("child").info("in child {}", 1)
+            if sys.argv[1] == "exit":
+                sys.exit(0)
+            return
+        print("child", pid, os.waitpid(pid, 0)[1], flush=True)
+        done.set()
+
+    blog.basic_config("app.blog")
+    blog.add_output(forker)
+    blog.get_logger().info("spawn")
+    assert done.wait(20)
+"""
+
+
+@pytest.mark.parametrize("how", ["return", "exit"])
+def test_a_callable_output_that_forks_leaves_a_child_that_ends(tmp_path, how):
+    # Proves: a child forked by a callable output (on the consumer's thread) that returns
+    # from it, or raises SystemExit, writes what it logged into its own file and ends (exit
+    # status 0), instead of going on as a copy of blog's consumer that never ends.
+    r = subprocess.run(python_child("-c", textwrap.dedent(FORKING_OUTPUT), how), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    child, status = r.stdout.split()[1:]
+    assert status == "0"
+    assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == ["spawn"]
+    assert [ev.message for ev in bread.read(str(tmp_path / f"app.pid{child}.blog"))] == [
+        "in child 1"]

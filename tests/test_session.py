@@ -133,10 +133,10 @@ def test_what_an_atexit_handler_logs_after_a_consume_is_written(tmp_path):
     assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["main 1", "atexit 2"]
 
 
-def test_what_multiprocessing_logs_after_blogs_exit_hook_is_told(tmp_path):
-    # Proves: records logged after blog closed its output at exit are counted and told on
-    # stderr, never dropped without a word: here multiprocessing's exit handler (registered
-    # before blog's, so run after it) logs "process shutting down" through the bridge.
+def test_what_multiprocessing_logs_after_blogs_exit_hook_is_written(tmp_path):
+    # Proves: records logged after blog closed its output at exit are written (they used
+    # to be told on stderr only): here multiprocessing's exit handler (registered before
+    # blog's, so run after it) logs "process shutting down" through the bridge.
     r = run_python("""
         import logging, multiprocessing.util as mpu
         mpu.get_logger().setLevel(logging.INFO)
@@ -146,9 +146,103 @@ def test_what_multiprocessing_logs_after_blogs_exit_hook_is_told(tmp_path):
         blog.get_logger().info("main {}", 1)
     """, tmp_path)
     assert r.returncode == 0, r.stderr
-    assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["main 1"]
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == [
+        "main 1", "process shutting down"]
+    assert "never written" not in r.stderr
+
+
+LATE_HANDLER = """
+    import atexit, logging, sys
+
+    def late():   # registered before blog's exit handler: it runs after it
+        blog.get_logger("late").info("native {}", 1)
+        logging.getLogger("lib").warning("fast path %d", 2)
+        logging.getLogger("lib").warning("record %d", 3, extra={"k": "v"})
+
+    atexit.register(late)
+    import blog, blog.stdlib
+"""
+
+
+def test_what_exit_handlers_registered_before_blogs_log_is_written(tmp_path):
+    # Proves: an atexit handler registered before blog's (a library's, at its import) runs
+    # after blog closed its output; what it logs, natively and through the logging bridge
+    # (its fast path and a LogRecord), is written at once into the file opened again, which
+    # still ends cleanly (a Summary). It used to be dropped without a word.
+    r = run_python(LATE_HANDLER + """
+    blog.basic_config("x.blog")
+    blog.stdlib.capture()
+    blog.get_logger().info("main {}", 0)
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    evs = list(bread.read(tmp_path / "x.blog"))
+    assert [(e.category, e.message) for e in evs] == [
+        ("main", "main 0"), ("late", "native 1"), ("lib", "fast path 2"), ("lib", "record 3")]
+    assert evs[-1].fields == {"k": "v"}
+    from bread.stats import collect
+    [closing] = collect(str(tmp_path / "x.blog"))["files"]
+    assert closing["closed_cleanly"] and closing["streams"] >= 2
+    assert closing["summary_events"] == 4
+
+
+def test_what_late_exit_handlers_log_into_a_rotated_set_is_written(tmp_path):
+    # Proves: the same for a rotated set: the late events go to a file of the set.
+    r = run_python(LATE_HANDLER + """
+    blog.basic_config("logs/app.blog", rotate_bytes=1 << 20)
+    blog.stdlib.capture()
+    blog.get_logger().info("main {}", 0)
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    assert [e.message for e in bread.read(str(tmp_path / "logs"))] == [
+        "main 0", "native 1", "fast path 2", "record 3"]
+
+
+def test_what_cannot_be_written_after_exit_is_told(tmp_path):
+    # Proves: a late event that cannot be written (its file cannot be opened again: the
+    # directory is gone) is counted and told on stderr, never dropped without a word.
+    r = run_python("""
+        import atexit, os, shutil
+
+        def late():
+            shutil.rmtree("logs")
+            blog.get_logger("late").info("native {}", 1)
+
+        atexit.register(late)
+        import blog
+        os.mkdir("logs")
+        blog.basic_config("logs/x.blog")
+        blog.get_logger().info("main {}", 0)
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "blog: the output cannot be opened again" in r.stderr
     assert ("blog: 1 event(s) were logged but never written (1 queued, 0 dropped when the "
             "queue was full), logged at exit, after blog had closed its output") in r.stderr
+
+
+def test_basic_config_in_a_late_exit_handler_takes_the_file_back(tmp_path):
+    # Proves: a late exit handler that configures the output again gets the file itself
+    # (the late writer lets go of it first), not a file of its own beside it.
+    r = run_python("""
+        import atexit
+
+        def late():
+            blog.get_logger().info("late {}", 1)
+            blog.basic_config("x.blog")
+            blog.get_logger().info("again {}", 2)
+            blog.shutdown()
+
+        atexit.register(late)
+        import blog
+        blog.basic_config("x.blog")
+        blog.get_logger().info("main {}", 0)
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    assert sorted(os.listdir(tmp_path)) == ["x.blog"]
+    assert [e.message for e in bread.read(tmp_path / "x.blog")] == ["main 0", "late 1",
+                                                                   "again 2"]
 
 
 def test_logging_before_basic_config_is_kept(tmp_path):

@@ -155,10 +155,12 @@ class Backpressure:
             return
         if not ch.woken:
             # Wake the consumer once, and stay on the fast path until the channel is full.
+            # Queued first: a drainer that writes at once (a LateWriter) writes it too.
             ch.woken = True
             ch.limit = ch.capacity
+            pushed = ch.push_raw(sid, clock, nelems, tail)
             self.wake()
-            if ch.push_raw(sid, clock, nelems, tail):
+            if pushed:
                 return
         if self.policy == BLOCK and self.can_block():
             # Wait for the consumer to make room: nothing is lost, the caller is delayed.

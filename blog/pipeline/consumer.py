@@ -228,8 +228,11 @@ class Consumer:
         if self.running:
             self._stop = True
             self._wake.put(None)
-            if self.thread is not threading.current_thread() and self.thread.is_alive():
-                self.thread.join()
+            if self.thread is not threading.current_thread():
+                # Not past the deadline of the outputs beside the main one as the process
+                # ends: the thread may be in one that never returns (it is left there).
+                while self.thread.is_alive() and not self.session.outputs_overdue():
+                    self.thread.join(0.05)
             self.running = False
         self.session.detach(self)
         waiting = self._take_waiting()

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 #: The most events a backtrace buffer keeps per thread.
 MAX_BACKTRACE = 1 << 16
+#: Seconds the outputs beside the main one (``add_output``) may take to return as the
+#: process ends (``Session.exit_timeout``).
+EXIT_TIMEOUT = 5.0
 
 
 class Session:
@@ -75,7 +78,17 @@ class Session:
         self._tz_offset: int | None = None       # of the last ClockSync written
         self._crash: HeldWrites | None = None    # with a crash buffer: its hold on the writes
         self._crash_capacity = 0                 # the channel capacity its files were made for
-        self._sides = SideOutputs(self.name, self.stats)   # outputs beside the main one
+        self._sides = SideOutputs(self.name, self.stats, self.writers.echo_ids)   # beside
+        # Written after the main output, outside the consume lock but in consume order:
+        # one that never returns holds only this lock (``close_outputs``).
+        self._sides_lock = threading.Lock()
+        self._sides_by: int | None = None        # ident of the thread writing them
+        self._side_jobs: list[tuple[int, Callable[[], None]]] = []   # (events, write)
+        self._sides_deadline: float | None = None
+        #: Seconds the outputs beside the main one may take, once the process ends, to
+        #: return (``close_outputs``): a callable that never returns must not keep the
+        #: process from exiting.
+        self.exit_timeout = EXIT_TIMEOUT
         self.forked_drainer: Drainer | None = None   # in a forked child: the parent's drainer
         self.was_shut_down = False   # blog.shutdown() stopped its output (for the exit report)
         self.start_ns = time.time_ns()
@@ -337,14 +350,75 @@ class Session:
         stream works again.
         """
         me = threading.get_ident()
-        if self._consuming == me:
-            return 0   # re-entered (a finalizer or signal handler in this thread): not now
+        if self._consuming == me or self._sides_by == me:
+            return 0   # re-entered (a finalizer, a signal handler, an output): not now
+        jobs: list[tuple[int, Callable[[], None]]] = []
         with self._consume_lock:
             self._consuming = me
             try:
-                return self._consume(stream)
+                total = self._consume(stream)
+                jobs = self._side_jobs
+                lock = self._sides_lock
+                if jobs and not self._take_sides(lock):
+                    self._sides.skipped(sum(n for n, _ in jobs), self.exit_timeout)
+                    jobs = []
             finally:
                 self._consuming = None
+                self._side_jobs = []
+        if not jobs:
+            return total
+        # In consume order: the sides lock was taken before the consume lock let go.
+        if self._sides_deadline is None:
+            self._write_sides(jobs, lock)
+            return total
+        # The process ends: never stuck here in an output that does not return.
+        left = [n for n, _ in jobs]
+        t = threading.Thread(target=self._write_sides, args=(jobs, lock, left),
+                             name="blog-outputs", daemon=True)
+        t.start()
+        while t.is_alive() and not self.outputs_overdue():
+            t.join(0.05)
+        if t.is_alive():      # left behind, holding the sides lock: later ones are skipped
+            self._sides.skipped(sum(left), self.exit_timeout)
+        return total
+
+    def _write_sides(self, jobs: list[tuple[int, Callable[[], None]]], lock: threading.Lock,
+                     left: list[int] | None = None) -> None:
+        """Write the side outputs (``jobs``, with ``lock`` held: released here); ``left``
+        loses its first count as each job is done."""
+        self._sides_by = threading.get_ident()
+        try:
+            with self.writers.writing_outputs():   # what they log is not fed back
+                for _, job in jobs:
+                    job()
+                    if left:
+                        left.pop(0)
+        finally:
+            self._sides_by = None
+            lock.release()
+
+    def _take_sides(self, lock: threading.Lock) -> bool:
+        """Take the side outputs' lock: waiting as long as it takes, but once the process
+        ends (``close_outputs``) no longer than its deadline. False: not taken."""
+        while not lock.acquire(timeout=0.05):
+            if self.outputs_overdue():
+                return False
+        return True
+
+    def close_outputs(self, timeout: float) -> None:
+        """The process ends: the outputs beside the main one get at most ``timeout`` seconds
+        more; past it, one that has not returned is left behind, and the events it and the
+        others are not given are told on stderr (the main output gets every one)."""
+        self._sides_deadline = time.monotonic() + timeout
+
+    def tell_undelivered(self) -> None:
+        """Say on stderr how many more events the outputs beside the main one were not given
+        since ``close_outputs`` left one behind (if it did)."""
+        self._sides.tell()
+
+    def outputs_overdue(self) -> bool:
+        """True once the deadline ``close_outputs`` set has passed."""
+        return self._sides_deadline is not None and time.monotonic() >= self._sides_deadline
 
     def _consume(self, stream: OutputStream) -> int:
         out = self._output
@@ -418,9 +492,10 @@ class Session:
             self._reported_drops.update(reported)
             batches, takes = crash.parted
             n_events = sum(t.count for t in takes)
-        if self._sides:
-            self._sides.write(self.descriptor, meta, batches, n_events, takes,
-                              self._described_so_far)
+        if self._sides:    # after the consume lock (``consume``)
+            sides, descriptor = self._sides, self.descriptor
+            self._side_jobs.append((n_events, lambda: sides.write(
+                descriptor, meta, batches, n_events, takes, self._described_so_far)))
         if kept is None:
             return 0
         total = kept
@@ -475,6 +550,10 @@ class Session:
         self.registry.forked()     # a new lock: a thread that is gone may have held it
         self._consume_lock = threading.RLock()
         self._consuming = None
+        self._sides_lock = threading.Lock()   # (an output that forked holds the parent's)
+        self._sides_by = None
+        self._side_jobs = []
+        self._sides_deadline = None
         # The consumer's thread did not survive the fork: no drainer, no output. What the
         # parent had is kept for whoever gives the child its own (blog.default does).
         self.forked_drainer = self.pressure.drainer

@@ -3,12 +3,13 @@ writers, one per thread that logged."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from blogformat.entries import WriterProp
 from blogformat.eventframes import MAX_EVENT_PREFIX
@@ -36,12 +37,13 @@ class SessionWriter:
     """
 
     __slots__ = ("id", "_name", "stream_name", "channel", "registry", "pressure", "thread",
-                 "ident", "native_id", "pid", "ended", "kept", "__weakref__")
+                 "ident", "native_id", "pid", "ended", "kept", "echo", "__weakref__")
 
-    def __init__(self, registry: Registry, writer_id: int, pressure: Backpressure) -> None:
+    def __init__(self, registry: Registry, writer_id: int, pressure: Backpressure,
+                 name: str | None = None) -> None:
         thread = threading.current_thread()
         self.id = writer_id
-        self._name = thread.name
+        self._name = thread.name if name is None else name
         self.stream_name = self._name  # the name in effect where the consumer has got to
         self.channel = new_channel(pressure.capacity, pressure.wake_bytes, self.push_event,
                                    time.time_ns())
@@ -53,6 +55,9 @@ class SessionWriter:
         self.pid = os.getpid()
         self.ended = False   # set when the thread's locals are freed: it has ended
         self.kept: deque[tuple[int, int, int, bytes]] | None = None   # the backtrace
+        #: The writer of what the thread logs while it writes the outputs beside the main
+        #: one (``Writers.writing_outputs``): never fed back to a callable output.
+        self.echo: SessionWriter | None = None
 
     def alive(self) -> bool:
         """True while the writer's thread runs (any thread: ``threading``'s or ``_thread``'s).
@@ -136,7 +141,19 @@ class SessionWriter:
     def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""
         if not self.channel.push_raw(sid, clock, nelems, tail):
+            if self.channel.limit < 0 and self.echo is not None:   # inside an output
+                self.echo.push_echo(sid, clock, nelems, tail)
+                return
             self.pressure.overflow(self.channel, sid, clock, nelems, tail)
+
+    def push_echo(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
+        """Queue an event logged from inside an output: never waiting (the thread is the
+        one writing), dropped and counted if the channel is full."""
+        ch = self.channel
+        if ch.nbytes + len(tail) + MAX_EVENT_PREFIX <= ch.capacity:
+            ch.push_raw(sid, clock, nelems, tail, force=True)
+        else:
+            ch.dropped += 1
 
 
 class ThreadEnd:
@@ -150,6 +167,8 @@ class ThreadEnd:
 
     def __del__(self) -> None:
         self.writer.ended = True
+        if self.writer.echo is not None:
+            self.writer.echo.ended = True
 
 
 class Writers:
@@ -163,6 +182,8 @@ class Writers:
         self.local = threading.local()
         self.all: list[SessionWriter] = []
         self._ids = itertools.count(1)
+        #: The ids of the writers of what threads log inside outputs (``writing_outputs``).
+        self.echo_ids: set[int] = set()
 
     def writer(self) -> SessionWriter:
         """The calling thread's SessionWriter (made on first use)."""
@@ -173,18 +194,42 @@ class Writers:
 
     def new_writer(self) -> SessionWriter:
         """Make the calling thread's SessionWriter (``writer()`` does when needed)."""
+        w = self._add()
+        self.local.w = w
+        self.local.c = w.channel
+        self.local.end = ThreadEnd(w)
+        return w
+
+    def _add(self, name: str | None = None) -> SessionWriter:
+        """A new writer of the calling thread (named ``name``, else after the thread)."""
         reg = self.registry
         with reg.lock:
-            w = SessionWriter(reg, next(self._ids), self.pressure)
+            w = SessionWriter(reg, next(self._ids), self.pressure, name)
             self.all.append(w)
             reg.note(w.entry())
             if reg.mirror is not None:
                 w.channel.use_slot(reg.mirror.slot(w.id, self.pressure.capacity,
                                                    w.channel.prev))
-        self.local.w = w
-        self.local.c = w.channel
-        self.local.end = ThreadEnd(w)
         return w
+
+    @contextlib.contextmanager
+    def writing_outputs(self) -> Iterator[None]:
+        """While the calling thread writes the outputs beside the main one: what it logs
+        goes to a writer of its own (``SessionWriter.echo``, named "<thread> (in an
+        output)"), written to every output but never fed back to a callable output
+        (whose events would log more events, with no end), and never waiting for room.
+        Its channel refuses every push meanwhile (a limit below 0), so the fast paths hand
+        them to ``SessionWriter.push``."""
+        w = self.writer()
+        if w.echo is None:
+            w.echo = self._add(f"{w.name} (in an output)")
+            self.echo_ids.add(w.echo.id)
+        ch = w.channel
+        limit, ch.limit = ch.limit, -1
+        try:
+            yield
+        finally:
+            ch.limit = limit
 
     def mirror_into(self, cb: CrashBuffer | None, stop: bool) -> dict[int, Slot | None]:
         """Mirror every channel into ``cb`` from now on (with ``lock`` held); with None, and
@@ -214,6 +259,7 @@ class Writers:
         """In a child made by fork(): the parent's threads and their channels are not ours (not
         touched: their locks may be held); the child's writers wait on ``pressure``."""
         self.all = []
+        self.echo_ids.clear()
         self.pressure = pressure
         for name in ("w", "c", "end"):
             self.local.__dict__.pop(name, None)

@@ -237,7 +237,7 @@ def test_a_shipper_killed_mid_backlog_is_taken_over_and_nothing_recorded_is_ship
     # not recorded shipped, and none that was; the killed one shipped at most one file
     # whose return it did not record (the one it was on).
     d = tmp_path / "logs"
-    names = _backlog(d, 300)
+    names = _backlog(d, 200)
     child = subprocess.Popen(python_child("-c", textwrap.dedent(SHIPPER)), cwd=tmp_path,
                              stdout=subprocess.PIPE, text=True)
     try:
@@ -331,3 +331,78 @@ def test_a_journal_planted_at_its_name_is_never_followed_nor_read(tmp_path, plan
     flushed_one_by_one(rf, 1)
     assert len(shipped) == 3 and target.read_text() == ""
     assert not j.is_symlink()
+
+
+TWIN = """
+    import os, sys, time
+    import blog
+    from blogstore import manifest
+    def upload(path):
+        with open(sys.argv[1], "a") as f:
+            f.write(os.path.basename(path) + "\\n")
+    rf = blog.RotatingFile("logs/app.blog", rotate_bytes=1 << 30, compress=True,
+                           on_close=upload)
+    print("started", flush=True)
+    while not all(e.get("shipped") for e in manifest.load("logs")["files"].values()):
+        time.sleep(0.05)
+    rf.close()
+"""
+
+
+def test_two_processes_shipping_one_backlog_ship_each_file_once(tmp_path):
+    # Proves: the journal's marks exclude each other across live processes as the
+    # manifest's rewrites did: two processes started together over one backlog (a restart
+    # beside a worker) ship every file, none twice.
+    d = tmp_path / "logs"
+    names = _backlog(d, 100)
+    twins = [subprocess.Popen(python_child("-c", textwrap.dedent(TWIN), f"calls{i}.txt"),
+                              cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+             for i in range(2)]
+    for t in twins:
+        t.communicate(timeout=120)
+        assert t.returncode == 0
+    calls = [(tmp_path / f"calls{i}.txt").read_text().split() if
+             (tmp_path / f"calls{i}.txt").exists() else [] for i in range(2)]
+    assert sorted(calls[0] + calls[1]) == sorted(names)
+
+
+def test_a_manifest_rewritten_during_every_hook_loses_no_mark(tmp_path):
+    # Proves: the shipper reads the whole manifest again once another writer rewrote it
+    # (here, during every hook: another process's housekeeping, say, folding the journal
+    # each time) and goes on from there: each file shipped once, every mark kept.
+    d = tmp_path / "logs"
+    names = _backlog(d, 30)
+    calls: list[str] = []
+
+    def hook(path: str) -> None:
+        calls.append(os.path.basename(path))
+        manifest.update(str(d), lambda m: None, lambda path: True)
+
+    rf = blog.RotatingFile(d / "app.blog", rotate_bytes=1 << 30, compress=True, on_close=hook)
+    rf.wait()
+    rf.close()
+    assert sorted(calls) == sorted(names)
+    files = manifest.load(str(d))["files"]
+    assert all(files[n].get("shipped") is True for n in names)
+
+
+def test_marks_fold_the_journal_into_the_manifest_once_it_outgrows_it(tmp_path, monkeypatch):
+    # Proves: the journal is folded into the manifest (one rewrite) once it is larger than
+    # the manifest, and read on from its new start (each claim sees the release before it): the manifest alone then holds the
+    # marks folded, the manifest with its journal every mark.
+    monkeypatch.setattr(manifest.Marks, "FOLD_BYTES", 0)
+    d = tmp_path / "logs"
+    names = _backlog(d, 30)
+    rewrites = _count_rewrites(monkeypatch, 100, threading.Event())
+    marks = manifest.Marks(str(d), lambda path: True)
+    for n in names:                      # (tried and failed twice: a journal the larger)
+        for last in ({"release": n}, {"release": n}, {"shipped": n}):
+            with marks.locked() as files:
+                assert files[n].get("shipped") is None and files[n].get("shipping") is None
+                marks.append({"claim": n, "pid": os.getpid()}, durable=False)
+            with marks.locked():
+                marks.append(last, durable=True)
+    assert rewrites[0] >= 1
+    alone = manifest.checked(manifest.read_json(str(d / manifest.NAME)))["files"]
+    assert 0 < sum(alone[n].get("shipped") is True for n in names) < len(names)
+    assert all(e.get("shipped") is True for e in manifest.load(str(d))["files"].values())

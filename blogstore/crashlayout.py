@@ -148,22 +148,34 @@ def pending(directory: str) -> tuple[set[int], set[tuple[int, int]]]:
     return pids, files
 
 
-def waits_for_recovery(buffers: Iterable[str], path: str) -> bool:
+def pending_in(buffers: Iterable[str]) -> tuple[set[int], set[tuple[int, int]]]:
+    """``pending`` of every directory of ``buffers``, together: read once for a pass over
+    many files (``waits_for_recovery``'s ``found``)."""
+    pids: set[int] = set()
+    files: set[tuple[int, int]] = set()
+    for d in buffers:
+        p, f = pending(d)
+        pids |= p
+        files |= f
+    return pids, files
+
+
+def waits_for_recovery(buffers: Iterable[str], path: str,
+                       found: tuple[set[int], set[tuple[int, int]]] | None = None) -> bool:
     """True if the set file ``path`` must be left as it is until a crash buffer in one of
     the ``buffers`` directories is recovered: its writer died with events in its buffer
     (recovery cuts and appends to it first), or a recovery died appending to it (it
-    holds a part of that append, finished or cut off by the next recovery)."""
+    holds a part of that append, finished or cut off by the next recovery). ``found``:
+    ``pending_in(buffers)`` already read."""
+    pids, files = pending_in(buffers) if found is None else found
     f = parse(os.path.basename(path))
+    if f is not None and f.pid in pids:
+        return True
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
-        st = None
-    for d in buffers:
-        pids, files = pending(d)
-        if (f is not None and f.pid in pids) or (
-                st is not None and (st.st_dev, st.st_ino) in files):
-            return True
-    return False
+        return False
+    return (st.st_dev, st.st_ino) in files
 
 
 def set_buffers(directory: str, stem: str) -> list[str]:

@@ -10,7 +10,10 @@ of every file set in the directory::
 
 Writers (``blog``'s housekeeping) change it under an exclusive ``flock`` of
 ``DIR/blog-manifest.lock`` and replace it crash-safely (write a temporary
-file, fsync, rename, fsync the directory). Readers trust an entry only if
+file, fsync, rename, fsync the directory). Between two rewrites, the shipping
+marks of its entries (``blog.files.shipping``) are appended to its journal
+(``blogstore.journal``): ``load`` applies it, a rewrite folds it in, and
+``Marks`` reads it a line at a time. Readers trust an entry only if
 its file exists with exactly the size recorded: the files win over the
 manifest. A missing or damaged manifest is rebuilt from the files (each
 described by its frames: ``describe``). The manifest is a hint for skipping
@@ -23,6 +26,7 @@ import json
 import os
 import stat
 import threading
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from blogformat.entries import BadEntry, ClockSync, decode_metadata_frame
@@ -32,7 +36,7 @@ from blogformat.frames import (EVENT_FRAMES, FLAG_ESCAPED, FORMAT_VERSION, FRAME
 from blogformat.valuedecoding import unpacker
 from blogformat.values import unpack_plain
 
-from . import posix
+from . import journal, posix
 from .fileset import create_temp, fsync_dir, is_bare_name, members, open_lock, parse
 
 NAME = "blog-manifest.json"
@@ -71,8 +75,12 @@ def read_json(path: str) -> Any:
 
 
 def load(directory: str) -> dict | None:
-    """The directory's manifest, checked; None if it is missing, damaged or of another version."""
-    return checked(read_json(os.path.join(directory, NAME)))
+    """The directory's manifest, checked, its journal applied; None if it is missing,
+    damaged or of another version."""
+    m = checked(read_json(os.path.join(directory, NAME)))
+    if m is not None:
+        journal.apply(m["files"], journal.read(directory).records)
+    return m
 
 
 def checked(m: Any) -> dict | None:
@@ -167,36 +175,104 @@ def reset_after_fork() -> None:
     _in_process = threading.Lock()
 
 
+@contextmanager
+def locked(directory: str) -> Iterator[None]:
+    """Hold the manifest's lock (every change of the manifest or its journal does)."""
+    fcntl = posix.fcntl   # reading needs no lock; a change, NeedsPosix where there are none
+    with _in_process:
+        fd = open_lock(os.path.join(directory, LOCK))
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)   # releases the lock
+
+
 def update(directory: str, change: Callable[[dict], object],
            is_closed: Callable[[str], bool]) -> dict:
     """Change the manifest under its lock: load it (or rebuild it from the files), drop
-    entries whose file is gone, apply ``change``, write it back. Returns it."""
-    with _in_process:
+    entries whose file is gone, apply ``change``, write it back (its journal folded in).
+    Returns it."""
+    with locked(directory):
         return _update(directory, change, is_closed)
 
 
 def _update(directory: str, change: Callable[[dict], object],
             is_closed: Callable[[str], bool]) -> dict:
-    fcntl = posix.fcntl   # reading needs no lock; a change, NeedsPosix where there are none
-    fd = open_lock(os.path.join(directory, LOCK))
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        for n in os.listdir(directory):   # under the lock, any temporary one is a writer's
-            if n.startswith(NAME + ".") and n.endswith(".tmp"):      # that died: stale
-                try:
-                    os.unlink(os.path.join(directory, n))
-                except OSError:   # gone, or a directory: passed over by create_temp
-                    pass
-        m = load(directory)
-        if m is None:
-            m = rebuild(directory, is_closed)
-        present = set(os.listdir(directory))
-        m["files"] = {n: e for n, e in m["files"].items() if n in present}
-        change(m)
-        write(directory, m)
-        return m
-    finally:
-        os.close(fd)   # releases the lock
+    """``update``, the lock held."""
+    for n in os.listdir(directory):   # under the lock, any temporary one is a writer's
+        if n.endswith(".tmp") and n.startswith((NAME + ".", journal.NAME + ".")):   # that
+            try:                                                            # died: stale
+                os.unlink(os.path.join(directory, n))
+            except OSError:   # gone, or a directory: passed over by create_temp
+                pass
+    m = load(directory)
+    if m is None:
+        m = rebuild(directory, is_closed)
+        journal.apply(m["files"], journal.read(directory).records)
+    present = set(os.listdir(directory))
+    m["files"] = {n: e for n, e in m["files"].items() if n in present}
+    change(m)
+    write(directory, m)
+    journal.remove(directory)       # only now: the manifest holds what it said
+    return m
+
+
+class Marks:
+    """The entries of a directory's manifest as its journal brings them up to date, for
+    the shipper (``blog.files.shipping``): read and changed ``with marks.locked():``.
+    Each line of the journal is read once; the whole manifest again only once it was
+    rewritten. A change is a journal record (``append``); once the journal has grown as
+    large as the manifest (``FOLD_BYTES`` at least), the manifest is rewritten."""
+
+    #: The journal is folded into the manifest once it is this large, or the manifest's size.
+    FOLD_BYTES = 256 << 10
+
+    def __init__(self, directory: str, is_closed: Callable[[str], bool]) -> None:
+        self.directory = directory
+        self.is_closed = is_closed
+        self.files: dict[str, dict] = {}
+        self._seen: tuple[int, ...] | None = None      # the manifest read: dev, ino, size...
+        self._at: tuple[str | None, int] = (None, 0)     # the journal read: id, offset
+
+    @contextmanager
+    def locked(self) -> Iterator[dict[str, dict]]:
+        """Hold the manifest's lock; ``files`` (yielded) are up to date meanwhile."""
+        with locked(self.directory):
+            self._refresh()
+            yield self.files
+
+    def append(self, record: dict, *, durable: bool) -> None:
+        """Record a change (``blogstore.journal``'s records) while ``locked``."""
+        self._at = journal.append(self.directory, record, durable=durable)
+        journal.apply(self.files, [record])
+        if self._seen is not None and self._at[1] > max(self.FOLD_BYTES, self._seen[2]):
+            _update(self.directory, lambda m: None, self.is_closed)
+            self._seen = None       # read again at the next ``locked``
+
+    def _refresh(self) -> None:
+        seen = self._manifest_id()
+        if seen is not None and seen == self._seen:
+            r = journal.read(self.directory, self._at)
+            if r.follows:
+                journal.apply(self.files, r.records)
+                self._at = r.id, r.end
+                return
+        m = checked(read_json(os.path.join(self.directory, NAME)))
+        if m is None:         # missing or damaged: rebuilt (and the journal folded in)
+            m = _update(self.directory, lambda m: None, self.is_closed)
+            seen = self._manifest_id()
+        r = journal.read(self.directory)
+        journal.apply(m["files"], r.records)
+        self.files, self._seen, self._at = m["files"], seen, (r.id, r.end)
+
+    def _manifest_id(self) -> tuple[int, ...] | None:
+        """What tells a rewritten manifest (a new file) from the one read."""
+        try:
+            st = os.lstat(os.path.join(self.directory, NAME))
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def rebuild(directory: str, is_closed: Callable[[str], bool]) -> dict:

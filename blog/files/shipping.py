@@ -12,11 +12,17 @@ which holds a part of that append until the next recovery). Delivery is at least
   (compression and retention of the set wait behind a hook that hangs); closing the set
   (at exit) waits ``AT_CLOSE`` seconds at most, and says so if the hook runs on.
 * retention deletes no file of the set before its hook returned.
-* the manifest records each shipped file (``"shipped": true``) and, while a process ships
-  one, that process (``"shipping": pid``): the processes of one set (forked workers, a
-  restart) ship each file once. A file whose shipper died is shipped again, and so is
-  every file after the manifest is lost or rebuilt: a hook must take a file twice
-  without harm (an upload to the same object name does).
+* one file at a time: the shipper claims a file (``"shipping": pid``), calls the hook,
+  and records its return (``"shipped": true``, fsynced) before it claims the next; each
+  mark is a line of the manifest's journal (``blogstore.journal``), not a rewrite of the
+  manifest, so the first file of any backlog is shipped at once and the whole backlog in
+  time linear in its length. The processes of one set (forked workers, a restart) ship
+  each file once: a file recorded shipped is never shipped again, and a live process's
+  claim is left to it. A dead process's claim is taken over at the next pass, which goes
+  on where it stopped: the file it was on (at most one per dead shipper, whose hook was
+  called but its return not recorded) is shipped again, as is every file after the
+  manifest and its journal are lost or rebuilt: a hook must take a file twice without
+  harm (an upload to the same object name does).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import time
 from typing import Callable, Iterable
 
 from blogstore import manifest
-from blogstore.crashlayout import alive, waits_for_recovery
+from blogstore.crashlayout import alive, pending_in, waits_for_recovery
 from blogstore.fileset import SetFile
 
 from ..report import report
@@ -56,6 +62,7 @@ class Shipper:
         self.buffers = list(buffers)
         self.is_closed = is_closed          # of a path: no process writes it (a rebuild's)
         self.shipped: set[str] = set()     # names shipped, by this process or another
+        self.marks = manifest.Marks(directory, is_closed)   # the manifest's, and its journal
         self.failures = 0                   # calls of the hook that raised
         self._running: tuple[str, float] | None = None
         self._reported: set[str] = set()   # names whose slow hook was reported
@@ -65,10 +72,14 @@ class Shipper:
         return name not in self.shipped
 
     def ship(self, files: Iterable[SetFile]) -> None:
-        """Call the hook for each of the closed ``files`` that is final and not shipped."""
-        pending = [f for f in files if f.name not in self.shipped and self._final(f)]
-        pending = [f for f in pending if self._claim(f.name)]
+        """Call the hook for each of the closed ``files`` that is final and not shipped,
+        claiming each just before its call (so the first is called at once, whatever the
+        backlog), and recording its return before the next (module docstring)."""
+        waiting = pending_in(self.buffers)
+        pending = [f for f in files if f.name not in self.shipped and self._final(f, waiting)]
         for f in pending:
+            if not self._claim(f.name):
+                continue
             path = os.path.join(self.directory, f.name)
             self._running = (f.name, time.monotonic())
             try:
@@ -96,41 +107,36 @@ class Shipper:
                    f"{time.monotonic() - since:.0f} s; the set's compression and retention "
                    "wait for it (logging does not)")
 
-    def _final(self, f: SetFile) -> bool:
+    def _final(self, f: SetFile, waiting: tuple[set[int], set[tuple[int, int]]]) -> bool:
+        """True if ``f`` is final: compressed if the set compresses, and not a file that
+        waits for recovery (``waiting``: ``crashlayout.pending_in`` of the set's buffers)."""
         if self.compressed and not f.compressed:
             return False
-        return not waits_for_recovery(self.buffers, os.path.join(self.directory, f.name))
+        return not waits_for_recovery(self.buffers, os.path.join(self.directory, f.name),
+                                      waiting)
 
     def _claim(self, name: str) -> bool:
         """Under the manifest's lock: True if this process may ship ``name`` now (it is
-        marked as shipping it); False if it was shipped, or a live process ships it."""
+        marked as shipping it); False if it was shipped, or a live process ships it.
+        The mark is a line of the manifest's journal, not fsynced: it counts only while
+        this process lives, and a power loss ends every process that made one."""
         me = os.getpid()
-        claimed = False
-
-        def change(m: dict) -> None:
-            nonlocal claimed
-            e = m["files"].get(name)
+        with self.marks.locked() as files:
+            e = files.get(name)
             if e is None:
-                return       # not recorded yet: the next pass, once it is
+                return False     # not recorded yet: the next pass, once it is
             if e.get("shipped") is True:
                 self.shipped.add(name)
-                return
+                return False
             other = e.get("shipping")   # input, as all the manifest says: a pid, or not
             if type(other) is int and 0 < other < (1 << 31) and other != me and alive(other):
-                return
-            e["shipping"] = me
-            claimed = True
-
-        manifest.update(self.directory, change, self.is_closed)
-        return claimed
+                return False
+            self.marks.append({"claim": name, "pid": me}, durable=False)
+            return True
 
     def _mark(self, name: str, *, shipped: bool) -> None:
-        def change(m: dict) -> None:
-            e = m["files"].get(name)
-            if e is None:
-                return
-            e.pop("shipping", None)
-            if shipped:
-                e["shipped"] = True
-
-        manifest.update(self.directory, change, self.is_closed)
+        """Record that the hook returned for ``name`` (durably, before the next file is
+        claimed), or that it failed (the claim let go)."""
+        with self.marks.locked():
+            self.marks.append({"shipped": name} if shipped else {"release": name},
+                              durable=shipped)

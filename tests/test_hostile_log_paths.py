@@ -1,0 +1,140 @@
+"""Hostile things at a log's path: a link, a FIFO or a directory put where the file was while
+its writer runs (logrotate moved it, a cleanup removed it), or named as the log; for a plain
+file, a rotated set's current file and the crash buffer's files (docs/guide.md, "Security").
+Each case runs in a child, so that a writer blocked for good fails the test at its timeout
+instead of hanging the run."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+
+import pytest
+
+import bread
+
+from helpers import python_child, run_python
+
+#: Bound of a child that must not hang (it takes about a second; the machine may be loaded).
+TIMEOUT = 60
+
+VICTIM = b"precious: not a log\n"
+
+#: A service logs, logrotate moves its file, something is put at the path while it logs,
+#: then the path is freed and it logs once more.
+SWAP = """
+import os, blog
+blog.basic_config("app.blog", flush_interval=0.005{options})
+log = blog.get_logger()
+log.info("before {{}}", 1)
+blog.flush()
+os.rename("app.blog", "app.blog.1")
+{plant}
+for i in range(3):
+    log.info("during {{}}", i)
+    blog.flush()
+{free}
+log.info("after {{}}", 1)
+blog.flush()
+st = blog.default_session().stats
+print(st.events_lost, st.events_written, flush=True)
+"""
+
+PLANTS = {
+    "link": ('os.symlink("victim", "app.blog")', 'os.unlink("app.blog")', "symbolic link"),
+    "dangling link": ('os.symlink("made-by-blog", "app.blog")', 'os.unlink("app.blog")',
+                      "symbolic link"),
+    "fifo": ('os.mkfifo("app.blog")', 'os.unlink("app.blog")', "FIFO"),
+    # A reader waits in the FIFO: its open would not block, its writes would reach it.
+    "fifo with a reader": ('os.mkfifo("app.blog"); r = os.open("app.blog", os.O_RDONLY | '
+                           'os.O_NONBLOCK)',
+                           'got = b""\n'
+                           'try:\n    got = os.read(r, 1 << 16)\n'
+                           'except BlockingIOError:\n    pass\n'
+                           'print("fifo got", len(got), flush=True)\n'
+                           'os.unlink("app.blog")', "FIFO"),
+    "directory": ('os.mkdir("app.blog")', 'os.rmdir("app.blog")', "directory"),
+}
+
+
+def run_child(code: str, cwd, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``code`` in a child in ``cwd``; a failure (not an exception) if it hangs."""
+    try:
+        if env is None:
+            return run_python(code, cwd, timeout=TIMEOUT)
+        return subprocess.run(python_child("-c", code), cwd=cwd, capture_output=True,
+                              text=True, timeout=TIMEOUT, env={**os.environ, **env})
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the child hung (blocked for good): {exc.stderr!r}")
+
+
+def messages(path) -> tuple[list[str], int]:
+    """The messages of the log at ``path`` and the events its Lost entries count."""
+    r = bread.read(str(path))
+    got = [e.message for e in r]
+    assert r.damage == [] and r.unknown_sources == 0
+    return got, sum(n.events for n in r.notices if hasattr(n, "events"))
+
+
+@pytest.mark.parametrize("plant", list(PLANTS))
+@pytest.mark.parametrize("crash_buffer", [False, True], ids=["", "crash_buffer"])
+def test_what_is_put_at_a_plain_logs_path_is_never_written_nor_waited_on(
+        tmp_path, plant, crash_buffer):
+    # Proves: a link put at the path of a running writer's file (after logrotate moved the
+    # file) is never followed by the writer's reopen, a FIFO there never blocks it (nor,
+    # with a reader waiting in it, gets a byte), a directory there is refused: every log
+    # call and flush returns, stderr says why once, and the events logged meanwhile are
+    # counted lost and recorded (a Lost entry) in the file made once the path is free, or
+    # with the crash buffer kept and written there. Before, the link's target got the
+    # frames and the FIFO blocked the consumer, and with it every flush, for good.
+    (tmp_path / "victim").write_bytes(VICTIM)
+    make, free, why = PLANTS[plant]
+    r = run_child(SWAP.format(options=", crash_buffer=True" if crash_buffer else "",
+                              plant=make, free=free), tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "victim").read_bytes() == VICTIM
+    assert not (tmp_path / "made-by-blog").exists()
+    assert "fifo got 0" in r.stdout or "fifo got" not in r.stdout, r.stdout
+    assert r.stderr.count(why) == 1, r.stderr
+    assert messages(tmp_path / "app.blog.1") == (["before 1"], 0)
+    if crash_buffer:
+        assert r.stdout.split()[-2:] == ["0", "5"], r.stdout
+        assert messages(tmp_path / "app.blog") == (
+            ["during 0", "during 1", "during 2", "after 1"], 0)
+    else:
+        assert r.stdout.split()[-2:] == ["3", "2"], r.stdout
+        assert messages(tmp_path / "app.blog") == (["after 1"], 3)
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "directory", "device"])
+def test_a_log_path_that_is_no_regular_file_is_refused_at_configuration(tmp_path, kind):
+    # Proves: basic_config refuses a path that names a link, a FIFO, a directory or a
+    # device with one clear error (a ConfigurationError that is also an OSError), at
+    # once, and nothing is configured: a FIFO never blocks the start (before, it waited
+    # for a reader for ever) and a link's target is never written (before, it was).
+    (tmp_path / "victim").write_bytes(VICTIM)
+    path = {"link": "app.blog", "fifo": "app.blog", "directory": "app.blog",
+            "device": os.devnull}[kind]
+    if kind == "link":
+        os.symlink("victim", tmp_path / "app.blog")
+    elif kind == "fifo":
+        os.mkfifo(tmp_path / "app.blog")
+    elif kind == "directory":
+        os.mkdir(tmp_path / "app.blog")
+    r = run_child(f"""
+import blog
+from blog.errors import ConfigurationError
+try:
+    blog.basic_config({path!r})
+except ConfigurationError as exc:
+    print("refused", isinstance(exc, OSError), exc, flush=True)
+print("output", blog.default_session().output, flush=True)
+""", tmp_path)
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first.startswith("refused True ") and path in first, r.stdout
+    assert {"link": "symbolic link", "fifo": "FIFO", "directory": "directory",
+            "device": "device"}[kind] in first
+    assert second == "output None"
+    assert (tmp_path / "victim").read_bytes() == VICTIM

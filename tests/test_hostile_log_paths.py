@@ -138,3 +138,24 @@ print("output", blog.default_session().output, flush=True)
             "device": "device"}[kind] in first
     assert second == "output None"
     assert (tmp_path / "victim").read_bytes() == VICTIM
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_blog_file_naming_a_link_or_a_fifo_is_refused_naming_the_variable(tmp_path, kind):
+    # Proves: BLOG_FILE naming a FIFO or a link is refused as any bad environment setting
+    # is (a ConfigurationError naming the variable, before anything is configured):
+    # before, a FIFO hung the start and a link's target was written.
+    (tmp_path / "victim").write_bytes(VICTIM)
+    if kind == "link":
+        os.symlink("victim", tmp_path / "app.blog")
+    else:
+        os.mkfifo(tmp_path / "app.blog")
+    r = run_child("""
+import blog
+blog.basic_config()
+blog.get_logger().info("hello")
+""", tmp_path, env={"BLOG_FILE": "app.blog"})
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("blog.errors.") and "BLOG_FILE='app.blog'" in last, r.stderr
+    assert (tmp_path / "victim").read_bytes() == VICTIM

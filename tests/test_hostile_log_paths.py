@@ -159,3 +159,50 @@ blog.get_logger().info("hello")
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("blog.errors.") and "BLOG_FILE='app.blog'" in last, r.stderr
     assert (tmp_path / "victim").read_bytes() == VICTIM
+
+
+#: A rotated set: its current file is swapped for a link or a FIFO (its data moved out of
+#: the set), then the set rotates past it, compresses and closes.
+SET_SWAP = """
+import glob, os, blog
+blog.basic_config("logs/app.blog", rotate_bytes=4096, compress=True, keep_files=50,
+                  flush_interval=0.005)
+log = blog.get_logger()
+log.info("event {{}}", 0)
+blog.flush()
+(current,) = glob.glob("logs/app.*.blog")
+os.rename(current, "moved.blog")
+{plant}
+for i in range(1, 400):
+    log.info("event {{}}", i)
+    if i % 10 == 0:
+        blog.flush()
+blog.shutdown()
+print(current, flush=True)
+"""
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo"])
+def test_a_link_or_a_fifo_put_at_a_sets_current_file_is_never_followed_nor_waited_on(
+        tmp_path, plant):
+    # Proves: a rotated set never reopens a name, and its housekeeping (the manifest's
+    # description, compression, retention) never follows a link put at a closed file's
+    # name nor waits on a FIFO there: the victim is neither changed nor copied into the
+    # log directory (before, compression gzipped the link's target into NAME.blog.gz and
+    # removed the link), the process ends (before, a FIFO blocked housekeeping, and the
+    # close at exit waited for it for good), and every event is in a file exactly once.
+    (tmp_path / "victim").write_bytes(VICTIM)
+    (tmp_path / "logs").mkdir()
+    make = {"link": "os.symlink(os.path.abspath('victim'), current)",
+            "fifo": "os.mkfifo(current)"}[plant]
+    r = run_child(SET_SWAP.format(plant=make), tmp_path)
+    assert r.returncode == 0, r.stderr
+    current = tmp_path / r.stdout.split()[-1]
+    assert (tmp_path / "victim").read_bytes() == VICTIM
+    assert os.path.islink(current) if plant == "link" else os.path.exists(current)
+    assert not os.path.exists(str(current) + ".gz")
+    files = [tmp_path / "moved.blog"] + sorted(
+        p for p in map(__import__("pathlib").Path, glob.glob(str(tmp_path / "logs/app.*")))
+        if p != current)
+    got = [m for p in files for m in messages(p)[0]]
+    assert sorted(got, key=lambda m: int(m.split()[1])) == [f"event {i}" for i in range(400)]

@@ -206,3 +206,35 @@ def test_a_link_or_a_fifo_put_at_a_sets_current_file_is_never_followed_nor_waite
         if p != current)
     got = [m for p in files for m in messages(p)[0]]
     assert sorted(got, key=lambda m: int(m.split()[1])) == [f"event {i}" for i in range(400)]
+
+
+def test_links_and_fifos_put_at_the_crash_buffers_files_are_never_followed(tmp_path):
+    # Proves: the crash buffer's files, swapped for a link to a victim or a FIFO while the
+    # process runs, are never followed nor waited on: a new thread's channel file is made
+    # anew (O_EXCL) beside them, the clean exit removes the links, never their targets,
+    # and every event is in the log.
+    (tmp_path / "victim").write_bytes(VICTIM)
+    r = run_child("""
+import glob, os, threading, blog
+blog.basic_config("app.blog", crash_buffer=True, flush_interval=0.005)
+log = blog.get_logger()
+log.info("main {}", 0)
+blog.flush()
+victim = os.path.abspath("victim")
+for i, name in enumerate(sorted(glob.glob(".app.blog.buffers/*"))):
+    os.unlink(name)
+    if i % 2:
+        os.mkfifo(name)
+    else:
+        os.symlink(victim, name)
+t = threading.Thread(target=lambda: log.info("thread {}", 1))
+t.start(); t.join()
+log.info("main {}", 2)
+blog.flush()
+blog.shutdown()
+print(sorted(os.listdir(".app.blog.buffers")) if os.path.exists(".app.blog.buffers") else [],
+      flush=True)
+""", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "victim").read_bytes() == VICTIM
+    assert sorted(messages(tmp_path / "app.blog")[0]) == ["main 0", "main 2", "thread 1"]

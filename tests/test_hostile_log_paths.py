@@ -238,3 +238,28 @@ print(sorted(os.listdir(".app.blog.buffers")) if os.path.exists(".app.blog.buffe
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "victim").read_bytes() == VICTIM
     assert sorted(messages(tmp_path / "app.blog")[0]) == ["main 0", "main 2", "thread 1"]
+
+
+def test_a_fifo_put_at_a_closed_set_files_name_never_blocks_a_durable_flush(tmp_path):
+    # Proves: a durable flush, which fsyncs the files a set closed unsynced (fsync off),
+    # opens each without following a link or waiting: a FIFO put at a closed file's name
+    # (the file moved away) is passed over, and the flush returns. Before, it blocked in
+    # the FIFO's open for good.
+    (tmp_path / "logs").mkdir()
+    r = run_child("""
+import glob, os, blog
+blog.basic_config("logs/app.blog", rotate_bytes=4096, flush_interval=60)
+log = blog.get_logger()
+log.info("event {}", 0)
+blog.flush()
+(first,) = glob.glob("logs/app.*.blog")
+while glob.glob("logs/app.*.blog") == [first]:
+    log.info("event {}", 1)
+    blog.flush()                       # until the set closes the first file
+os.rename(first, "moved.blog")
+os.mkfifo(first)
+blog.flush(durable=True)
+print("flushed", flush=True)
+""", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["flushed"]

@@ -74,6 +74,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
 
     Left out, ``output`` is the environment variable ``BLOG_FILE`` (else ``app.blog``) and
     ``min_severity`` is ``BLOG_LEVEL`` (a name or number; else trace): ``blog.envconfig``.
+    A path names a regular file (made if missing): a link, a FIFO, a device or a directory
+    there raises ``blog.errors.NotAFile`` (give a device or a pipe as an open stream).
 
     Starts the background consumer: it writes every ``flush_interval`` seconds,
     or as soon as a thread has ``flush_bytes`` pending (default: 1 MiB, or the

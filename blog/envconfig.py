@@ -7,7 +7,7 @@ import os
 
 from blogformat.severity import Severity, to_severity
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, NotAFile
 
 #: The output of ``basic_config()`` called without one (default ``app.blog``).
 FILE_ENV = "BLOG_FILE"
@@ -17,13 +17,19 @@ LEVEL_ENV = "BLOG_LEVEL"
 
 def output_from_env(default: str = "app.blog") -> str:
     """The path ``BLOG_FILE`` names, else ``default``; a ConfigurationError naming the
-    variable if it names a directory (a path that cannot be opened raises OSError)."""
+    variable if it names a directory, or anything else that is no regular file there (a
+    link, a FIFO, a device: ``NotAFile``); a path that cannot be opened raises OSError."""
     path = os.environ.get(FILE_ENV)
     if not path:
         return default
     if os.path.isdir(path):
         raise ConfigurationError(f"{FILE_ENV}={path!r} is a directory: name the log file in "
                                  f"it ({os.path.join(path, default)!r}, say)")
+    from .pipeline.streams import check_log_path   # (with basic_config, which opens it)
+    try:
+        check_log_path(path)
+    except NotAFile as exc:
+        raise NotAFile(f"{FILE_ENV}={path!r}: {exc}") from None
     return path
 
 

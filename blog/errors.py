@@ -6,7 +6,7 @@ A wrong type of argument stays a plain ``TypeError``; an output that fails, an `
 
 from blogformat.errors import FormatError, UnsafeBufferDirectory
 
-__all__ = ["CallSiteError", "ConfigurationError", "FormatError", "TooManySources",
+__all__ = ["CallSiteError", "ConfigurationError", "FormatError", "NotAFile", "TooManySources",
            "UnsafeBufferDirectory"]
 
 
@@ -14,6 +14,13 @@ class ConfigurationError(ValueError):
     """An option out of its range or not one of its values: ``basic_config``,
     ``Session.configure``, ``Consumer``, ``RotatingFile``, ``FileOutputStream``, the
     ``logging`` bridge's level. Raised where the option is given; nothing is changed."""
+
+
+class NotAFile(ConfigurationError, OSError):
+    """A log path where something other than a regular file is: a link (never followed), a
+    FIFO (never waited on), a device, a socket, a directory. Raised by ``basic_config`` and
+    ``FileOutputStream``; raised by the stream's writes while it is what the path names
+    when the file is opened again (the session counts or holds what they refuse)."""
 
 
 class CallSiteError(FormatError):

@@ -19,7 +19,7 @@ import errno
 import os
 import re
 import stat
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from . import posix
 
@@ -165,6 +165,26 @@ def is_regular(directory: str, name: str) -> bool:
         return stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode)
     except OSError:
         return False
+
+
+def open_regular(path: str) -> BinaryIO | None:
+    """The file at ``path`` opened to read if it is a regular file; None if something else
+    is there (a link, never followed; a FIFO, never waited on: ``O_NOFOLLOW |
+    O_NONBLOCK``); FileNotFoundError if nothing is."""
+    try:
+        fd = os.open(path, os.O_RDONLY | posix.O_CLOEXEC | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):   # a link (EMLINK: the BSDs)
+            return None
+        raise
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return open(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return None
 
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC

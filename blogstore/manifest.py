@@ -37,7 +37,8 @@ from blogformat.valuedecoding import unpacker
 from blogformat.values import unpack_plain
 
 from . import journal, posix
-from .fileset import create_temp, fsync_dir, is_bare_name, members, open_lock, parse
+from .fileset import (create_temp, fsync_dir, is_bare_name, members, open_lock,
+                      open_regular, parse)
 
 NAME = "blog-manifest.json"
 LOCK = "blog-manifest.lock"
@@ -295,13 +296,16 @@ def describe(path: str) -> dict:
     """The entry of a file, from its frames: the events and time bounds its batch headers
     give (converted with the clock sync in force). Damage ends the description there and
     leaves the bounds open (None): a reader then reads the file."""
-    size = os.path.getsize(path)
+    raw = open_regular(path)      # OSError: gone; never a link followed, a FIFO waited on
+    if raw is None:
+        raise OSError(f"{path} is not a regular file")
+    size = os.fstat(raw.fileno()).st_size
     compressed = path.endswith(".gz")
     events, lo, hi, complete = 0, None, None, True
     sync = (0, 1_000_000_000, 0)
     if compressed:
         import gzip   # (here: reading a directory's manifest does not need it)
-    with (gzip.open(path, "rb") if compressed else open(path, "rb")) as f:  # OSError: gone
+    with raw, (gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw) as f:
         try:
             for kind, payload in _frames(f):
                 if kind == FRAME_HEADER:

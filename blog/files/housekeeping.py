@@ -37,7 +37,7 @@ from typing import Sequence
 from blogstore import catalog, manifest
 from blogstore.crashlayout import alive, pending, waits_for_recovery
 from blogstore.fileset import (COMPRESSED, NEW, SUFFIX, SetFile, create_new, fsync_dir,
-                               is_locked, members, parse, remove, unlink_unheld)
+                               is_locked, members, open_regular, parse, remove, unlink_unheld)
 from blogstore.posix import fcntl
 
 from .. import process
@@ -80,14 +80,17 @@ def compress(directory: str, name: str, level: int = 6) -> str | None:
     """Compress ``directory/name`` to ``name.gz`` crash-safely (module docstring); its path.
 
     Returns None, touching nothing, if a process is writing or compressing the
-    file (it holds its lock) or the file is gone.
+    file (it holds its lock), the file is gone, or something else is at its name (a
+    link, never followed; a FIFO, never waited on).
     """
     src = os.path.join(directory, name)
     dst = src + COMPRESSED
     tmp = dst + TMP
     try:
-        f = open(src, "rb")
+        f = open_regular(src)   # a link or a FIFO put at its name: not the set's file
     except FileNotFoundError:
+        return None
+    if f is None:
         return None
     with f:
         try:   # held while compressing: another process's housekeeper keeps off

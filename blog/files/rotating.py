@@ -21,7 +21,7 @@ import time
 from typing import Any, Sequence
 
 from blogstore.crashlayout import buffer_directory
-from blogstore.fileset import file_name, split_base
+from blogstore.fileset import file_name, open_regular, split_base
 from blogstore.posix import fcntl
 
 from .. import process
@@ -177,14 +177,13 @@ class RotatingFile:
             raise OSError(f"fsync of a file closed earlier failed: {error}")
         closed, self._closed_unsynced = self._closed_unsynced, []
         for path in closed:        # files closed since the last sync (rotation, "never")
-            try:
-                fd = os.open(path, os.O_RDONLY)
+            try:           # never through a link nor waiting on a FIFO put at its name
+                f = open_regular(path)
             except OSError:        # compressed or removed by housekeeping meanwhile
                 continue
-            try:
-                fsync_fd(fd)
-            finally:
-                os.close(fd)
+            if f is not None:
+                with f:
+                    fsync_fd(f.fileno())
         writes = self._writes
         if self._fd is not None and writes != self._synced:
             fsync_fd(self._fd)

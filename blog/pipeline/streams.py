@@ -13,7 +13,7 @@ from blogstore.fileset import pid_path
 
 from .. import process
 from ..files.durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, NotAFile
 from ..report import report
 
 
@@ -45,6 +45,12 @@ class FileOutputStream:
     truncated under it (``copytruncate``) it goes on in it; either way the
     session starts a new stream there, header and all metadata first, so that
     every later event reads.
+
+    The path names a regular file (made if missing): a link, a FIFO, a device, a
+    socket or a directory there is refused (``NotAFile``), never followed nor waited
+    on (``open_log``), when the stream is made and when it opens the path again.
+    Refused again, the writes fail (the session counts them lost, or holds them in
+    its crash buffer) until the path is free or a regular file, saying why.
     """
 
     #: A switch of this stream is to a file the old one knows nothing of: no Summary.
@@ -57,6 +63,7 @@ class FileOutputStream:
         self.fsync = stream_policy(fsync)
         self.requested = os.fspath(path)
         self._file, self.path = _open_own(self.requested, mode)
+        self._refused: OSError | None = None   # why the path could not be opened again
         process.track(process.STREAM, self)
         self._size = 0                 # the file's size after our writes
         self.reopened = 0              # times the path was opened again
@@ -65,6 +72,9 @@ class FileOutputStream:
         self._opened()
 
     def write(self, data: bytes) -> int:
+        refused = self._refused
+        if refused is not None:    # no file: why the path was refused (the session says it)
+            raise refused.with_traceback(None)   # (raised again and again: no growing trace)
         n = self._file.write(data)
         self._size += n or 0
         self._writes += 1          # after the bytes: a sync that saw it covers them
@@ -85,18 +95,23 @@ class FileOutputStream:
         try:
             st = os.stat(self.path)
             mine = os.fstat(self._file.fileno())
-        except (OSError, ValueError):   # gone, or closed (a forked child's inherited one)
-            return True
-        if not stat.S_ISREG(mine.st_mode):
-            return False           # a pipe, a terminal, /dev/null: nothing to watch
+        except (OSError, ValueError):   # gone, or closed (a forked child's inherited one,
+            return True                 # or the path refused when it was opened again)
         return (st.st_ino, st.st_dev) != (mine.st_ino, mine.st_dev) or mine.st_size < self._size
 
     def rotate(self) -> None:
-        """Write to what the path names now (made again if it is gone)."""
+        """Write to what the path names now (made again if it is gone). If it cannot be
+        opened (``NotAFile``: a link or a FIFO put there), that error is raised, and again
+        by each write, until a later ``rotate`` opens it."""
         try:
             self._close()
         finally:
-            self._file, self.path = _open_own(self.path, "ab")
+            try:
+                self._file, self.path = _open_own(self.path, "ab")
+            except OSError as exc:   # a link or FIFO put there, the directory gone...
+                self._refused = exc  # the writes fail until the next rotate opens it
+                raise
+            self._refused = None
             self.reopened += 1
             self._opened()
 
@@ -106,9 +121,7 @@ class FileOutputStream:
         self._size = st.st_size
         self._directory = os.path.dirname(os.path.abspath(self.path))
         self._opens += 1
-        if not stat.S_ISREG(st.st_mode):
-            self._named = self._opens      # a pipe, a terminal, /dev/null: no name to sync
-        elif self.fsync != NEVER:
+        if self.fsync != NEVER:
             try:
                 self._sync_name()
             except OSError:                # told by the next sync(), which tries again
@@ -206,27 +219,77 @@ def _open_free(path: str, mode: str) -> tuple[BinaryIO, str]:
     raise OSError(f"{path}: it and 99 files of this process beside it are being written")
 
 
-def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, str]:
-    """Open ``path`` for appending and lock it; if another writer holds it, this
-    process's own file beside it (``fallback``), else BlockingIOError. Truncated
-    ("wb") only once locked."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_EXCL if mode == "xb" else 0)
-    fd = os.open(path, flags, 0o666)
+#: What a file that is no regular file is, by its mode (``NotAFile`` says it).
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def _not_a_file(path: str, mode: int) -> NotAFile:
+    kind = next((what for test, what in _KINDS if test(mode)), "no regular file")
+    return NotAFile(f"{path} is {kind}, not a regular file: refused as a log file (a link "
+                    "is never followed, nothing is waited on; to write to anything else, "
+                    "give an open stream as the output)")
+
+
+def check_log_path(path: str) -> None:
+    """NotAFile if something other than a regular file is at ``path`` (a link, not
+    followed: ``lstat``); nothing if a regular file or nothing is there."""
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):   # a pipe or /dev/null is nobody's
-            try:   # only the asked-for path is worth a wait (a just-forked child's lock)
-                _lock(fd, LOCK_WAIT if fallback else 0)
-            except BlockingIOError:
-                if not fallback:
-                    raise
-                os.close(fd)
-                fd = -1
-                own = _open_free(path, mode)
-                report(f"blog: {path} is being written by another process or session; "
-                       f"this one writes {own[1]}")
-                return own
-            if mode == "wb":
-                os.ftruncate(fd, 0)
+        st = os.lstat(path)
+    except OSError:            # nothing there (made by the open), or the open will say
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_a_file(path, st.st_mode)
+
+
+#: A log file is opened to append, made if missing, never through a link (a link put at
+#: its name, dangling or not, is refused) and never waiting (a FIFO without a reader).
+_LOG_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+
+
+def open_log(path: str, exclusive: bool = False) -> int:
+    """A descriptor of the regular file at ``path``, opened to append (made if missing;
+    ``exclusive``: made now, else FileExistsError), blocking as any file's. Whatever else
+    is there (a link, a FIFO, a device, a socket, a directory) is NotAFile, never followed,
+    waited on, nor written: its kind is checked before the open and on what was opened."""
+    check_log_path(path)       # a device is not even opened (opening some acts)
+    try:
+        fd = os.open(path, _LOG_FLAGS | (os.O_EXCL if exclusive else 0), 0o666)
+    except OSError:            # ELOOP, ENXIO, EISDIR...: one put there since the check
+        check_log_path(path)
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_a_file(path, st.st_mode)
+        if posix.O_NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, str]:
+    """Open ``path`` for appending (``open_log``) and lock it; if another writer holds it,
+    this process's own file beside it (``fallback``), else BlockingIOError. Truncated
+    ("wb") only once locked."""
+    fd = open_log(path, exclusive=mode == "xb")
+    try:
+        try:   # only the asked-for path is worth a wait (a just-forked child's lock)
+            _lock(fd, LOCK_WAIT if fallback else 0)
+        except BlockingIOError:
+            if not fallback:
+                raise
+            os.close(fd)
+            fd = -1
+            own = _open_free(path, mode)
+            report(f"blog: {path} is being written by another process or session; "
+                   f"this one writes {own[1]}")
+            return own
+        if mode == "wb":
+            os.ftruncate(fd, 0)
         return open(fd, "ab", buffering=0), path
     except BaseException:
         if fd >= 0:

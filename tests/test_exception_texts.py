@@ -65,6 +65,10 @@ def _syntax() -> None:
     compile("def f():\n    x = = 1\n", "mod.py", "exec")
 
 
+def _indentation() -> None:
+    exec("def f():\nreturn 1\n")     # an IndentationError: a SyntaxError's subclass
+
+
 def _wide() -> None:
     raise ExceptionGroup("wide", [ValueError(n) for n in range(20)])
 
@@ -76,7 +80,7 @@ def _deep() -> None:
     raise e
 
 
-RAISED = [_group, _nested, _task_group, _syntax, _wide, _deep]
+RAISED = [_group, _nested, _task_group, _syntax, _indentation, _wide, _deep]
 
 
 def _caught(fn) -> BaseException:
@@ -213,7 +217,7 @@ def test_log_exception_keeps_what_traceback_prints(logged, fn):
             assert value.type == type(member).__name__
             if not isinstance(member, BaseExceptionGroup) or fn is not _deep:
                 assert value.traceback == "".join(traceback.format_exception(member))
-    if isinstance(exc, SyntaxError):
+    if fn is _syntax:
         assert got.syntax == ("invalid syntax", "mod.py", 2, 9, "    x = = 1\n", 2, 10)
         assert SyntaxError(got.syntax[0], got.syntax[1:]).lineno == 2
 

@@ -40,6 +40,7 @@ from blogformat.placeholders import (STYLE_BRACES, STYLE_LITERAL, STYLE_PRINTF, 
                                      parse_printf, parse_style)
 from blogformat.severity import LOGGING_LEVELS
 from blogformat.severity import from_logging as severity_of
+from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import type_name
 
 from . import accel, process
@@ -267,9 +268,11 @@ class BlogHandler(logging.Handler):
         if level not in self._standard_levels:
             fields.setdefault("levelname", record.levelname)
         if record.exc_info:
-            fields.setdefault("exception", record.exc_info[1])
-            if record.exc_info[1] is not None:
-                process.exception_logged(record.exc_info[1])   # asyncio's hook: logged once
+            exc = record.exc_info[1]
+            # (None outside an except block: logging prints "NoneType: None" there)
+            fields.setdefault("exception", NO_EXCEPTION if exc is None else exc)
+            if exc is not None:
+                process.exception_logged(exc)   # asyncio's hook: logged once
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
         names = tuple(fields)

@@ -273,6 +273,8 @@ def exception_text(exc: ExceptionValue) -> str:
     """An exception as its repr shows it, ``KeyError('missing')``: its type's name and the
     text it was logged with (``str(exc)``, which for a KeyError is already a repr)."""
     name = exc.type.rsplit(".", 1)[-1]
+    if name == "NoneType":   # exc_info=True outside an except block (NO_EXCEPTION)
+        return "None"
     if not exc.message:
         return f"{name}()"
     return f"{name}({exc.message})" if name == "KeyError" else f"{name}({exc.message!r})"

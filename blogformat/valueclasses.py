@@ -70,13 +70,16 @@ class DataclassValue:
 
 @dataclasses.dataclass(frozen=True)
 class ExceptionValue:
-    """An exception as logged: type name, ``str(exc)`` and its traceback as text (or None).
+    """An exception as logged: type name, ``str(exc)`` and its text as
+    ``traceback.format_exception`` gives it (``ValueError: boom`` for one never raised).
 
     ``frames`` are the traceback's ``(file, line, function[, source])``, most recent call
     last; ``notes`` its ``__notes__``; ``chain`` the exceptions printed before it (causes
-    and contexts), oldest first, each ``(type, message, frames, notes, link)``. Files
-    written since frames are kept render ``traceback`` from them (``blogformat.tracebacks``);
-    older files stored the text.
+    and contexts), oldest first, each ``(type, message, frames, notes, link)``;
+    ``exceptions`` a group's exceptions (the first MAX_MEMBERS), each an ExceptionValue
+    whose traceback is its own text; ``syntax`` a SyntaxError's ``(msg, filename, lineno,
+    offset, text, end_lineno, end_offset)``. Files written since frames are kept render
+    ``traceback`` from them (``blogformat.tracebacks``); older files stored the text.
     """
 
     type: str
@@ -85,6 +88,8 @@ class ExceptionValue:
     frames: tuple = ()
     notes: tuple = ()
     chain: tuple = ()
+    exceptions: tuple = ()
+    syntax: tuple = ()
 
     def __str__(self) -> str:
         return self.message

@@ -245,6 +245,39 @@ def _str(x: Any) -> str:
     return x if type(x) is str else decoded_text(x)
 
 
+def _exception(items: list, left: list, depth: int) -> ExceptionValue:
+    """An exception (extension 13's data, or a group's member: the same shape) with its
+    text as ``traceback`` prints it, a never raised one's too (``KeyError: 'k'``), and its
+    group's members (``left``: how many exceptions may still be made, MAX_EXCEPTIONS)."""
+    t, msg, tb = items[:3]
+    frames, notes, chain, group, syntax = (items[3:8] + [None] * 5)[:5]
+    frames, notes = _frames(frames), _strs(notes)
+    chain = tuple((_str(c[0]), _str(c[1]), _frames(c[2]), _strs(c[3]), c[4], *c[5:7])
+                  for c in chain[-tracebacks.MAX_CHAIN:] if isinstance(c, list) and len(c) >= 5
+                  ) if isinstance(chain, list) else ()
+    chain_shown = tuple((c[0], c[1], _public_frames(c[2]), c[3], c[4]) for c in chain)
+    t, msg = _str(t), _str(msg)
+    syntax = tuple(syntax[:7]) if isinstance(syntax, list) else ()
+    if not (isinstance(group, list) and len(group) >= 2 and type(group[0]) is int
+            and isinstance(group[1], list)):
+        group = None
+    if not isinstance(tb, str):
+        tb = _take_text(tracebacks.render(
+            t, msg, frames, notes, chain, _SOURCE,
+            min(tracebacks.MAX_TRACEBACK_TEXT,
+                getattr(thread_state, "text_left", MAX_DECODED_TEXT)), group, syntax))
+    members: list = []
+    if group is not None and depth < tracebacks.MAX_GROUP_DEPTH:
+        for m in group[1][:tracebacks.MAX_MEMBERS]:
+            if left[0] <= 0:
+                break
+            if isinstance(m, list) and len(m) >= 3:
+                left[0] -= 1
+                members.append(_exception(m, left, depth + 1))
+    return ExceptionValue(t, msg, tb, _public_frames(frames), notes, chain_shown,
+                          tuple(members), syntax)
+
+
 def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_TUPLE:
         return tuple(unpackb(data))
@@ -307,22 +340,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
             return DataclassValue(_str(t), fields, repr_name, shown)
         return DataclassValue(_str(t), fields)
     if code == EXT_EXCEPTION:
-        items = unpackb(data)
-        t, msg, tb = items[:3]
-        frames, notes, chain = (items[3:6] + [None] * 3)[:3]
-        frames, notes = _frames(frames), _strs(notes)
-        chain = tuple((_str(c[0]), _str(c[1]), _frames(c[2]), _strs(c[3]), c[4])
-                      for c in chain[-tracebacks.MAX_CHAIN:] if isinstance(c, list) and len(c) >= 5
-                      ) if isinstance(chain, list) else ()
-        chain_shown = tuple((c[0], c[1], _public_frames(c[2]), c[3], c[4]) for c in chain)
-        t, msg = _str(t), _str(msg)
-        if not isinstance(tb, str):
-            tb = (_take_text(tracebacks.render(
-                t, msg, frames, notes, chain, _SOURCE,
-                min(tracebacks.MAX_TRACEBACK_TEXT,
-                    getattr(thread_state, "text_left", MAX_DECODED_TEXT))))
-                if frames or chain else None)
-        return ExceptionValue(t, msg, tb, _public_frames(frames), notes, chain_shown)
+        return _exception(unpackb(data), [tracebacks.MAX_EXCEPTIONS], 0)
     if code == EXT_OPAQUE:
         t, text = unpackb(data)[:2]
         return OpaqueValue(_str(t), _str(text))

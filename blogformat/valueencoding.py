@@ -286,9 +286,10 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
     if isinstance(obj, BaseException):
         # Structured frames, not text: nothing is read or formatted at the call.
         lines = getattr(thread_state, "source_lines", False)
-        return msgpack.ExtType(EXT_EXCEPTION, packb([
-            type_name(t), safe_str(obj), None, tracebacks.frames(obj.__traceback__, lines),
-            tracebacks.notes(obj, safe_str), tracebacks.chain(obj, type_name, safe_str, lines)]))
+        return msgpack.ExtType(EXT_EXCEPTION, packb(
+            tracebacks.exception(obj, type_name, safe_str, lines)))
+    if obj is tracebacks.NO_EXCEPTION:
+        return msgpack.ExtType(EXT_EXCEPTION, packb(tracebacks.NO_EXCEPTION_DATA))
     if t in ADAPTED:
         fields = ADAPTED[t]
         if fields is not None:   # blog.adapt(cls, function): the fields it gives now

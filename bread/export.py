@@ -148,12 +148,17 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
         return {"$dataclass": b.text(v.type), "fields": _json(v.fields, d, b)}
     if isinstance(v, ExceptionValue):
         # Frames and chain as a file holds them: a crafted one's items may be any value.
-        return {"$exception": b.text(v.type), "message": b.text(v.message),
-                "traceback": None if v.traceback is None else b.text(v.traceback),
-                "frames": _json([list(f) for f in v.frames], d, b),
-                "notes": _json(list(v.notes), d, b),
-                "chain": _json([[t, m, [list(f) for f in fr], list(no), link]
-                                for t, m, fr, no, link in v.chain], d, b)}
+        got = {"$exception": b.text(v.type), "message": b.text(v.message),
+               "traceback": None if v.traceback is None else b.text(v.traceback),
+               "frames": _json([list(f) for f in v.frames], d, b),
+               "notes": _json(list(v.notes), d, b),
+               "chain": _json([[t, m, [list(f) for f in fr], list(no), link]
+                               for t, m, fr, no, link in v.chain], d, b)}
+        if v.exceptions:     # a group's, each as an exception value of its own
+            got["exceptions"] = [_json(x, d, b) for x in v.exceptions]
+        if v.syntax:
+            got["syntax"] = _json(list(v.syntax), d, b)
+        return got
     if isinstance(v, OpaqueValue):
         return {"$opaque": b.text(v.type), "text": b.text(v.text)}
     if isinstance(v, ExtValue):

@@ -217,6 +217,37 @@ def test_the_c_and_the_python_bridge_write_the_same_events(monkeypatch):
     assert [m for *_, m in c[:6:3]] == ["(1, 2)", "Col ('id', ('a', 'b'))"]
 
 
+@c_only
+def test_the_c_and_the_python_paths_write_the_same_exceptions(monkeypatch):
+    # Proves: an exception group, a SyntaxError, exc_info=True outside an except block and
+    # an exception never raised read back the same through the C handler, logger and
+    # channel as through the pure-Python ones (extension 13 is always encoded by
+    # blogformat.valueencoding: C leaves it to Python).
+    def written() -> list[tuple]:
+        s = blog.Session()
+        out = blog.MemoryOutputStream()
+        lg = logging.Logger("parity", logging.INFO)
+        lg.addHandler(blog.stdlib.BlogHandler(session=s))
+        log = s.get_logger()
+        lg.error("outside", exc_info=True)
+        log.exception("outside")
+        lg.error("never", exc_info=ValueError("boom"))
+        for source in ("x = = 1\n", "def f():\nreturn 1\n"):
+            try:
+                try:
+                    compile(source, "m.py", "exec")
+                except SyntaxError as e:
+                    raise ExceptionGroup("g", [e, ExceptionGroup("h", [KeyError(1)])])
+            except ExceptionGroup as eg:
+                lg.error("group", exc_info=True)
+                log.error("group", err=eg)
+        s.consume(out)
+        return [(e.message, e.fields) for e in bread.read(io.BytesIO(out.getvalue()))]
+    c = written()
+    monkeypatch.setattr(accel, "speedups", None)
+    assert written() == c
+
+
 # --- What a review found (each failed before its fix) ---------------------------------
 
 

@@ -232,7 +232,8 @@ def test_v1_enum_dataclass_exception_opaque(every_type):
                                                          {"x": 3, "y": 4.0, "tags": [1]})
 
     bare, caught = args(every_type, "exceptions {!r} without traceback, {} with")
-    assert bare == bread.ExceptionValue("KeyError", "'k'", None)
+    # (read since issue 38 with the text Python prints for it, as bread's text showed it)
+    assert bare == bread.ExceptionValue("KeyError", "'k'", "KeyError: 'k'\n")
     assert isinstance(caught, bread.ExceptionValue) and caught.type == "ValueError"
     assert caught.message == "invalid literal for int() with base 10: 'forty-two'"
     assert caught.traceback.startswith("Traceback (most recent call last):\n")
@@ -336,9 +337,29 @@ def test_v1_exceptions_kept_as_frames():
     assert kept.chain[1][2][-1][3] == "raise err"
     assert "    raise RuntimeError(\"order failed\") from exc\n" in kept.traceback
     bare = c.args[0]
-    assert (bare.type, bare.message, bare.frames, bare.traceback) == (
-        "KeyError", "'never raised'", (), None)
+    assert (bare.type, bare.message, bare.frames, bare.traceback) == (   # (text: issue 38)
+        "KeyError", "'never raised'", (), "KeyError: 'never raised'\n")
     assert c.message == "bare KeyError('never raised')"
+
+
+def test_v1_groups_and_syntax_errors():
+    # Extension 13's group and syntax (elements 6 and 7, written since 2026-12-07): the
+    # members of an except* group, of a group in a group, a SyntaxError's place, and
+    # exc_info=True outside an except block. Source lines kept in the file.
+    split, nested, syntax, outside = bread.read(V1 / "groups.blog")
+    exc = split.fields["exception"]
+    assert [(m.type, m.message) for m in exc.exceptions] == [
+        ("KeyError", "'while handling'"), ("ExceptionGroup", "batch (1 sub-exception)")]
+    assert exc.exceptions[0].chain[0][:2] == ("ExceptionGroup", "batch (1 sub-exception)")
+    assert [m.traceback for m in exc.exceptions[1].exceptions] == ["TypeError: t2\n"]
+    assert "  +-+---------------- 1 ----------------\n" in exc.traceback
+    inner, beside = nested.fields["exception"].exceptions
+    assert (inner.notes, beside.traceback) == (("a note",), "RuntimeError: beside\n")
+    got = syntax.fields["exception"]
+    assert got.syntax == ("invalid syntax", "golden.py", 2, 9, "    x = = 1\n", 2, 10)
+    assert got.traceback.endswith('  File "golden.py", line 2\n    x = = 1\n        ^\n'
+                                  "SyntaxError: invalid syntax\n")
+    assert outside.fields["exception"].traceback == "NoneType: None\n"
 
 
 def test_v1_described_types():

@@ -89,7 +89,12 @@ _exception = st.sampled_from([
     ExtType(13, packb(["app.Bad", "two\nlines \x1b[2J\u202e", None,
                        [["/p/x.py", 3, "f"], ["/p/y.py", 9, "g", "raise Bad()"]],
                        ["a note"], [["builtins.OSError", "", None, None, 1]]])),
-    ExtType(13, packb(["builtins.ValueError", "old text", "Traceback ...\nValueError: old\n"]))])
+    ExtType(13, packb(["builtins.ValueError", "old text", "Traceback ...\nValueError: old\n"])),
+    ExtType(13, packb(["ExceptionGroup", "eg (2 sub-exceptions)", None, [["/p/x.py", 3, "f"]],
+                       None, None, [2, [["ValueError", "1", None, None, None, None],
+                                        ["SyntaxError", "bad", None, None, None, None, None,
+                                         ["bad", "m.py", 2, 5, "x = = 1\n", 2, 6]]]]])),
+    ExtType(13, packb(["NoneType", "None", None, None, None, None]))])
 _rich = _value | _exception
 
 _plain = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, cast
 
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
+from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import PLAIN_TYPES, safe_str, type_name
 
 from .. import accel
@@ -115,7 +116,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
 
     def method(fmt: str, /, *args: Any, **fields: Any) -> None:
         if with_exception:
-            fields["exception"] = sys.exc_info()[1]
+            fields["exception"] = _current_exception()
         try:
             f = getframe(1)
         except ValueError:       # called with no Python frame (from C, at shutdown)
@@ -160,6 +161,13 @@ def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
     method.__qualname__ = f"Logger.{method.__name__}"
     method.__doc__ = _level_doc(method.__name__, level)
     return method
+
+
+def _current_exception() -> Any:
+    """What ``log.exception`` logs: the exception being handled; outside an ``except``
+    block, NO_EXCEPTION (read back as ``logging`` prints it there: ``NoneType: None``)."""
+    exc = sys.exc_info()[1]
+    return NO_EXCEPTION if exc is None else exc
 
 
 def _level_doc(name: str, level: int) -> str:
@@ -254,7 +262,7 @@ class Logger:
 
         def method(fmt: str, /, *args: Any, **fields: Any) -> None:
             if with_exception:
-                fields["exception"] = sys.exc_info()[1]
+                fields["exception"] = _current_exception()
             try:
                 f = _getframe(1)
             except ValueError:

@@ -388,9 +388,50 @@ def stdlib_bridge() -> bytes:
     return out.getvalue()
 
 
+def _split_group() -> None:
+    try:
+        raise ExceptionGroup("batch", [ValueError("v1"), TypeError("t2")])
+    except* ValueError:
+        raise KeyError("while handling")
+
+
+def groups() -> bytes:
+    # Exception groups and SyntaxErrors (extension 13's elements 6 and 7, chain entries'
+    # 5 and 6, added on 2026-12-07 without a version change): except*'s group of a member
+    # with a context and a nested group, a group in a group with a note and a cause, a
+    # SyntaxError's place; and exc_info=True outside an except block ("NoneType: None").
+    # Source lines kept, so that the text does not depend on the machine that reads it.
+    import logging
+
+    import blog.stdlib
+    s = blog.Session(name="golden-groups")
+    s.keep_source_lines = True
+    log = s.get_logger("exc")
+    out = blog.MemoryOutputStream()
+    try:
+        _split_group()
+    except ExceptionGroup:
+        log.exception("split")
+    inner = ExceptionGroup("inner", [OSError("disk")])
+    inner.add_note("a note")
+    try:
+        raise ExceptionGroup("outer", [inner, RuntimeError("beside")]) from ValueError("cause")
+    except ExceptionGroup:
+        log.exception("nested")
+    try:
+        compile("def f():\n    x = = 1\n", "golden.py", "exec")
+    except SyntaxError:
+        log.exception("syntax")
+    lg = logging.Logger("vendor", logging.DEBUG)
+    lg.addHandler(blog.stdlib.BlogHandler(session=s))
+    lg.error("outside", exc_info=True)
+    s.consume(out)
+    return out.getvalue()
+
+
 GOLDEN = {"every_type": every_type, "two_writers": two_writers, "dropped": dropped,
           "summary": summary, "exceptions": exceptions, "described": described,
-          "stdlib_bridge": stdlib_bridge}
+          "stdlib_bridge": stdlib_bridge, "groups": groups}
 
 
 # --- expected bread output ---------------------------------------------------------------

@@ -6,7 +6,8 @@ Damage in a log is not an error: the reader skips it and reports it (``Reader.da
 
 from blogformat.errors import BadEntry, UnsafeBufferDirectory
 
-__all__ = ["BadEntry", "DamagedLog", "NotABlogFile", "OptionError", "UnsafeBufferDirectory"]
+__all__ = ["BadEntry", "DamagedLog", "ListingCut", "NotABlogFile", "OptionError",
+           "UnsafeBufferDirectory"]
 
 
 class OptionError(ValueError):
@@ -21,3 +22,9 @@ class NotABlogFile(ValueError):
 
 class DamagedLog(ValueError):
     """The Spark format's ``damage=fail``: the log read had damaged bytes."""
+
+
+class ListingCut(OSError):
+    """A listing of object storage stopped at its bounds of keys or time
+    (``bread.lister``): ``strerror`` says which, ``filename`` is the URL. ``bread.read``
+    reports it as the URL's damage."""

@@ -21,7 +21,9 @@ Faults of the store after the listing are the object's damage, never wrong bytes
 there, its reason in ``error`` (``bread.read`` reports it in ``damage`` with the URL);
 each store's first object is checked to answer a ranged read with the bytes asked
 (a server that ignores ``Range``: every object of it is damage). S3 requests time out
-(``timeouts``). A URL with credentials in it (``s3://KEY:SECRET@bucket/``) is refused,
+(``timeouts``). A prefix of S3 or GCS is listed by a child process, bounded in keys,
+memory and time (``bread.lister``: a listing that never ends is cut, ``ListingCut``).
+A URL with credentials in it (``s3://KEY:SECRET@bucket/``) is refused,
 never shown (``check_url``).
 """
 
@@ -38,6 +40,7 @@ from blogstore.catalog import DAMAGED
 from blogstore.fileset import LOG_SUFFIXES
 
 from .errors import OptionError
+from .lister import listed
 
 #: Names of files being made (left out of a pattern's matches, as in a directory).
 _MAKING = (".tmp", ".new")
@@ -51,6 +54,8 @@ _MAGIC = "*?["
 CONNECT_TIMEOUT = 10
 REQUEST_TIMEOUT = 30
 TIMEOUT_VARIABLE = "BREAD_STORE_TIMEOUT"
+#: Stores whose listings come in pages (listed by ``bread.lister``, bounded).
+PAGED = ("s3", "gcs")
 #: Bytes of a store's first object read again from offset 1 (``RangedFile.check_ranges``).
 _PROBE = 64
 NEEDS = ("reading a URL ({url}) needs pyarrow.fs: pip install 'blog-bread[spark]' "
@@ -140,13 +145,20 @@ class Store:
                                     url)
         return out
 
-    def _children(self, fs: Any, path: str, recursive: bool = False) -> list[Any]:
-        """The entries under ``path``: only those whose name is below it (a listing's names
-        are data; anything else it gives is left out)."""
-        select = _fs_module(path).FileSelector(path, recursive=recursive)
+    def _children(self, fs: Any, path: str, url: str, recursive: bool = False) -> list[Any]:
+        """The entries under ``path`` (of ``url``): only those whose name is below it (a
+        listing's names are data; anything else it gives is left out). A paged store's
+        listing is bounded (``bread.lister``): ListingCut naming ``url`` past its bounds."""
+        pafs = _fs_module(path)
+        if fs.type_name in PAGED:    # (a listing that never ends stops: bread.lister)
+            infos = [pafs.FileInfo(p, pafs.FileType[kind], size=size)
+                     for p, kind, size in listed(fs, path, recursive, url)]
+        else:
+            infos = _asked(fs.get_file_info, pafs.FileSelector(path, recursive=recursive),
+                           url)
         base = path.rstrip("/") + "/"
         out = []
-        for info in _asked(fs.get_file_info, select, path):
+        for info in infos:
             rel = info.path[len(base):] if info.path.startswith(base) else ""
             parts = rel.split("/")
             if rel and all(p not in ("", ".", "..") for p in parts):
@@ -156,7 +168,8 @@ class Store:
     def _directory(self, fs: Any, path: str, root: str) -> list[str]:
         """A prefix's log files, by the rules of a directory (``bread.inputs``): name
         order, ``x.blog.gz`` left out beside its ``x.blog``."""
-        files = {i.base_name: i for i in self._children(fs, path) if i.type.name == "File"}
+        files = {i.base_name: i for i in self._children(fs, path, root + path)
+                 if i.type.name == "File"}
         out = []
         for name in sorted(files):
             if (name.endswith(LOG_SUFFIXES)
@@ -174,7 +187,7 @@ class Store:
             raise OptionError(f"a pattern in a bucket's name is not read: {root}{pattern}")
         base = "/".join(parts[:fixed]) or "/"
         want = parts[fixed:]
-        found = self._children(fs, base, recursive=len(want) > 1)
+        found = self._children(fs, base, root + base, recursive=len(want) > 1)
         have = {i.path for i in found}
         out: list[str] = []
         for info in sorted(found, key=lambda i: i.path):

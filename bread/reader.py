@@ -13,7 +13,7 @@ from blogformat.frames import MAGIC
 
 from .decoder import Decoder, Sink
 from .entries import iter_entries
-from .errors import OptionError
+from .errors import ListingCut, OptionError
 from .events import Event, EventSink, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import (STDIN, GzipInput, decompressing, expand, is_url, name_text, object_store,
@@ -358,9 +358,15 @@ class Reader:
 
     def _paths(self, inp: Any) -> list[str]:
         """The files a path, pattern or directory stands for, less those its directory's
-        manifest shows to be outside the filter's time window (listed in ``skipped``)."""
-        kept, skipped = prune(expand([inp], self._store), self.filter.since,
-                              self.filter.until, self._manifests, self._store)
+        manifest shows to be outside the filter's time window (listed in ``skipped``); none
+        for a URL whose listing was cut (``ListingCut``: its damage)."""
+        try:
+            found = expand([inp], self._store)
+        except ListingCut as exc:     # (a store's listing that never ends: its damage)
+            self.damage.append(Damage(0, 0, exc.strerror or "", name_text(exc.filename)))
+            return []
+        kept, skipped = prune(found, self.filter.since, self.filter.until, self._manifests,
+                              self._store)
         self.skipped += skipped
         return kept
 

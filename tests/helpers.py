@@ -435,7 +435,10 @@ class S3Server:
 
 class StubS3:
     """Just enough S3 on 127.0.0.1 for the faults moto does not make: ListObjectsV2 of
-    bucket ``b`` (one page), HEAD and ranged GET of its ``objects``, each key's ``faults``:
+    bucket ``b`` (pages of ``page`` keys; ``listing``: ``new``, pages without end, each with
+    a new continuation token, ``same``, the same page and token again and again, ``empty``,
+    the same token again without keys after the first page; the endless pages' keys ``pad`` characters longer;
+    ``lists`` counts the requests), HEAD and ranged GET of its ``objects``, each key's ``faults``:
     ``gone`` (404: deleted since the listing), ``500`` (GETs from offset ``fail_from``
     on), ``hang`` (a GET answered by nothing for ``HANG`` seconds, then closed),
     ``start`` (206 with the object's first bytes, whatever the range), ``whole`` (200
@@ -445,6 +448,8 @@ class StubS3:
 
     def __init__(self, objects: dict, faults: dict | None = None, fail_from: int = 0) -> None:
         self.objects, self.faults, self.fail_from = objects, faults or {}, fail_from
+        self.listing: str | None = None
+        self.page, self.pad, self.lists = 1000, 0, 0
         stub = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -482,20 +487,38 @@ class StubS3:
         if not head:
             h.wfile.write(body)
 
+    def list_page(self, h, query: dict) -> None:
+        """A page of ListObjectsV2: from the continuation token on (a key's index), or one
+        of the endless ``listing``'s."""
+        self.lists += 1
+        prefix = query.get("prefix", [""])[0]
+        count = min(self.page, int(query.get("max-keys", ["1000"])[0]))
+        if self.listing is None:
+            keys = sorted(k for k in self.objects if k.startswith(prefix))
+            at = int(query.get("continuation-token", ["0"])[0])
+            more = at + count < len(keys)
+            keys, token = keys[at:at + count], str(at + count)
+        else:
+            n = self.lists if self.listing == "new" else 0
+            if self.listing == "empty" and "continuation-token" in query:
+                count = 0
+            keys = [f"{prefix}{'x' * self.pad}{n:09d}-{i:04d}.blog" for i in range(count)]
+            more, token = True, f"t{n}"
+        body = "".join(f"<Contents><Key>{k}</Key><Size>{len(self.objects.get(k, b'x'))}</Size>"
+                       "<LastModified>2026-01-01T00:00:00.000Z</LastModified></Contents>"
+                       for k in keys)
+        nxt = f"<NextContinuationToken>{token}</NextContinuationToken>" if more else ""
+        return self.send(h, 200, (
+            '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name>'
+            f"<Prefix>{prefix}</Prefix>{body}<KeyCount>{len(keys)}</KeyCount>"
+            f"<IsTruncated>{str(more).lower()}</IsTruncated>{nxt}</ListBucketResult>").encode(),
+            [("Content-Type", "application/xml")])
+
     def answer(self, h, head: bool) -> None:
         url = urlparse(h.path)
         key = url.path.lstrip("/").partition("/")[2]
         if "list-type" in parse_qs(url.query):
-            prefix = parse_qs(url.query).get("prefix", [""])[0]
-            keys = sorted(k for k in self.objects if k.startswith(prefix))
-            body = "".join(f"<Contents><Key>{k}</Key><Size>{len(self.objects[k])}</Size>"
-                           "<LastModified>2026-01-01T00:00:00.000Z</LastModified></Contents>"
-                           for k in keys)
-            return self.send(h, 200, (
-                '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name>'
-                f"<Prefix>{prefix}</Prefix>{body}<KeyCount>{len(keys)}</KeyCount>"
-                "<IsTruncated>false</IsTruncated></ListBucketResult>").encode(),
-                [("Content-Type", "application/xml")])
+            return self.list_page(h, parse_qs(url.query))
         data, fault = self.objects.get(key), self.faults.get(key)
         if data is None or fault == "gone":
             return self.send(h, 404, b"" if head else b"<Error><Code>NoSuchKey</Code></Error>",

@@ -13,6 +13,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -475,3 +476,68 @@ def test_credentials_in_a_url_are_refused_and_never_shown(url, capsys):
     assert "credentials" in shown and "wJalr" not in shown and "AKIAEXAMPLE" not in shown
     code, _, err = run_cli(["stats", url], capsys)
     assert code == 2 and "wJalr" not in err and "AKIAEXAMPLE" not in err
+
+
+# --- a listing that never ends: bounded in keys, memory and time (bread.lister) ---------------
+
+def bread_child(endpoint: str, url: str, **env: str) -> subprocess.CompletedProcess:
+    """``bread --endpoint ENDPOINT URL`` run in a child with ``env`` added, bounded to a
+    minute (a listing without end would otherwise hang the test)."""
+    return subprocess.run(python_child("-m", "bread", "--endpoint", endpoint, url),
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("listing", ["new", "same"])
+def test_a_listing_that_never_ends_stops_as_the_prefix_s_damage(stub, listing):
+    # Proves: a server answering every ListObjectsV2 with one more page (a new continuation
+    # token each time, or the same one again) no longer keeps bread listing for ever, its
+    # memory growing: past BREAD_STORE_MAX_KEYS keys' memory the listing stops, bread names
+    # the URL and why on stderr and exits 3 (damage), and no request follows (before: the
+    # child still listing after a minute, ~12 pages a second).
+    stub.listing, stub.pad = listing, 600      # (pages of 1000 long keys: memory grows fast)
+    p = bread_child(stub.endpoint, "s3://b/logs", BREAD_STORE_MAX_KEYS="2000")
+    assert p.returncode == 3, p.stderr
+    assert p.stdout == "" and "Traceback" not in p.stderr
+    assert p.stderr == ("bread: s3://b/logs: damage at offset 0 (the listing did not end: more "
+                        "than 2000 keys, by the memory it took (BREAD_STORE_MAX_KEYS))\n")
+    asked = stub.lists
+    time.sleep(0.5)
+    assert stub.lists == asked            # (the lister is gone)
+
+
+def test_a_listing_of_empty_pages_without_end_stops_at_its_time_bound(stub, monkeypatch):
+    # Proves: pages without keys, the same continuation token again and again (nothing to
+    # count), stop after BREAD_STORE_LIST_TIMEOUT seconds: bread.read reports the prefix as
+    # damage and reads the other inputs (before: bread.read never returned).
+    stub.listing = "empty"
+    p = bread_child(stub.endpoint, "s3://b/logs", BREAD_STORE_LIST_TIMEOUT="1")
+    assert p.returncode == 3 and p.stderr == ("bread: s3://b/logs: damage at offset 0 (the "
+                                              "listing did not end within 1 s "
+                                              "(BREAD_STORE_LIST_TIMEOUT))\n"), p.stderr
+    monkeypatch.setenv("BREAD_STORE_LIST_TIMEOUT", "2")
+    other = stub.objects["logs/a.blog"]
+    r = bread.read(["s3://b/logs", io.BytesIO(other)],
+                   storage_options={"endpoint_override": stub.endpoint})
+    assert len(messages(r)) == 600
+    assert [(d.source, d.reason) for d in r.damage] == [
+        ("s3://b/logs", "the listing did not end within 2 s (BREAD_STORE_LIST_TIMEOUT)")]
+
+
+def test_a_listing_of_several_pages_is_read_whole_and_one_past_the_key_bound_is_cut(
+        stub, monkeypatch):
+    # Proves: a listing of three pages (2,504 keys) gives every log file, through the
+    # lister's process, and with BREAD_STORE_MAX_KEYS under its keys it is cut, named.
+    stub.objects.update({f"logs/other-{i:04d}.txt": b"x" for i in range(2500)})
+    options = {"endpoint_override": stub.endpoint}
+    r = bread.read("s3://b/logs", storage_options=options)
+    assert len(messages(r)) == 2400 and r.damage == []
+    assert stub.lists >= 3
+    monkeypatch.setenv("BREAD_STORE_MAX_KEYS", "2503")
+    r = bread.read("s3://b/logs", storage_options=options)
+    assert messages(r) == []
+    assert [(d.source, d.reason) for d in r.damage] == [
+        ("s3://b/logs", "the listing did not end: more than 2503 keys (BREAD_STORE_MAX_KEYS)")]
+    for bad in ("0", "x", "1.5"):
+        monkeypatch.setenv("BREAD_STORE_MAX_KEYS", bad)
+        with pytest.raises(ValueError, match="BREAD_STORE_MAX_KEYS"):
+            list(bread.read("s3://b/logs", storage_options=options))

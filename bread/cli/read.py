@@ -15,7 +15,7 @@ from blogformat.severity import to_severity
 from blogstore.posix import O_CLOEXEC, O_NONBLOCK
 
 from ..entries import Dropped, Lost, Recovered
-from ..errors import NotABlogFile, OptionError
+from ..errors import ListingCut, NotABlogFile, OptionError
 from ..filters import Filter, parse_time
 from ..inputs import STDIN, expand, is_url, name_text, object_store
 from ..reader import Reader
@@ -146,8 +146,15 @@ def parser() -> argparse.ArgumentParser:
 def open_inputs(names: Sequence[str], storage: dict | None = None) -> list[str]:
     """The files to read (patterns, directories and prefixes expanded, standard input if
     none), each checked to open (a URL's, listed by its store): OSError (``cannot_open``
-    says it); ImportError for a URL without pyarrow."""
-    paths = expand(names or [STDIN], object_store(names, storage))
+    says it); ImportError for a URL without pyarrow. A URL whose listing is cut at its
+    bounds is left to the reader (``ListingCut``: its damage)."""
+    store = object_store(names, storage)
+    paths: list[str] = []
+    for name in names or [STDIN]:
+        try:
+            paths.extend(expand([name], store))
+        except ListingCut:
+            pass
     for path in paths:
         if path != STDIN and not is_url(path):   # (a FIFO: checked, not waited on)
             os.close(os.open(path, os.O_RDONLY | O_NONBLOCK | O_CLOEXEC))

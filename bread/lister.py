@@ -36,6 +36,12 @@ MIN_BYTES = 8 << 20
 _POLL = 0.05
 
 
+#: The child: bread's directory appended to its path only if it cannot import bread itself
+#: (as ``blog.files.compaction``'s child).
+_CHILD = ("import sys\ntry:\n import bread\nexcept ImportError:\n sys.path.append(sys.argv[1])\n"
+          "from bread.lister import main; main()")
+
+
 def bounds() -> tuple[int, int]:
     """(keys, seconds) of a listing: ``MAX_KEYS`` and ``LIST_TIMEOUT``, or the environment's
     (whole numbers, at least 1)."""
@@ -53,9 +59,8 @@ def listed(fs: Any, path: str, recursive: bool, url: str) -> list[tuple[str, str
     ``get_file_info(FileSelector(path, recursive=...))``), listed by a child; ListingCut
     naming ``url`` past the bounds, OSError naming it if the store fails."""
     keys, seconds = bounds()
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-         "from bread.lister import main; main()",
+    child = subprocess.Popen(     # -P: no working directory on the path (a bread/ there
+        [sys.executable, "-P", "-c", _CHILD,   # is not run), the standard library first
          os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:

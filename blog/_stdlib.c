@@ -2,7 +2,7 @@
  * with a C fast path for the common logging record; its twin is blog/stdlib.py
  * (BlogHandler.emit's first branch), which it calls for everything else. LoggingCall,
  * logging.Logger._log for a call that reaches only BlogHandlers: to their sites without a
- * LogRecord; its twin is blog/stdlibcalls.py (log_call).
+ * LogRecord; its twin is blog/stdlibcalls.py (blog's _log and log_call).
  */
 #include "_extension.h"
 
@@ -338,24 +338,25 @@ release(Reached *found, int n)
 }
 
 /* logging.Logger._log while a BlogHandler exists (blog/stdlibcalls.py installs it, and is
- * its twin, log_call): a call whose every handler on the way is a BlogHandler without
- * filters, of a plain Logger, goes to the handlers' sites as the record would; any other
- * call goes to the `_log` it replaced, unchanged. */
+ * its twin, blog's _log): a call whose every handler on the way is a BlogHandler without
+ * filters or a NullHandler that does nothing, of a plain Logger, goes to the BlogHandlers'
+ * sites as the record would; any other call goes to the `_log` it replaced, unchanged. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *original;   /* the Logger._log it replaced: the record path */
-    PyObject *twin;       /* stdlibcalls.log_call: calls with extra, exc_info, stack_info */
+    PyObject *twin;       /* blog's _log in Python: calls with extra, exc_info, stack_info */
     PyObject *emit;       /* stdlibcalls.emit_call: handlers whose push is not C's here */
     PyObject *handler_type;    /* blog.stdlib.BlogHandler (exactly: not a subclass) */
     PyObject *checked;    /* stdlibcalls.unchanged(cls): the class's methods are logging's */
     PyObject *globals;    /* logging's module dict: its _srcfile and _logRecordFactory */
     PyObject *srcfile;    /* logging._srcfile when installed */
     PyObject *record_type;     /* logging.LogRecord: the record factory must be it */
-    PyObject *types[2];   /* logging.Logger, logging.RootLogger */
+    PyObject *types[3];   /* logging.Logger, logging.RootLogger, logging.NullHandler (None:
+                             its handle is not logging's, no handler is skipped) */
     PyObject *outside;    /* the file of the last frame found not logging's own */
     Line lines[LINES];
-    unsigned int tags[2]; /* their version tags when last checked (0: check again) */
+    unsigned int tags[3]; /* their version tags when last checked (0: check again) */
 } LoggingCall;
 
 static PyObject *str_srcfile, *str_factory, *str_disabled, *str_handlers, *str_propagate,
@@ -368,8 +369,9 @@ static PyObject *str_methods[5];
 /* The attributes of a logger that reached does not read: level, _cache, manager. */
 static PyObject *str_plain[3];
 
-/* 1 if the type's methods that make and hand a record are still logging's own (checked
- * again whenever the type changed: its version tag), 0 if not, -1 error. */
+/* 1 if the type's methods that make and hand a record (a logger's) or handle it (a
+ * NullHandler's: doing nothing) are still logging's own (checked again whenever the type
+ * changed: its version tag), 0 if not, -1 error. */
 static int
 methods_unchanged(LoggingCall *self, int i)
 {
@@ -417,7 +419,8 @@ empty_list(PyObject *list)
 
 /* The BlogHandlers a call of `logger` at `level` reaches, as Logger.callHandlers walks
  * them, put in `found` (new references) if every handler on the way is a BlogHandler
- * without filters, the logger is a plain, enabled Logger without filters nor methods of its
+ * without filters or a NullHandler that does nothing (skipped, but found: no lastResort,
+ * as stdlibcalls._quiet), the logger is a plain, enabled Logger without filters nor methods of its
  * own (no_own_methods) and logging would make a plain LogRecord: their number (0: none at
  * this level); `*name` the logger's name (a new reference). -1: the record path's (or an
  * error). */
@@ -445,7 +448,8 @@ reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObjec
             goto aside;
         for (Py_ssize_t k = 0; k < PyList_GET_SIZE(handlers); k++) {
             PyObject *h = PyList_GET_ITEM(handlers, k);
-            if ((PyObject *)Py_TYPE(h) != self->handler_type)
+            int quiet = (PyObject *)Py_TYPE(h) == self->types[2];
+            if (!quiet && (PyObject *)Py_TYPE(h) != self->handler_type)
                 goto aside;
             PyObject *hd = PyObject_GenericGetDict(h, NULL);
             PyObject *hl = hd != NULL ? PyDict_GetItemWithError(hd, str_level) : NULL;
@@ -454,11 +458,12 @@ reached(LoggingCall *self, PyObject *logger, long level, Reached *found, PyObjec
             int plain = hd != NULL && empty_list(PyDict_GetItemWithError(hd, str_filters))
                         && hl != NULL && PyLong_CheckExact(hl)
                         && PyDict_GetItemWithError(hd, str_emit) == NULL
-                        && (handle == NULL || Py_IS_TYPE(handle, &RecordHandlerType));
-            long hlevel = plain ? PyLong_AsLong(hl) : 0;
-            if (PyErr_Occurred() || (level >= hlevel && n == MAX_REACHED))
+                        && (quiet ? handle == NULL && methods_unchanged(self, 2) == 1
+                                  : handle == NULL || Py_IS_TYPE(handle, &RecordHandlerType));
+            long hlevel = plain && !quiet ? PyLong_AsLong(hl) : 0;
+            if (PyErr_Occurred() || (!quiet && level >= hlevel && n == MAX_REACHED))
                 plain = 0;
-            if (plain && level >= hlevel) {
+            if (plain && !quiet && level >= hlevel) {
                 found[n].handler = Py_NewRef(h);
                 found[n++].push = Py_NewRef(handle != NULL ? handle : Py_None);
             }
@@ -678,8 +683,8 @@ logging_call_traverse(LoggingCall *self, visitproc visit, void *arg)
     Py_VISIT(self->globals);
     Py_VISIT(self->srcfile);
     Py_VISIT(self->record_type);
-    Py_VISIT(self->types[0]);
-    Py_VISIT(self->types[1]);
+    for (int i = 0; i < 3; i++)
+        Py_VISIT(self->types[i]);
     Py_VISIT(self->outside);
     for (int i = 0; i < LINES; i++)
         Py_VISIT(self->lines[i].code);
@@ -697,8 +702,8 @@ logging_call_clear(LoggingCall *self)
     Py_CLEAR(self->globals);
     Py_CLEAR(self->srcfile);
     Py_CLEAR(self->record_type);
-    Py_CLEAR(self->types[0]);
-    Py_CLEAR(self->types[1]);
+    for (int i = 0; i < 3; i++)
+        Py_CLEAR(self->types[i]);
     Py_CLEAR(self->outside);
     for (int i = 0; i < LINES; i++)
         Py_CLEAR(self->lines[i].code);
@@ -716,11 +721,15 @@ logging_call_dealloc(LoggingCall *self)
 static PyObject *
 logging_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *original, *twin, *emit, *handler_type, *checked, *globals, *logger, *root;
-    if (!PyArg_ParseTuple(args, "OOOO!OO!O!O!:LoggingCall", &original, &twin, &emit,
+    PyObject *original, *twin, *emit, *handler_type, *checked, *globals, *logger, *root, *null;
+    if (!PyArg_ParseTuple(args, "OOOO!OO!O!O!O:LoggingCall", &original, &twin, &emit,
                           &PyType_Type, &handler_type, &checked, &PyDict_Type, &globals,
-                          &PyType_Type, &logger, &PyType_Type, &root))
+                          &PyType_Type, &logger, &PyType_Type, &root, &null))
         return NULL;
+    if (null != Py_None && !PyType_Check(null)) {
+        PyErr_SetString(PyExc_TypeError, "LoggingCall: NullHandler must be a type or None");
+        return NULL;
+    }
     PyObject *srcfile = PyDict_GetItemWithError(globals, str_srcfile);
     PyObject *record_type = srcfile != NULL ? PyDict_GetItemWithError(globals, str_factory)
                                             : NULL;
@@ -743,6 +752,7 @@ logging_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->record_type = Py_NewRef(record_type);
     self->types[0] = Py_NewRef(logger);
     self->types[1] = Py_NewRef(root);
+    self->types[2] = Py_NewRef(null);
     return (PyObject *)self;
 }
 
@@ -760,8 +770,8 @@ static PyTypeObject LoggingCallType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
                 | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "LoggingCall(original, twin, emit, handler_type, checked, logging_globals, "
-              "Logger, RootLogger): logging.Logger._log, without a LogRecord where only "
-              "BlogHandlers take the call.",
+              "Logger, RootLogger, NullHandler): logging.Logger._log, without a LogRecord "
+              "where only BlogHandlers (and NullHandlers) take the call.",
     .tp_new = logging_call_new,
     .tp_call = PyVectorcall_Call,
     .tp_descr_get = logging_call_get,

@@ -1,14 +1,16 @@
 """``logging`` calls without a LogRecord: the bridge's fast path.
 
 When every handler a ``logging.Logger`` call would reach is a ``BlogHandler`` without
-filters (and the logger has none, nor a method logging would call set on it, is enabled,
-of logging's own class, and logging would make a plain ``LogRecord``), the call goes to the
-handlers' call sites as its record would, without making one: the same file, line and
-function (the frame ``Logger.findCaller`` picks for ``stacklevel``), the same severity,
-``extra``, ``exc_info`` and ``stack_info``.
+filters or a ``logging.NullHandler`` (a library's: it does nothing with a record), and the
+logger has no filter, nor a method logging would call set on it, is enabled, of logging's
+own class, and logging would make a plain ``LogRecord``, the call goes to the BlogHandlers'
+call sites as its record would, without making one: the same file, line and function (the
+frame ``Logger.findCaller`` picks for ``stacklevel``), the same severity, ``extra``,
+``exc_info`` and ``stack_info``.
 
 ``install`` (called by the first BlogHandler made) replaces ``logging.Logger._log`` by
-``log_call``, or by its C twin ``blog._speedups.LoggingCall``. Both walk, at each call,
+blog's ``_log`` (``_disguised``), or by its C twin ``blog._speedups.LoggingCall``. Both
+walk, at each call,
 what ``Logger.callHandlers`` would walk, so that a filter, another handler,
 ``propagate = False`` or ``disabled`` set at run time takes effect at the next call (levels
 and ``logging.disable`` are ``isEnabledFor``'s, before ``_log``); any other call goes to the
@@ -16,20 +18,28 @@ and ``logging.disable`` are ``isEnabledFor``'s, before ``_log``); any other call
 a ``Logger._log`` that is not logging's own when the first BlogHandler is made (a wrapper)
 is left as it is: no fast path.
 ``session.stats.logging_fast_path`` and ``logging_record_path`` count the two paths.
-In pure Python, ``log_call`` is one more frame below the caller: the record path gets
-``stacklevel + 1`` (where it is above 0, of whatever number type), which
-``Logger.findCaller`` (or an override that counts frames as it does) skips.
+A NullHandler still counts as a handler found: a call that reaches only NullHandlers does
+nothing, and logging's ``lastResort`` is not used, as on the record path.
+
+The C twin adds no frame. Blog's ``_log`` is one Python frame below the caller, made to be
+seen as logging's own by whatever walks the stack: its code is compiled as logging's file,
+at the line of logging's ``_log``, and it runs in logging's module globals. So
+``Logger.findCaller`` skips it (``logging._is_internal_frame``), and so do the walkers that
+skip logging's frames to find the application's: structlog's (a frame whose module's
+``__name__`` starts with "logging"), loguru's ``InterceptHandler`` recipe (a frame whose
+``co_filename`` is ``logging.__file__``).
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import logging
 import os
 import sys
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
@@ -46,12 +56,15 @@ _PLAIN = (logging.Logger, logging.RootLogger)
 _RESERVED = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 _SRCFILE = getattr(logging, "_srcfile", None)
 _is_internal_frame = getattr(logging, "_is_internal_frame", None)
+#: ``logging.NullHandler``'s methods: its ``handle`` calls neither a filter nor ``emit``.
+_NULL_OWN = {name: logging.NullHandler.__dict__.get(name) for name in ("handle", "emit")}
 
 _RECORD_HANDLER: Any = (accel.speedups.RecordHandler if accel.speedups is not None
                         else None)
 _original: Any = None                 # Logger._log as it was: the record path
 _handler_type: Any = None             # blog.stdlib.BlogHandler (install sets it)
 _fast: Any = None                     # what install put in Logger._log
+_twin: Any = None                     # blog's _log in Python (_disguised): LoggingCall's twin
 
 
 class CallRecord:
@@ -91,16 +104,20 @@ class CallRecord:
 
 
 def unchanged(cls: type) -> bool:
-    """True if ``cls`` finds the caller, makes and hands records with logging's methods."""
-    return all(getattr(cls, name, None) is _OWN[name] for name in _METHODS)
+    """True if ``cls`` (a logger's) finds the caller, makes and hands records with logging's
+    methods; for ``logging.NullHandler``: if it handles them with its own (doing nothing)."""
+    own = _NULL_OWN if cls is _NULL else _OWN
+    return all(getattr(cls, name, None) is own[name] for name in own)
 
 
-def reached(logger: Any, level: int) -> list | None:
+def reached(logger: Any, level: int, stacklevel: Any = 1) -> list | None:
     """The BlogHandlers a call of ``logger`` at ``level`` reaches, as ``callHandlers`` walks
     them (empty: none at this level), if each handler on the way is a BlogHandler without
-    filters, the logger has no filter nor method of its own and logging would make a plain
-    record; None: the record path's."""
+    filters or a NullHandler that does nothing (``_quiet``), the logger has no filter nor
+    method of its own, ``stacklevel`` is an int of at least 1 and logging would make a
+    plain record; None: the record path's."""
     if (type(logger) not in _PLAIN or not unchanged(type(logger)) or type(level) is not int
+            or type(stacklevel) is not int or stacklevel < 1
             or getattr(logging, "_srcfile", None) is not _SRCFILE
             or logging.getLogRecordFactory() is not logging.LogRecord
             or logger.disabled is not False or logger.filters != []
@@ -111,10 +128,12 @@ def reached(logger: Any, level: int) -> list | None:
     c = logger
     while True:
         for h in c.handlers:
+            seen = True             # (a NullHandler too: no lastResort)
+            if type(h) is _NULL and _quiet(h):
+                continue
             if (type(h) is not _handler_type or h.filters != [] or type(h.level) is not int
                     or not _own_methods(h.__dict__)):
                 return None
-            seen = True
             if level >= h.level:
                 found.append(h)
         if c.propagate is False:
@@ -136,38 +155,63 @@ def _own_methods(d: dict) -> bool:
     return "emit" not in d and (handle is None or type(handle) is _RECORD_HANDLER)
 
 
-def log_call(self: logging.Logger, level: int, msg: Any, args: Any, exc_info: Any = None,
-             extra: Any = None, stack_info: bool = False, stacklevel: int = 1) -> None:
-    """``logging.Logger._log``: without a record where only BlogHandlers take the call."""
-    handlers = (reached(self, level) if type(stacklevel) is int and stacklevel >= 1
-                else None)
-    if handlers is None:
-        # The record path, to which this frame is one more between the caller and it.
-        _original(self, level, msg, args, exc_info, extra, stack_info,
-                  stacklevel + 1 if type(stacklevel) is int and stacklevel > 0
-                  else _one_more(stacklevel))
+def _quiet(h: logging.Handler) -> bool:
+    """True if ``h``, a ``logging.NullHandler``, does nothing with a record as logging's
+    own: its class's ``handle`` and ``emit``, none set on it, no filter, an int level."""
+    d = h.__dict__
+    return (h.filters == [] and type(h.level) is int and "handle" not in d and "emit" not in d
+            and unchanged(_NULL))
+
+
+#: Blog's ``Logger._log`` (``_disguised`` compiles it as logging's): the record path
+#: (``original``) unless ``reached`` finds only BlogHandlers (and NullHandlers), then
+#: ``fast``.
+_LOG = """
+def made(original, reached, fast):
+    def _log(self, level, msg, args, exc_info=None, extra=None, stack_info=False,
+             stacklevel=1):
+        found = reached(self, level, stacklevel)
+        if found is None:
+            return original(self, level, msg, args, exc_info, extra, stack_info, stacklevel)
+        return fast(found, self, level, msg, args, exc_info, extra, stack_info, stacklevel)
+    return _log
+"""
+
+
+def _disguised(original: Any, fast: Callable[..., None]) -> Any:
+    """``Logger._log``, seen as logging's own by whatever walks the stack: compiled as
+    logging's file, each line the first of ``original`` (logging's ``_log``: a traceback
+    shows it, without columns), in logging's module globals (which it reads nothing of:
+    ``original``, ``reached`` and ``fast`` are its closure's)."""
+    code = original.__code__
+    tree = ast.parse(_LOG)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.stmt, ast.expr, ast.arg)):
+            node.lineno = node.end_lineno = code.co_firstlineno
+            node.col_offset = node.end_col_offset = -1
+    made: dict[str, Any] = {}
+    exec(compile(tree, code.co_filename, "exec"), vars(logging), made)
+    log = made["made"](original, reached, fast)
+    log.__qualname__ = "Logger._log"
+    log.__doc__ = "logging.Logger._log, blog's: without a record where only BlogHandlers take it."
+    return log
+
+
+def log_call(found: list, logger: logging.Logger, level: int, msg: Any, args: Any,
+             exc_info: Any, extra: Any, stack_info: bool, stacklevel: int) -> None:
+    """The call's event in each of the BlogHandlers ``found`` (``reached``), from blog's
+    ``Logger._log``, which the caller called."""
+    if not found and extra is None:
         return
-    if not handlers and extra is None:
-        return
-    f = caller(sys._getframe(1), stacklevel)
+    f = caller(sys._getframe(2), stacklevel)
     code = f.f_code
     if exc_info:
         if isinstance(exc_info, BaseException):
             exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
         elif not isinstance(exc_info, tuple):
             exc_info = sys.exc_info()
-    emit_call(handlers, self, level, msg, args, code.co_filename, f.f_lineno, code.co_name,
+    emit_call(found, logger, level, msg, args, code.co_filename, f.f_lineno, code.co_name,
               exc_info, extra, stack_text(f) if stack_info else None)
-
-
-def _one_more(stacklevel: Any) -> Any:
-    """The ``stacklevel`` that makes ``Logger.findCaller`` skip one frame more than
-    ``stacklevel`` does, of any type it counts down (``while stacklevel > 0: ... -= 1``: a
-    float, a bool); itself where it skips none (or cannot count it: findCaller raises)."""
-    try:
-        return stacklevel + 1 if stacklevel > 0 else stacklevel
-    except Exception:
-        return stacklevel
 
 
 def emit_call(handlers: list, logger: logging.Logger, level: int, msg: Any, args: Any,
@@ -206,10 +250,16 @@ def stack_text(f: FrameType) -> str:
 
 
 def _logging_s_own(log: Any) -> bool:
-    """True if ``log`` is logging's own ``Logger._log`` (not a wrapper of it)."""
+    """True if ``log`` is logging's own function (not a wrapper of it, nor blog's ``_log``:
+    a closure)."""
     code = getattr(log, "__code__", None)
     return (getattr(log, "__module__", None) == "logging" and code is not None
-            and os.path.normcase(code.co_filename) == _SRCFILE)
+            and os.path.normcase(code.co_filename) == _SRCFILE and not code.co_freevars)
+
+
+#: logging.NullHandler, if its ``handle`` and ``emit`` are logging's own (None: not).
+_NULL: Any = (logging.NullHandler if all(_logging_s_own(m) for m in _NULL_OWN.values())
+              else None)
 
 
 def install(handler_type: type) -> None:
@@ -217,16 +267,17 @@ def install(handler_type: type) -> None:
     ``handler_type``, if it is logging's own: a wrapper put there before (an APM's) keeps
     every call, which takes the record path. Nothing either on a Python whose logging has
     no ``_is_internal_frame`` (what ``findCaller`` skips) or no ``_srcfile``."""
-    global _original, _handler_type, _fast
+    global _original, _handler_type, _fast, _twin
     own = logging.Logger.__dict__.get("_log")
     if (_fast is not None or _is_internal_frame is None or not isinstance(_SRCFILE, str)
             or not _logging_s_own(own)):
         return
     _original, _handler_type = own, handler_type
-    fast: Any = log_call
+    fast = _twin = _disguised(own, log_call)
     if accel.speedups is not None and os.name == "posix":
-        fast = accel.speedups.LoggingCall(own, log_call, emit_call, handler_type, unchanged,
-                                          vars(logging), logging.Logger, logging.RootLogger)
+        fast = accel.speedups.LoggingCall(own, _twin, emit_call, handler_type, unchanged,
+                                          vars(logging), logging.Logger, logging.RootLogger,
+                                          _NULL)
     logging.Logger._log = _fast = fast   # type: ignore[method-assign]
 
 
@@ -241,7 +292,7 @@ def uninstall() -> None:
         logging.Logger._log = _original   # type: ignore[method-assign]
     else:                  # (no handler is of no type: each call is the record path's)
         _handler_type = None
-        if _fast is not log_call:
+        if _fast is not _twin:
             _fast.handler_type = None
     _fast = None
 

@@ -510,3 +510,209 @@ def test_the_session_s_logging_counts_keep_the_calls_of_handlers_gone(hot_path):
             gc.collect()
     assert len(stats.logging_counters) <= 128
     assert took(bridge) == (9, 3)
+
+
+# --- a library's NullHandler -------------------------------------------------
+
+
+def _library_calls(lg: logging.Logger) -> None:
+    """What a library logs: plain calls, extra, an exception, stack_info, stacklevel."""
+    for i in range(2):
+        lg.info("fetched %s in %d ms", "/a", i)
+        lg.debug("pool %d", i, extra={"host": "example.org"})
+        try:
+            raise OSError(f"reset {i}")
+        except OSError:
+            lg.warning("retrying", exc_info=True)
+        lg.error("gave up", stack_info=True)
+        _via(lg, logging.INFO, "via %d", (i,), {"stacklevel": 2}, False)
+
+
+def test_a_library_s_null_handler_leaves_its_calls_on_the_fast_path(hot_path):
+    # Proves: a NullHandler on a library's top logger (as the logging HOWTO asks of every
+    # library) does not send its calls to the record path, and they read back the same as
+    # the record path's (a filter doing nothing on the logger).
+    got = {}
+    for filtered in (False, True):
+        tree = Tree()
+        tree.manager.getLogger("app").addHandler(logging.NullHandler())
+        tree.logger.addHandler(logging.NullHandler(logging.ERROR))
+        if filtered:
+            tree.logger.addFilter(lambda record: True)
+        _library_calls(tree.logger)
+        got[filtered] = read_back(tree.bridge)
+        assert took(tree.bridge) == ((0, 10) if filtered else (10, 0))
+    assert got[False] == got[True]
+    assert len(got[False]) == 10
+
+
+class Counting(logging.NullHandler):
+    pass
+
+
+def _null_handlers(seen: list) -> list:
+    """NullHandlers that do something with a record: (what, make the handler)."""
+    def filtered() -> logging.Handler:
+        h = logging.NullHandler()
+        h.addFilter(lambda record: seen.append("filter") or True)
+        return h
+
+    def own_handle() -> logging.Handler:
+        h = logging.NullHandler()
+        h.handle = lambda record: seen.append("handle")   # type: ignore[method-assign]
+        return h
+    return [("a subclass", Counting), ("a filter", filtered), ("handle set on it", own_handle)]
+
+
+def test_a_null_handler_that_does_something_takes_the_record_path(hot_path, monkeypatch):
+    seen: list = []
+    for what, make in _null_handlers(seen):
+        tree = Tree()
+        tree.logger.addHandler(make())
+        tree.logger.info("x %d", 1)
+        assert took(tree.bridge) == (0, 1), what
+    assert seen == ["handle"]          # (NullHandler.handle calls no filter)
+    tree = Tree()
+    tree.logger.addHandler(logging.NullHandler())
+    tree.logger.info("x %d", 1)
+    monkeypatch.setattr(logging.NullHandler, "handle", lambda self, record: seen.append(
+        record.getMessage()))
+    tree.logger.info("x %d", 2)
+    monkeypatch.undo()
+    tree.logger.info("x %d", 3)
+    assert seen == ["handle", "x 2"]
+    assert took(tree.bridge) == (2, 1)
+    assert [e[6] for e in read_back(tree.bridge)] == ["x 1", "x 2", "x 3"]
+
+
+def test_a_call_that_reaches_only_null_handlers_does_nothing_and_no_last_resort(
+        hot_path, capsys, monkeypatch):
+    # Proves: a NullHandler counts as a handler found, as in Logger.callHandlers: a call
+    # that reaches only NullHandlers (at any level) writes nothing, not even through
+    # logging's lastResort; and it makes no LogRecord (the fast path's).
+    made = []
+    init = logging.LogRecord.__init__
+    monkeypatch.setattr(logging.LogRecord, "__init__",
+                        lambda self, *a, **k: (made.append(a[4]), init(self, *a, **k))[1])
+    tree = Tree()
+    lg = tree.logger
+    lg.propagate = False
+    for null in (logging.NullHandler(), logging.NullHandler(logging.CRITICAL)):
+        lg.handlers[:] = [null]
+        lg.warning("quiet %s", "please")
+        lg.error("quiet", extra={"user": "bob"})
+        with pytest.raises(KeyError, match="Attempt to overwrite 'msg' in LogRecord"):
+            lg.error("quiet", extra={"msg": "x"})
+    assert capsys.readouterr().err == ""
+    assert made == []
+    lg.handlers[:] = []
+    lg.warning("heard %s", "now")
+    assert "heard now" in capsys.readouterr().err
+    assert made == ["heard %s"]
+    assert took(tree.bridge) == (0, 0)
+
+
+# --- frame walkers: blog's frame is invisible, on both paths --------------------
+
+
+def _skips_logging_by_module() -> tuple[str, int]:
+    """structlog's walk (``_find_first_app_frame_and_name(["logging"])``, its
+    ``LoggerFactory``'s findCaller), from findCaller's caller: the first frame whose module
+    is not logging's."""
+    f = sys._getframe(2)
+    while f.f_globals.get("__name__", "?").startswith("logging") and f.f_back is not None:
+        f = f.f_back
+    return f.f_code.co_name, f.f_lineno
+
+
+class ByModule(logging.Logger):
+    def findCaller(self, stack_info=False, stacklevel=1):
+        name, line = _skips_logging_by_module()
+        return __file__, line, name, None
+
+
+class ByFile(Where):
+    """loguru's ``InterceptHandler`` recipe: the first frame past logging's file."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        frame, depth = sys._getframe(), 0
+        while frame:
+            filename = frame.f_code.co_filename
+            is_logging = filename == logging.__file__
+            is_frozen = "importlib" in filename and "_bootstrap" in filename
+            if depth > 0 and not (is_logging or is_frozen):
+                break
+            frame = frame.f_back
+            depth += 1
+        self.where.append((frame.f_code.co_name, frame.f_lineno))
+
+
+def _application(lg: logging.Logger) -> int:
+    lg.warning("from the application %s", "code")
+    return sys._getframe().f_lineno - 1
+
+
+def test_frame_walkers_that_skip_logging_s_frames_find_the_application(hot_path):
+    # Proves: once a BlogHandler exists, a walk of the stack that skips logging's frames
+    # (by module name: structlog's; by file: loguru's recipe) finds the application's
+    # frame on the record path, as without blog (in pure Python, blog's _log sits there).
+    Bridge()
+    assert stdlibcalls.installed()
+    by_module = ByModule("walked.by_module", logging.DEBUG)
+    kept = Where()
+    by_module.addHandler(kept)
+    by_file = ByFile()
+    plain = logging.Logger("walked.by_file", logging.DEBUG)
+    plain.addHandler(by_file)
+    lines = [_application(by_module), _application(plain)]
+    assert kept.where == [("_application", lines[0])]
+    assert by_file.where == [("_application", lines[1])]
+
+
+def test_structlog_s_logger_factory_names_the_application(hot_path):
+    structlog = pytest.importorskip("structlog")
+    Bridge()
+    lg = structlog.stdlib.LoggerFactory()("walked.structlog")
+    kept = Where()
+    lg.addHandler(kept)
+    lg.propagate = False
+    try:
+        line = _application(lg)
+    finally:
+        lg.removeHandler(kept)
+    assert kept.where == [("_application", line)]
+
+
+def test_loguru_s_intercept_handler_recipe_names_the_application(hot_path):
+    loguru = pytest.importorskip("loguru")
+    import inspect
+    logger = loguru.logger
+
+    class InterceptHandler(logging.Handler):   # loguru's README, as it is
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                level: str | int = logger.level(record.levelname).name
+            except ValueError:
+                level = record.levelno
+            frame, depth = inspect.currentframe(), 0
+            while frame:
+                filename = frame.f_code.co_filename
+                is_logging = filename == logging.__file__
+                is_frozen = "importlib" in filename and "_bootstrap" in filename
+                if depth > 0 and not (is_logging or is_frozen):
+                    break
+                frame = frame.f_back
+                depth += 1
+            logger.opt(depth=depth, exception=record.exc_info).log(level,
+                                                                   record.getMessage())
+    Bridge()
+    records: list = []
+    sink = logger.add(lambda m: records.append(m.record), level=0)
+    lg = logging.Logger("walked.loguru", logging.DEBUG)
+    lg.addHandler(InterceptHandler())
+    try:
+        line = _application(lg)
+    finally:
+        logger.remove(sink)
+    assert [(r["function"], r["line"], r["message"]) for r in records] == [
+        ("_application", line, "from the application code")]

@@ -39,7 +39,7 @@ from blogstore import manifest
 from blogstore.catalog import DAMAGED
 from blogstore.fileset import LOG_SUFFIXES
 
-from .errors import OptionError
+from .errors import ListingCut, OptionError
 from .lister import listed
 
 #: Names of files being made (left out of a pattern's matches, as in a directory).
@@ -80,6 +80,8 @@ class Store:
         self._sizes: dict[str, int] = {}
         self._manifests: dict[str, dict | None] = {}
         self._ranged: set[str] = set()      # roots whose ranged reads were checked
+        #: What each URL stood for (or the cut of its listing): listed once per store.
+        self._expanded: dict[str, list[str] | ListingCut] = {}
 
     def _split(self, url: str) -> tuple[Any, str, str]:
         """(file system, its path of the URL, the URL's prefix before that path)."""
@@ -121,7 +123,22 @@ class Store:
     def expand(self, url: str) -> list[str]:
         """The files a URL stands for: itself, the log files of a prefix, or the matches of
         a pattern; FileNotFoundError (naming the URL) if none. As a local path, a URL that
-        exists is never taken for a pattern (``a[1].blog`` is that object)."""
+        exists is never taken for a pattern (``a[1].blog`` is that object). Listed once:
+        asked again, the store gives what it found (or the cut of its listing) again."""
+        known = self._expanded.get(url)
+        if isinstance(known, ListingCut):
+            raise known
+        if known is not None:
+            return list(known)
+        try:
+            out = self._expand(url)
+        except ListingCut as cut:
+            self._expanded[url] = cut
+            raise
+        self._expanded[url] = out
+        return list(out)
+
+    def _expand(self, url: str) -> list[str]:
         fs, path, root = self._split(url)
         magic = any(c in path for c in _MAGIC)
         try:

@@ -7,7 +7,8 @@ import io
 import itertools
 import os
 import sys
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence, Union, cast
+from typing import (TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Mapping,
+                    Sequence, Union, cast)
 
 from blogformat.frames import MAGIC
 
@@ -22,6 +23,9 @@ from .filters import NO_FILTER, Filter
 from .merge import MAX_HELD, SortedInput, index, merge, merger
 from .lines import LineSink, line_blocks
 from .render import PrettyPrinter
+
+if TYPE_CHECKING:
+    from .objectstore import Store
 
 #: The first bytes of an input that tell a C++ binlog file (``bread.cxx.entries.is_binlog``).
 HEAD = 12
@@ -77,8 +81,8 @@ class Reader:
 
     def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER,
                  span: tuple[int, int] | None = None, verified_only: bool = False,
-                 follow: bool = False, storage_options: Mapping[str, Any] | None = None
-                 ) -> None:
+                 follow: bool = False, storage_options: Mapping[str, Any] | None = None,
+                 store: Store | None = None) -> None:
         self.sort = sort
         self.filter = filter
         self.verified_only = verified_only
@@ -121,7 +125,8 @@ class Reader:
         self.skipped: list[str] = []        # files left unread: outside the time window
         self._manifests: dict = {}
         self.headers: list[Any] = []
-        self._store = object_store(self._inputs, storage_options)   # None: no URL
+        self._store = (store if store is not None     # (the CLI's: each URL listed once)
+                       else object_store(self._inputs, storage_options))   # None: no URL
         self.unknown_sources = 0
         self._named: set[str] = set()   # inputs given by name: not a blog file is an error
 

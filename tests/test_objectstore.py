@@ -541,3 +541,24 @@ def test_a_listing_of_several_pages_is_read_whole_and_one_past_the_key_bound_is_
         monkeypatch.setenv("BREAD_STORE_MAX_KEYS", bad)
         with pytest.raises(ValueError, match="BREAD_STORE_MAX_KEYS"):
             list(bread.read("s3://b/logs", storage_options=options))
+
+
+def test_the_command_line_lists_a_prefix_once(stored, s3, monkeypatch, capsys):
+    # Proves: `bread PREFIX` (text, whose C++ check opens the inputs first; and -s) lists
+    # the prefix once: each listing is a child process, and it was listed two or three
+    # times (the inputs' check, the C++ check, then the reader).
+    import bread.objectstore as objectstore
+    _, url, opts = stored
+    calls = []
+    real = objectstore.listed
+
+    def counted(*args):
+        calls.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(objectstore, "listed", counted)
+    for args in ([], ["-s"], ["-o", "jsonl"]):
+        calls.clear()
+        code, out, err = run_cli([*args, "--endpoint", opts["endpoint_override"], url], capsys)
+        assert code == 0 and out, err
+        assert len(calls) == 1, (args, calls)

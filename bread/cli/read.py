@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Any, BinaryIO, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Sequence, TypeVar
 
 from blogformat import __version__
 from blogformat.frames import MAGIC
@@ -22,6 +22,9 @@ from ..reader import Reader
 from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,
                       escape_controls)
 from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE, Parser, subcommand
+
+if TYPE_CHECKING:
+    from ..objectstore import Store
 
 T = TypeVar("T")
 
@@ -143,12 +146,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def open_inputs(names: Sequence[str], storage: dict | None = None) -> list[str]:
+def open_inputs(names: Sequence[str], store: Store | None = None) -> list[str]:
     """The files to read (patterns, directories and prefixes expanded, standard input if
-    none), each checked to open (a URL's, listed by its store): OSError (``cannot_open``
-    says it); ImportError for a URL without pyarrow. A URL whose listing is cut at its
-    bounds is left to the reader (``ListingCut``: its damage)."""
-    store = object_store(names, storage)
+    none), each checked to open (a URL's, listed by ``store``, which the reader is then
+    given: a URL is listed once): OSError (``cannot_open`` says it); ImportError for a URL
+    without pyarrow. A URL whose listing is cut at its bounds is left to the reader
+    (``ListingCut``: its damage)."""
     paths: list[str] = []
     for name in names or [STDIN]:
         try:
@@ -283,9 +286,13 @@ def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) ->
         sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
         return EXIT_USAGE
     storage = storage_options(args)
+    try:
+        store = object_store(args.inputs, storage)
+    except ImportError as exc:
+        return cannot_read_urls(exc)
     if _as_cxx_bread(args):
         try:
-            paths = open_inputs(args.inputs, storage)
+            paths = open_inputs(args.inputs, store)
             if paths and not is_url(paths[0]) and not _begins_as_blog(paths[0]):
                 from ..cxx import text as cxx_text
                 if cxx_text.all_binlog(paths):
@@ -318,9 +325,10 @@ def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) ->
             reader = Reader(args.inputs[0], filter=flt, verified_only=args.verified_only,
                             follow=True)
         else:   # as named: a file found in a directory that is not a blog file is damage
-            open_inputs(args.inputs, storage)
+            open_inputs(args.inputs, store)
             reader = Reader(list(args.inputs) or [STDIN], sort=args.sort, filter=flt,
-                            verified_only=args.verified_only, storage_options=storage)
+                            verified_only=args.verified_only, storage_options=storage,
+                            store=store)
     except OSError as exc:
         return cannot_open(exc)
     except ImportError as exc:

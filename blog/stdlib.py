@@ -449,8 +449,9 @@ def capture(min_severity: int | str | None = None, *, session: Session | None = 
     number = level_number("INFO" if min_severity is None else min_severity)
     root = logging.getLogger()
     target = session if session is not None else default_session()
-    handler = next((h for h in root.handlers
-                    if isinstance(h, BlogHandler) and h.session is target), None)
+    handler = next((h for h in root.handlers   # (not a test capture's: it ends with it)
+                    if isinstance(h, BlogHandler) and h.session is target
+                    and not getattr(h, "capture_only", False)), None)
     if handler is None:
         handler = BlogHandler(number, session=target)
     handler.setLevel(number)

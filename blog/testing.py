@@ -125,6 +125,8 @@ def _logging_handler(session: Session) -> Any:
     from .stdlib import BlogHandler
 
     class CaptureHandler(BlogHandler):
+        capture_only = True      # never taken for its own by blog.stdlib.capture()
+
         def handle(self, record: logging.LogRecord) -> Any:
             logger = logging.root.manager.loggerDict.get(record.name)
             while isinstance(logger, logging.Logger) and logger is not logging.root:
@@ -132,6 +134,9 @@ def _logging_handler(session: Session) -> Any:
                        for h in logger.handlers):
                     return False
                 logger = logger.parent
+            if any(isinstance(h, BlogHandler) and h is not self and h.session is session
+                   for h in logging.root.handlers):
+                return False     # one put on the root since (blog.stdlib.capture()) writes it
             return super().handle(record)
 
     root = logging.getLogger()

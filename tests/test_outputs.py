@@ -351,6 +351,41 @@ def test_a_callable_output_that_never_returns_does_not_keep_the_process_from_exi
     assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == ["boom 1", "after 2"]
 
 
+def test_the_outputs_are_written_at_exit_where_python_starts_no_thread(tmp_path):
+    # Proves: where Python refuses to start a thread in an exit handler (3.12: "can't
+    # create new thread at interpreter shutdown"; refused here as 3.12 does), blog's exit
+    # still gives the outputs beside the file their last events, in the exiting thread,
+    # and ends the file cleanly. Before, the bounded wait's helper thread raised
+    # RuntimeError out of blog's exit handler: a traceback, the callable never given the
+    # last events, the file left without its Summary.
+    r = run_python("""
+        import atexit, threading
+        got = []
+        atexit.register(lambda: print("got", got, flush=True))   # runs after blog's
+        import blog
+
+        def no_thread(self):
+            raise RuntimeError("can't create new thread at interpreter shutdown")
+
+        def ending():   # runs before blog's: the last event, then Python 3.12's refusal
+            blog.get_logger().info("last {}", 2)
+            threading.Thread.start = no_thread
+
+        blog.basic_config("app.blog", flush_interval=60)
+        blog.add_output(lambda ev: got.append(ev.message))
+        blog.get_logger().info("first {}", 1)
+        atexit.register(ending)
+    """, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert "got ['first 1', 'last 2']" in r.stdout, (r.stdout, r.stderr)
+    assert [ev.message for ev in bread.read(str(tmp_path / "app.blog"))] == ["first 1",
+                                                                           "last 2"]
+    from bread.stats import collect
+    [closing] = collect(str(tmp_path / "app.blog"))["files"]
+    assert closing["closed_cleanly"] and closing["summary_events"] == 2
+
+
 def test_what_a_callable_output_logs_is_written_but_not_fed_back():
     # Proves: an event logged from inside a callable output (on the thread that writes) is
     # written to the outputs as an event of a writer of its own ("... (in an output)"),

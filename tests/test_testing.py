@@ -67,6 +67,24 @@ def test_capture_takes_logging_records_as_logging_emits_them_and_once():
     assert off.messages() == []
 
 
+def test_logging_routed_into_blog_during_a_capture_stays_routed_after_it():
+    # Proves: blog.stdlib.capture() called by the code under test while a capture runs
+    # (an application's start-up in a test) adds its own BlogHandler, which outlives the
+    # capture; each record is captured once meanwhile. Before, it took the capture's
+    # handler for its own, which the capture's end removed: logging was no longer routed.
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    try:
+        with blog.testing.capture() as captured:
+            routed = blog.stdlib.capture()
+            logging.getLogger("payments").warning("card %s declined", "visa")
+        assert captured.messages() == ["card visa declined"]
+        assert routed in root.handlers
+    finally:
+        root.handlers[:] = before
+        root.setLevel(level)
+
+
 def test_capture_holds_only_what_was_logged_inside_it():
     log = blog.get_logger("shop")
     log.info("before")

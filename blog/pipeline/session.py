@@ -375,7 +375,11 @@ class Session:
         left = [n for n, _ in jobs]
         t = threading.Thread(target=self._write_sides, args=(jobs, lock, left),
                              name="blog-outputs", daemon=True)
-        t.start()
+        try:
+            t.start()
+        except RuntimeError:  # no thread starts in an exit handler (Python 3.12): written
+            self._write_sides(jobs, lock)      # here, the wait unbounded (guide)
+            return total
         while t.is_alive() and not self.outputs_overdue():
             t.join(0.05)
         if t.is_alive():      # left behind, holding the sides lock: later ones are skipped

@@ -615,6 +615,10 @@ def test_export_writes_json_lines_and_csv_as_bread_prints_them(tmp_path, capsys)
         assert not out.is_symlink() and out.read_bytes().decode() == want
         assert victim.read_text() == "keep"
         assert run_cli(["export", f"--{kind}", "-", str(a), str(b)], capsys)[1] == want
+XX
+    stale.write_text("stale")
+    assert run_cli(["export", "--jsonl", str(tmp_path / "out.jsonl"), str(a)], capsys)[0] == 0
+    stale.unlink()
     gone = tmp_path / "gone.jsonl"
     code, _, err = run_cli(["export", "--jsonl", str(gone), str(tmp_path / "none.blog")], capsys)
     assert code == cli.EXIT_OPEN and "none.blog" in err

@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 
-from blogstore.posix import O_CLOEXEC, O_NOFOLLOW
+from blogstore.fileset import create_temp
 
 from ..columnar import parquet
 from ..errors import NotABlogFile
@@ -69,16 +69,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _rows(args: argparse.Namespace, output: str, out: str) -> int:
     """``--jsonl OUT`` or ``--csv OUT``: ``bread -s -o OUTPUT FILE...`` written to a new
-    file beside OUT (``O_EXCL | O_NOFOLLOW``), renamed to OUT when complete, removed if
+    file beside OUT (``O_EXCL | O_NOFOLLOW``, a name of its own: ``create_temp``), renamed to OUT when complete, removed if
     the export failed (exit 2 or a usage error); a link at OUT is replaced, never
     written through. The exit status is bread's (3: damaged input, all else written)."""
     argv = ["-s", "-o", output, "--csv-formulas", args.csv_formulas, "--", *args.inputs]
     options = read.parser().parse_args(argv)
     if out == STDIN:
         return read.write(options, sys.stdout.buffer)
-    temp = os.path.join(os.path.dirname(out) or ".", f".{os.path.basename(out)}.{os.getpid()}.tmp")
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+        fd, temp = create_temp(out)     # OUT.<random>.tmp: a stale one is passed over
     except OSError as exc:
         sys.stderr.write(f"bread export: cannot write {escape_controls(out)}: {exc.strerror}\n")
         return EXIT_OPEN

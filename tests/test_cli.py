@@ -615,7 +615,7 @@ def test_export_writes_json_lines_and_csv_as_bread_prints_them(tmp_path, capsys)
         assert not out.is_symlink() and out.read_bytes().decode() == want
         assert victim.read_text() == "keep"
         assert run_cli(["export", f"--{kind}", "-", str(a), str(b)], capsys)[1] == want
-XX
+    stale = tmp_path / f".out.jsonl.{os.getpid()}.tmp"    # a killed export of this pid's
     stale.write_text("stale")
     assert run_cli(["export", "--jsonl", str(tmp_path / "out.jsonl"), str(a)], capsys)[0] == 0
     stale.unlink()

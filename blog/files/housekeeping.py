@@ -277,11 +277,19 @@ class Housekeeper:
         self._thread = None
 
     def _put(self, task: tuple[str, str]) -> None:
+        """Hand ``task`` to the thread (started if needed). Where no thread can be started
+        (Python 3.12+ in an exit handler: a set opened again for late events), it is left
+        for the next start's sweep, which does whatever a task would have."""
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="blog-housekeeping",
-                                                daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._run, name="blog-housekeeping",
+                                          daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:      # "can't create new thread at interpreter shutdown"
+                    self._thread = None
+                    return
+                self._thread = thread
         self._queue.put(task)
 
     def _run(self) -> None:

@@ -282,18 +282,21 @@ def _use_crash_buffer(s: Session, stream: Any, output: Any, crash: CrashOption) 
     if crash is False or not is_file(stream):
         s.use_crash_buffer(None)
         return
-    from blogstore.crashlayout import buffer_directory
+    from blogstore.crashlayout import buffer_directory, pending_pids
     from blogstore.recovery import recover
 
     from .files.crashbuf import CrashBuffer
     directory = buffer_directory(os.fspath(output), crash)
     try:
+        waited = is_rotating(stream) and bool(pending_pids(directory))
         recovered = recover(directory, stream, os.fspath(output), warn=report)
         for r in recovered:
             report(f"blog: recovered {r.events} event(s) that process {r.pid} logged but "
                    f"did not write before it died, into {r.path}")
-        if recovered and is_rotating(stream):
-            stream.housekeeper.sweep()    # their files may be compressed now
+        if (recovered or waited) and is_rotating(stream):
+            # Their files may be compressed and shipped now, a dead writer's whose buffer
+            # held nothing to append too (a SIGTERM flushes, and leaves it empty).
+            stream.housekeeper.sweep()
         s.use_crash_buffer(CrashBuffer(directory, stream.path, s.descriptor,
                                        getattr(stream, "rotate_bytes", None)))
     except OSError as exc:   # the output is moved already: it goes on, unprotected

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import textwrap
 import threading
@@ -406,3 +407,39 @@ def test_marks_fold_the_journal_into_the_manifest_once_it_outgrows_it(tmp_path, 
     alone = manifest.checked(manifest.read_json(str(d / manifest.NAME)))["files"]
     assert 0 < sum(alone[n].get("shipped") is True for n in names) < len(names)
     assert all(e.get("shipped") is True for e in manifest.load(str(d))["files"].values())
+
+
+@pytest.mark.parametrize("end", ["SIGTERM", "SIGKILL"])
+def test_the_next_start_ships_a_file_whose_dead_writer_left_nothing_to_recover(tmp_path, end):
+    # Proves (found by tests/lifecycle_soak.py): a writer stopped by SIGTERM (flushed, then
+    # ended by the signal: its crash buffer stays, empty) or killed with nothing pending
+    # leaves its file to the next start, which compresses and ships it once its buffer is
+    # gone. Before, a recovery that appended nothing queued no second pass: the file
+    # stayed uncompressed and unshipped until yet another start.
+    script = """
+        import os, signal, sys
+        import blog
+        def record(path):
+            with open("shipped.txt", "a") as f:
+                f.write(os.path.basename(path) + "\\n")
+        blog.basic_config("logs/app.blog", rotate_bytes=1 << 20, compress=True,
+                          crash_buffer=True, on_close=record)
+        if sys.argv[1:] != ["again"]:
+            for i in range(10):
+                blog.get_logger().info("e {}", i)
+            blog.flush()
+            os.kill(os.getpid(), signal.%s)
+    """ % end
+    r = subprocess.run(python_child("-c", textwrap.dedent(script)), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == -getattr(signal, end), r.stderr
+    [first] = [f.name for f in members(str(tmp_path / "logs"), "app")]
+    r = subprocess.run(python_child("-c", textwrap.dedent(script), "again"), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    shipped = (tmp_path / "shipped.txt").read_text().split()
+    assert first + ".gz" in shipped
+    assert [f.name for f in members(str(tmp_path / "logs"), "app")
+            if not f.compressed] == []
+    assert [e.message for e in bread.read(str(tmp_path / "logs" / (first + ".gz")))] == [
+        f"e {i}" for i in range(10)]

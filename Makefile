@@ -1,11 +1,12 @@
 # make demo: set up, log from the example app, render it with bread.
 # make test: set up, run the whole suite.
 # make quick: the suite without the tests marked slow, on the C path only.
+# make soak: a file set's whole life under kills, for SOAK_SECONDS (tests/lifecycle_soak.py).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test quick bench clean
+.PHONY: demo test quick soak bench clean
 
 # The C sources of the extensions and their headers (setup.py lists them one by one).
 CSRC   := $(wildcard blog/_*.c blog/_*.h bread/_*.c bread/_*.h blogformat/_c/*.h)
@@ -44,6 +45,14 @@ test: $(VENV)/.installed
 # While working: the C path, without the few tests marked slow (each takes seconds to minutes).
 quick: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow"
+
+# Services with forked workers writing one rotated, compressed, compacted, shipped set with a
+# crash buffer, killed at random moments for SOAK_SECONDS; then every returned event must have
+# been shipped once. SOAK_SEED=N replays a run's choices; with BLOG_PURE_PYTHON=1
+# BREAD_PURE_PYTHON=1, the pure-Python path. tests/test_lifecycle_soak.py runs it for seconds.
+SOAK_SECONDS ?= 300
+soak: $(VENV)/.installed
+	$(PY) tests/lifecycle_soak.py --seconds $(SOAK_SECONDS) $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'

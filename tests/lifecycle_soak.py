@@ -7,10 +7,11 @@ is found exactly once.
 
 (``make soak`` runs it for ``SOAK_SECONDS``; tests/test_lifecycle_soak.py runs it for a
 few seconds on each hot path.) The set is ``logs/app.blog`` with ``rotate_bytes``,
-``compress=True``, retention (``keep_files`` or ``keep_bytes``), ``compact=`` (a second's
-age: compactions run all the time), ``crash_buffer=True`` and an ``on_close`` hook that
-copies each file to ``remote/`` (under its own name: a second delivery replaces the first
-with the same bytes) and notes its digest in ``remote/journal``. Each logging thread has
+``compress=True``, retention (``keep_files``, ``keep_bytes`` or ``keep_days`` of seconds),
+``compact=`` (a second's age: compactions run all the time), ``crash_buffer=True`` and an
+``on_close`` hook that copies each file to ``remote/`` (under its own name: a second
+delivery replaces the first with the same bytes) and notes its digest in
+``remote/journal``. Each logging thread has
 a slot in a shared counters file and logs ``s SLOT SEQ PAD`` with SEQ counting from 0,
 storing after each call how many of its calls have returned.
 
@@ -321,7 +322,8 @@ class Soak:
         self.options = dict(
             rotate_bytes=rng.choice([8 << 10, 16 << 10, 48 << 10]),
             retention=rng.choice([{"keep_files": 2}, {"keep_files": 6},
-                                  {"keep_bytes": 64 << 10}, {"keep_files": 30}]),
+                                  {"keep_bytes": 64 << 10}, {"keep_files": 30},
+                                  {"keep_days": 3 / 86400, "keep_files": 10}]),
             compact=rng.choice([None, dict(older_than=1, period=1, every=1, timeout=120),
                                 dict(older_than=1, period=60, every=1, timeout=120),
                                 dict(older_than=2, period=86400, every=2, timeout=120,

@@ -437,9 +437,10 @@ class Soak:
     def step(self) -> None:
         """One moment: a random action among those that apply now."""
         rng = self.rng
-        for s in [s for s in self.running if not s.alive()]:
+        ended = [s for s in self.running if not s.alive()]
+        for s in ended:
             self.gone(s)
-        self.running = [s for s in self.running if s.alive()]
+        self.running = [s for s in self.running if s not in ended]
         ready = [s for s in self.running if s.ready.is_set() and not s.killed]
         with_workers = [s for s in ready if s.workers]
         if len(self.running) < self.services:

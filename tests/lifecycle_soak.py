@@ -591,6 +591,7 @@ class Soak:
         p = self._child("last", ["-c", _SERVICE, os.path.abspath(__file__), json.dumps(cfg),
                                  self.alive],
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.note(f"last start pid {p.pid}")
         try:
             p.wait(LAST_DRAIN + 120)
         except subprocess.TimeoutExpired:

@@ -31,8 +31,8 @@ what the directory still holds (originals and compacted files, read as bread rea
 directory) holds no event twice and none that ``remote/`` lacks; every original still
 there was shipped with its bytes; each name was shipped with one content; no buffer is
 left; no file holds more than rotate_bytes before its last frame; no event is damaged; no
-child said a traceback or a failure on stderr. ``TOLERATE_*`` below name the known bugs
-whose cases are counted in the stats instead, until their fixes land.
+child said a traceback or a failure on stderr. ``TOLERATE_*`` below names a known bug
+whose cases are counted in the stats instead, until its fix lands.
 
 The same seed gives the same options and the same random draws; what a draw does depends
 on what runs at that moment, so a replay takes close to the same path, not exactly it.
@@ -338,8 +338,7 @@ class Soak:
         self.stats: dict[str, Any] = {k: 0 for k in (
             "services", "killed while starting", "killed", "terminated", "ended",
             "workers killed", "killed while shipping", "recoveries", "recoveries killed",
-            "compactions", "compactions killed", "lost without a crash buffer (known bug)",
-            "files over rotate_bytes by recovery (known bug)")}
+            "compactions", "compactions killed", "lost without a crash buffer (known bug)")}
         self.alive = os.path.join(root, "alive")
         open(self.alive, "wb").close()
 
@@ -603,8 +602,8 @@ class Soak:
         self.stats["last start (s)"] = round(time.monotonic() - t, 1)
 
     def check(self) -> dict[str, Any]:
-        """Every returned event once in remote/, the directory consistent with it (module
-        docstring); raises Failed naming what is wrong."""
+        """Every returned event once in remote/ (and what is left to ship), the directory
+        consistent with it (module docstring); raises Failed naming what is wrong."""
         import bread
         from blogstore.crashlayout import buffer_directory
         from blogstore.fileset import members
@@ -665,13 +664,10 @@ class Soak:
                     problems.append(f"slot {slot} seq {seq} twice (again in {n})")
             if r.damage:
                 problems.append(f"{n}: damage {r.damage}")
-            here = sum(x.events for x in r.notices if type(x).__name__ == "Recovered")
-            recovered += here
+            recovered += sum(x.events for x in r.notices if type(x).__name__ == "Recovered")
             # Before its last frame (the Summary, a Recovered entry, or what a kill cut).
             size = sum(b for _, b in frame_sizes_gz(path)[:-1])
-            if size > self.options["rotate_bytes"] and here and TOLERATE_RECOVERY_SIZE:
-                self.stats["files over rotate_bytes by recovery (known bug)"] += 1
-            elif size > self.options["rotate_bytes"]:
+            if size > self.options["rotate_bytes"]:
                 problems.append(f"{n}: {size} bytes before its last frame, more "
                                 f"than rotate_bytes ({self.options['rotate_bytes']})")
         slots = {s for s in range(self.started * SLOTS_PER_SERVICE) if self.words[s]} | set(seen)
@@ -750,12 +746,6 @@ class Soak:
 #: losses of such a writer are counted in the stats, not failed; set it to False (remove
 #: it) once the sweep spares a live writer's ``.new``.
 TOLERATE_SWEPT_NEW = True
-
-
-#: KNOWN BUG, fixed on another branch: recovery appends what a dead writer left to its file
-#: whatever rotate_bytes says, so a file holding recovered events may pass it. While True,
-#: such files are counted in the stats, not failed; remove it once recovery keeps the size.
-TOLERATE_RECOVERY_SIZE = True
 
 
 def frame_sizes_gz(path: str) -> list[tuple[int, int]]:

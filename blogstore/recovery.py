@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import stat
 import struct
 import time
@@ -36,7 +37,7 @@ from blogformat.entries import (ClockSync, EnumMember, EventSource, RecordType, 
 from blogformat.frames import FRAME_HEADER, frame_bytes
 
 from .bufferread import BufferDir, channel_names, events_frames, open_channel, read_metadata
-from .crashlayout import CTL, CTL_MAGIC, PAGE, REC, VERSION, open_directory
+from .crashlayout import CTL, CTL_MAGIC, PAGE, REC, VERSION, alive, open_directory
 from .posix import fcntl
 from .recoverytarget import (cut_partial_write, frame_at, on_stream_file, own_file,
                              settle_elsewhere, write_complete)
@@ -170,8 +171,13 @@ def _set_aside(d: BufferDir, meta: str, warn: Callable[[str], None], damage: lis
 
 def _sweep(d: BufferDir) -> None:
     """What no recovery will read: a control file whose process died while making it
-    (``.new``, unlocked), and channel files whose control file is gone."""
+    (``.new``, unlocked), and channel files whose control file is gone. A ``.new`` of a
+    process that is alive is its writer's between making it and locking it: left alone
+    (taking its lock first would not tell; deleted, the writer went on unprotected)."""
     for n in d.names(".new"):
+        m = re.fullmatch(r"(\d+)-\d+\.new", n)
+        if m is not None and alive(int(m[1])):
+            continue
         try:
             fd = d.open(n, os.O_RDWR)
         except OSError:

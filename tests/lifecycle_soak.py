@@ -714,7 +714,8 @@ class Soak:
     def read_stderr(self, problems: list[str]) -> set[int]:
         """What the children said that tells of a fault (a traceback, housekeeping that
         failed, a writer without its crash buffer) added to ``problems``; the slots of
-        writers whose crash buffer a recovery's sweep deleted (``TOLERATE_SWEPT_NEW``)."""
+        writers left unprotected (none since a recovery's sweep spares a live writer's
+        ``.new``: kept for the accounting)."""
         unprotected: set[int] = set()
         slots_of: dict[int, list[int]] = {}
         for s in self.all:
@@ -723,29 +724,16 @@ class Soak:
             with open(os.path.join(self.errs, name), errors="replace") as f:
                 text = f.read()
             for line in text.splitlines():
-                swept = ".new' -> '" in line and "No such file" in line
                 if "has no crash buffer" in line:
-                    pid = int(line.split("forked child ")[1].split()[0])
-                    if swept and TOLERATE_SWEPT_NEW:
-                        unprotected.update(slots_of.get(pid, ()))
-                        continue
+                    pass
                 elif "crash buffer in" in line and "cannot be used" in line:
-                    if swept and TOLERATE_SWEPT_NEW and name.startswith("service-"):
-                        unprotected.add(int(name.split("-")[1]) * SLOTS_PER_SERVICE)
-                        continue
+                    pass
                 elif not ("Traceback" in line or "failed" in line or "damage" in line):
                     continue
                 problems.append(f"stderr/{name}: {line}")
         return unprotected
 
 
-#: KNOWN BUG, not fixed on this branch (blogstore/recovery.py, _sweep): a recovery's sweep
-#: deletes the ``.new`` control file a writer starting at that moment made but had not yet
-#: locked, and that writer goes on without its crash buffer ("has no crash buffer: ...
-#: '.new' -> '.meta'" on stderr): a kill then loses what its channels held. While True, the
-#: losses of such a writer are counted in the stats, not failed; set it to False (remove
-#: it) once the sweep spares a live writer's ``.new``.
-TOLERATE_SWEPT_NEW = True
 
 
 def frame_sizes_gz(path: str) -> list[tuple[int, int]]:

@@ -352,9 +352,6 @@ def test_bread_recover_of_a_set_whose_writer_never_wrote_makes_a_file_of_the_set
     assert not os.path.exists(path)
 
 
-@pytest.mark.xfail(strict=True, reason="KNOWN BUG (found by tests/lifecycle_soak.py, left "
-                   "to the lead): a recovery's sweep deletes the .new control file a starting "
-                   "writer made but has not locked yet; remove this mark with the fix")
 def test_a_recovery_beside_a_starting_writer_leaves_it_its_crash_buffer(tmp_path, monkeypatch):
     # Proves: a recovery (another process's start, bread --recover) that sweeps the buffer
     # directory at the moment a writer makes its control file (made as .new, then locked,

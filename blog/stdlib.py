@@ -184,7 +184,7 @@ class BlogHandler(logging.Handler):
             if not (type(msg) is str and type(args) is tuple and _no_extra(record.__dict__)
                     and record.exc_info is None and record.stack_info is None
                     and self._push_known(msg, args, record.pathname, record.lineno,
-                                         record.levelno, record.name,
+                                         record.funcName, record.levelno, record.name,
                                          int(record.created * 1e9))):
                 self._emit(record)
         except RecursionError:
@@ -200,25 +200,25 @@ class BlogHandler(logging.Handler):
             msg, args = call.msg, call.args
             if not (type(msg) is str and type(args) is tuple and len(call.__dict__) == _CALL
                     and call.exc_info is None and call.stack_info is None
-                    and self._push_known(msg, args, call.pathname, call.lineno, call.levelno,
-                                         call.name, int(call.created * 1e9))):
+                    and self._push_known(msg, args, call.pathname, call.lineno, call.funcName,
+                                         call.levelno, call.name, int(call.created * 1e9))):
                 self._emit(call)
         except RecursionError:
             raise
         except Exception:
             self.handleError(call)   # type: ignore[arg-type]
 
-    def _push_known(self, msg: str, args: tuple, pathname: str, lineno: int, level: int,
-                    name: str, clock: int) -> bool:
+    def _push_known(self, msg: str, args: tuple, pathname: str, lineno: int, func: Any,
+                    level: int, name: str, clock: int) -> bool:
         """The event of a call site seen before, pushed (or below the minimum): True; False
         if the site is new, a value does not fit its conversion or fields are in context.
         Its C twin is ``_stdlib.c``'s site_push."""
         if _context_state.in_use and _CONTEXT.get() is not None:
             return False
-        site = self._sites.get((msg, pathname, lineno, level, name, len(args)))
+        site = self._sites.get((msg, pathname, lineno, func, level, name, len(args)))
         if site is None and not args:   # a new text: the site's source "{}"
             args = (msg,)
-            site = self._sites.get((None, pathname, lineno, level, name, 1))
+            site = self._sites.get((None, pathname, lineno, func, level, name, 1))
         if site is None or (site.conversions is not None
                             and not _all_fit(site.conversions, args)):
             return False
@@ -244,7 +244,8 @@ class BlogHandler(logging.Handler):
         if severity < session.registry.min_severity:
             return
         style, fmt, positional, fields = _split(record)
-        place = (record.pathname, record.lineno, level, record.name)
+        # A call site: two functions at one file and line (exec'd or generated code) are two.
+        place = (record.pathname, record.lineno, record.funcName, level, record.name)
         # A format of the record's own (a message without arguments: its text) may be the
         # site's, if it is the site's first.
         own = style == STYLE_PRINTF or (fmt is record.msg and len(fmt) <= MAX_LITERAL)

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import warnings
+from typing import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -52,6 +53,38 @@ def bridge(hot_path):
     b = Bridge()
     yield b
     b.logger.handlers[:] = []
+
+
+class Records(logging.Handler):
+    """A plain handler: the records ``logging`` itself makes, kept as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def through(path: str, calls: Callable[[logging.Logger], None]
+            ) -> tuple[list[bread.Event], list[logging.LogRecord]]:
+    """The events ``calls(logger)`` logs through a BlogHandler by ``path``, "fast" (the
+    handler alone: no LogRecord, blog.stdlibcalls) or "record" (beside a plain handler),
+    and the records ``logging`` makes of the same calls (of the plain handler beside it, or
+    of a logger of the same name that has only it)."""
+    bridge, records = Bridge(), Records()
+    if path == "record":
+        bridge.logger.addHandler(records)
+    else:
+        plain = logging.Logger(bridge.logger.name, logging.DEBUG)
+        plain.addHandler(records)
+        calls(plain)
+    calls(bridge.logger)
+    stats = bridge.session.stats
+    taken = stats.logging_fast_path if path == "fast" else stats.logging_record_path
+    assert (taken, stats.logging_fast_path + stats.logging_record_path) == (
+        len(records.records), len(records.records))
+    return bridge.read(), records.records
 
 
 # --- printf-style formats: rendered as % renders them ------------------------
@@ -255,6 +288,34 @@ def test_one_source_per_call_site(bridge):
     assert [ev.source.line for ev in events] == [events[0].source.line,
                                                  events[0].source.line + 1] * 2
     assert len({ev.source.id for ev in events}) == 2
+
+
+def _functions_at_one_line(*names: str) -> list[Callable]:
+    """Functions of these names, each compiled from a source of its own under one file
+    name, each logging at its line 2 (as exec'd or generated code)."""
+    made: dict = {}
+    for name in names:
+        exec(compile(f"def {name}(lg, v):\n    lg.info('v %s', v)\n", "<generated>", "exec"),
+             made)
+    return [made[name] for name in names]
+
+
+@pytest.mark.parametrize("path", ["fast", "record"])
+def test_two_functions_at_one_file_and_line_are_two_call_sites(hot_path, path):
+    # Proves: the call site of a record is its function too, as logging names it
+    # (record.funcName): the second function's events are not the first's, from their
+    # first record on and once each site is known (the common case, in C where built).
+    first, second = _functions_at_one_line("first", "second")
+
+    def calls(lg: logging.Logger) -> None:
+        for i in range(3):
+            first(lg, i)
+            second(lg, i)
+    events, records = through(path, calls)
+    assert [(ev.source.function, ev.source.file, ev.source.line, ev.message)
+            for ev in events] == [(r.funcName, r.pathname, r.lineno, r.getMessage())
+                                  for r in records]
+    assert [ev.source.function for ev in events] == ["first", "second"] * 3
 
 
 def test_mapping_arguments_become_fields_and_a_lone_mapping_stays_one_value(bridge):

@@ -12,7 +12,8 @@ function, logger name, level): the logger's name is the category, the level the
 nearest severity (``severity_of``), the ``%``-style message and its arguments are
 kept as they are (the source's format has the printf style, and ``bread`` renders it
 as ``logging`` would), ``extra`` becomes keyword fields, ``exc_info`` the field
-``exception`` and ``stack_info`` the field ``stack``. A message without arguments is
+``exception`` and ``stack_info`` the field ``stack`` (an ``extra`` key of either name
+is kept with one more ``_``: ``_extra_name``). A message without arguments is
 kept as it is (the style literal). A site's first format is its own; a record whose
 format or text is another (an f-string: a new text at each call) is kept as its text,
 the one value of the site's source of format ``{}``, as is a record ``logging`` cannot
@@ -59,11 +60,16 @@ from .stdlibcalls import CallRecord, install
 LEVELS = LOGGING_LEVELS
 
 #: The attributes every LogRecord has; any other one came from ``extra`` (or a filter).
-_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+#: (``taskName`` is one on Python 3.12+; on 3.11, where logging has none, an ``extra``
+#: taskName is a field as any other.)
+_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 _BASE = len(logging.makeLogRecord({}).__dict__)
 #: The attributes of a CallRecord without extra.
 _CALL = len(CallRecord("", 0, "", 0, "", "", (), None, None, None).__dict__)
 
+#: The fields of a record's ``exc_info`` and ``stack_info``: no field of ``extra`` has
+#: their names (``_extra_name``).
+_OWN_FIELDS = ("exception", "stack")
 #: Keys a handler remembers; past them, records take the slower path (their sources stay).
 MAX_SITES = 1 << 16
 #: The longest message without arguments that may be its site's format; a longer one is
@@ -244,6 +250,13 @@ class BlogHandler(logging.Handler):
         if severity < session.registry.min_severity:
             return
         style, fmt, positional, fields = _split(record)
+        extra = _extra(record)
+        if fields and not (extra.keys().isdisjoint(fields)
+                           and self._own_names(record).isdisjoint(fields)):
+            # A mapping argument's key that the record also has as an attribute (extra, its
+            # exception): logging keeps them apart (args, and record.__dict__); the event
+            # keeps the attribute as the field, the message as the text logging makes.
+            style, fmt, positional, fields = STYLE_LITERAL, _message(record), (), {}
         # A call site: two functions at one file and line (exec'd or generated code) are two.
         place = (record.pathname, record.lineno, record.funcName, level, record.name)
         # A format of the record's own (a message without arguments: its text) may be the
@@ -259,12 +272,7 @@ class BlogHandler(logging.Handler):
             # the record: the value of the site's one source "{}".
             text = fmt if style == STYLE_LITERAL else _message(record)
             style, fmt, positional, fields = STYLE_BRACES, DYNAMIC_FORMAT, (text,), {}
-        d = record.__dict__
-        if len(d) != _BASE:
-            for k, v in list(d.items()):
-                if k not in _STANDARD:        # extra={...}
-                    fields.setdefault(k if type(k) is str else _field_name(k), v)
-        fields = with_context(fields)     # blog.context's fields, after the record's
+        fields.update(extra)
         if level not in self._standard_levels:
             fields.setdefault("levelname", record.levelname)
         if record.exc_info:
@@ -273,6 +281,7 @@ class BlogHandler(logging.Handler):
                 process.exception_logged(record.exc_info[1])   # asyncio's hook: logged once
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
+        fields = with_context(fields)     # blog.context's fields, after the record's
         names = tuple(fields)
         values = tuple(positional) + tuple(fields.values())
         clock = int(record.created * 1e9)
@@ -303,6 +312,35 @@ class BlogHandler(logging.Handler):
                     elif not record.args and positional[0] is record.msg:
                         self._sites[(None,) + place + (1,)] = site
         session.writers.writer().push_event(site.source_id, clock, site.template, values, names)
+
+
+    def _own_names(self, record: logging.LogRecord | CallRecord) -> set[str]:
+        """The fields a record's own attributes take: ``levelname`` (a custom level's),
+        ``exception`` (``exc_info``) and ``stack`` (``stack_info``), where it has them."""
+        return {name for name, has in (("levelname", record.levelno not in self._standard_levels),
+                                       ("exception", record.exc_info),
+                                       ("stack", record.stack_info)) if has}
+
+
+def _extra(record: logging.LogRecord | CallRecord) -> dict[str, Any]:
+    """A record's attributes that are not a LogRecord's own (``extra={...}``, or a
+    filter's), by field name (``_extra_name``)."""
+    d = record.__dict__
+    fields: dict[str, Any] = {}
+    if len(d) != _BASE:
+        for k, v in list(d.items()):
+            if k not in _STANDARD:
+                fields.setdefault(_extra_name(k), v)
+    return fields
+
+
+def _extra_name(key: Any) -> str:
+    """The field of an ``extra`` key: its name (``_field_name``), with one more ``_`` where
+    it is the name of the record's exception or stack field or one of them followed by
+    ``_`` (``exception`` is ``exception_``): a user's field never poses as either, and no
+    two keys share a field."""
+    name = key if type(key) is str else _field_name(key)
+    return name + "_" if name.rstrip("_") in _OWN_FIELDS else name
 
 
 def _split(record: logging.LogRecord | CallRecord) -> tuple[str, str, tuple, dict[str, Any]]:

@@ -313,7 +313,6 @@ class BlogHandler(logging.Handler):
                         self._sites[(None,) + place + (1,)] = site
         session.writers.writer().push_event(site.source_id, clock, site.template, values, names)
 
-
     def _own_names(self, record: logging.LogRecord | CallRecord) -> set[str]:
         """The fields a record's own attributes take: ``levelname`` (a custom level's),
         ``exception`` (``exc_info``) and ``stack`` (``stack_info``), where it has them."""
@@ -340,7 +339,8 @@ def _extra_name(key: Any) -> str:
     ``_`` (``exception`` is ``exception_``): a user's field never poses as either, and no
     two keys share a field."""
     name = key if type(key) is str else _field_name(key)
-    return name + "_" if name.rstrip("_") in _OWN_FIELDS else name
+    # (str's own methods: a str subclass's may be hostile)
+    return str.__str__(name) + "_" if str.rstrip(name, "_") in _OWN_FIELDS else name
 
 
 def _split(record: logging.LogRecord | CallRecord) -> tuple[str, str, tuple, dict[str, Any]]:

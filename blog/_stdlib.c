@@ -16,17 +16,17 @@ enum { RSITE_SOURCE_ID, RSITE_TEMPLATE, RSITE_SEVERITY, RSITE_CONVERSIONS, RSITE
 
 /* A logging record's attributes it reads, interned once. */
 static PyObject *str_msg, *str_args, *str_exc_info, *str_stack_info, *str_pathname,
-                *str_lineno, *str_levelno, *str_logname, *str_created, *str_smin,
+                *str_lineno, *str_funcname, *str_levelno, *str_logname, *str_created, *str_smin,
                 *str_message, *str_asctime, *str_filters;
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *sites;     /* dict: (msg, pathname, lineno, levelno, name, len(args)) ->
-                            (sid, template, severity, conversions or None), shared with
-                            the Python handler; (None, ..., 1): a record without args
-                            whose msg is not its site's format: the site's source "{}",
-                            its msg the one value */
+    PyObject *sites;     /* dict: (msg, pathname, lineno, funcName, levelno, name,
+                            len(args)) -> (sid, template, severity, conversions or None),
+                            shared with the Python handler; (None, ..., 1): a record
+                            without args whose msg is not its site's format: the site's
+                            source "{}", its msg the one value */
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (blog_thread_channel) */
     PyObject *registry;  /* its min_severity: the session's minimum severity */
@@ -74,15 +74,15 @@ printf_takes(Py_UCS4 conv, PyObject *a)
     return 0;
 }
 
-/* The site (borrowed) of the key (head, path, lineno, levelno, name, n); NULL if none, or
- * an error. */
+/* The site (borrowed) of the key (head, path, lineno, func, levelno, name, n); NULL if none,
+ * or an error. */
 static PyObject *
-site_of(RecordHandler *self, PyObject *head, PyObject *path, PyObject *lineno,
+site_of(RecordHandler *self, PyObject *head, PyObject *path, PyObject *lineno, PyObject *func,
         PyObject *levelno, PyObject *name, Py_ssize_t n)
 {
     PyObject *count = PyLong_FromSsize_t(n);
-    PyObject *key = count != NULL ? PyTuple_Pack(6, head, path, lineno, levelno, name, count)
-                                  : NULL;
+    PyObject *key = count != NULL
+        ? PyTuple_Pack(7, head, path, lineno, func, levelno, name, count) : NULL;
     Py_XDECREF(count);
     if (key == NULL)
         return NULL;
@@ -92,23 +92,24 @@ site_of(RecordHandler *self, PyObject *head, PyObject *path, PyObject *lineno,
 }
 
 /* Push `args` (a tuple held by the caller, as are the key's parts) as the event of the
- * handler's site (msg, path, lineno, levelno, name, len(args)) at `clock` (LLONG_MIN: now);
+ * handler's site (msg, path, lineno, func, levelno, name, len(args)) at `clock` (LLONG_MIN:
+ * now);
  * without args, a msg not the site's format is the value of the site's "{}" source. Its
  * twin is BlogHandler._push_known. 1: pushed (or below the minimum); 0: not here (no such
  * site yet, a value its conversion does not take, a value not plain, no channel yet), with
  * nothing pushed; -1 error. */
 static int
 site_push(RecordHandler *self, PyObject *msg, PyObject *args, PyObject *path,
-          PyObject *lineno, PyObject *levelno, PyObject *name, long long clock)
+          PyObject *lineno, PyObject *func, PyObject *levelno, PyObject *name, long long clock)
 {
     int r = 0;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     PyObject *const *values = &PyTuple_GET_ITEM(args, 0);
-    PyObject *site = site_of(self, msg, path, lineno, levelno, name, n);
+    PyObject *site = site_of(self, msg, path, lineno, func, levelno, name, n);
     if (site == NULL && n == 0 && !PyErr_Occurred()) {   /* a new text: the source "{}" */
         values = &msg;
         n = 1;
-        site = site_of(self, Py_None, path, lineno, levelno, name, n);
+        site = site_of(self, Py_None, path, lineno, func, levelno, name, n);
     }
     if (site == NULL)
         return PyErr_Occurred() ? -1 : 0;
@@ -156,9 +157,9 @@ record_push(RecordHandler *self, PyObject *rec)
 {
     int r = 0;
     PyObject *d = NULL, *args = NULL;
-    /* msg, path, lineno, levelno, name: held from here on (hashing them for the site key
-     * may run code, a str subclass's, that replaces them in the record). */
-    PyObject *held[5] = {NULL, NULL, NULL, NULL, NULL};
+    /* msg, path, lineno, funcName, levelno, name: held from here on (hashing them for the
+     * site key may run code, a str subclass's, that replaces them in the record). */
+    PyObject *held[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     PyObject *filters = PyObject_GetAttr(self->handler, str_filters);
     if (filters == NULL)
         goto done;
@@ -186,11 +187,12 @@ record_push(RecordHandler *self, PyObject *rec)
     PyObject *stack = PyDict_GetItem(d, str_stack_info);
     PyObject *path = PyDict_GetItem(d, str_pathname);
     PyObject *lineno = PyDict_GetItem(d, str_lineno);
+    PyObject *func = PyDict_GetItem(d, str_funcname);
     PyObject *levelno = PyDict_GetItem(d, str_levelno);
     PyObject *name = PyDict_GetItem(d, str_logname);
     PyObject *created = PyDict_GetItem(d, str_created);
     if (msg == NULL || !PyUnicode_CheckExact(msg) || args == NULL || !PyTuple_CheckExact(args)
-        || exc != Py_None || stack != Py_None || path == NULL || lineno == NULL
+        || exc != Py_None || stack != Py_None || path == NULL || lineno == NULL || func == NULL
         || levelno == NULL || name == NULL || created == NULL || !PyFloat_CheckExact(created)) {
         args = NULL;
         goto done;
@@ -199,12 +201,13 @@ record_push(RecordHandler *self, PyObject *rec)
     held[0] = Py_NewRef(msg);
     held[1] = Py_NewRef(path);
     held[2] = Py_NewRef(lineno);
-    held[3] = Py_NewRef(levelno);
-    held[4] = Py_NewRef(name);
+    held[3] = Py_NewRef(func);
+    held[4] = Py_NewRef(levelno);
+    held[5] = Py_NewRef(name);
     double when = PyFloat_AS_DOUBLE(created) * 1e9;
     if (!(when > -9.2e18 && when < 9.2e18))
         goto done;
-    r = site_push(self, msg, args, path, lineno, levelno, name, (long long)when);
+    r = site_push(self, msg, args, path, lineno, func, levelno, name, (long long)when);
     if (r < 0)
         r = 0;
     else
@@ -213,7 +216,7 @@ done:
     if (PyErr_Occurred())
         PyErr_Clear();
     Py_XDECREF(args);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         Py_XDECREF(held[i]);
     Py_XDECREF(d);
     return r;
@@ -603,7 +606,7 @@ push_call(LoggingCall *self, PyObject *const *args, Reached *found, int n, PyObj
         PyObject *rh = found[i].push;
         int pushed = Py_IS_TYPE(rh, &RecordHandlerType)
             ? site_push((RecordHandler *)rh, args[2], args[3], co->co_filename, lineno,
-                        args[1], name, LLONG_MIN) : 0;
+                        co->co_name, args[1], name, LLONG_MIN) : 0;
         if (pushed > 0) {
             ((RecordHandler *)rh)->calls++;
             continue;
@@ -788,6 +791,7 @@ blog_stdlib_init(PyObject *m)
     static struct { PyObject **var; const char *text; } names[] = {
         {&str_msg, "msg"}, {&str_args, "args"}, {&str_exc_info, "exc_info"},
         {&str_stack_info, "stack_info"}, {&str_pathname, "pathname"}, {&str_lineno, "lineno"},
+        {&str_funcname, "funcName"},
         {&str_levelno, "levelno"}, {&str_logname, "name"}, {&str_created, "created"},
         {&str_smin, "min_severity"}, {&str_message, "message"}, {&str_asctime, "asctime"},
         {&str_filters, "filters"}, {&str_srcfile, "_srcfile"},

@@ -12,7 +12,7 @@
  * this order: tests/test_c_sources.py checks). */
 enum {
     PLAN_TRACER, PLAN_LOGGER, PLAN_REGISTRY, PLAN_LOCAL, PLAN_SEVERITY, PLAN_NAMES,
-    PLAN_DEFAULTS, PLAN_REQUIRED, PLAN_POSITIONAL, PLAN_POSONLY, PLAN_SHOWN_AT, PLAN_RESULT,
+    PLAN_DEFAULTS, PLAN_REQUIRED, PLAN_LIVE, PLAN_POSITIONAL, PLAN_POSONLY, PLAN_SHOWN_AT, PLAN_RESULT,
     PLAN_FIELDS
 };
 
@@ -30,8 +30,10 @@ typedef struct {
     PyObject *local;     /* the session's threading.local */
     PyObject *key;       /* the thread state dict's key of the local (blog_thread_channel) */
     PyObject *names;     /* the parameters' names, in order */
-    PyObject *defaults;  /* each parameter's default, or `required` */
+    PyObject *defaults;  /* each parameter's default, or `required` (where live is NULL) */
     PyObject *required;
+    PyObject *live;      /* the function whose __defaults__ and __kwdefaults__ a call takes,
+                            as they are then; NULL: `defaults`, fixed at decoration */
     PyObject *fn;        /* the decorated function */
     PyObject *fallback;  /* the Python wrapper: handles everything else */
     PyObject *dict;      /* __wrapped__, __name__, ... (functools.wraps) */
@@ -102,9 +104,30 @@ enabled(TracedCall *self)
     return m <= self->severity;
 }
 
-/* Every parameter's value into vals (borrowed), as _Tracer.bind_plain: 1 bound, 0 not
- * here (too many positional arguments, a keyword no parameter takes or given twice, a
- * parameter missing: the Python path binds it, or says why not), -1 error. */
+/* The default (borrowed) of parameter i as a call takes it now, or `required`: the live
+ * function's __defaults__ (the last positional parameters', as Python aligns them) or
+ * __kwdefaults__ as they are at this call; without one, the plan's. Its twin is
+ * _Tracer.defaults_now. NULL: an error. */
+static PyObject *
+default_of(TracedCall *self, Py_ssize_t i)
+{
+    if (self->live == NULL)
+        return PyTuple_GET_ITEM(self->defaults, i);
+    if (i < self->positional) {
+        PyObject *pos = PyFunction_GET_DEFAULTS(self->live);
+        Py_ssize_t j = (pos != NULL ? PyTuple_GET_SIZE(pos) : 0) - self->positional + i;
+        return j >= 0 ? PyTuple_GET_ITEM(pos, j) : self->required;
+    }
+    PyObject *kw = PyFunction_GET_KW_DEFAULTS(self->live);
+    PyObject *v = kw != NULL && PyDict_Check(kw)
+        ? PyDict_GetItemWithError(kw, PyTuple_GET_ITEM(self->names, i)) : NULL;
+    return v != NULL ? v : PyErr_Occurred() ? NULL : self->required;
+}
+
+/* Every parameter's value into vals (new references: a default may be replaced while the
+ * call's event is made), as _Tracer.bind_plain: 1 bound, 0 not here (too many positional
+ * arguments, a keyword no parameter takes or given twice, a parameter missing: the Python
+ * path binds it, or says why not), -1 error; vals hold nothing unless 1. */
 static int
 bind(TracedCall *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
      PyObject **vals)
@@ -112,7 +135,8 @@ bind(TracedCall *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
     if (nargs > self->positional)
         return 0;
     for (Py_ssize_t i = 0; i < self->nparams; i++)
-        vals[i] = i < nargs ? args[i] : PyTuple_GET_ITEM(self->defaults, i);
+        if ((vals[i] = i < nargs ? args[i] : default_of(self, i)) == NULL)
+            return -1;
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, k);
@@ -134,6 +158,8 @@ bind(TracedCall *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
     for (Py_ssize_t i = 0; i < self->nparams; i++)
         if (vals[i] == self->required)
             return 0;
+    for (Py_ssize_t i = 0; i < self->nparams; i++)
+        Py_INCREF(vals[i]);
     return 1;
 }
 
@@ -231,6 +257,8 @@ traced_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
                 shown[i] = vals[self->shown_at[i]];
             r = push_call(self->local, self->key, self->call_sid, shown, self->nshown,
                           ~0ULL);    /* every value shown by !r */
+            for (Py_ssize_t i = 0; i < self->nparams; i++)
+                Py_DECREF(vals[i]);
         }
         if (r < 0)
             return NULL;
@@ -256,6 +284,7 @@ traced_traverse(TracedCall *self, visitproc visit, void *arg)
     Py_VISIT(self->names);
     Py_VISIT(self->defaults);
     Py_VISIT(self->required);
+    Py_VISIT(self->live);
     Py_VISIT(self->fn);
     Py_VISIT(self->fallback);
     Py_VISIT(self->dict);
@@ -273,6 +302,7 @@ traced_clear(TracedCall *self)
     Py_CLEAR(self->names);
     Py_CLEAR(self->defaults);
     Py_CLEAR(self->required);
+    Py_CLEAR(self->live);
     Py_CLEAR(self->fn);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->dict);
@@ -325,8 +355,11 @@ traced_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->names = plan_item(plan, PLAN_NAMES, &PyTuple_Type);
     self->defaults = plan_item(plan, PLAN_DEFAULTS, &PyTuple_Type);
     self->required = plan_item(plan, PLAN_REQUIRED, NULL);
+    if (PyTuple_GET_ITEM(plan, PLAN_LIVE) != Py_None)
+        self->live = plan_item(plan, PLAN_LIVE, &PyFunction_Type);
     PyObject *shown = plan_item(plan, PLAN_SHOWN_AT, &PyTuple_Type);
-    if (self->names == NULL || self->defaults == NULL || shown == NULL)
+    if (self->names == NULL || self->defaults == NULL || shown == NULL
+        || (self->live == NULL && PyTuple_GET_ITEM(plan, PLAN_LIVE) != Py_None))
         goto fail;
     self->nparams = PyTuple_GET_SIZE(self->names);
     self->nshown = PyTuple_GET_SIZE(shown);

@@ -12,7 +12,8 @@ function, logger name, level): the logger's name is the category, the level the
 nearest severity (``severity_of``), the ``%``-style message and its arguments are
 kept as they are (the source's format has the printf style, and ``bread`` renders it
 as ``logging`` would), ``extra`` becomes keyword fields, ``exc_info`` the field
-``exception`` and ``stack_info`` the field ``stack``. A message without arguments is
+``exception`` and ``stack_info`` the field ``stack`` (an ``extra`` key of either name
+is kept with one more ``_``: ``_extra_name``). A message without arguments is
 kept as it is (the style literal). A site's first format is its own; a record whose
 format or text is another (an f-string: a new text at each call) is kept as its text,
 the one value of the site's source of format ``{}``, as is a record ``logging`` cannot
@@ -60,11 +61,16 @@ from .stdlibcalls import CallRecord, install
 LEVELS = LOGGING_LEVELS
 
 #: The attributes every LogRecord has; any other one came from ``extra`` (or a filter).
-_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+#: (``taskName`` is one on Python 3.12+; on 3.11, where logging has none, an ``extra``
+#: taskName is a field as any other.)
+_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 _BASE = len(logging.makeLogRecord({}).__dict__)
 #: The attributes of a CallRecord without extra.
 _CALL = len(CallRecord("", 0, "", 0, "", "", (), None, None, None).__dict__)
 
+#: The fields of a record's ``exc_info`` and ``stack_info``: no field of ``extra`` has
+#: their names (``_extra_name``).
+_OWN_FIELDS = ("exception", "stack")
 #: Keys a handler remembers; past them, records take the slower path (their sources stay).
 MAX_SITES = 1 << 16
 #: The longest message without arguments that may be its site's format; a longer one is
@@ -185,7 +191,7 @@ class BlogHandler(logging.Handler):
             if not (type(msg) is str and type(args) is tuple and _no_extra(record.__dict__)
                     and record.exc_info is None and record.stack_info is None
                     and self._push_known(msg, args, record.pathname, record.lineno,
-                                         record.levelno, record.name,
+                                         record.funcName, record.levelno, record.name,
                                          int(record.created * 1e9))):
                 self._emit(record)
         except RecursionError:
@@ -201,25 +207,25 @@ class BlogHandler(logging.Handler):
             msg, args = call.msg, call.args
             if not (type(msg) is str and type(args) is tuple and len(call.__dict__) == _CALL
                     and call.exc_info is None and call.stack_info is None
-                    and self._push_known(msg, args, call.pathname, call.lineno, call.levelno,
-                                         call.name, int(call.created * 1e9))):
+                    and self._push_known(msg, args, call.pathname, call.lineno, call.funcName,
+                                         call.levelno, call.name, int(call.created * 1e9))):
                 self._emit(call)
         except RecursionError:
             raise
         except Exception:
             self.handleError(call)   # type: ignore[arg-type]
 
-    def _push_known(self, msg: str, args: tuple, pathname: str, lineno: int, level: int,
-                    name: str, clock: int) -> bool:
+    def _push_known(self, msg: str, args: tuple, pathname: str, lineno: int, func: Any,
+                    level: int, name: str, clock: int) -> bool:
         """The event of a call site seen before, pushed (or below the minimum): True; False
         if the site is new, a value does not fit its conversion or fields are in context.
         Its C twin is ``_stdlib.c``'s site_push."""
         if _context_state.in_use and _CONTEXT.get() is not None:
             return False
-        site = self._sites.get((msg, pathname, lineno, level, name, len(args)))
+        site = self._sites.get((msg, pathname, lineno, func, level, name, len(args)))
         if site is None and not args:   # a new text: the site's source "{}"
             args = (msg,)
-            site = self._sites.get((None, pathname, lineno, level, name, 1))
+            site = self._sites.get((None, pathname, lineno, func, level, name, 1))
         if site is None or (site.conversions is not None
                             and not _all_fit(site.conversions, args)):
             return False
@@ -245,7 +251,15 @@ class BlogHandler(logging.Handler):
         if severity < session.registry.min_severity:
             return
         style, fmt, positional, fields = _split(record)
-        place = (record.pathname, record.lineno, level, record.name)
+        extra = _extra(record)
+        if fields and not (extra.keys().isdisjoint(fields)
+                           and self._own_names(record).isdisjoint(fields)):
+            # A mapping argument's key that the record also has as an attribute (extra, its
+            # exception): logging keeps them apart (args, and record.__dict__); the event
+            # keeps the attribute as the field, the message as the text logging makes.
+            style, fmt, positional, fields = STYLE_LITERAL, _message(record), (), {}
+        # A call site: two functions at one file and line (exec'd or generated code) are two.
+        place = (record.pathname, record.lineno, record.funcName, level, record.name)
         # A format of the record's own (a message without arguments: its text) may be the
         # site's, if it is the site's first.
         own = style == STYLE_PRINTF or (fmt is record.msg and len(fmt) <= MAX_LITERAL)
@@ -259,12 +273,7 @@ class BlogHandler(logging.Handler):
             # the record: the value of the site's one source "{}".
             text = fmt if style == STYLE_LITERAL else _message(record)
             style, fmt, positional, fields = STYLE_BRACES, DYNAMIC_FORMAT, (text,), {}
-        d = record.__dict__
-        if len(d) != _BASE:
-            for k, v in list(d.items()):
-                if k not in _STANDARD:        # extra={...}
-                    fields.setdefault(k if type(k) is str else _field_name(k), v)
-        fields = with_context(fields)     # blog.context's fields, after the record's
+        fields.update(extra)
         if level not in self._standard_levels:
             fields.setdefault("levelname", record.levelname)
         if record.exc_info:
@@ -275,6 +284,7 @@ class BlogHandler(logging.Handler):
                 process.exception_logged(exc)   # asyncio's hook: logged once
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
+        fields = with_context(fields)     # blog.context's fields, after the record's
         names = tuple(fields)
         values = tuple(positional) + tuple(fields.values())
         clock = int(record.created * 1e9)
@@ -305,6 +315,35 @@ class BlogHandler(logging.Handler):
                     elif not record.args and positional[0] is record.msg:
                         self._sites[(None,) + place + (1,)] = site
         session.writers.writer().push_event(site.source_id, clock, site.template, values, names)
+
+    def _own_names(self, record: logging.LogRecord | CallRecord) -> set[str]:
+        """The fields a record's own attributes take: ``levelname`` (a custom level's),
+        ``exception`` (``exc_info``) and ``stack`` (``stack_info``), where it has them."""
+        return {name for name, has in (("levelname", record.levelno not in self._standard_levels),
+                                       ("exception", record.exc_info),
+                                       ("stack", record.stack_info)) if has}
+
+
+def _extra(record: logging.LogRecord | CallRecord) -> dict[str, Any]:
+    """A record's attributes that are not a LogRecord's own (``extra={...}``, or a
+    filter's), by field name (``_extra_name``)."""
+    d = record.__dict__
+    fields: dict[str, Any] = {}
+    if len(d) != _BASE:
+        for k, v in list(d.items()):
+            if k not in _STANDARD:
+                fields.setdefault(_extra_name(k), v)
+    return fields
+
+
+def _extra_name(key: Any) -> str:
+    """The field of an ``extra`` key: its name (``_field_name``), with one more ``_`` where
+    it is the name of the record's exception or stack field or one of them followed by
+    ``_`` (``exception`` is ``exception_``): a user's field never poses as either, and no
+    two keys share a field."""
+    name = key if type(key) is str else _field_name(key)
+    # (str's own methods: a str subclass's may be hostile)
+    return str.__str__(name) + "_" if str.rstrip(name, "_") in _OWN_FIELDS else name
 
 
 def _split(record: logging.LogRecord | CallRecord) -> tuple[str, str, tuple, dict[str, Any]]:

@@ -79,6 +79,30 @@ def test_an_extra_key_whose_str_raises_keeps_the_record(bridged, capsys):
     assert "Logging error" not in capsys.readouterr().err
 
 
+class OwnNameKey(str):
+    """An extra key named as the record's exception field, whose str methods raise."""
+    def __str__(self):
+        return self
+
+    def rstrip(self, *chars):
+        raise RuntimeError("rstrip")
+
+    def __add__(self, other):
+        raise RuntimeError("add")
+
+    __hash__ = str.__hash__
+
+
+def test_an_extra_key_of_the_exception_field_s_name_whose_methods_raise(bridged, capsys):
+    # Proves: the key is kept as its own field beside the record's exception, its methods
+    # never called.
+    logger, read = bridged
+    logger.error("keyed", exc_info=KeyError("k"), extra={OwnNameKey("exception"): 1})
+    (ev,) = read()
+    assert ev.fields["exception_"] == 1 and ev.fields["exception"].type == "KeyError"
+    assert "Logging error" not in capsys.readouterr().err
+
+
 def test_hostile_messages_arguments_and_extras_never_raise_and_read_back(bridged, capsys):
     logger, read = bridged
     n = 0

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import warnings
+from typing import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ import blog
 import blog.stdlib
 import bread
 from blogformat.placeholders import FormatError, parse_printf, render
+from blogformat.pretty import PrettyPrinter
 from bread.entries import iter_entries
 from bread.frames import iter_frames
 
@@ -52,6 +54,38 @@ def bridge(hot_path):
     b = Bridge()
     yield b
     b.logger.handlers[:] = []
+
+
+class Records(logging.Handler):
+    """A plain handler: the records ``logging`` itself makes, kept as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def through(path: str, calls: Callable[[logging.Logger], None]
+            ) -> tuple[list[bread.Event], list[logging.LogRecord]]:
+    """The events ``calls(logger)`` logs through a BlogHandler by ``path``, "fast" (the
+    handler alone: no LogRecord, blog.stdlibcalls) or "record" (beside a plain handler),
+    and the records ``logging`` makes of the same calls (of the plain handler beside it, or
+    of a logger of the same name that has only it)."""
+    bridge, records = Bridge(), Records()
+    if path == "record":
+        bridge.logger.addHandler(records)
+    else:
+        plain = logging.Logger(bridge.logger.name, logging.DEBUG)
+        plain.addHandler(records)
+        calls(plain)
+    calls(bridge.logger)
+    stats = bridge.session.stats
+    taken = stats.logging_fast_path if path == "fast" else stats.logging_record_path
+    assert (taken, stats.logging_fast_path + stats.logging_record_path) == (
+        len(records.records), len(records.records))
+    return bridge.read(), records.records
 
 
 # --- printf-style formats: rendered as % renders them ------------------------
@@ -257,6 +291,34 @@ def test_one_source_per_call_site(bridge):
     assert len({ev.source.id for ev in events}) == 2
 
 
+def _functions_at_one_line(*names: str) -> list[Callable]:
+    """Functions of these names, each compiled from a source of its own under one file
+    name, each logging at its line 2 (as exec'd or generated code)."""
+    made: dict = {}
+    for name in names:
+        exec(compile(f"def {name}(lg, v):\n    lg.info('v %s', v)\n", "<generated>", "exec"),
+             made)
+    return [made[name] for name in names]
+
+
+@pytest.mark.parametrize("path", ["fast", "record"])
+def test_two_functions_at_one_file_and_line_are_two_call_sites(hot_path, path):
+    # Proves: the call site of a record is its function too, as logging names it
+    # (record.funcName): the second function's events are not the first's, from their
+    # first record on and once each site is known (the common case, in C where built).
+    first, second = _functions_at_one_line("first", "second")
+
+    def calls(lg: logging.Logger) -> None:
+        for i in range(3):
+            first(lg, i)
+            second(lg, i)
+    events, records = through(path, calls)
+    assert [(ev.source.function, ev.source.file, ev.source.line, ev.message)
+            for ev in events] == [(r.funcName, r.pathname, r.lineno, r.getMessage())
+                                  for r in records]
+    assert [ev.source.function for ev in events] == ["first", "second"] * 3
+
+
 def test_mapping_arguments_become_fields_and_a_lone_mapping_stays_one_value(bridge):
     bridge.logger.warning("%(user)s did %(n)05d things", {"user": "bob", "n": 42, "x": 1})
     bridge.logger.info("state %s", {"a": 1})
@@ -290,6 +352,83 @@ def test_extra_exc_info_and_stack_info_become_fields(bridge):
     assert exc.type == "KeyError" and "{}[\"key\"]" in exc.traceback
     assert b.message == "lookup failed"
     assert c.fields["stack"].startswith("Stack (most recent call last):")
+
+
+@pytest.mark.parametrize("path", ["fast", "record"])
+def test_extra_named_exception_or_stack_stays_a_plain_field_beside_the_record_s_own(
+        hot_path, path):
+    # Proves: an extra key named as the record's exception or stack field keeps its value
+    # as a plain field of its own (one more "_"), never in their place: the record's own
+    # exception and stack, as logging has them, are kept beside it; the text never shows
+    # the user's value as a traceback.
+    def calls(lg: logging.Logger) -> None:
+        lg.info("plain", extra={"exception": "Traceback (most recent call last):",
+                                "stack": "not a stack"})
+        try:
+            {}["key"]
+        except KeyError:
+            lg.exception("failed", extra={"exception": "user text", "exception_": 1},
+                         stack_info=True)
+    events, records = through(path, calls)
+    (a, b), (ra, rb) = events, records
+    assert a.fields == {"exception_": ra.exception, "stack_": ra.stack}
+    shown = PrettyPrinter(traceback=True).line(a, False)   # bread's text, tracebacks shown
+    assert "\n" not in shown and "exception_='Traceback (most recent call last):'" in shown
+    assert (b.fields["exception_"], b.fields["exception__"]) == (rb.exception, 1)
+    assert b.fields["exception"].type == rb.exc_info[0].__name__ == "KeyError"
+    # (the frames below it are through's: the plain logger's calls come from another line)
+    assert b.fields["stack"].splitlines()[-2:] == rb.stack_info.splitlines()[-2:]
+    assert b.fields["stack"].startswith("Stack (most recent call last):")
+    assert b.message == rb.getMessage()
+
+
+@pytest.mark.parametrize("path", ["fast", "record"])
+def test_context_fields_never_replace_the_record_s_exception_or_stack(hot_path, path):
+    # Proves: blog.context's fields come after the record's own (as after a call's own
+    # fields): one named exception or stack does not take their place.
+    def calls(lg: logging.Logger) -> None:
+        with blog.context(exception="ctx", stack="ctx", job="j1"):
+            lg.error("failed", exc_info=KeyError("k"), stack_info=True)
+    events, records = through(path, calls)
+    (ev,), (rec,) = events, records
+    assert ev.fields["exception"].type == rec.exc_info[0].__name__ == "KeyError"
+    assert ev.fields["stack"].startswith("Stack (most recent call last):")
+    assert ev.fields["job"] == "j1"
+
+
+@pytest.mark.parametrize("path", ["fast", "record"])
+def test_a_mapping_argument_and_extra_of_one_key_keep_both_as_logging_does(hot_path, path):
+    # Proves: where a mapping argument and extra (or the record's exception) name one key,
+    # the message is the mapping's (logging's getMessage) and the field the record's
+    # attribute, at a site's first record and after.
+    def calls(lg: logging.Logger) -> None:
+        for _ in range(2):
+            lg.info("%(a)s and %(b)s", {"a": 1, "b": "x"}, extra={"a": 2})
+            lg.error("%(exception)s", {"exception": "text"}, exc_info=ValueError("v"))
+    events, records = through(path, calls)
+    assert [(ev.message, ev.fields.get("a")) for ev in events] == [
+        (r.getMessage(), getattr(r, "a", None)) for r in records]
+    assert [ev.message for ev in events] == ["1 and x", "text"] * 2
+    assert [ev.fields["exception"].type for ev in events[1::2]] == [
+        r.exc_info[0].__name__ for r in records[1::2]]
+
+
+@pytest.mark.parametrize("path", ["fast", "record"])
+def test_an_extra_task_name_is_kept_where_logging_keeps_it(hot_path, path):
+    # Proves: extra={"taskName": ...}, which logging takes on Python 3.11 (it has no
+    # taskName of its own), is a field as any extra (it was dropped); on 3.12+ logging
+    # refuses it, on both paths, and its own taskName is no field (as threadName).
+    def calls(lg: logging.Logger) -> None:
+        if sys.version_info >= (3, 12):
+            with pytest.raises(KeyError):
+                lg.info("in %s", "w", extra={"taskName": "w-1"})
+        else:
+            lg.info("in %s", "w", extra={"taskName": "w-1"})
+        lg.info("outside")
+    events, records = through(path, calls)
+    own = sys.version_info >= (3, 12)
+    assert [ev.fields for ev in events] == [
+        {} if own or "taskName" not in vars(r) else {"taskName": r.taskName} for r in records]
 
 
 def test_levels_map_to_the_nearest_severity():

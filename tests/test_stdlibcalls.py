@@ -71,8 +71,9 @@ _format = st.lists(st.sampled_from(["a", " ", "%s", "%d", "%r", "%x", "%%", "%(k
 _calls = st.lists(st.tuples(
     st.sampled_from([logging.DEBUG, logging.INFO, 25, logging.WARNING, logging.ERROR]),
     _format, st.lists(_value, max_size=3),
-    st.one_of(st.none(), st.dictionaries(st.sampled_from(["user", "n", "taskName"]), _value,
-                                         max_size=2)),
+    st.one_of(st.none(), st.dictionaries(
+        st.sampled_from(["user", "n", "taskName", "k", "exception", "stack"]), _value,
+        max_size=2)),
     st.booleans(), st.booleans(), st.integers(1, 3)), min_size=1, max_size=4)
 
 

@@ -4,6 +4,7 @@ Python call of blog's) writes the events the reference path writes."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pickle
 import re
 import weakref
@@ -186,3 +187,55 @@ def test_below_the_minimum_an_exception_is_still_logged_at_its_own_severity(make
         f(1)
     assert [(ev.severity.name, ev.message.split(" in ")[0].rsplit(".", 1)[-1])
             for ev in logged.read()] == [("ERROR", "f raised ValueError(1)")]
+
+
+def _defaults_changed(wrap) -> list[tuple]:
+    """Calls of a fresh function wrapped by ``wrap`` while its ``__defaults__`` and
+    ``__kwdefaults__`` change: (what the call took, as the function returned it)."""
+    def f(a, b=1, *, c=2):
+        return (a, b, c)
+
+    w = wrap(f)
+    took = [w(0), w(0)]               # (the C path's sources registered by the first)
+    f.__defaults__, f.__kwdefaults__ = (10,), {"c": 20}
+    took.append(w(0))
+    f.__kwdefaults__["c"] = 30        # changed in place
+    took.append(w(0))
+    f.__defaults__ = (5, 6)           # Python takes a=5 too
+    took.append(w())
+    f.__defaults__ = (7, 8, 9)        # more than its positional parameters: the last two
+    took.append(w())
+    f.__kwdefaults__ = None
+    with pytest.raises(TypeError):    # c is required now: the call fails, logged as not bound
+        w(0)
+    return took
+
+
+@pytest.mark.parametrize("path", ["fast", "reference"])
+def test_a_call_logs_the_defaults_it_took_after_they_changed(logged, path):
+    # Proves: a traced call logs the defaults the call took, the function's __defaults__
+    # and __kwdefaults__ as they are at the call (replaced or changed in place), not those
+    # of its decoration: on the fast path (C where built, else bind_plain) and by
+    # inspect.Signature.bind, as for a function that functools.wraps wraps.
+    wrap = blog.traced if path == "fast" else traced_by_reference
+    took = _defaults_changed(lambda f: wrap(f, session=logged.session))
+    assert took == [(0, 1, 2), (0, 1, 2), (0, 10, 20), (0, 10, 30), (5, 6, 30), (8, 9, 30)]
+    calls = [ev.fields for ev in logged.read() if "duration_ms" not in ev.fields]
+    assert calls == [dict(zip("abc", t)) for t in took] + [
+        {"a": "<not bound>", "b": "<not bound>", "c": "<not bound>"}]
+
+
+def test_a_wrapped_function_s_defaults_are_those_it_takes_at_the_call(logged):
+    def inner(a, b=1):
+        return (a, b)
+
+    @blog.traced(session=logged.session)
+    @functools.wraps(inner)
+    def outer(*args, **kwargs):
+        return inner(*args, **kwargs)
+
+    outer(0)
+    inner.__defaults__ = (2,)
+    assert outer(0) == (0, 2)
+    assert [ev.fields for ev in logged.read() if "duration_ms" not in ev.fields] == [
+        {"a": 0, "b": 1}, {"a": 0, "b": 2}]

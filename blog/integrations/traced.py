@@ -25,7 +25,8 @@ import functools
 import inspect
 import threading
 import time
-from typing import Any, Callable, Iterable, NamedTuple, TypeVar
+import types
+from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 
 from blogformat.severity import Severity, to_severity
 
@@ -60,8 +61,9 @@ class FastPlan(NamedTuple):
     local: Any                # the session's threading.local (the thread's channel)
     severity: int
     names: tuple[str, ...]    # the parameters, in order
-    defaults: tuple           # each one's default, or ``required``
+    defaults: tuple           # each one's default, or ``required`` (where ``live`` is None)
     required: Any
+    live: Any                 # the function whose defaults a call takes, as they are then
     positional: int           # how many may be passed by position
     posonly: int              # how many only by position
     shown_at: tuple[int, ...]  # the indices of the parameters logged
@@ -110,6 +112,13 @@ class _Tracer:
                               for p in params.values())
         self.posonly = sum(p.kind is p.POSITIONAL_ONLY for p in params.values())
         self.shown_at = tuple(self.index[n] for n in self.shown)
+        # A call takes the defaults its function has then (``__defaults__`` and
+        # ``__kwdefaults__`` may be set after decoration): ``defaults_now``.
+        self.live = _defaults_owner(fn)
+        self.kwonly = tuple((i, n) for i, (n, p) in enumerate(params.items())
+                            if p.kind is p.KEYWORD_ONLY)
+        self._seen = (getattr(self.live, "__defaults__", None), self.defaults)
+        self._signature = (self.defaults, self.signature)
         self.result_names = ("result", "duration_ms") if result else ("duration_ms",)
         #: (call source id, return source id) once both are registered for calls without
         #: context: the C fast path (TracedCall) reads it until it is set.
@@ -194,7 +203,7 @@ class _Tracer:
     def bound(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         """``fields`` of any call, by ``inspect.Signature.bind``."""
         try:
-            bound = self.signature.bind(*args, **kwargs)
+            bound = self.signature_now().bind(*args, **kwargs)
             bound.apply_defaults()
             fields = {n: bound.arguments[n] for n in self.shown}
         except TypeError:   # the call itself fails the same way, and is logged so
@@ -211,7 +220,7 @@ class _Tracer:
         n = len(args)
         if n > self.positional:
             return None
-        values = [*args, *self.defaults[n:]]
+        values = [*args, *self.defaults_now()[n:]]
         for k, v in kwargs.items():
             i = self.index.get(k, -1)
             if i < n or i < self.posonly:
@@ -219,11 +228,46 @@ class _Tracer:
             values[i] = v
         return None if any(v is _REQUIRED for v in values) else values
 
+    def defaults_now(self) -> Sequence:
+        """Each parameter's default as a call takes it now, or ``_REQUIRED``: from the
+        function's ``__defaults__`` (the last positional parameters', as Python aligns them)
+        and ``__kwdefaults__`` as they are at the call, where it is a plain function
+        (``live``); else those of its signature at decoration. ``_traced.c``'s default_of is
+        its C twin."""
+        f = self.live
+        if f is None:
+            return self.defaults
+        pos, kw = f.__defaults__, f.__kwdefaults__
+        seen_pos, defaults = self._seen
+        if pos is not seen_pos:
+            tail = pos[-self.positional:] if pos and self.positional else ()
+            first = self.positional - len(tail)
+            defaults = tuple(tail[i - first] if first <= i < self.positional else _REQUIRED
+                             for i in range(len(self.defaults)))
+            self._seen = (pos, defaults)
+        if not self.kwonly:
+            return defaults
+        out = list(defaults)    # (a dict changed in place: read at each call)
+        for i, n in self.kwonly:
+            out[i] = kw.get(n, _REQUIRED) if kw else _REQUIRED
+        return out
+
+    def signature_now(self) -> inspect.Signature:
+        """The function's signature with the defaults a call takes now (``defaults_now``)."""
+        defaults = self.defaults_now()
+        seen, sig = self._signature
+        if any(a is not b for a, b in zip(seen, defaults)):
+            sig = self.signature.replace(parameters=[
+                p.replace(default=p.empty if d is _REQUIRED else d)
+                for p, d in zip(self.signature.parameters.values(), defaults)])
+            self._signature = (tuple(defaults), sig)
+        return sig
+
     def plan(self) -> FastPlan:
         """What the C fast path reads of this tracer."""
         return FastPlan(self, self.logger, self.registry, self.local,
                         self.severity, tuple(self.index), self.defaults, _REQUIRED,
-                        self.positional, self.posonly, self.shown_at, self.result)
+                        self.live, self.positional, self.posonly, self.shown_at, self.result)
 
     def returned(self, start: int, value: Any) -> Any:
         """Log the return of ``value``; ``value``, for the wrapper to return."""
@@ -234,6 +278,18 @@ class _Tracer:
 
     def raised(self, start: int, exc: BaseException) -> None:
         self.log(_RAISE, {"exception": exc, "duration_ms": (time.perf_counter_ns() - start) / 1e6})
+
+
+def _defaults_owner(fn: Callable[..., Any]) -> types.FunctionType | None:
+    """The function whose ``__defaults__`` and ``__kwdefaults__`` a call of ``fn`` takes
+    and ``inspect.signature(fn)`` shows: ``fn``, or the function it wraps
+    (``functools.wraps``); None where the signature is not a plain function's (a method,
+    a partial, a ``__signature__`` set: its defaults at decoration stand)."""
+    target = inspect.unwrap(fn, stop=lambda f: (hasattr(f, "__signature__")
+                                                or isinstance(f, types.MethodType)))
+    if type(target) is not types.FunctionType or hasattr(target, "__signature__"):
+        return None
+    return target
 
 
 def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEBUG,

@@ -38,6 +38,7 @@ struct Channel {
     Py_ssize_t limit;        /* bytes at which a push leaves the fast path */
     Py_ssize_t dropped;      /* events dropped so far; written by the producer only */
     char woken;
+    char inside;             /* the owning thread writes the outputs: every push refused */
     PyObject *on_overflow;   /* called by the fast paths with a push refused here */
     PyObject *marks;         /* [(offset, count, prev, entry)]: in-band metadata */
     /* The crash buffer (blog/crashbuf.py, docs/format.md 15): buf mirrored into the
@@ -78,6 +79,19 @@ static PyStructSequence_Desc taken_desc = {
     "blog._speedups.Taken", "What Channel.take() returns.", taken_fields, 6
 };
 
+/* -1 inside an output, else the capacity once the consumer was woken, else the wake-up
+ * length (what backpressure.overflow sets, from each take on); as PyChannel._set_limit. */
+static void
+channel_set_limit(Channel *self)
+{
+    if (self->inside)
+        self->limit = -1;
+    else if (self->woken)
+        self->limit = self->capacity;
+    else
+        self->limit = self->wake_at < self->capacity ? self->wake_at : self->capacity;
+}
+
 static void
 channel_reset(Channel *self)
 {
@@ -86,8 +100,8 @@ channel_reset(Channel *self)
     self->base = self->prev;
     self->lo = LLONG_MAX;
     self->hi = LLONG_MIN;
-    self->limit = self->wake_at < self->capacity ? self->wake_at : self->capacity;
     self->woken = 0;
+    channel_set_limit(self);
 }
 
 /* Start an event: array header, sid and clock delta. */
@@ -458,6 +472,26 @@ channel_nbytes(Channel *self, void *closure)
 }
 
 static PyObject *
+channel_inside_get(Channel *self, void *closure)
+{
+    return PyBool_FromLong(self->inside);
+}
+
+static int
+channel_inside_set(Channel *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete inside");
+        return -1;
+    }
+    int v = PyObject_IsTrue(value);
+    if (v < 0) return -1;
+    self->inside = (char)v;
+    channel_set_limit(self);
+    return 0;
+}
+
+static PyObject *
 channel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"capacity", "wake_at", "on_overflow", "clock", NULL};
@@ -548,6 +582,10 @@ static PyMemberDef channel_members[] = {
 
 static PyGetSetDef channel_getset[] = {
     {"nbytes", (getter)channel_nbytes, NULL, "bytes waiting", NULL},
+    {"inside", (getter)channel_inside_get, (setter)channel_inside_set,
+     "True while the owning thread writes the outputs beside the main one: every push "
+     "refused (limit -1, kept by a take); set False, the limit the channel's state gives",
+     NULL},
     {NULL}
 };
 

@@ -66,6 +66,31 @@ def test_limit_refuses_without_appending(make):
     assert ch.count == 2
 
 
+@pytest.mark.parametrize("make", [PyChannel, C], ids=["python", "c"])
+def test_inside_an_output_every_push_is_refused_even_after_a_take(make):
+    # Proves: while the owning thread writes the outputs (``inside``), a take by another
+    # thread keeps every push refused (the fast paths hand them to the writer, which routes
+    # them to its "in an output" writer); set back, the limit is the one the state gives:
+    # the wake-up length after a take, the capacity once the consumer was woken. Before,
+    # a take reset the limit to the wake-up length and the caller restored a stale copy.
+    if make is None:
+        pytest.skip("the C fast path is not built here")
+    ch = make(256, 64, None, 0)
+    ch.woken, ch.limit = True, ch.capacity     # as the back-pressure leaves it once woken
+    ch.inside = True
+    assert ch.inside and ch.limit == -1 and not ch.push_values(1, 1, (1,))
+    ch.take()
+    assert ch.limit == -1 and not ch.push_values(1, 2, (1,)) and ch.nbytes == 0
+    assert ch.push_raw(1, 3, 3, msgpack.packb([1]), force=True)   # the echo's way in
+    ch.inside = False
+    assert not ch.inside and (ch.limit, ch.woken) == (64, False)  # as the take left it
+    ch.woken = True
+    ch.inside = True
+    ch.inside = False
+    assert ch.limit == 256                      # woken, not taken since: the capacity
+    assert ch.push_values(1, 4, ("x" * 100,))
+
+
 def test_a_push_in_the_middle_of_a_push_keeps_clocks_right():
     # As a signal handler that logs would: a second push starts while the first is
     # between encoding its clock delta and appending. Both clocks must decode exactly.
@@ -115,6 +140,7 @@ _ops = st.one_of(
               st.booleans()),
     st.tuples(st.just("open")),      # the back-pressure's first overflow: limit = capacity
     st.tuples(st.just("take")),
+    st.tuples(st.just("inside"), st.booleans()),   # the thread writes the outputs, or not
 )
 
 
@@ -144,6 +170,11 @@ def test_c_and_python_channels_accept_and_refuse_the_same_pushes(capacity, wake,
         elif op[0] == "open":
             for ch in (py, c):
                 ch.woken, ch.limit = True, ch.capacity
+            ok = False
+        elif op[0] == "inside":
+            for ch in (py, c):
+                ch.inside = op[1]
+            assert (py.inside, py.woken) == (c.inside, c.woken)
             ok = False
         else:
             assert _taken(py) == _taken(c)

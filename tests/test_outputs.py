@@ -7,6 +7,7 @@ import io
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -408,6 +409,79 @@ def test_what_a_callable_output_logs_is_written_but_not_fed_back():
     assert [ev.message for ev in evs] == ["disk 1", "alerted for disk 1"]
     assert evs[1].writer.endswith("(in an output)")
     assert s.pending() == 0
+
+
+class _CountingDrainer:
+    """Counts wake-ups; never lets a producer wait."""
+
+    def __init__(self) -> None:
+        self.wakes = 0
+
+    def wake(self) -> None:
+        self.wakes += 1
+
+    def can_wait(self) -> bool:
+        return False
+
+
+def test_what_a_callable_output_logs_after_another_thread_takes_its_channel_is_not_fed_back():
+    # Proves: a consume from another thread while a callable output runs (the outputs are
+    # written after the consume lock is let go) takes the writing thread's channel too, and
+    # what the output logs after it still goes to the writer "... (in an output)": written,
+    # never given to the callable. And once the output returns, that thread's log calls
+    # wake the consumer when they reach the wake-up length, then fill the channel, as before.
+    # Before, the take reset the channel's limit: the output's event was fed back to it,
+    # and the limit restored on the way out (stale) left the channel woken at its wake-up
+    # length, so the next log calls were dropped without filling it.
+    s = blog.Session(channel_capacity=4096, overflow="drop")
+    drainer = _CountingDrainer()
+    s.attach(drainer, wake_bytes=256)
+    log = s.get_logger("alerts")
+    main_thread = threading.current_thread()
+    go, taken = threading.Event(), threading.Event()
+
+    class Stream(blog.MemoryOutputStream):
+        def write(self, b):
+            n = super().write(b)
+            if threading.current_thread() is not main_thread:
+                taken.set()      # the other thread's consume took the channels and writes
+            return n
+
+    main = Stream()
+    got = []
+
+    def alert(ev):
+        got.append(ev.message)
+        if ev.message == "disk 1":
+            log.warning("before the take")
+            go.set()
+            assert taken.wait(20)
+            log.warning("after the take {}", "x" * 300)   # past the wake-up length
+
+    s.add_output(alert, min_severity="warning")
+    other = threading.Thread(target=lambda: go.wait(20) and s.consume(main))
+    other.start()
+    log.warning("disk 1")
+    s.consume(main)
+    other.join(20)
+    assert not other.is_alive() and taken.is_set()
+    wakes = drainer.wakes
+    ch = s.writer().channel
+    for i in range(30):          # about 30 bytes each: past 256, within 4096
+        log.warning("later {} {}", i, "y" * 20)
+        if drainer.wakes == wakes:
+            assert ch.nbytes <= 256, i
+    assert drainer.wakes == wakes + 1 and ch.dropped == 0
+    for _ in range(3):
+        s.consume(main)
+    later = [f"later {i} {'y' * 20}" for i in range(30)]
+    assert got == ["disk 1"] + later
+    evs = list(bread.read(io.BytesIO(main.getvalue())))
+    assert sorted(ev.message for ev in evs) == sorted(
+        ["disk 1", "before the take", "after the take " + "x" * 300] + later)
+    assert {ev.writer for ev in evs if "the take" in ev.message} == {
+        f"{main_thread.name} (in an output)"}
+    assert s.pending() == 0 and s.stats.events_dropped == 0
 
 
 FORKING_OUTPUT = """

@@ -8,8 +8,11 @@ This is the C binlog's design: the call serializes, the consumer only copies.
 
 An event is accepted if its exact encoded size keeps the buffer within
 ``limit``; ``blog.pipeline.backpressure`` sets the limits and decides what a refused
-push does. A channel knows nothing of its writer: the fast paths hand a push
-it refused (at its limit, or values it leaves to the caller to capture) to its
+push does. While ``inside`` is set (the owning thread writes the outputs beside the main
+one) every push is refused, a take from another thread meanwhile included; set back, the
+limit is the one the channel's state gives. Only a take and ``inside`` read the flag,
+never a push. A channel knows nothing of its writer: the fast paths hand a push it
+refused (at its limit, or values it leaves to the caller to capture) to its
 ``on_overflow`` callback (the writer's ``push_event``), the only call back.
 
 ``PyChannel`` is the reference implementation. ``_speedups.Channel`` is the
@@ -62,6 +65,7 @@ class PyChannel:
         self._busy = False          # a push is in progress on the owning thread
         self._nested: list[tuple] = []
         self.slot: Any = None       # the crash buffer's mirror (blog.files.crashbuf.Slot), if any
+        self._inside = False
         self._reset()
 
     def _reset(self) -> None:
@@ -70,8 +74,32 @@ class PyChannel:
         self.base = self.prev
         self.lo, self.hi = _NO_LO, _NO_HI     # as the C channel: LLONG_MAX, LLONG_MIN
         self.marks: list[tuple[int, int, int, list]] = []
-        self.limit = min(self.wake_at, self.capacity)
         self.woken = False
+        self._set_limit()
+
+    def _set_limit(self) -> None:
+        # With the lock held: -1 inside an output, else the capacity once the consumer was
+        # woken, else the wake-up length (what backpressure.overflow sets, from each take on).
+        if self._inside:
+            self.limit = -1
+        elif self.woken:
+            self.limit = self.capacity
+        else:
+            self.limit = min(self.wake_at, self.capacity)
+
+    @property
+    def inside(self) -> bool:
+        """True while the owning thread writes the outputs beside the main one: every push
+        is refused (a limit of -1, which a take keeps). Set False, the limit is the one the
+        channel's state gives: its capacity once it woke the consumer, else the wake-up
+        length."""
+        return self._inside
+
+    @inside.setter
+    def inside(self, value: bool) -> None:
+        with self._lock:
+            self._inside = bool(value)
+            self._set_limit()
 
     @property
     def nbytes(self) -> int:

@@ -141,7 +141,7 @@ class SessionWriter:
     def push(self, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """Queue an event whose elements after the clock delta are encoded in ``tail``."""
         if not self.channel.push_raw(sid, clock, nelems, tail):
-            if self.channel.limit < 0 and self.echo is not None:   # inside an output
+            if self.channel.inside and self.echo is not None:   # inside an output
                 self.echo.push_echo(sid, clock, nelems, tail)
                 return
             self.pressure.overflow(self.channel, sid, clock, nelems, tail)
@@ -218,18 +218,19 @@ class Writers:
         goes to a writer of its own (``SessionWriter.echo``, named "<thread> (in an
         output)"), written to every output but never fed back to a callable output
         (whose events would log more events, with no end), and never waiting for room.
-        Its channel refuses every push meanwhile (a limit below 0), so the fast paths hand
-        them to ``SessionWriter.push``."""
+        Its channel refuses every push meanwhile (``inside``: a take from another thread
+        keeps it so), so the fast paths hand them to ``SessionWriter.push``; on the way out
+        its limit is the one its state gives then (woken or not since a take)."""
         w = self.writer()
         if w.echo is None:
             w.echo = self._add(f"{w.name} (in an output)")
             self.echo_ids.add(w.echo.id)
         ch = w.channel
-        limit, ch.limit = ch.limit, -1
+        was, ch.inside = ch.inside, True
         try:
             yield
         finally:
-            ch.limit = limit
+            ch.inside = was
 
     def mirror_into(self, cb: CrashBuffer | None, stop: bool) -> dict[int, Slot | None]:
         """Mirror every channel into ``cb`` from now on (with ``lock`` held); with None, and

@@ -163,6 +163,18 @@ def track_threads(obj: Threaded) -> None:
                             after_in_child=_forget_threads)
 
 
+def join_for_fork(thread: threading.Thread, deadline: float) -> None:
+    """Join ``thread`` by ``time.monotonic()`` ``deadline`` at most, and then wait until the
+    OS no longer counts it (Linux; Python 3.12's join returns once the thread's Python
+    state is gone, a moment before the OS thread is, and the fork's warning counts it)."""
+    thread.join(max(0.0, deadline - time.monotonic()))
+    if thread.is_alive() or thread.native_id is None:
+        return
+    task = f"/proc/self/task/{thread.native_id}"
+    while os.path.exists(task) and time.monotonic() < deadline:
+        time.sleep(0.0001)
+
+
 def restart_threads() -> None:
     """In the parent after a fork: start again the threads it stopped. Called by the first
     use of blog after it (a log call, a flush, a file set's housekeeping or close), never

@@ -281,7 +281,7 @@ class Compactions:
             if w is None or w is threading.current_thread() or not w.is_alive():
                 return
             self._pausing.set()
-        w.join(max(0.0, deadline - time.monotonic()))
+        process.join_for_fork(w, deadline)
 
     def _after_fork_in_parent(self) -> None:
         """Nothing to arm: the next use of blog restarts the watcher."""

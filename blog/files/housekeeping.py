@@ -310,7 +310,7 @@ class Housekeeper:
                 return
             self._pausing = True
         self._queue.put(_PAUSE)
-        t.join(max(0.0, deadline - time.monotonic()))
+        process.join_for_fork(t, deadline)
 
     def _after_fork_in_parent(self) -> None:
         """Nothing to arm: a task handed over restarts the thread."""

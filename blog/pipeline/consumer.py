@@ -288,7 +288,7 @@ class Consumer:
             self._pausing = True
             self._pauser = threading.get_ident()
         self._wake.put(None)
-        t.join(max(0.0, deadline - time.monotonic()))
+        process.join_for_fork(t, deadline)
         if self._paused and not self.session.consuming_here():
             try:     # what was logged before the fork is written before it
                 self.session.consume(self.stream)

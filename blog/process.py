@@ -9,6 +9,7 @@ After a fork, the child runs these steps, in this order, whatever order the modu
 were imported in (one ``os.register_at_fork``, made when this module is imported):
 
 1. locks a thread of the parent may have held: the fork guard is released (below); the
+   objects whose threads a fork stops are forgotten (they are the parent's); the
    lock of the registry of described types (``blogformat.valuetypes``) and the manifest's
    in-process lock (``blogstore.manifest``) are made anew (their ``reset_after_fork``),
    each if its module is loaded;
@@ -159,8 +160,7 @@ def track_threads(obj: Threaded) -> None:
         # of the modules imported earlier (logging's takes its lock, which a thread of
         # ours may need in order to end).
         _hooked = True
-        os.register_at_fork(before=_stop_threads, after_in_parent=_fork_done,
-                            after_in_child=_forget_threads)
+        os.register_at_fork(before=_stop_threads, after_in_parent=_fork_done)
 
 
 def join_for_fork(thread: threading.Thread, deadline: float) -> None:
@@ -232,12 +232,13 @@ def _fork_done() -> None:
 
 
 def _forget_threads() -> None:
-    """In the child: the parent's threads are not its own (each object's ``_forked``,
-    or the default session's step, makes the child's)."""
+    """In the child, first: the parent's threads and their objects are not its own (each
+    object's ``_forked``, or the default session's step, makes the child's)."""
     global _forking, _forking_lock, _restart_due
     _forking_lock = threading.Lock()
     _forking, _restart_due = 0, False
     _stopped.clear()
+    _threaded.clear()
 
 
 def after_fork_last(step: Callable[[], None]) -> None:
@@ -248,6 +249,7 @@ def after_fork_last(step: Callable[[], None]) -> None:
 
 def _after_fork_in_child() -> None:
     fork_guard.release()     # taken before the fork by the thread that goes on here
+    _forget_threads()
     for name in RESET_AFTER_FORK:
         module = sys.modules.get(name)
         if module is not None:

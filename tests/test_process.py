@@ -202,3 +202,55 @@ def test_no_thread_of_blog_runs_at_a_fork_and_nothing_is_lost_across_it(tmp_path
     assert [e.message for e in bread.read([f for f in files if f not in mine])] == [
         f"parent {i}" for i in range(100)]
     assert [e.message for e in bread.read(mine)] == [f"child {child}"]
+
+
+@pytest.mark.parametrize("options", ["", "rotate_bytes=1 << 20"])
+def test_a_forked_child_forks_again_and_forks_in_a_row_log_everything_once(tmp_path, options):
+    # Proves: the child's own threads (not the parent's, which it forgets) are stopped when
+    # it forks in turn, and forks in a row with no log call between them (a pre-fork
+    # server starting its workers) stop and start nothing twice: no warning in any
+    # process, and each event once, in the file (set) of the process that logged it.
+    r = run_python(f"""
+        import os, threading, traceback, warnings
+        warnings.simplefilter("error", DeprecationWarning)
+        at_fork = []
+        os.register_at_fork(before=lambda: at_fork.append(threading.active_count()))
+        import blog
+        blog.basic_config("app.blog", {options})
+        log = blog.get_logger("t")
+
+        def fork(body):
+            pid = os.fork()
+            if pid == 0:
+                status = 1
+                try:
+                    body()
+                    assert at_fork == [1] * len(at_fork), at_fork
+                    blog.shutdown()
+                    status = 0
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(status)
+            return pid
+
+        def child():
+            log.info("child {{}}", os.getpid())
+            pid = fork(lambda: log.info("grandchild {{}}", os.getpid()))
+            log.info("child again {{}}", os.getpid())
+            assert os.waitpid(pid, 0)[1] == 0
+        log.info("parent {{}}", 0)
+        pids = [fork(child) for _ in range(3)]
+        log.info("parent {{}}", 1)
+        assert [os.waitpid(pid, 0)[1] for pid in pids] == [0, 0, 0]
+        assert at_fork == [1, 1, 1], at_fork
+        blog.shutdown()
+        print(*pids)
+    """, tmp_path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    events = [e.message for e in bread.read(glob.glob(str(tmp_path / "app.*blog*")))]
+    children = r.stdout.split()
+    assert len(events) == 2 + 3 * 3 and len(set(events)) == len(events), events
+    for pid in children:
+        assert f"child {pid}" in events and f"child again {pid}" in events
+    assert sum(e.startswith("grandchild ") for e in events) == 3

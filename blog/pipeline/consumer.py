@@ -278,19 +278,23 @@ class Consumer:
 
     def _stop_for_fork(self, deadline: float) -> None:
         """Before a fork (``blog.process``): end the thread after its current consume, if
-        it ends by ``deadline``; what is queued waits in the channels."""
+        it ends by ``deadline``, and write what was logged; what is logged from now on
+        waits in the channels."""
         t = self.thread
-        if not self.running or t is threading.current_thread() or not t.is_alive():
+        if not self.running or t is threading.current_thread():
             return
         with self._thread_lock:
             if self._stop:
                 return
-            self._pausing = True
             self._pauser = threading.get_ident()
-        self._wake.put(None)
-        process.join_for_fork(t, deadline)
+            stopping = not self._paused and t.is_alive()
+            if stopping:
+                self._pausing = True
+        if stopping:
+            self._wake.put(None)
+            process.join_for_fork(t, deadline)
         if self._paused and not self.session.consuming_here():
-            try:     # what was logged before the fork is written before it
+            try:     # (stopped by an earlier fork and not restarted since: logged between)
                 self.session.consume(self.stream)
             except Exception as exc:
                 report(f"blog: consume before a fork failed: {type(exc).__name__}: {exc}")

@@ -9,6 +9,7 @@ After a fork, the child runs these steps, in this order, whatever order the modu
 were imported in (one ``os.register_at_fork``, made when this module is imported):
 
 1. locks a thread of the parent may have held: the fork guard is released (below); the
+   objects whose threads a fork stops are forgotten (they are the parent's); the
    lock of the registry of described types (``blogformat.valuetypes``) and the manifest's
    in-process lock (``blogstore.manifest``) are made anew (their ``reset_after_fork``),
    each if its module is loaded;
@@ -20,9 +21,23 @@ were imported in (one ``os.register_at_fork``, made when this module is imported
    stream, file set or crash buffer made now is the child's, and no step above lets
    go of it.
 
-Before a fork, in the parent, the fork guard is taken (``fork_guard``: held for an
-instant around a short-lived file lock, a probe or the manifest's, so that no child
-inherits the lock for its life), and released after it in both processes.
+Before a fork, in the parent, blog's own threads (each consumer's, each rotated set's
+housekeeping, a compaction's watcher: every object that ``track_threads`` registered)
+are stopped and joined, so that none runs at the fork: Python 3.12+ warns of a fork in
+a process with other threads (counting them after the after-fork hooks), and a thread
+of blog's then would have been the cause. Each stops at its next step, never in the
+middle of one (a consume, a file's compression, an ``on_close`` hook): the fork waits
+for that step, ``FORK_WAIT`` seconds at most (a thread still busy then is left
+running, as it was before). A consumer writes what was logged before the fork, before
+it. In the parent, the first use of blog after the fork starts them again
+(``restart_threads``): the next log call of any thread (the fork arms each channel so
+that its next push takes the slow path), a flush, a file set's housekeeping or close.
+Nothing they had to do is lost or reordered: events logged meanwhile wait in their
+channels, a housekeeper's tasks in its queue. The child starts threads of its own, as
+it needs them (steps 3 and 6).
+Then the fork guard is taken (``fork_guard``: held for an instant around a
+short-lived file lock, a probe or the manifest's, so that no child inherits the lock
+for its life), and released after it in both processes.
 
 At exit: the default session closes its output (``at_exit``: Python's ``atexit``);
 in a multiprocessing child, at the end of its bootstrap (``hook_multiprocessing``) or
@@ -69,9 +84,12 @@ import os
 import signal
 import sys
 import threading
+import time
 import weakref
 from types import TracebackType
 from typing import Any, Callable, Protocol
+
+from .report import report
 
 # --- live objects and the after-fork steps ----------------------------------------
 
@@ -104,6 +122,125 @@ def track(kind: str, obj: Forked) -> None:
     _live[kind].add(obj)
 
 
+class Threaded(Protocol):
+    """A live object with threads of its own, none of which may run at a fork."""
+
+    def _stop_for_fork(self, deadline: float) -> None:
+        """Stop its threads at their next step and join them (by ``time.monotonic()``
+        ``deadline`` at most), keeping what they had to do."""
+
+    def _after_fork_in_parent(self) -> None:
+        """In the parent, once the fork is done: no thread may start yet (Python counts
+        them after this hook); have the next use call ``restart_threads``."""
+
+    def _restart_after_fork(self) -> None:
+        """Start again the threads it stopped, on what they had to do."""
+
+
+#: How long a fork waits, at most, for blog's threads to finish the step they are in.
+FORK_WAIT = 5.0
+
+_threaded: weakref.WeakSet[Threaded] = weakref.WeakSet()
+#: The objects whose threads a fork stopped; how many forks of threads of this process are
+#: in progress; whether the fork is over and the threads wait for ``restart_threads``.
+_stopped: list[Threaded] = []
+_forking = 0
+_restart_due = False
+_forking_lock = threading.Lock()
+_hooked = False
+
+
+def track_threads(obj: Threaded) -> None:
+    """Register ``obj``, whose threads a fork stops (``restart_threads`` starts them again)."""
+    global _hooked
+    _threaded.add(obj)
+    if not _hooked and hasattr(os, "register_at_fork"):
+        # Registered when the first thread is about to start, not at import: before-fork
+        # hooks run last registered first, so blog's threads are stopped before the hooks
+        # of the modules imported earlier (logging's takes its lock, which a thread of
+        # ours may need in order to end).
+        _hooked = True
+        os.register_at_fork(before=_stop_threads, after_in_parent=_fork_done)
+
+
+def join_for_fork(thread: threading.Thread, deadline: float) -> None:
+    """Join ``thread`` by ``time.monotonic()`` ``deadline`` at most, and then wait until the
+    OS no longer counts it (Linux; Python 3.12's join returns once the thread's Python
+    state is gone, a moment before the OS thread is, and the fork's warning counts it)."""
+    thread.join(max(0.0, deadline - time.monotonic()))
+    if thread.is_alive() or thread.native_id is None:
+        return
+    task = f"/proc/self/task/{thread.native_id}"
+    while os.path.exists(task) and time.monotonic() < deadline:
+        time.sleep(0.0001)
+
+
+def restart_threads() -> None:
+    """In the parent after a fork: start again the threads it stopped. Called by the first
+    use of blog after it (a log call, a flush, a file set's housekeeping or close), never
+    by an after-fork hook: Python 3.12+ counts the threads after those. A no-op otherwise,
+    and while a fork is in progress (its end asks for it again)."""
+    global _restart_due
+    if not _restart_due or not _forking_lock.acquire(blocking=False):
+        return           # (held: a fork begins or ends, or another thread restarts them)
+    try:
+        if _forking or not _restart_due:
+            return
+        _restart_due = False
+        stopped = _stopped[:]
+        _stopped.clear()
+    finally:
+        _forking_lock.release()
+    for obj in stopped:
+        try:
+            obj._restart_after_fork()
+        except Exception as exc:   # e.g. "can't start new thread": the others still start
+            report(f"blog: restarting a thread after a fork failed: "
+                   f"{type(exc).__name__}: {exc}")
+
+
+def _stop_threads() -> None:
+    global _forking
+    with _forking_lock:
+        _forking += 1
+        if _forking > 1:
+            return     # another thread's fork stopped them: they stay stopped
+    deadline = time.monotonic() + FORK_WAIT
+    for obj in list(_threaded):
+        try:
+            obj._stop_for_fork(deadline)
+        except Exception as exc:   # the fork goes on
+            report(f"blog: stopping a thread for a fork failed: "
+                   f"{type(exc).__name__}: {exc}")
+        if obj not in _stopped:    # (stopped by an earlier fork, and not restarted since)
+            _stopped.append(obj)
+
+
+def _fork_done() -> None:
+    global _forking, _restart_due
+    with _forking_lock:
+        _forking -= 1
+        if _forking > 0:
+            return
+        _restart_due = bool(_stopped)
+        stopped = _stopped[:]
+    for obj in stopped:
+        try:
+            obj._after_fork_in_parent()
+        except Exception as exc:
+            report(f"blog: after a fork: {type(exc).__name__}: {exc}")
+
+
+def _forget_threads() -> None:
+    """In the child, first: the parent's threads and their objects are not its own (each
+    object's ``_forked``, or the default session's step, makes the child's)."""
+    global _forking, _forking_lock, _restart_due
+    _forking_lock = threading.Lock()
+    _forking, _restart_due = 0, False
+    _stopped.clear()
+    _threaded.clear()
+
+
 def after_fork_last(step: Callable[[], None]) -> None:
     """Make ``step`` the last after-fork step in a child (6 above: the default session's)."""
     global _default_step
@@ -112,6 +249,7 @@ def after_fork_last(step: Callable[[], None]) -> None:
 
 def _after_fork_in_child() -> None:
     fork_guard.release()     # taken before the fork by the thread that goes on here
+    _forget_threads()
     for name in RESET_AFTER_FORK:
         module = sys.modules.get(name)
         if module is not None:

@@ -15,7 +15,9 @@ when ``Compaction.every`` seconds have passed since the last one started, none i
 older than ``older_than`` and no crash buffer of the set waits for recovery. The child runs
 at a lower priority (``nice``), in a session of its own, its standard error going to an
 unlinked temporary file: a watcher thread waits for it (``timeout``: then it is killed) and
-reports a failure on stderr with the first ``ERR_BYTES`` of what it said. Closing the set
+reports a failure on stderr with the first ``ERR_BYTES`` of what it said. The watcher is
+stopped before a fork of this process and started again in the parent by the next use of
+blog after it (``blog.process``; the child runs on meanwhile, its timeout unchanged). Closing the set
 does not wait for a child: it runs on to its end by itself.
 """
 
@@ -49,6 +51,8 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _CHILD = ("import os, sys; os.nice(int(sys.argv.pop(1))); where = sys.argv.pop(1)\n"
           "try:\n import bread\nexcept ImportError:\n sys.path.append(where)\n"
           "sys.argv[0] = 'bread compact'; from bread.cli import main; sys.exit(main())")
+#: How often the watcher looks whether the child has ended, in seconds.
+_POLL = 0.05
 _EXITS = {1: "a bad option", 2: "not a directory, or another compaction running",
           3: "something left as it is", 4: "it failed: an unexpected error"}
 
@@ -165,12 +169,18 @@ class Compactions:
         self.disabled: str | None = None    # why compaction cannot run here (said once)
         self._last: float | None = None     # time.monotonic() of the last start
         self._watcher: threading.Thread | None = None
+        #: The child watched until it ends and its report is made: (child, its standard
+        #: error, the time.monotonic() it is killed at), or None.
+        self._watched: tuple[Any, Any, float] | None = None
+        #: Set to stop the watcher for a fork (blog.process); under _lock with _watcher.
+        self._pausing = threading.Event()
+        self._lock = threading.Lock()
         #: The last child started (a ``subprocess.Popen``), or None.
         self.child: Any = None
 
     @property
     def running(self) -> bool:
-        return self._watcher is not None and self._watcher.is_alive()
+        return self._watched is not None
 
     def run(self, oldest_mtime: float | None, shipped_only: bool) -> bool:
         """Start a child if one is due (module docstring); True if one was started.
@@ -195,9 +205,17 @@ class Compactions:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the running child, if any, and its report; True if none runs now."""
-        w = self._watcher
-        if w is not None:
-            w.join(timeout)
+        process.restart_threads()     # (after a fork: the watcher)
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.running:
+            w = self._watcher
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            if w is not None and w.is_alive():
+                w.join(left)
+            else:    # stopped for a fork: started again after it
+                time.sleep(_POLL if left is None else min(_POLL, left))
         return not self.running
 
     def _argv(self, shipped_only: bool) -> list[str] | None:
@@ -246,21 +264,60 @@ class Compactions:
             return
         self.runs += 1
         self.child = child
-        self._watcher = threading.Thread(target=self._watch, args=(child, err),
-                                         name="blog-compaction", daemon=True)
+        self._watched = (child, err, time.monotonic() + float(self.option.timeout))
+        with self._lock:
+            self._start_watcher()
+
+    def _start_watcher(self) -> None:
+        process.track_threads(self)
+        self._watcher = threading.Thread(target=self._watch, name="blog-compaction",
+                                         daemon=True)
         self._watcher.start()
 
-    def _watch(self, child: Any, err: Any) -> None:
-        """Wait for ``child`` (killed after the timeout) and report how it failed."""
-        import subprocess
+    def _stop_for_fork(self, deadline: float) -> None:
+        """Before a fork (``blog.process``): end the watcher (the child runs on)."""
+        with self._lock:
+            w = self._watcher
+            if w is None or w is threading.current_thread() or not w.is_alive():
+                return
+            self._pausing.set()
+        process.join_for_fork(w, deadline)
 
+    def _after_fork_in_parent(self) -> None:
+        """Nothing to arm: the next use of blog restarts the watcher."""
+
+    def _restart_after_fork(self) -> None:
+        """After a fork, in the parent: watch the child again, if it was stopped for it."""
+        with self._lock:
+            self._pausing.clear()
+            if self._watched is not None and self._watcher is None:
+                self._start_watcher()
+
+    def _watch(self) -> None:
+        """Wait for the child (killed after the timeout) and report how it failed; end
+        sooner, leaving it watched, when a fork stops the watcher."""
+        assert self._watched is not None
+        child, err, deadline = self._watched
         killed = False
+        while child.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                child.kill()
+                child.wait()
+                killed = True
+                break
+            if self._pausing.wait(min(_POLL, left)):
+                with self._lock:
+                    if self._pausing.is_set():    # (else a fork that did not wait for it)
+                        self._watcher = None
+                        return
         try:
-            child.wait(float(self.option.timeout))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-            killed = True
+            self._report(child, err, killed)
+        finally:
+            self._watched = None
+
+    def _report(self, child: Any, err: Any, killed: bool) -> None:
+        """Report how ``child`` failed (if it did), with the head of its ``err``."""
         with err:
             err.seek(0)
             said = err.read(ERR_BYTES + 1)

@@ -2,7 +2,8 @@
 start their compaction (``compact=``: a child process, ``blog.files.compaction``).
 
 It runs on its own thread (never the consumer's: logging is never blocked by
-it). No fork happens while it holds a lock for a moment (a probe, the
+it), stopped before a fork between two tasks (or two files of a sweep) and
+started again after it in the parent (``blog.process``). No fork happens while it holds a lock for a moment (a probe, the
 manifest's): the child would hold the lock as long as it lives. Only files of the set (their names parse as ``blogstore.fileset``
 names of the set's stem, in its directory) that no process is writing are
 touched: a writer holds an exclusive ``flock`` on the file it writes for as
@@ -47,6 +48,9 @@ from .compaction import Compaction, Compactions, compaction_lock
 from .shipping import OnClose, Shipper
 
 TMP = ".tmp"
+
+#: Put in a housekeeper's queue to end its thread for a fork (``Housekeeper._stop_for_fork``).
+_PAUSE = ("pause", "")
 
 _CHUNK = 1 << 20
 
@@ -224,6 +228,11 @@ class Housekeeper:
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        # Stopping for a fork (blog.process): asked (_pausing), done (_paused: the thread
+        # ended for it); the tasks it took meanwhile (_later) come first after it.
+        self._pausing = False
+        self._paused = False
+        self._later: list[tuple[str, str]] = []
         #: Where crash buffers of the set may be (beside it, and a ``crash_dir``): the files
         #: of a process whose buffer waits for recovery are not compressed.
         self.buffers = list(buffers)
@@ -261,12 +270,16 @@ class Housekeeper:
 
     def wait(self) -> None:
         """Block until everything handed over so far is done."""
+        process.restart_threads()     # (after a fork: the thread that does it)
         self._queue.join()
 
     def stop(self) -> None:
         """Finish what was handed over, then end the thread. An ``on_close`` hook is waited
         for ``shipping.AT_CLOSE`` seconds at most: a hook that hangs never keeps the
         process from ending (its file is shipped again at the next start)."""
+        process.restart_threads()
+        if self._paused:     # stopped for another thread's fork: ends after it, when done
+            self._queue.put(None)
         if self._thread is not None and self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(None if self.shipper is None else shipping.AT_CLOSE)
@@ -280,21 +293,66 @@ class Housekeeper:
         """Hand ``task`` to the thread (started if needed). Where no thread can be started
         (Python 3.12+ in an exit handler: a set opened again for late events), it is left
         for the next start's sweep, which does whatever a task would have."""
+        process.restart_threads()
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                thread = threading.Thread(target=self._run, name="blog-housekeeping",
-                                          daemon=True)
+            if not self._paused and (self._thread is None or not self._thread.is_alive()):
                 try:
-                    thread.start()
+                    self._start()
                 except RuntimeError:      # "can't create new thread at interpreter shutdown"
                     self._thread = None
                     return
-                self._thread = thread
         self._queue.put(task)
+
+    def _start(self) -> None:
+        process.track_threads(self)
+        self._thread = threading.Thread(target=self._run, name="blog-housekeeping",
+                                        daemon=True)
+        self._thread.start()
+
+    def _stop_for_fork(self, deadline: float) -> None:
+        """Before a fork (``blog.process``): end the thread once its current task is done
+        (a sweep stops between two files: the rest is done after the fork), if that is
+        by ``deadline``; the tasks waiting are kept for the next thread."""
+        with self._lock:
+            t = self._thread
+            if t is None or t is threading.current_thread() or not t.is_alive():
+                return
+            self._pausing = True
+        self._queue.put(_PAUSE)
+        process.join_for_fork(t, deadline)
+
+    def _after_fork_in_parent(self) -> None:
+        """Nothing to arm: a task handed over restarts the thread."""
+
+    def _restart_after_fork(self) -> None:
+        """After a fork, in the parent: a new thread goes on with the tasks waiting."""
+        with self._lock:
+            self._pausing = False
+            if self._paused:     # (else it never ended: busy past the deadline, it goes on)
+                self._paused = False
+                self._start()
+
+    def _next(self) -> tuple[str, str] | None:
+        """The next task; None: the thread ends (stopped, or stopped for a fork)."""
+        while True:
+            later = bool(self._later) and not self._pausing
+            task = self._later.pop(0) if later else self._queue.get()
+            if task is _PAUSE:
+                self._queue.task_done()
+                with self._lock:
+                    if self._pausing:       # (else a fork that did not wait for it)
+                        self._paused = True
+                        return None
+            elif self._pausing and task is not None:   # done after the fork, in order
+                self._later.insert(0 if later else len(self._later), task)
+            else:
+                return task
 
     def _run(self) -> None:
         while True:
-            task = self._queue.get()
+            task = self._next()
+            if task is None and self._paused:
+                return
             try:
                 if task is None:
                     return
@@ -304,6 +362,9 @@ class Housekeeper:
                     self._retain()       # before compressing what retention deletes anyway
                     if self.compress:
                         for f, _ in closed_files(self.directory, self.stem):
+                            if self._pausing:     # a fork waits: the rest after it
+                                self._queue.put(("sweep", ""))
+                                break
                             if not f.compressed:
                                 self._compress(f.name)
                 else:

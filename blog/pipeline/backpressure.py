@@ -20,6 +20,7 @@ from typing import Any, Callable, Protocol
 from blogformat.eventframes import MAX_EVENT_PREFIX
 from blogformat.frames import MAX_PAYLOAD
 
+from .. import process
 from ..errors import ConfigurationError
 
 #: When the channel is full: wait for the consumer, or drop the event and count it.
@@ -130,10 +131,20 @@ class Backpressure:
         if policy is not None:
             self.policy = policy
 
+    def arm(self) -> None:
+        """Every channel's next push (``apply``: now) and a new channel's first take the
+        slow path (after a fork: the drainer's thread is started again there); the
+        drainer's attach ends it."""
+        self.wake_bytes = 0
+
     def apply(self, channel: Any) -> None:
-        """Give ``channel`` the current capacity and wake-up length (from its next take on)."""
+        """Give ``channel`` the current capacity and wake-up length (from its next take on;
+        armed, at once)."""
         channel.capacity = self.capacity
         channel.wake_at = self.wake_bytes
+        if self.wake_bytes == 0:
+            channel.limit = 0
+            channel.woken = False
 
     def wake(self) -> None:
         """Wake the drainer, if there is one."""
@@ -148,6 +159,7 @@ class Backpressure:
 
     def overflow(self, channel: Any, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """The slow path of a push that the channel refused: wake, then block or drop."""
+        process.restart_threads()     # after a fork (the channel was armed): the drainer's
         ch = channel
         if len(tail) + MAX_EVENT_PREFIX > ch.capacity:
             ch.dropped += 1          # could never fit: dropped, and counted
@@ -165,6 +177,7 @@ class Backpressure:
         if self.policy == BLOCK and self.can_block():
             # Wait for the consumer to make room: nothing is lost, the caller is delayed.
             while self.can_block():
+                process.restart_threads()
                 self.wake()
                 time.sleep(_RETRY)
                 if ch.push_raw(sid, clock, nelems, tail, force=ch.nbytes == 0):

@@ -7,6 +7,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from .. import process
 from ..files.durability import GroupSync, sync_stream
 from ..errors import ConfigurationError
 from ..report import report
@@ -42,6 +43,10 @@ class Consumer:
     it also syncs the stream that often while there are new writes (group
     commit, ``blog.files.durability``); ``flush_async`` and ``flush(durable=True)``
     share its syncs.
+
+    Its thread is stopped before a fork, after writing what was logged, and started
+    again in the parent by the next log call or flush (``blog.process``): the events
+    logged meanwhile wait in their channels.
     """
 
     def __init__(self, session: Session, stream: OutputStream, *, interval: float = 0.02,
@@ -69,6 +74,12 @@ class Consumer:
         self._stopper: threading.Thread | None = None
         self.running = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        # Stopping for a fork (blog.process): asked (_pausing), done (_paused: the thread
+        # ended for it), by the forking thread (_pauser). Under _thread_lock with _stop.
+        self._thread_lock = threading.Lock()
+        self._pausing = False
+        self._paused = False
+        self._pauser: int | None = None
         self._group = GroupSync(lambda: sync_stream(self.stream))
         self._synced_bytes = 0       # stats.bytes_written at the last interval sync
         self._synced_at = time.monotonic()
@@ -90,6 +101,7 @@ class Consumer:
         except BaseException:
             self.running = False
             raise
+        process.track_threads(self)
         try:
             self.thread.start()
         except BaseException:        # no thread (can't start new thread): nobody to wait for
@@ -116,12 +128,15 @@ class Consumer:
             return False
         if self._stopping:  # stop() consumes what is pending before it detaches
             return me is not self._stopper
+        if self._paused:    # restarted after the fork, by the thread that forks
+            return self.running and me.ident != self._pauser
         return self.running and (self.thread.ident is None or self.thread.is_alive())
 
     def flush(self, durable: bool = False) -> None:
         """Consume now, in the calling thread: when it returns, everything logged before is
         written (handed to the OS); with ``durable``, also on stable storage (OSError if
         the output failed, so that it is not)."""
+        process.restart_threads()      # (after a fork: the thread, and housekeeping's)
         self.session.consume(self.stream)
         if durable:
             self.check_output()
@@ -137,6 +152,7 @@ class Consumer:
         waits. Its exception is the OSError of a failed output or sync. Futures asked for
         at once share one consume and one fsync."""
         from concurrent.futures import Future
+        process.restart_threads()      # (after a fork: the thread that answers it)
         fut: Future[None] = Future()
         with self._waiting_lock:
             closed = self._closed
@@ -145,7 +161,8 @@ class Consumer:
         if closed:
             _settle(fut, self._after_stop())
             return fut
-        if not self.thread.is_alive() and self.thread.ident is not None and not self._stop:
+        if not self.thread.is_alive() and self.thread.ident is not None and not (
+                self._stop or self._paused):
             with self._waiting_lock:   # the thread is gone: nobody else will answer it
                 if (fut, durable) in self._waiting:
                     self._waiting.remove((fut, durable))
@@ -226,13 +243,15 @@ class Consumer:
 
     def _stop_and_detach(self) -> None:
         if self.running:
-            self._stop = True
+            with self._thread_lock:
+                self._stop = True
+                thread = self.thread
             self._wake.put(None)
-            if self.thread is not threading.current_thread():
+            if thread is not threading.current_thread():
                 # Not past the deadline of the outputs beside the main one as the process
                 # ends: the thread may be in one that never returns (it is left there).
-                while self.thread.is_alive() and not self.session.outputs_overdue():
-                    self.thread.join(0.05)
+                while thread.is_alive() and not self.session.outputs_overdue():
+                    thread.join(0.05)
             self.running = False
         self.session.detach(self)
         waiting = self._take_waiting()
@@ -257,13 +276,67 @@ class Consumer:
                     self._wake.get_nowait()
             except queue.Empty:
                 return
-            if not held or self._stop:
+            if not held or self._stop or self._pausing:
                 return
+
+    def _stop_for_fork(self, deadline: float) -> None:
+        """Before a fork (``blog.process``): end the thread after its current consume, if
+        it ends by ``deadline``, and write what was logged; what is logged from now on
+        waits in the channels."""
+        t = self.thread
+        if not self.running or t is threading.current_thread():
+            return
+        with self._thread_lock:
+            if self._stop:
+                return
+            self._pauser = threading.get_ident()
+            stopping = not self._paused and t.is_alive()
+            if stopping:
+                self._pausing = True
+        if stopping:
+            self._wake.put(None)
+            process.join_for_fork(t, deadline)
+        if self._paused and not self.session.consuming_here():
+            try:     # (stopped by an earlier fork and not restarted since: logged between)
+                self.session.consume(self.stream)
+            except Exception as exc:
+                report(f"blog: consume before a fork failed: {type(exc).__name__}: {exc}")
+
+    def _after_fork_in_parent(self) -> None:
+        """The fork is done: the next event of any thread restarts the thread."""
+        if self._paused:
+            self.session.wake_on_next_push()
+
+    def _restart_after_fork(self) -> None:
+        """After a fork, in the parent: a new thread goes on where the last one ended."""
+        with self._thread_lock:
+            self._pausing = False
+            if not self._paused:
+                return          # not stopped (busy past the deadline): it goes on
+            self._paused = False
+            if self._stop:
+                return          # stop() came meanwhile: it consumed what was queued
+            self.session.attach(self, wake_bytes=self.flush_bytes)   # (no longer armed)
+            self.thread = threading.Thread(target=self._run, name=self.thread.name,
+                                           daemon=True)
+            try:
+                self.thread.start()
+            except BaseException:   # no thread: flushes consume in their own thread
+                self.running = False
+                raise
+        self.wake()             # what was logged during the fork
+
+    def _goes_on(self) -> bool:
+        """False when the thread must end: stopped, or stopped for a fork (``_paused``)."""
+        with self._thread_lock:
+            if self._pausing and not self._stop:
+                self._paused = True
+            return not (self._stop or self._paused)
 
     def _run(self) -> None:
         s = self.session
         try:
-            while not self._stop:
+            while self._goes_on():
                 self._sleep(s.held)
                 waiting = self._take_waiting()
                 try:
@@ -275,4 +348,5 @@ class Consumer:
                     for fut, _ in waiting:
                         _settle(fut, exc)
         finally:
-            self.running = False
+            if not self._paused:     # stopped for a fork: started again after it
+                self.running = False

@@ -142,6 +142,15 @@ class Session:
             for w in self.writers.all:
                 self.pressure.apply(w.channel)
 
+    def wake_on_next_push(self) -> None:
+        """Each thread's next event, in a channel or in its first, takes the slow path
+        (which restarts the threads a fork stopped: ``blog.process``), until the drainer
+        attaches again."""
+        with self.registry.lock:
+            self.pressure.arm()
+            for w in self.writers.all:
+                self.pressure.apply(w.channel)
+
     def detach(self, drainer: Drainer) -> None:
         """``drainer`` no longer drains this session."""
         with self.registry.lock:

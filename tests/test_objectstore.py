@@ -396,8 +396,10 @@ def test_an_object_that_fails_after_the_listing_is_damage_and_the_others_are_rea
         for c in "ad":
             assert sum(m.endswith(f"of {c}.blog") for m in got) == 600, (sort, c)
         assert not any(m.endswith("of b.blog") for m in got)
-        # file order: what c.blog's first block held; sorted: none of it (its index failed)
-        assert 0 < sum(m.endswith("of c.blog") for m in got) < 600 or sort
+        # file order: what c.blog's first block held (none if the store's client retried
+        # that first request under load: the stub fails every request after the first);
+        # sorted: none of it (its index failed). Never all of it: the rest is damage.
+        assert sum(m.endswith("of c.blog") for m in got) < 600
         broken = {d.source: d.reason for d in r.damage if "object" in d.reason}
         assert set(broken) == {f"{url}/b.blog", f"{url}/c.blog"}, r.damage
         assert "no such file" in broken[f"{url}/b.blog"]

@@ -213,6 +213,27 @@ def create_temp(path: str, mode: int = 0o666) -> tuple[int, str]:
             continue
 
 
+def replace_durably(directory: str, name: str, data: bytes) -> None:
+    """Replace ``directory/name`` by ``data`` crash-safely: a new temporary file
+    (``create_temp``: never through a link planted at its name), fsync, rename, fsync the
+    directory. A reader sees the old file or the new one, whole."""
+    path = os.path.join(directory, name)
+    fd, tmp = create_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(directory)
+
+
 def open_lock(path: str) -> int:
     """A lock file of the directory opened (made if missing) for ``flock``/``lockf``, never
     through a link: a link planted at its name is removed (it is no lock of ours)."""

@@ -25,7 +25,7 @@ import stat
 from typing import Any, NamedTuple
 
 from . import posix
-from .fileset import create_temp, fsync_dir
+from .fileset import replace_durably
 
 NAME = "blog-manifest.journal"
 VERSION = 1
@@ -105,21 +105,8 @@ def make(directory: str) -> str:
     """Make the journal anew, empty (its header only), durably (under the manifest's
     lock): its new id."""
     jid = os.urandom(16).hex()
-    path = os.path.join(directory, NAME)
-    fd, tmp = create_temp(path)     # never through a link planted at a temporary name
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(json.dumps({"journal_version": VERSION, "id": jid}).encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(directory)
+    replace_durably(directory, NAME,
+                    json.dumps({"journal_version": VERSION, "id": jid}).encode() + b"\n")
     return jid
 
 

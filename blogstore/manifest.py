@@ -37,8 +37,8 @@ from blogformat.valuedecoding import unpacker
 from blogformat.values import unpack_plain
 
 from . import journal, posix
-from .fileset import (create_temp, fsync_dir, is_bare_name, members, open_lock,
-                      open_regular, parse)
+from .fileset import (is_bare_name, members, open_lock, open_regular, parse,
+                      replace_durably)
 
 NAME = "blog-manifest.json"
 LOCK = "blog-manifest.lock"
@@ -143,24 +143,9 @@ def write(directory: str, m: dict) -> None:
 
 
 def write_json(directory: str, name: str, obj: Any) -> None:
-    """Replace ``directory/name`` crash-safely: a new temporary file (``NAME.<random>.tmp``,
-    ``fileset.create_temp``), fsync, rename, fsync the directory (the manifest, the
-    compaction catalog)."""
-    path = os.path.join(directory, name)
-    fd, tmp = create_temp(path)      # never through a link planted at a temporary name
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=0, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(directory)
+    """Replace ``directory/name`` by ``obj`` as JSON crash-safely
+    (``fileset.replace_durably``): the manifest, the compaction catalog."""
+    replace_durably(directory, name, json.dumps(obj, indent=0, sort_keys=True).encode())
 
 
 # The lock is a POSIX record lock (lockf): a forked child does not inherit it, so a fork

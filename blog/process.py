@@ -69,8 +69,10 @@ The ways a process ends that skip ``atexit`` flush the default session too
 - A ``multiprocessing`` child: multiprocessing ends it with ``os._exit``
   once its bootstrap returns (fork, forkserver), after its exit finalizers,
   the join of its threads and its last record ("process exiting with exitcode
-  0"). ``hook_multiprocessing`` wraps the bootstrap so that blog closes its
-  output after all of that.
+  0"); Python 3.13 joins the threads and logs that record in the bootstrap,
+  then runs the child's atexit functions, its exit finalizers last (from
+  atexit), after it returns. ``hook_multiprocessing`` wraps the bootstrap so
+  that blog closes its output after all of that.
 
 ``install_exit_hooks`` installs each hook once, the signal handlers only from the main
 thread (Python allows no other), and the asyncio hook if asyncio is imported by then
@@ -279,6 +281,7 @@ _asyncio_reporting = threading.local()
 _child_end: Callable[[], None] | None = None
 _bootstrapped = 0    # the pid of the process whose wrapped multiprocessing bootstrap runs
 _wrapper: Callable[..., Any] | None = None   # that wrapper
+_ended = 0           # the pid of the process whose child end (``_end_child_once``) ran
 #: The lowest priority of a multiprocessing exit finalizer: run after all others.
 _LAST = -sys.maxsize
 
@@ -408,8 +411,9 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def hook_multiprocessing(end: Callable[[], None]) -> None:
-    """Call ``end`` when a multiprocessing child's bootstrap returns: the last moment before
-    multiprocessing ends the child with ``os._exit`` (spawn's child exits after it too).
+    """Call ``end`` when a multiprocessing child's bootstrap returns, or (Python 3.13+) after
+    the exit finalizers that follow it: the last moment before multiprocessing ends the
+    child with ``os._exit`` (spawn's child exits after it too).
 
     Wraps ``BaseProcess._bootstrap`` once, if multiprocessing is loaded; a child reaches
     the wrapper if it was there before the child began its bootstrap (blog imported in
@@ -426,18 +430,36 @@ def hook_multiprocessing(end: Callable[[], None]) -> None:
     def _bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
         global _bootstrapped
         _bootstrapped = os.getpid()
+        mpu = sys.modules["multiprocessing.util"]    # (the bootstrap runs on it)
+        # Python 3.13+ runs the exit finalizers (util._exit_function) from atexit once the
+        # bootstrap has returned, os._exit after them: the end is the atexit function that
+        # runs right after (atexit calls the last registered first; the application's,
+        # registered in the run, come before). Earlier versions never call it in a fork
+        # child, nor again in a spawned one (the end below ran).
+        atexit.unregister(mpu._exit_function)
+        atexit.register(_end_child_once)
+        atexit.register(mpu._exit_function)
         try:
             return original(self, *args, **kwargs)
         finally:
-            if _child_end is not None:
-                try:
-                    _child_end()
-                except Exception:   # the child's exit code must still reach os._exit
-                    pass
+            if mpu._exiting:      # Python 3.12-: the bootstrap ran the exit finalizers
+                _end_child_once()
     _bootstrap.__wrapped__ = original             # type: ignore[attr-defined]
     _wrapper = _bootstrap
     # multiprocessing has no hook after a child's last record: its bootstrap is wrapped.
     mp.BaseProcess._bootstrap = _bootstrap
+
+
+def _end_child_once() -> None:
+    """Call ``hook_multiprocessing``'s ``end``, once in this process."""
+    global _ended
+    if _child_end is None or _ended == os.getpid():
+        return
+    _ended = os.getpid()
+    try:
+        _child_end()
+    except Exception:   # the child's exit code must still reach os._exit
+        pass
 
 
 def end_child(code: int) -> None:

@@ -898,9 +898,13 @@ def test_a_file_system_without_locks_is_written_unlocked(tmp_path, monkeypatch):
 
 
 _LATE_JOB = """
-    import logging, multiprocessing.util as mpu, threading, blog
+    import atexit, logging, multiprocessing.util as mpu, sys, threading, blog
 
     log = blog.get_logger("job")
+    # Python 3.13 ends a child in another order: the exit joins its threads and logs its
+    # last record, then runs its atexit functions, the exit finalizers last (3.12: the
+    # finalizers, the join, the last record; no atexit function in a fork child).
+    FINALIZERS_LAST = sys.version_info >= (3, 13)
 
     def job():
         mp_log = mpu.get_logger()           # multiprocessing's own records, into blog
@@ -908,10 +912,15 @@ _LATE_JOB = """
         mp_log.addHandler(blog.stdlib.BlogHandler())
         log.info("run {}", 1)
         # A finalizer of a lower priority than any of multiprocessing's (they run at exit,
-        # highest first), and a thread the exit joins, that logs once the finalizers ran.
+        # highest first), and a thread the exit joins, that logs once the finalizers ran
+        # (3.13: at once; waiting for a finalizer it would never end, nor would the child).
         mpu.Finalize(None, log.info, args=("finalizer {}", 2), exitpriority=-5)
         last = threading.Event()
-        mpu.Finalize(None, last.set, exitpriority=-6)
+        if FINALIZERS_LAST:
+            atexit.register(log.info, "atexit {}", 4)
+            last.set()
+        else:
+            mpu.Finalize(None, last.set, exitpriority=-6)
         def thread():
             last.wait()
             log.info("thread {}", 3)
@@ -945,8 +954,13 @@ def test_a_multiprocessing_child_writes_what_it_logs_until_its_very_end(tmp_path
     child = bread.read(tmp_path / f"app.pid{r.stdout.split()[-1]}.blog")
     messages = [e.message for e in sorted(child, key=lambda e: e.ns)]   # in time order
     mine = [m for m in messages if not m.startswith(("child process", "process "))]
-    assert mine == ["run 1", "finalizer 2", "thread 3"], messages
-    assert messages[-1] == "process exiting with exitcode 0", messages
+    if sys.version_info >= (3, 13):    # the last record, then atexit, then the finalizers
+        assert messages[-4:] == ["process exiting with exitcode 0", "atexit 4",
+                                 "process shutting down", "finalizer 2"], messages
+        assert mine == ["run 1", "thread 3", "atexit 4", "finalizer 2"], messages
+    else:
+        assert mine == ["run 1", "finalizer 2", "thread 3"], messages
+        assert messages[-1] == "process exiting with exitcode 0", messages
     assert [s.events for s in child.summaries] == [len(messages)]     # closed cleanly
 
 

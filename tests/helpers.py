@@ -561,3 +561,17 @@ def aged_set_dir(tmp_path, name: str = "logs", files: int = 3) -> str:
     for n in os.listdir(d):
         os.utime(os.path.join(d, n), (t, t))
     return d
+
+
+class CountingDrainer:
+    """A drainer of one's own (``Session.attach``): counts wake-ups, never lets a producer
+    wait."""
+
+    def __init__(self) -> None:
+        self.wakes = 0
+
+    def wake(self) -> None:
+        self.wakes += 1
+
+    def can_wait(self) -> bool:
+        return False

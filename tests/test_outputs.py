@@ -15,7 +15,7 @@ import pytest
 import blog
 import bread
 
-from helpers import python_child, run_python
+from helpers import CountingDrainer, python_child, run_python
 
 
 class Tty(io.StringIO):
@@ -411,19 +411,6 @@ def test_what_a_callable_output_logs_is_written_but_not_fed_back():
     assert s.pending() == 0
 
 
-class _CountingDrainer:
-    """Counts wake-ups; never lets a producer wait."""
-
-    def __init__(self) -> None:
-        self.wakes = 0
-
-    def wake(self) -> None:
-        self.wakes += 1
-
-    def can_wait(self) -> bool:
-        return False
-
-
 def test_what_a_callable_output_logs_after_another_thread_takes_its_channel_is_not_fed_back():
     # Proves: a consume from another thread while a callable output runs (the outputs are
     # written after the consume lock is let go) takes the writing thread's channel too, and
@@ -434,7 +421,7 @@ def test_what_a_callable_output_logs_after_another_thread_takes_its_channel_is_n
     # and the limit restored on the way out (stale) left the channel woken at its wake-up
     # length, so the next log calls were dropped without filling it.
     s = blog.Session(channel_capacity=4096, overflow="drop")
-    drainer = _CountingDrainer()
+    drainer = CountingDrainer()
     s.attach(drainer, wake_bytes=256)
     log = s.get_logger("alerts")
     main_thread = threading.current_thread()

@@ -19,7 +19,7 @@ from blogformat import frames as fmt
 from bread.entries import FileHeader, RawEvent, iter_entries
 from bread.frames import iter_frames
 
-from helpers import in_threads, python_child, run_python
+from helpers import CountingDrainer, in_threads, python_child, run_python
 
 
 def test_eight_threads_of_100k_events_all_arrive_in_order(tmp_path):
@@ -1279,19 +1279,6 @@ def test_the_c_fast_path_is_built_unless_asked_not_to():
         assert blog.accel.speedups is None
     else:
         assert blog.accel.speedups is not None, "blog/_speedups.c was not built"
-
-
-class CountingDrainer:
-    """A drainer of one's own: counts wake-ups, never lets a producer wait."""
-
-    def __init__(self) -> None:
-        self.wakes = 0
-
-    def wake(self) -> None:
-        self.wakes += 1
-
-    def can_wait(self) -> bool:
-        return False
 
 
 def test_a_drainer_of_ones_own_is_woken_when_a_channel_reaches_wake_bytes(make_logged):

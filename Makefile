@@ -13,11 +13,8 @@ PYTHON313 ?= $(shell for p in python3.13 \
 	do "$$p" -c 'import sys; print(sys.executable)' 2>/dev/null && break; done)
 VENV313    ?= .venv-$(notdir $(PYTHON313))
 PY313      := $(VENV313)/bin/python
-# What that pass runs (the tests marked slow are left to the first Python's passes). Left
-# out until they are fixed on 3.13 (issue 38): the golden text of v1/groups.blog (3.13
-# prints position markers where 3.11 did not) and the logging bridge's property test
-# against the record (two cases Hypothesis finds on 3.13).
-PYTEST313  ?= -m "not slow" -k "not (test_bread_prints_what_it_printed_then and groups) and not test_a_call_only_blog_takes_writes_what_its_record_would"
+# What that pass runs (the tests marked slow are left to the first Python's passes).
+PYTEST313  ?= -m "not slow"
 
 .PHONY: demo test quick soak bench clean
 

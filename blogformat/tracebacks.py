@@ -536,8 +536,9 @@ def _positions(pos: Any, n: int) -> bool:
 
 
 def _markers(file: Any, lineno: Any, func: Any, line: str, pos: Any) -> str:
-    """The position markers (``~~~^^^^``) under a frame's source line, as 3.11's traceback
-    prints them (its own code: the markers of each kind of expression), or ""."""
+    """The position markers (``~~~^^^^``) under a frame's source line, as the running
+    Python's traceback prints them (its own code: the markers of each kind of expression;
+    3.13 marks calls that 3.11 leaves bare), or ""."""
     import traceback          # only when a traceback with positions is rendered
     summary = traceback.FrameSummary(str(file), lineno, str(func), lookup_line=False,
                                      line=line + "\n", end_lineno=pos[0], colno=pos[1],

@@ -15,6 +15,9 @@ VENV313    ?= .venv-$(notdir $(PYTHON313))
 PY313      := $(VENV313)/bin/python
 # What that pass runs (the tests marked slow are left to the first Python's passes).
 PYTEST313  ?= -m "not slow"
+# How many pytest processes share a pass (pytest-xdist: one a core; a file's tests stay in
+# one process, in their order). PYTEST_JOBS=-n0 runs a pass in one process.
+PYTEST_JOBS ?= -n auto --dist loadfile
 
 .PHONY: demo test quick soak bench clean
 
@@ -60,18 +63,18 @@ demo: $(VENV)/.base
 test: $(VENV)/.installed
 	status=0; \
 	$(PY) -m mypy blog bread blogformat blogstore || status=1; \
-	$(PY) -m pytest -q || status=1; \
-	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q || status=1; \
+	$(PY) -m pytest -q $(PYTEST_JOBS) || status=1; \
+	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q $(PYTEST_JOBS) || status=1; \
 	if [ -n "$(PYTHON313)" ]; then \
 		echo "make: the C path on $(PYTHON313)"; \
 		$(MAKE) --no-print-directory $(VENV313)/.installed PYTHON313="$(PYTHON313)" \
-			&& $(PY313) -m pytest -q $(PYTEST313) || status=1; \
+			&& $(PY313) -m pytest -q $(PYTEST_JOBS) $(PYTEST313) || status=1; \
 	else echo "make: no python3.13 found: the suite ran on $(PYTHON) only"; fi; \
 	exit $$status
 
 # While working: the C path, without the few tests marked slow (each takes seconds to minutes).
 quick: $(VENV)/.installed
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(PYTEST_JOBS) -m "not slow"
 
 # Services with forked workers writing one rotated, compressed, compacted, shipped set with a
 # crash buffer, killed at random moments for SOAK_SECONDS; then every returned event must have

@@ -13,6 +13,7 @@ consume in ``blog.pipeline.output``, the crash buffer's hold on the writes in
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -29,6 +30,7 @@ from ..errors import ConfigurationError
 from .logger import Logger
 from .output import Output, writer_frames
 from . import parts
+from .plainwrites import PlainWrites
 from .registry import Backtrace, Registry
 from ..report import report
 from .sideoutputs import SideOutputs
@@ -38,7 +40,8 @@ from .writer import SessionWriter, Writers
 
 if TYPE_CHECKING:
     from ..files.crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
-    from .heldwrites import HeldWrites
+    from .channel import Taken
+    from .heldwrites import HeldWrites, Takes
     from .liveevents import LiveEvent   # imported with the first callable output (start-up)
 
 #: The most events a backtrace buffer keeps per thread.
@@ -76,7 +79,8 @@ class Session:
         self._consuming: int | None = None       # ident of the thread inside consume()
         process.track(process.SESSION, self)
         self._tz_offset: int | None = None       # of the last ClockSync written
-        self._crash: HeldWrites | None = None    # with a crash buffer: its hold on the writes
+        # How a consume writes: PlainWrites, or with a crash buffer its hold on the writes.
+        self._writes: PlainWrites | HeldWrites = PlainWrites()
         self._crash_capacity = 0                 # the channel capacity its files were made for
         self._sides = SideOutputs(self.name, self.stats, self.writers.echo_ids)   # beside
         # Written after the main output, outside the consume lock but in consume order:
@@ -283,13 +287,13 @@ class Session:
         reg = self.registry
         left = bare = 0
         with self._consume_lock, reg.lock:
-            old = new = self._crash
+            old = new = None if isinstance(self._writes, PlainWrites) else self._writes
             if cb is None:
                 new = None
             elif old is None or old.buffer is not cb:
                 from .heldwrites import HeldWrites   # with the first crash buffer (start-up)
                 new = HeldWrites(cb, self.stats)
-            self._crash, reg.mirror = new, cb
+            self._writes, reg.mirror = new or PlainWrites(), cb
             self._crash_capacity = self.pressure.capacity
             if cb is not None:
                 cb.describe([self._clock_sync(), *reg.sources, *reg.types]
@@ -434,46 +438,68 @@ class Session:
         return self._sides_deadline is not None and time.monotonic() >= self._sides_deadline
 
     def _consume(self, stream: OutputStream) -> int:
-        out = self._output
-        crash = self._crash
-        if stream is not out.stream:
-            out.use(stream)
-            if crash is not None:
-                crash.new_stream()
-        reg = self.registry
-        with reg.lock:
-            writers = list(self.writers.all)
-        # Drain first, then take the metadata: every drained event's source and
-        # writer were registered before the event was queued, so the metadata
-        # taken below covers them and is written ahead of them.
-        retry = False
-        if crash is None:
-            taken = [(w, w.channel.take(0)) for w in writers]
-        else:
-            # A write the output refused, kept (crash buffer) rather than lost, is tried
-            # again (what is left of it), and nothing more is taken from the channels until
-            # it is written.
-            what = crash.take(writers, stream)
-            if what is None:
-                return 0
-            taken, retry = what
-        size = sum(len(t.data) for _, t in taken)
-        left = parts.room(stream)     # a size limit: a consume is cut to fit
+        """Write into ``stream`` what the channels hold (or a held write first): take ->
+        metadata -> frames -> write -> after the write. Once a held write is written, what
+        was logged meanwhile follows. Returns the bytes written."""
+        total = 0
+        while True:
+            writers = self._start(stream)
+            took = self._writes.take(writers, stream)   # drain first, then the metadata:
+            if took is None:     # a held write whose last try cannot be cut yet
+                return total
+            taken, retry = took  # every event's source and writer is registered by now
+            left = parts.room(stream)     # a size limit: a consume is cut to fit
+            meta = self._metadata(sum(len(t.data) for _, t in taken), left)
+            batches, n_events, reported = self._frames(taken, meta)
+            kept, written = self._write(stream, meta, batches, taken, n_events, left)
+            if kept is None:     # held in the crash buffer: but for the parts written, if any
+                if written:
+                    self._reported_drops.update(reported)
+                    batches, takes = self._writes.parted   # (HeldWrites: held only there)
+                    self._write_sides_later(meta, batches, sum(t.count for t in takes), takes)
+                return total
+            self._write_sides_later(meta, batches, n_events, [t for _, t in taken])
+            total += kept
+            self._writes.done(self.writers.retire(writers))
+            if written:
+                self._reported_drops.update(reported)
+            if not (retry and written):
+                return total
+
+    def _start(self, stream: OutputStream) -> list[SessionWriter]:
+        """The output writes to ``stream`` (a new one: what a held write left in the old
+        one is not cut); the writers whose channels this consume takes."""
+        if stream is not self._output.stream:
+            self._output.use(stream)
+            self._writes.new_stream()
+        with self.registry.lock:
+            return list(self.writers.all)
+
+    def _metadata(self, size: int, left: int | None) -> list[Metadata]:
+        """The metadata to write before ``size`` bytes of events (``left``: the room in a
+        size-limited stream), after a switch by time (or size) if one is due: all of it
+        into a new stream, else what was registered since the last consume (and a
+        ClockSync where the zone changed). A stream past its limits of writers or text
+        ends here, and the next starts with only what is in force."""
+        out, reg = self._output, self.registry
         if size:
-            out.rotate_if_due(size if left is None else 0)   # a switch by time (or size)
+            out.rotate_if_due(size if left is None else 0)
         with reg.lock:
             if not out.started:
-                meta = self._full_metadata()
-            else:
-                meta, reg.pending = reg.pending, []
-                meta += reg.new_types()
-                if time.localtime().tm_gmtoff != self._tz_offset:
-                    meta.insert(0, self._clock_sync())   # DST began or ended: new zone from here on
-        if out.started and out.passes_limits(meta):
-            # More writers or text than a stream holds (threads come and go): end this
-            # stream cleanly and start one that describes only what is in force.
+                return self._full_metadata()
+            meta, reg.pending = reg.pending, []
+            meta += reg.new_types()
+            if time.localtime().tm_gmtoff != self._tz_offset:
+                meta.insert(0, self._clock_sync())   # DST began or ended: new zone from here on
+        if out.passes_limits(meta):
             out.finish()
             meta = self._full_metadata()
+        return meta
+
+    def _frames(self, taken: Takes, meta: list[Metadata]
+                ) -> tuple[list[bytes], int, dict[int, int]]:
+        """The event frames of what was taken, each writer's drops added to ``meta``:
+        (frames, events, each writer's drops so far: recorded once the write succeeds)."""
         batches: list[bytes] = []
         n_events = 0
         reported: dict[int, int] = {}
@@ -481,50 +507,37 @@ class Session:
             if t.count or t.marks:
                 n_events += writer_frames(w, t, batches)
             dropped = self._drops(w)
-            if dropped:   # recorded as written only once the write succeeds (below)
+            if dropped:
                 reported[w.id] = w.channel.dropped
                 meta.append(Dropped(w.id, dropped, time.time_ns()))
-        takes = [t for _, t in taken]
-        kept: int | None
-        if left is not None and not parts.fits(
-                out, self.descriptor, meta, batches, parts.room(stream) or 0):
-            def cut(part: parts.WritePart | None = None,
-                    switch: Callable[[int], None] | None = None) -> tuple[int, int]:
-                return parts.write_parts(out, stream, self.descriptor, meta, taken,
-                                         self._full_metadata, writer_frames, part, switch)
-            kept, written = cut() if crash is None else crash.write_parts(
-                out, stream, self.descriptor, taken, cut)
-        elif crash is None:
-            kept = written = out.write(self.descriptor, meta, batches, n_events, takes)
-        else:
-            kept = crash.write(out, stream, self.descriptor, meta, batches, taken, n_events)
-            written = kept or 0
-        if kept is None:     # held in the crash buffer: but for the parts written, if any
-            if not written or crash is None:
-                return 0
-            self._reported_drops.update(reported)
-            batches, takes = crash.parted
-            n_events = sum(t.count for t in takes)
-        if self._sides:    # after the consume lock (``consume``)
+        return batches, n_events, reported
+
+    def _write(self, stream: OutputStream, meta: list[Metadata], batches: list[bytes],
+               taken: Takes, n_events: int, left: int | None) -> tuple[int | None, int]:
+        """Write it all, cut between files where it does not fit in the room ``left``:
+        (bytes written, or None if held in the crash buffer; bytes of its first part)."""
+        out, writes = self._output, self._writes
+        if left is not None and not parts.fits(out, self.descriptor, meta, batches,
+                                               parts.room(stream) or 0):
+            cut = functools.partial(parts.write_parts, out, stream, self.descriptor, meta,
+                                    taken, self._full_metadata, writer_frames)
+            return writes.write_parts(out, stream, self.descriptor, taken, cut)
+        kept = writes.write(out, stream, self.descriptor, meta, batches, taken, n_events)
+        return kept, kept or 0
+
+    def _write_sides_later(self, meta: list[Metadata], batches: list[bytes], n_events: int,
+                           takes: list[Taken]) -> None:
+        """The outputs beside the main one get what it got, after the consume lock
+        (``consume``)."""
+        if self._sides:
             sides, descriptor = self._sides, self.descriptor
             self._side_jobs.append((n_events, lambda: sides.write(
                 descriptor, meta, batches, n_events, takes, self._described_so_far)))
-        if kept is None:
-            return 0
-        total = kept
-        retired = self.writers.retire(writers)
-        if crash is not None:
-            crash.done(retired)
-        if written:
-            self._reported_drops.update(reported)
-        if retry and written:
-            return total + self._consume(stream)   # then what was logged meanwhile
-        return total
 
     @property
     def held(self) -> bool:
         """True while a refused write's events are kept in the crash buffer, to write later."""
-        return self._crash is not None and self._crash.held
+        return self._writes.held
 
     def output_failing(self) -> bool:
         """True while the output refuses writes (events are being lost)."""
@@ -573,7 +586,7 @@ class Session:
         self.pressure = Backpressure(capacity=self.pressure.capacity, policy=self.pressure.policy)
         self.writers.forked(self.pressure)   # the parent's writers and channels: not ours
         self._output = Output(self.stats, self.name)
-        self._crash = None   # the parent's (blog.files.crashbuf lets go of it in the child)
+        self._writes = PlainWrites()   # the parent's buffer: blog.files.crashbuf lets go of it
         self.stats.events_held = 0
         self.descriptor = dict(self.descriptor, pid=os.getpid())
 

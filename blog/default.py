@@ -13,16 +13,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from blogformat.severity import Severity, to_severity
+from blogformat.severity import Severity
 from blogstore import posix
 from blogstore.fileset import pid_path
 
 from . import lifecycle, process
-from .envconfig import output_from_env, severity_from_env
-from .pipeline.backpressure import BLOCK, check_capacity, check_overflow
+from .config import Config
+from .pipeline.backpressure import BLOCK
 from .pipeline.consumer import Consumer
-from .files.durability import fsync_policy
-from .errors import ConfigurationError
 from .lifecycle import CONFIG_ENV, CrashOption, consumer_of, is_file, is_rotating, stop_consumer
 from .pipeline.logger import Logger
 from .report import report
@@ -126,76 +124,25 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
     ``CallSiteError`` (``Session.strict``); by default such an event is logged as text,
     marked, and stderr says so once per call site. Leaving it out keeps what was set.
     """
-    s = default_session()
-    output = output_from_env() if output is None else output
-    min_severity = severity_from_env() if min_severity is None else min_severity
-    policy, fsync_interval = fsync_policy(fsync)
-    check_overflow(overflow)
-    check_capacity(channel_capacity)
-    if flush_bytes is None:
-        flush_bytes = min(1 << 20, channel_capacity)
-    if not isinstance(flush_bytes, int) or not 1 <= flush_bytes <= channel_capacity:
-        raise ConfigurationError(
-            f"flush_bytes must be from 1 to channel_capacity ({channel_capacity}), "
-            f"not {flush_bytes!r}")
-    if isinstance(flush_interval, bool) or not isinstance(flush_interval, (int, float)) \
-            or not flush_interval > 0:
-        raise ConfigurationError(f"flush_interval must be positive seconds, not {flush_interval!r}")
-    if mode not in ("ab", "wb", "xb"):
-        raise ConfigurationError(f"mode must be 'ab', 'wb' or 'xb', not {mode!r}")
-    if not isinstance(output, (str, os.PathLike)) and not hasattr(output, "write"):
-        raise TypeError(f"output must be a path or have write(bytes), not {type(output).__name__}")
-    rotation = dict(rotate_bytes=rotate_bytes, rotate_every=rotate_every, rotate_at=rotate_at,
-                    tz=tz, keep_files=keep_files, keep_days=keep_days, keep_bytes=keep_bytes,
-                    compress=compress)
-    rotating = any(v is not None and v is not False for v in rotation.values())
-    if rotating and not isinstance(output, (str, os.PathLike)):
-        raise TypeError("rotation, retention and compression need a path as output, "
-                        f"not {type(output).__name__}")
-    if on_close is not None and not callable(on_close):
-        raise ConfigurationError(f"on_close must be a function of a path, not {on_close!r}")
-    if on_close is not None and not rotating:
-        raise ConfigurationError("on_close is called for the closed files of a rotated set: "
-                                 "give rotate_bytes, rotate_every or rotate_at too")
-    compaction: Compaction | None = None
-    if compact is not None and compact is not False:
-        from .files.compaction import compaction_option
-        compaction = compaction_option(compact)
-        if not rotating:
-            raise ConfigurationError("compact compacts the closed files of a rotated set: "
-                                     "give rotate_bytes, rotate_every or rotate_at too")
-    if rotating and mode != "ab":
-        raise ConfigurationError(f"mode={mode!r} applies to one file; a rotated set always "
-                                 "starts new files")
-    if not isinstance(crash_buffer, bool):
-        raise ConfigurationError(f"crash_buffer must be True or False, not {crash_buffer!r}")
-    if crash_buffer and not isinstance(output, (str, os.PathLike)):
-        raise TypeError("crash_buffer needs a file path as output, "
-                        f"not {type(output).__name__}")
-    if not isinstance(keep_source_lines, bool):
-        raise ConfigurationError(
-            f"keep_source_lines must be True or False, not {keep_source_lines!r}")
-    if crash_dir is not None and not crash_buffer:
-        raise ConfigurationError("crash_dir is where crash_buffer=True keeps its files: give both")
-    if strict is not None and not isinstance(strict, bool):
-        raise ConfigurationError(f"strict must be True or False, not {strict!r}")
-    min_severity = to_severity(min_severity)
-    backtrace_trigger = to_severity(backtrace_trigger)
-    if backtrace is not None and (isinstance(backtrace, bool) or not isinstance(backtrace, int)
-                                  or backtrace < 0):
-        raise ConfigurationError(f"backtrace must be a count of events >= 0, not {backtrace!r}")
-    if rotating or crash_buffer:
+    s = default_session()     # (a spawned child's own configuration first)
+    cfg = Config(output, min_severity=min_severity, flush_interval=flush_interval,
+                 flush_bytes=flush_bytes, channel_capacity=channel_capacity,
+                 overflow=overflow, mode=mode, fsync=fsync, rotate_bytes=rotate_bytes,
+                 rotate_every=rotate_every, rotate_at=rotate_at, tz=tz,
+                 keep_files=keep_files, keep_days=keep_days, keep_bytes=keep_bytes,
+                 compress=compress, crash_buffer=crash_buffer, crash_dir=crash_dir,
+                 keep_source_lines=keep_source_lines, backtrace=backtrace,
+                 backtrace_trigger=backtrace_trigger, strict=strict, on_close=on_close,
+                 compact=compact)
+    if cfg.rotating or cfg.crash_buffer:
         posix.require()   # file locks (not on Windows): NeedsPosix before anything changes
     with _config_lock, s.handover():   # a full channel meanwhile waits for the new consumer
-        _move(s, output, mode, policy, fsync_interval, rotating, rotation, flush_interval,
-              flush_bytes, channel_capacity, overflow, min_severity,
-              os.fspath(crash_dir) if crash_dir is not None else None if crash_buffer else False,
-              on_close, compaction)
-    s.keep_source_lines = keep_source_lines
-    if strict is not None:
-        s.strict = strict
-    if backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
-        s.use_backtrace(backtrace, trigger=backtrace_trigger)
+        _move(s, cfg)
+    s.keep_source_lines = cfg.keep_source_lines
+    if cfg.strict is not None:
+        s.strict = cfg.strict
+    if cfg.backtrace is not None:     # None: as it was (Session.use_backtrace's, say)
+        s.use_backtrace(cfg.backtrace, trigger=cfg.backtrace_trigger)
     process.install_exit_hooks(flush, lambda *a, **k: get_logger("blog").log(*a, **k),
                                flush_async)
     process.hook_multiprocessing(_at_child_end)
@@ -205,41 +152,32 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
         # (no atexit), so it is closed at the end of its bootstrap, or failing that
         # by multiprocessing's exit finalizers.
         lifecycle.finalize_in_mp_child(s)
-    if isinstance(output, (str, os.PathLike)):
-        lifecycle.for_children(os.path.abspath(os.fspath(output)), rotating, dict(
-            rotation if rotating else {}, min_severity=int(min_severity),
-            flush_interval=flush_interval, flush_bytes=flush_bytes,
-            channel_capacity=channel_capacity, overflow=overflow, fsync=fsync,
-            crash_buffer=crash_buffer, keep_source_lines=keep_source_lines,
-            crash_dir=os.fspath(crash_dir) if crash_dir is not None else None,
-            compact=None if compaction is None  # (the parent runs it; retention waits)
-            else compaction.for_workers().fields()))
+    if cfg.is_path:
+        lifecycle.for_children(os.path.abspath(os.fspath(cfg.output)),  # type: ignore[arg-type]
+                               cfg.rotating, cfg.for_children())
     else:
         os.environ.pop(CONFIG_ENV, None)
     return s
 
 
-def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float | None,
-          rotating: bool, rotation: dict, flush_interval: float, flush_bytes: int,
-          channel_capacity: int, overflow: str, min_severity: int,
-          crash: CrashOption = False, on_close: Callable[[str], object] | None = None,
-          compaction: Compaction | None = None) -> None:
+def _move(s: Session, cfg: Config) -> None:
     """Stop the session's consumer (what is pending goes to the old output) and start one
-    writing to ``output``; ``crash`` (unless False) is the crash buffer's directory option."""
+    writing to ``cfg.output``, with its crash buffer if it has one."""
     lifecycle.end_late_writes(s)
     old = consumer_of(s)
-    if rotating:   # a new file of the set: never the old output's file
+    output: Any = cfg.output
+    fsync, fsync_interval = cfg.fsync_policy
+    if cfg.rotating:   # a new file of the set: never the old output's file
         from blogstore.crashlayout import buffer_directory
 
         from .files.rotating import RotatingFile
-        stream: Any = RotatingFile(output, fsync=fsync, **rotation, crash_dirs=(
-            [] if crash is None or crash is False else [buffer_directory(os.fspath(output),
-                                                                         crash)]),
-                                   on_close=on_close, compact=compaction)
+        crash = cfg.crash
+        stream: Any = RotatingFile(output, fsync=fsync, **cfg.rotation, crash_dirs=(
+            [] if crash is False else [buffer_directory(os.fspath(output), crash)]),
+                                   on_close=cfg.on_close, compact=cfg.compaction)
         stop_consumer(s, keep_buffer=True)
     else:
-        same = (old is not None and isinstance(old.stream, FileOutputStream)
-                and isinstance(output, (str, os.PathLike))
+        same = (old is not None and isinstance(old.stream, FileOutputStream) and cfg.is_path
                 and any(_same_file(a, b) for a, b in (
                     (old.stream.path, output), (old.stream.requested, output),
                     (old.stream.path, pid_path(os.fspath(output), os.getpid())))))
@@ -247,10 +185,8 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
             # the file gets what is pending before it is reopened
             stop_consumer(s, keep_buffer=True)
         try:
-            if isinstance(output, (str, os.PathLike)):
-                stream = FileOutputStream(output, mode=mode, fsync=fsync)
-            else:
-                stream = output
+            stream = FileOutputStream(output, mode=cfg.mode, fsync=fsync) if cfg.is_path \
+                else output
         except BaseException:
             if same and old is not None and isinstance(old.stream, FileOutputStream):
                 # give the session its output back
@@ -261,11 +197,11 @@ def _move(s: Session, output: Any, mode: str, fsync: str, fsync_interval: float 
         if not same:
             stop_consumer(s, keep_buffer=True)   # the old output gets what is pending
     lifecycle.opened(s)
-    s.configure(channel_capacity=channel_capacity, overflow=overflow)
-    _use_crash_buffer(s, stream, output, crash)
-    consumer = Consumer(s, stream, interval=flush_interval, flush_bytes=flush_bytes,
+    s.configure(channel_capacity=cfg.channel_capacity, overflow=cfg.overflow)
+    _use_crash_buffer(s, stream, output, cfg.crash)
+    consumer = Consumer(s, stream, interval=cfg.flush_interval, flush_bytes=cfg.flush_size,
                         fsync_interval=fsync_interval)
-    s.set_min_severity(min_severity)
+    s.set_min_severity(cfg.min_severity)
     consumer.start()
     s.registry.use_last_resort(False)   # its output shows the events from now on
 

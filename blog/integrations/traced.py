@@ -322,83 +322,103 @@ def traced(fn: F | None = None, *, severity: Severity | int | str = Severity.DEB
         t = _Tracer(f, s, sev, err, category or getattr(f, "__module__", None) or "main",
                     leave_out, result)
         if inspect.isasyncgenfunction(f):
-            @functools.wraps(f)
-            async def agen(*args: Any, **kwargs: Any) -> Any:
-                # What ``yield from`` does for a generator, by hand: values sent and
-                # exceptions thrown in reach the inner generator.
-                start = t.enter(args, kwargs)
-                inner = f(*args, **kwargs)
-                try:
-                    item = await inner.__anext__()
-                    while True:
-                        try:
-                            sent = yield item
-                        except GeneratorExit:   # closed before its end (a loop left early)
-                            await inner.aclose()
-                            t.returned(start, None)
-                            raise
-                        except BaseException as exc:
-                            item = await inner.athrow(exc)
-                        else:
-                            item = await (inner.asend(sent) if sent is not None
-                                          else inner.__anext__())
-                except StopAsyncIteration:
-                    t.returned(start, None)
-                except GeneratorExit:
-                    raise
-                except BaseException as exc:
-                    t.raised(start, exc)
-                    raise
-            wrapper: Any = agen
-        elif inspect.iscoroutinefunction(f):
-            @functools.wraps(f)
-            async def coro(*args: Any, **kwargs: Any) -> Any:
-                start = t.enter(args, kwargs)
-                try:
-                    value = await f(*args, **kwargs)
-                except BaseException as exc:
-                    t.raised(start, exc)
-                    raise
-                return t.returned(start, value)
-            wrapper = coro
-        elif inspect.isgeneratorfunction(f):
-            @functools.wraps(f)
-            def gen(*args: Any, **kwargs: Any) -> Any:
-                start = t.enter(args, kwargs)
-                try:
-                    value = yield from f(*args, **kwargs)
-                except GeneratorExit:       # closed before its end (a loop left early)
-                    t.returned(start, None)
-                    raise
-                except BaseException as exc:
-                    t.raised(start, exc)
-                    raise
-                return t.returned(start, value)
-            wrapper = gen
-        else:
-            @functools.wraps(f)
-            def call(*args: Any, **kwargs: Any) -> Any:
-                start = t.enter(args, kwargs)
-                try:
-                    value = f(*args, **kwargs)
-                except BaseException as exc:
-                    # From the traced function on, without this frame: as from the C
-                    # wrapper, in the file and for the caller.
-                    exc.__traceback__ = exc.__traceback__ and exc.__traceback__.tb_next
-                    t.raised(start, exc)
-                    raise
-                return t.returned(start, value)
-            wrapper = call
-            if accel.speedups is not None and t.simple:
-                # The C fast path in front: arguments bound as bind_plain binds them, no
-                # backtrace kept, no fields in context, the channel below its limit.
-                wrapper = accel.speedups.TracedCall(t.plan(), f, call)
-                functools.update_wrapper(wrapper, f)
-        return wrapper
+            return _async_generator(f, t)
+        if inspect.iscoroutinefunction(f):
+            return _coroutine(f, t)
+        if inspect.isgeneratorfunction(f):
+            return _generator(f, t)
+        return _function(f, t)
 
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _async_generator(f: Any, t: _Tracer) -> Any:
+    """The wrapper of an async generator function: what ``yield from`` does for a
+    generator, by hand (values sent and exceptions thrown in reach the inner one)."""
+    @functools.wraps(f)
+    async def agen(*args: Any, **kwargs: Any) -> Any:
+        start = t.enter(args, kwargs)
+        inner = f(*args, **kwargs)
+        try:
+            item = await inner.__anext__()
+            while True:
+                try:
+                    sent = yield item
+                except GeneratorExit:   # closed before its end (a loop left early)
+                    await inner.aclose()
+                    t.returned(start, None)
+                    raise
+                except BaseException as exc:
+                    item = await inner.athrow(exc)
+                else:
+                    item = await (inner.asend(sent) if sent is not None
+                                  else inner.__anext__())
+        except StopAsyncIteration:
+            t.returned(start, None)
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            t.raised(start, exc)
+            raise
+    return agen
+
+
+def _coroutine(f: Any, t: _Tracer) -> Any:
+    """The wrapper of an async function."""
+    @functools.wraps(f)
+    async def coro(*args: Any, **kwargs: Any) -> Any:
+        start = t.enter(args, kwargs)
+        try:
+            value = await f(*args, **kwargs)
+        except BaseException as exc:
+            t.raised(start, exc)
+            raise
+        return t.returned(start, value)
+    return coro
+
+
+def _generator(f: Any, t: _Tracer) -> Any:
+    """The wrapper of a generator function: from the first item to the last, or to where
+    the loop left it."""
+    @functools.wraps(f)
+    def gen(*args: Any, **kwargs: Any) -> Any:
+        start = t.enter(args, kwargs)
+        try:
+            value = yield from f(*args, **kwargs)
+        except GeneratorExit:       # closed before its end (a loop left early)
+            t.returned(start, None)
+            raise
+        except BaseException as exc:
+            t.raised(start, exc)
+            raise
+        return t.returned(start, value)
+    return gen
+
+
+def _function(f: Any, t: _Tracer) -> Any:
+    """The wrapper of a plain function; with the C extension, the C ``TracedCall`` in
+    front of it where the arguments bind plainly (``_Tracer.simple``)."""
+    @functools.wraps(f)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        start = t.enter(args, kwargs)
+        try:
+            value = f(*args, **kwargs)
+        except BaseException as exc:
+            # From the traced function on, without this frame: as from the C
+            # wrapper, in the file and for the caller.
+            exc.__traceback__ = exc.__traceback__ and exc.__traceback__.tb_next
+            t.raised(start, exc)
+            raise
+        return t.returned(start, value)
+    if accel.speedups is None or not t.simple:
+        return call
+    # The C fast path in front: arguments bound as bind_plain binds them, no backtrace
+    # kept, no fields in context, the channel below its limit.
+    wrapper = accel.speedups.TracedCall(t.plan(), f, call)
+    functools.update_wrapper(wrapper, f)
+    return wrapper
 
 
 __all__ = ["traced"]

@@ -1,7 +1,7 @@
 # make demo: set up, log from the example app, render it with bread.
 # make test: set up, run the whole suite.
 # make quick: the suite without the tests marked slow, on the C path only.
-# make docs: the documentation as a site, into site/ (docs/architecture.md says why MkDocs).
+# make docs: the documentation as a site, into site/ (docs/architecture.md, "About these docs", says why MkDocs).
 # make soak: a file set's whole life under kills, for SOAK_SECONDS (tests/lifecycle_soak.py).
 PYTHON ?= python3
 VENV   ?= .venv

@@ -1,6 +1,7 @@
 # make demo: set up, log from the example app, render it with bread.
 # make test: set up, run the whole suite.
 # make quick: the suite without the tests marked slow, on the C path only.
+# make docs: the documentation as a site, into site/ (docs/architecture.md, "About these docs", says why MkDocs).
 # make soak: a file set's whole life under kills, for SOAK_SECONDS (tests/lifecycle_soak.py).
 PYTHON ?= python3
 VENV   ?= .venv
@@ -19,12 +20,13 @@ PYTEST313  ?= -m "not slow"
 # one process, in their order). PYTEST_JOBS=-n0 runs a pass in one process.
 PYTEST_JOBS ?= -n auto --dist loadfile
 
-.PHONY: demo test quick soak bench clean
+.PHONY: demo test quick docs soak bench clean
 
 # The C sources of the extensions and their headers (setup.py lists them one by one).
 CSRC   := $(wildcard blog/_*.c blog/_*.h bread/_*.c bread/_*.h blogformat/_c/*.h)
 
-# The package alone (what the demo needs), then the test and Spark extras (what the suite needs).
+# The package alone (what the demo needs), then the test, Spark and docs extras (what the
+# suite and make docs need).
 $(VENV)/.base: pyproject.toml setup.py $(CSRC)
 	@rm -f $@
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed (set PYTHON=...)")'
@@ -35,7 +37,7 @@ $(VENV)/.base: pyproject.toml setup.py $(CSRC)
 
 $(VENV)/.installed: $(VENV)/.base
 	@rm -f $@
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e '.[test,spark,docs]'
 	touch $@
 
 # The same on PYTHON313 (its C extensions are built beside the first Python's: each file
@@ -56,13 +58,15 @@ demo: $(VENV)/.base
 	$(PY) examples/quickstart.py demo.blog
 	$(VENV)/bin/bread -s demo.blog
 
-# The types first (mypy, configured in pyproject.toml), then the whole suite twice, as
-# msgpack-python does: the C fast paths, then the pure-Python reference; then, if a
-# PYTHON313 is found, the C path on it (PYTEST313: without the slow tests). Every step runs
-# even when one before it failed; the rule fails if any did.
+# The types first (mypy, configured in pyproject.toml), then the documentation site (make
+# docs: a broken link or reference fails it), then the whole suite twice, as msgpack-python
+# does: the C fast paths, then the pure-Python reference; then, if a PYTHON313 is found, the
+# C path on it (PYTEST313: without the slow tests). Every step runs even when one before it
+# failed; the rule fails if any did.
 test: $(VENV)/.installed
 	status=0; \
 	$(PY) -m mypy blog bread blogformat blogstore || status=1; \
+	$(DOCS) --quiet || status=1; \
 	$(PY) -m pytest -q $(PYTEST_JOBS) || status=1; \
 	BLOG_PURE_PYTHON=1 BREAD_PURE_PYTHON=1 $(PY) -m pytest -q $(PYTEST_JOBS) || status=1; \
 	if [ -n "$(PYTHON313)" ]; then \
@@ -84,6 +88,14 @@ SOAK_SECONDS ?= 300
 soak: $(VENV)/.installed
 	$(PY) tests/lifecycle_soak.py --seconds $(SOAK_SECONDS) $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 
+# The documentation as a site (MkDocs: docs/architecture.md says why): the pages of docs/
+# and the API reference made from the docstrings, into site/. --strict: a broken link,
+# anchor or cross-reference is an error, not a warning. (NO_MKDOCS_2_WARNING: the theme's
+# notice about a future MkDocs, printed at every build.)
+DOCS = NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+docs: $(VENV)/.installed
+	$(DOCS)
+
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'
 	touch $@
@@ -92,4 +104,4 @@ bench: $(VENV)/.bench
 	$(PY) benchmarks/hot_path.py
 
 clean:
-	rm -rf $(VENV) $(VENV313) demo.blog *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV313) demo.blog site *.egg-info .pytest_cache .hypothesis

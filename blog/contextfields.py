@@ -19,6 +19,8 @@ from typing import Any
 
 from . import accel
 
+__all__ = ["bind", "clear", "context", "current", "unbind"]
+
 #: The fields in context: (names, values), or None for none.
 FIELDS: ContextVar[tuple[tuple[str, ...], tuple] | None] = ContextVar("blog.context",
                                                                      default=None)

@@ -117,7 +117,7 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
     ``compact`` (a rotated set: ``"1d"``, or a ``blog.Compaction``) runs ``bread compact``
     on the set's directory as a child process, at most hourly, for closed files older than
     the age (``--columnar`` by default; with ``on_close``, only files already shipped):
-    docs/guide.md, "Compaction". The process that configured it runs it, not its children
+    docs/compaction.md. The process that configured it runs it, not its children
     (whose retention waits for it as its own does).
 
     ``strict=True`` makes a literal format that does not fit its call raise

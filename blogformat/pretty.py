@@ -20,9 +20,12 @@ from .severity import ABBREVIATIONS
 from .tracebacks import render as render_traceback
 from .valueclasses import ExceptionValue
 
+#: How an event shows by default (``bread``, ``blog.TextStream``): ``bread --help``
+#: lists the placeholders.
 DEFAULT_FORMAT = "%S %C [%d] %n %m%K (%G:%L)"
 #: Before the message (``%m``) of an event written from a backtrace buffer.
 BACKTRACE_MARK = "[backtrace] "
+#: How ``%d`` and ``%u`` show an event's time by default (``%N``: its nanoseconds).
 DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
 #: Before each line of a traceback shown under its event.
 TRACEBACK_INDENT = "    "

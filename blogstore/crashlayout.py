@@ -4,7 +4,7 @@ checks of their directory.
 The writer (``blog.files.crashbuf``) makes the files; recovery (``blogstore.recovery``) reads
 what a killed process left in them. A buffer directory is used only if it is a real
 directory owned by this process's user and not writable by group or others
-(``open_directory``): nothing a buffer holds is an instruction (docs/guide.md, "Security").
+(``open_directory``): nothing a buffer holds is an instruction (docs/security.md).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ middle of is cut off the log first (its events are among those recovered), so ev
 event is in the log once. Recovery records what it appends before it does, so that a
 recovery killed midway is finished or redone by the next, never done twice.
 
-Nothing a buffer holds is an instruction (docs/guide.md, "Security"): its directory is
+Nothing a buffer holds is an instruction (docs/security.md): its directory is
 checked first (``blogstore.crashlayout.open_directory``), the files recovery writes
 are only the log's (``blogstore.recoverytarget``), every length read from a buffer is
 checked against its file's real size (``blogstore.bufferread``). A buffer that cannot be

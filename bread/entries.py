@@ -22,6 +22,8 @@ from blogformat.valuetypes import TypeTable
 
 from .frames import Damage, Frame
 
+#: What ``iter_entries`` gives: the metadata entries, raw events, and the Damage of each
+#: range skipped.
 Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, Recovered, Summary,
               RecordType, EnumMember, RawEvent, Damage]
 

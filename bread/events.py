@@ -21,6 +21,8 @@ from .entries import (DECODE_ERRORS, ClockSync, Dropped, EnumMember, Entry, File
 from .frames import Damage, Frame
 from .merge import event_run
 
+__all__ = ["Event", "EventStream", "Origin"]
+
 _MAX_TIME = _dt.datetime.max.replace(tzinfo=_dt.timezone.utc)
 _MIN_TIME = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
 _UTC = _dt.timezone.utc

@@ -1,7 +1,7 @@
 """Events -> JSON lines and CSV, for jq, spreadsheets and ``spark.read.json``.
 
 JSON keeps each value's type as far as JSON allows; what JSON has no type
-for becomes an object with one ``$``-key saying what it is (docs/guide.md
+for becomes an object with one ``$``-key saying what it is (docs/reading.md
 lists them). An int within 64 bits (signed or unsigned) is a number, a larger
 one ``{"$int": "..."}``; a non-finite float ``{"$float": "nan"}``, bytes
 ``{"$bytes": base64}``, a datetime ``{"$datetime": iso}`` (with ``"zone":

@@ -11,6 +11,8 @@ from blogformat.plainclass import Frozen
 
 from .errors import NotABlogFile
 
+__all__ = ["Damage", "Frame", "iter_frames", "span_frames"]
+
 CHUNK = 1 << 16
 #: Bytes of an events payload that hold its batch header (five ints take at most 46).
 BATCH_HEAD = 64

@@ -2,7 +2,7 @@
 per host: ``python examples/ship_to_s3.py BUCKET`` (credentials as boto3 finds them).
 
 blog calls ``upload`` on its housekeeping thread once a file is final (compressed), at
-least once per file (docs/guide.md, "Shipping closed files"): an upload to the same key
+least once per file (docs/file-sets.md, "Shipping closed files"): an upload to the same key
 twice is harmless. boto3 is this example's, not a dependency of blog.
 """
 

@@ -1,5 +1,5 @@
 """Crafted state: a manifest, a compaction catalog, or what else may sit in a log directory,
-is input, never an instruction (docs/guide.md, "Security"; blogstore/, bread/compact/).
+is input, never an instruction (docs/security.md; blogstore/, bread/compact/).
 
 Each test plants what a local attacker (or a damaged disk) could leave in a log directory,
 runs what an operator runs (housekeeping, ``bread compact``), and checks that nothing

@@ -1,4 +1,4 @@
-"""Crafted C++ binlog files (docs/format.md 16; docs/guide.md, "Security"): the samples of
+"""Crafted C++ binlog files (docs/format.md 16; docs/security.md): the samples of
 ``tests/data/cxx`` mutated, and entries crafted at the limits (huge counts and sizes,
 nested and recursive tags, odd placeholders, clock syncs of no or negative frequency), read
 by every reader in a child whose memory is bounded: each is read or reported as damage,

@@ -1,4 +1,4 @@
-"""Directories of more files than there are file descriptors (docs/guide.md, "Security"):
+"""Directories of more files than there are file descriptors (docs/security.md):
 sorting and statistics hold a bounded number open; following, which needs a descriptor and
 a thread per file it follows, says why a file cannot be followed."""
 

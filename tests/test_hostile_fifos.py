@@ -1,5 +1,5 @@
 """Hostile files where bread reads: a FIFO or a device put where a followed or listed file was,
-or named to follow (docs/guide.md, "Security")."""
+or named to follow (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Links planted in a log directory, leading to a log elsewhere: what a directory or a
-pattern stands for is its regular files, never a link (docs/guide.md, "Security")."""
+pattern stands for is its regular files, never a link (docs/security.md)."""
 
 from __future__ import annotations
 

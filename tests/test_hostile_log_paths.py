@@ -1,6 +1,6 @@
 """Hostile things at a log's path: a link, a FIFO or a directory put where the file was while
 its writer runs (logrotate moved it, a cleanup removed it), or named as the log; for a plain
-file, a rotated set's current file and the crash buffer's files (docs/guide.md, "Security").
+file, a rotated set's current file and the crash buffer's files (docs/security.md).
 Each case runs in a child, so that a writer blocked for good fails the test at its timeout
 instead of hanging the run."""
 

@@ -1,6 +1,5 @@
 """Hostile input to what bread writes: links planted in the directory a Parquet export
-is written to; values and texts that JSON lines and CSV must carry (docs/guide.md,
-"Security")."""
+is written to; values and texts that JSON lines and CSV must carry (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``bread --recover FILE`` on what is not a log file: a FIFO, a device, a directory, a
-name that names no log (docs/guide.md, "Security")."""
+name that names no log (docs/security.md)."""
 
 from __future__ import annotations
 

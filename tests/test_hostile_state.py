@@ -1,5 +1,5 @@
 """Crafted state: a crash buffer's control and channel files are input, never an instruction
-(docs/guide.md, "Security"; blogstore/; manifests and catalogs: test_hostile_catalogs).
+(docs/security.md; blogstore/; manifests and catalogs: test_hostile_catalogs).
 
 Each test plants state a local attacker (or a damaged disk) could leave where blog and bread
 look, runs what an operator runs (``basic_config(crash_buffer=True)``, ``bread --recover``,

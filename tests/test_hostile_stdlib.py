@@ -1,6 +1,6 @@
 """The stdlib bridge on hostile records: arguments, messages and ``extra`` whose
 ``__str__``/``__repr__``/``__format__`` raise, recurse, return huge or non-str values
-(docs/guide.md, "Security"). Nothing raises into the application; every record is read
+(docs/security.md). Nothing raises into the application; every record is read
 back."""
 
 from __future__ import annotations

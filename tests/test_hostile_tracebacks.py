@@ -1,5 +1,5 @@
 """Source lines bread reads for the tracebacks a (crafted) log names: never a FIFO or a
-device, bounded memory (docs/guide.md, "Security")."""
+device, bounded memory (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -287,7 +287,7 @@ def _crafted_split(d, change, field: int = 0) -> list[str]:
 
 
 def test_a_crafted_from_is_damage_never_a_crash_nor_a_loss(tmp_path):
-    # Proves (docs/guide.md, "Security"): a half's `from` beyond its length is damage and
+    # Proves (docs/security.md): a half's `from` beyond its length is damage and
     # the half is read whole (nothing lost); one within an event is damage and that event
     # is recovered (nothing lost, nothing repeated); either way the buffer is reported
     # and set aside, and no exception leaves recovery.

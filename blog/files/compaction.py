@@ -1,5 +1,5 @@
 """Compaction in a file set's housekeeping (``compact=``): ``bread compact`` on the set's
-directory, run as a child process (docs/guide.md, "Compaction").
+directory, run as a child process (docs/compaction.md).
 
 A child process, not a call, for three reasons: ``blog`` never imports ``bread``; compacting
 takes about a microsecond of CPU per event, and a million events held in the service's

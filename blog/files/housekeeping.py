@@ -10,7 +10,7 @@ touched: a writer holds an exclusive ``flock`` on the file it writes for as
 long as it writes it, and the kernel releases it when the process dies, even
 by SIGKILL.
 
-Every step leaves only complete files, whenever it is cut (docs/guide.md,
+Every step leaves only complete files, whenever it is cut (docs/file-sets.md,
 "Crash-safe switching"):
 
 * compress ``x.blog``: write ``x.blog.gz.tmp`` (made anew: whatever had the name, a

@@ -51,7 +51,7 @@ def _positive_number(value: Any, option: str) -> float | None:
 
 
 class RotatingFile:
-    """Writes the file set of ``path``, one file at a time (docs/guide.md: rotation).
+    """Writes the file set of ``path``, one file at a time (docs/file-sets.md: rotation).
 
     Options (any combination; None is off):
 

@@ -23,8 +23,9 @@ from blogformat.frames import MAX_PAYLOAD
 from .. import process
 from ..errors import ConfigurationError
 
-#: When the channel is full: wait for the consumer, or drop the event and count it.
+#: When the channel is full: wait for the consumer (``overflow=``'s default).
 BLOCK = "block"
+#: When the channel is full: drop the event and count it.
 DROP = "drop"
 
 #: The largest channel: what one channel holds goes into one frame (escaped, twice its size).

@@ -27,7 +27,7 @@ class SessionStats(Plain):
 
     @property
     def logging_fast_path(self) -> int:
-        """``logging`` calls its BlogHandlers took without a LogRecord (docs/guide.md)."""
+        """``logging`` calls its BlogHandlers took without a LogRecord (docs/logging-bridge.md)."""
         return sum(c.paths()[0] for c in self.logging_counters[:])
 
     @property

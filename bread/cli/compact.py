@@ -35,7 +35,7 @@ said and left for the next compaction.
 
 DIR is a local directory: a URL of object storage (s3://...) is refused; compact
 where the logs are written, before they are shipped. A file set can run this
-itself: blog.basic_config(..., compact="1d") (docs/guide.md, "Compaction in the
+itself: blog.basic_config(..., compact="1d") (docs/compaction.md, "Compaction in the
 set's housekeeping").
 
 exit status: 0 done, 1 bad option, 2 not a directory (or a URL), another compaction
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if is_url(args.directory):
         sys.stderr.write("bread compact: compacts a local directory, not a URL: compact on "
                          "the machine that writes the logs, before shipping them "
-                         "(docs/guide.md)\n")
+                         "(docs/compaction.md)\n")
         return 2
     if not os.path.isdir(args.directory):
         sys.stderr.write(f"bread compact: not a directory: {args.directory}\n")

@@ -50,7 +50,7 @@ time-sorted, as -s -o jsonl / -o csv print them, in a file.
 bread stats [-o json] FILE...: counts by severity, category, call site and
 writer, time range and rate, drops, losses, damage, events over time.
 bread compact DIR --older-than AGE [--period 1d] [--dry-run]: closed files
-merged into one time-sorted compressed file per set and period (docs/guide.md).
+merged into one time-sorted compressed file per set and period (docs/compaction.md).
 bread --recover FILE [--crash-dir DIR]: append to FILE the events its killed writers
 left in their crash buffers (basic_config(crash_buffer=True)).
 C++ binlog files (Morgan Stanley's binlog) are read too, told by their first bytes: with
@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
                         "rotation and truncation, as tail -F), or a directory or a rotated "
                         "set's base name (logs/app.blog): its files and those that appear later "
                         "(rotations, new processes), each file's events in order, files "
-                        "written at once interleaved (docs/guide.md, Following)")
+                        "written at once interleaved (docs/reading.md, Following)")
     p.add_argument("-s", "--sort", action="store_true",
                    help="events in time order across writers and inputs (bounded memory)")
     p.add_argument("-l", "--min-severity", "--level", dest="level", metavar="SEVERITY",

@@ -23,7 +23,7 @@ is written a frame at a time. The per-event work (an events frame's walk, the co
 and row frames' encoding) is in C where it is built (``bread/_compact.c``, loaded by
 the first compaction), this package's Python being its reference. The compaction catalog
 (``blogstore.catalog``) makes every step crash-safe: see its docstring and
-docs/guide.md ("Compaction").
+docs/compaction.md.
 
 Only what was carried over is deleted, and only inside the directory: an
 original in which reading met damage is moved to ``DIR/damaged/`` instead

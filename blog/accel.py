@@ -8,7 +8,28 @@ which is the reference the C code must match.
 from __future__ import annotations
 
 import os
-from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from . import _speedups as _c
+
+    class Speedups:
+        """blog/_speedups.pyi's names, as the type of ``speedups``: mypy has no type for
+        "this module, or None", and a module typed ``ModuleType`` hides its stub."""
+        Channel: type[_c.Channel]
+        Taken: type[_c.Taken]
+        Method: type[_c.Method]
+        EventCall: type[_c.EventCall]
+        TracedCall: type[_c.TracedCall]
+        RecordHandler: type[_c.RecordHandler]
+        LoggingCall: type[_c.LoggingCall]
+        forget_thread_channel = staticmethod(_c.forget_thread_channel)
+        encode_values = staticmethod(_c.encode_values)
+        use_registries = staticmethod(_c.use_registries)
+        use_context = staticmethod(_c.use_context)
+        tally = staticmethod(_c.tally)
+        event_bounds = staticmethod(_c.event_bounds)
+        noop = staticmethod(_c.noop)
 
 #: Said once, at the first import, where the C fast path is missing and not chosen away.
 NOTICE = ("blog: the C fast path (blog._speedups) is not built here (no C compiler at "
@@ -16,9 +37,10 @@ NOTICE = ("blog: the C fast path (blog._speedups) is not built here (no C compil
           "instead of 0.08 to 0.1: docs/performance.md). Install with a C compiler to build it, or set "
           "BLOG_PURE_PYTHON=1 to choose the pure-Python path and hide this line.")
 
-speedups: ModuleType | None
+speedups: Speedups | None
 try:
-    from . import _speedups as speedups
+    from . import _speedups
+    speedups = cast("Speedups", _speedups)
 except ImportError:  # built without a C compiler, or where setup.py builds none
     speedups = None
     if not os.environ.get("BLOG_PURE_PYTHON"):

@@ -41,7 +41,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from types import FrameType
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import accel
 
@@ -249,7 +249,7 @@ def stack_text(f: FrameType) -> str:
     return text[:-1] if text[-1] == "\n" else text
 
 
-def _logging_s_own(log: Any) -> bool:
+def _logging_s_own(log: Any) -> TypeGuard[Callable[..., Any]]:
     """True if ``log`` is logging's own function (not a wrapper of it, nor blog's ``_log``:
     a closure)."""
     code = getattr(log, "__code__", None)

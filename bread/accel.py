@@ -12,6 +12,32 @@ from __future__ import annotations
 import os
 import sys
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from . import _binlog, _compact, _merge, _speedups
+
+    # The stubs' names (bread/_*.pyi), as the types of the attributes below: mypy has no
+    # type for "this module, or None", and a module typed ``ModuleType`` hides its stub.
+    class Speedups:
+        MAX_MESSAGE: int
+        Renderer: type[_speedups.Renderer]
+        MessageGetter: type[_speedups.MessageGetter]
+        message = staticmethod(_speedups.message)
+        gather = staticmethod(_speedups.gather)
+
+    class Merge:
+        Merger: type[_merge.Merger]
+
+    class Binlog:
+        Printer: type[_binlog.Printer]
+
+    class Compact:
+        walk = staticmethod(_compact.walk)
+        rows = staticmethod(_compact.rows)
+        columns = staticmethod(_compact.columns)
+        pack_run = staticmethod(_compact.pack_run)
+        unpack_run = staticmethod(_compact.unpack_run)
 
 #: Said once, at the first import, where the C fast path is missing and not chosen away.
 NOTICE = ("bread: the C fast path ({}) is not built here (no C compiler at install?): "
@@ -26,16 +52,18 @@ def _say(missing: str) -> None:
         pass
 
 
-speedups: ModuleType | None
-merge: ModuleType | None
-binlog: ModuleType | None   # (loaded with the first C++ binlog file: ``__getattr__``)
-compact: ModuleType | None  # (loaded by the first compaction: ``__getattr__``)
+speedups: Speedups | None
+merge: Merge | None
+binlog: Binlog | None     # (loaded with the first C++ binlog file: ``__getattr__``)
+compact: Compact | None   # (loaded by the first compaction: ``__getattr__``)
 try:
-    from . import _speedups as speedups
+    from . import _speedups
+    speedups = cast("Speedups", _speedups)
 except ImportError:  # built without a C compiler, or where setup.py builds none
     speedups = None
 try:
-    from . import _merge as merge
+    from . import _merge
+    merge = cast("Merge", _merge)
 except ImportError:  # likewise
     merge = None
 if os.environ.get("BREAD_PURE_PYTHON"):

@@ -16,7 +16,7 @@ the merge (``bread.merge``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol
 
 from blogformat.entries import ClockSync, EventSource, FileHeader, WriterProp
 from blogformat.eventframes import RawEvent
@@ -30,6 +30,9 @@ from .events import Event, EventStream, Origin, message_plan
 from .filters import NO_FILTER, Filter
 from .frames import Frame
 from .merge import clamp64
+
+if TYPE_CHECKING:
+    from ._speedups import Renderer
 
 #: Source and writer ids the C renderer keeps in its tables; others go through Python.
 MAX_C_IDS = 65536
@@ -75,7 +78,8 @@ class Sink(Protocol):
         """None, or what takes in each entry that is not a frame in place of
         ``Decoder.apply`` (calling it) and gives what is to come out before the next."""
 
-    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Any:
+    def renderer(self, fallback: Callable[[bytes, int, int], Any],
+                 keyed: bool) -> Renderer | None:
         """A C Renderer for this output that calls ``fallback`` for what it leaves to
         Python; None if Python makes everything (text with ``%k``)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from blogformat.eventview import EventView
 from blogformat.placeholders import FormatError, Template, parse_style, render
@@ -20,6 +20,9 @@ from .entries import (DECODE_ERRORS, ClockSync, Dropped, EnumMember, Entry, File
                       undecodable)
 from .frames import Damage, Frame
 from .merge import event_run
+
+if TYPE_CHECKING:
+    from ._speedups import Renderer
 
 __all__ = ["Event", "EventStream", "Origin"]
 
@@ -366,7 +369,7 @@ class EventSink:
     CHUNK = 32
     decorate = metadata = None
 
-    def renderer(self, fallback: Callable[[bytes, int, int], object], keyed: bool) -> object:
+    def renderer(self, fallback: Callable[[bytes, int, int], object], keyed: bool) -> Renderer:
         c = accel.speedups.Renderer([], fallback, False)  # type: ignore[union-attr]
         c.set_event_type(Event, _UTC)
         c.max_rows = sys.maxsize if keyed else self.CHUNK   # the merge holds a frame's events

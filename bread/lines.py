@@ -12,7 +12,7 @@ same bytes (a property test says so).
 from __future__ import annotations
 
 import array
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from blogformat.entries import EventSource
 
@@ -23,6 +23,9 @@ from .frames import Frame
 from .merge import clamp64
 from .render import (BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, TEXT_VERSION, PrettyPrinter,
                      colors, field_name)
+
+if TYPE_CHECKING:
+    from ._speedups import Renderer
 
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
@@ -69,7 +72,8 @@ class LineSink:
         self.decorate: Callable[[EventSource], tuple[bytes, bytes]] | None = \
             _colors if printer.color else None
 
-    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Any:
+    def renderer(self, fallback: Callable[[bytes, int, int], Any],
+                 keyed: bool) -> Renderer | None:
         # The C renderer knows every placeholder but %k (fields): with it, Python renders.
         if any(code == "k" for _, code in self.printer.parts):
             return None

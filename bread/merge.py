@@ -33,7 +33,7 @@ import array
 import bisect
 import heapq
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 
 import msgpack
 
@@ -43,6 +43,9 @@ from blogformat.values import UNPACK_OPTIONS
 from . import accel
 from .entries import iter_entries
 from .frames import BATCH_HEAD, Frame, Skim, iter_frames
+
+if TYPE_CHECKING:
+    from . import _merge
 
 #: A block of the index ends after this many events frames, or once its frames hold
 #: BLOCK_EVENTS events: what the merge may hold back beyond the frames that overlap in time.
@@ -143,7 +146,7 @@ class Merger:
         return b"".join(out) if self.text else out
 
 
-def merger(text: bool, max_out: int = 1 << 20) -> Any:
+def merger(text: bool, max_out: int = 1 << 20) -> Merger | _merge.Merger:
     """A Merger: the C one if built (and not turned off), else the Python reference."""
     if accel.merge is not None:
         return accel.merge.Merger(text, max_out)
@@ -281,7 +284,7 @@ class SortedInput:
         return False
 
 
-def merge(inputs: list[SortedInput], m: Any, max_held: int | None = None,
+def merge(inputs: list[SortedInput], m: Merger | _merge.Merger, max_held: int | None = None,
           early: Callable[[SortedInput, int], None] | None = None) -> Iterator[Any]:
     """What the inputs give, merged by ``m`` (a Merger): blocks of lines or lists of items.
 

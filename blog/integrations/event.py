@@ -145,6 +145,6 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
                                         fn if run_body else None, wrapper)
         functools.update_wrapper(fast, fn)
         fast.source = source
-        return fast
+        return fast  # type: ignore[return-value]
 
     return decorate

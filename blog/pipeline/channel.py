@@ -24,12 +24,16 @@ property test says so). ``new_channel`` picks one.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Union
 
+from blogformat.entries import WriterProp
 from blogformat.eventframes import event_prefix
 from blogformat.values import all_plain, plain_packer
 
 from .. import accel
+
+if TYPE_CHECKING:
+    from .. import _speedups
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)   # the bounds of an empty channel
 
@@ -44,7 +48,12 @@ class Taken(NamedTuple):
     base: int        # the clock the first event's delta is relative to
     lo: int          # the least clock of the events
     hi: int          # the greatest clock of the events
-    marks: list      # in-band metadata: [(offset, count, prev clock, entry)]
+    marks: list[tuple[int, int, int, WriterProp]]   # in-band metadata: (offset, count,
+                                                    # prev clock, entry), a writer's rename
+
+
+#: What a channel's ``take()`` gives: a Taken, or its C twin (the same fields, in order).
+AnyTaken = Union[Taken, "_speedups.Taken"]
 
 
 class PyChannel:
@@ -73,7 +82,7 @@ class PyChannel:
         self.count = 0
         self.base = self.prev
         self.lo, self.hi = _NO_LO, _NO_HI     # as the C channel: LLONG_MAX, LLONG_MIN
-        self.marks: list[tuple[int, int, int, list]] = []
+        self.marks: list[tuple[int, int, int, WriterProp]] = []
         self.woken = False
         self._set_limit()
 
@@ -171,7 +180,7 @@ class PyChannel:
             self.hi = clock
         self.count += 1
 
-    def mark(self, entry: list) -> None:
+    def mark(self, entry: WriterProp) -> None:
         """Metadata (a writer's new name) that applies from this point of the channel on."""
         with self._lock:
             self.marks.append((len(self._buf), self.count, self.prev, entry))
@@ -195,7 +204,8 @@ class PyChannel:
             self.slot = slot
 
 
-def new_channel(capacity: int, wake_at: int, on_overflow: OnOverflow, clock: int) -> Any:
+def new_channel(capacity: int, wake_at: int, on_overflow: OnOverflow,
+                clock: int) -> PyChannel | _speedups.Channel:
     """A C Channel where the C fast path is built, else a PyChannel."""
     if accel.speedups is not None:
         return accel.speedups.Channel(capacity, wake_at, on_overflow, clock)

@@ -29,11 +29,11 @@ from .stats import SessionStats
 from .streams import OutputStream
 
 if TYPE_CHECKING:
-    from .channel import Taken
+    from .channel import AnyTaken
     from .writer import SessionWriter
 
 #: What one consume took: each writer with what its channel held.
-Takes = list[tuple["SessionWriter", "Taken"]]
+Takes = list[tuple["SessionWriter", "AnyTaken"]]
 
 
 class HeldWrites:
@@ -51,7 +51,7 @@ class HeldWrites:
         # ``from`` or ``rest`` to clear once it is written.
         self._from: dict[int, int] = {}
         self._in_parts = False
-        self.parted: tuple[list[bytes], list[Taken]] = ([], [])   # see write_parts
+        self.parted: tuple[list[bytes], list[AnyTaken]] = ([], [])   # see write_parts
 
     @property
     def held(self) -> bool:

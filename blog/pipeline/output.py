@@ -25,7 +25,7 @@ from .streams import OutputStream
 from .summary import Tally
 
 if TYPE_CHECKING:
-    from .channel import Taken
+    from .channel import AnyTaken
     from .writer import SessionWriter
 
 def _described(metadata: Sequence[Metadata]) -> tuple[int, int]:
@@ -45,7 +45,7 @@ def events_frame(header: BatchHeader, events: bytes) -> bytes:
     return frame_bytes(FRAME_EVENTS, header.encode() + events)
 
 
-def writer_frames(w: SessionWriter, taken: Taken, out: list[bytes]) -> int:
+def writer_frames(w: SessionWriter, taken: AnyTaken, out: list[bytes]) -> int:
     """Frame what was taken from one writer's channel into ``out``; the number of events.
 
     The channel's bytes are already encoded events; in-band metadata marks

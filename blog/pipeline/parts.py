@@ -26,7 +26,7 @@ from blogformat.entries import Dropped, Metadata
 from blogformat.frames import HEADER_SIZE
 
 from .. import accel
-from .channel import Taken
+from .channel import AnyTaken, Taken
 from .output import Output
 from .streams import OutputStream
 
@@ -53,7 +53,7 @@ def fits(out: Output, descriptor: dict, meta: list[Metadata], batches: list[byte
 class _Rest:
     """A take cut between files: its events from ``i`` on are still to write."""
 
-    def __init__(self, t: Any) -> None:
+    def __init__(self, t: AnyTaken) -> None:
         self.t = t
         self.i = 0
         self.ends: list[int] = []      # where each event ends in t.data
@@ -109,13 +109,13 @@ class _Rest:
 
 Pending = list[tuple["SessionWriter", Union[Any, _Rest]]]
 #: Each writer with the piece of its take that one part holds.
-Pieces = list[tuple["SessionWriter", Taken]]
+Pieces = list[tuple["SessionWriter", AnyTaken]]
 #: Writes one part (metadata, frames, events, pieces): the bytes written, or None if the
 #: part was refused and held (``blog.pipeline.heldwrites``): no part follows it.
 WritePart = Callable[[list[Metadata], list[bytes], int, Pieces], Union[int, None]]
 
 
-def remainder(t: Taken, start: int) -> Taken:
+def remainder(t: AnyTaken, start: int) -> AnyTaken:
     """The events of take ``t`` from byte ``start`` on (an event boundary) as a take of
     their own, with their marks."""
     if not start:

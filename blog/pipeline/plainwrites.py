@@ -16,7 +16,7 @@ from .output import Output
 from .streams import OutputStream
 
 if TYPE_CHECKING:
-    from .channel import Taken
+    from .channel import AnyTaken
     from .heldwrites import Takes
     from .writer import SessionWriter
 
@@ -29,7 +29,7 @@ class PlainWrites:
     #: Nothing is ever held: a refused write is lost.
     held = False
     #: The parts of a held write that were written: none, nothing being held.
-    parted: tuple[list[bytes], list[Taken]] = ([], [])
+    parted: tuple[list[bytes], list[AnyTaken]] = ([], [])
 
     def new_stream(self) -> None:
         """Nothing to forget: no write is held."""

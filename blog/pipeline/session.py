@@ -40,7 +40,7 @@ from .writer import SessionWriter, Writers
 
 if TYPE_CHECKING:
     from ..files.crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
-    from .channel import Taken
+    from .channel import AnyTaken
     from .heldwrites import HeldWrites, Takes
     from .liveevents import LiveEvent   # imported with the first callable output (start-up)
 
@@ -526,7 +526,7 @@ class Session:
         return kept, kept or 0
 
     def _write_sides_later(self, meta: list[Metadata], batches: list[bytes], n_events: int,
-                           takes: list[Taken]) -> None:
+                           takes: list[AnyTaken]) -> None:
         """The outputs beside the main one get what it got, after the consume lock
         (``consume``)."""
         if self._sides:

@@ -16,7 +16,7 @@ import msgpack
 from blogformat.entries import Dropped, Lost, Summary
 
 from .. import accel
-from .channel import Taken
+from .channel import AnyTaken
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)
 
@@ -48,7 +48,7 @@ class Tally:
         self.dropped = 0
         self.lost = 0
 
-    def add_events(self, taken: Taken) -> None:
+    def add_events(self, taken: AnyTaken) -> None:
         """Count a channel's ``take()`` (data, count, lo, hi) that was written."""
         if not taken.count:
             return

@@ -17,7 +17,7 @@ Events, and is the reference.
 from __future__ import annotations
 
 import array
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from blogformat.entries import EventSource, FileHeader, WriterProp
 from blogformat.severity import Severity
@@ -29,6 +29,9 @@ from ..events import Event, EventStream, Origin
 from ..export import compact, json_pair
 from ..frames import Frame
 from ..decoder import PYTHON, utf8
+
+if TYPE_CHECKING:
+    from .._speedups import Renderer
 
 #: Every column, in this order; ``columns=`` picks some. ``args`` and ``fields`` are JSON
 #: text (``bread.export.json_text``: a list, an object); ``host``, ``pid`` and ``program``
@@ -149,7 +152,7 @@ class BatchSink:
 
     # --- the C renderer --------------------------------------------------------
 
-    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Any:
+    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Renderer:
         c = accel.speedups.Renderer([], fallback, False)  # type: ignore[union-attr]
         c.max_rows = self.batch_size
         c.want_message = "message" in self.columns

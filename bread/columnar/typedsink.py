@@ -21,7 +21,7 @@ lone surrogate; or everything without the extension) and is the reference.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from blogformat.entries import EventSource, FileHeader
 
@@ -32,6 +32,9 @@ from ..frames import Frame
 from ..reader import Reader
 from . import tables
 from .batches import BatchSink
+
+if TYPE_CHECKING:
+    from .._speedups import Renderer
 
 #: The kinds ``bread/_tables.c`` makes columns of; the most columns it makes.
 C_KINDS = ("null", "bool", "int64", "float64", "string")
@@ -56,7 +59,7 @@ class TypedSink(BatchSink):
         self._in_c = (all(k in C_KINDS for k in typer.kinds) and typer.positional <= C_COLUMNS
                       and len(fields) <= C_COLUMNS and len(set(fields)) == len(fields))
 
-    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Any:
+    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Renderer:
         c = accel.speedups.Renderer([], fallback, False)  # type: ignore[union-attr]
         self._c = c
         if self._in_c:
@@ -146,7 +149,7 @@ class KindSink(EventSink):
         self.found = found
         self._c: Any = None
 
-    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Any:
+    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Renderer:
         c = self._c = accel.speedups.Renderer([], fallback, False)  # type: ignore[union-attr]
         c.set_typed(None, 0, ())
         return c

@@ -189,6 +189,7 @@ class Compactor:
                     if why == 1:
                         ids[sid] = self._source(sources.get(sid), sid)
                     elif why == 3:   # a described value's id, maybe: Python's to renumber
+                        assert event is not None   # (it comes with why 3)
                         sid, delta, n, raw = event
                         clock += delta
                         self._take(sid, n, raw, clock, sync, sources, types, new_wid)

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Any, BinaryIO, Callable
+from typing import TYPE_CHECKING, BinaryIO, Callable
 
 from blogformat.entries import ClockSync, EventSource, WriterProp
 
 from .entries import BinlogError, RawEvent, check_size, entry, iter_entries
 from .render import NO_SYNC, NO_WRITER, CxxEvent, CxxPrinter, as_bytes
 from .values import decode
+
+if TYPE_CHECKING:
+    from .._binlog import Printer
+    from ..accel import Binlog
 
 #: Bytes read at once.
 CHUNK = 1 << 20
@@ -28,7 +32,7 @@ _U32 = struct.Struct("<I")
 class _Tables:
     """What the stream has said so far, in Python and in the C printer's tables."""
 
-    def __init__(self, c: Any, printer: CxxPrinter) -> None:
+    def __init__(self, c: Printer, printer: CxxPrinter) -> None:
         self.c = c
         self.printer = printer
         self.sources: dict[int, EventSource] = {}
@@ -57,7 +61,7 @@ class _Tables:
         return "", 0
 
 
-def print_lines(binlog: Any, f: BinaryIO, printer: CxxPrinter,
+def print_lines(binlog: Binlog, f: BinaryIO, printer: CxxPrinter,
                 write: Callable[[bytes], object], sort: bool = False) -> None:
     """Write the lines of ``f`` with the C module ``binlog``: in file order, or with
     ``sort`` all at the end, stably sorted by their clocks. Damage raises BinlogError (the

@@ -41,14 +41,15 @@ $(VENV)/.installed: $(VENV)/.base
 	touch $@
 
 # The same on PYTHON313 (its C extensions are built beside the first Python's: each file
-# names its Python). An extra whose wheels are not there for it yet is left out: the tests
-# that need it skip, saying what is missing.
+# names its Python), for make test only: every C warning an error (BLOG_STRICT_C=1,
+# setup.py). An extra whose wheels are not there for it yet is left out: the tests that
+# need it skip, saying what is missing.
 $(VENV313)/.installed: pyproject.toml setup.py $(CSRC)
 	@rm -f $@
 	$(PYTHON313) -m venv $(VENV313)
 	$(PY313) -m pip install -q --upgrade pip
-	$(PY313) -m pip install -q -e '.[test]'
-	$(PY313) -m pip install -q -e '.[spark]' || echo "make: the spark extra is not installed on $(PYTHON313): its tests skip"
+	BLOG_STRICT_C=1 $(PY313) -m pip install -q -e '.[test]'
+	BLOG_STRICT_C=1 $(PY313) -m pip install -q -e '.[spark]' || echo "make: the spark extra is not installed on $(PYTHON313): its tests skip"
 	touch $@
 
 # Three threads log into demo.blog; bread shows it in time order, with each event's fields
@@ -58,13 +59,15 @@ demo: $(VENV)/.base
 	$(PY) examples/quickstart.py demo.blog
 	$(VENV)/bin/bread -s demo.blog
 
-# The types first (mypy, configured in pyproject.toml), then the documentation site (make
-# docs: a broken link or reference fails it), then the whole suite twice, as msgpack-python
-# does: the C fast paths, then the pure-Python reference; then, if a PYTHON313 is found, the
-# C path on it (PYTEST313: without the slow tests). Every step runs even when one before it
-# failed; the rule fails if any did.
+# The C extensions built again with every warning an error (BLOG_STRICT_C=1: setup.py; a
+# user's install only shows them), the types (mypy, configured in pyproject.toml), then the
+# documentation site (make docs: a broken link or reference fails it), then the whole suite
+# twice, as msgpack-python does: the C fast paths, then the pure-Python reference; then, if a
+# PYTHON313 is found, the C path on it. Every step runs even when one before it failed; the
+# rule fails if any did.
 test: $(VENV)/.installed
 	status=0; \
+	BLOG_STRICT_C=1 $(PY) setup.py -q build_ext --inplace --force -j 2 || status=1; \
 	$(PY) -m mypy blog bread blogformat blogstore || status=1; \
 	$(DOCS) --quiet || status=1; \
 	$(PY) -m pytest -q $(PYTEST_JOBS) || status=1; \

@@ -584,9 +584,13 @@ static PyTypeObject PrinterType = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "bread._binlog", "C++ binlog files' text lines in C.", -1,
-    NULL, NULL, NULL, NULL, NULL
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "bread._binlog",
+    .m_doc = "C++ binlog files' text lines in C.",
+    .m_size = -1,
 };
+
+PyMODINIT_FUNC PyInit__binlog(void);   /* declared: the one function exported */
 
 PyMODINIT_FUNC
 PyInit__binlog(void)

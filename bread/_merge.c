@@ -336,8 +336,13 @@ static PyTypeObject MergerType = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "bread._merge", "bread's k-way merge of sorted runs, in C.", -1, NULL
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "bread._merge",
+    .m_doc = "bread's k-way merge of sorted runs, in C.",
+    .m_size = -1,
 };
+
+PyMODINIT_FUNC PyInit__merge(void);   /* declared: the one function exported */
 
 PyMODINIT_FUNC
 PyInit__merge(void)

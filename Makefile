@@ -60,14 +60,15 @@ demo: $(VENV)/.base
 	$(VENV)/bin/bread -s demo.blog
 
 # The C extensions built again with every warning an error (BLOG_STRICT_C=1: setup.py; a
-# user's install only shows them), the types (mypy, configured in pyproject.toml), then the
-# documentation site (make docs: a broken link or reference fails it), then the whole suite
-# twice, as msgpack-python does: the C fast paths, then the pure-Python reference; then, if a
-# PYTHON313 is found, the C path on it. Every step runs even when one before it failed; the
-# rule fails if any did.
+# user's install only shows them), the lint (ruff) and the types (mypy), both configured in
+# pyproject.toml, then the documentation site (make docs: a broken link or reference fails
+# it), then the whole suite twice, as msgpack-python does: the C fast paths, then the
+# pure-Python reference; then, if a PYTHON313 is found, the C path on it. Every step runs
+# even when one before it failed; the rule fails if any did.
 test: $(VENV)/.installed
 	status=0; \
 	BLOG_STRICT_C=1 $(PY) setup.py -q build_ext --inplace --force -j 2 || status=1; \
+	$(PY) -m ruff check . || status=1; \
 	$(PY) -m mypy blog bread blogformat blogstore || status=1; \
 	$(DOCS) --quiet || status=1; \
 	$(PY) -m pytest -q $(PYTEST_JOBS) || status=1; \

@@ -26,7 +26,8 @@ from bread.render import DEFAULT_FORMAT, PrettyPrinter
 from helpers import count_reader_fallbacks, texts_kept
 
 C = accel.speedups
-needs_c = pytest.mark.skipif(C is None, reason="compares the C reader with Python: it is off (BREAD_PURE_PYTHON=1) or not built")
+needs_c = pytest.mark.skipif(C is None, reason="compares the C reader with Python: it is off "
+                                               "(BREAD_PURE_PYTHON=1) or not built")
 
 
 def build(sources: list[EventSource], events: list[list], *, clock0: int = 1_700_000_000 * 10**9,

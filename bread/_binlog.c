@@ -70,6 +70,8 @@ grow(Buf *b, Py_ssize_t more)
 static int
 put(Buf *b, const char *s, Py_ssize_t n)
 {
+    if (n == 0)     /* nothing: b->p may be NULL, which memcpy must never get */
+        return 0;
     if (grow(b, n) < 0) return -1;
     memcpy(b->p + b->n, s, (size_t)n);
     b->n += n;

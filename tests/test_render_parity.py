@@ -217,6 +217,19 @@ def test_any_clock_and_sync_render_the_same(clock0, freq, ns, tzo, deltas):
 
 
 @needs_c
+def test_the_first_and_last_nanosecond_of_64_bits_render_the_same():
+    # Proves: an event at -2**63 ns (1677) renders as on the Python path. The C split of its
+    # time into seconds and nanoseconds multiplied past 64 bits on the way (undefined
+    # behaviour, right only where the compiler wraps: make sanitize, built without
+    # -fwrapv, stops on it).
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {}", "int")
+    for ns in (-2**63, -2**63 + 1, -10**9 - 1, -1, 0, 2**63 - 1):
+        data = build([src], [[1, 0, [0]]], clock0=0, sync=ClockSync(0, 10**9, ns, 0, "Z"))
+        out = both(data, fmt_="%d|%u|%m", date="%Y-%m-%d %H:%M:%S.%N")
+        assert out.endswith(b"|v 0\n"), out
+
+
+@needs_c
 def test_a_frame_of_much_text_comes_in_parts_and_the_same(monkeypatch):
     src = EventSource(1, 0x80, "c", "f", "x.py", 1, "x" * 300 + " {} {}", "int,str")
     data = build([src], [[1, 1, [i, "y" * (i % 50)]] for i in range(2000)],

@@ -237,7 +237,8 @@ def main() -> int:
     print(f"filtered (all left out) / unfiltered: "
           f"{rel('bread -l error (filter leaves out all)', 'bread, default format')}")
     for out in ("jsonl", "csv"):
-        print(f"-o {out} / text (default format): {rel(f'bread -o {out}', 'bread, default format')}")
+        ratio = rel(f'bread -o {out}', 'bread, default format')
+        print(f"-o {out} / text (default format): {ratio}")
     if n_cxx:
         print("ours / C++, events per second:")
         for ours, theirs in (("bread, default format", "C++ bread, default format"),

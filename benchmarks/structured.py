@@ -215,7 +215,7 @@ def run(cfg: dict, tmp: str) -> dict:
               (STDLIB_EXC, s_exception, lg, cfg["n_stdlib"]),
               (RAISE, raise_only, None, cfg["n_stdlib"])]
     times: dict[str, list[float]] = {name: [] for name, *_ in cases}
-    for name, loop, obj, _ in cases:
+    for _name, loop, obj, _ in cases:
         loop(500, obj)                    # registration, specialization
     blog.flush()
     for _ in range(cfg["repeats"]):       # round-robin: a slow spell falls on every row

@@ -466,19 +466,19 @@ channel_use_slot(Channel *self, PyObject *slot)
 }
 
 static PyObject *
-channel_nbytes(Channel *self, void *closure)
+channel_nbytes(Channel *self, void *Py_UNUSED(closure))
 {
     return PyLong_FromSsize_t(self->buf.len);
 }
 
 static PyObject *
-channel_inside_get(Channel *self, void *closure)
+channel_inside_get(Channel *self, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(self->inside);
 }
 
 static int
-channel_inside_set(Channel *self, PyObject *value, void *closure)
+channel_inside_set(Channel *self, PyObject *value, void *Py_UNUSED(closure))
 {
     if (value == NULL) {
         PyErr_SetString(PyExc_AttributeError, "cannot delete inside");
@@ -605,6 +605,22 @@ static PyTypeObject ChannelType = {
     .tp_getset = channel_getset,
 };
 
+/* What a weak reference of the entries below points to (a new reference), or NULL without
+ * an error once it is gone. */
+static PyObject *
+weak_target(PyObject *ref)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *target;
+    if (PyWeakref_GetRef(ref, &target) < 0)    /* an error: as if gone */
+        PyErr_Clear();
+    return target;
+#else
+    PyObject *target = PyWeakref_GET_OBJECT(ref);
+    return target == Py_None ? NULL : Py_NewRef(target);
+#endif
+}
+
 /* The calling thread's Channel for a session (a new reference), or NULL without an error
  * if the thread has no C channel yet (the Python path makes one).
  *
@@ -619,13 +635,13 @@ blog_thread_channel(PyObject *local, PyObject *key)
     PyObject *d = PyThreadState_GetDict();     /* borrowed; NULL: no thread state dict */
     if (d != NULL) {
         PyObject *e = PyDict_GetItemWithError(d, key);
-        if (e != NULL && PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 2
-            && PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(e, 0)) == local) {
-            PyObject *ch = PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(e, 1));
-            if (Py_IS_TYPE(ch, &ChannelType)) {
-                Py_INCREF(ch);
+        if (e != NULL && PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 2) {
+            PyObject *owner = weak_target(PyTuple_GET_ITEM(e, 0));
+            PyObject *ch = owner == local ? weak_target(PyTuple_GET_ITEM(e, 1)) : NULL;
+            Py_XDECREF(owner);
+            if (ch != NULL && Py_IS_TYPE(ch, &ChannelType))
                 return (Channel *)ch;
-            }
+            Py_XDECREF(ch);
         }
         if (e == NULL && PyErr_Occurred())
             PyErr_Clear();
@@ -663,7 +679,7 @@ blog_thread_key(PyObject *local)
 /* forget_thread_channel(local): the calling thread's entry goes (a forked child, whose
  * channels of the parent are not its own). */
 PyObject *
-blog_forget_thread_channel(PyObject *module, PyObject *local)
+blog_forget_thread_channel(PyObject *Py_UNUSED(module), PyObject *local)
 {
     PyObject *d = PyThreadState_GetDict();
     PyObject *key = blog_thread_key(local);

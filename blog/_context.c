@@ -8,7 +8,7 @@
 PyObject *blog_context_var = NULL;
 
 PyObject *
-blog_use_context(PyObject *module, PyObject *var)
+blog_use_context(PyObject *Py_UNUSED(module), PyObject *var)
 {
     if (!PyContextVar_CheckExact(var)) {
         PyErr_SetString(PyExc_TypeError, "use_context(var: ContextVar)");

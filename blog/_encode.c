@@ -210,8 +210,7 @@ put_tz(Buf *b, PyObject *tz, PyObject *dt, int zone)
 
 static int put_value(Buf *b, PyObject *v, int depth, int zone, int key);
 static int put_record(Buf *b, PyObject *v, PyObject *info, int depth);
-static int put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key,
-                    int *scalar_value);
+static int put_enum(Buf *b, PyObject *v, PyTypeObject *t, int *scalar_value);
 
 /* A list's items, each held while it is encoded; 0 (the Python path) if the list changed
  * size meanwhile (code that ran during the encoding: a collection's finalizer, say). */
@@ -342,18 +341,19 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
     if (t == &PySet_Type || t == &PyFrozenSet_Type) {   /* in iteration order, as list(s) */
         if (key && t == &PySet_Type) return 0;
         if (open_ext(b, &at) < 0) return -1;
-        Py_ssize_t n = PySet_GET_SIZE(v);
+        Py_ssize_t n = PySet_GET_SIZE(v), seen = 0;
         if (put_header(b, 0x90, 0xdc, 0xdd, n) < 0) return -1;
-        Py_ssize_t pos = 0;
-        PyObject *item;
-        Py_hash_t hash;
-        while (_PySet_NextEntry(v, &pos, &item, &hash)) {
-            Py_INCREF(item);          /* its elements: keys, read back as hashable values */
-            r = put_value(b, item, depth + 1, 0, 1);
+        PyObject *it = PyObject_GetIter(v), *item;   /* the public way (3.13 hides the other) */
+        if (it == NULL) return -1;
+        while ((item = PyIter_Next(it)) != NULL) {
+            r = put_value(b, item, depth + 1, 0, 1);   /* its elements: keys, read back hashable */
             Py_DECREF(item);
-            if (r <= 0) return r;
-            if (PySet_GET_SIZE(v) != n) return 0;
+            if (r > 0 && (++seen > n || PySet_GET_SIZE(v) != n)) r = 0;  /* changed meanwhile */
+            if (r <= 0) { Py_DECREF(it); return r; }
         }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) return -1;
+        if (seen != n) return 0;
         close_ext(b, at, t == &PySet_Type ? EXT_SET : EXT_FROZENSET);
         return 1;
     }
@@ -473,7 +473,7 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
     if (enum_types != NULL) {    /* an enum member whose class shows it in a known style */
         Py_ssize_t start = b->len;
         int scalar_value = 0;
-        r = put_enum(b, v, t, depth, key, &scalar_value);
+        r = put_enum(b, v, t, &scalar_value);
         if (r == 1 && scalar_value) {     /* its bytes cached only where they cannot change */
             PyObject *bytes = PyBytes_FromStringAndSize(b->p + start, b->len - start);
             if (bytes == NULL) return -1;
@@ -488,7 +488,7 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
 /* An enum member of a class in ENUM_TYPES, described: its id (extension 15). One not
  * described yet (or whose value is not a plain scalar) is the Python path's. */
 static int
-put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_value)
+put_enum(Buf *b, PyObject *v, PyTypeObject *t, int *scalar_value)
 {
     Py_ssize_t at;
     int r;
@@ -536,7 +536,7 @@ put_enum(Buf *b, PyObject *v, PyTypeObject *t, int depth, int key, int *scalar_v
 /* encode_values(values: tuple) -> bytes | None: the msgpack array of the values as the
  * call paths encode them (None: not here, the Python path's). For the parity tests. */
 PyObject *
-blog_encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+blog_encode_values(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs < 1 || nargs > 2 || !PyTuple_CheckExact(args[0])) {
         PyErr_SetString(PyExc_TypeError, "encode_values(values: tuple, shown_by_repr=0)");
@@ -565,7 +565,7 @@ blog_encode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* use_registries(enum_types, record_types): blogformat.valueencoding.ENUM_TYPES and
  * RECORD_TYPES, read by put_value(). */
 PyObject *
-blog_use_registries(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+blog_use_registries(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
         PyErr_SetString(PyExc_TypeError, "use_registries(enum_types: dict, record_types: dict)");

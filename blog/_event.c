@@ -54,7 +54,7 @@ slow:
 }
 
 static PyObject *
-event_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+event_descr_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
 {
     if (obj == NULL || obj == Py_None) {
         Py_INCREF(self);
@@ -97,7 +97,7 @@ event_dealloc(EventCall *self)
 }
 
 static PyObject *
-event_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+event_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
     PyObject *logger, *sid, *local, *body, *fallback;
     Py_ssize_t nparams;

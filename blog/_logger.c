@@ -301,7 +301,7 @@ method_dealloc(Method *self)
 }
 
 static PyObject *
-method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+method_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
     PyObject *sites, *local, *fallback, *context_sites = NULL, *level = NULL;
     if (!PyArg_ParseTuple(args, "O!OO|O!O!:Method", &PyDict_Type, &sites, &local, &fallback,
@@ -338,7 +338,7 @@ method_get_attr(Method *self, void *name)
 }
 
 static PyObject *
-method_get_wrapped(Method *self, void *closure)
+method_get_wrapped(Method *self, void *Py_UNUSED(closure))
 {
     return Py_NewRef(self->fallback);
 }
@@ -346,7 +346,7 @@ method_get_wrapped(Method *self, void *closure)
 /* A method descriptor as a function is (bound to nothing: the Method is an instance's
  * attribute), so that pydoc documents it as a routine. */
 static PyObject *
-method_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+method_descr_get(PyObject *self, PyObject *Py_UNUSED(obj), PyObject *Py_UNUSED(type))
 {
     return Py_NewRef(self);
 }

@@ -50,7 +50,7 @@ read_delta(const unsigned char **pp, const unsigned char *end, long long *out)
 /* event_bounds(data, count, base) -> (ends, clocks): where each of the ``count`` events
    of the channel bytes ``data`` ends, and its clock (deltas from ``base``). */
 PyObject *
-blog_event_bounds(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+blog_event_bounds(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
     if (nargs != 3) {

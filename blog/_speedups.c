@@ -23,7 +23,8 @@
 /* noop(*args, **kwargs) -> None: a disabled level method (shown as a level method's call:
  * it takes anything, and returns at once). */
 static PyObject *
-noop(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+noop(PyObject *Py_UNUSED(module), PyObject *const *Py_UNUSED(args),
+     Py_ssize_t Py_UNUSED(nargs), PyObject *Py_UNUSED(kwnames))
 {
     Py_RETURN_NONE;
 }
@@ -50,8 +51,14 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "blog._speedups", "C fast path of blog's log calls.", -1, module_methods,
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "blog._speedups",
+    .m_doc = "C fast path of blog's log calls.",
+    .m_size = -1,
+    .m_methods = module_methods,
 };
+
+PyMODINIT_FUNC PyInit__speedups(void);   /* declared: the one function exported */
 
 PyMODINIT_FUNC
 PyInit__speedups(void)

@@ -22,7 +22,9 @@ from blogformat.valueencoding import EnumInfo, RecordInfo
 # ---- _channel.c: blog/pipeline/channel.py (PyChannel, Taken) ----
 
 @final
-class Taken(structseq[Any], tuple[bytes, int, int, int, int, list[tuple[int, int, int, WriterProp]]]):
+class Taken(
+    structseq[Any], tuple[bytes, int, int, int, int, list[tuple[int, int, int, WriterProp]]]
+):
     __match_args__: Final = ("data", "count", "base", "lo", "hi", "marks")
     @property
     def data(self) -> bytes: ...
@@ -47,7 +49,9 @@ class Channel:
     woken: bool
     # True while the owning thread writes the outputs: every push refused.
     inside: bool
-    def __new__(cls, capacity: int, wake_at: int, on_overflow: Callable[..., None] | None, clock: int) -> Self: ...
+    def __new__(
+        cls, capacity: int, wake_at: int, on_overflow: Callable[..., None] | None, clock: int
+    ) -> Self: ...
     @property
     def count(self) -> int: ...
     @property
@@ -59,7 +63,9 @@ class Channel:
     @property
     def nbytes(self) -> int: ...
     def push_values(self, sid: int, clock: int, values: tuple[Any, ...], /) -> bool: ...
-    def push_raw(self, sid: int, clock: int, nelems: int, tail: bytes, force: bool = False) -> bool: ...
+    def push_raw(
+        self, sid: int, clock: int, nelems: int, tail: bytes, force: bool = False
+    ) -> bool: ...
     def mark(self, entry: WriterProp, /) -> None: ...
     def take(self, seq: int = 0, /) -> Taken: ...
     def use_slot(self, slot: Any, /) -> None: ...
@@ -69,7 +75,9 @@ def forget_thread_channel(local: threading.local, /) -> None: ...
 # ---- _encode.c: blogformat/valueencoding.py ----
 
 def encode_values(values: tuple[Any, ...], shown_by_repr: int = 0, /) -> bytes | None: ...
-def use_registries(enum_types: dict[type, EnumInfo], record_types: dict[type, RecordInfo], /) -> None: ...
+def use_registries(
+    enum_types: dict[type, EnumInfo], record_types: dict[type, RecordInfo], /
+) -> None: ...
 
 # ---- _context.c: blog/contextfields.py ----
 
@@ -92,9 +100,19 @@ class Method:
     @property
     def __wrapped__(self) -> Callable[..., None]: ...
     @overload
-    def __new__(cls, sites: dict[int, SiteEntry], local: threading.local, fallback: Callable[..., None], /) -> Self: ...
+    def __new__(
+        cls, sites: dict[int, SiteEntry], local: threading.local, fallback: Callable[..., None], /
+    ) -> Self: ...
     @overload
-    def __new__(cls, sites: dict[int, SiteEntry], local: threading.local, fallback: Callable[..., None], context_sites: dict[tuple[Any, ...], ContextEntry], level: int, /) -> Self: ...
+    def __new__(
+        cls,
+        sites: dict[int, SiteEntry],
+        local: threading.local,
+        fallback: Callable[..., None],
+        context_sites: dict[tuple[Any, ...], ContextEntry],
+        level: int,
+        /,
+    ) -> Self: ...
     def __call__(self, fmt: str, /, *args: Any, **fields: Any) -> None: ...
     def __get__(self, obj: object, owner: type | None = None, /) -> Self: ...
 
@@ -104,7 +122,17 @@ def noop(fmt: str, /, *args: Any, **fields: Any) -> None: ...
 
 @final
 class EventCall:
-    def __new__(cls, logger: Logger, severity: int, sid: int, nparams: int, local: threading.local, body: Callable[..., Any] | None, fallback: Callable[..., Any], /) -> Self: ...
+    def __new__(
+        cls,
+        logger: Logger,
+        severity: int,
+        sid: int,
+        nparams: int,
+        local: threading.local,
+        body: Callable[..., Any] | None,
+        fallback: Callable[..., Any],
+        /,
+    ) -> Self: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: object, owner: type | None = None, /) -> Any: ...
     # functools.update_wrapper and @blog.event set the attributes of the function it is.
@@ -114,7 +142,9 @@ class EventCall:
 
 @final
 class TracedCall:
-    def __new__(cls, plan: FastPlan, fn: Callable[..., Any], fallback: Callable[..., Any], /) -> Self: ...
+    def __new__(
+        cls, plan: FastPlan, fn: Callable[..., Any], fallback: Callable[..., Any], /
+    ) -> Self: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: object, owner: type | None = None, /) -> Any: ...
     def __setattr__(self, name: str, value: Any, /) -> None: ...
@@ -124,7 +154,16 @@ class TracedCall:
 
 @final
 class RecordHandler:
-    def __new__(cls, sites: dict[tuple[Any, ...], RecordSite], local: threading.local, registry: Registry, handler: BlogHandler, fallback: Callable[[logging.LogRecord], bool], base: int, /) -> Self: ...
+    def __new__(
+        cls,
+        sites: dict[tuple[Any, ...], RecordSite],
+        local: threading.local,
+        registry: Registry,
+        handler: BlogHandler,
+        fallback: Callable[[logging.LogRecord], bool],
+        base: int,
+        /,
+    ) -> Self: ...
     def __call__(self, record: logging.LogRecord) -> bool: ...
     @property
     def records(self) -> int: ...
@@ -135,6 +174,29 @@ class RecordHandler:
 class LoggingCall:
     # The type of the handlers it takes calls for; None: every call takes the record path.
     handler_type: type | None
-    def __new__(cls, original: Callable[..., None], twin: Callable[..., None], emit: Callable[..., Any], handler_type: type, checked: Callable[..., bool], logging_globals: dict[str, Any], Logger: type[logging.Logger], RootLogger: type[logging.RootLogger], NullHandler: type[logging.NullHandler] | None, /) -> Self: ...
-    def __call__(self, logger: logging.Logger, level: int, msg: object, args: Any, /, exc_info: Any = None, extra: Mapping[str, object] | None = None, stack_info: bool = False, stacklevel: int = 1) -> None: ...
+    def __new__(
+        cls,
+        original: Callable[..., None],
+        twin: Callable[..., None],
+        emit: Callable[..., Any],
+        handler_type: type,
+        checked: Callable[..., bool],
+        logging_globals: dict[str, Any],
+        Logger: type[logging.Logger],
+        RootLogger: type[logging.RootLogger],
+        NullHandler: type[logging.NullHandler] | None,
+        /,
+    ) -> Self: ...
+    def __call__(
+        self,
+        logger: logging.Logger,
+        level: int,
+        msg: object,
+        args: Any,
+        /,
+        exc_info: Any = None,
+        extra: Mapping[str, object] | None = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None: ...
     def __get__(self, obj: object, owner: type | None = None, /) -> Callable[..., None]: ...

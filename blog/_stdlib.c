@@ -266,7 +266,7 @@ record_handler_dealloc(RecordHandler *self)
 }
 
 static PyObject *
-record_handler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+record_handler_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
     PyObject *sites, *local, *registry, *handler, *fallback;
     Py_ssize_t base;
@@ -668,7 +668,7 @@ logging_call_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
 }
 
 static PyObject *
-logging_call_get(PyObject *self, PyObject *obj, PyObject *type)
+logging_call_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
 {
     if (obj == NULL || obj == Py_None)
         return Py_NewRef(self);
@@ -722,7 +722,7 @@ logging_call_dealloc(LoggingCall *self)
 }
 
 static PyObject *
-logging_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+logging_call_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
     PyObject *original, *twin, *emit, *handler_type, *checked, *globals, *logger, *root, *null;
     if (!PyArg_ParseTuple(args, "OOOO!OO!O!O!O:LoggingCall", &original, &twin, &emit,

@@ -34,7 +34,7 @@ add_count(PyObject *counts, long id, Py_ssize_t n)
 /* tally(data, count, counts) -> None: adds each event's source id of the channel
    bytes ``data`` (``count`` events) to the dict ``counts`` (id -> events). */
 PyObject *
-blog_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+blog_tally(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
     if (nargs != 3 || !PyDict_Check(args[2])) {

@@ -334,7 +334,7 @@ plan_item(PyObject *plan, int i, PyTypeObject *type)
 }
 
 static PyObject *
-traced_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+traced_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
     PyObject *plan, *fn, *fallback;
     if (!PyArg_ParseTuple(args, "O!OO:TracedCall", &PyTuple_Type, &plan, &fn, &fallback))
@@ -397,7 +397,7 @@ fail:
 }
 
 static PyObject *
-traced_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+traced_descr_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
 {
     if (obj == NULL || obj == Py_None)
         return Py_NewRef(self);
@@ -406,7 +406,7 @@ traced_descr_get(PyObject *self, PyObject *obj, PyObject *type)
 
 /* Pickled by name, as the function it stands for (a module's attribute). */
 static PyObject *
-traced_reduce(PyObject *self, PyObject *unused)
+traced_reduce(PyObject *self, PyObject *Py_UNUSED(unused))
 {
     return PyObject_GetAttrString(self, "__qualname__");
 }

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 #: Said once, at the first import, where the C fast path is missing and not chosen away.
 NOTICE = ("blog: the C fast path (blog._speedups) is not built here (no C compiler at "
           "install?): log calls take the pure-Python path, about 16x slower (1.5 us a call "
-          "instead of 0.08 to 0.1: docs/performance.md). Install with a C compiler to build it, or set "
-          "BLOG_PURE_PYTHON=1 to choose the pure-Python path and hide this line.")
+          "instead of 0.08 to 0.1: docs/performance.md). Install with a C compiler to build "
+          "it, or set BLOG_PURE_PYTHON=1 to choose the pure-Python path and hide this line.")
 
 speedups: Speedups | None
 try:

@@ -205,7 +205,8 @@ def finalize_in_mp_child(s: Session) -> None:
     """Close the output in multiprocessing's last exit finalizer (the lowest priority: after
     the application's, and the join of its children), unless the end of the child's
     bootstrap will, later still."""
-    import multiprocessing.util   # (a child has it loaded: its bootstrap runs on it)
+    # loaded for process.last_mp_finalizer (a child has it: its bootstrap runs on it)
+    import multiprocessing.util  # noqa: F401
     process.last_mp_finalizer(s, _at_mp_finalizers, s)
 
 

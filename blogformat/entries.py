@@ -180,7 +180,8 @@ class WriterProp(Frozen):
 
 @final
 class ClockSync(Frozen):
-    """Relates clock values to wall time: ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
+    """Relates clock values to wall time:
+    ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
 
     TAG: ClassVar[int] = ENTRY_CLOCK_SYNC
 

@@ -22,9 +22,10 @@ def _handler_codes() -> set:
             handler = signal.getsignal(signum)
         except (OSError, ValueError):
             continue
+        # a function, a method, a partial, a callable object (its class's __call__)
         for func in (handler, getattr(handler, "__func__", None), getattr(handler, "func", None),
-                     getattr(type(handler), "__call__", None)):   # function, method, partial,
-            code = getattr(func, "__code__", None)                # callable object
+                     getattr(type(handler), "__call__", None)):  # noqa: B004
+            code = getattr(func, "__code__", None)
             if code is not None:
                 codes.add(code)
     return codes

@@ -417,7 +417,8 @@ def _node(node: tuple, ctx: _Context, lines: SourceLines | None, out: TextBudget
             _format(chain, (t, m, fr, no, g, sx), ctx, lines, out)
         else:
             more = count - len(kept)
-            _emit(ctx, out, lambda o: o.put(f"and {more} more exception{'s' if more > 1 else ''}\n"))
+            _emit(ctx, out,
+                  lambda o: o.put(f"and {more} more exception{'s' if more > 1 else ''}\n"))
         if last and ctx.need_close:
             out.put(f"{ctx.indent()}+------------------------------------\n")
             ctx.need_close = False

@@ -56,7 +56,8 @@ def read_json(path: str) -> Any:
     """A small JSON file of a log directory, or None (missing, a link, not a regular file,
     too large, not JSON, nested too deep)."""
     try:
-        fd = os.open(path, os.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)   # a FIFO must not block
+        # (O_NONBLOCK: a FIFO must not block)
+        fd = os.open(path, os.O_RDONLY | posix.O_NONBLOCK | posix.O_NOFOLLOW)
     except OSError:
         return None
     try:

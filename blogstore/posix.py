@@ -15,7 +15,7 @@ from typing import Any
 from .errors import NeedsPosix
 
 try:
-    import fcntl
+    import fcntl  # noqa: F401  (there or not: what LOCKS says)
     LOCKS = True
 except ModuleNotFoundError:   # not POSIX (Windows): ``fcntl`` is __getattr__'s
     LOCKS = False

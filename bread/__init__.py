@@ -35,7 +35,8 @@ _DEFINED_IN = {
     "ClockSync": "bread.entries", "Dropped": "bread.entries", "FileHeader": "bread.entries",
     "Lost": "bread.entries", "RawEvent": "bread.entries", "Summary": "bread.entries",
     "WriterProp": "bread.entries", "BadEntry": "bread.errors", "DamagedLog": "bread.errors",
-    "NotABlogFile": "bread.errors", "OptionError": "bread.errors", "Event": "bread.events", "EventStream": "bread.events",
+    "NotABlogFile": "bread.errors", "OptionError": "bread.errors", "Event": "bread.events",
+    "EventStream": "bread.events",
     "Damage": "bread.frames", "Frame": "bread.frames", "Reader": "bread.reader",
     "read": "bread.reader", "read_batches": "bread.reader", "read_pandas": "bread.reader",
 }

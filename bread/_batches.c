@@ -296,7 +296,7 @@ begin_batch(Renderer *self)
  * native-endian values, the text columns' UTF-8 and their offsets (rows + 1 of
  * them, the first 0); the buffers start afresh. */
 PyObject *
-bread_take_columns(Renderer *self, PyObject *unused)
+bread_take_columns(Renderer *self, PyObject *Py_UNUSED(unused))
 {
     if (self->col[C_MSGOFF].len == 0 && begin_batch(self) < 0) return NULL;   /* no row */
     PyObject *r = PyTuple_New(1 + C_NCOLS);
@@ -355,7 +355,7 @@ fill_text(Buf *data, Buf *offs, PyObject *v, Py_ssize_t count, Py_ssize_t rows, 
 }
 
 PyObject *
-bread_gather(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
+bread_gather(PyObject *Py_UNUSED(module), PyObject *const *a, Py_ssize_t nargs)
 {
     if (nargs != 4 || !PyDict_Check(a[1])) {
         PyErr_SetString(PyExc_TypeError, "gather(ids, table: dict, default, text)");

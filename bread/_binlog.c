@@ -70,6 +70,8 @@ grow(Buf *b, Py_ssize_t more)
 static int
 put(Buf *b, const char *s, Py_ssize_t n)
 {
+    if (n == 0)     /* nothing: b->p may be NULL, which memcpy must never get */
+        return 0;
     if (grow(b, n) < 0) return -1;
     memcpy(b->p + b->n, s, (size_t)n);
     b->n += n;
@@ -584,9 +586,13 @@ static PyTypeObject PrinterType = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "bread._binlog", "C++ binlog files' text lines in C.", -1,
-    NULL, NULL, NULL, NULL, NULL
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "bread._binlog",
+    .m_doc = "C++ binlog files' text lines in C.",
+    .m_size = -1,
 };
+
+PyMODINIT_FUNC PyInit__binlog(void);   /* declared: the one function exported */
 
 PyMODINIT_FUNC
 PyInit__binlog(void)

@@ -91,7 +91,7 @@ floor_div(i128 a, i128 b)
  * Python code to renumber and take, and the walk goes on from pos. Where the clock, the
  * sync or seq is beyond 64 bits, why is 2 and clock and seq are the objects given. */
 static PyObject *
-walk(PyObject *self, PyObject *args)
+walk(PyObject *Py_UNUSED(self), PyObject *args)
 {
     Py_buffer buf;
     Py_ssize_t pos, count;
@@ -657,7 +657,7 @@ split_event(const Rec *e, Span *values, long *width, Span *texts)
 /* columns(chunk, counts) -> the columnar frame's payload of chunk (sorted records), as
  * columnframes.encode makes it, counts updated; None for the Python code to decide. */
 static PyObject *
-columns(PyObject *self, PyObject *args)
+columns(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *chunk, *counts, *res = NULL;
     if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &chunk, &PyDict_Type, &counts))
@@ -753,7 +753,7 @@ out:
  * per writer in the order of its first event, as Compactor._events makes them, counts
  * updated; None for the Python code. */
 static PyObject *
-rows(PyObject *self, PyObject *args)
+rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *chunk, *counts, *res = NULL;
     if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &chunk, &PyDict_Type, &counts))
@@ -851,7 +851,7 @@ get_le(const unsigned char *p, int n)
 /* pack_run(records) -> bytes: records (sorted, of a run) in a fixed layout for a run
  * file, read back by unpack_run; None where one does not fit it. */
 static PyObject *
-pack_run(PyObject *self, PyObject *arg)
+pack_run(PyObject *Py_UNUSED(self), PyObject *arg)
 {
     if (!PyList_Check(arg)) Py_RETURN_NONE;
     Py_ssize_t n = PyList_GET_SIZE(arg), total = 0;
@@ -890,7 +890,7 @@ pack_run(PyObject *self, PyObject *arg)
 
 /* unpack_run(data) -> the records pack_run packed. */
 static PyObject *
-unpack_run(PyObject *self, PyObject *arg)
+unpack_run(PyObject *Py_UNUSED(self), PyObject *arg)
 {
     Py_buffer buf;
     if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0) return NULL;
@@ -938,9 +938,14 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "bread._compact", "bread compact's per-event work, in C.", -1,
-    methods
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "bread._compact",
+    .m_doc = "bread compact's per-event work, in C.",
+    .m_size = -1,
+    .m_methods = methods,
 };
+
+PyMODINIT_FUNC PyInit__compact(void);   /* declared: the one function exported */
 
 PyMODINIT_FUNC
 PyInit__compact(void)

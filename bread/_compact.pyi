@@ -12,11 +12,25 @@ _Record = tuple[int, int, int, int, int, bytes]
 
 # (records, pos, clock, seq, why, sid, event): why 0 all taken, 1 source id sid is not in
 # ids, 2 the rest is Python's, 3 event (source id, clock delta, n, raw) is Python's to take.
-def walk(payload: Buffer, pos: int, count: int, clock: int, wid: int, cv: int, freq: int, ns0: int, seq: int, ids: dict[int, int], /) -> tuple[list[_Record], int, int, int, int, int, tuple[int, int, int, bytes] | None]: ...
+def walk(
+    payload: Buffer,
+    pos: int,
+    count: int,
+    clock: int,
+    wid: int,
+    cv: int,
+    freq: int,
+    ns0: int,
+    seq: int,
+    ids: dict[int, int],
+    /,
+) -> tuple[list[_Record], int, int, int, int, int, tuple[int, int, int, bytes] | None]: ...
+
 # The payloads of the events frames (one per writer), or of a columnar frame, of sorted
 # records, counts (source id -> events) updated; None where Python makes them.
 def rows(records: list[_Record], counts: dict[int, int], /) -> list[bytes] | None: ...
 def columns(records: list[_Record], counts: dict[int, int], /) -> bytes | None: ...
+
 # Sorted records in a run file's layout, None where one does not fit it; and back.
 def pack_run(records: list[_Record], /) -> bytes | None: ...
 def unpack_run(data: Buffer, /) -> list[_Record]: ...

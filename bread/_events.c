@@ -270,7 +270,7 @@ message_ascii(PyObject *plan, PyObject *args, PyObject *fields, PyObject *names,
 /* message(plan, args, fields, names) -> str, or None if Python must render it:
  * plan as bread.events.message_plan gives it. */
 PyObject *
-bread_message(PyObject *module, PyObject *const *a, Py_ssize_t nargs)
+bread_message(PyObject *Py_UNUSED(module), PyObject *const *a, Py_ssize_t nargs)
 {
     if (nargs != 4 || !PyTuple_Check(a[0]) || !PyTuple_Check(a[1]) || !PyDict_Check(a[2])
         || !PyTuple_Check(a[3])) {
@@ -443,7 +443,7 @@ getter_dealloc(MessageGetter *self)
 
 /* MessageGetter(Event, fallback) */
 static PyObject *
-getter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+getter_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
     PyObject *evtype, *fallback;
     if (!PyArg_ParseTuple(args, "O!O:MessageGetter", &PyType_Type, &evtype, &fallback))

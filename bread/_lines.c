@@ -78,8 +78,11 @@ put_date(Renderer *self, Buf *o, long long clock, int utc)
 {
     long long ns;
     if (!event_ns(self, clock, &ns)) return 0;
-    long long secs = ns >= 0 ? ns / 1000000000 : -((-(ns + 1)) / 1000000000) - 1;
-    long long frac = ns - secs * 1000000000;
+    long long secs = ns / 1000000000, frac = ns % 1000000000;   /* floored, never beyond */
+    if (frac < 0) {                                              /* 64 bits (ns may be the */
+        frac += 1000000000;                                      /* least of them) */
+        secs--;
+    }
     DateCache *c = utc ? &self->utc : &self->local;
     if (!c->valid || c->secs != secs) {
         if (utc ? date_fill(self, c, secs, 0, "UTC", 3)

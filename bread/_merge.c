@@ -184,6 +184,8 @@ before(const Run *x, Py_ssize_t at, const Run *y)
 static int
 out_text(Merger *self, Py_ssize_t *len, const char *s, Py_ssize_t n)
 {
+    if (n == 0)     /* nothing: buf may still be NULL, which memcpy must never get */
+        return 0;
     if (*len + n > self->bufcap) {
         Py_ssize_t c = self->bufcap ? self->bufcap : 1 << 16;
         while (c < *len + n) c *= 2;
@@ -336,8 +338,13 @@ static PyTypeObject MergerType = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "bread._merge", "bread's k-way merge of sorted runs, in C.", -1, NULL
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "bread._merge",
+    .m_doc = "bread's k-way merge of sorted runs, in C.",
+    .m_size = -1,
 };
+
+PyMODINIT_FUNC PyInit__merge(void);   /* declared: the one function exported */
 
 PyMODINIT_FUNC
 PyInit__merge(void)

@@ -206,7 +206,7 @@ renderer_set_window(Renderer *self, PyObject *args)
 
 /* reset(): a new stream begins (a header frame): no sources, no writers, the default sync. */
 static PyObject *
-renderer_reset(Renderer *self, PyObject *unused)
+renderer_reset(Renderer *self, PyObject *Py_UNUSED(unused))
 {
     for (Py_ssize_t i = 0; i < MAX_IDS; i++) {
         free_source(self->sources[i]);

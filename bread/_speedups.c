@@ -29,8 +29,14 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "bread._speedups", "bread's C fast path for reading.", -1, module_methods
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "bread._speedups",
+    .m_doc = "bread's C fast path for reading.",
+    .m_size = -1,
+    .m_methods = module_methods,
 };
+
+PyMODINIT_FUNC PyInit__speedups(void);   /* declared: the one function exported */
 
 PyMODINIT_FUNC
 PyInit__speedups(void)

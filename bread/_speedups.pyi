@@ -30,16 +30,41 @@ class Renderer:
     # columns(): render the message column; the args and fields columns (JSON).
     want_message: int
     want_json: int
-    def __new__(cls, date_items: _Items, fallback: Callable[[bytes, int, int], Any], escape: bool) -> Self: ...
+    def __new__(
+        cls, date_items: _Items, fallback: Callable[[bytes, int, int], Any], escape: bool
+    ) -> Self: ...
     # After each call: 0 the frame is done, 1 more to come (call again with None), 2 Python
     # reads the frame from event `rendered` on (bread.decoder's DONE, MORE, PYTHON).
     @property
     def state(self) -> int: ...
     @property
     def rendered(self) -> int: ...
-    def add_source(self, id: int, items: _Items, message_items: _Items | None, nnames: int, source: EventSource = ..., field_names: tuple[str, ...] = ..., skip: bool = ..., pre: bytes = ..., post: bytes = ..., /) -> None: ...
-    def add_writer(self, id: int, name: bytes, id_text: bytes, writer: WriterProp = ..., skip: bool = ..., /) -> None: ...
-    def set_sync(self, clock_value: int, frequency: int, ns_since_epoch: int, tz_offset: int, tz_name: bytes, tz: tzinfo = ..., /) -> None: ...
+    def add_source(
+        self,
+        id: int,
+        items: _Items,
+        message_items: _Items | None,
+        nnames: int,
+        source: EventSource = ...,
+        field_names: tuple[str, ...] = ...,
+        skip: bool = ...,
+        pre: bytes = ...,
+        post: bytes = ...,
+        /,
+    ) -> None: ...
+    def add_writer(
+        self, id: int, name: bytes, id_text: bytes, writer: WriterProp = ..., skip: bool = ..., /
+    ) -> None: ...
+    def set_sync(
+        self,
+        clock_value: int,
+        frequency: int,
+        ns_since_epoch: int,
+        tz_offset: int,
+        tz_name: bytes,
+        tz: tzinfo = ...,
+        /,
+    ) -> None: ...
     def set_window(self, since: int, until: int, /) -> None: ...
     def set_origin(self, origin: Origin, /) -> None: ...
     def set_event_type(self, event_type: type[Event], utc: tzinfo, /) -> None: ...
@@ -53,9 +78,15 @@ class Renderer:
     def typed(self, frame: Frame | None, /) -> int: ...
     # (rows, clock, ns, source id, writer id, message data, offsets, args data, offsets,
     # fields data, offsets): int64 and text columns, each a read-only buffer.
-    def take_columns(self) -> tuple[int, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer]: ...
+    def take_columns(
+        self,
+    ) -> tuple[
+        int, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer
+    ]: ...
     # kinds None: the kinds mode; take_typed() gives one shape per mode (bread/_tables.c).
-    def set_typed(self, kinds: bytes | None, positional: int, field_names: tuple[str, ...], /) -> None: ...
+    def set_typed(
+        self, kinds: bytes | None, positional: int, field_names: tuple[str, ...], /
+    ) -> None: ...
     def take_typed(self) -> tuple[Any, ...]: ...
 
 # ---- _events.c: bread/events.py ----
@@ -66,10 +97,18 @@ class MessageGetter:
     def __call__(self, event: Event, /) -> str: ...
 
 # None where Python renders it (bread.events.render_message).
-def message(plan: tuple[str | int, ...], args: tuple[Any, ...], fields: dict[str, Any], names: tuple[str, ...], /) -> str | None: ...
+def message(
+    plan: tuple[str | int, ...],
+    args: tuple[Any, ...],
+    fields: dict[str, Any],
+    names: tuple[str, ...],
+    /,
+) -> str | None: ...
 
 # ---- _batches.c: bread/columnar/batches.py ----
 
 # (values, offsets or None, validity or None), each a read-only buffer; None where a text
 # column would not fit an Arrow string array.
-def gather(ids: Buffer, table: dict[int, bytes | int | None], default: bytes | int | None, text: bool, /) -> tuple[Buffer, Buffer | None, Buffer | None] | None: ...
+def gather(
+    ids: Buffer, table: dict[int, bytes | int | None], default: bytes | int | None, text: bool, /
+) -> tuple[Buffer, Buffer | None, Buffer | None] | None: ...

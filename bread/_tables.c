@@ -134,7 +134,7 @@ same_fields(Typed *t, long long sid, Source *src)
 int
 bread_typed_event(Renderer *self, long long wid, long long sid, long long clock,
                   const Val *args, Py_ssize_t nargs, int simple,
-                  const unsigned char *ev, Py_ssize_t evlen)
+                  const unsigned char *Py_UNUSED(ev), Py_ssize_t Py_UNUSED(evlen))
 {
     Typed *t = self->typed;
     Source *src = sid >= 0 && sid < MAX_IDS ? self->sources[sid] : NULL;
@@ -267,7 +267,7 @@ bytes_of(const Buf *b)
  * (positional, [kind bits per positional column], [per field], [source ids]). Both
  * start afresh. */
 PyObject *
-bread_take_typed(Renderer *self, PyObject *unused)
+bread_take_typed(Renderer *self, PyObject *Py_UNUSED(unused))
 {
     Typed *t = self->typed;
     if (t == NULL) {

@@ -306,9 +306,10 @@ def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: b
     ``escape``: control and bidi format characters in the cells are escapes, as in bread's
     text (``render.escape_controls``; in the JSON cells JSON's ``\\u0085``), so that a row
     is one line that cannot drive a terminal. ``quote_formulas``: a cell of the file's
-    text (category, writer, function, file, message, host, program) that begins with a ``FORMULA_STARTS``
-    gets a leading ``'`` (OWASP), so that a spreadsheet shows it instead of running it;
-    bread's own columns (time, severity, line) and the JSON (``[``, ``{``) never do."""
+    text (category, writer, function, file, message, host, program) that begins with a
+    ``FORMULA_STARTS`` gets a leading ``'`` (OWASP), so that a spreadsheet shows it instead
+    of running it; bread's own columns (time, severity, line) and the JSON (``[``, ``{``)
+    never do."""
     import csv   # (here: the reader imports this module, and only CSV needs it)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")

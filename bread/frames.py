@@ -256,7 +256,8 @@ class Skim:
                 return
             kind, flags, length, crc = fields
             if kind == FRAME_EVENTS:   # an escaped head may take twice the bytes
-                payload = f.read(min(length, 2 * BATCH_HEAD if flags & FLAG_ESCAPED else BATCH_HEAD))
+                most = 2 * BATCH_HEAD if flags & FLAG_ESCAPED else BATCH_HEAD
+                payload = f.read(min(length, most))
                 f.seek(pos + HEADER_SIZE + length)
             else:
                 payload = f.read(length)

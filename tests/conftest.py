@@ -27,7 +27,8 @@ HOT_PATH = "c" if blog.accel.speedups is not None else "python"
 
 
 def pytest_report_header(config) -> str:
-    return f"blog hot path: {HOT_PATH} (BLOG_PURE_PYTHON={os.environ.get('BLOG_PURE_PYTHON', '')!r})"
+    pure = os.environ.get('BLOG_PURE_PYTHON', '')
+    return f"blog hot path: {HOT_PATH} (BLOG_PURE_PYTHON={pure!r})"
 
 
 @pytest.fixture

@@ -437,12 +437,13 @@ class StubS3:
     """Just enough S3 on 127.0.0.1 for the faults moto does not make: ListObjectsV2 of
     bucket ``b`` (pages of ``page`` keys; ``listing``: ``new``, pages without end, each with
     a new continuation token, ``same``, the same page and token again and again, ``empty``,
-    the same token again without keys after the first page; the endless pages' keys ``pad`` characters longer;
-    ``lists`` counts the requests), HEAD and ranged GET of its ``objects``, each key's ``faults``:
-    ``gone`` (404: deleted since the listing), ``500`` (GETs from offset ``fail_from``
-    on), ``hang`` (a GET answered by nothing for ``HANG`` seconds, then closed),
-    ``start`` (206 with the object's first bytes, whatever the range), ``whole`` (200
-    with the whole object). Stops itself (``stop``); its threads end with the hang."""
+    the same token again without keys after the first page; the endless pages' keys ``pad``
+    characters longer; ``lists`` counts the requests), HEAD and ranged GET of its
+    ``objects``, each key's ``faults``: ``gone`` (404: deleted since the listing), ``500``
+    (GETs from offset ``fail_from`` on), ``hang`` (a GET answered by nothing for ``HANG``
+    seconds, then closed), ``start`` (206 with the object's first bytes, whatever the
+    range), ``whole`` (200 with the whole object). Stops itself (``stop``); its threads end
+    with the hang."""
 
     HANG = 8.0
 

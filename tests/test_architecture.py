@@ -164,7 +164,8 @@ def test_no_module_assigns_another_objects_private_attributes():
                 for a in ast.walk(t):
                     if (isinstance(a, ast.Attribute) and a.attr.startswith("_")
                             and not a.attr.startswith("__")
-                            and not (isinstance(a.value, ast.Name) and a.value.id in ("self", "cls"))
+                            and not (isinstance(a.value, ast.Name)
+                                     and a.value.id in ("self", "cls"))
                             and (name, a.attr) not in STDLIB_HOOKS):
                         bad.append(f"{name}:{a.lineno} assigns .{a.attr}")
     assert bad == []

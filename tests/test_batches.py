@@ -73,7 +73,8 @@ def collect(data: bytes, columns=None, batch_size=65536, arrow=True, use_c=True)
             else:
                 assert isinstance(b, dict)
                 for name, col in b.items():
-                    if name in ("time", "clock", "writer_id", "source_id", "line", "severity_value"):
+                    if name in ("time", "clock", "writer_id", "source_id", "line",
+                                "severity_value"):
                         assert isinstance(col, (array.array, list))
                 sizes.append(len(next(iter(b.values()))) if b else 0)
                 cols = {k: list(v) for k, v in b.items()}
@@ -233,7 +234,8 @@ def test_gather_checks_its_arguments():
     assert array.array("i", offsets).tolist() == [0, 2, 2, 3, 5]
     assert valid[0] & 0b1111 == 0b1101
     values, offsets, valid = gather(ids, {1: 5, 3: -1}, 0, False)
-    assert array.array("q", bytes(values)).tolist() == [5, 0, -1, 5] and offsets is None and valid is None
+    assert array.array("q", bytes(values)).tolist() == [5, 0, -1, 5]
+    assert offsets is None and valid is None
     with pytest.raises(TypeError):
         gather(ids, {1: "not bytes"}, b"", True)
     with pytest.raises(TypeError):

@@ -84,7 +84,8 @@ def _same(a, b) -> bool:
 
 def test_typed_columns_are_chosen_and_smaller_than_packed_values():
     events = [cf.Event(7, 1, 1000 + 300 * i + i % 7,
-                       [packed(i), packed(round(100 + i * 0.25, 2)), packed(["AAPL", "MSFT"][i % 2])])
+                       [packed(i), packed(round(100 + i * 0.25, 2)),
+                        packed(["AAPL", "MSFT"][i % 2])])
               for i in range(1000)]
     head = msgpack.unpackb(cf.encode(events), strict_map_key=False)
     [(sid, width, columns)] = head[1]

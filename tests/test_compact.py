@@ -10,7 +10,6 @@ import pathlib
 import shutil
 import struct
 import subprocess
-import sys
 import textwrap
 import time
 
@@ -77,7 +76,8 @@ def test_compaction_keeps_every_event_and_sorts_them(tmp_path):
     _write_set(d)
     before = _text(d, "-s")
     originals = [f.name for f in members(str(d), "app")]
-    assert len(before) == 3 * 2000 + 3 * 4 + 500 and len({f.pid for f in members(str(d), "app")}) == 2
+    assert len(before) == 3 * 2000 + 3 * 4 + 500
+    assert len({f.pid for f in members(str(d), "app")}) == 2
     _old(d)
     done = compact(str(d), 60 * 10**9)
     assert [x["events"] for x in done] == [len(before)] and done[0]["damage"] == []
@@ -351,7 +351,6 @@ def test_a_file_cut_short_is_never_compacted(tmp_path):
     # the command says why (exit 3).
     import glob
     import subprocess
-    import sys
     import blog
     d = tmp_path / "logs"
     s = blog.Session()

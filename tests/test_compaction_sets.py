@@ -8,7 +8,6 @@ import os
 import stat
 import subprocess
 import sys
-import textwrap
 import time
 
 import blog

@@ -116,7 +116,10 @@ def test_threads_start_without_the_context_unless_given_it(logged):
         plain = threading.Thread(target=log.info, args=("plain thread",))
         ctx = contextvars.copy_context()
         given = threading.Thread(target=ctx.run, args=(log.info, "given thread"))
-        plain.start(); given.start(); plain.join(); given.join()
+        plain.start()
+        given.start()
+        plain.join()
+        given.join()
     got = {ev.message: ev.fields for ev in logged.read()}
     assert got == {"plain thread": {}, "given thread": {"request_id": "main"}}
 

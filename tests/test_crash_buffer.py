@@ -18,7 +18,6 @@ import random
 import signal
 import struct
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -1063,7 +1062,8 @@ def test_a_recovery_killed_midway_leaves_a_part_no_housekeeping_takes_for_whole(
     d.mkdir()
     path = str(d / "app.blog")
     assert subprocess.run(python_child("-c", _DEAD_SET_WRITER, path), timeout=60).returncode == -9
-    assert subprocess.run(python_child("-c", _HALF_RECOVERY, path, cut), timeout=60).returncode == -9
+    half = subprocess.run(python_child("-c", _HALF_RECOVERY, path, cut), timeout=60)
+    assert half.returncode == -9
     [part] = _set_files(path)
     before = os.path.getsize(part)
     assert before > 0

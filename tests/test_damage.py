@@ -18,7 +18,6 @@ import os
 import resource
 import struct
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -228,7 +227,8 @@ def meta_frame(*entries) -> bytes:
 
 def events_frame(wid, first, evs, count=None) -> bytes:
     head = msgpack.packb([wid, first, len(evs) if count is None else count, first, first])
-    return fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(blogformat.valueencoding.packb(e) for e in evs))
+    body = b"".join(blogformat.valueencoding.packb(e) for e in evs)
+    return fmt.frame_bytes(fmt.FRAME_EVENTS, head + body)
 
 
 def source_entry(sid, form, names=(), sev=0x80, cat="cat") -> list:
@@ -613,7 +613,7 @@ def test_resync_over_hundreds_of_huge_claims_is_linear(monkeypatch):
     gap = (16 << 20) // 300
     filler = bytes(range(256)) * (gap // 256 + 1)
     parts, size = [], len(BASE)
-    for i in range(300):
+    for _ in range(300):
         parts.append(None)
         size += HS + gap
     size += len(GOOD_TAIL)
@@ -738,7 +738,8 @@ def test_a_logged_blog_file_is_a_value_and_never_becomes_events_when_its_frame_i
     assert data[start:end].count(fmt.MAGIC) == len(carrier)     # the frames' own markers only
     assert any(fr.flags == 0 and fr.size > len(inner) for fr in carrier)   # unescaped for us
     r, full = read_all(data)
-    assert r.damage == [] and [e.args[0] for e in full if e.message.startswith("carrier")] == [inner]
+    assert r.damage == []
+    assert [e.args[0] for e in full if e.message.startswith("carrier")] == [inner]
     expected = ["before 1"] + [f"after {i} x" for i in range(3)]
     step = max(1, (end - start) * 8 // 150)
     flips = range(start * 8, end * 8, step)
@@ -1085,7 +1086,8 @@ def test_msgpack_timestamp_extension():
     ok = events_frame(1, 0, [[1, 0, [msgpack.Timestamp(5)]]])
     r, got = read_all(BASE + ok)
     assert r.damage == [] and got[0].args == (msgpack.Timestamp(5),)
-    bad = fmt.frame_bytes(fmt.FRAME_EVENTS, msgpack.packb([1, 0, 1]) + b"\x93\x01\x00\x91\xd4\xff\x00")
+    bad = fmt.frame_bytes(fmt.FRAME_EVENTS,
+                          msgpack.packb([1, 0, 1]) + b"\x93\x01\x00\x91\xd4\xff\x00")
     r, got = read_all(BASE + bad + GOOD_TAIL)
     assert [e.message for e in got] == ["x 42"]
     assert [(d.offset, d.length) for d in r.damage] == [(len(BASE), len(bad))]
@@ -1157,9 +1159,11 @@ _SEGV_SCRIPT = textwrap.dedent("""
         inner = msgpack.packb([])
         for _ in range(depth):
             inner = msgpack.packb(msgpack.ExtType(EXT_TUPLE, inner))
+        source = [1, 1, 128, "c", "f", "f.py", 1, "{}", "", [], 1]
         data = (fmt.frame_bytes(1, msgpack.packb([1, {}]))
-                + fmt.frame_bytes(2, msgpack.packb([1, 1, 128, "c", "f", "f.py", 1, "{}", "", [], 1]))
-                + fmt.frame_bytes(3, msgpack.packb([1, 0, 1, 0, 0]) + b"\\x93\\x01\\x00\\x91" + inner))
+                + fmt.frame_bytes(2, msgpack.packb(source))
+                + fmt.frame_bytes(3, msgpack.packb([1, 0, 1, 0, 0]) + b"\\x93\\x01\\x00\\x91"
+                                  + inner))
     else:
         v = ()
         for _ in range(depth):
@@ -1173,7 +1177,8 @@ _SEGV_SCRIPT = textwrap.dedent("""
 
 def _run_limited_stack(*args: str) -> subprocess.CompletedProcess:
     def limit():  # the usual Linux default, so that the result does not depend on the shell
-        resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+        resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, hard))
     return subprocess.run(python_child("-c", _SEGV_SCRIPT, *args), capture_output=True,
                           text=True, timeout=60, preexec_fn=limit,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1324,7 +1329,6 @@ def test_events_with_unknown_sources_make_bread_exit_3(tmp_path):
     """Proves: the CLI treats events whose call site is unknown (metadata lost, or a file
     truncated under its writer) as damage: it prints them, says so, and exits 3."""
     import subprocess
-    import sys
     path = tmp_path / "u.blog"
     path.write_bytes(BASE + events_frame(1, 0, [[99, 0, [5, "x"]], [1, 1, [6]]]))
     p = subprocess.run(python_child("-m", "bread", "-f", "%m", str(path)),

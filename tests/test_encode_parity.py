@@ -70,8 +70,8 @@ for _cls in (Fill, Leg):
 capture(None, tuple(MEMBERS), ())         # and describes each member it meets
 
 atoms = st.one_of(
-    scalars, st.sampled_from(MEMBERS), st.datetimes(timezones=st.sampled_from([None, UTC])), st.dates(),
-    st.times(timezones=st.sampled_from([None, UTC])), st.timedeltas(),
+    scalars, st.sampled_from(MEMBERS), st.datetimes(timezones=st.sampled_from([None, UTC])),
+    st.dates(), st.times(timezones=st.sampled_from([None, UTC])), st.timedeltas(),
     st.decimals(allow_nan=True, allow_infinity=True), st.uuids())
 keys = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.text(max_size=10),
                  st.dates(), st.uuids(), st.sampled_from([Shade.DARK, Size.L]))

@@ -13,7 +13,8 @@ def test_event_function_logs_and_is_registered_at_decoration(logged):
     def order_filled(order_id: int, price: float): ...
 
     src = order_filled.source
-    assert (src.format, src.category, src.arg_tags) == ("order {} filled at {}", "orders", "int,float")
+    assert (src.format, src.category, src.arg_tags) == ("order {} filled at {}", "orders",
+                                                        "int,float")
     assert src.line == order_filled.__wrapped__.__code__.co_firstlineno
     order_filled(43, 99.5)
     order_filled(price=1.5, order_id=44)

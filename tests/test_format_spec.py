@@ -30,7 +30,8 @@ from helpers import pure_python_clock
 # --- the decoder, from docs/format.md --------------------------------------
 
 MAGIC = b"\x9eBLG"                       # 2.1
-HEAD = struct.Struct("<4sBBHIII")        # magic, kind, flags, spare, length, payload_crc, header_crc
+# magic, kind, flags, spare, length, payload_crc, header_crc
+HEAD = struct.Struct("<4sBBHIII")
 MAX_PAYLOAD = 64 * 1024 * 1024
 KIND_HEADER, KIND_METADATA, KIND_EVENTS = 1, 2, 3
 DEFAULT_SYNC = (0, 1_000_000_000, 0, 0, "UTC")   # 4.3

@@ -5,10 +5,10 @@
 committed ``NAME.txt`` (default format), ``NAME.m.txt`` (``-f "%S %C %n %m"``),
 ``NAME.stderr`` and ``NAME.json`` (``{"exit": N}``) are what bread printed
 then (``NAME.py313.txt`` what it printed on 3.13, where that differs: its ``traceback``
-draws more position markers), into a file (as ``--escape never`` prints now); bread must print exactly
-that, forever. The library tests below also
-check decoded values, so that a change that renders the same but decodes
-differently fails too.
+draws more position markers), into a file (as ``--escape never`` prints now);
+bread must print exactly that, forever. The library tests below also check
+decoded values, so that a change that renders the same but decodes differently
+fails too.
 
 These tests read only the committed files. bread renders ``%d`` in the
 writer's zone recorded in the file (Asia/Kolkata, UTC+05:30, for v1), so the

@@ -196,7 +196,8 @@ def test_a_fifo_or_a_directory_where_a_file_should_be_never_hangs_or_crashes_com
 
 def test_compact_names_files_with_controls_escaped(tmp_path):
     d = aged_set_dir(tmp_path, files=1)
-    os.symlink("/nonexistent", os.path.join(d, "\x1b]0;owned\x07.2026-01-01T00-00-00.000.pid1.blog"))
+    os.symlink("/nonexistent",
+               os.path.join(d, "\x1b]0;owned\x07.2026-01-01T00-00-00.000.pid1.blog"))
     r = subprocess.run(python_child("-m", "bread", "compact", d, "--older-than", "1m"),
                        capture_output=True, text=True, timeout=60)
     assert "left alone" in r.stderr and "\\x1b]0;owned\\x07" in r.stderr, r.stderr

@@ -528,7 +528,6 @@ def test_a_buffer_directory_replaced_after_its_check_changes_nothing_elsewhere(
     # and the work (another user's rename in a shared crash_dir) loses nothing there.
     path = str(tmp_path / "app.blog")
     _killed(path)
-    directory = buffer_directory(path)
     victim = tmp_path / "home"
     victim.mkdir()
     for n in ("notes.meta", "job.new", "cache.chan"):

@@ -8,7 +8,6 @@ import subprocess
 
 import pytest
 
-import blog
 import bread
 from bread import cli
 

@@ -128,7 +128,8 @@ def test_typed_tables_of_crafted_values_do_not_break_the_export(tmp_path):
     data = (fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({}))
             + fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))
             + fmt.frame_bytes(fmt.FRAME_EVENTS, BatchHeader(2**64 - 1, 0, 2, 0, 10**12).encode()
-                              + packb([1, 0, [2**64 - 1, "\ud800"]]) + packb([1, 10**12, [1, "a"]])))
+                              + packb([1, 0, [2**64 - 1, "\ud800"]])
+                              + packb([1, 10**12, [1, "a"]])))
     (tmp_path / "x.blog").write_bytes(data)
     out = tmp_path / "out"
     parquet.export([str(tmp_path / "x.blog")], str(out))
@@ -137,7 +138,7 @@ def test_typed_tables_of_crafted_values_do_not_break_the_export(tmp_path):
     t = pq.read_table(out / index[0]["file"])
     assert t.num_rows == 2 and t.column("arg0").to_pylist() == ["18446744073709551615", "1"]
     assert t.column("writer_id").to_pylist() == [None, None]
-    assert t.column("time").to_pylist()[1] is None           # 10**21 ns: year 33,658, no datetime holds it
+    assert t.column("time").to_pylist()[1] is None   # 10**21 ns: year 33,658, past datetime
     assert t.column("arg1").to_pylist() == ["\\ud800", "a"]
     ev = pq.read_table(out / "events.parquet")
     assert ev.column("time").to_pylist()[1] is None and ev.num_rows == 2

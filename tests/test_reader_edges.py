@@ -320,7 +320,6 @@ def cli_peak(argv: list[str], pure: bool, setup: str = "") -> tuple[list[bytes],
     VmHWM (ru_maxrss would count the forked pytest process's memory too)."""
     import os
     import subprocess
-    import sys
     code = (f"import sys\n{setup}\nfrom bread.cli import main\n"
             "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
             "sys.stdout.flush()\n"

@@ -26,7 +26,8 @@ from bread.render import DEFAULT_FORMAT, PrettyPrinter
 from helpers import count_reader_fallbacks, texts_kept
 
 C = accel.speedups
-needs_c = pytest.mark.skipif(C is None, reason="compares the C reader with Python: it is off (BREAD_PURE_PYTHON=1) or not built")
+needs_c = pytest.mark.skipif(C is None, reason="compares the C reader with Python: it is off "
+                                               "(BREAD_PURE_PYTHON=1) or not built")
 
 
 def build(sources: list[EventSource], events: list[list], *, clock0: int = 1_700_000_000 * 10**9,
@@ -213,6 +214,19 @@ def test_any_clock_and_sync_render_the_same(clock0, freq, ns, tzo, deltas):
     data = build([src], [[1, d, [d]] for d in deltas], clock0=clock0,
                  sync=ClockSync(clock0, freq, ns, tzo, "Z"))
     both(data, fmt_="%d|%u|%r|%m", date="%Y %y %m %d %H %M %S %N %z %Z")
+
+
+@needs_c
+def test_the_first_and_last_nanosecond_of_64_bits_render_the_same():
+    # Proves: an event at -2**63 ns (1677) renders as on the Python path. The C split of its
+    # time into seconds and nanoseconds multiplied past 64 bits on the way (undefined
+    # behaviour, right only where the compiler wraps: make sanitize, built without
+    # -fwrapv, stops on it).
+    src = EventSource(1, 0x80, "c", "f", "x.py", 1, "v {}", "int")
+    for ns in (-2**63, -2**63 + 1, -10**9 - 1, -1, 0, 2**63 - 1):
+        data = build([src], [[1, 0, [0]]], clock0=0, sync=ClockSync(0, 10**9, ns, 0, "Z"))
+        out = both(data, fmt_="%d|%u|%m", date="%Y-%m-%d %H:%M:%S.%N")
+        assert out.endswith(b"|v 0\n"), out
 
 
 @needs_c

@@ -8,7 +8,6 @@ import fcntl
 import gzip
 import os
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -183,7 +182,8 @@ def test_summary_counts_are_the_same_in_c_and_in_python(monkeypatch):
     @given(st.lists(st.tuples(st.integers(1, 70000),
                               st.lists(st.one_of(st.integers(-2**63, 2**64 - 1), st.floats(),
                                                  st.text(max_size=40), st.binary(max_size=300),
-                                                 st.lists(st.integers(-2**63, 2**64 - 1), max_size=20),
+                                                 st.lists(st.integers(-2**63, 2**64 - 1),
+                                                          max_size=20),
                                                  st.dictionaries(st.text(max_size=5),
                                                                  st.none(), max_size=5)),
                                        max_size=6),

@@ -1,4 +1,5 @@
-"""Every argument type goes writer -> bytes -> reader and comes back equal, with the exact message."""
+"""Every argument type goes writer -> bytes -> reader and comes back equal, with the exact
+message."""
 
 from __future__ import annotations
 
@@ -257,7 +258,6 @@ def test_sets_read_back_in_the_order_they_were_logged_under_any_hash_seed(tmp_pa
     # exactly str(set) at call time, read by a process whose string hashes differ (the
     # order of a set of strs depends on the hash seed).
     import subprocess
-    import sys
     import textwrap
     path = tmp_path / "s.blog"
     code = textwrap.dedent(f"""
@@ -405,7 +405,8 @@ def test_dataclasses_and_named_tuples_show_as_logged(logged, value):
     evs = logged.read()
     assert evs[0].message == fmt.format(value, value, value, [value])
     v = evs[0].args[0]
-    assert isinstance(v, bread.DataclassValue) and v.type == f"{__name__}.{type(value).__qualname__}"
+    assert isinstance(v, bread.DataclassValue)
+    assert v.type == f"{__name__}.{type(value).__qualname__}"
     derived = type(value) not in (Custom_repr, Custom_str, LegR)
     assert (not texts_kept(evs[0])) == derived, texts_kept(evs[0])
 
@@ -415,7 +416,6 @@ def test_the_structured_example_runs_and_reads_back(tmp_path):
     # set, a zoned datetime and an exception, each read back with its exact message.
     import os
     import subprocess
-    import sys
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run(python_child(os.path.join(here, "examples", "structured.py"),
                         str(tmp_path / "s.blog")), capture_output=True, text=True, timeout=60)

@@ -367,7 +367,8 @@ def test_two_sites_with_the_same_format_are_two_sources(logged):
     evs = logged.read()
     assert [e.source.id for e in evs] == [1, 2, 1, 2]
     assert evs[0].line == evs[1].line
-    assert evs[0].file == __file__ and evs[0].function == "test_two_sites_with_the_same_format_are_two_sources"
+    assert evs[0].file == __file__
+    assert evs[0].function == "test_two_sites_with_the_same_format_are_two_sources"
 
 
 def test_dynamic_formats_do_not_grow_metadata_without_bound(logged):
@@ -539,7 +540,7 @@ def test_a_full_disk_costs_one_write_per_consume_and_is_recorded_with_its_time(t
     s.consume(out)
     out.broken, out.attempts = True, 0
     t0 = _time.time_ns()
-    for k in range(20):
+    for _ in range(20):
         for i in range(5000):
             log.info("lost {}", i)
         s.consume(out)
@@ -1845,7 +1846,7 @@ def test_a_consumer_whose_thread_cannot_start_leaves_nobody_waiting(monkeypatch)
     done = threading.Event()
 
     def fill():
-        for i in range(2000):
+        for _ in range(2000):
             log.info("x {}", "y" * 50)
         done.set()
     t = threading.Thread(target=fill, daemon=True)
@@ -1874,7 +1875,8 @@ def test_signals_flush_and_keep_what_they_did(tmp_path, setup, signame, status):
         import signal, sys, time, blog
         {setup}
         blog.basic_config("t.blog", flush_interval=60)
-        assert (signal.getsignal(signal.SIGINT) is signal.default_int_handler) == {"SIGINT" not in setup}
+        default_int = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert default_int == {"SIGINT" not in setup}
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN or {"SIG_IGN" not in setup}
         log = blog.get_logger()
         for i in range(1000):
@@ -2001,7 +2003,8 @@ def test_a_session_that_logged_is_freed_with_its_channels(hot_path):
             log.info("e {} {}", k, i)
         out = blog.MemoryOutputStream()
         s.consume(out)
-        assert [e.args for e in bread.read(io.BytesIO(out.getvalue()))] == [(k, i) for i in range(3)]
+        got = [e.args for e in bread.read(io.BytesIO(out.getvalue()))]
+        assert got == [(k, i) for i in range(3)]
         refs.append((weakref.ref(s), weakref.ref(s.writer().channel)))
         del s, log
         gc.collect()

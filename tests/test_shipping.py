@@ -389,8 +389,9 @@ def test_a_manifest_rewritten_during_every_hook_loses_no_mark(tmp_path):
 
 def test_marks_fold_the_journal_into_the_manifest_once_it_outgrows_it(tmp_path, monkeypatch):
     # Proves: the journal is folded into the manifest (one rewrite) once it is larger than
-    # the manifest, and read on from its new start (each claim sees the release before it): the manifest alone then holds the
-    # marks folded, the manifest with its journal every mark.
+    # the manifest, and read on from its new start (each claim sees the release before it):
+    # the manifest alone then holds the marks folded, the manifest with its journal every
+    # mark.
     monkeypatch.setattr(manifest.Marks, "FOLD_BYTES", 0)
     d = tmp_path / "logs"
     names = _backlog(d, 30)

@@ -151,7 +151,6 @@ def test_the_cli_sorts_with_s(tmp_path, capsys):
 
 def test_sorted_stdin_and_damage(tmp_path):
     import subprocess
-    import sys
     data = a_file([(1, [10, 30]), (2, [20, 40])])
     cut = data[:-3]
     r = subprocess.run(python_child("-m", "bread", "-s", "-f", "%r", "-"), input=cut,

@@ -479,7 +479,7 @@ def test_a_message_that_changes_every_call_costs_one_source_per_call_site(bridge
         bridge.logger.info(f"user {i} logged in"); text_line = sys._getframe().f_lineno
     for i in range(40):    # an f-string with arguments: its first format, then {}
         bridge.logger.info(f"item {i} at %s", "x"); args_line = sys._getframe().f_lineno
-    for i in range(3):
+    for _ in range(3):
         bridge.logger.info("the same"); same_line = sys._getframe().f_lineno
     long = "x" * (blog.stdlib.MAX_LITERAL + 1)      # too long to be a format: as text
     bridge.logger.info(long); long_line = sys._getframe().f_lineno
@@ -536,7 +536,7 @@ def test_capture_warnings_logs_where_the_warning_points(hot_path):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always")
-            warnings.warn("careful", DeprecationWarning); line = sys._getframe().f_lineno
+            warnings.warn("careful", DeprecationWarning, 1); line = sys._getframe().f_lineno
     finally:
         blog.stdlib.capture_warnings(False)
     s.consume(out)

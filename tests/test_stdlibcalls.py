@@ -240,7 +240,7 @@ def test_each_change_on_the_way_steps_aside_at_the_next_call_and_back_after(hot_
          lambda: bridge.handler.setLevel(logging.NOTSET)),
     ]
     expected = []
-    for i, (what, change, undo) in enumerate(changes):
+    for what, change, undo in changes:
         lg.info("before %s", what)
         fast = took(bridge)[0]
         change()

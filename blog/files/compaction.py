@@ -17,8 +17,8 @@ at a lower priority (``nice``), in a session of its own, its standard error goin
 unlinked temporary file: a watcher thread waits for it (``timeout``: then it is killed) and
 reports a failure on stderr with the first ``ERR_BYTES`` of what it said. The watcher is
 stopped before a fork of this process and started again in the parent by the next use of
-blog after it (``blog.process``; the child runs on meanwhile, its timeout unchanged). Closing the set
-does not wait for a child: it runs on to its end by itself.
+blog after it (``blog.process``; the child runs on meanwhile, its timeout unchanged).
+Closing the set does not wait for a child: it runs on to its end by itself.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Housekeeping of a file set's closed files: compress them, age them out, finish what a crash cut,
 start their compaction (``compact=``: a child process, ``blog.files.compaction``).
 
-It runs on its own thread (never the consumer's: logging is never blocked by
-it), stopped before a fork between two tasks (or two files of a sweep) and
-started again after it in the parent (``blog.process``). No fork happens while it holds a lock for a moment (a probe, the
-manifest's): the child would hold the lock as long as it lives. Only files of the set (their names parse as ``blogstore.fileset``
-names of the set's stem, in its directory) that no process is writing are
-touched: a writer holds an exclusive ``flock`` on the file it writes for as
-long as it writes it, and the kernel releases it when the process dies, even
-by SIGKILL.
+It runs on its own thread (never the consumer's: logging is never blocked by it), stopped
+before a fork between two tasks (or two files of a sweep) and started again after it in the
+parent (``blog.process``). No fork happens while it holds a lock for a moment (a probe, the
+manifest's): the child would hold the lock as long as it lives. Only files of the set (their
+names parse as ``blogstore.fileset`` names of the set's stem, in its directory) that no
+process is writing are touched: a writer holds an exclusive ``flock`` on the file it writes
+for as long as it writes it, and the kernel releases it when the process dies, even by
+SIGKILL.
 
 Every step leaves only complete files, whenever it is cut (docs/file-sets.md,
 "Crash-safe switching"):
@@ -207,10 +207,10 @@ class Housekeeper:
     directory's manifest (``blogstore.manifest``) up to date and, with ``compaction``,
     starts ``bread compact`` children after its passes (``blog.files.compaction``).
 
-    ``closed(name)`` hands it a file the writer has just closed; ``sweep()`` asks for a pass over the
-    whole directory (done at start: files left by earlier runs, steps a crash
-    cut). ``wait()`` returns when it is idle. Errors are reported on stderr
-    (``report``) and never raised.
+    ``closed(name)`` hands it a file the writer has just closed; ``sweep()`` asks for a pass
+    over the whole directory (done at start: files left by earlier runs, steps a crash cut).
+    ``wait()`` returns when it is idle. Errors are reported on stderr (``report``) and never
+    raised.
     """
 
     def __init__(self, directory: str, stem: str, *, compress: bool, retention: Retention,
@@ -264,7 +264,8 @@ class Housekeeper:
             self.shipper.check()
 
     def sweep(self) -> None:
-        """Recover, compress and apply retention over the whole set; bring the manifest up to date."""
+        """Recover, compress and apply retention over the whole set; bring the manifest up to
+        date."""
         if self.needed:
             self._put(("sweep", ""))
 

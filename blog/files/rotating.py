@@ -198,7 +198,8 @@ class RotatingFile:
             self._named = made
 
     def close(self) -> None:
-        """Close the current file (the session has written its Summary), then finish housekeeping."""
+        """Close the current file (the session has written its Summary), then finish
+        housekeeping."""
         if self._closed:
             return
         self._closed = True
@@ -238,7 +239,8 @@ class RotatingFile:
         self._close_current()
 
     def for_child(self) -> "RotatingFile":
-        """The same options for a forked child: its own file set (its pid), never the parent's file."""
+        """The same options for a forked child: its own file set (its pid), never the parent's
+        file."""
         self._closed = True   # the parent's file was let go of by _forked()
         return RotatingFile(self.path, **self.options)   # (compact: the parent's to run)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import process
 from ..files.durability import GroupSync, sync_stream
@@ -216,7 +216,8 @@ class Consumer:
         return waiting
 
     def _sync_if_due(self) -> None:
-        """Group commit: sync at most every ``fsync_interval`` seconds while there are new writes."""
+        """Group commit: sync at most every ``fsync_interval`` seconds while there are new
+        writes."""
         if self.fsync_interval is None:
             return
         written = self.session.stats.bytes_written

@@ -148,7 +148,8 @@ class Output:
     def write(self, descriptor: dict, metadata: list[Metadata], batches: list[bytes],
               n_events: int, taken: Sequence[Any] = (),
               before: Callable[[int], None] | None = None, hold: bool = False) -> int:
-        """Write the header (if the stream needs it), ``metadata`` and ``batches``; return bytes written.
+        """Write the header (if the stream needs it), ``metadata`` and ``batches``; return bytes
+        written.
 
         ``metadata`` must be all of the session's metadata if ``started`` is
         False; ``taken`` are the channel takes the batches were framed from

@@ -116,7 +116,8 @@ class Session:
 
     def configure(self, *, channel_capacity: int | None = None,
                   overflow: str | None = None) -> None:
-        """Change the channel capacity (from each channel's next consume on) or the overflow policy."""
+        """Change the channel capacity (from each channel's next consume on) or the overflow
+        policy."""
         with self.registry.lock:
             self.pressure.configure(capacity=channel_capacity, policy=overflow)
             for w in self.writers.all:
@@ -137,7 +138,8 @@ class Session:
     # --- who drains it ------------------------------------------------------
 
     def attach(self, drainer: Drainer, *, wake_bytes: int) -> None:
-        """Let ``drainer`` (a Consumer) drain this session; a channel holding ``wake_bytes`` wakes it.
+        """Let ``drainer`` (a Consumer) drain this session; a channel holding ``wake_bytes``
+        wakes it.
 
         Raises RuntimeError if another drainer is attached.
         """
@@ -179,7 +181,8 @@ class Session:
                 self.pressure.end_handover()
 
     def consuming_here(self) -> bool:
-        """True if the calling thread is inside ``consume()`` (a drainer must not wait for itself)."""
+        """True if the calling thread is inside ``consume()`` (a drainer must not wait for
+        itself)."""
         return self._consuming == threading.get_ident()
 
     # --- severity and loggers ----------------------------------------------

@@ -12,7 +12,7 @@ from types import CodeType
 from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
 from blogformat.placeholders import Template, parse
 
-from ..errors import CallSiteError, FormatError, TooManySources
+from ..errors import CallSiteError, FormatError, TooManySources  # noqa: F401  (re-exported)
 
 
 #: Sources of one session for call sites; OVERFLOW_SOURCES more are kept for the call
@@ -62,7 +62,8 @@ _PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0+]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[sdifrx
 
 
 def check_template(fmt: str, positional: int, fields: tuple[str, ...], where: str) -> Template:
-    """Parse ``fmt`` and check it against the call's arguments; raise CallSiteError naming ``where``."""
+    """Parse ``fmt`` and check it against the call's arguments; raise CallSiteError naming
+    ``where``."""
     if len(fmt) > MAX_FORMAT:
         raise CallSiteError(f"{where}: a format string of {len(fmt):,} characters is longer "
                             f"than the limit of {MAX_FORMAT:,}")

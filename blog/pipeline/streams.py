@@ -298,4 +298,5 @@ def _open_own(path: str, mode: str, fallback: bool = True) -> tuple[BinaryIO, st
 
 
 class MemoryOutputStream(io.BytesIO):
-    """Keeps the log in memory; ``getvalue()`` gives the bytes (for tests and in-process readers)."""
+    """Keeps the log in memory; ``getvalue()`` gives the bytes (for tests and in-process
+    readers)."""

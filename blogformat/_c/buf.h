@@ -43,6 +43,8 @@ buf_reserve(Buf *b, Py_ssize_t more)
 static inline int
 buf_put(Buf *b, const void *s, Py_ssize_t n)
 {
+    if (n == 0)     /* nothing: b->p (and s) may be NULL, which memcpy must never get */
+        return 0;
     if (buf_reserve(b, n) < 0) return -1;
     memcpy(b->p + b->len, s, n);
     b->len += n;

@@ -69,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _rows(args: argparse.Namespace, output: str, out: str) -> int:
     """``--jsonl OUT`` or ``--csv OUT``: ``bread -s -o OUTPUT FILE...`` written to a new
-    file beside OUT (``O_EXCL | O_NOFOLLOW``, a name of its own: ``create_temp``), renamed to OUT when complete, removed if
-    the export failed (exit 2 or a usage error); a link at OUT is replaced, never
-    written through. The exit status is bread's (3: damaged input, all else written)."""
+    file beside OUT (``O_EXCL | O_NOFOLLOW``, a name of its own: ``create_temp``), renamed
+    to OUT when complete, removed if the export failed (exit 2 or a usage error); a link at
+    OUT is replaced, never written through. The exit status is bread's (3: damaged input,
+    all else written)."""
     argv = ["-s", "-o", output, "--csv-formulas", args.csv_formulas, "--", *args.inputs]
     options = read.parser().parse_args(argv)
     if out == STDIN:

@@ -140,9 +140,9 @@ def parser() -> argparse.ArgumentParser:
                    help="the S3 region for s3:// URLs; else AWS_DEFAULT_REGION or ~/.aws")
     p.add_argument("--csv-formulas", choices=("quote", "raw"), default="quote",
                    help="-o csv: a cell of logged text (category, writer, function, file, "
-                        "message, host, program) that begins with = + - @ tab or CR, which a spreadsheet "
-                        "would run as a formula: quote (the default) puts a ' before it "
-                        "(OWASP), so that it is shown, not run; raw leaves it as logged")
+                        "message, host, program) that begins with = + - @ tab or CR, which a "
+                        "spreadsheet would run as a formula: quote (the default) puts a ' "
+                        "before it (OWASP), so that it is shown, not run; raw leaves it as logged")
     return p
 
 

@@ -9,9 +9,9 @@ The columns sink of ``bread.decoder``: the C fast path (``bread/_batches.c``,
 ``Renderer.columns``) decodes each events frame into int64 buffers (clock,
 time, source id, writer id) and the message's UTF-8, which become Arrow
 arrays without a copy (each a ``Block``: its memory goes back to a pool that the
-next batch's buffers reuse once Arrow lets go of it); the columns that are properties of a call site or a
-writer are looked up per batch. The Python path builds the same columns from
-Events, and is the reference.
+next batch's buffers reuse once Arrow lets go of it); the columns that are
+properties of a call site or a writer are looked up per batch. The Python path
+builds the same columns from Events, and is the reference.
 """
 
 from __future__ import annotations

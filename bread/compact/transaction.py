@@ -92,7 +92,7 @@ def _one(directory: str, stem: str, start: int, names: list[str], warn: Warn,
     fd, tmp = create_temp(path)                          # 2. made, durable, then named
     with os.fdopen(fd, "wb") as raw:
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz:
-            for pid, group in sorted(by_pid.items()):
+            for pid, group in sorted(by_pid.items()):  # noqa: B007  (pid: named after it)
                 comp = Compactor(directory)
                 try:
                     for n in group:

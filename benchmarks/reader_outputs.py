@@ -86,8 +86,9 @@ def main() -> int:
     print(f"{'case':12} {'events/s best':>14} {'median':>12} {'/ text best':>12} {'median':>8}")
     for name, ws in walls.items():
         text = walls["text -s" if name.endswith("-s") else "text"]
+        best, median = min(text) / min(ws), statistics.median(text) / statistics.median(ws)
         print(f"{name:12} {n / min(ws):>14,.0f} {n / statistics.median(ws):>12,.0f} "
-              f"{min(text) / min(ws):>11.2f}x {statistics.median(text) / statistics.median(ws):>7.2f}x")
+              f"{best:>11.2f}x {median:>7.2f}x")
     if not args.file:
         os.unlink(path)
         os.rmdir(tmp)

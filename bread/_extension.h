@@ -253,11 +253,15 @@ PyObject *bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evl
 int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);
 int bread_walk_init(void);
 
-/* The outputs, each an EventFn: _lines.c a text line, _events.c an Event, _batches.c a
- * row of columns, _tables.c a row of typed columns. */
+/* The outputs, each an EventFn: _lines.c a text line (or a JSON line or CSV row: the
+ * Renderer's form), _events.c an Event, _batches.c a row of columns, _tables.c a row of
+ * typed columns. */
 int bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
                      const Val *args, Py_ssize_t nargs, int simple,
                      const unsigned char *ev, Py_ssize_t evlen);
+int bread_row_event(Renderer *self, long long wid, long long sid, long long clock,
+                    const Val *args, Py_ssize_t nargs, int simple,
+                    const unsigned char *ev, Py_ssize_t evlen);
 int bread_object_event(Renderer *self, long long wid, long long sid, long long clock,
                        const Val *args, Py_ssize_t nargs, int simple,
                        const unsigned char *ev, Py_ssize_t evlen);

@@ -432,18 +432,14 @@ render_row(Renderer *self, long long wid, long long sid, long long clock,
     return 1;
 }
 
-/* The text output's EventFn, and the JSON lines' and CSV rows' (form): the event's line,
- * rendered here or by the fallback (bytes, or None if the filter leaves it out); with
- * want_keys, its sort key. */
-int
-bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
-                 const Val *args, Py_ssize_t nargs, int simple,
-                 const unsigned char *ev, Py_ssize_t evlen)
+/* What an EventFn of lines does once the event is rendered (done 1) or not (0): its line
+ * from the fallback (bytes, or None if the filter leaves it out); with want_keys, its sort
+ * key. */
+static inline int
+line_done(Renderer *self, int done, Py_ssize_t before, long long wid, long long clock,
+          const unsigned char *ev, Py_ssize_t evlen)
 {
     Buf *o = &self->out;
-    Py_ssize_t before = o->len;
-    int done = self->form == FORM_TEXT ? render_line(self, wid, sid, clock, args, nargs, simple)
-                                       : render_row(self, wid, sid, clock, args, nargs, simple);
     if (done < 0) return -1;
     if (done == 0) {
         PyObject *line = bread_fallback(self, ev, evlen, wid, clock);
@@ -461,4 +457,26 @@ bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
     if (self->want_keys && o->len > before && bread_put_key(self, clock, o->len) < 0)
         return -1;
     return 1;
+}
+
+/* The text output's EventFn: the event's line. */
+int
+bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
+                 const Val *args, Py_ssize_t nargs, int simple,
+                 const unsigned char *ev, Py_ssize_t evlen)
+{
+    Py_ssize_t before = self->out.len;
+    int done = render_line(self, wid, sid, clock, args, nargs, simple);
+    return line_done(self, done, before, wid, clock, ev, evlen);
+}
+
+/* The EventFn of JSON lines and CSV rows (form): the event's row. */
+int
+bread_row_event(Renderer *self, long long wid, long long sid, long long clock,
+                const Val *args, Py_ssize_t nargs, int simple,
+                const unsigned char *ev, Py_ssize_t evlen)
+{
+    Py_ssize_t before = self->out.len;
+    int done = render_row(self, wid, sid, clock, args, nargs, simple);
+    return line_done(self, done, before, wid, clock, ev, evlen);
 }

@@ -226,12 +226,19 @@ renderer_reset(Renderer *self, PyObject *Py_UNUSED(unused))
     Py_RETURN_NONE;
 }
 
+/* The EventFn of render(): a text line, a JSON line or a CSV row per event (form). */
+static inline EventFn
+lines_of(Renderer *self)
+{
+    return self->form == FORM_TEXT ? bread_line_event : bread_row_event;
+}
+
 /* render(frame or None) -> bytes: the lines of the frame's events, about max_out bytes
  * at most per call; then see state. */
 static PyObject *
 renderer_render(Renderer *self, PyObject *frame)
 {
-    return bread_walk(self, frame, bread_line_event);
+    return bread_walk(self, frame, lines_of(self));
 }
 
 /* columns(frame or None): as render(), but each event becomes a row of the column
@@ -309,7 +316,7 @@ renderer_keyed(Renderer *self, PyObject *frame)
     self->keys.len = 0;
     self->want_keys = 1;
     PyObject *items = self->event_type != NULL ? walk_list(self, frame)
-                                               : bread_walk(self, frame, bread_line_event);
+                                               : bread_walk(self, frame, lines_of(self));
     self->want_keys = 0;
     if (items == NULL) return NULL;
     if (PyObject_Length(items) == 0) {

@@ -46,8 +46,8 @@ _DATE, _WRITER, _WRITER_ID, _MESSAGE, _ARGS, _FIELDS, _PYTHON = (
 _PER_EVENT = {"time": _DATE, "writer": _WRITER, "writer_id": _WRITER_ID, "message": _MESSAGE,
               "args": _ARGS, "fields": _FIELDS}
 #: The ISO time of the C renderer: its date items (``export.iso_time``; ``o`` the offset).
-_ISO_ITEMS: list[bytes | int] = [ord("Y"), b"-", ord("m"), b"-", ord("d"), b"T", ord("H"), b":", ord("M"), b":",
-              ord("S"), b".", ord("N"), ord("o")]
+_ISO_ITEMS: list[bytes | int] = [ord("Y"), b"-", ord("m"), b"-", ord("d"), b"T", ord("H"), b":",
+                                 ord("M"), b":", ord("S"), b".", ord("N"), ord("o")]
 _UTC = _dt.timezone.utc
 _NO_WRITER = WriterProp(0, "")
 

@@ -9,64 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- JSON of values, as bread.export.value_json writes it ------------------ */
-
-/* 1 written, 0 Python must write it ($-objects, surrogates), -1 error. */
-static int
-put_json_value(Buf *o, const Val *v)
-{
-    switch (v->kind) {
-    case V_NIL: return buf_put(o, "null", 4) < 0 ? -1 : 1;
-    case V_TRUE: return buf_put(o, "true", 4) < 0 ? -1 : 1;
-    case V_FALSE: return buf_put(o, "false", 5) < 0 ? -1 : 1;
-    case V_INT: return buf_int(o, v->i) < 0 ? -1 : 1;   /* within 64 bits: a number */
-    case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
-    case V_STR:
-        if (v->surrogates) return 0;
-        return bread_put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
-    case V_F64:
-        if (!isfinite(v->d)) return 0;
-        return bread_put_value(o, v);
-    case V_F64_TEXT: case V_INT_TEXT:   /* a finite float or an int: its text is its JSON */
-        return bread_put_text(o, v->s, v->n) < 0 ? -1 : 1;
-    case V_STR_TEXT:   /* a dictionary's str: its JSON made once, after its text */
-        return bread_put_text(o, v->s + v->n, (Py_ssize_t)v->i) < 0 ? -1 : 1;
-    default: return 0;   /* rich values */
-    }
-}
-
-/* The args and fields columns of an event: [positional...] and {name: value...}.
- * 1 written, 0 Python must write them, -1 error. */
+/* The args and fields columns of an event: [positional...] and {name: value...}
+ * (bread/_message.h). 1 written, 0 Python must write them, -1 error. */
 static int
 put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
 {
-    PyObject *names = src->names;
-    Py_ssize_t nn = names != NULL ? PyTuple_GET_SIZE(names) : 0;
-    Py_ssize_t npos = nn && nargs >= nn ? nargs - nn : nargs;
-    if (buf_put(ja, "[", 1) < 0) return -1;
-    for (Py_ssize_t i = 0; i < npos; i++) {
-        if (i && buf_put(ja, ",", 1) < 0) return -1;
-        int r = put_json_value(ja, &args[i]);
-        if (r <= 0) return r;
-    }
-    if (buf_put(ja, "]", 1) < 0 || buf_put(jf, "{", 1) < 0) return -1;
-    if (npos < nargs) {
-        for (Py_ssize_t j = 0; j < nn; j++) {
-            PyObject *name = PyTuple_GET_ITEM(names, j);
-            for (Py_ssize_t k = 0; k < j; k++)   /* a name given twice: Python's dict */
-                if (PyUnicode_Compare(name, PyTuple_GET_ITEM(names, k)) == 0) return 0;
-            Py_ssize_t len;
-            const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &len) : NULL;
-            if (u == NULL) { PyErr_Clear(); return 0; }
-            if ((j && buf_put(jf, ",", 1) < 0)
-                || bread_put_json_text(jf, (const unsigned char *)u, len) < 0
-                || buf_put(jf, ":", 1) < 0)
-                return -1;
-            int r = put_json_value(jf, &args[npos + j]);
-            if (r <= 0) return r;
-        }
-    }
-    return buf_put(jf, "}", 1) < 0 ? -1 : 1;
+    int r = bread_put_json_list(ja, args, bread_positional(src, nargs), 0);
+    return r <= 0 ? r : bread_put_json_fields(jf, src, args, nargs, 0);
 }
 
 /* The message and the args and fields JSON of an event whose values all have their text

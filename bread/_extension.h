@@ -4,7 +4,8 @@
  * and each C file is named after the module it mirrors:
  *   _native.c    bread/decoder.py  the Renderer: its tables of call sites, writers and sync,
  *                                  and its calls, one per output
- *   _lines.c     bread/lines.py, bread/render.py  an event as a text line
+ *   _lines.c     bread/lines.py, bread/render.py  an event as a text line; and
+ *                bread/exportlines.py, bread/export.py  as a JSON line or a CSV row
  *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
  *   _batches.c   bread/batches.py  an event as a row of columns; gather(); the Blocks
  *                                  (column memory handed to Arrow, then pooled)
@@ -41,9 +42,15 @@ enum { V_F64_TEXT = V_EXT + 1, V_INT_TEXT = V_EXT + 2, V_STR_TEXT = V_EXT + 3 };
 
 /* Event format items (bytes literal, or a code rendered per event). IT_EXC renders nothing:
  * an event with an exception among its fields goes to Python (its traceback under it);
- * IT_FIELD the value of the keyword field `index` (%K). */
+ * IT_FIELD the value of the keyword field `index` (%K). A JSON line's or CSV row's items
+ * (bread/exportlines.py) take IT_DATE (the ISO time), IT_WNAME (the writer's JSON or cell),
+ * IT_WID, IT_MSG (the message's JSON or cell) and IT_ARGS, IT_FIELDS (the values' JSON);
+ * IT_PYTHON: every event of the source is Python's. */
 enum { IT_LIT = 0, IT_DATE = 'd', IT_UTC = 'u', IT_CLOCK = 'r', IT_MSG = 'm',
-       IT_WNAME = 'n', IT_WID = 't', IT_EXC = 'x', IT_FIELD = 'K' };
+       IT_WNAME = 'n', IT_WID = 't', IT_EXC = 'x', IT_FIELD = 'K', IT_ARGS = '[',
+       IT_FIELDS = '{', IT_PYTHON = '?' };
+/* What render() makes of an event: a text line, a JSON line (-o jsonl), a CSV row. */
+enum { FORM_TEXT = 0, FORM_JSONL = 1, FORM_CSV = 2 };
 /* The extension code of an exception (blogformat.values.EXT_EXCEPTION). */
 #define EXT_EXCEPTION 13
 /* Message items. */
@@ -125,6 +132,12 @@ typedef struct Renderer {
                                     an Event, columns: (message, args, fields) bytes), or None
                                     if the filter leaves it out */
     int escape;
+    /* JSON lines and CSV rows (form) */
+    int form;
+    int quote_formulas;          /* csv: a text cell a spreadsheet would run gets a ' */
+    PyObject *zone;              /* zone(secs) -> (ISO text before the ns, after) bytes, or
+                                    None: the ISO time of --tz's zone; NULL: the sync's */
+    Buf scratch;                 /* a message or JSON, before it is escaped and quoted */
     Buf out;
     Py_ssize_t max_out;          /* bytes of text per render() call, about */
     /* the frame being rendered */
@@ -179,6 +192,9 @@ enum { C_CLOCK = 0, C_NS = 1, C_SID = 2, C_WID = 3, C_MSG = 4, C_MSGOFF = 5, C_A
 /* Longest message rendered here, in bytes; a longer one is Python's to cut
  * (blogformat.placeholders.MAX_MESSAGE characters, never more than as many bytes). */
 #define MAX_MESSAGE (1 << 20)
+/* Characters of JSON an event's values make at most (bread.export.MAX_JSON): values
+ * that might pass it are Python's to cut. */
+#define MAX_JSON ((Py_ssize_t)64 << 20)
 
 /* Where render() is in the frame it was given. */
 enum { ST_DONE = 0, ST_MORE = 1, ST_PYTHON = 2 };
@@ -237,11 +253,15 @@ PyObject *bread_fallback(Renderer *self, const unsigned char *ev, Py_ssize_t evl
 int bread_put_key(Renderer *self, long long clock, Py_ssize_t end);
 int bread_walk_init(void);
 
-/* The outputs, each an EventFn: _lines.c a text line, _events.c an Event, _batches.c a
- * row of columns, _tables.c a row of typed columns. */
+/* The outputs, each an EventFn: _lines.c a text line (or a JSON line or CSV row: the
+ * Renderer's form), _events.c an Event, _batches.c a row of columns, _tables.c a row of
+ * typed columns. */
 int bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
                      const Val *args, Py_ssize_t nargs, int simple,
                      const unsigned char *ev, Py_ssize_t evlen);
+int bread_row_event(Renderer *self, long long wid, long long sid, long long clock,
+                    const Val *args, Py_ssize_t nargs, int simple,
+                    const unsigned char *ev, Py_ssize_t evlen);
 int bread_object_event(Renderer *self, long long wid, long long sid, long long clock,
                        const Val *args, Py_ssize_t nargs, int simple,
                        const unsigned char *ev, Py_ssize_t evlen);

@@ -2,7 +2,10 @@
  * bread/render.py: the event format's items, the date and clock, the message of {}
  * placeholders of None, bool, int, float and str, and the escaping of control characters;
  * the keyword fields of %K (a str that needs no quotes); an event with an exception among
- * its fields is Python's (its traceback under its line).
+ * its fields is Python's (its traceback under its line). Or as a JSON line or a CSV row
+ * (-o jsonl, -o csv), twins bread/exportlines.py (ExportSink) and bread/export.py: the
+ * same walk and message, the items of a source made by Python, the time, the message and
+ * the values' JSON written here, each CSV cell escaped and quoted as Python's csv does.
  */
 #include "_extension.h"
 #include "_message.h"
@@ -63,6 +66,12 @@ date_fill(Renderer *self, DateCache *c, long long secs, long long offset, const 
             break;
         }
         case 'Z': memcpy(p, tzn, ntz); b.len += ntz; break;
+        case 'o': {   /* ISO 8601's offset, +HH:MM, in whole minutes (export.iso_time) */
+            long long mins = offset >= 0 ? offset / 60 : -((-offset + 59) / 60);
+            long long a = mins < 0 ? -mins : mins;
+            b.len += sprintf(p, "%c%02lld:%02lld", mins < 0 ? '-' : '+', a / 60, a % 60);
+            break;
+        }
         default: return -1;
         }
     }
@@ -70,6 +79,39 @@ date_fill(Renderer *self, DateCache *c, long long secs, long long offset, const 
     c->secs = secs;
     c->valid = 1;
     return 0;
+}
+
+/* The ISO time of `secs` in --tz's zone, from Python (self->zone, export.iso_parts):
+ * the text before the nanoseconds and after them. 0 filled, -1 Python renders the event,
+ * -2 error. */
+static int
+zone_fill(Renderer *self, DateCache *c, long long secs)
+{
+    PyObject *r = PyObject_CallFunction(self->zone, "L", secs);
+    if (r == NULL) return -2;
+    int rc = -1;
+    if (r != Py_None) {
+        PyObject *head, *tail;
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2
+            || !PyBytes_Check(head = PyTuple_GET_ITEM(r, 0))
+            || !PyBytes_Check(tail = PyTuple_GET_ITEM(r, 1))) {
+            PyErr_SetString(PyExc_TypeError, "zone must return None or two bytes");
+            rc = -2;
+        }
+        else if (PyBytes_GET_SIZE(head) + PyBytes_GET_SIZE(tail) <= (Py_ssize_t)sizeof(c->text)) {
+            Py_ssize_t n = PyBytes_GET_SIZE(head);
+            memcpy(c->text, PyBytes_AS_STRING(head), n);
+            memcpy(c->text + n, PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail));
+            c->len = n + PyBytes_GET_SIZE(tail);
+            c->at[0] = n;
+            c->nat = 1;
+            c->secs = secs;
+            c->valid = 1;
+            rc = 0;
+        }
+    }
+    Py_DECREF(r);
+    return rc;
 }
 
 /* 1 rendered, 0 Python must render this event, -1 error. */
@@ -85,9 +127,11 @@ put_date(Renderer *self, Buf *o, long long clock, int utc)
     }
     DateCache *c = utc ? &self->utc : &self->local;
     if (!c->valid || c->secs != secs) {
-        if (utc ? date_fill(self, c, secs, 0, "UTC", 3)
-                : date_fill(self, c, secs, self->tz_offset, self->tz_name, self->ntz))
-            return 0;
+        int r = utc ? date_fill(self, c, secs, 0, "UTC", 3)
+                : self->zone != NULL ? zone_fill(self, c, secs)
+                : date_fill(self, c, secs, self->tz_offset, self->tz_name, self->ntz);
+        if (r == -2) return -1;
+        if (r) return 0;
     }
     if (buf_reserve(o, c->len + 9 * c->nat) < 0) return -1;
     Py_ssize_t pos = 0;
@@ -122,9 +166,11 @@ bidi_at(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, unsigned *cp)
 }
 
 /* Control characters as bread.render.escape_controls writes them, over UTF-8: C0 (but tab),
- * DEL and C1 as \xNN (\n, \r), the bidirectional format characters as \uNNNN. */
+ * DEL and C1 as \xNN (\n, \r), the bidirectional format characters as \uNNNN; with
+ * `json`, as -o csv's JSON cells have them (bread.export's _JSON_ESCAPES: JSON has
+ * escaped C0), DEL and C1 as \u00NN too. */
 static int
-escape_line(Buf *o, Py_ssize_t start)
+escape_text(Buf *o, Py_ssize_t start, int json)
 {
     Py_ssize_t n = o->len - start, extra = 0;
     const unsigned char *s = (const unsigned char *)o->p + start;
@@ -133,8 +179,10 @@ escape_line(Buf *o, Py_ssize_t start)
         unsigned char c = s[i];
         int k;
         if (c >= 0x20 && c < 0x7f) continue;   /* printable ASCII, most of a line */
-        if ((c < 0x20 && c != 0x09) || c == 0x7f) extra += (c == 0x0a || c == 0x0d) ? 1 : 3;
-        else if (c == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f) extra += 2;
+        if ((c < 0x20 && c != 0x09) || c == 0x7f)
+            extra += json ? 5 : (c == 0x0a || c == 0x0d) ? 1 : 3;
+        else if (c == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f)
+            extra += json ? 4 : 2;
         else if ((c == 0xd8 || c == 0xe2) && (k = bidi_at(s, i, n, &cp)) > 0) {
             extra += 6 - k;
             i += k - 1;
@@ -160,20 +208,28 @@ escape_line(Buf *o, Py_ssize_t start)
         }
         else if ((c == 0xd8 || c == 0xe2) && (k = bidi_at(u, i, n, &cp)) > 0) {
             i += k - 1;
-            *d++ = '\\'; *d++ = 'u';
-            *d++ = hex[cp >> 12]; *d++ = hex[(cp >> 8) & 15];
-            *d++ = hex[(cp >> 4) & 15]; *d++ = hex[cp & 15];
-            continue;
+            esc = 2;
         }
         if (!esc) { *d++ = (char)c; continue; }
         *d++ = '\\';
-        if (cp == 0x0a) *d++ = 'n';
+        if (esc == 2 || json) {
+            *d++ = 'u';
+            *d++ = hex[cp >> 12]; *d++ = hex[(cp >> 8) & 15];
+            *d++ = hex[(cp >> 4) & 15]; *d++ = hex[cp & 15];
+        }
+        else if (cp == 0x0a) *d++ = 'n';
         else if (cp == 0x0d) *d++ = 'r';
         else { *d++ = 'x'; *d++ = hex[cp >> 4]; *d++ = hex[cp & 15]; }
     }
     o->len = d - o->p;
     PyMem_Free(copy);
     return 0;
+}
+
+static int
+escape_line(Buf *o, Py_ssize_t start)
+{
+    return escape_text(o, start, 0);
 }
 
 /* Whether one of the event's keyword fields (its last nnames args) is an exception. */
@@ -247,16 +303,143 @@ render_line(Renderer *self, long long wid, long long sid, long long clock,
     return 1;
 }
 
-/* The text output's EventFn: the event's line, rendered here or by the fallback (bytes,
- * or None if the filter leaves it out); with want_keys, its sort key. */
-int
-bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
-                 const Val *args, Py_ssize_t nargs, int simple,
-                 const unsigned char *ev, Py_ssize_t evlen)
+/* ---- JSON lines and CSV rows (-o jsonl, -o csv) ---------------------------------- */
+
+/* Whether C writes an event of these values as bread.export does: None, bools, ints within
+ * 64 bits, floats and str without a lone surrogate (its message would show it escaped:
+ * Python's JSON and cells hold the character), their JSON sure to stay within MAX_JSON
+ * (bread.export._Budget: at most 12 characters a byte of str, 24 for any other value). */
+static int
+plain_values(const Val *args, Py_ssize_t nargs)
+{
+    Py_ssize_t most = 0;
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        switch (args[k].kind) {
+        case V_STR:
+            if (args[k].surrogates) return 0;
+            /* fall through */
+        case V_STR_TEXT:
+            most += 12 * args[k].n + 2;
+            break;
+        case V_NIL: case V_TRUE: case V_FALSE: case V_INT: case V_UINT: case V_F64:
+        case V_F64_TEXT: case V_INT_TEXT:
+            most += 24;
+            break;
+        default: return 0;
+        }
+    }
+    return most <= MAX_JSON;
+}
+
+/* A CSV cell as Python's csv.writer writes it (QUOTE_MINIMAL, lines ending "\r\n"): in
+ * quotes, each quote doubled, if it holds a comma, a quote, CR or LF; else as it is. */
+static int
+put_cell(Buf *o, const char *s, Py_ssize_t n)
+{
+    Py_ssize_t quotes = 0;
+    int quote = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '"') quotes++;
+        else if (c == ',' || c == '\r' || c == '\n') quote = 1;
+    }
+    if (!quote && !quotes) return bread_put_text(o, s, n);
+    if (buf_reserve(o, n + quotes + 2) < 0) return -1;
+    char *d = o->p + o->len;
+    *d++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] == '"') *d++ = '"';
+        *d++ = s[i];
+    }
+    *d++ = '"';
+    o->len = d - o->p;
+    return 0;
+}
+
+/* The message of an event: JSON all in ASCII (jsonl), or a CSV cell (export.csv_cells:
+ * a ' before what a spreadsheet runs, then escaped). 1 done, 0 Python's, -1 error. */
+static int
+put_message_as(Renderer *self, Buf *o, const Source *src, const Val *args, Py_ssize_t nargs)
+{
+    Buf *t = &self->scratch;
+    t->len = 0;
+    if (self->form == FORM_JSONL) {
+        int r = bread_put_message(t, src, args, nargs);
+        if (r <= 0) return r;
+        return bread_put_json_ascii(o, (const unsigned char *)t->p, t->len) < 0 ? -1 : 1;
+    }
+    if (buf_put(t, "'", 1) < 0) return -1;
+    int r = bread_put_message(t, src, args, nargs);
+    if (r <= 0) return r;
+    char c = t->len > 1 ? t->p[1] : 0;   /* (export.FORMULA_STARTS) */
+    Py_ssize_t from = self->quote_formulas && c != 0 && strchr("=+-@\t\r", c) != NULL ? 0 : 1;
+    if (self->escape && escape_text(t, 1, 0) < 0) return -1;
+    return put_cell(o, t->p + from, t->len - from) < 0 ? -1 : 1;
+}
+
+/* The positional values (IT_ARGS) or keyword fields (IT_FIELDS) as JSON: all in ASCII
+ * (jsonl), or a CSV cell (in UTF-8, DEL, C1 and bidi formats escaped). 1 done, 0 Python's,
+ * -1 error. */
+static int
+put_values_as(Renderer *self, Buf *o, int code, const Source *src, const Val *args,
+              Py_ssize_t nargs)
+{
+    int jsonl = self->form == FORM_JSONL;
+    Buf *t = jsonl ? o : &self->scratch;
+    if (!jsonl) t->len = 0;
+    int r = code == IT_ARGS ? bread_put_json_list(t, args, bread_positional(src, nargs), jsonl)
+                            : bread_put_json_fields(t, src, args, nargs, jsonl);
+    if (r <= 0 || jsonl) return r;
+    if (self->escape && escape_text(t, 0, 1) < 0) return -1;
+    return put_cell(o, t->p, t->len) < 0 ? -1 : 1;
+}
+
+/* Write one event as a JSON line or CSV row; 1 done, 0 Python must write it, -1 error. On
+ * 0 the buffer is as it was. What is Python's: an event of an unknown source or writer, or
+ * of more args than MAX_ARGS or with captured texts (not simple), values plain_values
+ * does not take, a message bread_put_message leaves to Python, a field name given twice or
+ * holding a lone surrogate, a time C does not place (beyond 64 bits), a source Python
+ * marks IT_PYTHON (jsonl: a lone surrogate in its format). */
+static int
+render_row(Renderer *self, long long wid, long long sid, long long clock,
+           const Val *args, Py_ssize_t nargs, int simple)
 {
     Buf *o = &self->out;
-    Py_ssize_t before = o->len;
-    int done = render_line(self, wid, sid, clock, args, nargs, simple);
+    Py_ssize_t start = o->len;
+    if (!simple || sid < 0 || sid >= MAX_IDS || wid < 0 || wid >= MAX_IDS) return 0;
+    Source *src = self->sources[sid];
+    Writer *w = &self->writers[wid];
+    if (src == NULL || w->name == NULL || !plain_values(args, nargs)) return 0;
+    for (Py_ssize_t i = 0; i < src->nitems; i++) {
+        Item *it = &src->items[i];
+        int r;
+        switch (it->code) {
+        case IT_LIT: r = bread_put_text(o, it->s, it->n) < 0 ? -1 : 1; break;
+        case IT_DATE: r = put_date(self, o, clock, 0); break;
+        case IT_WNAME: r = bread_put_text(o, w->name, w->nname) < 0 ? -1 : 1; break;
+        case IT_WID: r = bread_put_text(o, w->id, w->nid) < 0 ? -1 : 1; break;
+        case IT_MSG: r = put_message_as(self, o, src, args, nargs); break;
+        case IT_ARGS: case IT_FIELDS:
+            r = put_values_as(self, o, it->code, src, args, nargs);
+            break;
+        default: r = 0;   /* IT_PYTHON */
+        }
+        if (r <= 0) {
+            o->len = start;
+            return r;
+        }
+    }
+    return 1;
+}
+
+/* What an EventFn of lines does once the event is rendered (done 1) or not (0): its line
+ * from the fallback (bytes, or None if the filter leaves it out); with want_keys, its sort
+ * key. */
+static inline int
+line_done(Renderer *self, int done, Py_ssize_t before, long long wid, long long clock,
+          const unsigned char *ev, Py_ssize_t evlen)
+{
+    Buf *o = &self->out;
     if (done < 0) return -1;
     if (done == 0) {
         PyObject *line = bread_fallback(self, ev, evlen, wid, clock);
@@ -274,4 +457,26 @@ bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
     if (self->want_keys && o->len > before && bread_put_key(self, clock, o->len) < 0)
         return -1;
     return 1;
+}
+
+/* The text output's EventFn: the event's line. */
+int
+bread_line_event(Renderer *self, long long wid, long long sid, long long clock,
+                 const Val *args, Py_ssize_t nargs, int simple,
+                 const unsigned char *ev, Py_ssize_t evlen)
+{
+    Py_ssize_t before = self->out.len;
+    int done = render_line(self, wid, sid, clock, args, nargs, simple);
+    return line_done(self, done, before, wid, clock, ev, evlen);
+}
+
+/* The EventFn of JSON lines and CSV rows (form): the event's row. */
+int
+bread_row_event(Renderer *self, long long wid, long long sid, long long clock,
+                const Val *args, Py_ssize_t nargs, int simple,
+                const unsigned char *ev, Py_ssize_t evlen)
+{
+    Py_ssize_t before = self->out.len;
+    int done = render_row(self, wid, sid, clock, args, nargs, simple);
+    return line_done(self, done, before, wid, clock, ev, evlen);
 }

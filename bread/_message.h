@@ -8,6 +8,7 @@
 
 #include "_extension.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +38,7 @@ bread_put_text(Buf *o, const void *s, Py_ssize_t n)
 }
 
 /* A JSON string of UTF-8 text, escaped as Python's json does with ensure_ascii=False
- * (bread.export.value_json): the runs of bytes that need no escape copied whole. */
+ * (bread.export.json_value): the runs of bytes that need no escape copied whole. */
 static inline int
 bread_put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
 {
@@ -62,6 +63,59 @@ bread_put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
         }
         if (buf_put(o, tmp, k) < 0) return -1;
         i = j;
+    }
+    if (buf_reserve(o, 1) < 0) return -1;
+    o->p[o->len++] = '"';
+    return 0;
+}
+
+/* The same all in ASCII, as Python's json does with ensure_ascii=True (bread -o jsonl): a
+ * character outside printable ASCII as \uXXXX, beyond the BMP as a surrogate pair, a lone
+ * surrogate (UTF-8 as with "surrogatepass") as its own. */
+static inline int
+bread_put_json_ascii(Buf *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (buf_reserve(o, n + 2) < 0) return -1;
+    o->p[o->len++] = '"';
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t j = i;
+        while (j < n && s[j] >= 0x20 && s[j] < 0x7f && s[j] != '"' && s[j] != '\\') j++;
+        if (j > i && bread_put_text(o, s + i, j - i) < 0) return -1;
+        if (j == n) break;
+        unsigned c = s[j];
+        int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        if (j + len > n) len = 1;   /* (never: the text is valid UTF-8) */
+        if (len > 1) c &= 0x3f >> (len - 1);
+        for (int k = 1; k < len; k++) c = (c << 6) | (s[j + k] & 0x3f);
+        i = j + len;
+        char tmp[12];
+        int k = 2;
+        tmp[0] = '\\';
+        switch (c) {
+        case '"': tmp[1] = '"'; break;
+        case '\\': tmp[1] = '\\'; break;
+        case '\n': tmp[1] = 'n'; break;
+        case '\r': tmp[1] = 'r'; break;
+        case '\t': tmp[1] = 't'; break;
+        case '\b': tmp[1] = 'b'; break;
+        case '\f': tmp[1] = 'f'; break;
+        default: {
+            unsigned units[2] = {c, 0};
+            int nu = 1;
+            if (c >= 0x10000) {
+                units[0] = 0xd800 | ((c - 0x10000) >> 10);
+                units[1] = 0xdc00 | ((c - 0x10000) & 0x3ff);
+                nu = 2;
+            }
+            k = 0;
+            for (int u = 0; u < nu; u++) {
+                tmp[k++] = '\\'; tmp[k++] = 'u';
+                for (int sh = 12; sh >= 0; sh -= 4) tmp[k++] = hex[(units[u] >> sh) & 15];
+            }
+        }
+        }
+        if (buf_put(o, tmp, k) < 0) return -1;
     }
     if (buf_reserve(o, 1) < 0) return -1;
     o->p[o->len++] = '"';
@@ -164,6 +218,89 @@ bread_put_value(Buf *o, const Val *v)
     }
     default: return 0;
     }
+}
+
+/* ---- the JSON of values, as bread.export.json_value writes it ------------------ */
+
+/* A value's JSON, in UTF-8 (the args and fields columns, -o csv's cells) or with `ascii`
+ * all in ASCII (-o jsonl): 1 written, 0 Python must write it (a container, a rich value;
+ * in UTF-8, a str with a lone surrogate: the columns write it all in ASCII escapes, -o csv
+ * as backslashreplace does), -1 error. A float that is not finite is {"$float": repr}. */
+static inline int
+bread_put_json_value(Buf *o, const Val *v, int ascii)
+{
+    switch (v->kind) {
+    case V_NIL: return buf_put(o, "null", 4) < 0 ? -1 : 1;
+    case V_TRUE: return buf_put(o, "true", 4) < 0 ? -1 : 1;
+    case V_FALSE: return buf_put(o, "false", 5) < 0 ? -1 : 1;
+    case V_INT: return buf_int(o, v->i) < 0 ? -1 : 1;   /* within 64 bits: a number */
+    case V_UINT: return buf_uint(o, v->u, 1, 0) < 0 ? -1 : 1;
+    case V_STR:
+        if (ascii) return bread_put_json_ascii(o, v->s, v->n) < 0 ? -1 : 1;
+        if (v->surrogates) return 0;
+        return bread_put_json_text(o, v->s, v->n) < 0 ? -1 : 1;
+    case V_F64:
+        if (isfinite(v->d)) return bread_put_value(o, v);
+        {
+            const char *t = isnan(v->d) ? "{\"$float\":\"nan\"}"
+                            : v->d > 0 ? "{\"$float\":\"inf\"}" : "{\"$float\":\"-inf\"}";
+            return buf_put(o, t, (Py_ssize_t)strlen(t)) < 0 ? -1 : 1;
+        }
+    case V_F64_TEXT: case V_INT_TEXT:   /* a finite float or an int: its text is its JSON */
+        return bread_put_text(o, v->s, v->n) < 0 ? -1 : 1;
+    case V_STR_TEXT:   /* a dictionary's str: its JSON in UTF-8 made once, after its text */
+        if (ascii) return bread_put_json_ascii(o, v->s, v->n) < 0 ? -1 : 1;
+        return bread_put_text(o, v->s + v->n, (Py_ssize_t)v->i) < 0 ? -1 : 1;
+    default: return 0;   /* rich values */
+    }
+}
+
+/* How many of an event's args are positional: those before its keyword fields (the
+ * last as many as its source names), or all if it has fewer (then it has no fields). */
+static inline Py_ssize_t
+bread_positional(const Source *src, Py_ssize_t nargs)
+{
+    Py_ssize_t nn = src->names != NULL ? PyTuple_GET_SIZE(src->names) : 0;
+    return nn && nargs >= nn ? nargs - nn : nargs;
+}
+
+/* The positional values, args[0..npos), as a JSON list: 1 written, 0 Python must write
+ * them, -1 error. */
+static inline int
+bread_put_json_list(Buf *o, const Val *args, Py_ssize_t npos, int ascii)
+{
+    if (buf_put(o, "[", 1) < 0) return -1;
+    for (Py_ssize_t i = 0; i < npos; i++) {
+        if (i && buf_put(o, ",", 1) < 0) return -1;
+        int r = bread_put_json_value(o, &args[i], ascii);
+        if (r <= 0) return r;
+    }
+    return buf_put(o, "]", 1) < 0 ? -1 : 1;
+}
+
+/* The keyword fields as a JSON object, {name: value...}, {} without them: 1 written, 0
+ * Python must write them (a name given twice, a name with a lone surrogate), -1 error. */
+static inline int
+bread_put_json_fields(Buf *o, const Source *src, const Val *args, Py_ssize_t nargs, int ascii)
+{
+    Py_ssize_t npos = bread_positional(src, nargs);
+    if (buf_put(o, "{", 1) < 0) return -1;
+    for (Py_ssize_t j = 0; npos + j < nargs; j++) {
+        PyObject *name = PyTuple_GET_ITEM(src->names, j);
+        for (Py_ssize_t k = 0; k < j; k++)   /* a name given twice: Python's dict */
+            if (PyUnicode_Compare(name, PyTuple_GET_ITEM(src->names, k)) == 0) return 0;
+        Py_ssize_t len;
+        const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &len) : NULL;
+        if (u == NULL) { PyErr_Clear(); return 0; }
+        if ((j && buf_put(o, ",", 1) < 0)
+            || (ascii ? bread_put_json_ascii(o, (const unsigned char *)u, len)
+                      : bread_put_json_text(o, (const unsigned char *)u, len)) < 0
+            || buf_put(o, ":", 1) < 0)
+            return -1;
+        int r = bread_put_json_value(o, &args[npos + j], ascii);
+        if (r <= 0) return r;
+    }
+    return buf_put(o, "}", 1) < 0 ? -1 : 1;
 }
 
 /* The message of an event: 1 done, 0 Python must render it (the buffer may

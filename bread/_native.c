@@ -1,7 +1,8 @@
 /* bread/_native.c: the Renderer, its twin bread/decoder.py: the tables of call sites,
  * writers and the clock sync that the Python code keeps in step with an EventStream, and
  * the calls that walk an events frame with them (bread/_decode.c), one per output: text
- * lines (bread/_lines.c), Event objects (bread/_events.c) or columns (bread/_batches.c).
+ * lines, JSON lines or CSV rows (bread/_lines.c), Event objects (bread/_events.c) or
+ * columns (bread/_batches.c).
  */
 #include "_extension.h"
 
@@ -225,12 +226,19 @@ renderer_reset(Renderer *self, PyObject *Py_UNUSED(unused))
     Py_RETURN_NONE;
 }
 
+/* The EventFn of render(): a text line, a JSON line or a CSV row per event (form). */
+static inline EventFn
+lines_of(Renderer *self)
+{
+    return self->form == FORM_TEXT ? bread_line_event : bread_row_event;
+}
+
 /* render(frame or None) -> bytes: the lines of the frame's events, about max_out bytes
  * at most per call; then see state. */
 static PyObject *
 renderer_render(Renderer *self, PyObject *frame)
 {
-    return bread_walk(self, frame, bread_line_event);
+    return bread_walk(self, frame, lines_of(self));
 }
 
 /* columns(frame or None): as render(), but each event becomes a row of the column
@@ -308,7 +316,7 @@ renderer_keyed(Renderer *self, PyObject *frame)
     self->keys.len = 0;
     self->want_keys = 1;
     PyObject *items = self->event_type != NULL ? walk_list(self, frame)
-                                               : bread_walk(self, frame, bread_line_event);
+                                               : bread_walk(self, frame, lines_of(self));
     self->want_keys = 0;
     if (items == NULL) return NULL;
     if (PyObject_Length(items) == 0) {
@@ -317,6 +325,17 @@ renderer_keyed(Renderer *self, PyObject *frame)
     }
     return Py_BuildValue("LNy#", self->wid, items, self->keys.p ? self->keys.p : "",
                          self->keys.len);
+}
+
+/* set_zone(zone or None): zone(secs) -> (ISO text before the ns, after) bytes, or None
+ * for Python to write the event: the ISO time (IT_DATE of a JSON line or CSV row) in
+ * --tz's zone; None: in the sync's offset, here. */
+static PyObject *
+renderer_set_zone(Renderer *self, PyObject *zone)
+{
+    Py_XSETREF(self->zone, zone == Py_None ? NULL : Py_NewRef(zone));
+    self->local.valid = 0;
+    Py_RETURN_NONE;
 }
 
 /* set_origin(origin): the Origin the Events made from here on hold (the stream's). */
@@ -399,6 +418,7 @@ renderer_traverse(Renderer *self, visitproc visit, void *arg)
     Py_VISIT(self->events);
     Py_VISIT(self->frame_offset);
     Py_VISIT(self->origin);
+    Py_VISIT(self->zone);
     return 0;
 }
 
@@ -415,6 +435,7 @@ renderer_clear(Renderer *self)
     Py_CLEAR(self->events);
     Py_CLEAR(self->frame_offset);
     Py_CLEAR(self->origin);
+    Py_CLEAR(self->zone);
     self->tz = NULL;
     return 0;
 }
@@ -431,6 +452,7 @@ renderer_dealloc(Renderer *self)
     PyMem_Free(self->writers);
     PyMem_Free(self->date);
     PyMem_Free(self->out.p);
+    PyMem_Free(self->scratch.p);
     PyMem_Free(self->keys.p);
     for (int k = 0; k < C_NCOLS; k++) PyMem_Free(self->col[k].p);
     bread_typed_free(self->typed);
@@ -449,6 +471,9 @@ static PyMethodDef renderer_methods[] = {
     {"reset", (PyCFunction)renderer_reset, METH_NOARGS, "a new stream: forget everything"},
     {"set_window", (PyCFunction)renderer_set_window, METH_VARARGS,
      "set_window(since, until): leave out events whose time is not in [since, until)"},
+    {"set_zone", (PyCFunction)renderer_set_zone, METH_O,
+     "set_zone(zone or None): zone(secs) -> (ISO text before the ns, after) or None: the "
+     "time of JSON lines and CSV rows in --tz's zone"},
     {"set_origin", (PyCFunction)renderer_set_origin, METH_O,
      "set_origin(origin): the Origin of the Events made from here on"},
     {"render", (PyCFunction)renderer_render, METH_O,
@@ -485,6 +510,10 @@ static PyMemberDef renderer_members[] = {
      "about how many bytes of text one render() call returns at most"},
     {"max_rows", T_PYSSIZET, offsetof(Renderer, max_rows), 0,
      "Events one events() call makes, rows the column buffers hold before columns() stops"},
+    {"form", T_INT, offsetof(Renderer, form), 0,
+     "what render() makes of an event: 0 a text line, 1 a JSON line, 2 a CSV row"},
+    {"quote_formulas", T_INT, offsetof(Renderer, quote_formulas), 0,
+     "CSV rows: a ' before a text cell a spreadsheet would run as a formula"},
     {"want_message", T_INT, offsetof(Renderer, want_message), 0,
      "columns(): render the message column"},
     {"want_json", T_INT, offsetof(Renderer, want_json), 0,

@@ -44,6 +44,7 @@ PyInit__speedups(void)
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "MAX_MESSAGE", MAX_MESSAGE) < 0
+        || PyModule_AddIntConstant(m, "MAX_JSON", (long)MAX_JSON) < 0
         || bread_native_init(m) < 0 || bread_events_init(m) < 0
         || bread_batches_init() < 0) {
         Py_DECREF(m);

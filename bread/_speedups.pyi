@@ -1,6 +1,7 @@
 # bread._speedups, the C fast path of reading (bread/_speedups.c and the files
 # bread/_extension.h lists). Its Python twins are bread/decoder.py and its sinks
-# (bread/lines.py, bread/events.py, bread/columnar/batches.py, bread/columnar/typedsink.py);
+# (bread/lines.py, bread/exportlines.py, bread/events.py, bread/columnar/batches.py,
+# bread/columnar/typedsink.py);
 # the types are the contract both paths keep, so code checked against them runs on either.
 # tests/test_c_stubs.py checks these names against the built module (mypy.stubtest).
 
@@ -16,6 +17,9 @@ from bread.frames import Frame
 
 # The longest message C renders (blogformat.placeholders.MAX_MESSAGE): Python cuts a longer one.
 MAX_MESSAGE: Final[int]
+# Characters of JSON an event's values make at most (bread.export.MAX_JSON): values that
+# might pass it are Python's to cut.
+MAX_JSON: Final[int]
 
 # ---- _native.c: the Renderer (bread/decoder.py: Decoder, Sink) ----
 # An item of an event format or message: literal UTF-8, or a code (bread/_extension.h).
@@ -30,6 +34,10 @@ class Renderer:
     # columns(): render the message column; the args and fields columns (JSON).
     want_message: int
     want_json: int
+    # render() and keyed(): a text line (0), a JSON line (1) or a CSV row (2) per event
+    # (bread/exportlines.py); CSV rows: a ' before a text cell a spreadsheet would run.
+    form: int
+    quote_formulas: int
     def __new__(
         cls, date_items: _Items, fallback: Callable[[bytes, int, int], Any], escape: bool
     ) -> Self: ...
@@ -68,6 +76,9 @@ class Renderer:
     def set_window(self, since: int, until: int, /) -> None: ...
     def set_origin(self, origin: Origin, /) -> None: ...
     def set_event_type(self, event_type: type[Event], utc: tzinfo, /) -> None: ...
+    # zone(secs) -> (the ISO time's text before the ns, after) or None: JSON lines' and CSV
+    # rows' times in --tz's zone (bread.export.iso_parts); None: in the sync's offset.
+    def set_zone(self, zone: Callable[[int], tuple[bytes, bytes] | None] | None, /) -> None: ...
     def reset(self) -> None: ...
     # Each begins a frame, or with None goes on with the one begun; then see state.
     def render(self, frame: Frame | None, /) -> bytes: ...

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     # type for "this module, or None", and a module typed ``ModuleType`` hides its stub.
     class Speedups:
         MAX_MESSAGE: int
+        MAX_JSON: int
         Renderer: type[_speedups.Renderer]
         MessageGetter: type[_speedups.MessageGetter]
         message = staticmethod(_speedups.message)

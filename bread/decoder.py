@@ -9,9 +9,9 @@ stopped (a value or a byte C leaves to Python); an event C cannot make alone
 goes to the one fallback here, one at a time.
 
 What becomes of the events is the sink's (``Sink``): text lines
-(``bread.lines``), Event objects (``bread.events``) or columns
-(``bread.columnar.batches``); each also gives them with their sort keys, as runs for
-the merge (``bread.merge``).
+(``bread.lines``), JSON lines or CSV rows (``bread.exportlines``), Event objects
+(``bread.events``) or columns (``bread.columnar.batches``); each also gives them
+with their sort keys, as runs for the merge (``bread.merge``).
 """
 
 from __future__ import annotations
@@ -101,7 +101,10 @@ class Sink(Protocol):
 
     def source_items(self, src: EventSource, origin: Origin) -> list:
         """The event-format items of a source of a stream from ``origin`` (text:
-        ``bread.lines``), else ``[]``."""
+        ``bread.lines``; JSON lines and CSV rows: ``bread.exportlines``), else ``[]``.
+
+        A sink may also have ``writer_text(writer) -> bytes``: what the C renderer writes
+        as the writer's name (JSON lines, CSV rows); without it, the name in UTF-8."""
 
 
 class Decoder:
@@ -123,6 +126,8 @@ class Decoder:
         self.columns = not keyed and hasattr(sink, "columnar_step")
         self._offset = 0
         self.c = None if accel.speedups is None else sink.renderer(self._fallback, keyed)
+        self._writer_text: Callable[[WriterProp], bytes] | None = getattr(sink, "writer_text",
+                                                                         None)
         self.ok = self.c is not None
         if self.c is not None:
             self.c.set_origin(stream.origin)
@@ -202,8 +207,9 @@ class Decoder:
                              not self.filter.source_ok(e), *(decorate(e) if decorate else ()))
         elif type(e) is WriterProp:
             if 0 <= e.id < MAX_C_IDS:
-                c.add_writer(e.id, utf8(e.name), str(e.id).encode(), e,
-                             not self.filter.writer_ok(e))
+                text = self._writer_text
+                c.add_writer(e.id, utf8(e.name) if text is None else text(e),
+                             str(e.id).encode(), e, not self.filter.writer_ok(e))
         elif type(e) is ClockSync:
             tz = self.stream.tz
             off = tz.utcoffset(None)

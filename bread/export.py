@@ -237,6 +237,13 @@ def iso_time(ns: int, tz: _dt.tzinfo) -> str:
     return str(ns) if head is None else f"{head}.{frac:09d}{tail}"
 
 
+def iso_parts(secs: int, tz: _dt.tzinfo) -> tuple[bytes, bytes] | None:
+    """``iso_time``'s text of a second, before its nanoseconds (the ``.`` included) and
+    after them; None if out of range (the C writer's time in ``--tz``'s zone)."""
+    head, tail = _iso_second(secs, tz)
+    return None if head is None else ((head + ".").encode(), tail.encode())
+
+
 @functools.lru_cache(maxsize=64)   # events come many to a second
 def _iso_second(secs: int, tz: _dt.tzinfo) -> tuple[str | None, str]:
     try:
@@ -274,11 +281,21 @@ def event_object(ev: Event, tz: _dt.tzinfo | None = None) -> dict:
     return out
 
 
+def ascii_json(value: Any) -> str:
+    """Compact JSON of a ``json_value`` (or of an object of them) all in ASCII: a character
+    outside it, a lone surrogate too, as its escape."""
+    return _ASCII(value)
+
+
+def json_line(ev: Event, tz: _dt.tzinfo | None = None) -> str:
+    """One event's line of ``-o jsonl``: its ``event_object`` in ASCII, and a newline."""
+    return _ASCII(event_object(ev, tz)) + "\n"
+
+
 def jsonl(events: Iterable[Event], tz: _dt.tzinfo | None = None) -> Iterator[str]:
     """One JSON object per line (ASCII: a lone surrogate is written as its escape)."""
-    dumps = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
     for ev in events:
-        yield dumps(event_object(ev, tz)) + "\n"
+        yield json_line(ev, tz)
 
 
 CSV_COLUMNS = ("time", "severity", "category", "writer", "function", "file", "line",
@@ -298,6 +315,30 @@ def _defused(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
+def text_cell(text: str, escape: bool = True, quote_formulas: bool = True) -> str:
+    """A CSV cell of the file's text: with ``quote_formulas`` a leading ``'`` if a
+    spreadsheet would run it, then with ``escape`` its control and bidi format characters
+    as escapes (``render.escape_controls``)."""
+    if quote_formulas:
+        text = _defused(text)
+    return escape_controls(text) if escape else text
+
+
+def csv_cells(ev: Event, tz: _dt.tzinfo | None = None, *, escape: bool = True,
+              quote_formulas: bool = True) -> tuple:
+    """One event's cells of ``-o csv``, in ``CSV_COLUMNS``' order (``csv_rows`` says how)."""
+    o = event_object(ev, tz)
+    category, writer, function, file, message, host, program = (
+        text_cell(t, escape, quote_formulas) for t in (
+            o["category"], o["writer"], ev.function, ev.file, o["message"], ev.host or "",
+            ev.program or ""))
+    args, fields = _COMPACT(o["args"]), _COMPACT(o["fields"])
+    if escape:
+        args, fields = args.translate(_JSON_ESCAPES), fields.translate(_JSON_ESCAPES)
+    return (o["time"], o["severity"], category, writer, function, file, ev.line,
+            message, args, fields, host, "" if ev.pid is None else ev.pid, program)
+
+
 def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: bool = True,
              quote_formulas: bool = True) -> Iterator[str]:
     """RFC 4180 CSV (CRLF line ends, quotes where needed) with a header row; ``args`` and
@@ -314,20 +355,8 @@ def csv_rows(events: Iterable[Event], tz: _dt.tzinfo | None = None, *, escape: b
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
     w.writerow(CSV_COLUMNS)
-    dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
     for ev in events:
-        o = event_object(ev, tz)
-        texts = [o["category"], o["writer"], ev.function, ev.file, o["message"],
-                 ev.host or "", ev.program or ""]
-        args, fields = dumps(o["args"]), dumps(o["fields"])
-        if quote_formulas:
-            texts = [_defused(t) for t in texts]
-        if escape:
-            texts = [escape_controls(t) for t in texts]
-            args, fields = args.translate(_JSON_ESCAPES), fields.translate(_JSON_ESCAPES)
-        category, writer, function, file, message, host, program = texts
-        w.writerow((o["time"], o["severity"], category, writer, function, file, ev.line,
-                    message, args, fields, host, "" if ev.pid is None else ev.pid, program))
+        w.writerow(csv_cells(ev, tz, escape=escape, quote_formulas=quote_formulas))
         if buf.tell() > 1 << 16:
             yield buf.getvalue()
             buf.seek(0)

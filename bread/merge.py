@@ -22,7 +22,10 @@ at a time. Ties: input order, then writer id, then position in the input.
 What is held back is held as runs: the items of one events frame (its
 rendered lines as one bytes object, or its Events) with a key per item, its
 time. A ``Merger`` (``bread/_merge.c``, or the Python reference here) merges
-them: the cost per item is a comparison or two in C, not a Python heap.
+them: the cost per item is a comparison or two in C, not a Python heap. A frame may
+come as several runs (C leaves the rest of it to Python, its text fills a block):
+none is given out before all are in, so a frame's events come out in order among
+themselves even where its batch header's least clock is wrong.
 Times beyond 64 bits (absurd clocks) sort as the least or greatest 64-bit
 time.
 """
@@ -280,6 +283,10 @@ class SortedInput:
             else:
                 wid, items, keys = item
                 m.add(items, keys, self.position, clamp64(wid))
+                # Nothing is given out before the frame's other runs are in (C leaves the
+                # rest of it to Python, its text fills a block): a frame's events come out
+                # in time order among themselves, even those below its min_clock.
+                self.limit = _LOW
             return True
         return False
 

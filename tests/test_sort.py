@@ -161,6 +161,60 @@ def test_sorted_stdin_and_damage(tmp_path):
     assert b"cut short" in r.stderr and b"1 complete event(s)" in r.stderr
 
 
+def _misplaced() -> bytes:
+    """A 1 Hz clock's file (seconds): a frame whose batch header says min_clock 1000, above
+    two of its events (999 and 998), one of them at -10**10 s, beyond 64-bit ns; then a
+    frame whose header is exact. Each event logs its index."""
+    meta = [ClockSync(0, 1, 0, 0, "UTC"), EventSource(1, 0x80, "c", "f", "x.py", 1, "{}", "int"),
+            WriterProp(1, "a")]
+    out = [fmt.frame_bytes(fmt.FRAME_HEADER, header_payload({})),
+           fmt.frame_bytes(fmt.FRAME_METADATA, b"".join(encode_metadata(e) for e in meta))]
+    n = 0
+    for least, clocks in ((1000, [999, -10**10, 1001, 998]), (1002, [1002, 1003])):
+        body, prev = [], least
+        for c in clocks:
+            body.append(packb([1, c - prev, [n]]))
+            prev, n = c, n + 1
+        head = BatchHeader(1, least, len(clocks), least, max(clocks)).encode()
+        out.append(fmt.frame_bytes(fmt.FRAME_EVENTS, head + b"".join(body)))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("block", [None, 1])
+@pytest.mark.parametrize("use_c", [True, False] if bread.accel.speedups else [False])
+def test_a_frames_events_come_out_in_time_order_whatever_its_min_clock_says(monkeypatch, use_c,
+                                                                              block):
+    # Proves: the events of one frame come out in time order among themselves (a time
+    # beyond 64-bit ns as the least 64-bit time), as Events, by bread -s and by bread -s
+    # -o jsonl and -o csv, on the C path and the Python path, though its batch header's
+    # min_clock is above two of them, one's time is beyond 64-bit ns (C leaves it and the
+    # rest of the frame to Python) and (``block``) each line or row fills a block: the
+    # merge gives out nothing of a frame before all of it is in. Before, what came before
+    # the split came out first: on the C path 999 before -10**10
+    # (tests/test_export_parity.py, EXPORT_SEED=15851), on both with blocks of one line.
+    import csv
+    import json
+
+    from bread import exportlines, lines
+    if not use_c:
+        monkeypatch.setattr(bread.accel, "speedups", None)
+    if block is not None:
+        monkeypatch.setattr(lines, "MAX_BLOCK", block)
+        monkeypatch.setattr(exportlines, "MAX_BLOCK", block)
+    data = _misplaced()
+
+    def read():
+        return bread.read(io.BytesIO(data), sort=True)
+    want = [1, 3, 0, 2, 4, 5]   # -10**10 s, 998, 999, 1001, 1002, 1003
+    assert [e.args[0] for e in read()] == want
+    text = b"".join(read().text(bread.render.PrettyPrinter("%m"))).decode()
+    assert text.splitlines() == [str(k) for k in want]
+    jsonl = b"".join(read().rows("jsonl")).decode()
+    assert [json.loads(line)["message"] for line in jsonl.splitlines()] == [str(k) for k in want]
+    table = b"".join(read().rows("csv")).decode()
+    assert [r["message"] for r in csv.DictReader(io.StringIO(table))] == [str(k) for k in want]
+
+
 # --- the Merger: C (bread/_merge.c) and the Python reference, item for item ----------
 
 _MERGERS = [bread.merge.Merger] + ([bread.accel.merge.Merger] if bread.accel.merge else [])

@@ -342,10 +342,8 @@ def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) ->
         if args.output == "text":
             blocks: Iterator[bytes] = reader.text(printer, escape=escape)
         else:
-            from ..export import csv_rows, jsonl
-            rows = jsonl(reader, zone) if args.output == "jsonl" else csv_rows(
-                reader, zone, escape=escape, quote_formulas=args.csv_formulas == "quote")
-            blocks = (text.encode("utf-8", "backslashreplace") for text in rows)
+            blocks = reader.rows(args.output, zone, escape=escape,
+                                 quote_formulas=args.csv_formulas == "quote")
         for block in blocks:
             stdout.write(block)
             if args.follow:

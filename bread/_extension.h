@@ -17,7 +17,7 @@
  *   _speedups.c  bread/accel.py    the module
  * Each file calls only the files below it in this list (the Renderer calls the outputs,
  * which call the walk's helpers; the walk calls the output it is given, by pointer).
- * The buffer and msgpack reading are blogformat/_c's, shared with the writer's extension.
+ * The buffer and msgpack reading are blogformat's, shared with the writer's extension.
  * What one file gives another is declared here, its name prefixed bread_.
  */
 #ifndef BREAD_SPEEDUPS_H

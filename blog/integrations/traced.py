@@ -14,8 +14,8 @@ the last, or to where the loop left them) all work; fields in context
 
 A call binds its arguments without ``inspect.Signature.bind`` where it can
 (``_Tracer.bind_plain``). A plain sync function gets a C wrapper in front
-(``blog/_traced.c``, ``TracedCall``): its calls go from C into the thread's channel, and
-it hands this module's wrapper the rest (the first call, a context, a backtrace, values
+(``_traced.c`` beside this module, ``TracedCall``): its calls go from C into the thread's
+channel, and it hands this module's wrapper the rest (the first call, a context, a backtrace, values
 to capture, a full channel, the exception event).
 """
 

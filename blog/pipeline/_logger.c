@@ -1,9 +1,9 @@
-/* blog/_logger.c: Method, a logger's level method (log.info and friends) with a C fast
- * path; its twin is blog/pipeline/logger.py (_make_method), which it calls for anything
+/* blog/pipeline/_logger.c: Method, a logger's level method (log.info and friends) with a
+ * C fast path; its twin is blog/pipeline/logger.py (_make_method), which it calls for anything
  * but the common case: a call site seen before (inside a context: with the same context
  * field names), values the channel takes. Then a call is: find the site by the caller's
  * instruction offset, and push the values (then the context's) into the thread's channel
- * (blog/_channel.c).
+ * (blog/pipeline/_channel.c).
  */
 #include "_callpath.h"
 

@@ -1,10 +1,11 @@
-/* blog/_traced.c: TracedCall, a plain function decorated with @blog.traced, with a C fast
- * path; its twin is blog/integrations/traced.py (the _Tracer and its wrapper), which it calls
- * for anything but the common case: a call whose arguments bind as _Tracer.bind_plain binds
- * them, no backtrace kept, no fields in context, the thread's channel below its limit.
- * Then the call event, the call and the return event cost no Python call of blog's.
+/* blog/integrations/_traced.c: TracedCall, a plain function decorated with @blog.traced,
+ * with a C fast path; its twin is blog/integrations/traced.py (the _Tracer and its
+ * wrapper), which it calls for anything but the common case: a call whose arguments bind
+ * as _Tracer.bind_plain binds them, no backtrace kept, no fields in context, the thread's
+ * channel below its limit. Then the call event, the call and the return event cost no
+ * Python call of blog's.
  */
-#include "_callpath.h"
+#include "../pipeline/_callpath.h"
 
 #include <stddef.h>
 

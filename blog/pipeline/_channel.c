@@ -1,11 +1,11 @@
-/* blog/_channel.c: a thread's Channel, its twin blog/channel.py (PyChannel): one thread's
- * encoded events, waiting for the consumer; the fast paths' pushes into it; and how a
- * call finds the calling thread's channel.
+/* blog/pipeline/_channel.c: a thread's Channel, its twin blog/pipeline/channel.py
+ * (PyChannel): one thread's encoded events, waiting for the consumer; the fast paths'
+ * pushes into it; and how a call finds the calling thread's channel.
  *
  * Every function here runs without releasing the GIL and without calling Python code
  * between reading and updating a channel, so a push, a mark and a take never interleave.
  */
-#include "_extension.h"
+#include "../_extension.h"
 
 #include <structmember.h>
 #include <limits.h>
@@ -41,7 +41,7 @@ struct Channel {
     char inside;             /* the owning thread writes the outputs: every push refused */
     PyObject *on_overflow;   /* called by the fast paths with a push refused here */
     PyObject *marks;         /* [(offset, count, prev, entry)]: in-band metadata */
-    /* The crash buffer (blog/crashbuf.py, docs/format.md 15): buf mirrored into the
+    /* The crash buffer (blog/files/crashbuf.py, docs/format.md 15): buf mirrored into the
      * active half of a shared file mapping, its length stored after the bytes. */
     PyObject *slot_map;      /* the mmap, or NULL */
     Py_buffer view;
@@ -170,7 +170,7 @@ scalar_size(PyObject *a)
 /* The fast path: [sid, delta, [args...]] with plain scalar args.
  * 1 pushed, 0 not here (not plain, or past the limit: Python decides), -1 error.
  * An event is accepted if its exact encoded size fits below the limit, as in
- * PyChannel (blog/channel.py); a refused event leaves the channel as it was.
+ * PyChannel (blog/pipeline/channel.py); a refused event leaves the channel as it was.
  * Nothing between the first write into the channel and the end can run Python code. */
 int
 blog_push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,

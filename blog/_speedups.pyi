@@ -22,9 +22,19 @@ from blogformat.valueencoding import EnumInfo, RecordInfo
 # ---- blog/pipeline/_channel.c: blog/pipeline/channel.py (PyChannel, Taken) ----
 
 @final
-class Taken(
-    structseq[Any], tuple[bytes, int, int, int, int, list[tuple[int, int, int, WriterProp]]]
-):
+class Mark(structseq[Any], tuple[int, int, int, WriterProp]):
+    __match_args__: Final = ("offset", "count", "prev", "entry")
+    @property
+    def offset(self) -> int: ...
+    @property
+    def count(self) -> int: ...  # type: ignore[override]  # a field, hiding tuple.count (as Mark's)
+    @property
+    def prev(self) -> int: ...
+    @property
+    def entry(self) -> WriterProp: ...
+
+@final
+class Taken(structseq[Any], tuple[bytes, int, int, int, int, list[Mark]]):
     __match_args__: Final = ("data", "count", "base", "lo", "hi", "marks")
     @property
     def data(self) -> bytes: ...
@@ -37,7 +47,7 @@ class Taken(
     @property
     def hi(self) -> int: ...
     @property
-    def marks(self) -> list[tuple[int, int, int, WriterProp]]: ...
+    def marks(self) -> list[Mark]: ...
 
 @final
 class Channel:

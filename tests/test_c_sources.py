@@ -135,6 +135,9 @@ def test_each_c_file_calls_only_the_files_below_it(package: str):
 RECORDS = [
     ("blog/pipeline/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
     ("blog/pipeline/_logger.c", "CONTEXT", "blog.pipeline.logger", "ContextEntry"),
+    ("blog/pipeline/_logger.c", "CFIELDS", "blog.contextfields", "ContextFields"),
+    ("blog/integrations/_traced.c", "SIDS", "blog.integrations.traced", "FastSources"),
+    ("blog/pipeline/_channel.c", "MARK", "blog.pipeline.channel", "Mark"),
     ("blog/integrations/_traced.c", "PLAN", "blog.integrations.traced", "FastPlan"),
     ("blog/_stdlib.c", "RSITE", "blog.stdlib", "RecordSite"),
     ("blogformat/_valueencoding.c", "RECORD", "blogformat.valueencoding", "RecordInfo"),

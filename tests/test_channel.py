@@ -54,6 +54,24 @@ def test_c_and_python_channels_hold_the_same_bytes():
 
 
 @pytest.mark.parametrize("make", [PyChannel, C], ids=["python", "c"])
+def test_a_take_and_its_marks_carry_their_fields_by_name(make):
+    # Proves (issue 39): what crosses from either channel is read by name, as by position:
+    # a take's fields, and each mark's (where the rename applies from).
+    if make is None:
+        pytest.skip("the C fast path is not built here")
+    ch = make(1 << 20, 1 << 20, None, 500)
+    assert ch.push_values(1, 510, (1,))
+    ch.mark([2, 1, "renamed"])
+    assert ch.push_values(1, 520, (2,))
+    t = ch.take()
+    [m] = t.marks
+    assert (t.count, t.base, t.lo, t.hi) == (2, 500, 510, 520)
+    assert (m.offset, m.count, m.prev, m.entry) == (len(msgpack.packb([1, 10, [1]])), 1, 510,
+                                                     [2, 1, "renamed"])
+    assert tuple(m) == (m.offset, m.count, m.prev, m.entry)
+
+
+@pytest.mark.parametrize("make", [PyChannel, C], ids=["python", "c"])
 def test_limit_refuses_without_appending(make):
     if make is None:
         pytest.skip("the C fast path is not built here")

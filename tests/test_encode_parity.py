@@ -27,7 +27,7 @@ from blog import accel
 from blog.pipeline.capture import capture
 from blogformat.valueencoding import enum_type, record_type
 
-from helpers import Count, Ratio, Text
+from helpers import Count, Ratio, Text, python_path
 
 #: The tests that compare the C encoder itself with the Python one (the others run on both
 #: paths: on the pure-Python one they hold the reference to the same promises).
@@ -212,7 +212,7 @@ def test_the_c_and_the_python_bridge_write_the_same_events(monkeypatch):
         return [(e.source.format, e.source.style, repr(e.args), e.message)
                 for e in bread.read(io.BytesIO(out.getvalue()))]
     c = written()
-    monkeypatch.setattr(accel, "speedups", None)
+    python_path(monkeypatch)
     assert written() == c
     assert [m for *_, m in c[:6:3]] == ["(1, 2)", "Col ('id', ('a', 'b'))"]
 
@@ -244,7 +244,7 @@ def test_the_c_and_the_python_paths_write_the_same_exceptions(monkeypatch):
         s.consume(out)
         return [(e.message, e.fields) for e in bread.read(io.BytesIO(out.getvalue()))]
     c = written()
-    monkeypatch.setattr(accel, "speedups", None)
+    python_path(monkeypatch)
     assert written() == c
 
 

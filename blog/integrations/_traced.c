@@ -17,6 +17,10 @@ enum {
     PLAN_FIELDS
 };
 
+/* What TracedCall reads of blog.integrations.traced.FastSources (the tracer's fast_sids),
+ * by position, likewise. */
+enum { SIDS_CALL, SIDS_RETURNED, SIDS_FIELDS };
+
 /* The most parameters a function on the fast path takes (FastPlan checks it too). */
 #define MAX_PARAMS 64
 
@@ -69,9 +73,9 @@ ready(TracedCall *self)
     if (sids == NULL)
         return -1;
     int r = 0;
-    if (PyTuple_Check(sids) && PyTuple_GET_SIZE(sids) == 2) {
-        long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, 0));
-        long long ret = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, 1));
+    if (PyTuple_Check(sids) && PyTuple_GET_SIZE(sids) == SIDS_FIELDS) {
+        long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, SIDS_CALL));
+        long long ret = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, SIDS_RETURNED));
         if ((c == -1 || ret == -1) && PyErr_Occurred())
             r = -1;
         else {

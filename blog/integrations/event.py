@@ -12,7 +12,7 @@ from blogformat.placeholders import FormatError, parse
 from blogformat.severity import Severity, to_severity
 from blogformat.values import type_name
 
-from .. import accel
+from ..accel import speedups
 from ..contextfields import state as context_state
 from ..contextfields import with_context
 from ..default import default_session
@@ -138,13 +138,26 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
             return None
 
         wrapper.source = source  # type: ignore[attr-defined]
-        if accel.speedups is None:
-            return wrapper  # type: ignore[return-value]
-        # The C fast path in front: plain arguments, enabled, channel below its limit.
-        fast = accel.speedups.EventCall(lg, sev, sid, nparams, local,
-                                        fn if run_body else None, wrapper)
-        functools.update_wrapper(fast, fn)
-        fast.source = source
+        # The C fast path in front, where built: plain arguments, enabled, channel below
+        # its limit.
+        fast = EventCall(lg, sev, sid, nparams, local, fn if run_body else None, wrapper)
+        if fast is not wrapper:
+            functools.update_wrapper(fast, fn)
+            fast.source = source  # type: ignore[attr-defined]
         return fast  # type: ignore[return-value]
 
     return decorate
+
+
+def _python_alone(logger: Any, severity: int, source_id: int, nparams: int, local: Any,
+                  body: Callable[..., Any] | None,
+                  wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """The pure-Python path's ``EventCall``: the Python wrapper, with nothing in front."""
+    return wrapper
+
+
+#: An event function's wrapper in front of the Python one (which it calls for anything but
+#: the common case): the C ``EventCall`` (``_event.c`` beside this module) where the C fast
+#: path is built (and not chosen away), else the Python one alone.
+EventCall: Callable[..., Callable[..., Any]] = (
+    _python_alone if speedups is None else speedups.EventCall)

@@ -208,7 +208,8 @@ def test_c_and_python_channels_accept_and_refuse_the_same_pushes(capacity, wake,
 def test_values_not_of_an_exact_plain_type_are_refused_and_leave_the_channel_as_it_was():
     # The pure-Python channel once packed a tuple as a list and an IntEnum or a str
     # subclass as its base value (its caller, the stdlib bridge's common case, relied on
-    # it to refuse them, as the C channel does): they are the capture's (blog.pipeline.capture).
+    # it to refuse them, as the C channel does): they are the rich values'
+    # (blog.pipeline.richvalues).
     for ch in (PyChannel(1 << 20, 1 << 20, None, 0),) + ((C(1 << 20, 1 << 20, None, 0),)
                                                          if C is not None else ()):
         assert ch.push_values(1, 1, (1, "a"))

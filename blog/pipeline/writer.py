@@ -15,7 +15,7 @@ from blogformat.entries import WriterProp
 from blogformat.eventframes import MAX_EVENT_PREFIX
 from blogformat.placeholders import Template
 
-from .capture import cut, encode_values
+from .richvalues import cut, encode_values
 from .channel import Channel, forget_thread_channel
 from .registry import Registry
 
@@ -95,7 +95,7 @@ class SessionWriter:
         """Queue an event of the Python path: plain values straight into the channel,
         anything else encoded (and captured) now: the channel refuses a value not of
         exactly a plain type, as both twins do. An event larger than a whole channel is
-        logged with its largest values cut, each marked (``blog.pipeline.capture.cut``)."""
+        logged with its largest values cut, each marked (``blog.pipeline.richvalues.cut``)."""
         if not self.channel.push_values(sid, clock, values):
             nelems, tail = encode_values(tpl, values, field_names,
                                          self.registry.keep_source_lines)

@@ -59,7 +59,7 @@ int blog_push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize
 PyObject *blog_forget_thread_channel(PyObject *module, PyObject *local);
 int blog_channel_init(PyObject *m);
 
-/* ---- _encode.c ----------------------------------------------------------- */
+/* ---- blogformat/_valueencoding.c ------------------------------------------ */
 
 /* An event's values: the array of them. 1 done, 0 not here (the Python path encodes
  * them), -1 error; on 0 and -1 what was written is garbage. */
@@ -92,7 +92,7 @@ blog_add_type(PyObject *m, PyTypeObject *t, const char *name)
     return 0;
 }
 
-/* ---- _context.c ------------------------------------------------------------ */
+/* ---- _contextfields.c ------------------------------------------------------ */
 
 /* use_context(var): the call paths look at this ContextVar from now on. */
 PyObject *blog_use_context(PyObject *module, PyObject *var);

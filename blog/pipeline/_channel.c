@@ -229,8 +229,8 @@ blog_push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssize_t 
 static Buf scratch;
 static int scratch_busy;
 
-/* The fast path for values beyond the plain scalars (_encode.c): they are
- * encoded first into a scratch buffer, then the event is copied into the channel, so
+/* The fast path for values beyond the plain scalars (blogformat/_valueencoding.c): they
+ * are encoded first into a scratch buffer, then the event is copied into the channel, so
  * that nothing between the first write into the channel and the end can fail or run
  * Python code. 1 pushed, 0 not here (the Python path), -1 error. */
 static int

@@ -22,8 +22,9 @@ PYTEST_JOBS ?= -n auto --dist loadfile
 
 .PHONY: demo test quick docs sanitize soak bench clean
 
-# The C sources of the extensions and their headers (setup.py lists them one by one).
-CSRC   := $(wildcard blog/_*.c blog/_*.h bread/_*.c bread/_*.h blogformat/_c/*.h)
+# The C sources of the extensions and their headers, each beside the module it mirrors
+# (setup.py lists them one by one).
+CSRC   := $(wildcard blog/_*.[ch] blog/*/_*.[ch] blogformat/*.[ch] bread/_*.c bread/_*.h)
 
 # The package alone (what the demo needs), then the test, Spark and docs extras (what the
 # suite and make docs need).
@@ -114,11 +115,12 @@ SANITIZE_ENV    = LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" PYTHONMALLOC=
 # (test_render_parity), as batches and typed tables (test_batches, test_columnar_batches,
 # test_typedsink); the C++ binlog reader (_binlog.c: test_cxx, test_hostile_cxx), the merge
 # (_merge.c: test_sort), compaction (_compact.c: test_compact_c, test_hostile_compact); the
-# writer (blog/_*.c): the encoder (test_encode_parity), the channel (test_channel), the
-# logger's, @blog.event's, @blog.traced's and the logging bridge's calls (test_event,
-# test_traced, test_traced_paths, test_stdlib, test_stdlibcalls, test_hostile_stdlib), the
-# context fields (test_context), the parts (test_parts). Left to the C pass: the files that
-# are mostly files, processes and Python (sets, rotation, crash buffers, shipping, Spark).
+# writer (blog/_extension.h lists its files): the encoder (test_encode_parity), the channel
+# (test_channel), the logger's, @blog.event's, @blog.traced's and the logging bridge's calls
+# (test_event, test_traced, test_traced_paths, test_stdlib, test_stdlibcalls,
+# test_hostile_stdlib), the context fields (test_context), the parts (test_parts). Left to
+# the C pass: the files that are mostly files, processes and Python (sets, rotation, crash
+# buffers, shipping, Spark).
 # Deselected: the tests that bound a child's peak memory, which the sanitizers multiply
 # (shadow memory, freed memory held back to catch a use after free), and the longest one
 # about memory growth (tracemalloc, 20,000 renames: not a question for ASan).

@@ -3,9 +3,9 @@
 If the C compiler is missing the build carries on, and blog and bread use
 their pure-Python code (blog/pipeline/logger.py, bread/lines.py), which behaves the same.
 
-Each extension is several C files, one per Python module it mirrors (its internal
-header, blog/_extension.h or bread/_extension.h, lists them); both include the headers
-of blogformat/_c (the byte buffer, msgpack reading and writing). Every header is in
+Each extension is several C files, one per Python module it mirrors, beside it (its
+internal header, blog/_extension.h or bread/_extension.h, lists them); both include the
+headers of blogformat (the byte buffer, msgpack reading and writing). Every header is in
 ``depends``, so that changing one rebuilds what includes it.
 """
 
@@ -14,7 +14,7 @@ import sys
 
 from setuptools import Extension, setup
 
-SHARED = ["blogformat/_c/buf.h", "blogformat/_c/mpread.h", "blogformat/_c/mpwrite.h"]
+SHARED = ["blogformat/buf.h", "blogformat/mpread.h", "blogformat/mpwrite.h"]
 
 # Warnings gcc (12 and later) and clang both know, and the code compiles without: every one
 # shown, none an error, so that a user's install never fails on a newer compiler's new
@@ -28,7 +28,7 @@ STRICT = os.environ.get("BLOG_STRICT_C") == "1"
 def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
     """One C extension built from ``sources``, rebuilt when a header changes; optional
     unless BLOG_STRICT_C=1."""
-    return Extension(name, sources, optional=not STRICT, include_dirs=["blogformat/_c"],
+    return Extension(name, sources, optional=not STRICT, include_dirs=["blogformat"],
                      depends=headers + SHARED,
                      extra_compile_args=["-O2", *WARNINGS, *(["-Werror"] if STRICT else [])])
 
@@ -36,11 +36,12 @@ def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
 ext = []
 if sys.implementation.name == "cpython" and sys.platform != "win32":
     ext.append(extension("blog._speedups",
-                         ["blog/_speedups.c", "blog/_context.c", "blog/_channel.c",
-                          "blog/_encode.c", "blog/_logger.c", "blog/_event.c",
-                          "blog/_traced.c", "blog/_stdlib.c", "blog/_summary.c",
-                          "blog/_parts.c"],
-                         ["blog/_extension.h", "blog/_callpath.h"]))
+                         ["blog/_speedups.c", "blog/_contextfields.c",
+                          "blogformat/_valueencoding.c", "blog/pipeline/_channel.c",
+                          "blog/pipeline/_summary.c", "blog/pipeline/_parts.c",
+                          "blog/pipeline/_logger.c", "blog/integrations/_event.c",
+                          "blog/integrations/_traced.c", "blog/_stdlib.c"],
+                         ["blog/_extension.h", "blog/pipeline/_callpath.h"]))
     ext.append(extension("bread._speedups",
                          ["bread/_speedups.c", "bread/_native.c", "bread/_decode.c",
                           "bread/_lines.c", "bread/_events.c", "bread/_batches.c",

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without install
 
 import blog  # noqa: E402
 from blog import accel  # noqa: E402
+from blog.integrations import traced  # noqa: E402
 from timedloop import timed_loop  # noqa: E402  (beside this file)
 
 perf_ns = time.perf_counter_ns
@@ -53,11 +54,11 @@ def fill(order_id: int, qty: int) -> int:
 
 def _python_wrapper(**options: Any) -> Callable[..., Any]:
     """``fill`` traced by the Python wrapper alone (as the pure-Python build makes it)."""
-    speedups, accel.speedups = accel.speedups, None
+    chosen, traced.TracedCall = traced.TracedCall, traced._python_alone
     try:
         return blog.traced(fill, **options)
     finally:
-        accel.speedups = speedups
+        traced.TracedCall = chosen
 
 
 def run(cfg: dict, tmp: str) -> dict:

@@ -11,6 +11,14 @@ Read the file back with ``bread``.
 from its module when it is first used (``blog.basic_config`` brings in the writer;
 the crash buffer, rotation, the ``logging`` bridge... come only with the options that
 use them), then kept here, so that a name costs nothing after its first use.
+
+The public modules are this package, ``blog.stdlib`` (the ``logging`` bridge),
+``blog.contextfields`` (context fields), ``blog.testing`` (with the ``blog_capture``
+fixture of ``blog.pytest_plugin``) and ``blog.errors``: the API reference documents them.
+The rest is internal, its names free to change from one version to the next: the
+subpackages ``pipeline``, ``files`` and ``integrations`` (their public names are this
+package's) and the modules ``accel``, ``config``, ``default``, ``envconfig``,
+``lifecycle``, ``process``, ``report`` and ``stdlibcalls``.
 """
 
 from blogformat import __version__, lazy

@@ -1,21 +1,29 @@
 /* blog/_extension.h: what the C files of blog's extension (blog._speedups) share.
  *
  * The extension is the hot path of a log call; the pure-Python code is the reference,
- * and each C file is named after the module it mirrors:
- *   _context.c   blog/contextfields.py  whether fields are in context (blog.context)
- *   _encode.c    blogformat/valueencoding.py: argument values as msgpack (docs/format.md 7)
- *   _channel.c   blog/pipeline/channel.py  a thread's Channel, the pushes, per thread
- *   _summary.c   blog/pipeline/summary.py  tally: a channel's events counted per source
- *   _parts.c     blog/pipeline/parts.py    event_bounds: where a take may be cut
- *   _logger.c    blog/pipeline/logger.py   Method: a logger's level methods, by call site
- *   _event.c     blog/integrations/event.py  EventCall: a function decorated with @blog.event
- *   _traced.c    blog/integrations/traced.py TracedCall: a plain function with @blog.traced
- *   _stdlib.c    blog/stdlib.py        RecordHandler: BlogHandler.handle's common record;
- *                blog/stdlibcalls.py   LoggingCall: logging.Logger._log without a record
- *   _speedups.c  blog/accel.py         the module: its functions and types
- * The buffer and msgpack writing are blogformat/_c's, shared with the reader's extension.
- * What one file gives another is declared here, its name prefixed blog_; a file calls only
- * those listed before it (tests/test_c_sources.py).
+ * and each C file sits beside the module it mirrors, named after it:
+ *   blog/_contextfields.c        blog/contextfields.py: whether fields are in context
+ *   blogformat/_valueencoding.c  blogformat/valueencoding.py: argument values as msgpack
+ *                                (docs/format.md 7)
+ *   blog/pipeline/_channel.c     blog/pipeline/channel.py: a thread's Channel, the pushes
+ *   blog/pipeline/_summary.c     blog/pipeline/summary.py: tally, a channel's events
+ *                                counted per source
+ *   blog/pipeline/_parts.c       blog/pipeline/parts.py: event_bounds, where a take may be
+ *                                cut
+ *   blog/pipeline/_callpath.h    the push of a call's values, shared by the call paths
+ *   blog/pipeline/_logger.c      blog/pipeline/logger.py: Method, a logger's level
+ *                                methods, by call site
+ *   blog/integrations/_event.c   blog/integrations/event.py: EventCall, a function
+ *                                decorated with @blog.event
+ *   blog/integrations/_traced.c  blog/integrations/traced.py: TracedCall, a plain function
+ *                                with @blog.traced
+ *   blog/_stdlib.c               blog/stdlib.py: RecordHandler, BlogHandler.handle's common
+ *                                record; blog/stdlibcalls.py: LoggingCall,
+ *                                logging.Logger._log without a record
+ *   blog/_speedups.c             blog/accel.py: the module, its functions and types
+ * The buffer and msgpack writing are blogformat's (blogformat/buf.h, blogformat/mpwrite.h),
+ * shared with the reader's extension. What one file gives another is declared here, its
+ * name prefixed blog_; a file calls only those listed before it (tests/test_c_sources.py).
  */
 #ifndef BLOG_SPEEDUPS_H
 #define BLOG_SPEEDUPS_H
@@ -51,7 +59,7 @@ int blog_push_rich(Channel *self, long long sid, PyObject *const *args, Py_ssize
 PyObject *blog_forget_thread_channel(PyObject *module, PyObject *local);
 int blog_channel_init(PyObject *m);
 
-/* ---- _encode.c ----------------------------------------------------------- */
+/* ---- blogformat/_valueencoding.c ------------------------------------------ */
 
 /* An event's values: the array of them. 1 done, 0 not here (the Python path encodes
  * them), -1 error; on 0 and -1 what was written is garbage. */
@@ -84,7 +92,7 @@ blog_add_type(PyObject *m, PyTypeObject *t, const char *name)
     return 0;
 }
 
-/* ---- _context.c ------------------------------------------------------------ */
+/* ---- _contextfields.c ------------------------------------------------------ */
 
 /* use_context(var): the call paths look at this ContextVar from now on. */
 PyObject *blog_use_context(PyObject *module, PyObject *var);

@@ -3,8 +3,8 @@
  * files; none calls it.
  *
  * The pure-Python code is the reference: blog/pipeline/channel.py (PyChannel),
- * blog/pipeline/logger.py (_make_method) and blog/integrations/event.py (the wrapper). This extension
- * does the same, faster, and whenever it meets anything but the common case
+ * blog/pipeline/logger.py (_make_method) and blog/integrations/event.py (the wrapper).
+ * This extension does the same, faster, and whenever it meets anything but the common case
  * it calls the Python function, which starts over. The common case: the call
  * site is cached, no keyword fields, every argument is a plain scalar, and
  * the thread's channel is below its limit. Then a call is: find the site by

@@ -19,12 +19,22 @@ from blog.stdlib import BlogHandler, RecordSite
 from blogformat.entries import WriterProp
 from blogformat.valueencoding import EnumInfo, RecordInfo
 
-# ---- _channel.c: blog/pipeline/channel.py (PyChannel, Taken) ----
+# ---- blog/pipeline/_channel.c: blog/pipeline/channel.py (PyChannel, Taken) ----
 
 @final
-class Taken(
-    structseq[Any], tuple[bytes, int, int, int, int, list[tuple[int, int, int, WriterProp]]]
-):
+class Mark(structseq[Any], tuple[int, int, int, WriterProp]):
+    __match_args__: Final = ("offset", "count", "prev", "entry")
+    @property
+    def offset(self) -> int: ...
+    @property
+    def count(self) -> int: ...  # type: ignore[override]  # a field, hiding tuple.count (as Mark's)
+    @property
+    def prev(self) -> int: ...
+    @property
+    def entry(self) -> WriterProp: ...
+
+@final
+class Taken(structseq[Any], tuple[bytes, int, int, int, int, list[Mark]]):
     __match_args__: Final = ("data", "count", "base", "lo", "hi", "marks")
     @property
     def data(self) -> bytes: ...
@@ -37,7 +47,7 @@ class Taken(
     @property
     def hi(self) -> int: ...
     @property
-    def marks(self) -> list[tuple[int, int, int, WriterProp]]: ...
+    def marks(self) -> list[Mark]: ...
 
 @final
 class Channel:
@@ -72,23 +82,23 @@ class Channel:
 
 def forget_thread_channel(local: threading.local, /) -> None: ...
 
-# ---- _encode.c: blogformat/valueencoding.py ----
+# ---- blogformat/_valueencoding.c: blogformat/valueencoding.py ----
 
 def encode_values(values: tuple[Any, ...], shown_by_repr: int = 0, /) -> bytes | None: ...
 def use_registries(
     enum_types: dict[type, EnumInfo], record_types: dict[type, RecordInfo], /
 ) -> None: ...
 
-# ---- _context.c: blog/contextfields.py ----
+# ---- blog/_contextfields.c: blog/contextfields.py ----
 
 def use_context(var: ContextVar[Any], /) -> None: ...
 
-# ---- _summary.c, _parts.c: blog/pipeline/summary.py (tally), blog/pipeline/parts.py ----
+# ---- blog/pipeline/_summary.c, _parts.c: blog/pipeline/summary.py (tally), parts.py ----
 
 def tally(data: Buffer, count: int, counts: dict[int, int], /) -> None: ...
 def event_bounds(data: Buffer, count: int, base: int, /) -> tuple[list[int], list[int]]: ...
 
-# ---- _logger.c: blog/pipeline/logger.py (_make_method, _disabled) ----
+# ---- blog/pipeline/_logger.c: blog/pipeline/logger.py (_make_method, _disabled) ----
 
 @final
 class Method:
@@ -118,7 +128,7 @@ class Method:
 
 def noop(fmt: str, /, *args: Any, **fields: Any) -> None: ...
 
-# ---- _event.c: blog/integrations/event.py (the wrapper) ----
+# ---- blog/integrations/_event.c: blog/integrations/event.py (the wrapper) ----
 
 @final
 class EventCall:
@@ -138,7 +148,7 @@ class EventCall:
     # functools.update_wrapper and @blog.event set the attributes of the function it is.
     def __setattr__(self, name: str, value: Any, /) -> None: ...
 
-# ---- _traced.c: blog/integrations/traced.py (the wrapper, FastPlan) ----
+# ---- blog/integrations/_traced.c: blog/integrations/traced.py (the wrapper, FastPlan) ----
 
 @final
 class TracedCall:
@@ -150,7 +160,7 @@ class TracedCall:
     def __setattr__(self, name: str, value: Any, /) -> None: ...
     def __reduce__(self) -> str: ...
 
-# ---- _stdlib.c: blog/stdlib.py (BlogHandler.handle), blog/stdlibcalls.py (_disguised) ----
+# ---- blog/_stdlib.c: blog/stdlib.py (BlogHandler.handle), stdlibcalls.py (_disguised) ----
 
 @final
 class RecordHandler:

@@ -1,8 +1,9 @@
-"""The optional C fast path (``blog/_speedups.c``), or None.
+"""The optional C fast path (``blog/_speedups.c``), or None: ``speedups``.
 
-Read as ``accel.speedups`` at the point of use, so that tests (and
-``BLOG_PURE_PYTHON=1``) can run everything through the pure-Python code,
-which is the reference the C code must match.
+``BLOG_PURE_PYTHON=1`` chooses the pure-Python code, which is the reference the C code must
+match. Each module with a C twin (``_channel.c`` beside ``pipeline/channel.py``, ...) reads
+``speedups`` once, at its import, and chooses there its class or function (``Channel``,
+``Method``, ``tally``...), which the rest of the code imports: as msgpack-python does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
         "this module, or None", and a module typed ``ModuleType`` hides its stub."""
         Channel: type[_c.Channel]
         Taken: type[_c.Taken]
+        Mark: type[_c.Mark]
         Method: type[_c.Method]
         EventCall: type[_c.EventCall]
         TracedCall: type[_c.TracedCall]

@@ -8,22 +8,30 @@ keyword field of the call wins over a context field of the same name.
 
 An application that never uses context pays nothing for it: the level methods
 look at the context variable only once ``context`` or ``bind`` was first called
-(``in_use``).
+(``in_use``); the C call paths (``_contextfields.c`` beside this module) are handed the
+context variable then (``use_context``, chosen at the end of this module).
 """
 
 from __future__ import annotations
 
 import functools
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
-from . import accel
+from .accel import speedups
 
 __all__ = ["bind", "clear", "context", "current", "unbind"]
 
-#: The fields in context: (names, values), or None for none.
-FIELDS: ContextVar[tuple[tuple[str, ...], tuple] | None] = ContextVar("blog.context",
-                                                                     default=None)
+
+class ContextFields(NamedTuple):
+    """The fields in context, in order. The C call paths read it by position: _logger.c's
+    CFIELDS_* indices name these fields in this order (tests/test_c_sources.py checks)."""
+    names: tuple[str, ...]
+    values: tuple
+
+
+#: The fields in context, or None for none.
+FIELDS: ContextVar[ContextFields | None] = ContextVar("blog.context", default=None)
 #: What FIELDS held when each ``with blog.context(...)`` block now open in this context
 #: began, innermost last: its end puts it back (whichever task or thread shares the
 #: ``context`` object, and whatever ``bind`` did inside).
@@ -42,17 +50,16 @@ state = _State()
 def _start() -> None:
     if not state.in_use:
         state.in_use = True
-        if accel.speedups is not None:
-            accel.speedups.use_context(FIELDS)
+        use_context(FIELDS)
 
 
-def _merged(fields: dict[str, Any]) -> tuple[tuple[str, ...], tuple]:
+def _merged(fields: dict[str, Any]) -> ContextFields:
     for name in fields:
         if not name.isidentifier():
             raise ValueError(f"context field name {name!r} is not an identifier")
     now = current()
     now.update(fields)
-    return tuple(now), tuple(now.values())
+    return ContextFields(tuple(now), tuple(now.values()))
 
 
 def current() -> dict[str, Any]:
@@ -87,7 +94,7 @@ class context:
         _start()
         merged = _merged(self.fields)
         _OUTER.set(_OUTER.get() + (FIELDS.get(),))
-        FIELDS.set(merged if merged[0] else None)
+        FIELDS.set(merged if merged.names else None)
         return dict(zip(*merged))
 
     def __exit__(self, *exc: Any) -> None:
@@ -121,7 +128,7 @@ def bind(**fields: Any) -> None:
     context (the asyncio task, or a ``with blog.context()`` block) they were bound in."""
     _start()
     merged = _merged(fields)
-    FIELDS.set(merged if merged[0] else None)
+    FIELDS.set(merged if merged.names else None)
 
 
 def unbind(*names: str) -> None:
@@ -129,9 +136,19 @@ def unbind(*names: str) -> None:
     now = current()
     for n in names:
         now.pop(n, None)
-    FIELDS.set((tuple(now), tuple(now.values())) if now else None)
+    FIELDS.set(ContextFields(tuple(now), tuple(now.values())) if now else None)
 
 
 def clear() -> None:
     """Remove every field from the current context."""
     FIELDS.set(None)
+
+
+def _python_reads_it(var: ContextVar[ContextFields | None]) -> None:
+    """The pure-Python path's ``use_context``: the level methods read ``FIELDS`` themselves."""
+
+
+#: Hands the call paths the context variable, on first use: to C where the C fast path is
+#: built (and not chosen away).
+use_context: Callable[[ContextVar[ContextFields | None]], None] = (
+    _python_reads_it if speedups is None else speedups.use_context)

@@ -5,9 +5,10 @@ A wrong type of argument stays a plain ``TypeError``; an output that fails, an `
 """
 
 from blogformat.errors import FormatError, UnsafeBufferDirectory
+from blogstore.errors import NeedsPosix
 
-__all__ = ["CallSiteError", "ConfigurationError", "FormatError", "NotAFile", "TooManySources",
-           "UnsafeBufferDirectory"]
+__all__ = ["CallSiteError", "ConfigurationError", "FormatError", "NeedsPosix", "NotAFile",
+           "TooManySources", "UnsafeBufferDirectory"]
 
 
 class ConfigurationError(ValueError):

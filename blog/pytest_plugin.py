@@ -13,6 +13,8 @@ import pytest
 if TYPE_CHECKING:
     from .testing import Captured
 
+__all__ = ["blog_capture"]
+
 
 @pytest.fixture
 def blog_capture() -> Iterator[Captured]:

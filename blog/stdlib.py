@@ -44,7 +44,7 @@ from blogformat.severity import from_logging as severity_of
 from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import type_name
 
-from . import accel, process
+from . import process
 from .contextfields import FIELDS as _CONTEXT
 from .contextfields import state as _context_state
 from .contextfields import with_context
@@ -52,7 +52,7 @@ from .default import basic_config, default_session
 from .errors import ConfigurationError
 from .pipeline.session import Session
 from .pipeline.source import DYNAMIC_FORMAT, TooManySources
-from .stdlibcalls import CallRecord, install
+from .stdlibcalls import CallRecord, RecordHandler, install
 
 #: ``logging`` levels and the severity each maps to. Any other level maps to the
 #: nearest of these (a tie to the lower one): 5 and below to trace, 15 to debug,
@@ -114,7 +114,7 @@ class BlogHandler(logging.Handler):
 
     It takes no lock of its own (a session's writers are per thread) and formats
     nothing: its ``formatter``, if set, is not used. ``handle`` has a C fast path
-    (``blog._speedups.RecordHandler``) for the common record; this class is its
+    (``blog.stdlibcalls.RecordHandler``) for the common record; this class is its
     reference.
     """
 
@@ -139,11 +139,11 @@ class BlogHandler(logging.Handler):
         self._counted = self._session.stats.count_logging(self)
         install(BlogHandler)
         cls = type(self)
-        if (accel.speedups is not None and cls.handle is BlogHandler.handle
+        if (RecordHandler is not None and cls.handle is BlogHandler.handle
                 and cls.emit is BlogHandler.emit and cls.filter is logging.Filterer.filter):
             # The common record without a Python frame (not for a subclass that overrides
             # what it would skip).
-            self.handle = accel.speedups.RecordHandler(  # type: ignore[method-assign]
+            self.handle = RecordHandler(  # type: ignore[method-assign]
                 self._sites, self._session.writers.local, self._session.registry, self,
                 MethodType(BlogHandler.handle, self), _BASE)
 
@@ -168,7 +168,7 @@ class BlogHandler(logging.Handler):
         ``session.stats.logging_fast_path`` and ``logging_record_path`` add up."""
         calls, records = self._calls, self._records
         c: Any = self.__dict__.get("handle")
-        if accel.speedups is not None and type(c) is accel.speedups.RecordHandler:
+        if RecordHandler is not None and type(c) is RecordHandler:
             calls, records = calls + c.calls, records + c.records
         return calls, records
 

@@ -9,9 +9,9 @@ frame ``Logger.findCaller`` picks for ``stacklevel``), the same severity, ``extr
 ``exc_info`` and ``stack_info``.
 
 ``install`` (called by the first BlogHandler made) replaces ``logging.Logger._log`` by
-blog's ``_log`` (``_disguised``), or by its C twin ``blog._speedups.LoggingCall``. Both
-walk, at each call,
-what ``Logger.callHandlers`` would walk, so that a filter, another handler,
+blog's ``_log`` (``_disguised``), or by its C twin ``LoggingCall`` (``_stdlib.c`` beside this
+module, chosen at the end of it). Both walk, at each call, what ``Logger.callHandlers``
+would walk, so that a filter, another handler,
 ``propagate = False`` or ``disabled`` set at run time takes effect at the next call (levels
 and ``logging.disable`` are ``isEnabledFor``'s, before ``_log``); any other call goes to the
 ``_log`` they replaced, unchanged. A logger class that overrides ``_log`` keeps its own, and
@@ -41,9 +41,12 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from types import FrameType
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from . import accel
+from .accel import speedups
+
+if TYPE_CHECKING:
+    from . import _speedups
 
 #: The methods of ``logging.Logger`` that find the caller, filter, make and hand the
 #: record: the fast path is for a logger whose class has logging's own (``filter`` is
@@ -59,8 +62,6 @@ _is_internal_frame = getattr(logging, "_is_internal_frame", None)
 #: ``logging.NullHandler``'s methods: its ``handle`` calls neither a filter nor ``emit``.
 _NULL_OWN = {name: logging.NullHandler.__dict__.get(name) for name in ("handle", "emit")}
 
-_RECORD_HANDLER: Any = (accel.speedups.RecordHandler if accel.speedups is not None
-                        else None)
 _original: Any = None                 # Logger._log as it was: the record path
 _handler_type: Any = None             # blog.stdlib.BlogHandler (install sets it)
 _fast: Any = None                     # what install put in Logger._log
@@ -152,7 +153,7 @@ def _own_methods(d: dict) -> bool:
     """True if a handler's ``__dict__`` replaces neither its ``emit`` nor its ``handle``
     (but for the C ``RecordHandler`` it was made with): a test's replacement takes records."""
     handle = d.get("handle")
-    return "emit" not in d and (handle is None or type(handle) is _RECORD_HANDLER)
+    return "emit" not in d and (handle is None or type(handle) is RecordHandler)
 
 
 def _quiet(h: logging.Handler) -> bool:
@@ -273,11 +274,9 @@ def install(handler_type: type) -> None:
             or not _logging_s_own(own)):
         return
     _original, _handler_type = own, handler_type
-    fast = _twin = _disguised(own, log_call)
-    if accel.speedups is not None and os.name == "posix":
-        fast = accel.speedups.LoggingCall(own, _twin, emit_call, handler_type, unchanged,
-                                          vars(logging), logging.Logger, logging.RootLogger,
-                                          _NULL)
+    _twin = _disguised(own, log_call)
+    fast = LoggingCall(own, _twin, emit_call, handler_type, unchanged, vars(logging),
+                       logging.Logger, logging.RootLogger, _NULL)
     logging.Logger._log = _fast = fast   # type: ignore[method-assign]
 
 
@@ -300,3 +299,22 @@ def uninstall() -> None:
 def installed() -> bool:
     """True if ``logging`` calls may take the fast path."""
     return _fast is not None
+
+
+def _python_alone(own: Any, twin: Callable[..., Any], *setup: Any) -> Callable[..., Any]:
+    """The pure-Python path's ``LoggingCall``: blog's ``_log`` (``_disguised``), with
+    nothing in front."""
+    return twin
+
+
+#: ``logging.Logger._log`` in front of blog's (which it calls for anything but the common
+#: call): the C ``LoggingCall`` where the C fast path is built (and not chosen away), on
+#: POSIX, else blog's ``_log`` alone.
+LoggingCall: Callable[..., Callable[..., Any]] = (
+    speedups.LoggingCall if speedups is not None and os.name == "posix" else _python_alone)
+#: ``blog.stdlib.BlogHandler.handle`` for the common record in C, set on each handler in
+#: front of the class's own, which it calls for any other record; None where the C fast
+#: path is not built (or chosen away): the class's own alone. Chosen here, beside its twin,
+#: as the calls above recognize it on a handler (``_own_methods``).
+RecordHandler: type[_speedups.RecordHandler] | None = (
+    None if speedups is None else speedups.RecordHandler)

@@ -1,7 +1,8 @@
 """blogformat: the bytes of a blog file, defined once for the writer and the reader.
 
-``blog`` (the writer) and ``bread`` (the reader) both import this package;
-it imports neither, so a reader process loads none of the writer, nor
+``blog`` (the writer) and ``bread`` (the reader) both import this package, which is
+internal to them (its errors are public as ``blog.errors`` and ``bread.errors``); it
+imports neither, so a reader process loads none of the writer, nor
 ``blogstore`` (the files of a log on disk), which is built on it. Modules,
 each pointed to by a section of ``docs/format.md``:
 

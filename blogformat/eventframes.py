@@ -71,7 +71,7 @@ def event_prefix(nelems: int, sid: int, delta: int) -> bytes:
     """The array header, source id and clock delta of an event with ``nelems`` elements.
 
     The writer appends the args array (and the texts map) already packed.
-    ``blog/_channel.c`` (begin_event) writes the same bytes.
+    ``blog/pipeline/_channel.c`` (begin_event) writes the same bytes.
     """
     return _ARRAY_HEADERS[nelems] + pack_plain(sid) + pack_plain(delta)
 

@@ -2,10 +2,11 @@
 
 ``encode`` packs one value, extensions included (``packb``), and captures as its text a
 value it cannot pack. What the encoder learns of a class once is kept per class, for the
-C call paths too (blog/_encode.c): an enum's style and its members' described ids
-(``ENUM_TYPES``), a dataclass's or named tuple's fields (``RECORD_TYPES``), the classes
-``blog.adapt`` names (``ADAPTED``). ``reproducible`` says whether a reader renders a
-value as the writer does now (else the writer keeps the text it rendered).
+C call paths too (``_valueencoding.c`` beside this module): an enum's style and its
+members' described ids (``ENUM_TYPES``), a dataclass's or named tuple's fields
+(``RECORD_TYPES``), the classes ``blog.adapt`` names (``ADAPTED``). ``reproducible``
+says whether a reader renders a value as the writer does now (else the writer keeps the
+text it rendered).
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ from blogformat.valuetypes import DESCRIBABLE_VALUES, EnumMember, RecordType
 
 class EnumInfo(NamedTuple):
     """What the encoders know of an enum class (an ENUM_TYPES entry). The C path reads it by
-    position: blog/_encode.c's ENUM_* indices name these fields in this order."""
+    position: _valueencoding.c's ENUM_* indices name these fields in this order."""
     type_name: str
     style: int         # ENUM_NAMED, ENUM_VALUE or ENUM_TEXT
     member_ids: dict   # member name -> described id, or False where it cannot be
 
 
-#: Per enum class, for the C call paths too (blog/_encode.c). Classes are kept (a class
-#: is long-lived); at most MAX_TYPES.
+#: Per enum class, for the C call paths too (_valueencoding.c). Classes are kept (a class is
+#: long-lived); at most MAX_TYPES.
 ENUM_TYPES: dict[type, EnumInfo] = {}
 MAX_TYPES = 4096
 
@@ -76,7 +77,7 @@ _DATACLASS = "__dataclass_fields__"
 
 class RecordInfo(NamedTuple):
     """What the encoders know of a dataclass or named tuple class (a RECORD_TYPES entry),
-    for the C call paths too: blog/_encode.c's RECORD_* indices name these fields in this
+    for the C call paths too: _valueencoding.c's RECORD_* indices name these fields in this
     order."""
     type_name: str
     repr_name: str | None   # None unless shown by the generated repr (str, format object's)
@@ -213,7 +214,7 @@ def _enum_style(cls: Any) -> int:
 def _loaded(module: str, name: str) -> Any:
     """``module.name`` if ``module`` is loaded, else None: no value is a ``uuid.UUID`` or
     a ``zoneinfo.ZoneInfo`` before its module is imported, so ``import blog`` imports
-    neither (blog/_encode.c looks them up alike)."""
+    neither (blogformat/_valueencoding.c looks them up alike)."""
     m = sys.modules.get(module)
     return None if m is None else getattr(m, name)
 

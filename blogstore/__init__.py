@@ -1,6 +1,7 @@
 """blogstore: the files of a log on disk, for the writer and the reader.
 
-``blog`` (the writer) and ``bread`` (the reader) both import this package; it imports
+``blog`` (the writer) and ``bread`` (the reader) both import this package, which is
+internal to them (its errors are public as ``blog.errors``'s); it imports
 ``blogformat`` (the bytes of a file) and neither side. Modules, each pointed to by a
 section of ``docs/format.md``:
 

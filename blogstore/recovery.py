@@ -28,7 +28,7 @@ import stat
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import msgpack
 
@@ -204,113 +204,200 @@ DECIDED, WHOLE = 1 << 63, 1 << 62
 _EVENTS = WHOLE - 1
 
 
+class _Control(NamedTuple):
+    """What a buffer's control page records (docs/format.md 15): the writer's process, its
+    write to the log (``written``, ``writing``: consumes; where: ``dev``, ``ino``, ``offset``,
+    ``length``), and the recovery record (``rstate`` ... ``rlength``; ``first``, ``count``,
+    ``done``)."""
+    pid: int
+    written: int
+    writing: int
+    dev: int
+    ino: int
+    offset: int
+    length: int
+    rstate: int
+    rdev: int
+    rino: int
+    roffset: int
+    rlength: int
+    first: int
+    count: int            # type: ignore[assignment]  # a field, hiding tuple.count
+    done: int
+
+
+class _Heading(NamedTuple):
+    """What each stream recovery appends starts with: the header frame (``head``), then
+    the clock sync and sources (``described``) and the names of the writers it holds."""
+    head: bytes
+    described: list[Any]
+    names: dict[int, WriterProp]
+    rotate: int | None      # the size past which a further file of the set takes the rest
+    cap: int | None         # the most bytes of an events frame (None: no limit)
+
+
 def _recover_one(d: BufferDir, meta: str, fd: int, target: "_Target", log_path: str,
                  damage: list[str]) -> Recovery | None:
+    """Append what the buffer of control file ``meta`` (open as ``fd``) holds to the log:
+    its control page read; a recovery that died before finished; the write its process
+    died in cut off the log; then its events, after its metadata. Its files are removed
+    where nothing was ``damage``d."""
     size = os.fstat(fd).st_size
     if size < PAGE:               # it is made whole (allocated) before it is named
         damage.append("shorter than its control page")
         return None
+    events = 0
     with mmap.mmap(fd, PAGE) as ctl:
-        magic, version, pid, written, writing, dev, ino, offset, length = CTL.unpack_from(ctl, 0)
-        if magic != CTL_MAGIC:
-            damage.append("not a crash buffer control file")
+        c = _control(d, meta, ctl, damage)
+        if c is None:
             return None
-        if version != VERSION:
-            raise _LeaveAlone(f"blog: crash buffer {d.show(meta)} has format version "
-                              f"{version}, this blog reads {VERSION}: left alone")
-        rstate, rdev, rino, roffset, rlength = REC.unpack_from(ctl, 64)
-        first, count, done = struct.unpack_from("<QQQ", ctl, 8 * FIRST)
         chans = channel_names(d, meta)
         channels = [open_channel(d, n, damage) for n in chans]
         # What one consume could write at most: the events the channel files hold, the
         # metadata, and its frames' headers. A recorded write longer than that is not cut.
-        limit = size + sum(c.size for c in channels if c is not None) + (1 << 20)
-        stream = target.stream
-        here = stream.position()
-        whole = False
-        if rstate == 1:           # a recovery died appending: finished, or its part cut off
-            if here[:2] == (rdev, rino):
-                whole = here[2] >= roffset + rlength
-                if (not whole and here[2] > roffset and rlength <= limit and on_stream_file(
-                        stream, rdev, rino, lambda fd: frame_at(fd, roffset))):
-                    stream.truncate(roffset)
-            else:                 # appended elsewhere (a file of a set): settled there
-                whole = settle_elsewhere(log_path, rdev, rino, roffset, rlength) == 2
-            if count == 0:        # one append of all (a recovery before pieces): redone
-                rstate = 2 if whole else 0      # whole, as then, if cut off
-            else:
-                done = (done & ~_EVENTS) | (first + count if whole else first)
+        limit = size + sum(ch.size for ch in channels if ch is not None) + (1 << 20)
+        rstate, done = _finish_last_recovery(c, target.stream, log_path, limit)
         if rstate == 2:
             d.remove(chans + [meta])  # appended before; only the removal was left undone
-            for c in channels:
-                if c is not None:
-                    c.close()
+            for ch in channels:
+                if ch is not None:
+                    ch.close()
             return None
-        if done & DECIDED:        # a recovery cut the torn write and began appending: its
-            complete = bool(done & WHOLE)   # finding holds (the file has its appends now)
-        else:
-            if writing > written and length > limit:
-                damage.append(f"a write of {length} bytes recorded, more than the buffer "
-                              "holds: not cut")
-                writing = 0
-            cut_partial_write(stream, log_path, writing, written, dev, ino, offset, length, pid)
-            complete = write_complete(stream, log_path, writing, written, dev, ino, offset,
-                                      length)
-        header, entries = read_metadata(fd, size, damage)
-        descriptor = dict(header.descriptor if header is not None else {})
-        rotate = _rotate_bytes(descriptor.pop("rotate_bytes", None), target.rotate_bytes)
-        descriptor["recovered"] = True
-        head = frame_bytes(FRAME_HEADER, header_payload(descriptor))
-        names = {}
-        sources = []
-        sync = None
-        for e in entries:
-            if type(e) is EventSource or type(e) is RecordType or type(e) is EnumMember:
-                sources.append(e)     # call sites, and the value types events hold
-            elif type(e) is WriterProp:
-                names[e.id] = e
-            elif type(e) is ClockSync:
-                sync = e
-        described = ([sync] if sync is not None else []) + sources
-        # Events frames that fit a file of the set beside what precedes them (at least one
-        # event each): their size is the writers' too, at most.
-        cap = None if rotate is None else max(1, rotate - len(head) - 128 - sum(
-            map(len, metadata_frames(described + list(names.values())))))
-        frames: list[tuple[int, bytes]] = []
-        writers: set[int] = set()
+        complete, writing = _cut_torn_write(c, done, target.stream, log_path, limit, damage)
+        heading = _heading(fd, size, damage, target.rotate_bytes)
         drop = done & _EVENTS
-        dropped = 0
-        for c in channels:
-            if c is None:
-                continue
-            try:
-                for base, at, n, skip in c.runs(written, writing if complete else 0, damage):
-                    gone, got = events_frames(c, base, at, n, damage, skip, drop - dropped,
-                                              cap)
-                    dropped += gone
-                    if got:
-                        writers.add(c.writer)
-                        frames.extend(got)
-            finally:
-                c.close()
-        if dropped < drop:
-            damage.append(f"{drop} event(s) recorded as recovered, the buffer holds {dropped}")
+        frames, writers = _read_events(channels, c.written, writing if complete else 0,
+                                       drop, heading.cap, damage)
         events = sum(n for n, _ in frames)
         if frames:
-            head += b"".join(metadata_frames(described + [e for w, e in names.items()
-                                                          if w in writers]))
-            words = memoryview(ctl).cast("Q")     # single stores: never a zeroed field
-            try:
-                words[DONE] = drop | DECIDED | (WHOLE if complete else 0)
-                words[8] = 0
-                _append_pieces(target, words, head, frames, drop, pid, rotate)
-            finally:
-                words.release()
+            _append_recovered(target, ctl, heading, frames, writers, drop, complete, c.pid)
         if not damage:
             d.remove(chans + [meta])  # else they are moved aside whole (the caller)
     stream = target.stream
     path = getattr(stream, "current", None) or getattr(stream, "path", "")
-    return Recovery(pid, events, str(path)) if events else None
+    return Recovery(c.pid, events, str(path)) if events else None
+
+
+def _control(d: BufferDir, meta: str, ctl: mmap.mmap, damage: list[str]) -> _Control | None:
+    """The control page's record; None if it is not a crash buffer's (``damage`` says
+    so). A buffer of another format version is left alone (``_LeaveAlone``)."""
+    magic, version, pid, written, writing, dev, ino, offset, length = CTL.unpack_from(ctl, 0)
+    if magic != CTL_MAGIC:
+        damage.append("not a crash buffer control file")
+        return None
+    if version != VERSION:
+        raise _LeaveAlone(f"blog: crash buffer {d.show(meta)} has format version "
+                          f"{version}, this blog reads {VERSION}: left alone")
+    rstate, rdev, rino, roffset, rlength = REC.unpack_from(ctl, 64)
+    first, count, done = struct.unpack_from("<QQQ", ctl, 8 * FIRST)
+    return _Control(pid, written, writing, dev, ino, offset, length, rstate, rdev, rino,
+                    roffset, rlength, first, count, done)
+
+
+def _finish_last_recovery(c: _Control, stream: Any, log_path: str,
+                          limit: int) -> tuple[int, int]:
+    """The recovery record's state and ``done`` word once a recovery that died appending
+    (state 1) is settled: its append found whole, or its part cut off the log (state 2: all
+    was appended, only the removal is left; else ``done`` counts the events appended)."""
+    if c.rstate != 1:
+        return c.rstate, c.done
+    here = stream.position()
+    if here[:2] == (c.rdev, c.rino):
+        whole = here[2] >= c.roffset + c.rlength
+        if (not whole and here[2] > c.roffset and c.rlength <= limit and on_stream_file(
+                stream, c.rdev, c.rino, lambda fd: frame_at(fd, c.roffset))):
+            stream.truncate(c.roffset)
+    else:                 # appended elsewhere (a file of a set): settled there
+        whole = settle_elsewhere(log_path, c.rdev, c.rino, c.roffset, c.rlength) == 2
+    if c.count == 0:      # one append of all (a recovery before pieces): redone
+        return (2 if whole else 0), c.done      # whole, as then, if cut off
+    return c.rstate, (c.done & ~_EVENTS) | (c.first + c.count if whole else c.first)
+
+
+def _cut_torn_write(c: _Control, done: int, stream: Any, log_path: str, limit: int,
+                    damage: list[str]) -> tuple[bool, int]:
+    """Whether the write the process died in is whole in the log (a torn one is cut off
+    first), and the consume it was writing (0 if its record is not believed). A recovery
+    that decided it before holds (the file has its appends now)."""
+    if done & DECIDED:
+        return bool(done & WHOLE), c.writing
+    writing = c.writing
+    if writing > c.written and c.length > limit:
+        damage.append(f"a write of {c.length} bytes recorded, more than the buffer "
+                      "holds: not cut")
+        writing = 0
+    cut_partial_write(stream, log_path, writing, c.written, c.dev, c.ino, c.offset, c.length,
+                      c.pid)
+    return write_complete(stream, log_path, writing, c.written, c.dev, c.ino, c.offset,
+                          c.length), writing
+
+
+def _heading(fd: int, size: int, damage: list[str], configured: Any) -> _Heading:
+    """The buffer's metadata, as the stream recovery appends starts: its header (marked
+    recovered), sources and writers' names; ``configured``: the ``rotate_bytes`` of the
+    set recovery writes to."""
+    header, entries = read_metadata(fd, size, damage)
+    descriptor = dict(header.descriptor if header is not None else {})
+    rotate = _rotate_bytes(descriptor.pop("rotate_bytes", None), configured)
+    descriptor["recovered"] = True
+    head = frame_bytes(FRAME_HEADER, header_payload(descriptor))
+    names = {}
+    sources = []
+    sync = None
+    for e in entries:
+        if type(e) is EventSource or type(e) is RecordType or type(e) is EnumMember:
+            sources.append(e)     # call sites, and the value types events hold
+        elif type(e) is WriterProp:
+            names[e.id] = e
+        elif type(e) is ClockSync:
+            sync = e
+    described = ([sync] if sync is not None else []) + sources
+    # Events frames that fit a file of the set beside what precedes them (at least one
+    # event each): their size is the writers' too, at most.
+    cap = None if rotate is None else max(1, rotate - len(head) - 128 - sum(
+        map(len, metadata_frames(described + list(names.values())))))
+    return _Heading(head, described, names, rotate, cap)
+
+
+def _read_events(channels: list[Any], written: int, writing: int, drop: int, cap: int | None,
+            damage: list[str]) -> tuple[list[tuple[int, bytes]], set[int]]:
+    """The events frames of the channel files (each closed once read) that no finished
+    write covers, after the first ``drop`` (recovered before), at most ``cap`` bytes each:
+    (events, frame) each, and the writers they are of."""
+    frames: list[tuple[int, bytes]] = []
+    writers: set[int] = set()
+    dropped = 0
+    for c in channels:
+        if c is None:
+            continue
+        try:
+            for base, at, n, skip in c.runs(written, writing, damage):
+                gone, got = events_frames(c, base, at, n, damage, skip, drop - dropped, cap)
+                dropped += gone
+                if got:
+                    writers.add(c.writer)
+                    frames.extend(got)
+        finally:
+            c.close()
+    if dropped < drop:
+        damage.append(f"{drop} event(s) recorded as recovered, the buffer holds {dropped}")
+    return frames, writers
+
+
+def _append_recovered(target: "_Target", ctl: mmap.mmap, heading: _Heading,
+            frames: list[tuple[int, bytes]], writers: set[int], drop: int, complete: bool,
+            pid: int) -> None:
+    """Append ``frames`` after the heading (the names of ``writers`` only), the decision on
+    the torn write recorded in the control page first."""
+    head = heading.head + b"".join(metadata_frames(
+        heading.described + [e for w, e in heading.names.items() if w in writers]))
+    words = memoryview(ctl).cast("Q")     # single stores: never a zeroed field
+    try:
+        words[DONE] = drop | DECIDED | (WHOLE if complete else 0)
+        words[8] = 0
+        _append_pieces(target, words, head, frames, drop, pid, heading.rotate)
+    finally:
+        words.release()
 
 
 def _rotate_bytes(recorded: Any, configured: Any) -> int | None:

@@ -1,5 +1,5 @@
-/* bread/_batches.c: events as columns, its twin bread/batches.py: a row per event (clock,
- * time, ids, the message, the args and fields as JSON as bread.export.value_json writes
+/* bread/_batches.c: events as columns, its twin bread/columnar/batches.py: a row per event
+ * (clock, time, ids, the message, the args and fields as JSON as bread.export.value_json writes
  * them), and gather(), a call site's or writer's property per row.
  */
 #include "_extension.h"

@@ -1,6 +1,6 @@
 /* bread/_decode.c: the walk over one events frame (docs/format.md 5), its twins
  * blogformat/entries.py (decode_events) and the EventStream's filter (bread/filters.py):
- * each event decoded with blogformat/_c/mpread.h, the filter applied, then handed to the
+ * each event decoded with blogformat/mpread.h, the filter applied, then handed to the
  * output the call gives (an EventFn: text in bread/_lines.c, an Event in bread/_events.c,
  * a row of columns in bread/_batches.c); what an output leaves to Python goes to the
  * fallback, here for all of them.

@@ -7,8 +7,8 @@
  *   _lines.c     bread/lines.py, bread/render.py  an event as a text line; and
  *                bread/exportlines.py, bread/export.py  as a JSON line or a CSV row
  *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
- *   _batches.c   bread/batches.py  an event as a row of columns; gather(); the Blocks
- *                                  (column memory handed to Arrow, then pooled)
+ *   _batches.c   bread/columnar/batches.py  an event as a row of columns; gather(); the
+ *                                  Blocks (column memory handed to Arrow, then pooled)
  *   _tables.c    bread/columnar/tables.py, typedsink.py  an event of one call site as a
  *                                  row of typed columns, or the kinds of its values
  *   _decode.c    blogformat/entries.py (decode_events), blogformat/columnframes.py (decode)
@@ -18,7 +18,7 @@
  *   _speedups.c  bread/accel.py    the module
  * Each file calls only the files below it in this list (the Renderer calls the outputs,
  * which call the walk's helpers; the walk calls the output it is given, by pointer).
- * The buffer and msgpack reading are blogformat/_c's, shared with the writer's extension.
+ * The buffer and msgpack reading are blogformat's, shared with the writer's extension.
  * What one file gives another is declared here, its name prefixed bread_.
  */
 #ifndef BREAD_SPEEDUPS_H

@@ -2,7 +2,7 @@
  * bread/_extension.h says which file does what.
  *
  * The pure-Python code is the reference: bread/decoder.py and its sinks
- * (bread/lines.py, bread/events.py, bread/batches.py). A Renderer here is
+ * (bread/lines.py, bread/events.py, bread/columnar/batches.py). A Renderer here is
  * given, by bread/decoder.py, everything that is fixed per call site, per
  * writer and per clock sync, already rendered to bytes; render(frame) (or
  * events(), columns(), keyed()) then walks the events of one events frame

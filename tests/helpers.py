@@ -271,7 +271,6 @@ def count_python_calls(monkeypatch) -> list:
     in one. Reaches into ``blog.pipeline.logger._method`` and the logger's cache of sites
     in context: nothing public tells the two paths apart."""
     import blog.pipeline.logger as logger
-    from blog import accel
     calls: list = []
 
     class CountingSites(dict):   # C reads the dict directly; Python calls .get
@@ -284,10 +283,7 @@ def count_python_calls(monkeypatch) -> list:
             lg._context_sites = CountingSites(lg._context_sites)
         sites = CountingSites()
         python = logger._make_method(lg, level, sites)
-        if accel.speedups is None:
-            return python
-        return accel.speedups.Method(sites, lg.writers.local, python, lg._context_sites,
-                                     int(level))
+        return logger.Method(sites, lg.writers.local, python, lg._context_sites, int(level))
 
     monkeypatch.setattr(logger, "_method", method)
     return calls
@@ -343,12 +339,48 @@ def interrupt_encoding(ch, between: Callable[[], object]) -> None:
     ch._encode = interrupted
 
 
+def python_twins() -> list[tuple[object, str, object]]:
+    """Each choice a module of blog made at its import between a C object and its Python
+    twin (``Channel`` of ``blog.pipeline.channel``, ...), where it is read: (module, name,
+    the Python twin)."""
+    import blog.contextfields as contextfields
+    import blog.integrations.event as event
+    import blog.integrations.traced as traced
+    import blog.pipeline.channel as channel
+    import blog.pipeline.logger as logger
+    import blog.pipeline.parts as parts
+    import blog.pipeline.summary as summary
+    import blog.pipeline.writer as writer
+    import blog.stdlib as stdlib
+    import blog.stdlibcalls as stdlibcalls
+    return [(channel, "Channel", channel.PyChannel), (writer, "Channel", channel.PyChannel),
+            (channel, "forget_thread_channel", channel._no_c_channels),
+            (writer, "forget_thread_channel", channel._no_c_channels),
+            (summary, "tally", summary.py_tally), (parts, "event_bounds", parts.py_event_bounds),
+            (logger, "Method", logger._python_alone), (logger, "noop", logger._disabled),
+            (contextfields, "use_context", contextfields._python_reads_it),
+            (event, "EventCall", event._python_alone),
+            (traced, "TracedCall", traced._python_alone),
+            (stdlib, "RecordHandler", None), (stdlibcalls, "RecordHandler", None),
+            (stdlibcalls, "LoggingCall", stdlibcalls._python_alone)]
+
+
+def python_path(monkeypatch) -> None:
+    """Log on the pure-Python path from now on (the loggers, handlers, event and traced
+    functions and threads' channels made after this call), as ``BLOG_PURE_PYTHON=1``
+    would. Reaches into the modules that chose between C and Python at their import
+    (``python_twins``): a process chooses once. (The ``logging`` bridge's ``_log`` is put
+    in place once, by the first BlogHandler: it stays as it was.)"""
+    for module, name, python in python_twins():
+        monkeypatch.setattr(module, name, python)
+
+
 def pure_python_clock(monkeypatch, clock: Callable[[], int]) -> None:
     """Log on the pure-Python path with ``clock`` (ns since the epoch) as the loggers'
     clock. Reaches into ``blog.pipeline.logger``: the clock is not a parameter (the C path
     reads it itself)."""
     import blog.pipeline.logger
-    monkeypatch.setattr(blog.accel, "speedups", None)
+    python_path(monkeypatch)
     monkeypatch.setattr(blog.pipeline.logger, "_time_ns", clock)
 
 
@@ -388,16 +420,15 @@ def count_tracer_calls(monkeypatch, step: str) -> list[tuple]:
 
 def traced_by_reference(fn: Callable, **options) -> Callable:
     """``blog.traced(fn, **options)`` as the reference path makes it: the Python wrapper,
-    every call bound by ``inspect.Signature.bind``. Reaches into ``blog.accel`` and
+    every call bound by ``inspect.Signature.bind``. Reaches into
     ``blog.integrations.traced`` while it decorates: both paths write the same events."""
     import blog.integrations.traced as traced
-    from blog import accel
-    speedups, simple = accel.speedups, traced._simple
-    accel.speedups, traced._simple = None, lambda params: False
+    chosen, simple = traced.TracedCall, traced._simple
+    traced.TracedCall, traced._simple = traced._python_alone, lambda params: False
     try:
         return traced.traced(fn, **options)
     finally:
-        accel.speedups, traced._simple = speedups, simple
+        traced.TracedCall, traced._simple = chosen, simple
 
 
 # --- a local S3-compatible server (moto) ---------------------------------------------------

@@ -243,3 +243,50 @@ def test_object_storage_is_read_through_one_module():
                 found = [a.name for a in node.names]
             if any(m.startswith("pyarrow.fs") for m in found):
                 assert name in ("bread.objectstore", "bread.lister"), name
+
+
+def test_blog_chooses_each_c_twin_once_at_import():
+    # Proves (issue 39): the C-or-Python switch (blog.accel.speedups) is read by the modules
+    # with a C twin, once each, at their top level (``Channel = ... PyChannel`` at the end
+    # of blog/pipeline/channel.py), never in a function: the rest of the code imports the
+    # chosen name. (Before, 9 modules read it in functions, at each use.)
+    readers, in_functions = set(), []
+    for name, tree in _modules().items():
+        if not name.startswith("blog.") or name == "blog.accel":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and any(a.name in ("accel", "speedups")
+                                                        for a in node.names):
+                readers.add(name)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for n in ast.walk(node):
+                    if (isinstance(n, ast.Name) and n.id in ("accel", "speedups")
+                            or isinstance(n, ast.Attribute) and n.attr == "speedups"):
+                        in_functions.append(f"{name}:{n.lineno}")
+    assert in_functions == []
+    assert readers == {"blog.pipeline.channel", "blog.pipeline.summary", "blog.pipeline.parts",
+                       "blog.pipeline.logger", "blog.contextfields", "blog.integrations.event",
+                       "blog.integrations.traced", "blog.stdlibcalls"}
+
+
+def test_the_tests_python_path_reaches_every_c_choice(monkeypatch):
+    # tests/helpers.py's python_path (the pure-Python path within a C run, for the parity
+    # tests) sets every name a module of blog holds of the C extension to its Python twin:
+    # a choice added without it would leave the C object in place, unseen.
+    import types
+
+    import blog
+    from helpers import python_path, python_twins
+    if blog.accel.speedups is None:
+        import pytest
+        pytest.skip("the C fast path is not built (or chosen away): nothing to reach")
+    __import__("blog.stdlib")
+    __import__("blog.integrations.traced")
+    python_path(monkeypatch)
+    left = [f"{name}.{attr}" for name, module in sorted(sys.modules.items())
+            if name.split(".")[0] in PACKAGES and name not in ("blog.accel", "blog._speedups")
+            for attr, value in vars(module).items()
+            if isinstance(value, (type, types.BuiltinFunctionType))   # (not what C made)
+            and value.__module__ == "blog._speedups"]
+    assert left == []
+    assert all(getattr(m, n) is python for m, n, python in python_twins())

@@ -1,5 +1,6 @@
-"""The shape the C code keeps: files of a readable size, one copy of the buffer and msgpack
-helpers (blogformat/_c), and a build that knows every file it compiles and includes."""
+"""The shape the C code keeps: files of a readable size, each beside the module it mirrors,
+one copy of the buffer and msgpack helpers (blogformat's headers), a build that knows every
+file it compiles and includes, and comments that name only paths that exist."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import re
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED = ROOT / "blogformat" / "_c"
-C_FILES = sorted([*ROOT.glob("blog/_*.[ch]"), *ROOT.glob("bread/_*.[ch]"), *SHARED.glob("*.h")])
+SHARED = ROOT / "blogformat"
+#: Every C file of the tree, wherever it sits in the packages.
+C_FILES = sorted(f for package in ("blog", "blogformat", "blogstore", "bread")
+                 for f in (ROOT / package).rglob("*.[ch]"))
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 
 
@@ -27,14 +30,14 @@ def test_setup_builds_every_c_file_and_rebuilds_on_every_header():
 
 
 def test_each_include_is_a_header_of_the_tree():
-    # A header is the extension's own (beside the file) or shared (blogformat/_c).
+    # A header is the extension's own (named from the file's folder) or shared (blogformat).
     for f in C_FILES:
         for name in INCLUDE.findall(f.read_text()):
             assert (f.parent / name).exists() or (SHARED / name).exists(), (f.name, name)
 
 
 def test_the_shared_helpers_are_defined_once():
-    # The byte buffer and the msgpack reader and writer live in blogformat/_c only.
+    # The byte buffer and the msgpack reader and writer live in blogformat's headers only.
     helpers = re.compile(r"^(?:static )?[\w ]+\*?\n(buf_reserve|put_int|read_value|skip_value)\(",
                          re.M)
     where: dict[str, list[str]] = {}
@@ -42,25 +45,64 @@ def test_the_shared_helpers_are_defined_once():
         for name in helpers.findall(f.read_text()):
             where.setdefault(name, []).append(f.relative_to(ROOT).as_posix())
     assert where == {
-        "buf_reserve": ["blogformat/_c/buf.h"],
-        "put_int": ["blogformat/_c/mpwrite.h"],
-        "read_value": ["blogformat/_c/mpread.h"],
-        "skip_value": ["blogformat/_c/mpread.h"],
+        "buf_reserve": ["blogformat/buf.h"],
+        "put_int": ["blogformat/mpwrite.h"],
+        "read_value": ["blogformat/mpread.h"],
+        "skip_value": ["blogformat/mpread.h"],
     }
 
 
-#: Each extension's C files from the top down (its _extension.h): a file calls only files
-#: of a lower level. The reader: the module, the Renderer, its outputs, the walk over a
-#: frame, the text of messages and values. The writer: the module, the call paths (a
-#: logger's methods, @blog.event, the logging bridge), the channel, the values' encoding,
-#: the per-source tally and the context fields.
+#: Each extension's C files from the top down (its _extension.h lists them): a file calls
+#: only files of a lower level. The reader: the module, the Renderer, its outputs, the walk
+#: over a frame, the text of messages and values. The writer: the module, the call paths (a
+#: logger's methods, @blog.event, @blog.traced, the logging bridge), the channel, the
+#: values' encoding, the per-source tally and the parts, and the context fields. A name
+#: with a folder is a path from the repository's root; without, a file of the package.
 LEVELS = {
     "bread": {"_speedups.c": 4, "_native.c": 3, "_lines.c": 2, "_events.c": 2,
               "_batches.c": 2, "_tables.c": 2, "_decode.c": 1, "_message.h": 0},
-    "blog": {"_speedups.c": 4, "_logger.c": 3, "_event.c": 3, "_traced.c": 3, "_stdlib.c": 3,
-             "_callpath.h": 3, "_channel.c": 2, "_encode.c": 1, "_summary.c": 1, "_parts.c": 1,
-             "_context.c": 0},
+    "blog": {"blog/_speedups.c": 4, "blog/pipeline/_logger.c": 3,
+             "blog/integrations/_event.c": 3, "blog/integrations/_traced.c": 3,
+             "blog/_stdlib.c": 3, "blog/pipeline/_callpath.h": 3, "blog/pipeline/_channel.c": 2,
+             "blogformat/_valueencoding.c": 1, "blog/pipeline/_summary.c": 1,
+             "blog/pipeline/_parts.c": 1, "blog/_contextfields.c": 0},
 }
+
+
+def _path(package: str, name: str) -> pathlib.Path:
+    return ROOT / name if "/" in name else ROOT / package / name
+
+
+def _built_from(module: str) -> set[pathlib.Path]:
+    """The files setup.py builds the extension ``module`` from, its headers included."""
+    call = re.search(r'extension\("%s",(.*?)\)\)' % re.escape(module),
+                     (ROOT / "setup.py").read_text(), re.S)
+    assert call, module
+    return {ROOT / name for name in re.findall(r'"([^"]+\.[ch])"', call.group(1))}
+
+
+#: A comment of a C file: /* ... */ or // to the end of the line.
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+#: A path of the repository named in a comment (a file or folder under one of its top ones).
+NAMED_PATH = re.compile(r"(?<![\w./])((?:blog|blogformat|blogstore|bread|docs|tests|benchmarks|"
+                        r"examples)/[\w./-]*\w)")
+
+
+@pytest.mark.parametrize("path", [f.relative_to(ROOT).as_posix() for f in C_FILES])
+def test_every_path_a_c_comment_names_exists(path: str):
+    # Proves (issue 39): the comments that say which Python a C file mirrors stay true when
+    # either side moves (blog/_channel.c once named blog/channel.py, gone a while).
+    named = {p for c in COMMENT.findall((ROOT / path).read_text()) for p in NAMED_PATH.findall(c)}
+    assert sorted(p for p in named if not (ROOT / p).exists()) == []
+
+
+def test_each_c_file_of_blog_sits_beside_the_module_it_mirrors():
+    # _channel.c beside channel.py: the module, blog/_speedups.c, is accel.py's twin, and a
+    # header is shared by the files around it.
+    alone = [f.relative_to(ROOT).as_posix() for f in _built_from("blog._speedups")
+             if f.suffix == ".c" and f.name != "_speedups.c"
+             and not f.with_name(f.name[1:-2] + ".py").is_file()]
+    assert alone == []
 
 
 @pytest.mark.parametrize("package", sorted(LEVELS))
@@ -73,14 +115,16 @@ def test_each_c_file_calls_only_the_files_below_it(package: str):
     defined = re.compile(rf"^(?:static )?(?:inline )?[\w ]+\*?\n({prefix}\w+)\(", re.M)
     where = {}
     for name in levels:
-        for fn in defined.findall((ROOT / package / name).read_text()):
+        for fn in defined.findall(_path(package, name).read_text()):
             where[fn] = name
-    assert set(where.values()) == set(levels) - {"_speedups.c", "_callpath.h"}
-    # (_merge.c, _binlog.c and _compact.c are extensions of their own, each one file)
-    assert set(levels) == {f.name for f in C_FILES if f.parent.name == package} - {
-        "_extension.h", "_merge.c", "_binlog.c", "_compact.c"}
+    assert set(where.values()) == {n for n in levels
+                                   if pathlib.PurePath(n).name not in ("_speedups.c",
+                                                                       "_callpath.h")}
+    # Every file the extension is built from has its level (but its internal header).
+    assert {_path(package, n) for n in levels} == {
+        f for f in _built_from(f"{package}._speedups") if f.name != "_extension.h"}
     for name, level in levels.items():
-        for fn in set(re.findall(rf"\b({prefix}\w+)\(", (ROOT / package / name).read_text())):
+        for fn in set(re.findall(rf"\b({prefix}\w+)\(", _path(package, name).read_text())):
             home = where.get(fn)
             if home is not None and home != name:
                 assert levels[home] < level, f"{name} calls {fn} of {home}"
@@ -89,12 +133,15 @@ def test_each_c_file_calls_only_the_files_below_it(package: str):
 # The records the C call paths read by position, each named by a NamedTuple on the Python
 # side: (C file, the enum's prefix, the NamedTuple's module and name).
 RECORDS = [
-    ("blog/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
-    ("blog/_logger.c", "CONTEXT", "blog.pipeline.logger", "ContextEntry"),
-    ("blog/_traced.c", "PLAN", "blog.integrations.traced", "FastPlan"),
+    ("blog/pipeline/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
+    ("blog/pipeline/_logger.c", "CONTEXT", "blog.pipeline.logger", "ContextEntry"),
+    ("blog/pipeline/_logger.c", "CFIELDS", "blog.contextfields", "ContextFields"),
+    ("blog/integrations/_traced.c", "SIDS", "blog.integrations.traced", "FastSources"),
+    ("blog/pipeline/_channel.c", "MARK", "blog.pipeline.channel", "Mark"),
+    ("blog/integrations/_traced.c", "PLAN", "blog.integrations.traced", "FastPlan"),
     ("blog/_stdlib.c", "RSITE", "blog.stdlib", "RecordSite"),
-    ("blog/_encode.c", "RECORD", "blogformat.valueencoding", "RecordInfo"),
-    ("blog/_encode.c", "ENUM", "blogformat.valueencoding", "EnumInfo"),
+    ("blogformat/_valueencoding.c", "RECORD", "blogformat.valueencoding", "RecordInfo"),
+    ("blogformat/_valueencoding.c", "ENUM", "blogformat.valueencoding", "EnumInfo"),
 ]
 
 

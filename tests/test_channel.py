@@ -54,6 +54,24 @@ def test_c_and_python_channels_hold_the_same_bytes():
 
 
 @pytest.mark.parametrize("make", [PyChannel, C], ids=["python", "c"])
+def test_a_take_and_its_marks_carry_their_fields_by_name(make):
+    # Proves (issue 39): what crosses from either channel is read by name, as by position:
+    # a take's fields, and each mark's (where the rename applies from).
+    if make is None:
+        pytest.skip("the C fast path is not built here")
+    ch = make(1 << 20, 1 << 20, None, 500)
+    assert ch.push_values(1, 510, (1,))
+    ch.mark([2, 1, "renamed"])
+    assert ch.push_values(1, 520, (2,))
+    t = ch.take()
+    [m] = t.marks
+    assert (t.count, t.base, t.lo, t.hi) == (2, 500, 510, 520)
+    assert (m.offset, m.count, m.prev, m.entry) == (len(msgpack.packb([1, 10, [1]])), 1, 510,
+                                                     [2, 1, "renamed"])
+    assert tuple(m) == (m.offset, m.count, m.prev, m.entry)
+
+
+@pytest.mark.parametrize("make", [PyChannel, C], ids=["python", "c"])
 def test_limit_refuses_without_appending(make):
     if make is None:
         pytest.skip("the C fast path is not built here")
@@ -190,7 +208,8 @@ def test_c_and_python_channels_accept_and_refuse_the_same_pushes(capacity, wake,
 def test_values_not_of_an_exact_plain_type_are_refused_and_leave_the_channel_as_it_was():
     # The pure-Python channel once packed a tuple as a list and an IntEnum or a str
     # subclass as its base value (its caller, the stdlib bridge's common case, relied on
-    # it to refuse them, as the C channel does): they are the capture's (blog.pipeline.capture).
+    # it to refuse them, as the C channel does): they are the rich values'
+    # (blog.pipeline.richvalues).
     for ch in (PyChannel(1 << 20, 1 << 20, None, 0),) + ((C(1 << 20, 1 << 20, None, 0),)
                                                          if C is not None else ()):
         assert ch.push_values(1, 1, (1, "a"))

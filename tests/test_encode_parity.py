@@ -1,5 +1,5 @@
 """The C call paths encode rich values (lists, tuples, dicts, datetimes, Decimal, UUID...)
-byte for byte as the Python reference (blog/pipeline/capture.py, blogformat/valueencoding.py)
+byte for byte as the Python reference (blog/pipeline/richvalues.py, blogformat/valueencoding.py)
 does: a property test over random nested values, and the values it leaves to Python."""
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import blog
 import blog.stdlib
 import bread
 from blog import accel
-from blog.pipeline.capture import capture
+from blog.pipeline.richvalues import encode_with_texts
 from blogformat.valueencoding import enum_type, record_type
 
-from helpers import Count, Ratio, Text
+from helpers import Count, Ratio, Text, python_path
 
 #: The tests that compare the C encoder itself with the Python one (the others run on both
 #: paths: on the pure-Python one they hold the reference to the same promises).
@@ -67,7 +67,7 @@ for _cls in (Shade, Size, Tone):
     enum_type(_cls)                       # as the Python path records a class it meets
 for _cls in (Fill, Leg):
     record_type(_cls)
-capture(None, tuple(MEMBERS), ())         # and describes each member it meets
+encode_with_texts(None, tuple(MEMBERS), ())         # and describes each member it meets
 
 atoms = st.one_of(
     scalars, st.sampled_from(MEMBERS), st.datetimes(timezones=st.sampled_from([None, UTC])),
@@ -100,7 +100,7 @@ def _c(values: tuple) -> bytes | None:
 
 
 def _python(values: tuple) -> bytes:
-    n, body = capture(None, values, ())
+    n, body = encode_with_texts(None, values, ())
     assert n == 3           # no texts: every one of these values renders from the file
     return body
 
@@ -212,7 +212,7 @@ def test_the_c_and_the_python_bridge_write_the_same_events(monkeypatch):
         return [(e.source.format, e.source.style, repr(e.args), e.message)
                 for e in bread.read(io.BytesIO(out.getvalue()))]
     c = written()
-    monkeypatch.setattr(accel, "speedups", None)
+    python_path(monkeypatch)
     assert written() == c
     assert [m for *_, m in c[:6:3]] == ["(1, 2)", "Col ('id', ('a', 'b'))"]
 
@@ -244,7 +244,7 @@ def test_the_c_and_the_python_paths_write_the_same_exceptions(monkeypatch):
         s.consume(out)
         return [(e.message, e.fields) for e in bread.read(io.BytesIO(out.getvalue()))]
     c = written()
-    monkeypatch.setattr(accel, "speedups", None)
+    python_path(monkeypatch)
     assert written() == c
 
 

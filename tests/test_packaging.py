@@ -15,8 +15,7 @@ import zipfile
 
 import pytest
 
-import blog
-from helpers import Logged
+from helpers import Logged, python_path
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("blog", "blogformat", "blogstore", "bread")
@@ -60,7 +59,7 @@ def test_a_level_method_shows_its_real_call(monkeypatch, name):
     # Proves (issue 26): inspect.signature and help() show log.info's call, not the C
     # object's (which had none), and its docstring; the C Method shows its Python twin's.
     shown = getattr(Logged().log, name)      # this run's hot path
-    monkeypatch.setattr(blog.accel, "speedups", None)
+    python_path(monkeypatch)
     python = getattr(Logged().log, name)
     call = "(fmt: 'str', /, *args: 'Any', **fields: 'Any') -> 'None'"
     assert str(inspect.signature(shown)) == str(inspect.signature(python)) == call
@@ -74,7 +73,7 @@ def test_a_disabled_level_method_shows_the_same_call(monkeypatch):
     # Below the minimum a level method is a no-op that takes anything (C's noop, or
     # Python's), shown with a level method's call, unannotated on both paths.
     shown = Logged(min_severity="error").log.debug
-    monkeypatch.setattr(blog.accel, "speedups", None)
+    python_path(monkeypatch)
     python = Logged(min_severity="error").log.debug
     assert str(inspect.signature(shown)) == str(inspect.signature(python)) \
         == "(fmt, /, *args, **fields)"

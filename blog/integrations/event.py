@@ -12,7 +12,7 @@ from blogformat.placeholders import FormatError, parse
 from blogformat.severity import Severity, to_severity
 from blogformat.values import type_name
 
-from .. import accel
+from ..accel import speedups
 from ..contextfields import state as context_state
 from ..contextfields import with_context
 from ..default import default_session
@@ -68,16 +68,38 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
     sev = to_severity(severity)
 
     def decorate(fn: F) -> F:
-        s = session if session is not None else default_session()
-        lg = s.get_logger(category)
+        site = _EventSite(session if session is not None else default_session(), fn, fmt,
+                          sev, category)
+        wrapper = _python_wrapper(fn, site)
+        # The C fast path in front, where built: plain arguments, enabled, channel below
+        # its limit.
+        fast = EventCall(site.logger, sev, site.source.id, len(site.names),
+                         site.session.writers.local, fn if site.run_body else None, wrapper)
+        if fast is not wrapper:
+            functools.update_wrapper(fast, fn)
+            fast.source = site.source  # type: ignore[attr-defined]
+        return fast  # type: ignore[return-value]
+
+    return decorate
+
+
+class _EventSite:
+    """An event function as a call site: its parameters checked against the format, its
+    EventSource registered, and one more per set of field names in context."""
+
+    def __init__(self, session: Session, fn: Callable[..., Any], fmt: str, severity: int,
+                 category: str) -> None:
+        self.session = session
+        self.logger = session.get_logger(category)
+        self.severity = severity
         code = fn.__code__
         where = f"{code.co_filename}:{code.co_firstlineno} ({code.co_qualname})"
-        sig = inspect.signature(fn)
-        params = list(sig.parameters.values())
+        self.signature = inspect.signature(fn)
+        params = list(self.signature.parameters.values())
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise CallSiteError(f"{where}: an event function cannot take *{p.name}")
-        names = tuple(p.name for p in params)
+        self.names = names = tuple(p.name for p in params)
         try:
             k = parse(fmt).positional
         except FormatError as exc:
@@ -85,66 +107,75 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
         if k > len(names):
             raise CallSiteError(f"{where}: format {fmt!r} has {k} {{}} placeholder(s) but "
                                 f"{fn.__name__} takes {len(names)} parameter(s)")
-        field_names = names[k:]
-        tpl = check_template(fmt, k, field_names, where)
-        tags = ",".join(_tag(p.annotation) for p in params)
-        source = s.registry.add_source(key=None, severity=sev, category=category,
-                                       function=code.co_qualname, file=code.co_filename,
-                                       line=code.co_firstlineno, format=fmt, arg_tags=tags,
-                                       field_names=field_names, positional=k, template=tpl,
-                                       arg_names=names[:k])
-        sid = source.id
-        nparams = len(names)
-        run_body = not _has_empty_body(fn)
-        local = s.writers.local
-        writer_of = s.writers.writer
-        ctx = context_state
-        clock_ns = time.time_ns
+        self.field_names = names[k:]
+        self.template = check_template(fmt, k, self.field_names, where)
+        self._add_source = functools.partial(
+            session.registry.add_source, severity=severity, category=category,
+            function=code.co_qualname, file=code.co_filename, line=code.co_firstlineno,
+            format=fmt, arg_tags=",".join(_tag(p.annotation) for p in params), positional=k,
+            template=self.template, arg_names=names[:k])
+        self.source = self._add_source(key=None, field_names=self.field_names)
+        self.run_body = not _has_empty_body(fn)
 
-        def in_context(values: tuple, fields: dict) -> tuple[int, tuple, tuple]:
-            """(source id, values, field names) of a call with ``fields`` in context: a
-            source of its own per set of context field names."""
-            names_now = field_names + tuple(fields)
-            try:
-                src = s.registry.add_source(key=("event", sid, names_now), severity=sev,
-                                            category=category, function=code.co_qualname,
-                                            file=code.co_filename, line=code.co_firstlineno,
-                                            format=fmt, arg_tags=tags, field_names=names_now,
-                                            positional=k, template=tpl, arg_names=names[:k])
-            except TooManySources:      # the stream is full of sources: without context
-                return sid, values, field_names
-            return src.id, values + tuple(fields.values()), names_now
+    def in_context(self, values: tuple, fields: dict) -> tuple[int, tuple, tuple]:
+        """(source id, values, field names) of a call with ``fields`` in context: a
+        source of its own per set of context field names."""
+        names_now = self.field_names + tuple(fields)
+        try:
+            src = self._add_source(key=("event", self.source.id, names_now),
+                                   field_names=names_now)
+        except TooManySources:      # the stream is full of sources: without context
+            return self.source.id, values, self.field_names
+        return src.id, values + tuple(fields.values()), names_now
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if lg.threshold <= sev:
-                if kwargs or len(args) != nparams:
-                    bound = sig.bind(*args, **kwargs)   # TypeError as for a plain call
-                    bound.apply_defaults()
-                    values = tuple(bound.arguments[n] for n in names)
-                else:
-                    values = args
-                extra = with_context({}) if ctx.in_use else None
-                if extra:
-                    for n in names:
-                        extra.pop(n, None)     # a parameter wins over a context field
-                if extra:
-                    src_id, values, names_now = in_context(values, extra)
-                    writer_of().push_event(src_id, clock_ns(), tpl, values, names_now)
-                else:
-                    writer_of().push_event(sid, clock_ns(), tpl, values, field_names)
-            if run_body:
-                return fn(*args, **kwargs)
-            return None
 
-        wrapper.source = source  # type: ignore[attr-defined]
-        if accel.speedups is None:
-            return wrapper  # type: ignore[return-value]
-        # The C fast path in front: plain arguments, enabled, channel below its limit.
-        fast = accel.speedups.EventCall(lg, sev, sid, nparams, local,
-                                        fn if run_body else None, wrapper)
-        functools.update_wrapper(fast, fn)
-        fast.source = source
-        return fast  # type: ignore[return-value]
+def _python_wrapper(fn: Callable[..., Any], site: _EventSite) -> Callable[..., Any]:
+    """The Python wrapper of an event function (the reference, and what the C one calls
+    for anything but the common call): the event logged if its level is enabled, then the
+    body run, if it does anything."""
+    lg, sev = site.logger, site.severity
+    sig, names, nparams = site.signature, site.names, len(site.names)
+    sid, tpl, field_names = site.source.id, site.template, site.field_names
+    in_context, run_body = site.in_context, site.run_body
+    writer_of = site.session.writers.writer
+    ctx = context_state
+    clock_ns = time.time_ns
 
-    return decorate
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if lg.threshold <= sev:
+            if kwargs or len(args) != nparams:
+                bound = sig.bind(*args, **kwargs)   # TypeError as for a plain call
+                bound.apply_defaults()
+                values = tuple(bound.arguments[n] for n in names)
+            else:
+                values = args
+            extra = with_context({}) if ctx.in_use else None
+            if extra:
+                for n in names:
+                    extra.pop(n, None)     # a parameter wins over a context field
+            if extra:
+                src_id, values, names_now = in_context(values, extra)
+                writer_of().push_event(src_id, clock_ns(), tpl, values, names_now)
+            else:
+                writer_of().push_event(sid, clock_ns(), tpl, values, field_names)
+        if run_body:
+            return fn(*args, **kwargs)
+        return None
+
+    wrapper.source = site.source  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _python_alone(logger: Any, severity: int, source_id: int, nparams: int, local: Any,
+                  body: Callable[..., Any] | None,
+                  wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """The pure-Python path's ``EventCall``: the Python wrapper, with nothing in front."""
+    return wrapper
+
+
+#: An event function's wrapper in front of the Python one (which it calls for anything but
+#: the common case): the C ``EventCall`` (``_event.c`` beside this module) where the C fast
+#: path is built (and not chosen away), else the Python one alone.
+EventCall: Callable[..., Callable[..., Any]] = (
+    _python_alone if speedups is None else speedups.EventCall)

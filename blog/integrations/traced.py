@@ -14,8 +14,8 @@ the last, or to where the loop left them) all work; fields in context
 
 A call binds its arguments without ``inspect.Signature.bind`` where it can
 (``_Tracer.bind_plain``). A plain sync function gets a C wrapper in front
-(``blog/_traced.c``, ``TracedCall``): its calls go from C into the thread's channel, and
-it hands this module's wrapper the rest (the first call, a context, a backtrace, values
+(``_traced.c`` beside this module, ``TracedCall``): its calls go from C into the thread's
+channel, and it hands this module's wrapper the rest (the first call, a context, a backtrace, values
 to capture, a full channel, the exception event).
 """
 
@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 
 from blogformat.severity import Severity, to_severity
 
-from .. import accel
+from ..accel import speedups
 from ..contextfields import state as context_state
 from ..contextfields import with_context
 from ..default import default_session
@@ -50,6 +50,14 @@ def _simple(params: Iterable[inspect.Parameter]) -> bool:
     ``*args``, no ``**kwargs``, and at most 64 (the C twin's limit)."""
     ps = list(params)
     return len(ps) <= 64 and all(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps)
+
+
+class FastSources(NamedTuple):
+    """The sources of a call without context (a tracer's ``fast_sids``). The C
+    ``TracedCall`` reads it by position: ``_traced.c``'s SIDS_* indices name these fields in
+    this order."""
+    call: int       # the call event's source id
+    returned: int   # the return event's
 
 
 class FastPlan(NamedTuple):
@@ -120,9 +128,9 @@ class _Tracer:
         self._seen = (getattr(self.live, "__defaults__", None), self.defaults)
         self._signature = (self.defaults, self.signature)
         self.result_names = ("result", "duration_ms") if result else ("duration_ms",)
-        #: (call source id, return source id) once both are registered for calls without
+        #: The sources of a call and its return once both are registered for calls without
         #: context: the C fast path (TracedCall) reads it until it is set.
-        self.fast_sids: tuple[int, int] | None = None
+        self.fast_sids: FastSources | None = None
 
     def _source(self, kind: str, names: tuple[str, ...]) -> Any:
         src = self._sources.get((kind, names))
@@ -151,7 +159,7 @@ class _Tracer:
         reg = self.registry
         if call is not None and ret is not None and not (reg.is_overflow(call)
                                                          or reg.is_overflow(ret)):
-            self.fast_sids = (call.id, ret.id)
+            self.fast_sids = FastSources(call.id, ret.id)
 
     def log(self, kind: str, fields: dict[str, Any]) -> None:
         sev = self.error_severity if kind == _RAISE else self.severity
@@ -412,13 +420,24 @@ def _function(f: Any, t: _Tracer) -> Any:
             t.raised(start, exc)
             raise
         return t.returned(start, value)
-    if accel.speedups is None or not t.simple:
+    if not t.simple:
         return call
-    # The C fast path in front: arguments bound as bind_plain binds them, no backtrace
-    # kept, no fields in context, the channel below its limit.
-    wrapper = accel.speedups.TracedCall(t.plan(), f, call)
-    functools.update_wrapper(wrapper, f)
-    return wrapper
+    # The C fast path in front, where built: arguments bound as bind_plain binds them, no
+    # backtrace kept, no fields in context, the channel below its limit.
+    wrapper = TracedCall(t.plan(), f, call)
+    return wrapper if wrapper is call else functools.update_wrapper(wrapper, f)
+
+
+def _python_alone(plan: FastPlan, f: Any, call: Callable[..., Any]) -> Callable[..., Any]:
+    """The pure-Python path's ``TracedCall``: the Python wrapper, with nothing in front."""
+    return call
+
+
+#: A plain function's wrapper in front of the Python one (which it calls for anything but
+#: the common case): the C ``TracedCall`` (``_traced.c`` beside this module) where the C
+#: fast path is built (and not chosen away), else the Python one alone.
+TracedCall: Callable[[FastPlan, Any, Callable[..., Any]], Callable[..., Any]] = (
+    _python_alone if speedups is None else speedups.TracedCall)
 
 
 __all__ = ["traced"]

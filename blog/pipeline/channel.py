@@ -15,10 +15,10 @@ never a push. A channel knows nothing of its writer: the fast paths hand a push 
 refused (at its limit, or values it leaves to the caller to capture) to its
 ``on_overflow`` callback (the writer's ``push_event``), the only call back.
 
-``PyChannel`` is the reference implementation. ``_speedups.Channel`` is the
-same in C; there, each method runs without releasing the GIL, so no lock is
-needed. Both accept and refuse the same pushes and hold the same bytes (a
-property test says so). ``new_channel`` picks one.
+``PyChannel`` is the reference implementation. ``_speedups.Channel`` (``_channel.c``
+beside this module) is the same in C; there, each method runs without releasing the GIL,
+so no lock is needed. Both accept and refuse the same pushes and hold the same bytes (a
+property test says so). ``Channel``, at the end of this module, is the one chosen here.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from blogformat.entries import WriterProp
 from blogformat.eventframes import event_prefix
 from blogformat.values import all_plain, plain_packer
 
-from .. import accel
+from ..accel import speedups
 
 if TYPE_CHECKING:
     from .. import _speedups
@@ -40,6 +40,16 @@ _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)   # the bounds of an empty channel
 #: What a channel calls with a push it refused: (sid, clock, template, values, field names).
 OnOverflow = Callable[..., None]
 
+class Mark(NamedTuple):
+    """In-band metadata of a channel: a writer's rename, from this point of its events on
+    (``_speedups.Mark`` is its C twin)."""
+
+    offset: int          # bytes of the channel before it
+    count: int           # type: ignore[assignment]  # events before it (hides tuple.count)
+    prev: int            # the clock of the event before it (the deltas' base there)
+    entry: WriterProp    # the rename
+
+
 class Taken(NamedTuple):
     """What ``take()`` returns (``_speedups.Taken`` is its C twin)."""
 
@@ -48,8 +58,7 @@ class Taken(NamedTuple):
     base: int        # the clock the first event's delta is relative to
     lo: int          # the least clock of the events
     hi: int          # the greatest clock of the events
-    marks: list[tuple[int, int, int, WriterProp]]   # in-band metadata: (offset, count,
-                                                    # prev clock, entry), a writer's rename
+    marks: list[Mark]   # in-band metadata: a writer's rename
 
 
 #: What a channel's ``take()`` gives: a Taken, or its C twin (the same fields, in order).
@@ -82,7 +91,7 @@ class PyChannel:
         self.count = 0
         self.base = self.prev
         self.lo, self.hi = _NO_LO, _NO_HI     # as the C channel: LLONG_MAX, LLONG_MIN
-        self.marks: list[tuple[int, int, int, WriterProp]] = []
+        self.marks: list[Mark] = []
         self.woken = False
         self._set_limit()
 
@@ -183,7 +192,7 @@ class PyChannel:
     def mark(self, entry: WriterProp) -> None:
         """Metadata (a writer's new name) that applies from this point of the channel on."""
         with self._lock:
-            self.marks.append((len(self._buf), self.count, self.prev, entry))
+            self.marks.append(Mark(len(self._buf), self.count, self.prev, entry))
 
     def take(self, seq: int = 0) -> Taken:
         """Everything so far, and the channel starts afresh. With a crash buffer, the
@@ -204,9 +213,15 @@ class PyChannel:
             self.slot = slot
 
 
-def new_channel(capacity: int, wake_at: int, on_overflow: OnOverflow,
-                clock: int) -> PyChannel | _speedups.Channel:
-    """A C Channel where the C fast path is built, else a PyChannel."""
-    if accel.speedups is not None:
-        return accel.speedups.Channel(capacity, wake_at, on_overflow, clock)
-    return PyChannel(capacity, wake_at, on_overflow, clock)
+def _no_c_channels(local: Any) -> None:
+    """The pure-Python path's ``forget_thread_channel``: no thread has a C channel to forget."""
+
+
+#: A thread's channel: the C one where the C fast path is built (and not chosen away), else
+#: the reference. Chosen once, here; the writer makes its channel with it.
+Channel: type[PyChannel] | type[_speedups.Channel] = (
+    PyChannel if speedups is None else speedups.Channel)
+#: In a child made by fork(): the calling thread forgets its C channel of a session (the
+#: C call paths find it through the thread state, not the session's ``threading.local``).
+forget_thread_channel: Callable[[Any], None] = (
+    _no_c_channels if speedups is None else speedups.forget_thread_channel)

@@ -12,7 +12,7 @@ from blogformat.severity import Severity, to_severity
 from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import PLAIN_TYPES, safe_str, type_name
 
-from .. import accel
+from ..accel import speedups
 from ..contextfields import FIELDS as _CONTEXT
 from ..contextfields import state as _context_state
 from ..contextfields import with_context
@@ -86,11 +86,8 @@ _disabled.__wrapped__ = _disabled_call   # type: ignore[attr-defined]
 def _method(lg: Logger, level: int) -> Callable[..., None]:
     """A level method: the C fast path in front of the Python one, where available."""
     sites: dict[int, SiteEntry] = {}
-    method = _make_method(lg, level, sites)
-    if accel.speedups is not None:
-        return accel.speedups.Method(sites, lg.writers.local, method, lg._context_sites,
-                                     int(level))
-    return method
+    return Method(sites, lg.writers.local, _make_method(lg, level, sites), lg._context_sites,
+                  int(level))
 
 
 def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
@@ -125,11 +122,11 @@ def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
             c = ctx_get()
             if c is not None and type(fmt) is str:   # a cache of its own, keyed by names
                 hit = ctx_sites.get((level, key_of(code := f.f_code, f.f_lasti), fmt, len(args),
-                                     tuple(fields), c[0]))
+                                     tuple(fields), c.names))
                 if hit is None or hit.code is not code:
                     return slow(level, sites, f, fmt, args, fields)   # fills ctx_sites
                 clock = clock_ns()
-                values = (args + tuple(fields.values()) if fields else args) + c[1]
+                values = (args + tuple(fields.values()) if fields else args) + c.values
                 try:
                     ch = local.c
                 except AttributeError:
@@ -208,7 +205,7 @@ class Logger:
         self._context_sites: dict[tuple, ContextEntry] = {}
         self._live = {name: _method(self, sev) for name, sev in _LEVELS}
         self._live["exception"] = _make_method(self, Severity.ERROR, {}, with_exception=True)
-        self._off = accel.speedups.noop if accel.speedups is not None else _disabled
+        self._off = noop
         self.refresh()
 
     def __repr__(self) -> str:
@@ -306,9 +303,9 @@ class Logger:
                 c = _CONTEXT.get()
                 if (sites is not None and c is not None and f is not _NO_FRAME
                         and type(fmt) is str    # (a computed format is never cached)
-                        and not any(n in fields for n in c[0])):   # a level method's call
+                        and not any(n in fields for n in c.names)):   # a level method's
                     context_key = (level, site_key(f.f_code, f.f_lasti), fmt, len(args),
-                                   tuple(fields), c[0])
+                                   tuple(fields), c.names)
                 fields, sites = merged, None
         code, lasti = f.f_code, f.f_lasti
         names = tuple(fields)
@@ -462,3 +459,19 @@ def _is_literal(fmt: str, code: Any) -> bool:
 # What the slow path reads of a frame, where there is none (a call from C code).
 _NO_FRAME = cast(FrameType, SimpleNamespace(f_code=compile("", "<unknown>", "exec"), f_lasti=-1,
                                             f_lineno=0))
+
+
+def _python_alone(sites: dict[int, SiteEntry], local: Any, method: Callable[..., None],
+                  context_sites: dict[tuple, ContextEntry], level: int) -> Callable[..., None]:
+    """The pure-Python path's ``Method``: the level method ``_make_method`` made, with
+    nothing in front of it."""
+    return method
+
+
+#: A level method in front of its Python one (``_make_method``'s, which it calls for
+#: anything but the common case): the C ``Method`` (``_logger.c`` beside this module)
+#: where the C fast path is built (and not chosen away), else the Python one alone.
+Method: Callable[..., Callable[..., None]] = (
+    _python_alone if speedups is None else speedups.Method)
+#: A disabled level method: returns at once (C's ``noop``, or ``_disabled``).
+noop: Callable[..., None] = _disabled if speedups is None else speedups.noop

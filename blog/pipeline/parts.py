@@ -10,7 +10,7 @@ least one event, so an event larger than ``rotate_bytes`` has a file of its own.
 file holds at most ``rotate_bytes`` bytes before the Summary frame that closes it.
 
 Finding where to cut walks the events of the one take that is cut (their ends and
-clocks: a msgpack array each; in C, ``_speedups.event_bounds``, where it is built), once
+clocks: a msgpack array each: ``event_bounds``, in C where it is built), once
 however many files it spans; a consume that fits costs the sum of its frames' lengths
 and nothing more.
 """
@@ -25,8 +25,8 @@ import msgpack
 from blogformat.entries import Dropped, Metadata
 from blogformat.frames import HEADER_SIZE
 
-from .. import accel
-from .channel import AnyTaken, Taken
+from ..accel import speedups
+from .channel import AnyTaken, Mark, Taken
 from .output import Output
 from .streams import OutputStream
 
@@ -50,36 +50,45 @@ def fits(out: Output, descriptor: dict, meta: list[Metadata], batches: list[byte
     return size <= left and size + out.head_size(descriptor, meta) <= left
 
 
+def py_event_bounds(data: bytes, count: int, base: int) -> tuple[list[int], list[int]]:
+    """Where each of the ``count`` events of a channel's ``data`` ends, and its clock (the
+    deltas from ``base``)."""
+    ends: list[int] = []
+    clocks: list[int] = []
+    u = msgpack.Unpacker(max_buffer_size=max(len(data), 1))
+    u.feed(data)
+    clock = base
+    for _ in range(count):       # [source, clock delta, values(, texts)]
+        n = u.read_array_header()
+        u.skip()
+        clock += u.unpack()
+        for _ in range(n - 2):
+            u.skip()
+        ends.append(u.tell())
+        clocks.append(clock)
+    return ends, clocks
+
+
+#: ``py_event_bounds``, in C (``_parts.c`` beside this module) where it is built.
+event_bounds: Callable[[bytes, int, int], tuple[list[int], list[int]]] = (
+    py_event_bounds if speedups is None else speedups.event_bounds)
+
+
 class _Rest:
     """A take cut between files: its events from ``i`` on are still to write."""
 
     def __init__(self, t: AnyTaken) -> None:
         self.t = t
         self.i = 0
-        self.ends: list[int] = []      # where each event ends in t.data
-        self.clocks: list[int] = []    # each event's clock
-        sp = accel.speedups
-        if sp is not None:             # its twin in C, _parts.c
-            self.ends, self.clocks = sp.event_bounds(t.data, t.count, t.base)
-            return
-        u = msgpack.Unpacker(max_buffer_size=max(len(t.data), 1))
-        u.feed(t.data)
-        clock = t.base
-        for _ in range(t.count):       # [source, clock delta, values(, texts)]
-            n = u.read_array_header()
-            u.skip()
-            clock += u.unpack()
-            for _ in range(n - 2):
-                u.skip()
-            self.ends.append(u.tell())
-            self.clocks.append(clock)
+        # Where each event ends in t.data, and its clock.
+        self.ends, self.clocks = event_bounds(t.data, t.count, t.base)
 
     def piece(self, j: int) -> Taken:
         """Events ``i`` to ``j`` (excluded) as a take of their own, with the marks among them."""
         i, t, n = self.i, self.t, self.t.count
         start = self.ends[i - 1] if i else 0
         clocks = self.clocks[i:j]
-        marks = [(off - start, at - i, prev, entry) for off, at, prev, entry in t.marks
+        marks = [Mark(off - start, at - i, prev, entry) for off, at, prev, entry in t.marks
                  if i <= at < j or at == j == n]
         return Taken(t.data[start:self.ends[j - 1]], j - i,
                      self.clocks[i - 1] if i else t.base, min(clocks), max(clocks), marks)

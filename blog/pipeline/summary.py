@@ -3,30 +3,28 @@
 The output adds what each successful write held (the events taken from a
 channel, the Dropped and Lost entries); ``summary()`` is the entry written
 last when the stream is closed cleanly (docs/format.md 4.6). Events are
-counted per source from the channel's bytes: in C (``_speedups.tally``), or
-by the pure-Python reference below, which gives the same counts.
+counted per source from the channel's bytes: in C (``_speedups.tally``, ``_summary.c``
+beside this module), or by the pure-Python reference below, which gives the same counts;
+``tally`` is the one chosen here.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import msgpack
 
 from blogformat.entries import Dropped, Lost, Summary
 
-from .. import accel
+from ..accel import speedups
 from .channel import AnyTaken
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)
 
 
-def tally(data: bytes, count: int, counts: dict[int, int]) -> None:
+def py_tally(data: bytes, count: int, counts: dict[int, int]) -> None:
     """Add the source id of each of the ``count`` events in ``data`` to ``counts``."""
-    sp = accel.speedups
-    if sp is not None:
-        sp.tally(data, count, counts)
-        return
     u = msgpack.Unpacker(max_buffer_size=max(len(data), 1))
     u.feed(data)
     for _ in range(count):
@@ -35,6 +33,11 @@ def tally(data: bytes, count: int, counts: dict[int, int]) -> None:
         for _ in range(n - 1):
             u.skip()
         counts[sid] = counts.get(sid, 0) + 1
+
+
+#: ``py_tally``, in C where the C fast path is built (and not chosen away).
+tally: Callable[[bytes, int, dict[int, int]], None] = (
+    py_tally if speedups is None else speedups.tally)
 
 
 class Tally:

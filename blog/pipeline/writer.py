@@ -15,9 +15,8 @@ from blogformat.entries import WriterProp
 from blogformat.eventframes import MAX_EVENT_PREFIX
 from blogformat.placeholders import Template
 
-from .. import accel
-from .capture import cut, encode_values
-from .channel import new_channel
+from .richvalues import cut, encode_values
+from .channel import Channel, forget_thread_channel
 from .registry import Registry
 
 if TYPE_CHECKING:
@@ -45,8 +44,8 @@ class SessionWriter:
         self.id = writer_id
         self._name = thread.name if name is None else name
         self.stream_name = self._name  # the name in effect where the consumer has got to
-        self.channel = new_channel(pressure.capacity, pressure.wake_bytes, self.push_event,
-                                   time.time_ns())
+        self.channel = Channel(pressure.capacity, pressure.wake_bytes, self.push_event,
+                               time.time_ns())
         self.registry = registry
         self.pressure = pressure
         self.thread = thread
@@ -96,7 +95,7 @@ class SessionWriter:
         """Queue an event of the Python path: plain values straight into the channel,
         anything else encoded (and captured) now: the channel refuses a value not of
         exactly a plain type, as both twins do. An event larger than a whole channel is
-        logged with its largest values cut, each marked (``blog.pipeline.capture.cut``)."""
+        logged with its largest values cut, each marked (``blog.pipeline.richvalues.cut``)."""
         if not self.channel.push_values(sid, clock, values):
             nelems, tail = encode_values(tpl, values, field_names,
                                          self.registry.keep_source_lines)
@@ -264,5 +263,4 @@ class Writers:
         self.pressure = pressure
         for name in ("w", "c", "end"):
             self.local.__dict__.pop(name, None)
-        if accel.speedups is not None:   # the C call paths' entry of this thread: gone too
-            accel.speedups.forget_thread_channel(self.local)
+        forget_thread_channel(self.local)   # the C call paths' entry of this thread: gone too

@@ -1,7 +1,8 @@
-/* blog/_summary.c: tally, the events of a channel's bytes counted per source; its twin
- * is blog/summary.py's tally, which reads the same bytes with msgpack-python.
+/* blog/pipeline/_summary.c: tally, the events of a channel's bytes counted per source;
+ * its twin is blog/pipeline/summary.py's tally, which reads the same bytes with
+ * msgpack-python.
  */
-#include "_extension.h"
+#include "../_extension.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,11 +1,11 @@
-/* blog/_channel.c: a thread's Channel, its twin blog/channel.py (PyChannel): one thread's
- * encoded events, waiting for the consumer; the fast paths' pushes into it; and how a
- * call finds the calling thread's channel.
+/* blog/pipeline/_channel.c: a thread's Channel, its twin blog/pipeline/channel.py
+ * (PyChannel): one thread's encoded events, waiting for the consumer; the fast paths'
+ * pushes into it; and how a call finds the calling thread's channel.
  *
  * Every function here runs without releasing the GIL and without calling Python code
  * between reading and updating a channel, so a push, a mark and a take never interleave.
  */
-#include "_extension.h"
+#include "../_extension.h"
 
 #include <structmember.h>
 #include <limits.h>
@@ -40,8 +40,8 @@ struct Channel {
     char woken;
     char inside;             /* the owning thread writes the outputs: every push refused */
     PyObject *on_overflow;   /* called by the fast paths with a push refused here */
-    PyObject *marks;         /* [(offset, count, prev, entry)]: in-band metadata */
-    /* The crash buffer (blog/crashbuf.py, docs/format.md 15): buf mirrored into the
+    PyObject *marks;         /* [Mark]: in-band metadata */
+    /* The crash buffer (blog/files/crashbuf.py, docs/format.md 15): buf mirrored into the
      * active half of a shared file mapping, its length stored after the bytes. */
     PyObject *slot_map;      /* the mmap, or NULL */
     Py_buffer view;
@@ -64,7 +64,7 @@ slot_store(char *at, unsigned long long v)
 
 static PyTypeObject ChannelType;
 
-/* What take() returns; its twin is blog.channel.Taken (same fields, same order). */
+/* What take() returns; its twin is blog.pipeline.channel.Taken (same fields, same order). */
 static PyTypeObject *TakenType;
 static PyStructSequence_Field taken_fields[] = {
     {"data", "the encoded events, back to back"},
@@ -72,11 +72,27 @@ static PyStructSequence_Field taken_fields[] = {
     {"base", "the clock the first event's delta is relative to"},
     {"lo", "the least clock of the events"},
     {"hi", "the greatest clock of the events"},
-    {"marks", "in-band metadata: [(offset, count, prev clock, entry)]"},
+    {"marks", "in-band metadata: [Mark], a writer's rename"},
     {NULL}
 };
 static PyStructSequence_Desc taken_desc = {
     "blog._speedups.Taken", "What Channel.take() returns.", taken_fields, 6
+};
+
+/* A mark of in-band metadata; its twin is blog.pipeline.channel.Mark: the same fields, in
+ * the order of this enum (tests/test_c_sources.py checks). */
+enum { MARK_OFFSET, MARK_COUNT, MARK_PREV, MARK_ENTRY, MARK_FIELDS };
+static PyTypeObject *MarkType;
+static PyStructSequence_Field mark_fields[] = {
+    {"offset", "bytes of the channel before it"},
+    {"count", "events before it"},
+    {"prev", "the clock of the event before it (the deltas' base there)"},
+    {"entry", "the rename"},
+    {NULL}
+};
+static PyStructSequence_Desc mark_desc = {
+    "blog._speedups.Mark", "In-band metadata of a channel: a writer's rename, from this "
+    "point of its events on.", mark_fields, MARK_FIELDS
 };
 
 /* -1 inside an output, else the capacity once the consumer was woken, else the wake-up
@@ -170,7 +186,7 @@ scalar_size(PyObject *a)
 /* The fast path: [sid, delta, [args...]] with plain scalar args.
  * 1 pushed, 0 not here (not plain, or past the limit: Python decides), -1 error.
  * An event is accepted if its exact encoded size fits below the limit, as in
- * PyChannel (blog/channel.py); a refused event leaves the channel as it was.
+ * PyChannel (blog/pipeline/channel.py); a refused event leaves the channel as it was.
  * Nothing between the first write into the channel and the end can run Python code. */
 int
 blog_push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssize_t n,
@@ -213,8 +229,8 @@ blog_push_plain(Channel *self, long long sid, PyObject *const *args, Py_ssize_t 
 static Buf scratch;
 static int scratch_busy;
 
-/* The fast path for values beyond the plain scalars (_encode.c): they are
- * encoded first into a scratch buffer, then the event is copied into the channel, so
+/* The fast path for values beyond the plain scalars (blogformat/_valueencoding.c): they
+ * are encoded first into a scratch buffer, then the event is copied into the channel, so
  * that nothing between the first write into the channel and the end can fail or run
  * Python code. 1 pushed, 0 not here (the Python path), -1 error. */
 static int
@@ -337,9 +353,9 @@ channel_push_raw(Channel *self, PyObject *args, PyObject *kwds)
 static PyObject *
 channel_mark(Channel *self, PyObject *entry)
 {
-    /* The tuple first: a GC allocation can start a collection and so run Python code
+    /* The Mark first: a GC allocation can start a collection and so run Python code
      * (which may let another thread take() this channel). Ints are not GC objects. */
-    PyObject *m = PyTuple_New(4);
+    PyObject *m = PyStructSequence_New(MarkType);
     if (m == NULL)
         return NULL;
     if (self->marks == NULL) {
@@ -355,8 +371,10 @@ channel_mark(Channel *self, PyObject *entry)
         return NULL;
     }
     Py_INCREF(entry);
-    PyTuple_SET_ITEM(m, 0, a); PyTuple_SET_ITEM(m, 1, b);
-    PyTuple_SET_ITEM(m, 2, c); PyTuple_SET_ITEM(m, 3, entry);
+    PyStructSequence_SET_ITEM(m, MARK_OFFSET, a);
+    PyStructSequence_SET_ITEM(m, MARK_COUNT, b);
+    PyStructSequence_SET_ITEM(m, MARK_PREV, c);
+    PyStructSequence_SET_ITEM(m, MARK_ENTRY, entry);
     int r = PyList_Append(self->marks, m);   /* a list resize: no GC allocation */
     Py_DECREF(m);
     if (r < 0)
@@ -699,6 +717,9 @@ blog_channel_init(PyObject *m)
         return -1;
     TakenType = PyStructSequence_NewType(&taken_desc);
     if (TakenType == NULL || PyModule_AddObjectRef(m, "Taken", (PyObject *)TakenType) < 0)
+        return -1;
+    MarkType = PyStructSequence_NewType(&mark_desc);
+    if (MarkType == NULL || PyModule_AddObjectRef(m, "Mark", (PyObject *)MarkType) < 0)
         return -1;
     return blog_add_type(m, &ChannelType, "Channel");
 }

@@ -1,6 +1,7 @@
-/* blogformat/_c/buf.h: the growable byte buffer both C extensions write into.
+/* blogformat/buf.h: the growable byte buffer both C extensions write into.
  *
- * blogformat/_c/ holds the C headers that blog's extension (the writer) and bread's (the
+ * blogformat holds, beside the Python of the format's values (blogformat/values.py and
+ * the modules it names), the C headers that blog's extension (the writer) and bread's (the
  * reader) share, as blogformat is the codec both sides share: this buffer, msgpack reading
  * (mpread.h) and msgpack writing (mpwrite.h). setup.py names the directory in each
  * extension's include_dirs and every header in its depends, so that a change rebuilds.

@@ -1,9 +1,10 @@
-/* blogformat/_c/mpwrite.h: msgpack writing into a Buf, byte for byte as msgpack-python
+/* blogformat/mpwrite.h: msgpack writing into a Buf, byte for byte as msgpack-python
  * packs (the smallest encoding of each int, str and bin lengths, array and map headers,
  * ExtType layouts), and the plain Python scalars as msgpack-python packs them.
  *
- * The writer's extension uses it (blog/_encode.c for values, blog/_channel.c for events);
- * what the values mean (the extension codes of docs/format.md 7) is blog/_encode.c's.
+ * The writer's extension uses it (blogformat/_valueencoding.c for values,
+ * blog/pipeline/_channel.c for events); what the values mean (the extension codes of
+ * docs/format.md 7) is blogformat/_valueencoding.c's.
  */
 #ifndef BLOGFORMAT_MPWRITE_H
 #define BLOGFORMAT_MPWRITE_H

@@ -1,7 +1,8 @@
-/* blog/_event.c: EventCall, a function decorated with @blog.event, with a C fast path;
- * its twin is blog/event.py (the wrapper), which it calls for anything but the common case.
+/* blog/integrations/_event.c: EventCall, a function decorated with @blog.event, with a C
+ * fast path; its twin is blog/integrations/event.py (the wrapper), which it calls for
+ * anything but the common case.
  */
-#include "_callpath.h"
+#include "../pipeline/_callpath.h"
 
 #include <stddef.h>
 

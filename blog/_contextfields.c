@@ -1,4 +1,5 @@
-/* Context fields (blog/contextfields.py): whether a log call has fields in context now.
+/* blog/_contextfields.c: context fields (its twin blog/contextfields.py): whether a log
+ * call has fields in context now.
  *
  * blog.contextfields hands its ContextVar over on first use (use_context); until then
  * the call paths never look at it, so an application without context pays nothing.

@@ -1,9 +1,11 @@
-/* blog/_callpath.h: the push of a log call's values, shared by the call paths (_logger.c,
- * _event.c): above the channel, which it calls, and included by no file below them. */
+/* blog/pipeline/_callpath.h: the push of a log call's values into the thread's channel
+ * (_channel.c, beside it), shared by the call paths (_logger.c beside it,
+ * blog/integrations/_event.c and _traced.c): above the channel, which it calls, and
+ * included by no file below them. */
 #ifndef BLOG_CALLPATH_H
 #define BLOG_CALLPATH_H
 
-#include "_extension.h"
+#include "../_extension.h"
 
 /* A call's values, pushed now into the calling thread's channel: plain scalars straight
  * in, else the values beyond them. 1 pushed; 0 not here (no channel for this thread yet,

@@ -1,8 +1,8 @@
-/* blog/_parts.c: event_bounds, where each event of a channel's bytes ends and its clock;
- * its twin is blog/pipeline/parts.py's walk, which reads the same bytes with
+/* blog/pipeline/_parts.c: event_bounds, where each event of a channel's bytes ends and
+ * its clock; its twin is blog/pipeline/parts.py's walk, which reads the same bytes with
  * msgpack-python. Used only for a take cut between the files of a size-rotated set.
  */
-#include "_extension.h"
+#include "../_extension.h"
 
 #include <stdint.h>
 

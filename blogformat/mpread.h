@@ -1,11 +1,12 @@
-/* blogformat/_c/mpread.h: msgpack reading, bounds-checked, for both C extensions.
+/* blogformat/mpread.h: msgpack reading, bounds-checked, for both C extensions.
  *
  * read_value() decodes one value as the Python reader (msgpack-python with blog's
  * options) would, or says it would not: the reader's extension (bread/_decode.c) walks
  * untrusted events frames with it, every read bounds-checked, nesting bounded, and any
  * byte that Python would not decode the same way answered -1 (the Python path then
  * reads the frame and reports the damage). skip_value() only finds where a value ends,
- * for bytes the writer made itself (blog/_summary.c counts a channel's events with it).
+ * for bytes the writer made itself (blog/pipeline/_summary.c counts a channel's events
+ * with it).
  */
 #ifndef BLOGFORMAT_MPREAD_H
 #define BLOGFORMAT_MPREAD_H

@@ -1,9 +1,9 @@
-/* blog/_logger.c: Method, a logger's level method (log.info and friends) with a C fast
- * path; its twin is blog/pipeline/logger.py (_make_method), which it calls for anything
+/* blog/pipeline/_logger.c: Method, a logger's level method (log.info and friends) with a
+ * C fast path; its twin is blog/pipeline/logger.py (_make_method), which it calls for anything
  * but the common case: a call site seen before (inside a context: with the same context
  * field names), values the channel takes. Then a call is: find the site by the caller's
  * instruction offset, and push the values (then the context's) into the thread's channel
- * (blog/_channel.c).
+ * (blog/pipeline/_channel.c).
  */
 #include "_callpath.h"
 
@@ -68,6 +68,9 @@ enum { SITE_CODE, SITE_FORMAT, SITE_SOURCE_ID, SITE_NARGS, SITE_NAMES, SITE_SHOW
 enum { CONTEXT_CODE, CONTEXT_SOURCE_ID, CONTEXT_NAMES, CONTEXT_TEMPLATE, CONTEXT_SHOWN,
        CONTEXT_FIELDS };
 
+/* The fields of blog.contextfields.ContextFields (the fields in context), likewise. */
+enum { CFIELDS_NAMES, CFIELDS_VALUES, CFIELDS_FIELDS };
+
 /* The site entry is this call's. */
 static inline int
 site_fits(PyObject *site, PyCodeObject *code, PyObject *fmt, Py_ssize_t nargs,
@@ -98,16 +101,18 @@ same_context_names(PyObject *cached, PyObject *names)
 }
 
 /* A call with fields in context: its values, then the context's (``ctx`` is the context
- * variable's (names, values)), pushed under the source the Python method registered for
+ * variable's ContextFields), pushed under the source the Python method registered for
  * this site and these context names. 1 pushed; 0 the Python method's; -1 error. */
 static int
 context_call(Method *self, PyCodeObject *code, int lasti, size_t h, PyObject *const *args,
              Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t nkw, PyObject *ctx)
 {
-    if (self->context_sites == NULL || !PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 2
+    if (self->context_sites == NULL || !PyTuple_Check(ctx)
+        || PyTuple_GET_SIZE(ctx) != CFIELDS_FIELDS
         || !PyUnicode_CheckExact(args[0]))   /* a computed format (any object): the slow path */
         return 0;
-    PyObject *cnames = PyTuple_GET_ITEM(ctx, 0), *cvalues = PyTuple_GET_ITEM(ctx, 1);
+    PyObject *cnames = PyTuple_GET_ITEM(ctx, CFIELDS_NAMES);
+    PyObject *cvalues = PyTuple_GET_ITEM(ctx, CFIELDS_VALUES);
     if (!PyTuple_CheckExact(cnames) || !PyTuple_CheckExact(cvalues)
         || PyTuple_GET_SIZE(cnames) != PyTuple_GET_SIZE(cvalues))
         return 0;

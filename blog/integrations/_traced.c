@@ -1,10 +1,11 @@
-/* blog/_traced.c: TracedCall, a plain function decorated with @blog.traced, with a C fast
- * path; its twin is blog/integrations/traced.py (the _Tracer and its wrapper), which it calls
- * for anything but the common case: a call whose arguments bind as _Tracer.bind_plain binds
- * them, no backtrace kept, no fields in context, the thread's channel below its limit.
- * Then the call event, the call and the return event cost no Python call of blog's.
+/* blog/integrations/_traced.c: TracedCall, a plain function decorated with @blog.traced,
+ * with a C fast path; its twin is blog/integrations/traced.py (the _Tracer and its
+ * wrapper), which it calls for anything but the common case: a call whose arguments bind
+ * as _Tracer.bind_plain binds them, no backtrace kept, no fields in context, the thread's
+ * channel below its limit. Then the call event, the call and the return event cost no
+ * Python call of blog's.
  */
-#include "_callpath.h"
+#include "../pipeline/_callpath.h"
 
 #include <stddef.h>
 
@@ -15,6 +16,10 @@ enum {
     PLAN_DEFAULTS, PLAN_REQUIRED, PLAN_LIVE, PLAN_POSITIONAL, PLAN_POSONLY, PLAN_SHOWN_AT, PLAN_RESULT,
     PLAN_FIELDS
 };
+
+/* What TracedCall reads of blog.integrations.traced.FastSources (the tracer's fast_sids),
+ * by position, likewise. */
+enum { SIDS_CALL, SIDS_RETURNED, SIDS_FIELDS };
 
 /* The most parameters a function on the fast path takes (FastPlan checks it too). */
 #define MAX_PARAMS 64
@@ -68,9 +73,9 @@ ready(TracedCall *self)
     if (sids == NULL)
         return -1;
     int r = 0;
-    if (PyTuple_Check(sids) && PyTuple_GET_SIZE(sids) == 2) {
-        long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, 0));
-        long long ret = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, 1));
+    if (PyTuple_Check(sids) && PyTuple_GET_SIZE(sids) == SIDS_FIELDS) {
+        long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, SIDS_CALL));
+        long long ret = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, SIDS_RETURNED));
         if ((c == -1 || ret == -1) && PyErr_Occurred())
             r = -1;
         else {

@@ -1,4 +1,4 @@
-"""Capturing argument values at call time, for events that are not plain scalars.
+"""Rich values: argument values that are not plain scalars, encoded at call time.
 
 Plain scalar arguments (None, bool, int, float, str, bytes) are encoded
 straight into the channel by the hot path. Anything else is encoded here, on
@@ -41,10 +41,6 @@ def encode_with_texts(tpl: Template | None, values: Sequence[Any],
     if texts:
         return EVENT_FIELDS_WITH_TEXTS, body + packb(texts)
     return EVENT_FIELDS, body
-
-
-#: The old name of encode_with_texts (``capture`` is blog.testing's and blog.stdlib's).
-capture = encode_with_texts
 
 
 def encode_values(tpl: Template | None, values: tuple, field_names: Sequence[str],

@@ -1,8 +1,11 @@
-/* blog/_encode.c: argument values as msgpack, byte for byte as blogformat/valueencoding.py
- * encodes them (docs/format.md 7), for the C fast path (blog/_channel.c's pushes).
+/* blogformat/_valueencoding.c: argument values as msgpack, byte for byte as
+ * blogformat/valueencoding.py encodes them (docs/format.md 7), for the C fast path
+ * (blog/pipeline/_channel.c's pushes). Compiled into blog's extension (blog._speedups,
+ * whose internal header, blog/_extension.h, declares what it gives the other files), as
+ * only the writer encodes: blogformat's Python never imports it.
  *
  * The plain scalars (None, bool, int within 64 bits, float, str without lone surrogates,
- * bytes) are blogformat/_c/mpwrite.h's put_scalar. put_value() adds the values whose text
+ * bytes) are blogformat/mpwrite.h's put_scalar. put_value() adds the values whose text
  * a reader derives from the value itself (blogformat.valueencoding.reproducible), so that an
  * event of them needs no texts map: list, tuple, dict, set, frozenset (of such values,
  * nested up to MAX_NEST), naive or UTC datetime and time, a datetime in a zoneinfo zone
@@ -14,7 +17,7 @@
  * Exact builtin types only, read through their C API; the zoneinfo zone's utcoffset and
  * tzname are its C methods.
  */
-#include "_extension.h"
+#include "../blog/_extension.h"
 
 #include <datetime.h>
 #include <string.h>

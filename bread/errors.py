@@ -26,5 +26,5 @@ class DamagedLog(ValueError):
 
 class ListingCut(OSError):
     """A listing of object storage stopped at its bounds of keys or time
-    (``bread.lister``): ``strerror`` says which, ``filename`` is the URL. ``bread.read``
+    (``bread.inputs.lister``): ``strerror`` says which, ``filename`` is the URL. ``bread.read``
     reports it as the URL's damage."""

@@ -278,7 +278,7 @@ def span_frames(f: BinaryIO, start: int, end: int, source: str = "",
     once: a frame belongs to the part where it begins, wherever it ends. Offsets are
     from the start of the input (``f`` at 0). Reading stops with the last frame that
     begins in the range (the next one's header is not read); an input that plans its
-    reads (``bread.objectstore.RangedFile``) is told the range, to fetch it in large
+    reads (``bread.inputs.objectstore.RangedFile``) is told the range, to fetch it in large
     blocks and nothing ahead past its end."""
     plan = getattr(f, "read_range", None)
     if plan is not None:

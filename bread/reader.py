@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import functools
-import io
 import itertools
-import os
-import sys
 from typing import (TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Mapping,
-                    Sequence, Union, cast)
-
-from blogformat.frames import MAGIC
+                    Sequence, cast)
 
 from .decoder import Decoder, Sink
 from .entries import iter_entries
 from .errors import ListingCut, OptionError
 from .events import Event, EventSink, EventStream
 from .frames import Damage, Frame, iter_frames, span_frames
-from .inputs import (STDIN, GzipInput, decompressing, expand, is_url, name_text, object_store,
-                     open_path, peek, prune, seekable, spool, store_error)
+from .inputs import CXX, Input, Inputs, Source, is_url, name_text, sniff
+from .inputs.compressed import GzipInput, seekable
 from .filters import NO_FILTER, Filter
 from .merge import MAX_HELD, SortedInput, index, merge, merger
 from .lines import LineSink, line_blocks
@@ -27,25 +22,7 @@ from .render import PrettyPrinter
 if TYPE_CHECKING:
     from datetime import tzinfo
 
-    from .objectstore import Store
-
-#: The first bytes of an input that tell a C++ binlog file (``bread.cxx.entries.is_binlog``).
-HEAD = 12
-
-
-def is_binlog(head: bytes) -> bool:
-    """``bread.cxx.entries.is_binlog``, loaded only for an input that does not begin as a
-    blog file does (its frame marker): reading blog files loads none of the C++ reading."""
-    if head[:len(MAGIC)] == MAGIC:
-        return False
-    from .cxx.entries import is_binlog as binlog_head
-    return binlog_head(head)
-#: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
-#: standard input), a URL of object storage (``s3://``, ``gs://``, ``hdfs://``, ``file://``:
-#: a file, a prefix, a pattern), a binary file object, or a list of them. gzip is read
-#: transparently.
-Source = Union[str, "os.PathLike[str]", BinaryIO,
-               Iterable[Union[str, "os.PathLike[str]", BinaryIO]]]
+    from .inputs.objectstore import Store
 
 
 class Reader:
@@ -72,16 +49,16 @@ class Reader:
     stream that cannot go back (standard input, a pipe) is first copied to a
     temporary file, since sorting reads each input twice.
 
-    With ``follow``, ``source`` is one path read as it grows (``bread.follow``): a file
+    With ``follow``, ``source`` is one path read as it grows (``bread.inputs.follow``): a file
     as ``tail -F`` reads it; a directory or a set's base name (``logs/app.blog``), its
     files, those written and those to come; iteration waits for events and never ends.
 
-    URLs are read through ``pyarrow.fs`` (``bread.objectstore``), each file by ranges;
+    URLs are read through ``pyarrow.fs`` (``bread.inputs.objectstore``), each file by ranges;
     ``storage_options`` go to its file system's constructor (``endpoint_override``,
     ``region``, ...).
     """
 
-    def __init__(self, source: Source, *, sort: bool = False, filter: Filter = NO_FILTER,
+    def __init__(self, source: Source | Inputs, *, sort: bool = False, filter: Filter = NO_FILTER,
                  span: tuple[int, int] | None = None, verified_only: bool = False,
                  follow: bool = False, storage_options: Mapping[str, Any] | None = None,
                  store: Store | None = None) -> None:
@@ -101,36 +78,25 @@ class Reader:
                 raise OptionError("follow reads a local file or directory, not a URL")
             if sort or span is not None:
                 raise OptionError("follow reads in file order, whole files: no sort, no span")
-            from .follow import Follower, follower
+            from .inputs.follow import Follower, follower
             followed = follower(source)
             if isinstance(followed, Follower):   # a directory or a set's base name
                 self._follower, source = followed, []
             else:                                # a file, as tail -F reads it
                 source = cast(BinaryIO, followed)
-        if isinstance(source, (str, os.PathLike)):
-            self._inputs: list[Any] = [source]
-        elif hasattr(source, "read"):
-            self._inputs = [source]
-        elif isinstance(source, (bytes, bytearray, memoryview)):
-            raise TypeError("bread.read takes a path or a binary file object; "
-                            "wrap bytes in io.BytesIO")
-        else:
-            self._inputs = list(source)
-            for s in self._inputs:
-                if not isinstance(s, (str, os.PathLike)) and not hasattr(s, "read"):
-                    raise TypeError(f"cannot read from {type(s).__name__}")
-        if span is not None and (len(self._inputs) != 1 or hasattr(self._inputs[0], "read")):
+        #: The inputs, found once per iteration (the command line's: found once for good).
+        self._inputs = source if isinstance(source, Inputs) else Inputs(
+            source, store, storage_options)
+        if span is not None and (len(self._inputs.sources) != 1
+                                 or hasattr(self._inputs.sources[0], "read")):
             raise OptionError("a span is a part of one file: give one path")
         self.damage: list[Damage] = []
         self.notices: list[Any] = []
         self.summaries: list[Any] = []
-        self.skipped: list[str] = []        # files left unread: outside the time window
-        self._manifests: dict = {}
+        #: Files left unread: outside the time window.
+        self.skipped: list[str] = self._inputs.skipped
         self.headers: list[Any] = []
-        self._store = (store if store is not None     # (the CLI's: each URL listed once)
-                       else object_store(self._inputs, storage_options))   # None: no URL
         self.unknown_sources = 0
-        self._named: set[str] = set()   # inputs given by name: not a blog file is an error
 
     @property
     def unverified(self) -> int:
@@ -161,26 +127,35 @@ class Reader:
         return self._in_file_order(sink)
 
     def _in_file_order(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]:
-        for f, name in self._files():
-            yield from self._decoded(f, name, sink)
+        for inp in self._each():
+            f = self._open(inp)
+            if f is None:
+                continue
+            try:
+                yield from self._decoded(f, inp.name, sink, named=inp.named)
+                self._after(inp, f)
+            finally:
+                inp.close(f)
 
     def _whole(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink]
                ) -> Iterator[Any]:
         """One input opened elsewhere (a followed directory's file), decoded to its end."""
         yield from self._decoded(f, name, sink)
-        self._after(f, name)
+        if isinstance(f, GzipInput) and f.error is not None:
+            self.damage.append(Damage(f.pos, 0, f.error, name))
 
     def _decoded(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
-                 keyed: bool = False) -> Iterator[Any]:
-        """One input, decoded into what its sink gives (with ``keyed``, runs to merge)."""
-        head, f = peek(f, HEAD)
-        if is_binlog(head):
+                 keyed: bool = False, named: bool = False) -> Iterator[Any]:
+        """One input, decoded into what its sink gives (with ``keyed``, runs to merge);
+        ``named``: given itself (not a blog file: NotABlogFile)."""
+        kind, f = sniff(f)
+        if kind == CXX:
             yield from self._binlog(f, name, sink, keyed)
             return
         stream = self._stream((), name)
         decoder = Decoder(stream, sink(stream), self.filter, name, keyed)
         try:
-            yield from decoder.outputs(iter_entries(self._frames(f, name), name,
+            yield from decoder.outputs(iter_entries(self._frames(f, name, named), name,
                                                     raw_events=True, columns=decoder.columns))
         finally:
             self.unknown_sources += stream.unknown_sources
@@ -208,30 +183,27 @@ class Reader:
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
         """All inputs merged by time (``bread.merge``)."""
         inputs: list[SortedInput] = []
-        for opener, name in self._openers():
-            try:
-                f = opener()
-            except OSError as exc:
-                if not is_url(name):
-                    raise
-                self._unreadable(exc, name)
+        for inp in self._each():
+            inp = inp.again()
+            f = self._open(inp)
+            if f is None:
                 continue
             try:
-                head, g = peek(f, HEAD)
-                if is_binlog(head):
+                kind, g = sniff(f)
+                if kind == CXX:
                     from .cxx.merging import index as binlog_index   # (C++ files only)
                     idx = binlog_index(g)
                 else:
-                    idx = index(g, name, name in self._named)
+                    idx = index(g, inp.name, inp.named)
             finally:
                 f.close()
-            failed = store_error(f) if is_url(name) else None
+            failed = inp.store_error(f)
             if failed is not None:   # (its index would not be that of the frames read next)
                 self.damage.append(Damage(0, 0, f"{failed}: none of it is read, sorted",
-                                          name))
+                                          inp.name))
                 continue
-            inputs.append(SortedInput(idx, len(inputs), self._input_runs(opener, name, sink),
-                                      name))
+            inputs.append(SortedInput(idx, len(inputs), self._input_runs(inp, sink),
+                                      inp.name))
         if not text:
             yield from merge(inputs, merger(text=False, max_out=EventSink.CHUNK))
             return
@@ -246,41 +218,18 @@ class Reader:
                     inp.name))
         yield from merge(inputs, merger(text=True), MAX_HELD, early)
 
-    def _input_runs(self, opener: Callable[[], BinaryIO], name: str,
-                    sink: Callable[[EventStream], Sink]) -> Callable[[], Iterator[Any]]:
+    def _input_runs(self, inp: Input, sink: Callable[[EventStream], Sink]
+                    ) -> Callable[[], Iterator[Any]]:
         def start() -> Iterator[Any]:
-            try:
-                f = opener()
-            except OSError as exc:   # (a URL's: it opened for the first pass)
-                if not is_url(name):
-                    raise
-                self._unreadable(exc, name)
+            f = self._open(inp)   # (a URL's that fails: it opened for the first pass)
+            if f is None:
                 return
             try:
-                yield from self._decoded(f, name, sink, keyed=True)
-                self._after(f, name)
+                yield from self._decoded(f, inp.name, sink, keyed=True)
+                self._after(inp, f)
             finally:
                 f.close()
         return start
-
-    def _openers(self) -> Iterator[tuple[Callable[[], BinaryIO], str]]:
-        """Each input as a way to open it (again): sorting reads every input twice."""
-        for inp in self._inputs:
-            if hasattr(inp, "read"):
-                if isinstance(inp, io.TextIOBase):
-                    raise TypeError("bread needs a binary file object (open the file with 'rb')")
-                name = name_text(getattr(inp, "name", "<stream>"))
-                raw = inp if seekable(inp) else spool(inp)
-                self._named.add(name)
-                yield _reopener(raw), name
-                continue
-            for path in self._named_paths(inp):
-                if path == STDIN:
-                    yield _reopener(spool(sys.stdin.buffer)), path
-                else:
-                    name = name_text(path)
-                    yield functools.partial(open_path, path, self._store,
-                                            found=name not in self._named), name
 
     def text(self, printer: PrettyPrinter, *, escape: bool = False) -> Iterator[bytes]:
         """The events as text lines rendered by ``printer``, in UTF-8 blocks (what ``bread``
@@ -357,72 +306,40 @@ class Reader:
         yield from s.python(iter(self))
         yield from s.finish()
 
-    def _files(self) -> Iterator[tuple[BinaryIO, str]]:
-        """Each input, opened and decompressed as needed, with its name."""
-        for inp in self._inputs:
-            if hasattr(inp, "read"):
-                if isinstance(inp, io.TextIOBase):
-                    raise TypeError("bread needs a binary file object (open the file with 'rb')")
-                name = name_text(getattr(inp, "name", "<stream>"))
-                f = decompressing(inp)
-                self._named.add(name)
-                yield f, name
-                self._after(f, name)
+    def _each(self) -> Iterator[Input]:
+        """Each input, found (``bread.inputs``), but those the filter's time window leaves
+        out by their manifest (``skipped``); a listing cut at its bounds is damage."""
+        for inp in self._inputs.kept(self.filter.since, self.filter.until):
+            if isinstance(inp, ListingCut):   # (a store's listing that never ends)
+                self.damage.append(Damage(0, 0, inp.strerror or "", name_text(inp.filename)))
                 continue
-            for path in self._named_paths(inp):
-                name = name_text(path)   # the file's name as text: valid UTF-8
-                try:
-                    f = open_path(path, self._store, found=name not in self._named)
-                except OSError as exc:
-                    if not is_url(path):
-                        raise
-                    self._unreadable(exc, name)
-                    continue
-                try:
-                    yield f, name
-                    self._after(f, name)
-                finally:
-                    if path != STDIN:
-                        f.close()
+            yield inp
 
-    def _paths(self, inp: Any) -> list[str]:
-        """The files a path, pattern or directory stands for, less those its directory's
-        manifest shows to be outside the filter's time window (listed in ``skipped``); none
-        for a URL whose listing was cut (``ListingCut``: its damage)."""
+    def _open(self, inp: Input) -> BinaryIO | None:
+        """``inp`` opened; None for an object listed that does not open (deleted since, its
+        store failing): damage naming it, and the other inputs read."""
         try:
-            found = expand([inp], self._store)
-        except ListingCut as exc:     # (a store's listing that never ends: its damage)
-            self.damage.append(Damage(0, 0, exc.strerror or "", name_text(exc.filename)))
-            return []
-        kept, skipped = prune(found, self.filter.since, self.filter.until, self._manifests,
-                              self._store)
-        self.skipped += skipped
-        return kept
+            return inp.open()
+        except OSError as exc:
+            if not inp.url:
+                raise
+            self.damage.append(Damage(0, 0, f"the object does not open: {exc.strerror}",
+                                      inp.name))
+            return None
 
-    def _named_paths(self, inp: Any) -> list[str]:
-        """``_paths``, the input noted in ``_named`` if it is a file named itself."""
-        paths = self._paths(inp)
-        if paths == [os.fspath(inp)]:
-            self._named.add(name_text(paths[0]))
-        return paths
-
-    def _frames(self, f: BinaryIO, name: str) -> Iterator[Frame | Damage]:
+    def _frames(self, f: BinaryIO, name: str, named: bool) -> Iterator[Frame | Damage]:
         """The input's frames: all of them, or those of the span."""
         if self.span is None:
-            return iter_frames(f, name, self.verified_only, name in self._named)
+            return iter_frames(f, name, self.verified_only, named)
         if isinstance(f, GzipInput) or not seekable(f):
             raise OptionError(f"{name}: a span needs an uncompressed file that can seek")
         return span_frames(f, *self.span, name, self.verified_only)
 
-    def _after(self, f: Any, name: str) -> None:
+    def _after(self, inp: Input, f: BinaryIO) -> None:
         """The damage that ended an input early: a gzip stream's, a URL's failed read."""
-        if (isinstance(f, (GzipInput, _Unclosed)) or is_url(name)) and f.error is not None:
-            self.damage.append(Damage(f.pos, 0, f.error, name))
-
-    def _unreadable(self, exc: OSError, name: str) -> None:
-        """An object listed that does not open (deleted since, its store failing): damage
-        naming it, and the other inputs read."""
-        self.damage.append(Damage(0, 0, f"the object does not open: {exc.strerror}", name))
+        ended = inp.ended(f)
+        if ended is not None:
+            self.damage.append(ended)
 
     def _stream(self, entries: Iterable[Any], name: str) -> EventStream:
         stream = EventStream(entries, name)
@@ -435,34 +352,6 @@ class Reader:
 
 def _events(stream: EventStream) -> EventSink:
     return EventSink()
-
-
-class _Unclosed:
-    """A seekable stream opened again from its start; closing it leaves it open."""
-
-    def __init__(self, raw: BinaryIO, start: int) -> None:
-        raw.seek(start)
-        self._f = decompressing(raw)
-        self.name = getattr(raw, "name", "<stream>")
-
-    def read(self, n: int = -1) -> bytes:
-        return self._f.read(n)
-
-    @property
-    def error(self) -> str | None:
-        return getattr(self._f, "error", None)
-
-    @property
-    def pos(self) -> int:
-        return getattr(self._f, "pos", 0)
-
-    def close(self) -> None:
-        pass
-
-
-def _reopener(raw: BinaryIO) -> Callable[[], BinaryIO]:
-    start = raw.tell()
-    return lambda: _Unclosed(raw, start)  # type: ignore[return-value]
 
 
 def read(source: Source, *, sort: bool = False, min_severity: int | str | None = None,

@@ -7,7 +7,7 @@ Spark as Arrow record batches. Each file is a partition; a file larger than
 ``splitBytes`` is split into several at byte offsets, each reading the frames
 that begin in its range (``bread.frames.span_frames``: every event once,
 whatever the cut), so that one big file uses every core. Paths may be URLs of
-object storage (``s3://``, ``gs://``, ``hdfs://``, ``file://``: ``bread.objectstore``),
+object storage (``s3://``, ``gs://``, ``hdfs://``, ``file://``: ``bread.inputs.objectstore``),
 with the options ``endpoint`` and ``region``; a part of a large object fetches
 only its byte range and the metadata before it. ``docs/spark.md`` says more: the
 schema, the options, running on a cluster.
@@ -24,7 +24,7 @@ from __future__ import annotations
 import errno
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, cast
+from typing import Any, Iterator, Mapping, Sequence, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -33,16 +33,13 @@ from pyspark.sql.types import StructType
 from blogformat.frames import HEADER_SIZE, parse_header
 
 from .columnar.batches import COLUMNS, portable
-from .cxx.entries import is_binlog
-from .errors import DamagedLog, NotABlogFile, OptionError
+from .errors import DamagedLog, ListingCut, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
-from .inputs import GzipInput, expand, name_text, object_store, open_path, prune, store_error
+from .inputs import CXX, Input, Inputs, kind_of
+from .inputs.compressed import GzipInput
 from .columnar import tables
 from .columnar.typedsink import TypedTable, find_kinds
 from .reader import Reader
-
-if TYPE_CHECKING:
-    from .objectstore import Store
 
 __all__ = ["BlogDataSource", "SCHEMA", "events", "register"]
 
@@ -153,15 +150,18 @@ class BlogReader(DataSourceReader):
 
     def partitions(self) -> list[FilePart]:
         # Files that their directory's manifest shows outside since/until are not opened.
-        store = object_store(self.paths, self.storage)
-        files, _ = prune(list(expand(self.paths, store)), self._window.since,
-                         self._window.until, store=store)
-        sizes = {path: _split_size(path, store) for path in files}   # each opened once
+        found: list[Input] = []
+        for inp in Inputs(self.paths, storage_options=self.storage).kept(
+                self._window.since, self._window.until):
+            if isinstance(inp, ListingCut):
+                raise inp
+            found.append(inp)
+        sizes = [_split_size(inp) for inp in found]   # each opened once
+        files = [cast(str, inp.source) for inp in found]   # (paths: no file object here)
         if self.sorted:    # one task merges every input by time
             return [FilePart(files)]
         parts = []
-        for path in files:
-            size = sizes[path]
+        for path, size in zip(files, sizes):
             if size is None or size <= self.split:
                 parts.append(FilePart([path]))
                 continue
@@ -295,23 +295,23 @@ def _time(value: str | None) -> int | str | None:
     return value
 
 
-def _split_size(path: str, store: Store | None = None) -> int | None:
+def _split_size(inp: Input) -> int | None:
     """The size of a log file that may be split at byte offsets; None for a gzip file or a
     C++ binlog file (read whole, by one task: its entries cannot be split at a byte
     offset). A file that is not a log fails the query, naming it, as does an object whose
     store fails (OSError: its URL, the reason)."""
-    f = open_path(path, store)
+    f = inp.open()
     try:
         head = f.read(HEADER_SIZE)
         size = None if isinstance(f, GzipInput) else f.seek(0, 2)
-        failed = store_error(f)
+        failed = inp.store_error(f)
     finally:
         f.close()
     if failed is not None:    # (an object whose store failed: not taken for a non-log)
-        raise OSError(errno.EIO, failed, name_text(path))
-    if is_binlog(head):
+        raise OSError(errno.EIO, failed, inp.name)
+    if kind_of(head) == CXX:
         return None
     if len(head) < HEADER_SIZE or parse_header(head) is None:
-        raise NotABlogFile(f"{name_text(path)}: not a blog log file (it does not begin with a "
+        raise NotABlogFile(f"{inp.name}: not a blog log file (it does not begin with a "
                            "frame)")
     return size

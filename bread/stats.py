@@ -14,33 +14,30 @@ from __future__ import annotations
 import collections
 import datetime as _dt
 import os
-from typing import Any
+from typing import Any, cast
 
 from blogformat.entries import Dropped, Lost
 from blogformat.severity import Severity
 
-from .errors import NotABlogFile
+from .errors import ListingCut, NotABlogFile
 from .frames import Damage
-from .inputs import STDIN, expand, name_text
-from .reader import Reader, Source
+from .inputs import Input, Inputs, Source, name_text
+from .reader import Reader
 from .render import escape_controls
 
 _MARKS = {"CRITICAL": "#", "ERROR": "#", "WARNING": "+", "INFO": "=", "DEBUG": ".", "TRACE": "."}
 
 
-def collect(source: Source) -> dict:
-    """The statistics of ``source`` (what ``bread.read`` takes), as a JSON-ready dict. An
-    input named itself that is not a blog file raises NotABlogFile; one that a directory
-    or pattern stands for is damage, as ``bread.read`` reads them."""
-    if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
-        named: list[Any] = [source]
-    else:
-        named = list(source)
-    inputs: list[tuple[Any, bool]] = []   # (a file, whether it was named itself)
-    for one in named:
-        found = expand([one]) if isinstance(one, (str, os.PathLike)) else [one]
-        whole = not isinstance(one, (str, os.PathLike)) or found in ([os.fspath(one)], [STDIN])
-        inputs += [(f, whole) for f in found]
+def collect(source: Source | Inputs) -> dict:
+    """The statistics of ``source`` (what ``bread.read`` takes, or its inputs found: the
+    command line's), as a JSON-ready dict. An input named itself that is not a blog file
+    raises NotABlogFile; one that a directory or pattern stands for is damage, as
+    ``bread.read`` reads them."""
+    inputs: list[Input] = []
+    for inp in source if isinstance(source, Inputs) else Inputs(source):
+        if isinstance(inp, ListingCut):
+            raise inp
+        inputs.append(inp)
     by_sev: collections.Counter = collections.Counter()
     by_cat: collections.Counter = collections.Counter()
     by_site: collections.Counter = collections.Counter()
@@ -53,8 +50,8 @@ def collect(source: Source) -> dict:
     damage: list = []
     notices: list = []
     unknown = unverified = 0
-    for one, whole in inputs:   # one reader per file: each file's streams and Summary entries
-        reader = Reader(one)
+    for one in inputs:   # one reader per file: each file's streams and Summary entries
+        reader = Reader(Inputs.of([Input(one.source, True, one.store)]))
         read = 0
         try:
             for b in reader.batches(cols, arrow=False):
@@ -73,15 +70,16 @@ def collect(source: Source) -> dict:
                     if last is None or t > last:
                         last = t
         except NotABlogFile as exc:   # raised before any batch
-            if whole:
+            if one.named:
                 raise
-            damage.append(Damage(0, os.path.getsize(one), str(exc), name_text(one)))
+            damage.append(Damage(0, os.path.getsize(cast(str, one.source)), str(exc),
+                                 one.name))
         n += read
         damage += reader.damage
         notices += reader.notices
         unknown += reader.unknown_sources
         unverified += reader.unverified
-        files.append(_closing(one, reader, read))
+        files.append(_closing(one.source, reader, read))
     dropped = sum(x.count for x in notices if isinstance(x, Dropped))
     lost = sum(x.events for x in notices if isinstance(x, Lost))
     span = (last - first) / 1e9 if first is not None and last is not None else 0.0

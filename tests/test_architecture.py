@@ -231,9 +231,9 @@ def test_the_reader_loop_exists_once():
 
 
 def test_object_storage_is_read_through_one_module():
-    # pyarrow.fs, the one file-system layer of URLs, is imported by bread.objectstore alone
-    # (and bread.lister, the child that lists a prefix for it, bounded); the other modules
-    # reach object storage through bread.inputs (expand, prune, open_path).
+    # pyarrow.fs, the one file-system layer of URLs, is imported by bread.inputs.objectstore
+    # alone (and bread.inputs.lister, the child that lists a prefix for it, bounded); the other
+    # modules reach object storage through bread.inputs (Inputs, Input.open).
     for name, tree in _modules().items():
         for node in ast.walk(tree):
             found = []
@@ -242,7 +242,7 @@ def test_object_storage_is_read_through_one_module():
             elif isinstance(node, ast.Import):
                 found = [a.name for a in node.names]
             if any(m.startswith("pyarrow.fs") for m in found):
-                assert name in ("bread.objectstore", "bread.lister"), name
+                assert name in ("bread.inputs.objectstore", "bread.inputs.lister"), name
 
 
 def test_blog_chooses_each_c_twin_once_at_import():
@@ -290,3 +290,31 @@ def test_the_tests_python_path_reaches_every_c_choice(monkeypatch):
             and value.__module__ == "blog._speedups"]
     assert left == []
     assert all(getattr(m, n) is python for m, n, python in python_twins())
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    """The names a module imports from a module of its own package (``from .inputs import
+    expand``, ``from ..cxx.entries import is_binlog``)."""
+    return {a.name for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level for a in node.names}
+
+
+#: What finds the files a name stands for and what tells the kind of an input by its first
+#: bytes, and the modules of bread.inputs that use them. Every other reader (the command
+#: line, Reader, Spark, stats) goes through bread.inputs' Inputs and Input: found once,
+#: opened and judged in one place (issue 39: they were found three times, judged in three).
+#: (bread.columnar.parquet expands its inputs once, then reads them as found files.)
+INPUT_DECISIONS = {"expand": {"bread.inputs", "bread.inputs.paths", "bread.inputs.opener",
+                              "bread.inputs.objectstore", "bread.columnar.parquet"},
+                   "is_binlog": {"bread.inputs.opener", "bread.cxx.entries"},
+                   "set_files": {"bread.inputs.paths"},
+                   "decompressing": {"bread.inputs.compressed", "bread.inputs.opener",
+                                     "bread.inputs.follow"}}
+
+
+def test_inputs_are_found_opened_and_judged_in_one_place():
+    for name, tree in _modules().items():
+        if not name.startswith("bread"):
+            continue
+        for what in sorted(_imported_names(tree) & set(INPUT_DECISIONS)):
+            assert name in INPUT_DECISIONS[what], (name, what)

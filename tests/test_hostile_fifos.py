@@ -11,7 +11,7 @@ import pytest
 
 import bread
 from bread import cli
-from bread.tail import Tail
+from bread.inputs.tail import Tail
 
 from crafted import log_to
 from helpers import python_child

@@ -1,4 +1,4 @@
-"""Reading from object storage (bread.objectstore): an S3 prefix, object, pattern or file://
+"""Reading from object storage (bread.inputs.objectstore): an S3 prefix, object, pattern or file://
 URL gives what the same local directory gives, fetched by ranges, with the manifest's time
 skipping; without pyarrow a URL says which extra to install.
 
@@ -22,7 +22,7 @@ import bread
 from blogformat.frames import FRAME_EVENTS, HEADER_SIZE, parse_header
 from blogstore import manifest
 from bread.frames import CHUNK, span_frames
-from bread.objectstore import MAX_BLOCK, MIN_BLOCK, RangedFile, Store
+from bread.inputs.objectstore import MAX_BLOCK, MIN_BLOCK, RangedFile, Store
 
 from helpers import StubS3, python_child, run_cli
 
@@ -433,7 +433,7 @@ def test_an_object_whose_request_hangs_times_out_as_damage(stub, monkeypatch):
 
 
 def test_the_store_s_timeouts_default_and_come_from_the_environment(monkeypatch):
-    from bread.objectstore import timeouts
+    from bread.inputs.objectstore import timeouts
     monkeypatch.delenv("BREAD_STORE_TIMEOUT", raising=False)
     assert timeouts() == {"connect_timeout": 10, "request_timeout": 30}
     monkeypatch.setenv("BREAD_STORE_TIMEOUT", "120")
@@ -480,7 +480,7 @@ def test_credentials_in_a_url_are_refused_and_never_shown(url, capsys):
     assert code == 2 and "wJalr" not in err and "AKIAEXAMPLE" not in err
 
 
-# --- a listing that never ends: bounded in keys, memory and time (bread.lister) ---------------
+# --- a listing that never ends: bounded in keys, memory and time (bread.inputs.lister) ------------
 
 def bread_child(endpoint: str, url: str, **env: str) -> subprocess.CompletedProcess:
     """``bread --endpoint ENDPOINT URL`` run in a child with ``env`` added, bounded to a
@@ -549,7 +549,7 @@ def test_the_command_line_lists_a_prefix_once(stored, s3, monkeypatch, capsys):
     # Proves: `bread PREFIX` (text, whose C++ check opens the inputs first; and -s) lists
     # the prefix once: each listing is a child process, and it was listed two or three
     # times (the inputs' check, the C++ check, then the reader).
-    import bread.objectstore as objectstore
+    import bread.inputs.objectstore as objectstore
     _, url, opts = stored
     calls = []
     real = objectstore.listed

@@ -35,8 +35,9 @@ OPTIONAL = (
     "bread.columnar.batches", "bread.columnar.parquet", "bread.columnar.tables",
     "bread.columnar.typedsink",
     "bread.export", "bread.compact", "bread.spark", "bread.stats", "bread.recover",
-    "bread.follow", "bread.tail", "bread._binlog", "bread.cxx.entries", "bread.cxx.text",
-    "bread.cxx.events", "bread.cxx.values", "bread.cxx.render",
+    "bread.inputs.follow", "bread.inputs.tail", "bread.inputs.objectstore", "bread._binlog",
+    "bread.cxx.entries", "bread.cxx.text", "bread.cxx.events", "bread.cxx.values",
+    "bread.cxx.render",
     "bread.cli.stats", "bread.cli.compact", "bread.cli.export", "bread.cli.recover",
     "logging", "importlib.metadata", "concurrent.futures", "asyncio", "socket", "pytz",
     "hashlib", "tempfile", "pyarrow", "pyspark",
@@ -171,8 +172,8 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
     # bread.reader imports bread.columnar.batches, and with it bread.export, for read_batches)
     assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest",
                                     "bread.columnar.batches", "bread.export"}
-    # Object storage (bread.objectstore, pyarrow.fs) is loaded for a URL only.
-    assert "bread.objectstore" not in mods and "pyarrow" not in mods
+    # Object storage (bread.inputs.objectstore, pyarrow.fs) is loaded for a URL only.
+    assert "bread.inputs.objectstore" not in mods and "pyarrow" not in mods
     assert [m for m in mods if m.split(".")[0] == "blog"] == []
     assert [m for m in mods if m in LATE_STDLIB] == []
     assert _slow_imports(mods) == {}

@@ -7,24 +7,22 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, Sequence, TypeVar
 
 from blogformat import __version__
-from blogformat.frames import MAGIC
 from blogformat.severity import to_severity
-from blogstore.posix import O_CLOEXEC, O_NONBLOCK
 
 from ..entries import Dropped, Lost, Recovered
-from ..errors import ListingCut, NotABlogFile, OptionError
+from ..errors import NotABlogFile, OptionError
 from ..filters import Filter, parse_time
-from ..inputs import STDIN, expand, is_url, name_text, object_store
+from ..inputs import STDIN, Inputs, is_url, name_text, object_store
 from ..reader import Reader
 from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,
                       escape_controls)
 from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE, Parser, subcommand
 
 if TYPE_CHECKING:
-    from ..objectstore import Store
+    from ..inputs.objectstore import Store
 
 T = TypeVar("T")
 
@@ -146,22 +144,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def open_inputs(names: Sequence[str], store: Store | None = None) -> list[str]:
-    """The files to read (patterns, directories and prefixes expanded, standard input if
-    none), each checked to open (a URL's, listed by ``store``, which the reader is then
-    given: a URL is listed once): OSError (``cannot_open`` says it); ImportError for a URL
-    without pyarrow. A URL whose listing is cut at its bounds is left to the reader
-    (``ListingCut``: its damage)."""
-    paths: list[str] = []
-    for name in names or [STDIN]:
-        try:
-            paths.extend(expand([name], store))
-        except ListingCut:
-            pass
-    for path in paths:
-        if path != STDIN and not is_url(path):   # (a FIFO: checked, not waited on)
-            os.close(os.open(path, os.O_RDONLY | O_NONBLOCK | O_CLOEXEC))
-    return paths
+def open_inputs(names: Sequence[str], store: Store | None = None) -> Inputs:
+    """The inputs to read, found once (patterns, directories and prefixes expanded,
+    standard input if none: ``bread.inputs``), each checked to open (a URL's listed by
+    ``store``, which the reader then reads through); OSError (``cannot_open`` says it);
+    ImportError for a URL without pyarrow. A URL whose listing is cut at its bounds is
+    left to the reader (its damage)."""
+    return Inputs(list(names) or [STDIN], store).found().check()
 
 
 def storage_options(args: argparse.Namespace) -> dict:
@@ -245,27 +234,15 @@ def _as_cxx_bread(args: argparse.Namespace) -> bool:
                  args.grep)))
 
 
-def _begins_as_blog(path: str) -> bool:
-    """True if the file begins with a blog frame (so not every input is a C++ binlog file,
-    and the C++ reading need not be loaded); False for standard input, or where unsure."""
-    if path == STDIN:
-        return False
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
-
-
-def cxx_bread(cxx_text: Any, paths: list[str], args: argparse.Namespace) -> int:
+def cxx_bread(inputs: Inputs, args: argparse.Namespace) -> int:
     """Print C++ binlog files as the C++ bread does (without -f or -d, in its default
     formats, whatever blog's are); the exit status."""
+    from ..cxx import text as cxx_text
     fmt = cxx_text.DEFAULT_FORMAT if args.format == DEFAULT_FORMAT else args.format
     date = (cxx_text.DEFAULT_DATE_FORMAT if args.date_format == DEFAULT_DATE_FORMAT
             else args.date_format)
     try:
-        ok = cxx_text.print_paths(paths, fmt, date, args.sort,
-                                  args.escape != "never")
+        ok = cxx_text.print_inputs(inputs, fmt, date, args.sort, args.escape != "never")
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -290,13 +267,12 @@ def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) ->
         store = object_store(args.inputs, storage)
     except ImportError as exc:
         return cannot_read_urls(exc)
+    found: Inputs | None = None    # (found once: checked, judged, then read)
     if _as_cxx_bread(args):
         try:
-            paths = open_inputs(args.inputs, store)
-            if paths and not is_url(paths[0]) and not _begins_as_blog(paths[0]):
-                from ..cxx import text as cxx_text
-                if cxx_text.all_binlog(paths):
-                    return cxx_bread(cxx_text, paths, args)
+            found = open_inputs(args.inputs, store)
+            if found.all_cxx():
+                return cxx_bread(found, args)
         except OSError as exc:
             return cannot_open(exc)
         except ImportError as exc:
@@ -325,10 +301,10 @@ def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) ->
             reader = Reader(args.inputs[0], filter=flt, verified_only=args.verified_only,
                             follow=True)
         else:   # as named: a file found in a directory that is not a blog file is damage
-            open_inputs(args.inputs, store)
-            reader = Reader(list(args.inputs) or [STDIN], sort=args.sort, filter=flt,
-                            verified_only=args.verified_only, storage_options=storage,
-                            store=store)
+            if found is None:
+                found = open_inputs(args.inputs, store)
+            reader = Reader(found, sort=args.sort, filter=flt,
+                            verified_only=args.verified_only)
     except OSError as exc:
         return cannot_open(exc)
     except ImportError as exc:

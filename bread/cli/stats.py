@@ -10,7 +10,6 @@ import sys
 from .. import stats
 from .options import Parser, subcommand
 from ..errors import NotABlogFile
-from ..inputs import STDIN
 from .read import cannot_open, not_blog, open_inputs
 
 
@@ -25,11 +24,11 @@ def parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """``bread stats [-o json] FILE...``; the same exit codes as bread."""
     try:
-        open_inputs(args.inputs)
+        found = open_inputs(args.inputs)
     except OSError as exc:
         return cannot_open(exc)
     try:   # as named: a file found in a directory that is not a blog file is damage
-        counted = stats.collect(list(args.inputs) or [STDIN])
+        counted = stats.collect(found)
     except NotABlogFile as exc:
         return not_blog(exc)
     if args.output == "json":

@@ -31,7 +31,8 @@ from blogformat.valuedecoding import unpacker
 from blogstore.posix import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW
 
 from ..frames import Skim
-from ..inputs import GzipInput, expand, open_path
+from ..inputs import expand, open_path
+from ..inputs.compressed import GzipInput
 from ..reader import Reader
 from . import tables
 

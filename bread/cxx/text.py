@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator
 
-from ..inputs import STDIN, open_path
+from ..errors import ListingCut
 from ..render import escape_controls
 from .. import accel
-from .entries import BinlogError, is_binlog
+from .entries import BinlogError
 from .events import cxx_events
 from .fastpath import print_lines
 from .render import CxxPrinter, as_bytes
+
+if TYPE_CHECKING:
+    from ..inputs import Inputs
 
 #: The C++ bread's words before the message of what stopped it.
 EXCEPTION = "[bread] Exception: "
 #: The C++ bread's formats when none is given.
 DEFAULT_FORMAT = "%S %C [%d] %n %m (%G:%L)"
 DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S.%N"
-#: Bytes that tell a C++ binlog file: a size and a tag.
-HEAD = 12
 
 
 def print_files(files: Iterable[BinaryIO], printer: CxxPrinter, sort: bool,
@@ -61,19 +62,6 @@ def print_files(files: Iterable[BinaryIO], printer: CxxPrinter, sort: bool,
     return ok
 
 
-def _head(path: str) -> bytes:
-    """The first bytes of an input, leaving it unread (standard input: peeked)."""
-    if path == STDIN:
-        stdin = sys.stdin.buffer
-        peek = getattr(stdin, "peek", None)
-        return peek(HEAD)[:HEAD] if peek is not None else b""
-    f = open_path(path)
-    try:
-        return f.read(HEAD)
-    finally:
-        f.close()
-
-
 #: The UTF-8 of what ``escape_controls`` escapes, but the newline that ends each line: C0
 #: (but tab and newline), DEL, C1 (U+0080..U+009F) and the bidirectional format characters.
 _RAW = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c"
@@ -84,15 +72,11 @@ _PLAIN = bytes(b for b in range(256)
                if not (b < 0x20 and b not in (0x09, 0x0a) or b in (0x7f, 0xc2, 0xd8, 0xe2)))
 
 
-def all_binlog(paths: Sequence[str]) -> bool:
-    """True if every input is a C++ binlog file (by its first bytes: ``entries.is_binlog``)."""
-    return bool(paths) and all(is_binlog(_head(p)) for p in paths)
-
-
-def print_paths(paths: Sequence[str], event_format: str, date_format: str, sort: bool,
-                escape: bool) -> bool:
-    """``bread [-f F] [-d D] [-s] FILE...`` for C++ binlog files, on standard output; False
-    after damage. ``escape``: control and bidirectional format characters escaped as in
+def print_inputs(inputs: Inputs, event_format: str, date_format: str, sort: bool,
+                 escape: bool) -> bool:
+    """``bread [-f F] [-d D] [-s] FILE...`` for C++ binlog files (``inputs``, found and
+    judged by ``bread.inputs``), on standard output; False after damage. ``escape``:
+    control and bidirectional format characters escaped as in
     blog files' text (the default); without it, the bytes the C++ bread prints."""
     printer = CxxPrinter(event_format, date_format)
     out = sys.stdout.buffer
@@ -107,13 +91,14 @@ def print_paths(paths: Sequence[str], event_format: str, date_format: str, sort:
             return out.write(as_bytes("\n".join(escape_controls(x) for x in lines)))
 
     def files() -> Iterator[BinaryIO]:
-        for p in paths:
-            f = open_path(p)
+        for inp in inputs:
+            if isinstance(inp, ListingCut):   # (a URL's: the C++ files are local ones)
+                continue
+            f = inp.open()
             try:
                 yield f
             finally:
-                if p != STDIN:
-                    f.close()
+                inp.close(f)
     ok = print_files(files(), printer, sort, write, sys.stderr.write)
     out.flush()
     return ok

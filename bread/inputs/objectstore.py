@@ -22,7 +22,7 @@ there, its reason in ``error`` (``bread.read`` reports it in ``damage`` with the
 each store's first object is checked to answer a ranged read with the bytes asked
 (a server that ignores ``Range``: every object of it is damage). S3 requests time out
 (``timeouts``). A prefix of S3 or GCS is listed by a child process, bounded in keys,
-memory and time (``bread.lister``: a listing that never ends is cut, ``ListingCut``).
+memory and time (``bread.inputs.lister``: a listing that never ends is cut, ``ListingCut``).
 A URL with credentials in it (``s3://KEY:SECRET@bucket/``) is refused,
 never shown (``check_url``).
 """
@@ -39,7 +39,7 @@ from blogstore import manifest
 from blogstore.catalog import DAMAGED
 from blogstore.fileset import LOG_SUFFIXES
 
-from .errors import ListingCut, OptionError
+from ..errors import ListingCut, OptionError
 from .lister import listed
 
 #: Names of files being made (left out of a pattern's matches, as in a directory).
@@ -54,7 +54,7 @@ _MAGIC = "*?["
 CONNECT_TIMEOUT = 10
 REQUEST_TIMEOUT = 30
 TIMEOUT_VARIABLE = "BREAD_STORE_TIMEOUT"
-#: Stores whose listings come in pages (listed by ``bread.lister``, bounded).
+#: Stores whose listings come in pages (listed by ``bread.inputs.lister``, bounded).
 PAGED = ("s3", "gcs")
 #: Bytes of a store's first object read again from offset 1 (``RangedFile.check_ranges``).
 _PROBE = 64
@@ -165,9 +165,9 @@ class Store:
     def _children(self, fs: Any, path: str, url: str, recursive: bool = False) -> list[Any]:
         """The entries under ``path`` (of ``url``): only those whose name is below it (a
         listing's names are data; anything else it gives is left out). A paged store's
-        listing is bounded (``bread.lister``): ListingCut naming ``url`` past its bounds."""
+        listing is bounded (``bread.inputs.lister``): ListingCut naming ``url`` past its bounds."""
         pafs = _fs_module(path)
-        if fs.type_name in PAGED:    # (a listing that never ends stops: bread.lister)
+        if fs.type_name in PAGED:    # (a listing that never ends stops: bread.inputs.lister)
             infos = [pafs.FileInfo(p, pafs.FileType[kind], size=size)
                      for p, kind, size in listed(fs, path, recursive, url)]
         else:

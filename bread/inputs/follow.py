@@ -1,6 +1,6 @@
 """Following (``bread -F``, ``bread.read(..., follow=True)``): what a path stands for, as it grows.
 
-A file is followed at its path, as ``tail -F`` does (``bread.tail.Tail``). A
+A file is followed at its path, as ``tail -F`` does (``bread.inputs.tail.Tail``). A
 directory, or a set's base name (``logs/app.blog``, which names no file: the
 set's files are ``blogstore.fileset`` names), stands for its log files, those
 there now and those that appear later (a rotation, a new or forked process):
@@ -9,7 +9,7 @@ there now and those that appear later (a rotation, a new or forked process):
   or they are compressed) are read first, whole, in name order, as ``bread
   DIR`` reads them;
 * then each file that is being written or appears later is read as it grows
-  (``bread.tail.Growing``) until its writer closes it: the files of one
+  (``bread.inputs.tail.Growing``) until its writer closes it: the files of one
   process of a set one after another, in the order it wrote them, on a thread
   of their own; a plain file (not a set's) on its own, for as long as it has a name;
 * the outputs of files read at the same time (several processes) come
@@ -40,12 +40,14 @@ from typing import Any, BinaryIO, Callable, Hashable, Iterator, NamedTuple, cast
 
 from blogstore import catalog
 from blogstore.crashlayout import buffer_directory
-from blogstore.fileset import COMPRESSED, SUFFIX, members, parse, split_base
+from blogstore.fileset import COMPRESSED, LOG_SUFFIXES, SUFFIX, members, parse, split_base
 from blogstore.posix import O_NOFOLLOW
 
-from .errors import OptionError
-from .frames import CHUNK, Damage, check_begins
-from .inputs import LOG_SUFFIXES, STDIN, decompressing, name_text, open_path
+from ..errors import OptionError
+from ..frames import CHUNK, Damage, check_begins
+from .compressed import decompressing
+from .opener import open_path
+from .paths import STDIN, name_text
 from .tail import INTERVAL, Growing, Stopped, Tail
 
 #: Outputs read ahead of the consumer (one per frame, or per block of a frame's lines).

@@ -22,7 +22,7 @@ import sys
 import threading
 from typing import Any
 
-from .errors import ListingCut, OptionError
+from ..errors import ListingCut, OptionError
 
 #: Keys a listing may give at most, and its seconds (a listing past them is cut).
 MAX_KEYS = 1_000_000
@@ -39,7 +39,7 @@ _POLL = 0.05
 #: The child: bread's directory appended to its path only if it cannot import bread itself
 #: (as ``blog.files.compaction``'s child).
 _CHILD = ("import sys\ntry:\n import bread\nexcept ImportError:\n sys.path.append(sys.argv[1])\n"
-          "from bread.lister import main; main()")
+          "from bread.inputs.lister import main; main()")
 
 
 def bounds() -> tuple[int, int]:

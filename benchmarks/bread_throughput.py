@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import blog  # noqa: E402
 import bread  # noqa: E402
-import bread.columnar.batches  # noqa: E402
+import bread.sinks.batches  # noqa: E402
 from bread import accel  # noqa: E402
 
 BREAD = [sys.executable, "-m", "bread"]
@@ -82,7 +82,7 @@ CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECOD
 
 def warm_up() -> None:
     """Compile bread's modules (and pyarrow's) to bytecode, as installing them does."""
-    subprocess.run([sys.executable, "-c", "import bread.cli, bread.merge, bread.columnar.batches\n"
+    subprocess.run([sys.executable, "-c", "import bread.cli, bread.merge, bread.sinks.batches\n"
                     "try:\n    import pyarrow\nexcept ImportError:\n    pass"],
                    check=True, env=CHILD_ENV)
 
@@ -118,7 +118,7 @@ _LIBRARY = {
 def time_library(path: str, case: str) -> float:
     # The batch cases import pyarrow before the clock starts: a fixed cost of about 0.08 s
     # per process, not a cost per row (the table in docs/performance.md says so).
-    arrow = case.startswith("batches") and bread.columnar.batches.has_arrow()
+    arrow = case.startswith("batches") and bread.sinks.batches.has_arrow()
     pre = "import pyarrow\n" if arrow else ""
     code = ("import sys, time, bread\n" + pre + "path = sys.argv[1]\nt0 = time.perf_counter()\n"
             + _LIBRARY[case] + "\nprint(time.perf_counter() - t0)\n")
@@ -184,7 +184,7 @@ def main() -> int:
             w, m = run_child(cmd, env)
             walls[name].append(w)
             rss[name] = m if m is None else max(rss[name] or 0, m)
-    arrow = "Arrow" if bread.columnar.batches.has_arrow() else "lists"
+    arrow = "Arrow" if bread.sinks.batches.has_arrow() else "lists"
     lib_cases = {"bread.read, decode only": "decode",
                  "bread.read, ev.message touched": "message",
                  f"read_batches, fixed columns + message ({arrow})": "batches-fixed",

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bread_throughput import CHILD_ENV, FIXED, write_log  # noqa: E402
-from bread.columnar.batches import COLUMNS as COLUMN_NAMES  # noqa: E402
+from bread.sinks.batches import COLUMNS as COLUMN_NAMES  # noqa: E402
 
 TEXT = ("message", "args", "fields")
 #: The cases: all 19 columns, the benchmark's fixed ones with and without the message, and

@@ -8,15 +8,15 @@ again while it says there is more, and read by Python from the event where C
 stopped (a value or a byte C leaves to Python); an event C cannot make alone
 goes to the one fallback here, one at a time.
 
-What becomes of the events is the sink's (``Sink``): text lines
-(``bread.lines``), JSON lines or CSV rows (``bread.exportlines``), Event objects
-(``bread.events``) or columns (``bread.columnar.batches``); each also gives them
-with their sort keys, as runs for the merge (``bread.merge``).
+What becomes of the events is the sink's (``Sink``, ``bread.sinks``): text lines,
+Event objects, columns, typed tables, made by Python; its C side (``Native``) says what the
+Renderer is made with and which of its calls makes a frame's outputs, and the decoder
+drives it. For the merge, ``bread.merge.Keyed`` wraps a sink: its runs, keyed by time.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Protocol
 
 from blogformat.entries import ClockSync, EventSource, FileHeader, WriterProp
 from blogformat.eventframes import RawEvent
@@ -26,10 +26,9 @@ from blogformat.valuetypes import TypeTable
 
 from . import accel
 from .entries import Entry, columnar_parts
-from .events import Event, EventStream, Origin, message_plan
+from .events import Event, EventStream, Origin, clamp64, message_plan
 from .filters import NO_FILTER, Filter
 from .frames import Frame
-from .merge import clamp64
 
 if TYPE_CHECKING:
     from ._speedups import Renderer
@@ -64,47 +63,66 @@ def raw_event(data: bytes, offset: int, writer_id: int, clock: int,
     return RawEvent(offset, writer_id, ev[0], clock, ev[2], texts)
 
 
-class Sink(Protocol):
-    """What becomes of the events of one input: the C renderer's call for a frame and
-    the Python twin of that call, each giving outputs (in file order), or runs
-    ``(writer id, items, keys)`` for the merge."""
+class Native:
+    """A sink's C side: the C Renderer the decoder makes for it (``renderer``) and calls
+    for each events frame (``step``), the per-source and per-writer constants it bakes
+    into the Renderer's tables, and what C takes for an event it leaves to Python
+    (``fallback``). The decoder alone drives the Renderer; the defaults are the Event
+    objects' (nothing baked in). Twin of ``bread/_native.c``."""
 
-    @property
-    def decorate(self) -> Callable[[EventSource], tuple[bytes, bytes]] | None:
-        """What comes before each line of a source and after it, not escaped (colour)."""
+    #: What comes before each line of a source and after it, not escaped (colour), or None.
+    decorate: Callable[[EventSource], tuple[bytes, bytes]] | None = None
+    #: The call that takes a columnar frame as it is (into columns), or None: such a frame
+    #: then comes as the events frames it stands for (``entries.columnar_parts``).
+    columnar: Callable[[Frame | None], Any] | None = None
 
-    @property
-    def metadata(self) -> Callable[[Entry, Callable[[Entry], bool]], Any] | None:
-        """None, or what takes in each entry that is not a frame in place of
-        ``Decoder.apply`` (calling it) and gives what is to come out before the next."""
+    def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Renderer:
+        """A C Renderer for this sink that calls ``fallback`` for what it leaves to Python;
+        ``keyed``: for the merge (``Renderer.keyed``)."""
+        raise NotImplementedError
 
-    def renderer(self, fallback: Callable[[bytes, int, int], Any],
-                 keyed: bool) -> Renderer | None:
-        """A C Renderer for this output that calls ``fallback`` for what it leaves to
-        Python; None if Python makes everything (text with ``%k``)."""
-
-    def step(self, c: Any) -> Callable[[Frame | None], Any]:
+    def step(self, c: Renderer) -> Callable[[Frame | None], Any]:
         """The call that makes outputs of a frame (then of its rest, given None) with
         ``c``; what it returns is given out if not empty."""
+        raise NotImplementedError
+
+    def fallback(self, ev: Event) -> Any:
+        """What the Renderer takes for an event it leaves to Python (kept by the filter)."""
+        return ev
+
+    def source_items(self, src: EventSource, origin: Origin) -> list:
+        """The event-format items of a source of a stream from ``origin`` (text:
+        ``bread.sinks.lines``), else ``[]``."""
+        return []
+
+    def writer_text(self, w: WriterProp) -> bytes:
+        """What C writes as the name of writer ``w``: its name in UTF-8."""
+        return utf8(w.name)
+
+
+class Sink(Protocol):
+    """What becomes of the events of one input, made by Python (``python``, ``finish``);
+    ``native``, its C side, makes the same of whole frames where the extension is built
+    (None: Python makes everything). ``metadata``, if not None, takes in each entry that is
+    not a frame in place of ``Decoder.apply`` (calling it) and gives what is to come out
+    before the next (a batch that the entry ends). ``item``, if not None, is one event's
+    output alone (a text line, an Event): sorted, the merge orders those
+    (``bread.merge.Sorted``); a sink without it is given the sorted Events."""
+
+    @property
+    def native(self) -> Native | None: ...
+
+    @property
+    def metadata(self) -> Callable[[Entry, Callable[[Entry], bool]], Any] | None: ...
+
+    @property
+    def item(self) -> Callable[[Event], Any] | None: ...
 
     def python(self, events: Iterator[Event]) -> Iterable[Any]:
         """The outputs of a frame's events (those C left), made by Python."""
 
-    def runs(self, events: Iterator[Event]) -> Iterable[Any]:
-        """The same as runs ``(writer id, items, keys)`` for the merge."""
-
     def finish(self) -> Iterable[Any]:
         """What is left to give at the end of the input."""
-
-    def fallback(self, ev: Event) -> Any:
-        """What the C renderer takes for an event it leaves to Python (kept by the filter)."""
-
-    def source_items(self, src: EventSource, origin: Origin) -> list:
-        """The event-format items of a source of a stream from ``origin`` (text:
-        ``bread.lines``; JSON lines and CSV rows: ``bread.exportlines``), else ``[]``.
-
-        A sink may also have ``writer_text(writer) -> bytes``: what the C renderer writes
-        as the writer's name (JSON lines, CSV rows); without it, the name in UTF-8."""
 
 
 class Decoder:
@@ -122,12 +140,13 @@ class Decoder:
         self.filter = flt
         self.source = source
         self.keyed = keyed
+        native = sink.native
+        #: The sink's C side, where the extension is built (else None: Python makes all).
+        self.native = None if accel.speedups is None else native
         #: The sink takes columnar frames as they are (``iter_entries(columns=...)``).
-        self.columns = not keyed and hasattr(sink, "columnar_step")
+        self.columns = not keyed and native is not None and native.columnar is not None
         self._offset = 0
-        self.c = None if accel.speedups is None else sink.renderer(self._fallback, keyed)
-        self._writer_text: Callable[[WriterProp], bytes] | None = getattr(sink, "writer_text",
-                                                                         None)
+        self.c = None if self.native is None else self.native.renderer(self._fallback, keyed)
         self.ok = self.c is not None
         if self.c is not None:
             self.c.set_origin(stream.origin)
@@ -141,8 +160,9 @@ class Decoder:
         c: Any = self.c
         apply, metadata = self.apply, sink.metadata
         keeps, source, keyed = self.filter.keeps, self.source, self.keyed
-        python = sink.runs if keyed else sink.python
-        step: Any = None if c is None else c.keyed if keyed else sink.step(c)
+        python = sink.python
+        native = self.native
+        step: Any = None if c is None or native is None else native.step(c)
         for e in entries:
             if type(e) is not Frame:
                 if metadata is None:
@@ -180,7 +200,8 @@ class Decoder:
         c: Any = self.c
         if self.ok:
             self._offset = fr.offset
-            step = self.sink.columnar_step   # type: ignore[attr-defined]
+            native: Any = self.native
+            step = native.columnar
             out = step(fr)
             while True:
                 if out:
@@ -199,17 +220,17 @@ class Decoder:
         c = self.c
         if c is None:
             return True
+        native: Any = self.native
         if type(e) is EventSource:
             if 0 <= e.id < MAX_C_IDS:
-                decorate = self.sink.decorate
-                c.add_source(e.id, self.sink.source_items(e, self.stream.origin), message_items(e),
+                decorate = native.decorate
+                c.add_source(e.id, native.source_items(e, self.stream.origin), message_items(e),
                              len(e.field_names), e, e.field_names,
                              not self.filter.source_ok(e), *(decorate(e) if decorate else ()))
         elif type(e) is WriterProp:
             if 0 <= e.id < MAX_C_IDS:
-                text = self._writer_text
-                c.add_writer(e.id, utf8(e.name) if text is None else text(e),
-                             str(e.id).encode(), e, not self.filter.writer_ok(e))
+                c.add_writer(e.id, native.writer_text(e), str(e.id).encode(), e,
+                             not self.filter.writer_ok(e))
         elif type(e) is ClockSync:
             tz = self.stream.tz
             off = tz.utcoffset(None)
@@ -231,7 +252,24 @@ class Decoder:
         sink makes of it, or None if the filter leaves it out."""
         stream = self.stream
         event = stream.event(raw_event(data, self._offset, writer_id, clock, stream.types))
-        return self.sink.fallback(event) if self.filter.keeps(event) else None
+        native: Any = self.native
+        return native.fallback(event) if self.filter.keeps(event) else None
+
+
+def binlog_outputs(f: BinaryIO, name: str, sink: Sink, keeps: Callable[[Event], bool],
+                   damaged: Callable[[int, str], None], keyed: bool = False) -> Iterator[Any]:
+    """A C++ binlog file (``bread.cxx``): its Events, those ``keeps`` keeps, given to the
+    sink's Python path; for the merge (``keyed``), each block's offset, then its events
+    in time order to the sink (``bread.cxx.merging``). Its damage goes to ``damaged``
+    (offset, reason) and ends it."""
+    from .cxx.events import read_events   # (only for C++ files: it imports decimal)
+    events = read_events(f, name, damaged)
+    if keyed:
+        from .cxx.merging import runs
+        yield from runs(events, keeps, sink.python)
+        return
+    yield from sink.python(ev for ev in events if keeps(ev))
+    yield from sink.finish()
 
 
 def _clamp(v: int | None, default: int) -> int:

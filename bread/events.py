@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from blogformat.eventview import EventView
 from blogformat.placeholders import FormatError, Template, parse_style, render
@@ -19,10 +18,6 @@ from .entries import (DECODE_ERRORS, ClockSync, Dropped, EnumMember, Entry, File
                       RawEvent, RecordType, Recovered, Summary, TypeTable, WriterProp,
                       undecodable)
 from .frames import Damage, Frame
-from .merge import event_run
-
-if TYPE_CHECKING:
-    from ._speedups import Renderer
 
 __all__ = ["Event", "EventStream", "Origin"]
 
@@ -33,6 +28,11 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
 #: The times bread keeps exactly everywhere (sort keys, columns): 64-bit ns since the epoch.
 _NS_MIN, _NS_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def clamp64(ns: int) -> int:
+    """A time as a sort key: beyond 64 bits, the least or greatest 64-bit time."""
+    return _NS_MIN if ns < _NS_MIN else _NS_MAX if ns > _NS_MAX else ns
 
 
 class Origin(Frozen):
@@ -356,39 +356,3 @@ class EventStream:
             return True
         self.damage.append(Damage(e.offset, 0, f"metadata beyond the limits: {why}", self.name))
         return False
-
-
-class EventSink:
-    """Events as Event objects (``bread.decoder.Sink``): chunks that ``itertools.chain``
-    flattens (lists from the C renderer, a generator per frame from Python), or runs
-    ``(writer id, events, keys)`` for the merge, a frame's kept Events in one."""
-
-    #: Events per call of the C renderer. Small on purpose: the events a caller has
-    #: already dropped are freed before the collector counts them, so it rarely runs
-    #: (with 4096, a third of the time went to the cyclic GC).
-    CHUNK = 32
-    decorate = metadata = None
-
-    def renderer(self, fallback: Callable[[bytes, int, int], object], keyed: bool) -> Renderer:
-        c = accel.speedups.Renderer([], fallback, False)  # type: ignore[union-attr]
-        c.set_event_type(Event, _UTC)
-        c.max_rows = sys.maxsize if keyed else self.CHUNK   # the merge holds a frame's events
-        return c
-
-    def step(self, c: Any) -> Callable[[Frame | None], list[Event]]:
-        return c.events
-
-    def python(self, events: Iterator[Event]) -> tuple[Iterator[Event]]:
-        return (events,)
-
-    def runs(self, events: Iterator[Event]) -> Iterator[tuple]:
-        return event_run(events)
-
-    def finish(self) -> tuple:
-        return ()
-
-    def fallback(self, ev: Event) -> Event:
-        return ev
-
-    def source_items(self, src: EventSource, origin: Origin) -> list:
-        return []

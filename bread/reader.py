@@ -1,4 +1,11 @@
-"""``bread.read``: paths or binary file objects -> events, with damage and notices collected."""
+"""``bread.read``: paths or binary file objects -> events, with damage and notices collected.
+
+A ``Reader`` takes a sink (``bread.decoder.Sink``: what becomes of the events) and
+reads each input (``bread.inputs``: found once, opened, said what it is) through a
+decoder into it (``bread.decoder``), in file order or merged by time
+(``bread.merge``). Iterating gives Events (``bread.sinks.events``); ``text``,
+``batches`` and ``outputs`` give what other sinks make (``bread.sinks``).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,16 @@ import itertools
 from typing import (TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Mapping,
                     Sequence, cast)
 
-from .decoder import Decoder, Sink
+from .decoder import Decoder, Sink, binlog_outputs
 from .entries import iter_entries
 from .errors import ListingCut, OptionError
-from .events import Event, EventSink, EventStream
+from .events import Event, EventStream
+from .filters import NO_FILTER, Filter
 from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import CXX, Input, Inputs, Source, is_url, name_text, sniff
 from .inputs.compressed import GzipInput, seekable
-from .filters import NO_FILTER, Filter
-from .merge import MAX_HELD, SortedInput, index, merge, merger
-from .lines import LineSink, line_blocks
+from .merge import SortedInput, index_of, merged
+from .merge.keyed import Keyed
 from .render import PrettyPrinter
 
 if TYPE_CHECKING:
@@ -107,7 +114,8 @@ class Reader:
     def __iter__(self) -> Iterator[Event]:
         # The events come in chunks (lists from the C renderer, or a Python generator per
         # frame) that chain flattens in C: no generator level of ours per event.
-        events = itertools.chain.from_iterable(self._outputs(_events))
+        from .sinks.events import EventSink
+        events = itertools.chain.from_iterable(self._outputs(lambda stream: EventSink()))
         grep = self.filter.grep
         if grep is not None:   # what remains of the other conditions, by its message
             return (ev for ev in events if grep.search(ev.message))
@@ -118,9 +126,9 @@ class Reader:
     def _outputs(self, sink: Callable[[EventStream], Sink], text: bool = False
                  ) -> Iterator[Any]:
         """What the sinks (``sink(stream)``, one per input) give: in file order, or sorted
-        (the sink's runs merged by time: Events, or with ``text`` blocks of lines)."""
+        (``_sorted``: with ``text``, the sink's items are lines)."""
         if self.sort:
-            return self._merged(sink, text)
+            return self._sorted(sink, text)
         if self._follower is not None:
             return self._follower.outputs(lambda f, name: self._whole(f, name, sink),
                                           self.damage)
@@ -149,10 +157,15 @@ class Reader:
         """One input, decoded into what its sink gives (with ``keyed``, runs to merge);
         ``named``: given itself (not a blog file: NotABlogFile)."""
         kind, f = sniff(f)
-        if kind == CXX:
-            yield from self._binlog(f, name, sink, keyed)
-            return
+        if kind == CXX and self.span is not None:
+            raise OptionError(f"{name}: a span is a part of a blog file, not of a C++ binlog "
+                              "file")
         stream = self._stream((), name)
+        if kind == CXX:
+            def damaged(offset: int, reason: str) -> None:
+                self.damage.append(Damage(offset, 0, reason, name))
+            yield from binlog_outputs(f, name, sink(stream), self.filter.keeps, damaged, keyed)
+            return
         decoder = Decoder(stream, sink(stream), self.filter, name, keyed)
         try:
             yield from decoder.outputs(iter_entries(self._frames(f, name, named), name,
@@ -160,28 +173,19 @@ class Reader:
         finally:
             self.unknown_sources += stream.unknown_sources
 
-    def _binlog(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
-                keyed: bool) -> Iterator[Any]:
-        """A C++ binlog file (``bread.cxx``): its Events given to the sink's Python path;
-        for the merge (``keyed``), as blocks of runs (``bread.cxx.merging``)."""
-        if self.span is not None:
-            raise OptionError(f"{name}: a span is a part of a blog file, not of a C++ binlog "
-                              "file")
-        from .cxx.events import read_events   # (only for C++ files: it imports decimal)
-        from .cxx.merging import runs
-
-        def damaged(offset: int, reason: str) -> None:
-            self.damage.append(Damage(offset, 0, reason, name))
-        keeps = self.filter.keeps
-        s = sink(self._stream((), name))
-        if keyed:
-            yield from runs(read_events(f, name, damaged), keeps, s.runs)
+    def _sorted(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
+        """All inputs in time order: a sink with an item per event (``Sink.item``) is
+        merged (``bread.merge``: its runs of items, ``text`` lines or else objects); one
+        without is given the sorted Events."""
+        s = sink(self._stream((), "<sorted>"))
+        if s.item is None:
+            yield from s.python(iter(self))
+            yield from s.finish()
             return
-        yield from s.python(ev for ev in read_events(f, name, damaged) if keeps(ev))
-        yield from s.finish()
+        yield from self._merged(lambda stream: Keyed(sink(stream), text), text)
 
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
-        """All inputs merged by time (``bread.merge``)."""
+        """All inputs' runs (``sink``'s, keyed) merged by time (``bread.merge``)."""
         inputs: list[SortedInput] = []
         for inp in self._each():
             inp = inp.again()
@@ -189,12 +193,7 @@ class Reader:
             if f is None:
                 continue
             try:
-                kind, g = sniff(f)
-                if kind == CXX:
-                    from .cxx.merging import index as binlog_index   # (C++ files only)
-                    idx = binlog_index(g)
-                else:
-                    idx = index(g, inp.name, inp.named)
+                idx = index_of(f, inp.name, inp.named)
             finally:
                 f.close()
             failed = inp.store_error(f)
@@ -204,19 +203,7 @@ class Reader:
                 continue
             inputs.append(SortedInput(idx, len(inputs), self._input_runs(inp, sink),
                                       inp.name))
-        if not text:
-            yield from merge(inputs, merger(text=False, max_out=EventSink.CHUNK))
-            return
-        told: set[int] = set()
-
-        def early(inp: SortedInput, lines: int) -> None:   # once per input
-            if inp.position not in told:
-                told.add(inp.position)
-                self.damage.append(Damage(
-                    inp.offset, 0, f"sorting held more than {MAX_HELD >> 20} MiB of lines: "
-                    f"{lines} line(s) printed early, the order may be broken from here on",
-                    inp.name))
-        yield from merge(inputs, merger(text=True), MAX_HELD, early)
+        yield from merged(inputs, text, self.damage)
 
     def _input_runs(self, inp: Input, sink: Callable[[EventStream], Sink]
                     ) -> Callable[[], Iterator[Any]]:
@@ -225,7 +212,7 @@ class Reader:
             if f is None:
                 return
             try:
-                yield from self._decoded(f, inp.name, sink, keyed=True)
+                yield from self._decoded(f, inp.name, sink, keyed=True, named=inp.named)
                 self._after(inp, f)
             finally:
                 f.close()
@@ -239,6 +226,7 @@ class Reader:
         (``render.escape_controls``).
         Faster than rendering each Event: the C fast path renders whole frames.
         """
+        from .sinks.lines import LineSink, line_blocks
         if self.filter.grep is None and printer.zone is None:
             # Whole frames, on both paths (by C where it can): a frame's lines are given as
             # soon as it is read (bread -F prints what the consumer has just written).
@@ -250,16 +238,16 @@ class Reader:
              quote_formulas: bool = True) -> Iterator[bytes]:
         """The events as JSON lines (``form`` ``"jsonl"``) or as CSV rows after a header
         row (``"csv"``), in UTF-8 blocks: what ``bread -o jsonl`` and ``-o csv`` print,
-        each event as ``bread.export`` writes it (``export.jsonl``, ``export.csv_rows``),
+        each event as ``bread.sinks.json`` writes it (``json.jsonl``, ``json.csv_rows``),
         its time in ``zone`` (a tzinfo; None: the writer's). ``escape`` and
-        ``quote_formulas``: the CSV cells' (``export.csv_rows``).
+        ``quote_formulas``: the CSV cells' (``json.csv_rows``).
         Faster than writing each Event: the C fast path writes whole frames.
         """
         # Imported here: the text and the Events need none of the JSON.
-        from .exportlines import FORMS, ExportSink, csv_header
+        from .sinks.rows import FORMS, RowSink, csv_header
         if form not in FORMS:
             raise ValueError(f"form must be one of {sorted(FORMS)}, not {form!r}")
-        sink = functools.partial(ExportSink, form, zone, escape=escape,
+        sink = functools.partial(RowSink, form, zone, escape=escape,
                                  quote_formulas=quote_formulas)
         if form == "csv":
             yield csv_header()
@@ -270,15 +258,15 @@ class Reader:
 
     def batches(self, columns: Sequence[str] | None = None, batch_size: int = 65536, *,
                 arrow: bool | None = None) -> Iterator[Any]:
-        """The events as batches of columns (``bread.columnar.batches``), at most
+        """The events as batches of columns (``bread.sinks.batches``), at most
         ``batch_size`` rows each.
 
-        ``columns`` picks some of ``bread.columnar.batches.COLUMNS`` (default: all); only
+        ``columns`` picks some of ``bread.sinks.batches.COLUMNS`` (default: all); only
         those are decoded. With ``arrow`` (default: if pyarrow is installed) each
         batch is a ``pyarrow.RecordBatch``, else a dict of column name -> values.
         """
         # Imported here: a reader of text or Events (the bread command) needs no columns.
-        from .columnar.batches import BatchSink, check_columns, has_arrow
+        from .sinks.batches import BatchSink, check_columns, has_arrow
         cols = check_columns(columns)
         if arrow is None:
             arrow = has_arrow()
@@ -288,23 +276,14 @@ class Reader:
             raise OptionError(f"batch_size must be a positive int, not {batch_size!r}")
         if self.filter.grep is not None:
             raise OptionError("batches take no grep filter: select on the message column")
-        if self.sort:    # the sorted Events, made into batches by the Python path
-            b = BatchSink(self._stream((), "<sorted>"), cols, batch_size, arrow=arrow)
-            yield from b.from_events(iter(self))
-            return
         yield from itertools.chain.from_iterable(self._outputs(
             lambda stream: BatchSink(stream, cols, batch_size, arrow=arrow)))
 
     def outputs(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]:
         """What ``sink(stream)`` (a ``bread.decoder.Sink``: the typed tables of
-        ``bread.columnar.typedsink``), one per input, gives in file order; sorted, what one
-        sink's Python path makes of the sorted Events."""
-        if not self.sort:
-            yield from self._outputs(sink)
-            return
-        s = sink(self._stream((), "<sorted>"))
-        yield from s.python(iter(self))
-        yield from s.finish()
+        ``bread.sinks.typed``), one per input, gives in file order; sorted, the merge of
+        its items, or what one sink makes of the sorted Events (``_sorted``)."""
+        return self._outputs(sink)
 
     def _each(self) -> Iterator[Input]:
         """Each input, found (``bread.inputs``), but those the filter's time window leaves
@@ -348,10 +327,6 @@ class Reader:
         stream.summaries = self.summaries
         stream.headers = self.headers
         return stream
-
-
-def _events(stream: EventStream) -> EventSink:
-    return EventSink()
 
 
 def read(source: Source, *, sort: bool = False, min_severity: int | str | None = None,
@@ -414,7 +389,7 @@ def read_pandas(source: Source, columns: Sequence[str] | None = None, *, sort: b
                 until: int | str | None = None,
                 storage_options: Mapping[str, Any] | None = None) -> Any:
     """The events as one ``pandas.DataFrame``, a column per name of ``columns`` (default:
-    all of ``bread.columnar.batches.COLUMNS``), in file order or, with ``sort``, in time
+    all of ``bread.sinks.batches.COLUMNS``), in file order or, with ``sort``, in time
     order: ``read_batches`` gathered (the ``pandas`` extra: pandas and pyarrow). The
     whole result is in memory; for more than fits, iterate ``read_batches``. Damage is
     skipped as ``bread.read`` skips it; the reader's ``damage`` is in ``df.attrs["damage"]``
@@ -425,7 +400,7 @@ def read_pandas(source: Source, columns: Sequence[str] | None = None, *, sort: b
     except ImportError:
         raise ImportError("read_pandas needs pandas and pyarrow: "
                           "pip install 'blog-bread[pandas]'") from None
-    from .columnar.batches import check_columns
+    from .sinks.batches import check_columns
     cols = check_columns(columns)
     flt = Filter.make(min_severity=min_severity, categories=categories, since=since,
                       until=until)

@@ -2,7 +2,7 @@
 
 A data source on PySpark's Python Data Source API (``pyspark.sql.datasource``,
 PySpark 4.1 or later): one row per event, read by ``bread``'s columnar batch
-reader (``bread.columnar.batches``, the C fast path where it is built) and handed to
+reader (``bread.sinks.batches``, the C fast path where it is built) and handed to
 Spark as Arrow record batches. Each file is a partition; a file larger than
 ``splitBytes`` is split into several at byte offsets, each reading the frames
 that begin in its range (``bread.frames.span_frames``: every event once,
@@ -32,13 +32,13 @@ from pyspark.sql.types import StructType
 
 from blogformat.frames import HEADER_SIZE, parse_header
 
-from .columnar.batches import COLUMNS, portable
+from .sinks.batches import COLUMNS, portable
 from .errors import DamagedLog, ListingCut, NotABlogFile, OptionError
 from .filters import Filter as BreadFilter
 from .inputs import CXX, Input, Inputs, kind_of
 from .inputs.compressed import GzipInput
-from .columnar import tables
-from .columnar.typedsink import TypedTable, find_kinds
+from .sinks import tables
+from .sinks.typed import TypedTable, find_kinds
 from .reader import Reader
 
 __all__ = ["BlogDataSource", "SCHEMA", "events", "register"]
@@ -203,7 +203,7 @@ class BlogReader(DataSourceReader):
 
 def events(spark: SparkSession, path: str | Sequence[str], source: int | str,
            **options: str) -> DataFrame:
-    """A DataFrame of one kind of event: its arguments as typed columns (``bread.columnar.tables``).
+    """A DataFrame of one kind of event: its arguments as typed columns (``bread.sinks.tables``).
 
     ``source`` names the call site: its format string, its function, or its source id.
     The columns' types are found by a first pass over the files on the driver, then the

@@ -318,3 +318,26 @@ def test_inputs_are_found_opened_and_judged_in_one_place():
             continue
         for what in sorted(_imported_names(tree) & set(INPUT_DECISIONS)):
             assert name in INPUT_DECISIONS[what], (name, what)
+
+
+def test_the_reader_takes_a_sink_and_reaches_into_no_kind():
+    # Reader composes inputs -> decoder -> [merge] over whatever sink it is given
+    # (Reader.outputs); its conveniences (iterating, text, batches) name their sink when
+    # called. It imports none of the C++ reading (bread.inputs says what an input is, the
+    # decoder and the merge read each kind) nor of the columns (issue 39: it reached up
+    # into both), and no sink when it is imported.
+    mods = _modules()
+    tree = mods["bread.reader"]
+    at_import = _imports("bread.reader", tree)
+    called = _imports("bread.reader", tree, deferred=True)
+    assert not [m for m in called if m.startswith(("bread.cxx", "bread.columnar"))], called
+    assert not [m for m in at_import if m.startswith("bread.sinks")], at_import
+
+
+def test_the_decoder_knows_a_sink_by_its_interface():
+    # What a sink is (bread.decoder.Sink) and its C side (bread.decoder.Native) are declared,
+    # defaults and all: the decoder looks nothing up by hasattr or getattr (issue 39: the
+    # columnar call was found by hasattr).
+    calls = {n.func.id for n in ast.walk(_modules()["bread.decoder"])
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert not calls & {"hasattr", "getattr"}, calls

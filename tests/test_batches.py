@@ -18,9 +18,9 @@ import blog
 import bread
 from blogformat.severity import Severity
 from bread import accel
-from bread.columnar import batches
-from bread.columnar.batches import COLUMNS
-from bread.export import json_text, json_value
+from bread.sinks import batches
+from bread.sinks.batches import COLUMNS
+from bread.sinks.json import json_text, json_value
 from helpers import in_threads
 
 pa = pytest.importorskip("pyarrow", reason="the Arrow form needs pyarrow (make test installs it)")
@@ -293,7 +293,7 @@ def test_columns_are_handed_to_arrow_without_a_copy():
 
 
 def test_args_and_fields_are_json_that_reads_back_typed():
-    # What Spark SQL and pandas parse: the values' JSON (bread.export.json_value), in UTF-8;
+    # What Spark SQL and pandas parse: the values' JSON (bread.sinks.json.json_value), in UTF-8;
     # strings escaped as json escapes them, big ints and non-finite floats as $-objects.
     import json
     s = blog.Session()

@@ -136,7 +136,7 @@ def a_huge_json_log(n: int = 2_000) -> bytes:
 def test_json_of_values_huge_by_reference_is_cut_without_building_it():
     # Proves -o jsonl, the args and fields columns (Spark, Parquet) stay within MAX_JSON
     # per event: before, json built all n * 128 Ki characters of each value.
-    from bread.export import MAX_JSON, event_object, json_text, jsonl
+    from bread.sinks.json import MAX_JSON, event_object, json_text, jsonl
     import json
     data = a_huge_json_log()
     tracemalloc.start()
@@ -163,7 +163,7 @@ def test_json_of_values_that_expand_per_reference_is_cut_as_it_is_made():
     # reference would be 128 KiB of base64. The cut must come before that is made.
     from blogformat.valuetypes import EnumMember
     from blogformat.values import EXT_MEMBER
-    from bread.export import MAX_JSON, json_text, jsonl
+    from bread.sinks.json import MAX_JSON, json_text, jsonl
     import json
     mem = msgpack.ExtType(EXT_MEMBER, packb(1))
     from test_render_parity import build
@@ -188,7 +188,7 @@ def test_json_of_values_that_expand_per_reference_is_cut_as_it_is_made():
 
 
 def test_json_of_deep_nesting_is_cut_at_a_depth_not_a_crash(tmp_path):
-    from bread.export import MAX_JSON_DEPTH, json_text
+    from bread.sinks.json import MAX_JSON_DEPTH, json_text
     import json
     v = 1
     for _ in range(600):

@@ -230,7 +230,7 @@ def test_blog_log_exception_outside_an_except_block_writes_what_logging_writes(l
     exc = ev.fields["exception"]
     assert (exc.type, exc.traceback) == ("NoneType", "NoneType: None\n")
     assert bread.render.fields_text(ev) == "exception=None"
-    assert bread.export.json_value(exc)["traceback"] == "NoneType: None\n"
+    assert bread.sinks.json.json_value(exc)["traceback"] == "NoneType: None\n"
 
 
 def test_an_exception_never_raised_has_its_text_in_json(logged):
@@ -239,7 +239,7 @@ def test_an_exception_never_raised_has_its_text_in_json(logged):
     logged.log.error("x", err=ValueError("boom"))
     [ev] = _read(logged)
     assert ev.fields["err"].traceback == "ValueError: boom\n"
-    assert bread.export.json_value(ev.fields["err"])["traceback"] == "ValueError: boom\n"
+    assert bread.sinks.json.json_value(ev.fields["err"])["traceback"] == "ValueError: boom\n"
 
 
 def test_group_members_and_syntax_in_json(logged):
@@ -248,11 +248,11 @@ def test_group_members_and_syntax_in_json(logged):
     exc = _caught(_nested)
     logged.log.error("x", err=exc, bad=_caught(_syntax))
     [ev] = _read(logged)
-    got = bread.export.json_value(ev.fields["err"])
+    got = bread.sinks.json.json_value(ev.fields["err"])
     assert [m["$exception"] for m in got["exceptions"]] == ["ExceptionGroup", "RuntimeError"]
     assert [m["$exception"] for m in got["exceptions"][0]["exceptions"]] == ["OSError"] * 3
     assert got["exceptions"][1]["traceback"] == "RuntimeError: beside\n"
-    assert bread.export.json_value(ev.fields["bad"])["syntax"] == [
+    assert bread.sinks.json.json_value(ev.fields["bad"])["syntax"] == [
         "invalid syntax", "mod.py", 2, 9, "    x = = 1\n", 2, 10]
 
 

@@ -20,14 +20,14 @@ from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metada
 from blogformat.eventframes import BatchHeader
 from blogformat.valueencoding import packb
 from bread import cli
-from bread.export import csv_rows, jsonl
+from bread.sinks.json import csv_rows, jsonl
 from bread.render import escape_controls
 
 GOLDEN = pathlib.Path(__file__).parent / "data" / "v1" / "every_type.blog"
 
 
 def from_json(v):
-    """The inverse of bread.export.json_value: what a consumer of the jsonl does."""
+    """The inverse of bread.sinks.json.json_value: what a consumer of the jsonl does."""
     if isinstance(v, list):
         return [from_json(x) for x in v]
     if not isinstance(v, dict):

@@ -1,5 +1,5 @@
 """``bread -o jsonl`` and ``-o csv`` give the same bytes by their C path (bread/_lines.c),
-by their Python path (bread/exportlines.py) and as ``bread.export`` writes each Event.
+by their Python path (bread/sinks/rows.py) and as ``bread.sinks.json`` writes each Event.
 
 Events come from the writer (every argument type it takes, keyword fields, strings of
 control characters, non-ASCII and lone surrogates, huge ints, nan and inf, exceptions)
@@ -29,8 +29,10 @@ from hypothesis import strategies as st
 import blog
 import bread
 from blogformat.entries import ClockSync, EventSource, WriterProp
-from bread import accel, cli, export, exportlines
-from bread.export import MAX_JSON, csv_rows, jsonl
+from bread import accel, cli
+from bread.sinks import json as sink_json
+from bread.sinks import rows as row_sink
+from bread.sinks.json import MAX_JSON, csv_rows, jsonl
 from helpers import count_reader_fallbacks
 from test_render_parity import a_file, build
 
@@ -59,7 +61,7 @@ def rows(data: bytes, form: str, use_c: bool, *, sort: bool = False, zone=None,
 
 def written(data: bytes, form: str, *, sort: bool = False, zone=None, escape: bool = True,
             quote_formulas: bool = True) -> tuple:
-    """The same as ``bread.export`` writes the Events (what ``bread -o FORM`` printed
+    """The same as ``bread.sinks.json`` writes the Events (what ``bread -o FORM`` printed
     before it had a C path)."""
     r = bread.read(io.BytesIO(data), sort=sort)
     try:
@@ -72,7 +74,7 @@ def written(data: bytes, form: str, *, sort: bool = False, zone=None, escape: bo
 
 
 def all_same(data: bytes, form: str, **options) -> bytes:
-    """The bytes of both paths, checked equal to each other and to ``bread.export``'s."""
+    """The bytes of both paths, checked equal to each other and to ``bread.sinks.json``'s."""
     want = written(data, form, **options)
     if C is not None:
         assert rows(data, form, True, **options) == want
@@ -167,7 +169,7 @@ _options = dict(form=st.sampled_from(["jsonl", "csv"]), sort=st.booleans(),
 def test_events_of_every_type_are_written_the_same_by_c_and_python():
     # Proves: for anything the writer logs, -o jsonl and -o csv (sorted or not, in a --tz
     # zone or the writer's, escaped or not, formulas quoted or not) are the same bytes by
-    # the C path and the Python path, and the same as bread.export writes the Events.
+    # the C path and the Python path, and the same as bread.sinks.json writes the Events.
     print(f"random seed: replay with EXPORT_SEED={SEED}")
 
     @seed(SEED)
@@ -250,19 +252,19 @@ def test_c_writes_the_benchmark_events_itself(tmp_path, capsysbinary, monkeypatc
                                               options):
     # Proves: bread -o jsonl / -o csv writes the benchmark's events
     # (benchmarks/reader_outputs.py) without Python per event, or the fast path is not
-    # fast: bread.export makes its parts once per call site (iso_time, once each), none is
+    # fast: bread.sinks.json makes its parts once per call site (iso_time, once each), none is
     # left to Python, and in a --tz zone Python gives the time's text once per second.
-    # Before, bread.export wrote every Event (iso_time once per event).
+    # Before, bread.export (now bread.sinks.json) wrote every Event (iso_time once per event).
     p = tmp_path / "bench.blog"
     p.write_bytes(build(BENCHMARK, BENCHMARK_EVENTS, events_per_frame=64,
                         writers=(WriterProp(1, "w0"), WriterProp(2, "w1"))))
     calls = count_reader_fallbacks(monkeypatch)
     times: list[int] = []
-    monkeypatch.setattr(export, "iso_time", lambda ns, tz, f=export.iso_time: times.append(ns)
-                        or f(ns, tz))
+    monkeypatch.setattr(sink_json, "iso_time",
+                        lambda ns, tz, f=sink_json.iso_time: times.append(ns) or f(ns, tz))
     seconds: list[int] = []
-    monkeypatch.setattr(exportlines, "iso_parts",
-                        lambda s, tz, f=export.iso_parts: seconds.append(s) or f(s, tz))
+    monkeypatch.setattr(row_sink, "iso_parts",
+                        lambda s, tz, f=sink_json.iso_parts: seconds.append(s) or f(s, tz))
     assert cli.main(["-o", form, *options, str(p)]) == 0
     out = capsysbinary.readouterr().out
     assert out.count(b"\n") == len(BENCHMARK_EVENTS) + (form == "csv")
@@ -298,7 +300,7 @@ def test_what_c_leaves_to_python_is_written_as_python_writes_it(monkeypatch):
 
 
 def test_values_whose_json_might_pass_the_limit_are_cut_as_python_cuts_them(monkeypatch):
-    # Proves: strs whose JSON, counted as bread.export counts it (12 characters a non-ASCII
+    # Proves: strs whose JSON, counted as bread.sinks.json counts it (12 characters a non-ASCII
     # one), would pass MAX_JSON together are written by Python: the last cut, as before.
     assert C is None or C.MAX_JSON == MAX_JSON
     big = "é" * (MAX_JSON // 36)   # three of them: 36 characters a character in all
@@ -354,7 +356,7 @@ def test_the_command_writes_files_sorted_zoned_and_damaged_as_the_events_are_wri
         tmp_path, capsysbinary, monkeypatch):
     # Proves: bread -o jsonl / -o csv over several files written by blog (one with every
     # type, one a second process's, one damaged), sorted or not, in --tz's zone or not,
-    # prints what bread.export writes of the Events, with the same errors and exit status
+    # prints what bread.sinks.json writes of the Events, with the same errors and exit status
     # on both paths: 3 and the damage for the damaged file.
     a, b, bad = tmp_path / "a.blog", tmp_path / "b.blog", tmp_path / "bad.blog"
     for path, tag in ((a, "a"), (b, "b")):
@@ -387,7 +389,7 @@ def test_the_command_writes_files_sorted_zoned_and_damaged_as_the_events_are_wri
 
 def test_the_command_writes_csv_options_and_grep_as_before(tmp_path, capsysbinary, monkeypatch):
     # Proves: --escape never, --csv-formulas raw and -g (Events by their messages) print
-    # what bread.export writes, on both paths.
+    # what bread.sinks.json writes, on both paths.
     p = tmp_path / "x.blog"
     s = blog.Session()
     out = blog.MemoryOutputStream()

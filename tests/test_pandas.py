@@ -33,7 +33,7 @@ def test_read_pandas_is_the_batches_as_one_data_frame(tmp_path):
     _log(path)
     df = bread.read_pandas(str(path))
     assert isinstance(df, pandas.DataFrame) and len(df) == 110
-    assert list(df.columns) == list(bread.columnar.batches.COLUMNS)
+    assert list(df.columns) == list(bread.sinks.batches.COLUMNS)
     assert list(df["message"][:2]) == ["order 0 filled at 0.0", "pool at 0"]
     assert df.attrs["damage"] == []
     warn = bread.read_pandas(str(path), ["time", "category", "message"], sort=True,

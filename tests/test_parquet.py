@@ -163,7 +163,7 @@ def test_an_event_functions_parameters_name_its_columns(tmp_path):
 
 
 def test_a_typer_says_which_events_fit_its_columns(tmp_path):
-    from bread.columnar import tables
+    from bread.sinks import tables
     s = blog.Session()
     log = s.get_logger("t")
     for v in (1, 2.5, None):

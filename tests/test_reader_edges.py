@@ -402,8 +402,8 @@ def test_sorting_holds_a_bounded_amount_of_lines(tmp_path):
                             events(1, [[1, 0, ["first"]]], base=7)))
     for pure in (False, True):
         lines, err_, code_, peak_kib = cli_peak(["-s", "-f", "%t %m", str(path)], pure,
-                                                "import bread.reader\n"
-                                                "bread.reader.MAX_HELD = 16 << 20")
+                                                "import bread.merge\n"
+                                                "bread.merge.MAX_HELD = 16 << 20")
         assert len(lines) == 62 and lines[-1] == b"", err_[-500:]
         assert sorted(ln.split()[:2] for ln in lines[:-1]) == (
             [[b"1", b"first"]] + [[b"2", f"a{k}".encode()] for k in range(6) for _ in range(10)])

@@ -1,4 +1,5 @@
-"""The C renderer (bread/_speedups.c) and the Python one (bread/lines.py) print the same bytes.
+"""The C renderer (bread/_speedups.c) and the Python one (bread/sinks/lines.py) print the same
+bytes.
 
 Files are built here from blogformat's entries, so that every corner the
 format allows (any format string, any value, any clock, damage) is reached,
@@ -21,7 +22,8 @@ from blogformat import frames as fmt
 from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metadata, header_payload
 from blogformat.eventframes import BatchHeader
 from blogformat.valueencoding import packb
-from bread import accel, lines
+from bread import accel
+from bread.sinks import lines
 from bread.render import DEFAULT_FORMAT, PrettyPrinter
 from helpers import count_reader_fallbacks, texts_kept
 

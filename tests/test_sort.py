@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bread
-import bread.merge
+import bread.merge.merger
 from blogformat import frames as fmt
 from blogformat.entries import ClockSync, EventSource, WriterProp, encode_metadata, header_payload
 from blogformat.eventframes import BatchHeader
@@ -195,12 +195,14 @@ def test_a_frames_events_come_out_in_time_order_whatever_its_min_clock_says(monk
     import csv
     import json
 
-    from bread import exportlines, lines
+    from bread.merge import keyed
+    from bread.sinks import lines, rows
     if not use_c:
         monkeypatch.setattr(bread.accel, "speedups", None)
-    if block is not None:
+    if block is not None:   # (C's blocks, the Python path's blocks and runs)
         monkeypatch.setattr(lines, "MAX_BLOCK", block)
-        monkeypatch.setattr(exportlines, "MAX_BLOCK", block)
+        monkeypatch.setattr(rows, "MAX_BLOCK", block)
+        monkeypatch.setattr(keyed, "RUN_BYTES", block)
     data = _misplaced()
 
     def read():
@@ -217,7 +219,7 @@ def test_a_frames_events_come_out_in_time_order_whatever_its_min_clock_says(monk
 
 # --- the Merger: C (bread/_merge.c) and the Python reference, item for item ----------
 
-_MERGERS = [bread.merge.Merger] + ([bread.accel.merge.Merger] if bread.accel.merge else [])
+_MERGERS = [bread.merge.merger.Merger] + ([bread.accel.merge.Merger] if bread.accel.merge else [])
 _run = st.tuples(st.integers(0, 2), st.integers(0, 3),     # input position, writer id
                  st.lists(st.tuples(st.integers(-3, 3), st.binary(max_size=3)), max_size=6))
 
@@ -313,7 +315,7 @@ def test_the_skimmed_index_is_the_checked_one_and_damage_still_sorts():
     # it must give what reading every checked frame gives, and damage anywhere (a frame
     # header, an events payload, a cut tail) must still sort every readable event.
     from bread.frames import Skim
-    from bread.merge import index
+    from bread.merge.index import index
 
     def checked(b: bytes):
         return index(Trickle(b, len(b) + 1), "x")      # a pipe: its checked frames are read

@@ -21,8 +21,8 @@ import pytest
 
 import blog
 import bread
-import bread.columnar.batches
-import bread.columnar.tables
+import bread.sinks.batches
+import bread.sinks.tables
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -199,7 +199,7 @@ def test_damage_is_reported_failed_or_ignored(spark, logs, tmp_path, capfd):
     # reader's own read(), run in this process, shows what it says.
     for damage, said in (("report", True), ("ignore", False)):
         r = bread.spark.BlogReader({"path": str(bad), "damage": damage},
-                                   list(bread.columnar.batches.COLUMNS))
+                                   list(bread.sinks.batches.COLUMNS))
         n = sum(b.num_rows for part in r.partitions() for b in r.read(part))
         err = capfd.readouterr().err
         assert n == readable
@@ -218,7 +218,7 @@ def test_a_file_whose_name_is_not_utf8_is_a_partition_like_any_other(tmp_path):
               threads=1)
     except OSError:
         pytest.skip("this file system takes only UTF-8 names")
-    r = bread.spark.BlogReader({"path": str(tmp_path)}, list(bread.columnar.batches.COLUMNS))
+    r = bread.spark.BlogReader({"path": str(tmp_path)}, list(bread.sinks.batches.COLUMNS))
     paths = [p for part in r.partitions() for b in r.read(part) for p in b.column("path")]
     assert {p.as_py() for p in paths} == {os.path.join(str(tmp_path), "bad\ufffd.blog")}
     assert len(paths) == sum(1 for _ in bread.read(str(tmp_path))) > 0
@@ -293,7 +293,7 @@ def test_typed_tables_per_call_site(spark, logs, tmp_path):
     path = str(logs / "a.blog")
     df = bread.spark.events(spark, path, source="request {} took {} ms")
     types = dict(df.dtypes)
-    assert [c for c in df.columns][:7] == list(bread.columnar.tables.COMMON)
+    assert [c for c in df.columns][:7] == list(bread.sinks.tables.COMMON)
     assert (types["arg0"], types["arg1"], types["route"]) == ("bigint", "double", "string")
     want = sorted((e.args[0], e.args[1], e.fields["route"], e.writer)
                   for e in bread.read(path) if e.format == "request {} took {} ms")
@@ -438,17 +438,17 @@ def test_a_typed_table_over_several_files_is_bread_read_s_events_of_that_site(sp
     from bread.filters import names_source
     paths = [str(logs / "a.blog"), str(logs / "b.blog"), str(logs / "c.blog.gz")]
     for which in ("request {} took {} ms", "failed {}", "slow query {q}"):
-        typer = bread.columnar.tables.infer(bread.read(paths), which)
-        ref = bread.columnar.tables.batch(
+        typer = bread.sinks.tables.infer(bread.read(paths), which)
+        ref = bread.sinks.tables.batch(
             typer.names, typer.kinds,
-            [bread.columnar.tables.common_values(e) + typer.row(e) for e in bread.read(paths)
+            [bread.sinks.tables.common_values(e) + typer.row(e) for e in bread.read(paths)
              if names_source(e.source, which)]).to_pylist()
         epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
         want = sorted(tuple((r["time"] - epoch) // datetime.timedelta(microseconds=1)
                             if k == "time" else v for k, v in r.items()) for r in ref)
         df = bread.spark.events(spark, paths, source=which)
-        assert [t for _, t in df.dtypes[len(bread.columnar.tables.COMMON):]] == \
-            [bread.columnar.tables.spark_type(k).lower() for k in typer.kinds]
+        assert [t for _, t in df.dtypes[len(bread.sinks.tables.COMMON):]] == \
+            [bread.sinks.tables.spark_type(k).lower() for k in typer.kinds]
         got = df.selectExpr("unix_micros(time)", *[f"`{c}`" for c in df.columns[1:]]).collect()
         assert sorted(tuple(r) for r in got) == want
         assert len(want) > 10

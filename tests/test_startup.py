@@ -32,9 +32,8 @@ OPTIONAL = (
     "blog.pipeline.liveevents", "blog.pipeline.calloutput",
     "blogstore.crashlayout", "blogstore.bufferread", "blogstore.recoverytarget",
     "blogstore.recovery", "blogstore.manifest", "blogstore.catalog",
-    "bread.columnar.batches", "bread.columnar.parquet", "bread.columnar.tables",
-    "bread.columnar.typedsink",
-    "bread.export", "bread.compact", "bread.spark", "bread.stats", "bread.recover",
+    "bread.sinks.batches", "bread.columnar.parquet", "bread.sinks.tables", "bread.sinks.typed",
+    "bread.sinks.json", "bread.compact", "bread.spark", "bread.stats", "bread.recover",
     "bread.inputs.follow", "bread.inputs.tail", "bread.inputs.objectstore", "bread._binlog",
     "bread.cxx.entries", "bread.cxx.text", "bread.cxx.events", "bread.cxx.values",
     "bread.cxx.render",
@@ -57,10 +56,11 @@ SLOW_AT_IMPORT = (*LATE_STDLIB, "dataclasses", "inspect")
 
 #: The modules that still import dataclasses on the reader's paths, and why: the value
 #: classes are public dataclasses (a decoded value logged again is encoded as one),
-#: boundedtext shows them by their fields; bread.merge's FrameIndex is in code being
+#: boundedtext shows them by their fields; bread.merge.index's FrameIndex is in code being
 #: rewritten. Until this is empty, reading loads dataclasses and inspect (a first log call
 #: loads neither): each module that stops comes off this list.
-STILL_DATACLASSES = {"blogformat.valueclasses", "blogformat.boundedtext", "bread.merge"}
+STILL_DATACLASSES = {"blogformat.valueclasses", "blogformat.boundedtext",
+                     "bread.merge.index"}
 
 
 def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
@@ -168,10 +168,9 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
         main()
     """, tmp_path)
     assert "bread.reader" in mods
-    # (bread.inputs reads a directory's catalog and manifest when it expands its inputs;
-    # bread.reader imports bread.columnar.batches, and with it bread.export, for read_batches)
-    assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest",
-                                    "bread.columnar.batches", "bread.export"}
+    # (bread.inputs reads a directory's catalog and manifest when it expands its inputs; the
+    # columns and the JSON, bread.sinks.batches and bread.sinks.json, come when first used)
+    assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest"}
     # Object storage (bread.inputs.objectstore, pyarrow.fs) is loaded for a URL only.
     assert "bread.inputs.objectstore" not in mods and "pyarrow" not in mods
     assert [m for m in mods if m.split(".")[0] == "blog"] == []

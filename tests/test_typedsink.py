@@ -1,4 +1,4 @@
-"""A call site's typed table as the reader makes it (bread.columnar.typedsink): the same
+"""A call site's typed table as the reader makes it (bread.sinks.typed): the same
 rows, columns and types as the reference made from bread.read's Events (tables.infer,
 tables.batch), whatever C or Python made of each event; other sites' events skipped."""
 
@@ -12,8 +12,8 @@ import pytest
 import blog
 import bread
 from bread import accel
-from bread.columnar import tables
-from bread.columnar.typedsink import TypedTable, find_kinds
+from bread.sinks import tables
+from bread.sinks.typed import TypedTable, find_kinds
 from bread.events import EventStream
 from bread.filters import Filter, names_source
 from bread.reader import Reader

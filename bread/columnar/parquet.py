@@ -2,10 +2,10 @@
 
 OUT_DIR gets:
 
-- ``events.parquet``: one row per event, the columns of ``bread.columnar.batches``
+- ``events.parquet``: one row per event, the columns of ``bread.sinks.batches``
   (time in microseconds, UTC; ``clock`` keeps every tick);
-- ``sources/NNNN.parquet``: per call site (``bread.columnar.tables.site``), its events
-  with one typed column per argument (``bread.columnar.tables``);
+- ``sources/NNNN.parquet``: per call site (``bread.sinks.tables.site``), its events
+  with one typed column per argument (``bread.sinks.tables``);
 - ``sources.json``: which call site each of those files holds, and its columns.
 
 Each file is made anew (``O_EXCL | O_NOFOLLOW``) after unlinking whatever had its name,
@@ -25,7 +25,6 @@ import stat
 import time
 from typing import Any, BinaryIO, Sequence, TextIO
 
-from .batches import COLUMNS, portable
 from blogformat.frames import EVENT_FRAMES
 from blogformat.valuedecoding import unpacker
 from blogstore.posix import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW
@@ -34,7 +33,8 @@ from ..frames import Skim
 from ..inputs import expand, open_path
 from ..inputs.compressed import GzipInput
 from ..reader import Reader
-from . import tables
+from ..sinks import tables
+from ..sinks.batches import COLUMNS, portable
 
 ROWS = 65536
 

@@ -15,8 +15,8 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from blogformat.entries import ClockSync
 
-from ..events import Event
-from ..merge import BLOCK_EVENTS, FrameIndex, clamp64
+from ..events import Event, clamp64
+from ..merge.index import BLOCK_EVENTS, FrameIndex
 from .entries import TAG_CLOCK_SYNC, BinlogError, entry, payloads
 from .events import event_ns
 from .render import NO_SYNC

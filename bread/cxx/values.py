@@ -18,7 +18,7 @@ import math
 import struct
 from decimal import Context, Decimal
 from functools import lru_cache
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from .entries import BinlogError, Payload, text
 
@@ -42,6 +42,12 @@ class Struct(NamedTuple):
     tag: str
     fields: tuple
 
+    def json_object(self, text: Callable[[str], str], value: Callable[[Any], Any]) -> dict:
+        """Itself as JSON (``bread.sinks.json``: ``text`` takes each str, ``value`` each
+        value, within the budget of the event's JSON)."""
+        return {"$struct": text(self.name),
+                "fields": [[text(k), value(x)] for k, x in self.fields]}
+
 
 class Enum(NamedTuple):
     """A C++ enum value: the type's name, the enumerator's name ("" for a value the type does
@@ -52,12 +58,20 @@ class Enum(NamedTuple):
     value: int
     hex: str
 
+    def json_object(self, text: Callable[[str], str], value: Callable[[Any], Any]) -> dict:
+        """Itself as JSON (as ``Struct.json_object``)."""
+        return {"$enum": text(self.name), "name": text(self.enumerator), "value": self.value}
+
 
 class Repeated(NamedTuple):
     """A sequence of ``times`` equal values that take no byte (``times`` over 32)."""
 
     value: Any
     times: int
+
+    def json_object(self, text: Callable[[str], str], value: Callable[[Any], Any]) -> dict:
+        """Itself as JSON (as ``Struct.json_object``)."""
+        return {"$repeated": value(self.value), "times": self.times}
 
 
 class Nothing:

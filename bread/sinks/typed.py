@@ -26,20 +26,22 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from blogformat.entries import EventSource, FileHeader
 
 from .. import accel
+from ..decoder import Native
 from ..entries import Entry
-from ..events import Event, EventSink, EventStream
+from ..events import Event, EventStream
 from ..frames import Frame
-from ..reader import Reader
 from . import tables
 from .batches import BatchSink
 
 if TYPE_CHECKING:
     from .._speedups import Renderer
+    from ..reader import Reader
 
 #: The kinds ``bread/_tables.c`` makes columns of; the most columns it makes.
 C_KINDS = ("null", "bool", "int64", "float64", "string")
 C_COLUMNS = 32
-#: Events per call of the C renderer where it makes Events (few: see EventSink.CHUNK).
+#: Events per call of the C renderer where it makes Events (few: see
+#: ``bread.sinks.events.EventSink.CHUNK``).
 CHUNK = 256
 
 
@@ -140,14 +142,18 @@ class TypedSink(BatchSink):
         return pa.RecordBatch.from_arrays(arrays, names=list(tables.COMMON) + self.names)
 
 
-class KindSink(EventSink):
+class KindSink(Native):
     """One input's share of finding a site's column kinds: into ``found`` (shared by the
-    inputs), a ``Kinds``."""
+    inputs), a ``Kinds``; it gives nothing out. Its own C side (``Native``): the
+    Renderer's ``typed`` call in its kinds mode."""
+
+    metadata = item = None
 
     def __init__(self, stream: EventStream, found: "Kinds") -> None:
         self.stream = stream
         self.found = found
         self._c: Any = None
+        self.native: Native | None = self
 
     def renderer(self, fallback: Callable[[bytes, int, int], Any], keyed: bool) -> Renderer:
         c = self._c = accel.speedups.Renderer([], fallback, False)  # type: ignore[union-attr]
@@ -171,6 +177,9 @@ class KindSink(EventSink):
     def python(self, events: Iterator[Event]) -> tuple:
         for ev in events:
             self.found.source(ev.source).add(ev)
+        return ()
+
+    def finish(self) -> tuple:
         return ()
 
 

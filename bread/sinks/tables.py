@@ -13,7 +13,7 @@ ints and floats ``float64`` (an int beyond 2**53 loses precision there); only
 str ``string``; only datetimes ``timestamp[us, UTC]``; only dates ``date32``;
 None is a null in any of them. Anything else (ints beyond 64 bits, mixed
 kinds, lists, dicts, Decimals, dataclasses...) is ``string`` holding each
-value's JSON (``bread.export.json_text``): never a silent null.
+value's JSON (``bread.sinks.json.json_text``): never a silent null.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from blogformat.entries import EventSource
 
 from ..errors import OptionError
 from ..events import Event
-from ..export import json_text
 from ..filters import names_source
 from .batches import severity_name
+from .json import json_text
 
 #: Columns every typed table starts with (then the arguments).
 COMMON = ("time", "severity", "writer", "writer_id", "host", "pid", "path")

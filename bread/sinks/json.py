@@ -1,4 +1,5 @@
-"""Events -> JSON lines and CSV, for jq, spreadsheets and ``spark.read.json``.
+"""Values as JSON, and events as JSON lines and CSV, for jq, spreadsheets and
+``spark.read.json``.
 
 JSON keeps each value's type as far as JSON allows; what JSON has no type
 for becomes an object with one ``$``-key saying what it is (docs/reading.md
@@ -7,6 +8,8 @@ one ``{"$int": "..."}``; a non-finite float ``{"$float": "nan"}``, bytes
 ``{"$bytes": base64}``, a datetime ``{"$datetime": iso}`` (with ``"zone":
 "Europe/Paris"`` where it had a named zone), a Decimal ``{"$decimal": "1.10"}``,
 a tuple ``{"$tuple": [...]}``, a dataclass ``{"$dataclass": type, "fields": {...}}``...
+A value of another format's reading says its own JSON (``json_object``: the C++
+structures, enums and repeated values of ``bread.cxx.values``).
 """
 
 from __future__ import annotations
@@ -23,9 +26,8 @@ from typing import Any, Iterable, Iterator
 
 from blogformat.valueclasses import DataclassValue, EnumValue, ExceptionValue, ExtValue, OpaqueValue
 
-from .cxx.values import Enum, Repeated, Struct
-from .events import Event
-from .render import BIDI_FORMATS, escape_controls
+from ..events import Event
+from ..render import BIDI_FORMATS, escape_controls
 
 #: The ints that are JSON numbers: those of 64 bits, signed or unsigned (Python's json,
 #: pandas, Spark, DuckDB and jq 1.7 read them exactly); the others are ``{"$int": ...}``.
@@ -164,13 +166,9 @@ def _json(v: Any, depth: int, b: _Budget) -> Any:
     if isinstance(v, ExtValue):
         b.take(len(v.data) * 4 // 3 + 16)
         return {"$ext": v.code, "data": _base64(v.data)}
-    if isinstance(v, Struct):   # of a C++ binlog file (bread.cxx.values), as are these
-        return {"$struct": b.text(v.name), "fields": [[b.text(k), _json(x, d, b)]
-                                                      for k, x in v.fields]}
-    if isinstance(v, Enum):
-        return {"$enum": b.text(v.name), "name": b.text(v.enumerator), "value": v.value}
-    if isinstance(v, Repeated):
-        return {"$repeated": _json(v.value, d, b), "times": v.times}
+    as_json = getattr(t, "json_object", None)   # a C++ binlog file's (bread.cxx.values)
+    if as_json is not None:
+        return as_json(v, b.text, lambda x: _json(x, d, b))
     return {"$opaque": type(v).__name__, "text": str(v)}   # pragma: no cover - not decoded
 
 

@@ -4,28 +4,26 @@ The Python path renders each event as an Event through a PrettyPrinter. The
 C fast path (``bread/_lines.c``) renders a whole events frame at once: the
 decoder (``bread.decoder``) gives it, once, everything that is fixed per
 call site (the event format with the source's fields already rendered, and
-the message template), per writer and per clock sync; an event it cannot
-render exactly as Python does comes back here, one at a time. Both give the
-same bytes (a property test says so).
+the message template: ``LineSink.source_items``), per writer and per clock sync;
+an event it cannot render exactly as Python does comes back here, one at a time.
+Both give the same bytes (a property test says so).
 """
 
 from __future__ import annotations
 
-import array
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from blogformat.entries import EventSource
 
-from . import accel
-from .decoder import utf8
-from .events import Event, Origin
-from .frames import Frame
-from .merge import clamp64
-from .render import (BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, TEXT_VERSION, PrettyPrinter,
-                     colors, field_name)
+from .. import accel
+from ..decoder import Native, utf8
+from ..events import Event, Origin
+from ..frames import Frame
+from ..render import (BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, TEXT_VERSION, PrettyPrinter,
+                      colors, field_name)
 
 if TYPE_CHECKING:
-    from ._speedups import Renderer
+    from .._speedups import Renderer
 
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
@@ -59,10 +57,11 @@ def line_blocks(events: Iterable[Event], printer: PrettyPrinter, escape: bool) -
         yield join_lines(lines)
 
 
-class LineSink:
+class LineSink(Native):
     """Events as text lines rendered by ``printer`` (``bread.decoder.Sink``): blocks of
-    lines, at least one per events frame, or runs ``(writer id, text, keys)`` for the
-    merge, keys the Merger's int64 pairs (time, end of the line in text)."""
+    lines, at least one per events frame; for the merge, each event's line. Its own C side
+    (``Native``): the Renderer's ``render`` call, but for a format with ``%k`` (fields),
+    which Python renders."""
 
     metadata = None
 
@@ -71,12 +70,23 @@ class LineSink:
         self.escape = escape
         self.decorate: Callable[[EventSource], tuple[bytes, bytes]] | None = \
             _colors if printer.color else None
+        self.native: Native | None = None if any(
+            code == "k" for _, code in printer.parts) else self
+
+    def item(self, ev: Event) -> bytes:
+        """One event's line (ending with a newline), in UTF-8."""
+        return utf8(self.printer.line(ev, self.escape) + "\n")
+
+    def python(self, events: Iterator[Event]) -> Iterator[bytes]:
+        return line_blocks(events, self.printer, self.escape)
+
+    def finish(self) -> tuple:
+        return ()
+
+    # --- its C side --------------------------------------------------------------
 
     def renderer(self, fallback: Callable[[bytes, int, int], Any],
-                 keyed: bool) -> Renderer | None:
-        # The C renderer knows every placeholder but %k (fields): with it, Python renders.
-        if any(code == "k" for _, code in self.printer.parts):
-            return None
+                 keyed: bool) -> Renderer:
         date_items: list = []
         for lit, code in self.printer.date.parts:
             if lit:
@@ -90,31 +100,8 @@ class LineSink:
     def step(self, c: Any) -> Callable[[Frame | None], bytes]:
         return c.render
 
-    def python(self, events: Iterator[Event]) -> Iterator[bytes]:
-        return line_blocks(events, self.printer, self.escape)
-
-    def runs(self, events: Iterator[Event]) -> Iterator[tuple]:
-        lines: list[bytes] = []
-        keys = array.array("q")
-        end = wid = 0
-        for ev in events:
-            wid = ev.writer_prop.id
-            line = utf8(self.printer.line(ev, self.escape) + "\n")
-            lines.append(line)
-            end += len(line)
-            keys.append(clamp64(ev.ns))
-            keys.append(end)
-            if end >= MAX_BLOCK:
-                yield wid, b"".join(lines), keys.tobytes()
-                lines, keys, end = [], array.array("q"), 0
-        if lines:
-            yield wid, b"".join(lines), keys.tobytes()
-
-    def finish(self) -> tuple:
-        return ()
-
     def fallback(self, ev: Event) -> bytes:
-        return utf8(self.printer.line(ev, self.escape) + "\n")
+        return self.item(ev)
 
     def source_items(self, src: EventSource, origin: Origin) -> list:
         """The event format for this source of a stream from ``origin``: literals with the

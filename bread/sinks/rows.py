@@ -1,12 +1,12 @@
-"""The JSON lines and CSV sink: events -> rows in blocks of UTF-8, what ``bread -o jsonl``
-and ``bread -o csv`` print.
+"""The rows sink: events -> JSON lines or CSV rows in blocks of UTF-8, what ``bread -o
+jsonl`` and ``bread -o csv`` print.
 
-``bread.export`` writes each Event (the Python path, the reference). The C fast
+``bread.sinks.json`` writes each Event (the Python path, the reference). The C fast
 path (``bread/_lines.c``, in the form the renderer is given) writes whole events
 frames: the decoder (``bread.decoder``) gives it, once per call site of a stream,
 the row's parts that depend on nothing else (severity, category, the call site,
-host, pid, program: the keys of ``export.event_object`` and the cells of
-``export.csv_cells``, made here from a template Event by that same code), once
+host, pid, program: the keys of ``json.event_object`` and the cells of
+``json.csv_cells``, made here from a template Event by that same code), once
 per writer its name's JSON or cell; C writes the time, the message and the
 values' JSON of each event. What C leaves to Python comes back here, one event at
 a time: values other than None, bools, ints within 64 bits, floats and str (lists,
@@ -20,7 +20,6 @@ lone surrogate in its format. Both give the same bytes
 
 from __future__ import annotations
 
-import array
 import csv
 import datetime as _dt
 import functools
@@ -29,14 +28,13 @@ from typing import Any, Callable, Iterator
 
 from blogformat.entries import EventSource, WriterProp
 
-from . import accel
-from .decoder import utf8
-from .events import Event, Origin
-from .export import (CSV_COLUMNS, ascii_json, csv_cells, event_object, iso_parts, json_line,
-                     text_cell)
-from .frames import Frame
+from .. import accel
+from ..decoder import Native, utf8
+from ..events import Event, Origin
+from ..frames import Frame
+from .json import (CSV_COLUMNS, ascii_json, csv_cells, event_object, iso_parts, json_line,
+                   text_cell)
 from .lines import BLOCK_LINES, MAX_BLOCK
-from .merge import clamp64
 
 #: The forms, as the C renderer's ``form`` names them.
 FORMS = {"jsonl": 1, "csv": 2}
@@ -45,7 +43,7 @@ _DATE, _WRITER, _WRITER_ID, _MESSAGE, _ARGS, _FIELDS, _PYTHON = (
     ord("d"), ord("n"), ord("t"), ord("m"), ord("["), ord("{"), ord("?"))
 _PER_EVENT = {"time": _DATE, "writer": _WRITER, "writer_id": _WRITER_ID, "message": _MESSAGE,
               "args": _ARGS, "fields": _FIELDS}
-#: The ISO time of the C renderer: its date items (``export.iso_time``; ``o`` the offset).
+#: The ISO time of the C renderer: its date items (``json.iso_time``; ``o`` the offset).
 _ISO_ITEMS: list[bytes | int] = [ord("Y"), b"-", ord("m"), b"-", ord("d"), b"T", ord("H"), b":",
                                  ord("M"), b":", ord("S"), b".", ord("N"), ord("o")]
 _UTC = _dt.timezone.utc
@@ -57,13 +55,14 @@ def csv_header() -> bytes:
     return utf8(",".join(CSV_COLUMNS) + "\r\n")
 
 
-class ExportSink:
+class RowSink(Native):
     """Events as JSON lines (``form`` ``"jsonl"``) or CSV rows (``"csv"``, no header) in the
-    time zone ``zone`` (None: each writer's), ``bread.decoder.Sink``: blocks of rows, at
-    least one per events frame, or runs ``(writer id, text, keys)`` for the merge.
-    ``escape`` and ``quote_formulas``: the CSV cells' (``export.csv_rows``)."""
+    time zone ``zone`` (None: each writer's), ``bread.decoder.Sink``: blocks of
+    rows, at least one per events frame; for the merge, each event's row. ``escape`` and
+    ``quote_formulas``: the CSV cells' (``json.csv_rows``). Its own C side (``Native``):
+    the Renderer's ``render`` call in its ``form``."""
 
-    metadata = decorate = None
+    metadata = None
 
     def __init__(self, form: str, zone: _dt.tzinfo | None = None, *, escape: bool = True,
                  quote_formulas: bool = True) -> None:
@@ -75,9 +74,10 @@ class ExportSink:
         self.quote_formulas = quote_formulas
         self._buf = io.StringIO()
         self._csv = csv.writer(self._buf, lineterminator="\r\n")
+        self.native: Native | None = self
 
-    def row(self, ev: Event) -> bytes:
-        """One event's row, made by Python (``bread.export``)."""
+    def item(self, ev: Event) -> bytes:
+        """One event's row, made by Python (``bread.sinks.json``)."""
         if self.form == "jsonl":
             return json_line(ev, self.zone).encode()
         self._csv.writerow(csv_cells(ev, self.zone, escape=self.escape,
@@ -111,7 +111,7 @@ class ExportSink:
         rows: list[bytes] = []
         size = 0
         for ev in events:
-            r = self.row(ev)
+            r = self.item(ev)
             rows.append(r)
             size += len(r)
             if len(rows) >= BLOCK_LINES or size >= MAX_BLOCK:
@@ -120,39 +120,22 @@ class ExportSink:
         if rows:
             yield b"".join(rows)
 
-    def runs(self, events: Iterator[Event]) -> Iterator[tuple]:
-        rows: list[bytes] = []
-        keys = array.array("q")
-        end = wid = 0
-        for ev in events:
-            wid = ev.writer_prop.id
-            r = self.row(ev)
-            rows.append(r)
-            end += len(r)
-            keys.append(clamp64(ev.ns))
-            keys.append(end)
-            if end >= MAX_BLOCK:
-                yield wid, b"".join(rows), keys.tobytes()
-                rows, keys, end = [], array.array("q"), 0
-        if rows:
-            yield wid, b"".join(rows), keys.tobytes()
-
     def finish(self) -> tuple:
         return ()
 
     def fallback(self, ev: Event) -> bytes:
-        return self.row(ev)
+        return self.item(ev)
 
     def writer_text(self, w: WriterProp) -> bytes:
-        """What C writes as the writer of each event of ``w`` (``Decoder``): its name's
-        JSON, or its cell."""
+        """What C writes as the writer of each event of ``w``: its name's JSON, or its
+        cell."""
         if self.form == "jsonl":
             return ascii_json(w.name).encode()
         return utf8(self._cell(text_cell(w.name, self.escape, self.quote_formulas)))
 
     def source_items(self, src: EventSource, origin: Origin) -> list:
         """The row of an event of ``src`` from ``origin`` as literals, made from a template
-        Event by ``bread.export``, and codes where C writes the event's own parts."""
+        Event by ``bread.sinks.json``, and codes where C writes the event's own parts."""
         ev = Event(src, _NO_WRITER, 0, 0, _UTC, (), None, {}, 0, origin)
         items: list = []
         if self.form == "jsonl":

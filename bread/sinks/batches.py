@@ -5,7 +5,7 @@ of columns instead of one object per event. With pyarrow installed, a batch
 is a ``pyarrow.RecordBatch``; otherwise a dict of column name -> values, the
 numeric columns as ``array.array("q")`` (no Python object per event).
 
-The columns sink of ``bread.decoder``: the C fast path (``bread/_batches.c``,
+The columns sink of ``bread.decoder``: its C side (``bread/_batches.c``,
 ``Renderer.columns``) decodes each events frame into int64 buffers (clock,
 time, source id, writer id) and the message's UTF-8, which become Arrow
 arrays without a copy (each a ``Block``: its memory goes back to a pool that the
@@ -17,24 +17,24 @@ builds the same columns from Events, and is the reference.
 from __future__ import annotations
 
 import array
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from blogformat.entries import EventSource, FileHeader, WriterProp
 from blogformat.severity import Severity
 
 from .. import accel
+from ..decoder import PYTHON, Native, utf8
 from ..entries import Entry
 from ..errors import OptionError
-from ..events import Event, EventStream, Origin
-from ..export import compact, json_pair
+from ..events import Event, EventStream
 from ..frames import Frame
-from ..decoder import PYTHON, utf8
+from .json import compact, json_pair
 
 if TYPE_CHECKING:
     from .._speedups import Renderer
 
 #: Every column, in this order; ``columns=`` picks some. ``args`` and ``fields`` are JSON
-#: text (``bread.export.json_text``: a list, an object); ``host``, ``pid`` and ``program``
+#: text (``bread.sinks.json.json_text``: a list, an object); ``host``, ``pid`` and ``program``
 #: come from the file header of the stream (None where it does not say), ``path`` is the
 #: input's name.
 COLUMNS = ("time", "clock", "severity", "severity_value", "category", "writer", "writer_id",
@@ -110,12 +110,13 @@ def has_arrow() -> bool:
     return True
 
 
-class BatchSink:
+class BatchSink(Native):
     """Events as batches of at most ``batch_size`` rows (``bread.decoder.Sink``): the
     outputs are lists of batches, the C renderer's column buffers or rows of Events made
-    by Python; ``batches`` gives the batches of one input."""
+    by Python. Sorted, it is given the sorted Events (no item of its own to merge). Its
+    own C side (``Native``): the Renderer's ``columns`` call, and ``columnar``."""
 
-    decorate = None
+    item = None
 
     def __init__(self, stream: EventStream, columns: tuple[str, ...], batch_size: int, *,
                  arrow: bool) -> None:
@@ -129,12 +130,8 @@ class BatchSink:
         self._c_pending = False                 # its buffers hold rows
         self._tables: dict[str, tuple[dict[int, Any], Any]] = {}   # see _table
         self._repeated: dict[tuple[str, int], Any] = {}   # a stream column's Arrow array
-
-    def from_events(self, events: Iterable[Event]) -> Iterator[Any]:
-        """Batches of Events already read (sorted reading)."""
-        for ready in self.python(iter(events)):
-            yield from ready
-        yield from self._flush()
+        self.native: Native | None = self
+        self.columnar = self._columnar
 
     def metadata(self, e: Entry, apply: Callable[[Entry], bool]) -> list:
         # A batch looks its sources and writers up when it is made: any that is described
@@ -164,6 +161,14 @@ class BatchSink:
     def step(self, c: Any) -> Callable[[Frame | None], list]:
         return self._c_step
 
+    def _columnar(self, fr: Frame | None) -> list:
+        """As ``_c_step``, the rows of a columnar frame (``Renderer.columnar``: state
+        PYTHON after its first call if C took none of it)."""
+        ready = list(self._flush()) if fr is None or self._rows else []
+        if self._c.columnar(fr):
+            self._c_pending = True
+        return ready
+
     def _c_step(self, fr: Frame | None) -> list:
         """Rows of a frame (None: of its rest) into the C buffers; the batches to give
         first: the Python path's rows before a frame, a whole batch before the rest."""
@@ -172,14 +177,6 @@ class BatchSink:
             self._c_pending = True
         if self._c.state == PYTHON:
             ready += self._flush()
-        return ready
-
-    def columnar_step(self, fr: Frame | None) -> list:
-        """As ``_c_step``, the rows of a columnar frame (``Renderer.columnar``: state
-        PYTHON after its first call if C took none of it)."""
-        ready = list(self._flush()) if fr is None or self._rows else []
-        if self._c.columnar(fr):
-            self._c_pending = True
         return ready
 
     def fallback(self, event: Event) -> tuple[bytes, bytes, bytes]:
@@ -192,9 +189,6 @@ class BatchSink:
                 compact(args).encode() if "args" in cols else b"",
                 compact(fields).encode() if "fields" in cols else b"")
 
-    def source_items(self, src: EventSource, origin: Origin) -> list:
-        return []
-
     # --- Python path: the reference -----------------------------------------
 
     def python(self, events: Iterator[Event]) -> Iterator[list]:
@@ -205,9 +199,6 @@ class BatchSink:
             self._rows.append(ev)
             if len(self._rows) >= size:
                 yield list(self._flush())
-
-    def runs(self, events: Iterator[Event]) -> Iterator[tuple]:
-        raise AssertionError("batches are sorted as Events")  # pragma: no cover
 
     def finish(self) -> Iterator[list]:
         yield list(self._flush())

@@ -24,7 +24,7 @@ PYTEST_JOBS ?= -n auto --dist loadfile
 
 # The C sources of the extensions and their headers, each beside the module it mirrors
 # (setup.py lists them one by one).
-CSRC   := $(wildcard blog/_*.[ch] blog/*/_*.[ch] blogformat/*.[ch] bread/_*.c bread/_*.h)
+CSRC   := $(wildcard blog/_*.[ch] blog/*/_*.[ch] blogformat/*.[ch] bread/*/_*.[ch])
 
 # The package alone (what the demo needs), then the test, Spark and docs extras (what the
 # suite and make docs need).
@@ -109,12 +109,13 @@ SANITIZE_ENV    = LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" PYTHONMALLOC=
 	PYTHONPATH="$(CURDIR)/$(SANITIZE)/lib" UBSAN_OPTIONS=print_stacktrace=1 \
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=2048
 # The files, each for the C it drives, C against the Python reference where it can:
-# the reader (bread/_native.c, _decode.c, _lines.c, _events.c, _batches.c, _tables.c) on
-# damaged, crafted and golden files (test_damage, test_hostile_columnar, test_hostile_tracebacks,
-# test_reader_edges, test_golden, test_compact_golden), in parity with Python
-# (test_render_parity), as batches and typed tables (test_batches, test_columnar_batches,
-# test_typedsink); the C++ binlog reader (_binlog.c: test_cxx, test_hostile_cxx), the merge
-# (_merge.c: test_sort), compaction (_compact.c: test_compact_c, test_hostile_compact); the
+# the reader (bread/decode/_native.c and _decode.c, bread/sinks/_lines.c, _events.c,
+# _batches.c and _tables.c) on damaged, crafted and golden files (test_damage,
+# test_hostile_columnar, test_hostile_tracebacks, test_reader_edges, test_golden,
+# test_compact_golden), in parity with Python (test_render_parity), as batches and typed
+# tables (test_batches, test_columnar_batches, test_typedsink); the C++ binlog reader
+# (bread/cxx/_binlog.c: test_cxx, test_hostile_cxx), the merge (bread/merge/_merge.c:
+# test_sort), compaction (bread/compact/_compact.c: test_compact_c, test_hostile_compact); the
 # writer (blog/_extension.h lists its files): the encoder (test_encode_parity), the channel
 # (test_channel), the logger's, @blog.event's, @blog.traced's and the logging bridge's calls
 # (test_event, test_traced, test_traced_paths, test_stdlib, test_stdlibcalls,

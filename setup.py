@@ -1,12 +1,13 @@
 """Only for the optional C fast paths; everything else is in pyproject.toml.
 
 If the C compiler is missing the build carries on, and blog and bread use
-their pure-Python code (blog/pipeline/logger.py, bread/lines.py), which behaves the same.
+their pure-Python code (blog/pipeline/logger.py, bread/sinks/lines.py), which behaves the
+same.
 
 Each extension is several C files, one per Python module it mirrors, beside it (its
-internal header, blog/_extension.h or bread/_extension.h, lists them); both include the
-headers of blogformat (the byte buffer, msgpack reading and writing). Every header is in
-``depends``, so that changing one rebuilds what includes it.
+internal header, blog/_extension.h or bread/decode/_extension.h, lists them); both
+include the headers of blogformat (the byte buffer, msgpack reading and writing). Every
+header is in ``depends``, so that changing one rebuilds what includes it.
 """
 
 import os
@@ -42,13 +43,15 @@ if sys.implementation.name == "cpython" and sys.platform != "win32":
                           "blog/pipeline/_logger.c", "blog/integrations/_event.c",
                           "blog/integrations/_traced.c", "blog/_stdlib.c"],
                          ["blog/_extension.h", "blog/pipeline/_callpath.h"]))
+    # The reader's: the Renderer in bread/decode, its outputs beside their sinks.
     ext.append(extension("bread._speedups",
-                         ["bread/_speedups.c", "bread/_native.c", "bread/_decode.c",
-                          "bread/_lines.c", "bread/_events.c", "bread/_batches.c",
-                          "bread/_tables.c"],
-                         ["bread/_extension.h", "bread/_message.h"]))
-    ext.append(extension("bread._merge", ["bread/_merge.c"], []))
-    ext.append(extension("bread._compact", ["bread/_compact.c"], []))
-    ext.append(extension("bread._binlog", ["bread/_binlog.c"], []))
+                         ["bread/decode/_speedups.c", "bread/decode/_native.c",
+                          "bread/decode/_decode.c", "bread/sinks/_lines.c",
+                          "bread/sinks/_events.c", "bread/sinks/_batches.c",
+                          "bread/sinks/_tables.c"],
+                         ["bread/decode/_extension.h", "bread/decode/_message.h"]))
+    ext.append(extension("bread._merge", ["bread/merge/_merge.c"], []))
+    ext.append(extension("bread._compact", ["bread/compact/_compact.c"], []))
+    ext.append(extension("bread._binlog", ["bread/cxx/_binlog.c"], []))
 
 setup(ext_modules=ext)

@@ -9,11 +9,12 @@ source's planning on the driver, then one task's read, called in this process: p
 own code is not ours to count; needs the ``spark`` extra, else left out).
 
 How a path is read, as a newcomer reads it: each function of the packages the first
-time it is called (a function met again is already read), in the order of the calls,
-depth first; the file being read changes when such a call enters another file (a hop),
-and again when it returns to its caller's file, if the caller goes on (a hop back). What
-runs while a module is imported is not counted, nor the standard library and pyarrow
-(calls through them are followed to the project's code they call back). The C
+time it is called (a function met again is already read), in the order of the calls; a
+hop is such a call from one file into another (calls from one file into another one
+after the other are one hop), and it goes back into a file already visited if that file
+was read before. What runs while a module is imported is not counted, nor the standard
+library and pyarrow (a call through them is counted from the project's code that made
+it). The C
 extensions are not Python frames: the C path (the default) counts what a user's run
 reads in Python; ``--pure`` the pure-Python path (BREAD_PURE_PYTHON=1), in a child.
 """
@@ -80,15 +81,20 @@ def trace(run: Callable[[], object]) -> list[tuple[str | None, str]]:
 
 
 def counts(hops: list[tuple[str | None, str]]) -> tuple[int, int, int]:
-    """(files visited, hops between them, hops into a file already visited)."""
+    """(files visited, hops between them, hops into a file already visited). Calls from one
+    file into another, one after the other, are one hop: read once, from one place."""
     visited: set[str] = set()
-    back = 0
+    back = n = 0
+    last: tuple[str | None, str] | None = None
     for came, here in hops:
         if came is not None:
             visited.add(came)
-        back += here in visited
+        if (came, here) != last and came is not None:
+            n += 1
+            back += here in visited
+        last = (came, here)
         visited.add(here)
-    return len(visited), sum(1 for came, _ in hops if came is not None), back
+    return len(visited), n, back
 
 
 def _file(directory: str) -> str:

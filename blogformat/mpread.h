@@ -1,7 +1,7 @@
 /* blogformat/mpread.h: msgpack reading, bounds-checked, for both C extensions.
  *
  * read_value() decodes one value as the Python reader (msgpack-python with blog's
- * options) would, or says it would not: the reader's extension (bread/_decode.c) walks
+ * options) would, or says it would not: the reader's extension (bread/decode/_decode.c) walks
  * untrusted events frames with it, every read bounds-checked, nesting bounded, and any
  * byte that Python would not decode the same way answered -1 (the Python path then
  * reads the frame and reports the damage). skip_value() only finds where a value ends,

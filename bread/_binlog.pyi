@@ -1,5 +1,5 @@
-# bread._binlog, C++ binlog files' text lines in C (bread/_binlog.c); its twin is
-# bread/cxx/render.py, driven by bread/cxx/fastpath.py, whose contract the types are.
+# bread._binlog, C++ binlog files' text lines in C (bread/cxx/_binlog.c); its twin is
+# bread/cxx/printer.py, driven by bread/cxx/fastpath.py, whose contract the types are.
 # tests/test_c_stubs.py checks these names against the built module (mypy.stubtest).
 
 from typing import Callable, final

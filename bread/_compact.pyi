@@ -1,4 +1,4 @@
-# bread._compact, bread compact's per-event work in C (bread/_compact.c); its twins are
+# bread._compact, bread compact's per-event work in C (bread/compact/_compact.c); its twins are
 # bread/compact/compactor.py (Compactor._frame, _events, _columns) and bread/compact/runs.py,
 # whose contract the types are. tests/test_c_stubs.py checks these names against the built
 # module (mypy.stubtest).

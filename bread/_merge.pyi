@@ -1,6 +1,6 @@
-# bread._merge, the k-way merge of sorted runs in C (bread/_merge.c); its twin is
-# bread.merge.Merger, whose contract the types are. tests/test_c_stubs.py checks these names
-# against the built module (mypy.stubtest).
+# bread._merge, the k-way merge of sorted runs in C (bread/merge/_merge.c); its twin is
+# bread.merge.merger.Merger, whose contract the types are. tests/test_c_stubs.py checks these
+# names against the built module (mypy.stubtest).
 
 from typing import Any, final
 

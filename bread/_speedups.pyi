@@ -1,7 +1,7 @@
-# bread._speedups, the C fast path of reading (bread/_speedups.c and the files
-# bread/_extension.h lists). Its Python twins are bread/decoder.py and its sinks
-# (bread/lines.py, bread/exportlines.py, bread/events.py, bread/columnar/batches.py,
-# bread/columnar/typedsink.py);
+# bread._speedups, the C fast path of reading (bread/decode/_speedups.c and the files
+# bread/decode/_extension.h lists). Its Python twins are bread/decode/decoder.py and the
+# sinks (bread/sinks/lines.py, bread/sinks/rows.py, bread/sinks/events.py,
+# bread/sinks/batches.py, bread/sinks/typed.py);
 # the types are the contract both paths keep, so code checked against them runs on either.
 # tests/test_c_stubs.py checks these names against the built module (mypy.stubtest).
 
@@ -17,12 +17,13 @@ from bread.frames import Frame
 
 # The longest message C renders (blogformat.placeholders.MAX_MESSAGE): Python cuts a longer one.
 MAX_MESSAGE: Final[int]
-# Characters of JSON an event's values make at most (bread.export.MAX_JSON): values that
+# Characters of JSON an event's values make at most (bread.sinks.json.MAX_JSON): values that
 # might pass it are Python's to cut.
 MAX_JSON: Final[int]
 
-# ---- _native.c: the Renderer (bread/decoder.py: Decoder, Sink) ----
-# An item of an event format or message: literal UTF-8, or a code (bread/_extension.h).
+# ---- _native.c: the Renderer (bread/decode/decoder.py: Decoder, Native) ----
+# An item of an event format or message: literal UTF-8, or a code
+# (bread/decode/_extension.h).
 _Items = Sequence[bytes | int]
 
 @final
@@ -35,14 +36,14 @@ class Renderer:
     want_message: int
     want_json: int
     # render() and keyed(): a text line (0), a JSON line (1) or a CSV row (2) per event
-    # (bread/exportlines.py); CSV rows: a ' before a text cell a spreadsheet would run.
+    # (bread/sinks/rows.py); CSV rows: a ' before a text cell a spreadsheet would run.
     form: int
     quote_formulas: int
     def __new__(
         cls, date_items: _Items, fallback: Callable[[bytes, int, int], Any], escape: bool
     ) -> Self: ...
     # After each call: 0 the frame is done, 1 more to come (call again with None), 2 Python
-    # reads the frame from event `rendered` on (bread.decoder's DONE, MORE, PYTHON).
+    # reads the frame from event `rendered` on (bread.decode.decoder's DONE, MORE, PYTHON).
     @property
     def state(self) -> int: ...
     @property
@@ -77,7 +78,7 @@ class Renderer:
     def set_origin(self, origin: Origin, /) -> None: ...
     def set_event_type(self, event_type: type[Event], utc: tzinfo, /) -> None: ...
     # zone(secs) -> (the ISO time's text before the ns, after) or None: JSON lines' and CSV
-    # rows' times in --tz's zone (bread.export.iso_parts); None: in the sync's offset.
+    # rows' times in --tz's zone (bread.sinks.json.iso_parts); None: in the sync's offset.
     def set_zone(self, zone: Callable[[int], tuple[bytes, bytes] | None] | None, /) -> None: ...
     def reset(self) -> None: ...
     # Each begins a frame, or with None goes on with the one begun; then see state.
@@ -94,13 +95,13 @@ class Renderer:
     ) -> tuple[
         int, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer, Buffer
     ]: ...
-    # kinds None: the kinds mode; take_typed() gives one shape per mode (bread/_tables.c).
+    # kinds None: the kinds mode; take_typed() gives one shape per mode (bread/sinks/_tables.c).
     def set_typed(
         self, kinds: bytes | None, positional: int, field_names: tuple[str, ...], /
     ) -> None: ...
     def take_typed(self) -> tuple[Any, ...]: ...
 
-# ---- _events.c: bread/events.py ----
+# ---- _events.c: bread/events.py, bread/sinks/events.py ----
 
 @final
 class MessageGetter:
@@ -116,7 +117,7 @@ def message(
     /,
 ) -> str | None: ...
 
-# ---- _batches.c: bread/columnar/batches.py ----
+# ---- _batches.c: bread/sinks/batches.py ----
 
 # (values, offsets or None, validity or None), each a read-only buffer; None where a text
 # column would not fit an Arrow string array.

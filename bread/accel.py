@@ -1,6 +1,7 @@
-"""The optional C fast paths of the reader (``bread/_speedups.c``, ``bread/_merge.c``,
-``bread/_binlog.c`` for C++ binlog files, ``bread/_compact.c`` for ``bread compact``), or
-None.
+"""The optional C fast paths of the reader, or None (internal): ``speedups``
+(``bread/decode/_speedups.c``), ``merge`` (``bread/merge/_merge.c``), ``binlog``
+(``bread/cxx/_binlog.c``, for C++ binlog files), ``compact`` (``bread/compact/_compact.c``,
+for ``bread compact``).
 
 Read as ``accel.speedups`` at the point of use, so that tests (and
 ``BREAD_PURE_PYTHON=1``) can run everything through the pure-Python code,

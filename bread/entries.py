@@ -59,7 +59,7 @@ def iter_entries(frames: Iterable[Frame | Damage], source: str = "", *,
     """Decode frames into entries; anything malformed becomes a Damage (never an exception).
 
     With ``raw_events``, events frames come out as they are (a Frame), for a
-    caller that decodes them itself (``bread.decoder``), with the stream's descriptions
+    caller that decodes them itself (``bread.decode.decoder``), with the stream's descriptions
     of value types (``EventStream.types``); with ``columns`` too, columnar frames (else
     given as events frames, ``columnar_parts``).
     """

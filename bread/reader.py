@@ -1,8 +1,8 @@
 """``bread.read``: paths or binary file objects -> events, with damage and notices collected.
 
-A ``Reader`` takes a sink (``bread.decoder.Sink``: what becomes of the events) and
+A ``Reader`` takes a sink (``bread.decode.decoder.Sink``: what becomes of the events) and
 reads each input (``bread.inputs``: found once, opened, said what it is) through a
-decoder into it (``bread.decoder``), in file order or merged by time
+decoder into it (``bread.decode.decoder``), in file order or merged by time
 (``bread.merge``). Iterating gives Events (``bread.sinks.events``); ``text``,
 ``batches`` and ``outputs`` give what other sinks make (``bread.sinks``).
 """
@@ -14,13 +14,12 @@ import itertools
 from typing import (TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Mapping,
                     Sequence, cast)
 
-from .decoder import Decoder, Sink, binlog_outputs
-from .entries import iter_entries
-from .errors import ListingCut, OptionError
+from .decode.decoder import Sink, binlog_outputs, decoded
+from .errors import OptionError
 from .events import Event, EventStream
-from .filters import NO_FILTER, Filter
+from .decode.filters import NO_FILTER, Filter
 from .frames import Damage, Frame, iter_frames, span_frames
-from .inputs import CXX, Input, Inputs, Source, is_url, name_text, sniff
+from .inputs import CXX, Input, Inputs, Source, is_url, sniff
 from .inputs.compressed import GzipInput, seekable
 from .merge import SortedInput, index_of, merged
 from .merge.keyed import Keyed
@@ -135,28 +134,23 @@ class Reader:
         return self._in_file_order(sink)
 
     def _in_file_order(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]:
-        for inp in self._each():
-            f = self._open(inp)
-            if f is None:
-                continue
-            try:
-                yield from self._decoded(f, inp.name, sink, named=inp.named)
-                self._after(inp, f)
-            finally:
-                inp.close(f)
+        damage = self.damage
+        for inp, kind, f in self._inputs.opened(self.filter.since, self.filter.until, damage):
+            yield from self._decoded(f, kind, inp.name, sink, named=inp.named)
 
     def _whole(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink]
                ) -> Iterator[Any]:
         """One input opened elsewhere (a followed directory's file), decoded to its end."""
-        yield from self._decoded(f, name, sink)
+        kind, g = sniff(f)
+        yield from self._decoded(g, kind, name, sink)
         if isinstance(f, GzipInput) and f.error is not None:
             self.damage.append(Damage(f.pos, 0, f.error, name))
 
-    def _decoded(self, f: BinaryIO, name: str, sink: Callable[[EventStream], Sink],
+    def _decoded(self, f: BinaryIO, kind: str, name: str, sink: Callable[[EventStream], Sink],
                  keyed: bool = False, named: bool = False) -> Iterator[Any]:
-        """One input, decoded into what its sink gives (with ``keyed``, runs to merge);
-        ``named``: given itself (not a blog file: NotABlogFile)."""
-        kind, f = sniff(f)
+        """One input (``kind``: ``bread.inputs.sniff``'s), decoded into what its sink
+        gives (with ``keyed``, runs to merge); ``named``: given itself (not a blog file:
+        NotABlogFile)."""
         if kind == CXX and self.span is not None:
             raise OptionError(f"{name}: a span is a part of a blog file, not of a C++ binlog "
                               "file")
@@ -166,10 +160,9 @@ class Reader:
                 self.damage.append(Damage(offset, 0, reason, name))
             yield from binlog_outputs(f, name, sink(stream), self.filter.keeps, damaged, keyed)
             return
-        decoder = Decoder(stream, sink(stream), self.filter, name, keyed)
         try:
-            yield from decoder.outputs(iter_entries(self._frames(f, name, named), name,
-                                                    raw_events=True, columns=decoder.columns))
+            yield from decoded(stream, sink(stream), self._frames(f, name, named), self.filter,
+                               name, keyed)
         finally:
             self.unknown_sources += stream.unknown_sources
 
@@ -187,9 +180,9 @@ class Reader:
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
         """All inputs' runs (``sink``'s, keyed) merged by time (``bread.merge``)."""
         inputs: list[SortedInput] = []
-        for inp in self._each():
+        for inp in self._inputs.each(self.filter.since, self.filter.until, self.damage):
             inp = inp.again()
-            f = self._open(inp)
+            f = inp.opened(self.damage)
             if f is None:
                 continue
             try:
@@ -208,12 +201,15 @@ class Reader:
     def _input_runs(self, inp: Input, sink: Callable[[EventStream], Sink]
                     ) -> Callable[[], Iterator[Any]]:
         def start() -> Iterator[Any]:
-            f = self._open(inp)   # (a URL's that fails: it opened for the first pass)
+            f = inp.opened(self.damage)   # (a URL's that fails: it opened for the first pass)
             if f is None:
                 return
             try:
-                yield from self._decoded(f, inp.name, sink, keyed=True, named=inp.named)
-                self._after(inp, f)
+                kind, g = sniff(f)
+                yield from self._decoded(g, kind, inp.name, sink, keyed=True, named=inp.named)
+                ended = inp.ended(f)
+                if ended is not None:
+                    self.damage.append(ended)
             finally:
                 f.close()
         return start
@@ -280,31 +276,10 @@ class Reader:
             lambda stream: BatchSink(stream, cols, batch_size, arrow=arrow)))
 
     def outputs(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]:
-        """What ``sink(stream)`` (a ``bread.decoder.Sink``: the typed tables of
+        """What ``sink(stream)`` (a ``bread.decode.decoder.Sink``: the typed tables of
         ``bread.sinks.typed``), one per input, gives in file order; sorted, the merge of
         its items, or what one sink makes of the sorted Events (``_sorted``)."""
         return self._outputs(sink)
-
-    def _each(self) -> Iterator[Input]:
-        """Each input, found (``bread.inputs``), but those the filter's time window leaves
-        out by their manifest (``skipped``); a listing cut at its bounds is damage."""
-        for inp in self._inputs.kept(self.filter.since, self.filter.until):
-            if isinstance(inp, ListingCut):   # (a store's listing that never ends)
-                self.damage.append(Damage(0, 0, inp.strerror or "", name_text(inp.filename)))
-                continue
-            yield inp
-
-    def _open(self, inp: Input) -> BinaryIO | None:
-        """``inp`` opened; None for an object listed that does not open (deleted since, its
-        store failing): damage naming it, and the other inputs read."""
-        try:
-            return inp.open()
-        except OSError as exc:
-            if not inp.url:
-                raise
-            self.damage.append(Damage(0, 0, f"the object does not open: {exc.strerror}",
-                                      inp.name))
-            return None
 
     def _frames(self, f: BinaryIO, name: str, named: bool) -> Iterator[Frame | Damage]:
         """The input's frames: all of them, or those of the span."""
@@ -313,12 +288,6 @@ class Reader:
         if isinstance(f, GzipInput) or not seekable(f):
             raise OptionError(f"{name}: a span needs an uncompressed file that can seek")
         return span_frames(f, *self.span, name, self.verified_only)
-
-    def _after(self, inp: Input, f: BinaryIO) -> None:
-        """The damage that ended an input early: a gzip stream's, a URL's failed read."""
-        ended = inp.ended(f)
-        if ended is not None:
-            self.damage.append(ended)
 
     def _stream(self, entries: Iterable[Any], name: str) -> EventStream:
         stream = EventStream(entries, name)
@@ -338,7 +307,7 @@ def read(source: Source, *, sort: bool = False, min_severity: int | str | None =
     """Read events from paths (files, directories, glob patterns, "-"), or a binary file object.
 
     In file order, or with ``sort`` in time order across writers and inputs
-    (bounded memory). The filters (``bread.filters.Filter``): a minimum
+    (bounded memory). The filters (``bread.decode.filters.Filter``): a minimum
     severity (a name or a value), categories (with those below them: ``db`` takes
     ``db.pool``; ``=db`` is ``db`` alone), a time range (``since``
     included, ``until`` not: ns since the epoch, ISO 8601, or ``"15m"`` ago),

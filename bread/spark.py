@@ -34,7 +34,7 @@ from blogformat.frames import HEADER_SIZE, parse_header
 
 from .sinks.batches import COLUMNS, portable
 from .errors import DamagedLog, ListingCut, NotABlogFile, OptionError
-from .filters import Filter as BreadFilter
+from .decode.filters import Filter as BreadFilter
 from .inputs import CXX, Input, Inputs, kind_of
 from .inputs.compressed import GzipInput
 from .sinks import tables
@@ -130,7 +130,7 @@ class BlogReader(DataSourceReader):
                               f"not {options.get('damage')!r}")
         self.split = _count(options.get("splitBytes", str(SPLIT_BYTES)), "splitBytes")
         self.batch_rows = _count(options.get("batchSize", str(BATCH_ROWS)), "batchSize")
-        # Filters the reader applies before decoding (bread.filters): checked here, on
+        # Filters the reader applies before decoding (bread.decode.filters): checked here, on
         # the driver, so that a bad value fails the query at once.
         self.filter_options: dict[str, Any] = {
             "min_severity": options.get("minSeverity"),

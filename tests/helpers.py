@@ -227,17 +227,17 @@ def abandon(cb) -> None:
 
 def count_reader_fallbacks(monkeypatch) -> list[tuple]:
     """The events the C decoder leaves to Python from now on (one entry each), for a test
-    that the fast path stays fast. Reaches into ``bread.decoder.Decoder``: what C hands
+    that the fast path stays fast. Reaches into ``bread.decode.decoder.Decoder``: what C hands
     over reads back the same, so nothing public tells the two apart."""
-    import bread.decoder
+    import bread.decode.decoder
     calls: list[tuple] = []
-    orig = bread.decoder.Decoder._fallback
+    orig = bread.decode.decoder.Decoder._fallback
 
     def counting(self, *a):
         calls.append(a)
         return orig(self, *a)
 
-    monkeypatch.setattr(bread.decoder.Decoder, "_fallback", counting)
+    monkeypatch.setattr(bread.decode.decoder.Decoder, "_fallback", counting)
     return calls
 
 

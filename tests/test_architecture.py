@@ -219,10 +219,10 @@ def test_only_the_cli_parses_command_lines():
 
 
 def test_the_reader_loop_exists_once():
-    # bread.decoder alone hands an events frame to C, and to Python from the event where C
+    # bread.decode.decoder alone hands an events frame to C, and to Python from the event where C
     # stopped (`rendered`): the sinks (text, Events, columns) say what becomes of events.
     for name, tree in _modules().items():
-        if not name.startswith("bread.") or name == "bread.decoder":
+        if not name.startswith("bread.") or name == "bread.decode.decoder":
             continue
         attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         calls = {n.func.attr for n in ast.walk(tree)
@@ -303,12 +303,12 @@ def _imported_names(tree: ast.Module) -> set[str]:
 #: bytes, and the modules of bread.inputs that use them. Every other reader (the command
 #: line, Reader, Spark, stats) goes through bread.inputs' Inputs and Input: found once,
 #: opened and judged in one place (issue 39: they were found three times, judged in three).
-#: (bread.columnar.parquet expands its inputs once, then reads them as found files.)
-INPUT_DECISIONS = {"expand": {"bread.inputs", "bread.inputs.paths", "bread.inputs.opener",
-                              "bread.inputs.objectstore", "bread.columnar.parquet"},
-                   "is_binlog": {"bread.inputs.opener", "bread.cxx.entries"},
-                   "set_files": {"bread.inputs.paths"},
-                   "decompressing": {"bread.inputs.compressed", "bread.inputs.opener",
+#: (bread.export.parquet expands its inputs once, then reads them as found files.)
+INPUT_DECISIONS = {"expand": {"bread.inputs", "bread.inputs.objectstore",
+                              "bread.export.parquet"},
+                   "is_binlog": {"bread.inputs", "bread.cxx.entries"},
+                   "set_files": {"bread.inputs"},
+                   "decompressing": {"bread.inputs", "bread.inputs.compressed",
                                      "bread.inputs.follow"}}
 
 
@@ -330,14 +330,43 @@ def test_the_reader_takes_a_sink_and_reaches_into_no_kind():
     tree = mods["bread.reader"]
     at_import = _imports("bread.reader", tree)
     called = _imports("bread.reader", tree, deferred=True)
-    assert not [m for m in called if m.startswith(("bread.cxx", "bread.columnar"))], called
+    assert not [m for m in called if m.startswith(("bread.cxx", "bread.export"))], called
     assert not [m for m in at_import if m.startswith("bread.sinks")], at_import
 
 
 def test_the_decoder_knows_a_sink_by_its_interface():
-    # What a sink is (bread.decoder.Sink) and its C side (bread.decoder.Native) are declared,
+    # What a sink is (bread.decode.decoder.Sink) and its C side (Native) are declared,
     # defaults and all: the decoder looks nothing up by hasattr or getattr (issue 39: the
     # columnar call was found by hasattr).
-    calls = {n.func.id for n in ast.walk(_modules()["bread.decoder"])
+    calls = {n.func.id for n in ast.walk(_modules()["bread.decode.decoder"])
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert not calls & {"hasattr", "getattr"}, calls
+
+
+#: The reader's folders and modules, lowest first: each imports (at import, in a function,
+#: for the type checker) nothing of those after it. Inputs found and opened; decoded into a
+#: sink; the sinks; the merge of any sink; the reader that composes them; then what uses
+#: the reader (Spark, bread stats, bread export, the command line). bread.cxx (C++ files)
+#: stands beside them: inputs, the decoder and the merge read it when an input is one.
+READER_LAYERS = ("bread.inputs", "bread.decode", "bread.sinks", "bread.merge", "bread.reader",
+                 "bread.spark", "bread.stats", "bread.export", "bread.cli")
+
+
+def _reader_layer(module: str) -> int | None:
+    return next((i for i, p in enumerate(READER_LAYERS)
+                 if module == p or module.startswith(p + ".")), None)
+
+
+def test_the_reader_is_built_in_layers():
+    # Issue 39: the reader's middle in layers, each folder one step (the hops a reader of
+    # `bread FILE` makes go down them: docs/architecture.md counts them).
+    bad = []
+    for name, tree in _modules().items():
+        mine = _reader_layer(name)
+        if mine is None:
+            continue
+        for dep in _imports(name, tree, deferred=True):
+            theirs = _reader_layer(dep)
+            if theirs is not None and theirs > mine:
+                bad.append(f"{name} imports {dep}")
+    assert bad == []

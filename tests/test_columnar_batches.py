@@ -1,5 +1,5 @@
 """read_batches of columnar frames (docs/format.md 5.5): the C fast path builds the columns
-from the frame's columns (bread/_decode.c, ``Renderer.columnar``), giving what the
+from the frame's columns (bread/decode/_decode.c, ``Renderer.columnar``), giving what the
 events payloads the frame stands for give on the Python path, and what the same events
 give read from row frames."""
 

@@ -1,4 +1,4 @@
-"""bread compact's C fast path (bread/_compact.c) against its pure-Python reference: the
+"""bread compact's C fast path (bread/compact/_compact.c) against its pure-Python reference: the
 same records from an events frame, the same columnar and row frames from a stretch of
 records, byte for byte, whatever the events hold (random streams: hypothesis), and the
 same compacted files of the golden files. Skipped where the C path is not built or not

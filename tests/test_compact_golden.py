@@ -71,7 +71,7 @@ def test_columnar_golden_files_of_every_encoding_still_read(path):
     assert heads and {h[6][0] for h in heads} == {CLOCK_CODING[encoding]}
     want = by_writer(DATA / "v1" / f"{name}.blog")
     assert by_writer(path) == want
-    got = batches(path)   # on the C path, the columns built by bread/_decode.c
+    got = batches(path)   # on the C path, the columns built by bread/decode/_decode.c
     saved = accel.speedups
     accel.speedups = None
     try:

@@ -11,7 +11,7 @@ import pytest
 
 from bread import cli
 from bread.cxx import entries, values
-from bread.cxx.render import CxxPrinter, DateText, ValueText, c_g16
+from bread.cxx.printer import CxxPrinter, DateText, ValueText, c_g16
 from bread.cxx.text import print_files
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cxx")
@@ -390,7 +390,7 @@ def test_entries_as_the_samples_readme_lists_them():
         assert got == f.read().splitlines()
 
 
-# --- the C fast path (bread/_binlog.c) --------------------------------------------------
+# --- the C fast path (bread/cxx/_binlog.c) --------------------------------------------------
 
 def _both_paths(monkeypatch, data: bytes, fmt: str, date: str, sort: bool) -> tuple:
     from bread import accel

@@ -1,5 +1,6 @@
-"""``bread -o jsonl`` and ``-o csv`` give the same bytes by their C path (bread/_lines.c),
-by their Python path (bread/sinks/rows.py) and as ``bread.sinks.json`` writes each Event.
+"""``bread -o jsonl`` and ``-o csv`` give the same bytes by their C path
+(bread/sinks/_lines.c), by their Python path (bread/sinks/rows.py) and as
+``bread.sinks.json`` writes each Event.
 
 Events come from the writer (every argument type it takes, keyword fields, strings of
 control characters, non-ASCII and lone surrogates, huge ints, nan and inf, exceptions)

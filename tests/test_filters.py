@@ -11,7 +11,7 @@ import pytest
 import blog
 import bread
 from bread import accel, cli
-from bread.filters import Filter, parse_time
+from bread.decode.filters import Filter, parse_time
 from helpers import in_threads
 
 

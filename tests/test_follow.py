@@ -19,7 +19,7 @@ import bread
 from blogstore.crashlayout import buffer_directory
 from blogstore.fileset import file_name, members
 from bread.inputs.follow import Watch
-from bread.recover import Log, recover_into
+from bread.cli.recover import Log, recover_into
 from bread.inputs.tail import Growing, Stopped
 
 from helpers import fresh_signals, python_child, with_crash_buffer

@@ -1,4 +1,4 @@
-"""Compaction of crafted originals (bread/_compact.c against the Python reference in
+"""Compaction of crafted originals (bread/compact/_compact.c against the Python reference in
 bread/compact/): golden files with bytes of one frame changed (its checksum made right
 again) compact to the same bytes and the same damage on both paths, rows and columnar."""
 

@@ -90,7 +90,7 @@ _READ_ALL = """
         resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
     import bread
     from bread import accel
-    from bread.cxx.render import CxxPrinter
+    from bread.cxx.printer import CxxPrinter
     from bread.cxx.text import print_files
     FULL = "%I|%S|%C|%M|%F|%G|%L|%P|%T|%n|%t|%d|%u|%r|%m|%%|%X"
 

@@ -11,7 +11,7 @@ import pytest
 import blog
 import bread
 from bread import cli
-from bread.columnar import parquet
+from bread.export import parquet
 
 pq = pytest.importorskip("pyarrow.parquet", reason="Parquet export needs pyarrow")
 

@@ -180,7 +180,7 @@ def test_sorted_times_below_64_bits_sort_first_in_file_order_and_none_is_lost():
 
 
 def test_relative_times_are_exact():
-    from bread.filters import parse_time
+    from bread.decode.filters import parse_time
     assert parse_time("2.3h", 10**19) == 10**19 - 8_280_000_000_000
 
 

@@ -1,5 +1,5 @@
-"""The C renderer (bread/_speedups.c) and the Python one (bread/sinks/lines.py) print the same
-bytes.
+"""The C renderer (bread/decode/_speedups.c) and the Python one (bread/sinks/lines.py) print
+the same bytes.
 
 Files are built here from blogformat's entries, so that every corner the
 format allows (any format string, any value, any clock, damage) is reached,

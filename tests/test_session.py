@@ -1341,8 +1341,8 @@ def test_the_c_reader_is_built_unless_asked_not_to():
     if os.environ.get("BREAD_PURE_PYTHON"):
         assert bread.accel.speedups is None and bread.accel.merge is None
     else:
-        assert bread.accel.speedups is not None, "bread/_speedups.c was not built"
-        assert bread.accel.merge is not None, "bread/_merge.c was not built"
+        assert bread.accel.speedups is not None, "bread/decode/_speedups.c was not built"
+        assert bread.accel.merge is not None, "bread/merge/_merge.c was not built"
 
 
 def test_logging_levels_and_names_are_severities_everywhere_one_is_taken():

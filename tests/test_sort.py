@@ -217,7 +217,7 @@ def test_a_frames_events_come_out_in_time_order_whatever_its_min_clock_says(monk
     assert [r["message"] for r in csv.DictReader(io.StringIO(table))] == [str(k) for k in want]
 
 
-# --- the Merger: C (bread/_merge.c) and the Python reference, item for item ----------
+# --- the Merger: C (bread/merge/_merge.c) and the Python reference, item for item ------
 
 _MERGERS = [bread.merge.merger.Merger] + ([bread.accel.merge.Merger] if bread.accel.merge else [])
 _run = st.tuples(st.integers(0, 2), st.integers(0, 3),     # input position, writer id

@@ -340,7 +340,7 @@ def test_the_spark_example_answers_from_the_logs(spark, tmp_path):
 
 
 def test_spark_reads_the_parquet_export(spark, logs, tmp_path):
-    from bread.columnar import parquet
+    from bread.export import parquet
     path = str(logs / "a.blog")
     summary = parquet.export([path], str(tmp_path / "pq"))
     ev = spark.read.parquet(str(tmp_path / "pq" / "events.parquet"))
@@ -435,7 +435,7 @@ def test_a_typed_table_over_several_files_is_bread_read_s_events_of_that_site(sp
     # Proves (issue 29): every column of a site's typed table, time (to the microsecond),
     # severity, writer and writer id included, is what bread.read gives for that site's
     # events, with several files and several sites; the kinds are the reference's.
-    from bread.filters import names_source
+    from bread.decode.filters import names_source
     paths = [str(logs / "a.blog"), str(logs / "b.blog"), str(logs / "c.blog.gz")]
     for which in ("request {} took {} ms", "failed {}", "slow query {q}"):
         typer = bread.sinks.tables.infer(bread.read(paths), which)

@@ -15,7 +15,7 @@ from bread import accel
 from bread.sinks import tables
 from bread.sinks.typed import TypedTable, find_kinds
 from bread.events import EventStream
-from bread.filters import Filter, names_source
+from bread.decode.filters import Filter, names_source
 from bread.reader import Reader
 
 from helpers import in_threads

@@ -1,4 +1,4 @@
-"""``bread export``: the Parquet tables of ``bread.columnar.parquet`` (``--parquet OUT_DIR``),
+"""``bread export``: the Parquet tables of ``bread.export.parquet`` (``--parquet OUT_DIR``),
 or the events time-sorted as JSON lines (``--jsonl OUT``) or CSV (``--csv OUT``): what
 ``bread -s -o jsonl`` and ``-o csv`` print, in a file that appears whole or not at all."""
 
@@ -10,7 +10,7 @@ import sys
 
 from blogstore.fileset import create_temp
 
-from ..columnar import parquet
+from ..export import parquet
 from ..errors import NotABlogFile
 from ..inputs import STDIN
 from ..render import escape_controls

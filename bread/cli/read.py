@@ -14,7 +14,7 @@ from blogformat.severity import to_severity
 
 from ..entries import Dropped, Lost, Recovered
 from ..errors import NotABlogFile, OptionError
-from ..filters import Filter, parse_time
+from ..decode.filters import Filter, parse_time
 from ..inputs import STDIN, Inputs, is_url, name_text, object_store
 from ..reader import Reader
 from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPrinter,

@@ -20,7 +20,7 @@ describe becomes 0, which none does), its other extension values kept as they we
 Memory stays bounded: events are sorted in runs of ``RUN_EVENTS`` spilled
 to temporary files, then merged a block of each run at a time (``runs``); the output
 is written a frame at a time. The per-event work (an events frame's walk, the columnar
-and row frames' encoding) is in C where it is built (``bread/_compact.c``, loaded by
+and row frames' encoding) is in C where it is built (``bread/compact/_compact.c``, loaded by
 the first compaction), this package's Python being its reference. The compaction catalog
 (``blogstore.catalog``) makes every step crash-safe: see its docstring and
 docs/compaction.md.

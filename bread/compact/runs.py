@@ -96,7 +96,7 @@ class Runs:
             f.close()
 
 
-_MSGPACK, _C = 0, 1   # a block of a run file: msgpack, or bread/_compact.c's own layout
+_MSGPACK, _C = 0, 1   # a block of a run file: msgpack, or bread/compact/_compact.c's own layout
 
 
 def _blocks(f: BinaryIO) -> Iterator[Sequence[tuple]]:

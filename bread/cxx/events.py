@@ -16,7 +16,7 @@ from blogformat.entries import ClockSync, EventSource, WriterProp
 
 from ..events import Event, Origin
 from .entries import BinlogError, RawEvent, iter_entries
-from .render import NO_SYNC, NO_WRITER, CxxEvent, DateText, ValueText, clock_ns, message
+from .printer import NO_SYNC, NO_WRITER, CxxEvent, DateText, ValueText, clock_ns, message
 from .values import decode
 
 

@@ -1,4 +1,4 @@
-"""C++ binlog files' lines by the C printer (``bread/_binlog.c``), where it is built.
+"""C++ binlog files' lines by the C printer (``bread/cxx/_binlog.c``), where it is built.
 
 The C printer renders the events of the call sites it was given, whose values it reads;
 each entry it stops before (metadata, any other event, damage) is read here, by the
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable
 from blogformat.entries import ClockSync, EventSource, WriterProp
 
 from .entries import BinlogError, RawEvent, check_size, entry, iter_entries
-from .render import NO_SYNC, NO_WRITER, CxxEvent, CxxPrinter, as_bytes
+from .printer import NO_SYNC, NO_WRITER, CxxEvent, CxxPrinter, as_bytes
 from .values import decode
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: Bytes read at once.
 CHUNK = 1 << 20
-#: Why the C printer stopped (``bread/_binlog.c``).
+#: Why the C printer stopped (``bread/cxx/_binlog.c``).
 STOP_END = 0
 _U32 = struct.Struct("<I")
 

@@ -18,7 +18,7 @@ from .. import accel
 from .entries import BinlogError
 from .events import cxx_events
 from .fastpath import print_lines
-from .render import CxxPrinter, as_bytes
+from .printer import CxxPrinter, as_bytes
 
 if TYPE_CHECKING:
     from ..inputs import Inputs

@@ -45,9 +45,8 @@ from blogstore.posix import O_NOFOLLOW
 
 from ..errors import OptionError
 from ..frames import CHUNK, Damage, check_begins
+from . import STDIN, name_text, open_path
 from .compressed import decompressing
-from .opener import open_path
-from .paths import STDIN, name_text
 from .tail import INTERVAL, Growing, Stopped, Tail
 
 #: Outputs read ahead of the consumer (one per frame, or per block of a frame's lines).

@@ -1,7 +1,7 @@
 """Time order: the events of many writers and inputs merged by wall time, in bounded memory.
 
 In files: ``index`` (the first pass over an input), ``keyed`` (any sink's runs), ``merger``
-(the Merger, and its C twin ``bread/_merge.c``); the merge itself here.
+(the Merger, and its C twin ``bread/merge/_merge.c``); the merge itself here.
 
 Every events frame's batch header carries the least clock of its events
 (docs/format.md 5.1). A first pass over an input reads only frame headers,
@@ -26,7 +26,7 @@ What is held back is held as runs: the items of one events frame (its
 rendered lines as one bytes object, or its Events) with a key per item, its
 time. ``keyed.Keyed`` wraps any sink that has an item per event (``Sink.item``: a text
 line, an Event) so that its outputs are such runs, made in C (``Renderer.keyed``) or
-from the Events Python makes. A ``Merger`` (``bread/_merge.c``, or the Python
+from the Events Python makes. A ``Merger`` (``bread/merge/_merge.c``, or the Python
 reference here) merges them: the cost per item is a comparison or two in C, not a
 Python heap. A frame may come as several runs (C leaves the rest of it to Python, its
 text fills a block): none is given out before all are in, so a frame's events come out
@@ -63,10 +63,10 @@ _LOW = -(1 << 63)   # the least 64-bit time
 
 def index_of(f: BinaryIO, name: str, blog_only: bool = False) -> FrameIndex:
     """The first pass over an input of either kind (``bread.inputs.sniff``): a blog file's
-    (``index.index``), or a C++ binlog file's (``bread.cxx.merging.index``)."""
+    (``index.index``), or a C++ binlog file's (``bread.cxx.merge.index``)."""
     kind, f = sniff(f)
     if kind == CXX:
-        from ..cxx.merging import index as binlog_index   # (C++ files only)
+        from ..cxx.merge import index as binlog_index   # (C++ files only)
         return binlog_index(f)
     return frame_index(f, name, blog_only)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import array
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from ..decoder import Native, Sink
+from ..decode.decoder import Native, Sink
 from ..events import Event, clamp64
 from ..frames import Frame
 
@@ -45,7 +45,7 @@ def runs(events: Iterable[Event], item: Callable[[Event], Any], text: bool) -> I
 
 
 class Keyed:
-    """``sink`` wrapped for the merge (``bread.decoder.Sink``): its outputs are runs
+    """``sink`` wrapped for the merge (``bread.decode.decoder.Sink``): its outputs are runs
     ``(writer id, items, keys)`` of its items (``sink.item``, one per event; ``text``: lines,
     bytes), by C (``Renderer.keyed``) or from the Events Python makes (``runs``); the
     decoder (``keyed``) gives each events frame's offset before its runs."""

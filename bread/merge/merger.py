@@ -1,5 +1,5 @@
 """The Merger: runs of items, each sorted by time, merged in order. The pure-Python
-reference of ``bread._merge.Merger`` (``bread/_merge.c``), and the choice between them."""
+reference of ``bread._merge.Merger`` (``bread/merge/_merge.c``), and the choice between them."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ of columns instead of one object per event. With pyarrow installed, a batch
 is a ``pyarrow.RecordBatch``; otherwise a dict of column name -> values, the
 numeric columns as ``array.array("q")`` (no Python object per event).
 
-The columns sink of ``bread.decoder``: its C side (``bread/_batches.c``,
+The columns sink of ``bread.decode.decoder``: its C side (``bread/sinks/_batches.c``,
 ``Renderer.columns``) decodes each events frame into int64 buffers (clock,
 time, source id, writer id) and the message's UTF-8, which become Arrow
 arrays without a copy (each a ``Block``: its memory goes back to a pool that the
@@ -23,7 +23,7 @@ from blogformat.entries import EventSource, FileHeader, WriterProp
 from blogformat.severity import Severity
 
 from .. import accel
-from ..decoder import PYTHON, Native, utf8
+from ..decode.decoder import PYTHON, Native, utf8
 from ..entries import Entry
 from ..errors import OptionError
 from ..events import Event, EventStream
@@ -111,7 +111,7 @@ def has_arrow() -> bool:
 
 
 class BatchSink(Native):
-    """Events as batches of at most ``batch_size`` rows (``bread.decoder.Sink``): the
+    """Events as batches of at most ``batch_size`` rows (``bread.decode.decoder.Sink``): the
     outputs are lists of batches, the C renderer's column buffers or rows of Events made
     by Python. Sorted, it is given the sorted Events (no item of its own to merge). Its
     own C side (``Native``): the Renderer's ``columns`` call, and ``columnar``."""

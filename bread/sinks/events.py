@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .. import accel
-from ..decoder import Native
+from ..decode.decoder import Native
 from ..events import Event
 from ..frames import Frame
 
@@ -18,7 +18,7 @@ _UTC = _dt.timezone.utc
 
 
 class EventSink:
-    """Events as Event objects (``bread.decoder.Sink``): chunks that ``itertools.chain``
+    """Events as Event objects (``bread.decode.decoder.Sink``): chunks that ``itertools.chain``
     flattens (lists from the C renderer, a generator per frame from Python); for the merge,
     one item per event, the Event itself."""
 

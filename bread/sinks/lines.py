@@ -1,8 +1,8 @@
 """The text sink: events -> lines in large blocks of UTF-8, what the ``bread`` command prints.
 
 The Python path renders each event as an Event through a PrettyPrinter. The
-C fast path (``bread/_lines.c``) renders a whole events frame at once: the
-decoder (``bread.decoder``) gives it, once, everything that is fixed per
+C fast path (``bread/sinks/_lines.c``) renders a whole events frame at once: the
+decoder (``bread.decode.decoder``) gives it, once, everything that is fixed per
 call site (the event format with the source's fields already rendered, and
 the message template: ``LineSink.source_items``), per writer and per clock sync;
 an event it cannot render exactly as Python does comes back here, one at a time.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from blogformat.entries import EventSource
 
 from .. import accel
-from ..decoder import Native, utf8
+from ..decode.decoder import Native, utf8
 from ..events import Event, Origin
 from ..frames import Frame
 from ..render import (BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, TEXT_VERSION, PrettyPrinter,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: Lines per block on the Python path.
 BLOCK_LINES = 512
 #: The longest text of its field names a source may have for the C renderer to show its
-#: fields (%K): with its values' (bread/_lines.c), far below a cut message.
+#: fields (%K): with its values' (bread/sinks/_lines.c), far below a cut message.
 MAX_NAMES_TEXT = 4096
 #: About how many bytes of text a block holds at most (the C renderer's per call too: memory
 #: stays bounded however much text the events of one frame make).
@@ -58,7 +58,7 @@ def line_blocks(events: Iterable[Event], printer: PrettyPrinter, escape: bool) -
 
 
 class LineSink(Native):
-    """Events as text lines rendered by ``printer`` (``bread.decoder.Sink``): blocks of
+    """Events as text lines rendered by ``printer`` (``bread.decode.decoder.Sink``): blocks of
     lines, at least one per events frame; for the merge, each event's line. Its own C side
     (``Native``): the Renderer's ``render`` call, but for a format with ``%k`` (fields),
     which Python renders."""
@@ -72,6 +72,13 @@ class LineSink(Native):
             _colors if printer.color else None
         self.native: Native | None = None if any(
             code == "k" for _, code in printer.parts) else self
+        #: The date format as the C renderer takes it: literals (UTF-8) and codes.
+        self.date_items: list[bytes | int] = []
+        for lit, code in printer.date.parts:
+            if lit:
+                self.date_items.append(utf8(lit))
+            if code is not None:
+                self.date_items.append(ord(code))
 
     def item(self, ev: Event) -> bytes:
         """One event's line (ending with a newline), in UTF-8."""
@@ -87,13 +94,8 @@ class LineSink(Native):
 
     def renderer(self, fallback: Callable[[bytes, int, int], Any],
                  keyed: bool) -> Renderer:
-        date_items: list = []
-        for lit, code in self.printer.date.parts:
-            if lit:
-                date_items.append(utf8(lit))
-            if code is not None:
-                date_items.append(ord(code))
-        c = accel.speedups.Renderer(date_items, fallback, self.escape)  # type: ignore[union-attr]
+        c = accel.speedups.Renderer(self.date_items, fallback,  # type: ignore[union-attr]
+                                    self.escape)
         c.max_out = MAX_BLOCK
         return c
 

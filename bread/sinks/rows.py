@@ -2,8 +2,8 @@
 jsonl`` and ``bread -o csv`` print.
 
 ``bread.sinks.json`` writes each Event (the Python path, the reference). The C fast
-path (``bread/_lines.c``, in the form the renderer is given) writes whole events
-frames: the decoder (``bread.decoder``) gives it, once per call site of a stream,
+path (``bread/sinks/_lines.c``, in the form the renderer is given) writes whole events
+frames: the decoder (``bread.decode.decoder``) gives it, once per call site of a stream,
 the row's parts that depend on nothing else (severity, category, the call site,
 host, pid, program: the keys of ``json.event_object`` and the cells of
 ``json.csv_cells``, made here from a template Event by that same code), once
@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 from blogformat.entries import EventSource, WriterProp
 
 from .. import accel
-from ..decoder import Native, utf8
+from ..decode.decoder import Native, utf8
 from ..events import Event, Origin
 from ..frames import Frame
 from .json import (CSV_COLUMNS, ascii_json, csv_cells, event_object, iso_parts, json_line,
@@ -38,7 +38,7 @@ from .lines import BLOCK_LINES, MAX_BLOCK
 
 #: The forms, as the C renderer's ``form`` names them.
 FORMS = {"jsonl": 1, "csv": 2}
-#: What C writes per event (``bread/_extension.h``'s IT_ codes), by the key or column.
+#: What C writes per event (``bread/decode/_extension.h``'s IT_ codes), by the key or column.
 _DATE, _WRITER, _WRITER_ID, _MESSAGE, _ARGS, _FIELDS, _PYTHON = (
     ord("d"), ord("n"), ord("t"), ord("m"), ord("["), ord("{"), ord("?"))
 _PER_EVENT = {"time": _DATE, "writer": _WRITER, "writer_id": _WRITER_ID, "message": _MESSAGE,
@@ -57,7 +57,7 @@ def csv_header() -> bytes:
 
 class RowSink(Native):
     """Events as JSON lines (``form`` ``"jsonl"``) or CSV rows (``"csv"``, no header) in the
-    time zone ``zone`` (None: each writer's), ``bread.decoder.Sink``: blocks of
+    time zone ``zone`` (None: each writer's), ``bread.decode.decoder.Sink``: blocks of
     rows, at least one per events frame; for the merge, each event's row. ``escape`` and
     ``quote_formulas``: the CSV cells' (``json.csv_rows``). Its own C side (``Native``):
     the Renderer's ``render`` call in its ``form``."""

@@ -25,7 +25,7 @@ from blogformat.entries import EventSource
 
 from ..errors import OptionError
 from ..events import Event
-from ..filters import names_source
+from ..decode.filters import names_source
 from .batches import severity_name
 from .json import json_text
 
@@ -118,7 +118,7 @@ class Typer:
             self.kinds += ["null"] * (n - len(self.kinds))
 
     def add_kinds(self, positional: int, pos_bits: list[int], field_bits: list[int]) -> None:
-        """Widen by kinds found elsewhere (``bread/_tables.c``): ``positional`` values at
+        """Widen by kinds found elsewhere (``bread/sinks/_tables.c``): ``positional`` values at
         most, and the kinds seen per positional value and per field, a bit per kind."""
         if positional > self.positional:
             extra = positional - self.positional

@@ -1,13 +1,13 @@
 """The typed table of one call site, read: its rows as Arrow batches, or its columns' kinds.
 
-Two ``bread.decoder`` sinks over a reader whose filter names the site
+Two ``bread.decode.decoder`` sinks over a reader whose filter names the site
 (``Filter.source``), so that the C walk skips every other event before making
 anything of it:
 
 - ``TypedSink``: the site's events as ``pyarrow.RecordBatch`` es of the
   ``tables.COMMON`` columns and one typed column per argument (the kinds
   given, found before). Where every column is of a kind C makes (null, bool,
-  int64, float64, string), ``bread/_tables.c`` puts each value straight into
+  int64, float64, string), ``bread/sinks/_tables.c`` puts each value straight into
   its column's buffer, which becomes an Arrow array without a copy; else the
   rows are made from the C renderer's Events. The common columns of a call site
   or a writer are looked up per batch (``BatchSink``'s gather).
@@ -21,12 +21,12 @@ lone surrogate; or everything without the extension) and is the reference.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from blogformat.entries import EventSource, FileHeader
 
 from .. import accel
-from ..decoder import Native
+from ..decode.decoder import Native, Sink
 from ..entries import Entry
 from ..events import Event, EventStream
 from ..frames import Frame
@@ -35,14 +35,19 @@ from .batches import BatchSink
 
 if TYPE_CHECKING:
     from .._speedups import Renderer
-    from ..reader import Reader
 
-#: The kinds ``bread/_tables.c`` makes columns of; the most columns it makes.
+#: The kinds ``bread/sinks/_tables.c`` makes columns of; the most columns it makes.
 C_KINDS = ("null", "bool", "int64", "float64", "string")
 C_COLUMNS = 32
 #: Events per call of the C renderer where it makes Events (few: see
 #: ``bread.sinks.events.EventSink.CHUNK``).
 CHUNK = 256
+
+
+class Outputs(Protocol):
+    """What the sinks here are read through: a ``bread.Reader`` (its ``outputs``)."""
+
+    def outputs(self, sink: Callable[[EventStream], Sink]) -> Iterator[Any]: ...
 
 
 class TypedSink(BatchSink):
@@ -201,7 +206,7 @@ class TypedTable:
     ``late`` counts the events left out, whose values do not fit the kinds ``typer``
     holds."""
 
-    def __init__(self, reader: Reader, typer: tables.Typer, names: list[str],
+    def __init__(self, reader: Outputs, typer: tables.Typer, names: list[str],
                  batch_size: int = 65536) -> None:
         self.reader = reader
         self.typer = typer
@@ -222,7 +227,7 @@ class TypedTable:
             yield from out
 
 
-def find_kinds(reader: Reader, which: int | str) -> tables.Typer | None:
+def find_kinds(reader: Outputs, which: int | str) -> tables.Typer | None:
     """The Typer of the events of ``reader`` that ``which`` names (the reader's filter
     names them too), None if there is none."""
     found = Kinds(which)

@@ -1,5 +1,5 @@
 /* bread._binlog: C++ binlog files' text lines in C (the pure-Python reference:
- * bread/cxx/render.py, driven by bread/cxx/fastpath.py).
+ * bread/cxx/printer.py, driven by bread/cxx/fastpath.py).
  *
  * A Printer is given, per call site, its line already rendered but for the codes that
  * change per event (writer, times, clock, message) and its message as literals and the
@@ -123,7 +123,7 @@ free_source(Source *s)
     s->nline = s->nmsg = 0;
 }
 
-/* ---- dates: bread/cxx/render.py DateText ---------------------------------------- */
+/* ---- dates: bread/cxx/printer.py DateText --------------------------------------- */
 
 #define MAX_N 8
 
@@ -220,7 +220,7 @@ date(Printer *pr, Buf *b, int64_t ns, int32_t offset, PyObject *zone)
     return put(b, pr->dc.p ? pr->dc.p + from : "", pr->dc.n - from);
 }
 
-/* ---- values: bread/cxx/render.py ValueText, the tags it reads here --------------- */
+/* ---- values: bread/cxx/printer.py ValueText, the tags it reads here -------------- */
 
 /* The value of `tag` at p (of n bytes) appended if `shown`: bytes taken, or -1 if they are
  * not there (Python then says so), -2 on an error raised. */
@@ -266,7 +266,7 @@ value(Buf *b, char tag, int shown, const unsigned char *p, Py_ssize_t n)
     return r < 0 ? -2 : size;
 }
 
-/* The time of a clock value (render.py clock_ns, exact in 128 bits) into *ns: 0 if it, or
+/* The time of a clock value (printer.py clock_ns, exact in 128 bits) into *ns: 0 if it, or
  * it in the zone of `offset`, is beyond 64 bits (Python's integers then render it). */
 static int
 clock_ns(Printer *pr, uint64_t clock, int32_t offset, int64_t *ns)

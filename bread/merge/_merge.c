@@ -1,7 +1,7 @@
 /*
  * bread._merge: the k-way merge of the sorted reader (bread -s), in C.
  *
- * The pure-Python code is the reference: bread/merge.py (Merger), which this
+ * The pure-Python code is the reference: bread/merge/merger.py (Merger), which this
  * matches item for item (tests/test_sort.py runs both). A run is what one
  * events frame of one writer gave: its items (the frame's rendered lines as
  * one bytes object, or a list of Events) with a key per item, the item's time

@@ -1,6 +1,7 @@
-/* bread/_message.h: a message and its values as text, its twin blogformat/placeholders.py
- * (render, with format(value, "")): what every output of the walk needs (text lines, the
- * message of an Event, the message column), so it sits below them all. Static, so that
+/* bread/decode/_message.h: a message and its values as text, its twin
+ * blogformat/placeholders.py (render, with format(value, "")): what every output of the
+ * walk needs (text lines, the message of an Event, the message column), so it sits below
+ * them all. Static, so that
  * each file's calls may be inlined as they were within one file.
  */
 #ifndef BREAD_MESSAGE_H
@@ -38,7 +39,7 @@ bread_put_text(Buf *o, const void *s, Py_ssize_t n)
 }
 
 /* A JSON string of UTF-8 text, escaped as Python's json does with ensure_ascii=False
- * (bread.export.json_value): the runs of bytes that need no escape copied whole. */
+ * (bread.sinks.json.json_value): the runs of bytes that need no escape copied whole. */
 static inline int
 bread_put_json_text(Buf *o, const unsigned char *s, Py_ssize_t n)
 {
@@ -220,7 +221,7 @@ bread_put_value(Buf *o, const Val *v)
     }
 }
 
-/* ---- the JSON of values, as bread.export.json_value writes it ------------------ */
+/* ---- the JSON of values, as bread.sinks.json.json_value writes it -------------- */
 
 /* A value's JSON, in UTF-8 (the args and fields columns, -o csv's cells) or with `ascii`
  * all in ASCII (-o jsonl): 1 written, 0 Python must write it (a container, a rich value;

@@ -2,7 +2,7 @@
 
 A ``Decoder`` applies the metadata of one input to its ``EventStream`` and,
 when the C extension is built, to the tables of a C ``Renderer``
-(``bread/_native.c``), from the same entries: what C makes is therefore what
+(``bread/decode/_native.c``), from the same entries: what C makes is therefore what
 Python would, for the same state. Each events frame is handed to C, called
 again while it says there is more, and read by Python from the event where C
 stopped (a value or a byte C leaves to Python); an event C cannot make alone
@@ -24,14 +24,14 @@ from blogformat.frames import FRAME_COLUMNS
 from blogformat.valuedecoding import begin_event, unpackb
 from blogformat.valuetypes import TypeTable
 
-from . import accel
-from .entries import Entry, columnar_parts
-from .events import Event, EventStream, Origin, clamp64, message_plan
+from .. import accel
+from ..entries import Entry, columnar_parts, iter_entries
+from ..events import Event, EventStream, Origin, clamp64, message_plan
+from ..frames import Damage, Frame
 from .filters import NO_FILTER, Filter
-from .frames import Frame
 
 if TYPE_CHECKING:
-    from ._speedups import Renderer
+    from .._speedups import Renderer
 
 #: Source and writer ids the C renderer keeps in its tables; others go through Python.
 MAX_C_IDS = 65536
@@ -68,7 +68,7 @@ class Native:
     for each events frame (``step``), the per-source and per-writer constants it bakes
     into the Renderer's tables, and what C takes for an event it leaves to Python
     (``fallback``). The decoder alone drives the Renderer; the defaults are the Event
-    objects' (nothing baked in). Twin of ``bread/_native.c``."""
+    objects' (nothing baked in). Twin of ``bread/decode/_native.c``."""
 
     #: What comes before each line of a source and after it, not escaped (colour), or None.
     decorate: Callable[[EventSource], tuple[bytes, bytes]] | None = None
@@ -146,7 +146,9 @@ class Decoder:
         #: The sink takes columnar frames as they are (``iter_entries(columns=...)``).
         self.columns = not keyed and native is not None and native.columnar is not None
         self._offset = 0
-        self.c = None if self.native is None else self.native.renderer(self._fallback, keyed)
+        c = self.c = None if self.native is None else self.native.renderer(self._fallback, keyed)
+        #: Its call that makes the outputs of a frame (``Native.step``).
+        self.step: Any = None if c is None or self.native is None else self.native.step(c)
         self.ok = self.c is not None
         if self.c is not None:
             self.c.set_origin(stream.origin)
@@ -161,8 +163,7 @@ class Decoder:
         apply, metadata = self.apply, sink.metadata
         keeps, source, keyed = self.filter.keeps, self.source, self.keyed
         python = sink.python
-        native = self.native
-        step: Any = None if c is None or native is None else native.step(c)
+        step = self.step
         for e in entries:
             if type(e) is not Frame:
                 if metadata is None:
@@ -256,16 +257,25 @@ class Decoder:
         return native.fallback(event) if self.filter.keeps(event) else None
 
 
+def decoded(stream: EventStream, sink: Sink, frames: Iterable[Frame | Damage],
+            flt: Filter = NO_FILTER, source: str = "", keyed: bool = False) -> Iterator[Any]:
+    """A blog file's ``frames`` decoded into what ``sink`` makes of them, the metadata
+    applied to ``stream`` (a ``Decoder``'s outputs; ``keyed``: runs for the merge)."""
+    decoder = Decoder(stream, sink, flt, source, keyed)
+    yield from decoder.outputs(iter_entries(frames, source, raw_events=True,
+                                            columns=decoder.columns))
+
+
 def binlog_outputs(f: BinaryIO, name: str, sink: Sink, keeps: Callable[[Event], bool],
                    damaged: Callable[[int, str], None], keyed: bool = False) -> Iterator[Any]:
     """A C++ binlog file (``bread.cxx``): its Events, those ``keeps`` keeps, given to the
     sink's Python path; for the merge (``keyed``), each block's offset, then its events
-    in time order to the sink (``bread.cxx.merging``). Its damage goes to ``damaged``
+    in time order to the sink (``bread.cxx.merge``). Its damage goes to ``damaged``
     (offset, reason) and ends it."""
-    from .cxx.events import read_events   # (only for C++ files: it imports decimal)
+    from ..cxx.events import read_events   # (only for C++ files: it imports decimal)
     events = read_events(f, name, damaged)
     if keyed:
-        from .cxx.merging import runs
+        from ..cxx.merge import runs
         yield from runs(events, keeps, sink.python)
         return
     yield from sink.python(ev for ev in events if keeps(ev))

@@ -1,9 +1,10 @@
-/* bread/_decode.c: the walk over one events frame (docs/format.md 5), its twins
- * blogformat/entries.py (decode_events) and the EventStream's filter (bread/filters.py):
- * each event decoded with blogformat/mpread.h, the filter applied, then handed to the
- * output the call gives (an EventFn: text in bread/_lines.c, an Event in bread/_events.c,
- * a row of columns in bread/_batches.c); what an output leaves to Python goes to the
- * fallback, here for all of them.
+/* bread/decode/_decode.c: the walk over one events frame (docs/format.md 5), its twins
+ * blogformat/entries.py (decode_events) and the EventStream's filter
+ * (bread/decode/filters.py): each event decoded with blogformat/mpread.h, the filter
+ * applied, then handed to the output the call gives (an EventFn: text in
+ * bread/sinks/_lines.c, an Event in bread/sinks/_events.c, a row of columns in
+ * bread/sinks/_batches.c); what an output leaves to Python goes to the fallback, here for
+ * all of them.
  */
 #include "_extension.h"
 
@@ -34,7 +35,7 @@ left_out(Renderer *self, long long wid, long long sid, long long clock)
 }
 
 /* The sorted reader's key of an event kept: its time (beyond 64 bits: the least
- * or greatest 64-bit time, as bread.merge.clamp64 does) and where its line ends. */
+ * or greatest 64-bit time, as bread.events.clamp64 does) and where its line ends. */
 int
 bread_put_key(Renderer *self, long long clock, Py_ssize_t end)
 {

@@ -1,23 +1,27 @@
-/* bread/_extension.h: what the C files of bread's extension (bread._speedups) share.
+/* bread/decode/_extension.h: what the C files of bread's extension (bread._speedups) share.
  *
  * The extension does the per-event work of reading; the pure-Python code is the reference,
- * and each C file is named after the module it mirrors:
- *   _native.c    bread/decoder.py  the Renderer: its tables of call sites, writers and sync,
- *                                  and its calls, one per output
- *   _lines.c     bread/lines.py, bread/render.py  an event as a text line; and
- *                bread/exportlines.py, bread/export.py  as a JSON line or a CSV row
- *   _events.c    bread/events.py   an event as an Event object; message(), MessageGetter
- *   _batches.c   bread/columnar/batches.py  an event as a row of columns; gather(); the
- *                                  Blocks (column memory handed to Arrow, then pooled)
- *   _tables.c    bread/columnar/tables.py, typedsink.py  an event of one call site as a
- *                                  row of typed columns, or the kinds of its values
- *   _decode.c    blogformat/entries.py (decode_events), blogformat/columnframes.py (decode)
- *                                  the walk over one events frame or columnar frame, each
- *                                  event handed to the output's EventFn
- *   _message.h   blogformat/placeholders.py  a message and its values as text
- *   _speedups.c  bread/accel.py    the module
- * Each file calls only the files below it in this list (the Renderer calls the outputs,
- * which call the walk's helpers; the walk calls the output it is given, by pointer).
+ * and each C file sits beside the module it mirrors:
+ *   bread/decode/_native.c    bread/decode/decoder.py  the Renderer: its tables of call
+ *                             sites, writers and sync, and its calls, one per output
+ *   bread/sinks/_lines.c      bread/sinks/lines.py, bread/render.py  an event as a text
+ *                             line; and bread/sinks/rows.py, bread/sinks/json.py  as a
+ *                             JSON line or a CSV row
+ *   bread/sinks/_events.c     bread/sinks/events.py, bread/events.py  an event as an Event
+ *                             object; message(), MessageGetter
+ *   bread/sinks/_batches.c    bread/sinks/batches.py  an event as a row of columns;
+ *                             gather(); the Blocks (column memory handed to Arrow, pooled)
+ *   bread/sinks/_tables.c     bread/sinks/tables.py, bread/sinks/typed.py  an event of one
+ *                             call site as a row of typed columns, or its values' kinds
+ *   bread/decode/_decode.c    blogformat/entries.py (decode_events),
+ *                             blogformat/columnframes.py (decode), bread/decode/filters.py
+ *                             the walk over one events frame or columnar frame, each
+ *                             event handed to the output's EventFn
+ *   bread/decode/_message.h   blogformat/placeholders.py  a message and its values as text
+ *   bread/decode/_speedups.c  bread/accel.py  the module
+ * The sinks' files include this header and _message.h from here (../decode/). Each file
+ * calls only the files below it in this list (the Renderer calls the outputs, which call
+ * the walk's helpers; the walk calls the output it is given, by pointer).
  * The buffer and msgpack reading are blogformat's, shared with the writer's extension.
  * What one file gives another is declared here, its name prefixed bread_.
  */
@@ -43,7 +47,7 @@ enum { V_F64_TEXT = V_EXT + 1, V_INT_TEXT = V_EXT + 2, V_STR_TEXT = V_EXT + 3 };
 /* Event format items (bytes literal, or a code rendered per event). IT_EXC renders nothing:
  * an event with an exception among its fields goes to Python (its traceback under it);
  * IT_FIELD the value of the keyword field `index` (%K). A JSON line's or CSV row's items
- * (bread/exportlines.py) take IT_DATE (the ISO time), IT_WNAME (the writer's JSON or cell),
+ * (bread/sinks/rows.py) take IT_DATE (the ISO time), IT_WNAME (the writer's JSON or cell),
  * IT_WID, IT_MSG (the message's JSON or cell) and IT_ARGS, IT_FIELDS (the values' JSON);
  * IT_PYTHON: every event of the source is Python's. */
 enum { IT_LIT = 0, IT_DATE = 'd', IT_UTC = 'u', IT_CLOCK = 'r', IT_MSG = 'm',
@@ -192,7 +196,7 @@ enum { C_CLOCK = 0, C_NS = 1, C_SID = 2, C_WID = 3, C_MSG = 4, C_MSGOFF = 5, C_A
 /* Longest message rendered here, in bytes; a longer one is Python's to cut
  * (blogformat.placeholders.MAX_MESSAGE characters, never more than as many bytes). */
 #define MAX_MESSAGE (1 << 20)
-/* Characters of JSON an event's values make at most (bread.export.MAX_JSON): values
+/* Characters of JSON an event's values make at most (bread.sinks.json.MAX_JSON): values
  * that might pass it are Python's to cut. */
 #define MAX_JSON ((Py_ssize_t)64 << 20)
 

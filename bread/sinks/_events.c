@@ -1,8 +1,9 @@
-/* bread/_events.c: events as Event objects, its twin bread/events.py: an Event per event
- * of a frame, message() and Event.message's getter (MessageGetter) for the common case.
+/* bread/sinks/_events.c: events as Event objects, its twins bread/sinks/events.py
+ * (EventSink: an Event per event of a frame) and bread/events.py (message() and
+ * Event.message's getter, MessageGetter, for the common case).
  */
-#include "_extension.h"
-#include "_message.h"
+#include "../decode/_extension.h"
+#include "../decode/_message.h"
 
 #include <structmember.h>
 #include <stddef.h>

@@ -1,16 +1,17 @@
-/* bread/_batches.c: events as columns, its twin bread/columnar/batches.py: a row per event
- * (clock, time, ids, the message, the args and fields as JSON as bread.export.value_json writes
- * them), and gather(), a call site's or writer's property per row.
+/* bread/sinks/_batches.c: events as columns, its twin bread/sinks/batches.py (BatchSink):
+ * a row per event (clock, time, ids, the message, the args and fields as JSON as
+ * bread.sinks.json.json_pair writes them), and gather(), a call site's or writer's
+ * property per row.
  */
-#include "_extension.h"
-#include "_message.h"
+#include "../decode/_extension.h"
+#include "../decode/_message.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 /* The args and fields columns of an event: [positional...] and {name: value...}
- * (bread/_message.h). 1 written, 0 Python must write them, -1 error. */
+ * (bread/decode/_message.h). 1 written, 0 Python must write them, -1 error. */
 static int
 put_json_args(Buf *ja, Buf *jf, Source *src, const Val *args, Py_ssize_t nargs)
 {

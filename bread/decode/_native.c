@@ -1,8 +1,9 @@
-/* bread/_native.c: the Renderer, its twin bread/decoder.py: the tables of call sites,
- * writers and the clock sync that the Python code keeps in step with an EventStream, and
- * the calls that walk an events frame with them (bread/_decode.c), one per output: text
- * lines, JSON lines or CSV rows (bread/_lines.c), Event objects (bread/_events.c) or
- * columns (bread/_batches.c).
+/* bread/decode/_native.c: the Renderer, its twin bread/decode/decoder.py (Decoder, and
+ * each sink's Native): the tables of call sites, writers and the clock sync that the Python
+ * code keeps in step with an EventStream, and the calls that walk an events frame with them
+ * (bread/decode/_decode.c), one per output: text lines, JSON lines or CSV rows
+ * (bread/sinks/_lines.c), Event objects (bread/sinks/_events.c), columns
+ * (bread/sinks/_batches.c) or typed tables (bread/sinks/_tables.c).
  */
 #include "_extension.h"
 
@@ -308,8 +309,8 @@ renderer_events(Renderer *self, PyObject *frame)
 
 /* keyed(frame or None) -> (writer id, items, keys), or None if no event is kept: as
  * events() if set_event_type() was called (items: the list of Events), else as render()
- * (items: the text), with the key of each item (bread.merge.Merger's: native int64 time,
- * end of the line in the text or 0), for merging by time; then see state. */
+ * (items: the text), with the key of each item (bread.merge.merger.Merger's: native int64
+ * time, end of the line in the text or 0), for merging by time; then see state. */
 static PyObject *
 renderer_keyed(Renderer *self, PyObject *frame)
 {
@@ -485,7 +486,7 @@ static PyMethodDef renderer_methods[] = {
     {"set_typed", (PyCFunction)bread_set_typed, METH_VARARGS,
      "set_typed(kinds: bytes or None, positional, field names): typed rows, or the kinds"},
     {"take_typed", (PyCFunction)bread_take_typed, METH_NOARGS,
-     "take_typed() -> the typed columns, or the kinds found (bread/_tables.c)"},
+     "take_typed() -> the typed columns, or the kinds found (bread/sinks/_tables.c)"},
     {"columnar", (PyCFunction)renderer_columnar, METH_O,
      "columnar(frame or None) -> rows added from a columnar frame; then see state"},
     {"events", (PyCFunction)renderer_events, METH_O,

@@ -267,7 +267,7 @@ class CxxPrinter:
         return expand(self.parts, lambda spec: self.field(spec, ev))
 
     def plan(self, src: EventSource) -> tuple[list, list | None]:
-        """A source's line for the C printer (``bread/_binlog.c``): literals (bytes, its own
+        """A source's line for the C printer (``bread/cxx/_binlog.c``): literals (bytes, its own
         fields rendered) and the codes that change per event (ints); and its message:
         literals and ``(tag, shown)`` pairs, None if a tag is one C does not read."""
         line: list = []

@@ -1,14 +1,14 @@
-/* bread/_lines.c: an event as a text line, its twins bread/lines.py (LineSink) and
- * bread/render.py: the event format's items, the date and clock, the message of {}
+/* bread/sinks/_lines.c: an event as a text line, its twins bread/sinks/lines.py (LineSink)
+ * and bread/render.py: the event format's items, the date and clock, the message of {}
  * placeholders of None, bool, int, float and str, and the escaping of control characters;
  * the keyword fields of %K (a str that needs no quotes); an event with an exception among
  * its fields is Python's (its traceback under its line). Or as a JSON line or a CSV row
- * (-o jsonl, -o csv), twins bread/exportlines.py (ExportSink) and bread/export.py: the
+ * (-o jsonl, -o csv), twins bread/sinks/rows.py (RowSink) and bread/sinks/json.py: the
  * same walk and message, the items of a source made by Python, the time, the message and
  * the values' JSON written here, each CSV cell escaped and quoted as Python's csv does.
  */
-#include "_extension.h"
-#include "_message.h"
+#include "../decode/_extension.h"
+#include "../decode/_message.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -241,7 +241,7 @@ has_exception(const Source *src, const Val *args, Py_ssize_t nargs)
     return 0;
 }
 
-/* Longest str field shown here, in bytes: with the names' text (bread/lines.py
+/* Longest str field shown here, in bytes: with the names' text (bread/sinks/lines.py
  * MAX_NAMES_TEXT), the fields of an event stay far below a cut message. */
 #define MAX_FIELD_STR (1 << 14)
 
@@ -308,7 +308,7 @@ render_line(Renderer *self, long long wid, long long sid, long long clock,
 /* Whether C writes an event of these values as bread.export does: None, bools, ints within
  * 64 bits, floats and str without a lone surrogate (its message would show it escaped:
  * Python's JSON and cells hold the character), their JSON sure to stay within MAX_JSON
- * (bread.export._Budget: at most 12 characters a byte of str, 24 for any other value). */
+ * (bread.sinks.json._Budget: at most 12 characters a byte of str, 24 for any other value). */
 static int
 plain_values(const Val *args, Py_ssize_t nargs)
 {

@@ -1,11 +1,12 @@
 /* bread._speedups: the per-event work of reading, in C; this file is the module,
- * bread/_extension.h says which file does what.
+ * bread/decode/_extension.h says which file does what.
  *
- * The pure-Python code is the reference: bread/decoder.py and its sinks
- * (bread/lines.py, bread/events.py, bread/columnar/batches.py). A Renderer here is
- * given, by bread/decoder.py, everything that is fixed per call site, per
- * writer and per clock sync, already rendered to bytes; render(frame) (or
- * events(), columns(), keyed()) then walks the events of one events frame
+ * The pure-Python code is the reference: bread/decode/decoder.py and its sinks
+ * (bread/sinks/lines.py, bread/sinks/rows.py, bread/sinks/events.py,
+ * bread/sinks/batches.py, bread/sinks/typed.py). A Renderer here is given, by
+ * bread/decode/decoder.py, everything that is fixed per call site, per writer and per
+ * clock sync, already rendered to bytes; render(frame) (or events(), columns(), keyed())
+ * then walks the events of one events frame
  * (docs/format.md section 5) and makes each into one output. It makes in C
  * only what it makes exactly as Python does: {} placeholders of None, bool,
  * int, float and str, the date and clock, the writer. Any other event goes to

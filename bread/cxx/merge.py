@@ -19,7 +19,7 @@ from ..events import Event, clamp64
 from ..merge.index import BLOCK_EVENTS, FrameIndex
 from .entries import TAG_CLOCK_SYNC, BinlogError, entry, payloads
 from .events import event_ns
-from .render import NO_SYNC
+from .printer import NO_SYNC
 
 _TAG_CLOCK = struct.Struct("<QQ")
 _TOP_BIT = 1 << 63

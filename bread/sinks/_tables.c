@@ -1,5 +1,5 @@
-/* bread/_tables.c: a typed table per call site, its twin bread/columnar/tables.py (the
- * kinds, the Typer) and bread/columnar/typedsink.py (the sink): the events of one call
+/* bread/sinks/_tables.c: a typed table per call site, its twins bread/sinks/tables.py (the
+ * kinds, the Typer) and bread/sinks/typed.py (the sinks): the events of one call
  * site, which the filter alone lets through, as typed columns (docs/spark.md "Typed
  * tables per call site"). Two modes, set by set_typed():
  *   rows:  each event's time (us), source id, writer id and its arguments, each in the
@@ -10,7 +10,7 @@
  * A value or an event C does not judge exactly as Python (a rich value, a lone
  * surrogate in a string, fields named otherwise) sends the rest of the frame to Python.
  */
-#include "_extension.h"
+#include "../decode/_extension.h"
 
 #include <string.h>
 

@@ -94,114 +94,165 @@ def iter_frames(f: BinaryIO, source: str = "", verified_only: bool = False,
     ``blog_only``: an input that does not begin as a blog file raises NotABlogFile
     (``check_begins``) instead of being one damaged range.
     """
-    buf = bytearray()
-    base = 0            # input offset of buf[0]
-    pos = 0             # parse position in buf
-    eof = False
-    bad_at: int | None = None   # input offset where the current damaged range began
-    reason = ""
-    wasted = 0          # payload bytes checksummed in vain over claims holding a marker
+    return _Scan(f, source, verified_only).frames(blog_only)
 
-    def fill(need: int) -> bool:
-        """Make buf[pos:] hold at least ``need`` bytes; False at end of input."""
-        nonlocal eof
-        while len(buf) - pos < need and not eof:
-            data = f.read(max(CHUNK, need - (len(buf) - pos)))
+
+class _Scan:
+    """One scan of an input: a window on it (``buf``, ``base`` the input offset of
+    ``buf[0]``, ``pos`` the parse position) and the damaged range open, if any
+    (``bad_at``, ``reason``). Each step looks at the claim at ``pos``: a frame, or one
+    byte more of damage (``bad``)."""
+
+    def __init__(self, f: BinaryIO, source: str, verified_only: bool) -> None:
+        self.f = f
+        self.source = source
+        self.verified_only = verified_only
+        self.buf = bytearray()
+        self.base = 0
+        self.pos = 0
+        self.eof = False
+        self.bad_at: int | None = None
+        self.reason = ""
+        self.wasted = 0     # payload bytes checksummed in vain over claims holding a marker
+
+    def frames(self, blog_only: bool) -> Iterator[Union[Frame, Damage]]:
+        if blog_only:
+            self.check_begins()
+        while True:
+            if self.pos > CHUNK:        # drop what was parsed; keep memory bounded
+                del self.buf[:self.pos]
+                self.base += self.pos
+                self.pos = 0
+            if not self.fill(HEADER_SIZE):
+                break
+            buf, pos = self.buf, self.pos
+            if buf[pos:pos + 4] != MAGIC:
+                if not self.resync():
+                    break
+                continue
+            fields = parse_header(bytes(buf[pos:pos + HEADER_SIZE]))
+            if fields is None:
+                # A false marker (or a damaged header): the header CRC says so at once.
+                self.bad("bad frame header")
+                continue
+            kind, flags, length, crc = fields
+            if length > MAX_PAYLOAD:
+                self.bad(f"frame length {length} out of range")
+                continue
+            if not self.fill(HEADER_SIZE + length):
+                torn = self.torn(kind, flags)
+                if torn is None:
+                    self.bad("truncated frame at end of input")
+                    continue
+                damage = self.closed()
+                if damage is not None:
+                    yield damage
+                yield from torn
+                self.pos = len(self.buf)
+                continue
+            payload = self.payload(length, crc)
+            if payload is None:
+                continue
+            damage = self.closed()
+            if damage is not None:
+                yield damage
+            if flags & FLAG_ESCAPED:
+                flags, payload = unescape(flags, payload)
+            yield Frame(self.base + pos, kind, payload, flags, HEADER_SIZE + length)
+            self.pos = pos + HEADER_SIZE + length
+        buf, pos = self.buf, self.pos
+        if self.bad_at is None and pos < len(buf):
+            self.bad_at, self.reason = self.base + pos, "truncated frame at end of input"
+        if self.bad_at is not None:
+            end = self.base + len(buf)
+            yield Damage(self.bad_at, end - self.bad_at, self.reason, self.source)
+
+    def fill(self, need: int) -> bool:
+        """Make ``buf[pos:]`` hold at least ``need`` bytes; False at the end of the input."""
+        buf = self.buf
+        while len(buf) - self.pos < need and not self.eof:
+            data = self.f.read(max(CHUNK, need - (len(buf) - self.pos)))
             if not data:
-                eof = True
+                self.eof = True
             else:
                 buf.extend(data)
-        return len(buf) - pos >= need
+        return len(buf) - self.pos >= need
 
-    if blog_only:   # the first bytes, then (not a marker: rare) up to CHUNK bytes
-        if fill(len(MAGIC)) and not MAGIC.startswith(bytes(buf[:len(MAGIC)])):
-            fill(CHUNK)
-        check_begins(bytes(buf[:CHUNK]), source)
-    while True:
-        if pos > CHUNK:        # drop what was parsed; keep memory bounded
-            del buf[:pos]
-            base += pos
-            pos = 0
-        if not fill(HEADER_SIZE):
-            break
-        if buf[pos:pos + 4] != MAGIC:
-            if bad_at is None:
-                bad_at, reason = base + pos, "no frame marker"
-            j = buf.find(MAGIC, pos + 1)
-            if j < 0:
-                keep = max(pos, len(buf) - 3)   # a marker may straddle the next read
-                pos = keep
-                if eof:
-                    break
-                fill(len(buf) - pos + 1)
-                continue
-            pos = j
-            continue
-        head = bytes(buf[pos:pos + HEADER_SIZE])
-        fields = parse_header(head)
-        if fields is None:
-            # A false marker (or a damaged header): the header CRC says so at once.
-            if bad_at is None:
-                bad_at, reason = base + pos, "bad frame header"
-            pos += 1
-            continue
-        kind, flags, length, crc = fields
-        if length > MAX_PAYLOAD:
-            if bad_at is None:
-                bad_at, reason = base + pos, f"frame length {length} out of range"
-            pos += 1
-            continue
-        if not fill(HEADER_SIZE + length):
-            # A genuine header whose payload is cut short: the writer died mid-write, or
-            # the input is a copy taken meanwhile. An events frame gives the events wholly
-            # present, unverified (5.4); up to a marker, should another frame begin there.
-            torn = torn_frame(base + pos, kind, flags, buf[pos + HEADER_SIZE:], source) \
-                if kind == FRAME_EVENTS and not verified_only and clean_end(f) else None
-            if torn is None:
-                if bad_at is None:
-                    bad_at, reason = base + pos, "truncated frame at end of input"
-                pos += 1
-                continue
-            if bad_at is not None:
-                yield Damage(bad_at, base + pos - bad_at, reason, source)
-                bad_at = None
-            yield from torn
-            pos = len(buf)
-            continue
-        start = pos + HEADER_SIZE
-        marked = None   # a clean file never needs to know: looked for after damage only
-        if bad_at is not None or wasted:
+    def check_begins(self) -> None:
+        """NotABlogFile unless the input begins as a blog file does: its first bytes, then
+        (not a marker: rare) up to ``CHUNK`` bytes (``check_begins``)."""
+        if self.fill(len(MAGIC)) and not MAGIC.startswith(bytes(self.buf[:len(MAGIC)])):
+            self.fill(CHUNK)
+        check_begins(bytes(self.buf[:CHUNK]), self.source)
+
+    def bad(self, reason: str) -> None:
+        """The claim at ``pos`` is no frame: damage from there (unless a damaged range is
+        open already), and the scan goes on one byte further."""
+        if self.bad_at is None:
+            self.bad_at, self.reason = self.base + self.pos, reason
+        self.pos += 1
+
+    def closed(self) -> Damage | None:
+        """The damaged range open, ended by a good frame at ``pos``; None if none is."""
+        if self.bad_at is None:
+            return None
+        damage = Damage(self.bad_at, self.base + self.pos - self.bad_at, self.reason,
+                        self.source)
+        self.bad_at = None
+        return damage
+
+    def resync(self) -> bool:
+        """No frame marker at ``pos``: damage from there to the next marker, ``pos`` at it,
+        or at the window's last 3 bytes (a marker may straddle the next read) with more
+        read; False at the end of the input."""
+        if self.bad_at is None:
+            self.bad_at, self.reason = self.base + self.pos, "no frame marker"
+        buf = self.buf
+        j = buf.find(MAGIC, self.pos + 1)
+        if j >= 0:
+            self.pos = j
+            return True
+        self.pos = max(self.pos, len(buf) - 3)
+        if self.eof:
+            return False
+        self.fill(len(buf) - self.pos + 1)
+        return True
+
+    def torn(self, kind: int, flags: int) -> tuple[Damage, Frame] | None:
+        """A genuine header at ``pos`` whose payload the input cuts short (the writer died
+        mid-write, or the input is a copy taken meanwhile): an events frame gives the events
+        wholly present, unverified (5.4), up to a marker, should another frame begin there;
+        None for any other (or with ``verified_only``, or a compressed input that failed)."""
+        if kind != FRAME_EVENTS or self.verified_only or not clean_end(self.f):
+            return None
+        return torn_frame(self.base + self.pos, kind, flags,
+                          self.buf[self.pos + HEADER_SIZE:], self.source)
+
+    def payload(self, length: int, crc: int) -> bytes | None:
+        """The payload of the claim at ``pos`` (its header good, its ``length`` bytes in the
+        window) if its checksum matches; else None, and the claim is damage (``bad``).
+
+        A claim that holds no frame marker is checksummed; one that holds a marker (writers
+        escape every payload that would; only an older writer's payload with a logged marker
+        in it can) only while the checks that failed on such claims have cost less than twice
+        the input so far (time linear in the input, docs/format.md section 10). A clean file
+        never needs to know: the marker is looked for after damage only."""
+        buf, start = self.buf, self.pos + HEADER_SIZE
+        marked = None
+        if self.bad_at is not None or self.wasted:
             marked = buf.find(MAGIC, start, start + length) >= 0
-        if marked and wasted + length > 2 * (base + start + length):
-            # A claim holding a marker (no payload does since writers escape them; only
-            # an older writer's payload with a logged marker in it can), once failed
-            # checks have cost twice the input so far: no frame, rejected before its CRC.
-            if bad_at is None:
-                bad_at, reason = base + pos, "marker inside the claimed payload"
-            pos += 1
-            continue
+        if marked and self.wasted + length > 2 * (self.base + start + length):
+            self.bad("marker inside the claimed payload")
+            return None
         payload = bytes(buf[start:start + length])
-        if not check_crc(payload, crc):
-            if bad_at is None:
-                bad_at, reason = base + pos, "checksum mismatch"
-            if marked is None:
-                marked = buf.find(MAGIC, start, start + length) >= 0
-            if marked:
-                wasted += length
-            pos += 1
-            continue
-        if bad_at is not None:
-            yield Damage(bad_at, base + pos - bad_at, reason, source)
-            bad_at = None
-        if flags & FLAG_ESCAPED:
-            flags, payload = unescape(flags, payload)
-        yield Frame(base + pos, kind, payload, flags, HEADER_SIZE + length)
-        pos = start + length
-    end = base + len(buf)
-    if bad_at is None and pos < len(buf):
-        bad_at, reason = base + pos, "truncated frame at end of input"
-    if bad_at is not None:
-        yield Damage(bad_at, end - bad_at, reason, source)
+        if check_crc(payload, crc):
+            return payload
+        if marked is None:
+            marked = buf.find(MAGIC, start, start + length) >= 0
+        if marked:
+            self.wasted += length
+        self.bad("checksum mismatch")
+        return None
 
 
 def torn_frame(offset: int, kind: int, flags: int, stored: bytes | bytearray, source: str

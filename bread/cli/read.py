@@ -257,54 +257,60 @@ def run(args: argparse.Namespace) -> int:
 def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) -> int:
     """What ``bread [OPTION...] [FILE...]`` prints, written to ``stdout`` (``terminal``:
     it is one, for ``--color auto``); the exit status. ``bread export --jsonl`` and
-    ``--csv`` write a file with it."""
+    ``--csv`` write a file with it. In order: the inputs found once (printed as the C++
+    bread prints them if they are all C++ files), the options checked, the reader made,
+    its output copied, then what it met said on standard error."""
     if not args.inputs and sys.stdin.isatty():
-        parser().print_usage(sys.stderr)
-        sys.stderr.write("bread: error: no input: name a file, or pipe one into standard input\n")
-        return EXIT_USAGE
-    storage = storage_options(args)
+        return _usage("no input: name a file, or pipe one into standard input")
     try:
-        store = object_store(args.inputs, storage)
+        store = object_store(args.inputs, storage_options(args))
     except ImportError as exc:
         return cannot_read_urls(exc)
     found: Inputs | None = None    # (found once: checked, judged, then read)
     if _as_cxx_bread(args):
-        try:
-            found = open_inputs(args.inputs, store)
-            if found.all_cxx():
-                return cxx_bread(found, args)
-        except OSError as exc:
-            return cannot_open(exc)
-        except ImportError as exc:
-            return cannot_read_urls(exc)
-        except OptionError as exc:
-            sys.stderr.write(f"bread: error: {escape_controls(str(exc))}\n")
-            return EXIT_USAGE
+        opened = _opening(lambda: open_inputs(args.inputs, store))
+        if isinstance(opened, int):
+            return opened
+        if opened.all_cxx():
+            return _opening(lambda: cxx_bread(opened, args))
+        found = opened
     color = args.color == "always" or (args.color == "auto" and terminal)
     try:
         flt = _filter(args)
         zone = _zone(args.tz)
         printer = _printer(args, zone, color)
     except ValueError as exc:
-        parser().print_usage(sys.stderr)
-        sys.stderr.write(f"bread: error: {exc}\n")
-        return EXIT_USAGE
+        return _usage(str(exc))
     if args.follow and (len(args.inputs) != 1 or args.inputs[0] == STDIN or args.sort
                         or is_url(args.inputs[0])):
-        parser().print_usage(sys.stderr)
-        sys.stderr.write("bread: error: -F/--follow takes one file, directory or set's base "
-                         "name (local: not '-', not a URL), and no -s\n")
-        return EXIT_USAGE
+        return _usage("-F/--follow takes one file, directory or set's base name (local: "
+                      "not '-', not a URL), and no -s")
+    reader = _opening(lambda: _reader(args, found, store, flt))
+    if isinstance(reader, int):
+        return reader
     escape = args.escape != "never"   # not only on a terminal: bread x | grep y ends on one
+
+    def blocks() -> Iterator[bytes]:
+        if args.output == "text":
+            return reader.text(printer, escape=escape)
+        return reader.rows(args.output, zone, escape=escape,
+                           quote_formulas=args.csv_formulas == "quote")
+    status = _copy(blocks, stdout, args.follow)
+    return status if status is not None else _report(reader)
+
+
+def _usage(message: str) -> int:
+    """The usage and ``message`` on standard error: a bad option or input."""
+    parser().print_usage(sys.stderr)
+    sys.stderr.write(f"bread: error: {message}\n")
+    return EXIT_USAGE
+
+
+def _opening(make: Callable[[], T]) -> T | int:
+    """What ``make`` returns, or the exit status of an input that cannot be opened or
+    read (said on standard error)."""
     try:
-        if args.follow:
-            reader = Reader(args.inputs[0], filter=flt, verified_only=args.verified_only,
-                            follow=True)
-        else:   # as named: a file found in a directory that is not a blog file is damage
-            if found is None:
-                found = open_inputs(args.inputs, store)
-            reader = Reader(found, sort=args.sort, filter=flt,
-                            verified_only=args.verified_only)
+        return make()
     except OSError as exc:
         return cannot_open(exc)
     except ImportError as exc:
@@ -314,15 +320,29 @@ def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) ->
         return EXIT_USAGE
     except NotABlogFile as exc:
         return not_blog(exc)
+
+
+def _reader(args: argparse.Namespace, found: Inputs | None, store: Store | None,
+            flt: Filter) -> Reader:
+    """The Reader of the inputs: following one path, or those ``found`` (found now if
+    they were not), as named: a file found in a directory that is not a blog file is
+    damage."""
+    if args.follow:
+        return Reader(args.inputs[0], filter=flt, verified_only=args.verified_only,
+                      follow=True)
+    if found is None:
+        found = open_inputs(args.inputs, store)
+    return Reader(found, sort=args.sort, filter=flt, verified_only=args.verified_only)
+
+
+def _copy(blocks: Callable[[], Iterator[bytes]], stdout: BinaryIO, follow: bool) -> int | None:
+    """Write what ``blocks()`` gives to ``stdout`` (flushed after each block when
+    following); an exit status if the output ended early (a reader of it gone, an input
+    that is not a blog file)."""
     try:
-        if args.output == "text":
-            blocks: Iterator[bytes] = reader.text(printer, escape=escape)
-        else:
-            blocks = reader.rows(args.output, zone, escape=escape,
-                                 quote_formulas=args.csv_formulas == "quote")
-        for block in blocks:
+        for block in blocks():
             stdout.write(block)
-            if args.follow:
+            if follow:
                 stdout.flush()    # as the writer writes
         stdout.flush()
     except KeyboardInterrupt:     # Ctrl-C: the way a follow ends
@@ -335,6 +355,12 @@ def write(args: argparse.Namespace, stdout: BinaryIO, terminal: bool = False) ->
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    return None
+
+
+def _report(reader: Reader) -> int:
+    """What the reader met, said on standard error (drops, recoveries, losses, events
+    without their metadata, damage, unverified events); the exit status."""
     for n in reader.notices:
         if isinstance(n, Dropped):
             sys.stderr.write(f"bread: writer {n.writer_id} dropped {n.count} event(s) "

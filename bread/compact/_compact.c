@@ -929,7 +929,7 @@ static PyMethodDef methods[] = {
     {"unpack_run", unpack_run, METH_O, "unpack_run(data) -> the records pack_run packed"},
     {"walk", walk, METH_VARARGS,
      "walk(payload, pos, count, clock, wid, cv, freq, ns0, seq, ids) -> (records, pos, "
-     "clock, seq, why, sid): an events frame's events from pos as records"},
+     "clock, seq, why, sid, event): an events frame's events from pos as records"},
     {"columns", columns, METH_VARARGS,
      "columns(records, counts) -> a columnar frame's payload, or None"},
     {"rows", rows, METH_VARARGS,

@@ -1753,6 +1753,40 @@ def test_reconfiguring_while_threads_log_with_overflow_block_drops_nothing(tmp_p
         assert sorted(got) == list(range(counts[k])), k
 
 
+def test_a_full_channel_asks_the_drainer_that_replaced_one_stopped_while_it_asked():
+    # Proves: with overflow="block", a thread whose channel is full while the session moves
+    # to a new consumer waits; it does not drop its event because the consumer it asked
+    # had been stopped and detached meanwhile. This is the interleaving, made certain here,
+    # by which test_reconfiguring_while_threads_log_with_overflow_block_drops_nothing
+    # recorded one Dropped at a load of 10 on the pure path: the thread read the old
+    # consumer as the drainer, was descheduled, and asked it after the move's stop (not
+    # running, no longer stopping: "no"), though a handover stood in by then.
+    from blog.pipeline.backpressure import Backpressure, Handover
+    bp = Backpressure(capacity=1 << 16, policy="block")
+    handover = Handover(lambda: False)
+    bp.begin_handover(handover)
+
+    class Stopped:
+        """A consumer detached by a move while a full thread was asking it."""
+        def wake(self) -> None:
+            pass
+
+        def can_wait(self) -> bool:
+            bp.detach(self)        # (the move's stop, ended meanwhile)
+            return False
+
+    old = Stopped()
+    bp.attach(old, 1 << 16)
+    asked: list[bool] = []
+    t = threading.Thread(target=lambda: asked.append(bp.can_block()))   # not the mover
+    t.start()
+    t.join()
+    assert bp.drainer is handover
+    assert asked == [True]
+    bp.end_handover()
+    assert not bp.can_block()      # no drainer at all: the event is dropped and counted
+
+
 def test_call_sites_past_the_limit_of_sources_are_logged_as_text(monkeypatch, capfd):
     # Proves: a session never describes more sources than a stream may hold (a category per
     # user once made millions, and readers a GiB): call sites past MAX_SOURCES are logged

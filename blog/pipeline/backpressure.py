@@ -154,9 +154,18 @@ class Backpressure:
             d.wake()
 
     def can_block(self) -> bool:
-        """True if a thread whose channel is full may wait for the drainer."""
+        """True if a thread whose channel is full may wait for the drainer. A drainer that
+        says no may have been replaced while it was asked (a consumer stopped by a move
+        says no once detached, a handover standing in): then the one in its place is asked."""
         d = self._drainer
-        return d is not None and d.can_wait()
+        while d is not None:
+            if d.can_wait():
+                return True
+            now = self._drainer
+            if now is d:
+                return False
+            d = now
+        return False
 
     def overflow(self, channel: Any, sid: int, clock: int, nelems: int, tail: bytes) -> None:
         """The slow path of a push that the channel refused: wake, then block or drop."""

@@ -10,20 +10,22 @@ child is configured with (``blog.lifecycle``: its JSON in the environment).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.severity import Severity, to_severity
 
 from .envconfig import output_from_env, severity_from_env
 from .errors import ConfigurationError
 from .files.durability import fsync_policy
-from .lifecycle import CrashOption
 from .pipeline.backpressure import BLOCK, check_capacity, check_overflow
 from .pipeline.streams import OutputStream
 
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from .files.compaction import Compaction
     from .files.schedule import Interval, TimesOfDay
+    from .lifecycle import CrashOption
 
 #: The options that make ``output`` the base name of a rotated set (``RotatingFile``'s).
 ROTATION = ("rotate_bytes", "rotate_every", "rotate_at", "tz", "keep_files", "keep_days",

@@ -13,11 +13,11 @@ call them (at exit, after a fork, at a multiprocessing child's end).
 from __future__ import annotations
 
 import datetime as _dt
-import json
+import marshal
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogstore.fileset import pid_path
 
 from . import process
@@ -29,10 +29,13 @@ from .pipeline.session import Session
 from .pipeline.streams import FileOutputStream
 
 if TYPE_CHECKING:
+    from typing import Any, Literal, TypeGuard
+
     from .files.rotating import RotatingFile
 
-#: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
-CrashOption = str | None | Literal[False]
+    #: The crash buffer option: False (none), None (beside the log), or the directory to
+    #: keep it in.
+    CrashOption = str | None | Literal[False]
 
 #: Where basic_config leaves its options for multiprocessing children started by spawn
 #: or forkserver (they do not inherit the parent's memory, only its environment).
@@ -149,17 +152,43 @@ def _tell_unwritten(s: Session) -> None:
 
 def for_children(path: str, rotating: bool, options: dict) -> None:
     """Record the configuration for children started by spawn or forkserver."""
-    def plain(v: Any) -> Any:
-        if isinstance(v, _dt.timedelta):
-            return v.total_seconds()
-        if isinstance(v, _dt.time):
-            return v.isoformat()
-        if isinstance(v, (list, tuple)):
-            return [plain(x) for x in v]
+    os.environ[CONFIG_ENV] = _dump_config({"pid": os.getpid(), "output": path,
+                                           "rotating": rotating, "options": options})
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as plain values (a Severity as its number, a time as ISO text...)."""
+    if v is None or isinstance(v, bool):
         return v
-    os.environ[CONFIG_ENV] = json.dumps({"pid": os.getpid(), "output": path,
-                                         "rotating": rotating,
-                                         "options": {k: plain(v) for k, v in options.items()}})
+    for t in (int, float, str):
+        if isinstance(v, t):
+            return t(v)
+    if isinstance(v, _dt.timedelta):
+        return v.total_seconds()
+    if isinstance(v, _dt.time):
+        return v.isoformat()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {_plain(k): _plain(x) for k, x in v.items()}
+    raise TypeError(f"a {type(v).__name__} cannot be passed to a child's configuration")
+
+
+def _dump_config(cfg: dict) -> str:
+    """``cfg`` as ``CONFIG_ENV``'s text: its plain values, marshalled, in hex (``json`` with
+    the ``re`` it imports cost a first ``basic_config`` a fifth of starting Python)."""
+    return marshal.dumps(_plain(cfg)).hex()
+
+
+def _load_config(raw: str) -> dict:
+    """``CONFIG_ENV``'s text back (ValueError if it is not what ``_dump_config`` writes)."""
+    try:
+        cfg = marshal.loads(bytes.fromhex(raw))
+    except (EOFError, TypeError) as exc:
+        raise ValueError(f"{CONFIG_ENV} is not a configuration: {exc}") from None
+    if type(cfg) is not dict:
+        raise ValueError(f"{CONFIG_ENV} is not a configuration")
+    return cfg
 
 
 def parent_config() -> tuple[str, dict] | None:
@@ -169,7 +198,7 @@ def parent_config() -> tuple[str, dict] | None:
     if not raw or not _mp_child():
         return None
     try:
-        cfg = json.loads(raw)
+        cfg = _load_config(raw)
         if cfg["pid"] == os.getpid():
             return None
         path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
@@ -268,8 +297,8 @@ def own_output(s: Session, crash: CrashOption) -> None:
     hook_multiprocessing(s)
     if CONFIG_ENV in os.environ:
         try:
-            cfg = json.loads(os.environ[CONFIG_ENV])
+            cfg = _load_config(os.environ[CONFIG_ENV])
             cfg["pid"] = os.getpid()
-            os.environ[CONFIG_ENV] = json.dumps(cfg)
+            os.environ[CONFIG_ENV] = _dump_config(cfg)
         except (ValueError, TypeError):
             pass

@@ -10,8 +10,7 @@ into damage), never anything else.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable, Iterator, final
-
+from blogformat.typinglite import TYPE_CHECKING, final
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
 from .plainclass import Frozen, Plain, field
 from .values import pack_plain, unpack_plain
@@ -19,6 +18,9 @@ from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, B
                          EnumMember, RecordType, decode_entry)
 from .valuetypes import int_field as _int
 from .valuetypes import str_field as _str
+
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Iterable, Iterator
 
 # Metadata entry tags: the first element of each entry array (section 4).
 ENTRY_EVENT_SOURCE = 1

@@ -12,7 +12,10 @@ dataclass generates; a class built in a hot loop writes its own (``RawEvent``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, dataclass_transform
+from blogformat.typinglite import TYPE_CHECKING, dataclass_transform
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, ClassVar
 
 _MISSING: Any = object()
 

@@ -17,11 +17,10 @@ import enum
 import reprlib
 import sys
 import types
-from decimal import Decimal
-from typing import Any, Callable, NamedTuple
 
 import msgpack
 
+from blogformat.typinglite import TYPE_CHECKING, NamedTuple
 from blogformat import tracebacks, valuetypes
 from blogformat.guard import owned_by_value
 from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, EXT_BIGINT, EXT_DATACLASS,
@@ -31,6 +30,9 @@ from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, EXT_BIGINT, EX
                                PACK_OPTIONS, PLAIN_TYPES, RAW_EXT, pack_plain, pooled, safe_str,
                                thread_state, type_name)
 from blogformat.valuetypes import DESCRIBABLE_VALUES, EnumMember, RecordType
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 class EnumInfo(NamedTuple):
@@ -212,9 +214,10 @@ def _enum_style(cls: Any) -> int:
 
 
 def _loaded(module: str, name: str) -> Any:
-    """``module.name`` if ``module`` is loaded, else None: no value is a ``uuid.UUID`` or
-    a ``zoneinfo.ZoneInfo`` before its module is imported, so ``import blog`` imports
-    neither (blogformat/_valueencoding.c looks them up alike)."""
+    """``module.name`` if ``module`` is loaded, else None: no value is a
+    ``decimal.Decimal``, a ``uuid.UUID`` or a ``zoneinfo.ZoneInfo`` before its module is
+    imported, so ``import blog`` imports none of them (blogformat/_valueencoding.c looks
+    them up alike)."""
     m = sys.modules.get(module)
     return None if m is None else getattr(m, name)
 
@@ -279,7 +282,8 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
             obj.hour, obj.minute, obj.second, obj.microsecond, obj.fold, _tz(obj.tzinfo, None)]))
     if isinstance(obj, _dt.timedelta):
         return msgpack.ExtType(EXT_TIMEDELTA, packb([obj.days, obj.seconds, obj.microseconds]))
-    if isinstance(obj, Decimal):
+    decimal_type = _loaded("decimal", "Decimal")
+    if decimal_type is not None and isinstance(obj, decimal_type):
         return msgpack.ExtType(EXT_DECIMAL, str(obj).encode("ascii"))
     uuid_type = _loaded("uuid", "UUID")
     if uuid_type is not None and isinstance(obj, uuid_type):
@@ -380,7 +384,7 @@ def _whole(data: bytes) -> bool:
         return False                                # handler's exception) is the caller's
 
 
-_PLAIN_ATOMS = PLAIN_TYPES | {Decimal, _dt.date, _dt.timedelta}   # and uuid.UUID
+_PLAIN_ATOMS = PLAIN_TYPES | {_dt.date, _dt.timedelta}   # and decimal.Decimal, uuid.UUID
 
 
 def reproducible(value: Any, conversion: str | None = None, spec: str = "",
@@ -397,7 +401,8 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
     container (shown by repr).
     """
     t = type(value)
-    if t in _PLAIN_ATOMS or (t.__name__ == "UUID" and t is _loaded("uuid", "UUID")):
+    if t in _PLAIN_ATOMS or (t.__name__ == "UUID" and t is _loaded("uuid", "UUID")) or (
+            t.__name__ == "Decimal" and t is _loaded("decimal", "Decimal")):
         return True
     if conversion == "%":       # printf-style: %s, %r and %a as str, repr and ascii;
         kind = spec[-1:]        # a number conversion of anything but the atoms: text kept

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, ClassVar, Hashable, Protocol, final
 
+from blogformat.typinglite import TYPE_CHECKING, Protocol, final
 from .errors import BadEntry
 from .plainclass import Frozen, field
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, ClassVar, Hashable
 
 ENTRY_RECORD_TYPE = 8
 ENTRY_ENUM_MEMBER = 9

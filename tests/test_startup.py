@@ -9,6 +9,7 @@ process, by ``benchmarks/startup.py``, never asserted here.
 from __future__ import annotations
 
 import ast
+import datetime
 import json
 import pathlib
 import subprocess
@@ -49,6 +50,15 @@ OPTIONAL = (
 LATE_STDLIB = ("uuid", "platform", "zoneinfo", "sysconfig", "fractions", "csv", "base64",
                "gzip")
 
+#: Standard modules a first log call to a file does without (issue 40: together they cost
+#: more than the whole of ``logging``): ``typing`` (blogformat.typinglite gives what the
+#: modules use of it at run time); ``re`` (regular expressions are compiled on first use:
+#: blogformat.lazy.pattern); ``json`` (a spawned child's configuration is marshalled);
+#: ``decimal`` (looked up once loaded, as ``uuid``); ``queue`` and ``heapq`` (the consumer
+#: waits on ``_queue.SimpleQueue``); ``signal`` (its enums: ``_signal`` does); ``importlib``.
+NOT_FOR_A_FIRST_EVENT = ("typing", "re", "json", "decimal", "numbers", "queue", "heapq",
+                         "signal", "importlib", "warnings")
+
 #: What a module of the start-up paths may not import when it is imported: the modules
 #: above, and dataclasses and inspect (the module costs as much as starting Python, and
 #: each dataclass the code it generates).
@@ -66,7 +76,8 @@ STILL_DATACLASSES = {"blogformat.valueclasses", "blogformat.boundedtext",
 def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
     """The modules ``code`` loads, run in a fresh process (in ``tmp_path``)."""
     script = ("import sys\n_before = set(sys.modules)\n" + textwrap.dedent(code)
-              + "\nimport json\nprint(json.dumps(sorted(set(sys.modules) - _before)))\n")
+              + "\n_mods = sorted(set(sys.modules) - _before)\n"
+            + "import json\nprint(json.dumps(_mods))\n")
     r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -138,6 +149,7 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
     assert "blogformat.valuedecoding" not in mods     # the reader's side of the codec
     assert "dataclasses" not in mods and "inspect" not in mods
     assert [m for m in mods if m in LATE_STDLIB] == []
+    assert [m for m in mods if m in NOT_FOR_A_FIRST_EVENT] == []
     assert _slow_imports(mods) == {}
 
 
@@ -178,29 +190,56 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
     assert _slow_imports(mods) == {}
 
 
-def test_a_uuid_or_a_zone_logged_after_import_blog_reads_back(tmp_path):
-    # The encoders look uuid.UUID and zoneinfo.ZoneInfo up once their module is loaded,
-    # not at import: a value of either type made after ``import blog`` is encoded as ever.
+def test_a_uuid_a_zone_or_a_decimal_logged_after_import_blog_reads_back(tmp_path):
+    # The encoders look uuid.UUID, zoneinfo.ZoneInfo and decimal.Decimal up once their
+    # module is loaded, not at import nor at a first call: a value of any of these types made
+    # after is encoded as ever (issue 40 for decimal).
     code = """
         import sys, io, datetime
         import blog, bread
-        assert "uuid" not in sys.modules and "zoneinfo" not in sys.modules
         s = blog.Session()
         log = s.get_logger()
         log.info("{}", datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
-        import uuid, zoneinfo
+        assert not {"uuid", "zoneinfo", "decimal"} & set(sys.modules)
+        import decimal, uuid, zoneinfo
         u = uuid.UUID(int=7)
         when = datetime.datetime(2026, 1, 1, tzinfo=zoneinfo.ZoneInfo("UTC"))
-        log.info("{} {}", u, when)
+        d = decimal.Decimal("-1.50")
+        log.info("{} {} {}", u, when, d)
+        log.info("{:.1f}", d)     # (and a spec: reproducible, so kept as the value only)
         f = io.BytesIO()
         s.consume(f)
         events = list(bread.read(io.BytesIO(f.getvalue())))
-        assert events[1].args == (u, when), events[1].args
+        assert events[1].args == (u, when, d), events[1].args
         assert type(events[1].args[1].tzinfo) is zoneinfo.ZoneInfo
+        assert type(events[1].args[2]) is decimal.Decimal and events[2].message == "-1.5"
     """
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_spawned_childs_configuration_reads_back():
+    # The configuration a spawned child reads from the environment (blog.lifecycle, marshalled
+    # since issue 40: json cost a first basic_config its import and re's) comes back as plain
+    # values: a Severity as its number, a timedelta as seconds, a time as ISO text.
+    from blog import lifecycle
+    options = {"min_severity": blog.Severity.WARNING, "flush_interval": float("inf"),
+               "fsync": 0.5, "crash_dir": "/tmp/x\udcff", "keep_days": 7,
+               "compact": {"older": 86400.0, "columnar": True, "pattern": None},
+               "rotate_every": datetime.timedelta(hours=1),
+               "rotate_at": (datetime.time(3, 30), datetime.time(15, 0))}
+    cfg = {"pid": 1, "output": "app.blog", "rotating": True, "options": options}
+    got = lifecycle._load_config(lifecycle._dump_config(cfg))
+    assert got == {**cfg, "options": {**options, "min_severity": int(blog.Severity.WARNING),
+                                      "rotate_every": 3600.0,
+                                      "rotate_at": ["03:30:00", "15:00:00"]}}
+    assert type(got["options"]["min_severity"]) is int
+    with pytest.raises(TypeError):
+        lifecycle._dump_config({"options": {"on_close": print}})
+    for bad in ("", "zz", "0", lifecycle._dump_config([1]), lifecycle._dump_config(cfg)[:-2]):
+        with pytest.raises(ValueError):     # what is not a configuration of ours
+            lifecycle._load_config(bad)
 
 
 @pytest.mark.parametrize("code, needs", [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 from types import CodeType, FrameType, SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, cast
 
+from blogformat.typinglite import TYPE_CHECKING, NamedTuple, cast
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
 from blogformat.tracebacks import NO_EXCEPTION
@@ -21,6 +21,7 @@ from .source import (DYNAMIC_FORMAT, CallSiteError, TooManySources, check_templa
                      unfit)
 
 if TYPE_CHECKING:
+    from typing import Any, Callable
     from .registry import Registry
     from .writer import Writers
 
@@ -456,9 +457,18 @@ def _is_literal(fmt: str, code: Any) -> bool:
     return False
 
 
-# What the slow path reads of a frame, where there is none (a call from C code).
-_NO_FRAME = cast(FrameType, SimpleNamespace(f_code=compile("", "<unknown>", "exec"), f_lasti=-1,
-                                            f_lineno=0))
+def _no_code() -> None:
+    pass
+
+
+# What the slow path reads of a frame, where there is none (a call from C code): the code of
+# an empty module named <unknown> (an empty function's, renamed: compile("") at import would
+# cost a tenth of a first log call).
+_NO_FRAME = cast(FrameType, SimpleNamespace(
+    f_code=_no_code.__code__.replace(co_filename="<unknown>", co_name="<module>",
+                                     co_qualname="<module>", co_firstlineno=1),
+    f_lasti=-1, f_lineno=0))
+del _no_code
 
 
 def _python_alone(sites: dict[int, SiteEntry], local: Any, method: Callable[..., None],

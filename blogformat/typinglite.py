@@ -1,0 +1,66 @@
+"""What the modules of a first log call and of a first read use of ``typing`` at run time,
+without importing it (``typing`` costs about a quarter of starting Python: more than the
+whole ``logging`` package a script would use instead).
+
+Type checkers see ``typing``'s own names. At run time, ``class C(NamedTuple)`` with its
+fields annotated makes a ``collections.namedtuple`` with the class's methods, as
+``typing.NamedTuple`` does; ``Protocol`` is ``object``; ``final`` and
+``dataclass_transform(...)`` return what they decorate; ``cast`` returns its value. The
+modules that use these name ``typing``'s other names in annotations only, which are
+never evaluated (``from __future__ import annotations``), imported ``if TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import collections
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple as NamedTuple
+    from typing import Protocol as Protocol
+    from typing import cast as cast
+    from typing import dataclass_transform as dataclass_transform
+    from typing import final as final
+else:
+    #: A NamedTuple class may not define these (typing's rule): namedtuple makes them.
+    _PROHIBITED = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields",
+                             "_field_defaults", "_make", "_replace", "_asdict", "_source"})
+    _SPECIAL = frozenset({"__module__", "__name__", "__annotations__"})
+
+    class _NamedTupleMeta(type):
+        def __new__(mcs, name, bases, namespace):
+            if namespace.get("_base_of_named_tuples"):    # NamedTuple itself
+                return super().__new__(mcs, name, bases, namespace)
+            if bases != (NamedTuple,):
+                raise TypeError("can only inherit from a NamedTuple type")
+            fields = namespace.get("__annotations__", {})
+            defaults = []
+            for f in fields:
+                if f in namespace:
+                    defaults.append(namespace[f])
+                elif defaults:
+                    raise TypeError(f"non-default namedtuple field {f} cannot follow "
+                                    "default field(s)")
+            cls = collections.namedtuple(name, list(fields), defaults=defaults,
+                                         module=namespace["__module__"])
+            cls.__annotations__ = dict(fields)
+            for key, value in namespace.items():
+                if key in _PROHIBITED:
+                    raise AttributeError("Cannot overwrite NamedTuple attribute " + key)
+                if key not in _SPECIAL and key not in fields:
+                    setattr(cls, key, value)
+            return cls
+
+    class NamedTuple(metaclass=_NamedTupleMeta):
+        _base_of_named_tuples = True
+
+    Protocol = object
+
+    def final(f):
+        return f
+
+    def cast(typ, val):
+        return val
+
+    def dataclass_transform(**kwargs):
+        return final

@@ -15,9 +15,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable
+    from types import ModuleType
 
 
-def import_module(name: str) -> object:
+def import_module(name: str) -> ModuleType:
     """``importlib.import_module`` of an absolute name (without importing ``importlib``)."""
     module = sys.modules.get(name)
     if module is None:

@@ -187,6 +187,10 @@ _PRINTF_TEXT = {"s": None, "r": "r", "a": "a"}
 _bounded: Any = None
 
 
+#: Values never composite (``boundedtext.is_composite``): rendering them needs no boundedtext.
+_SCALARS = frozenset({int, float, str, bytes, bool, type(None)})
+
+
 def _boundedtext() -> Any:
     global _bounded
     from blogformat import boundedtext
@@ -213,7 +217,7 @@ def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool 
             # %d of it a billion-digit int).
             return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
                 if spec else str(value)
-        bt = (_bounded or _boundedtext()) if decoded else None
+        bt = (_bounded or _boundedtext()) if decoded and type(value) not in _SCALARS else None
         if bt is not None and bt.is_composite(value):   # its text stops at the message's cut
             if conversion == "%":
                 if spec[-1:] in ("s", "r", "a"):

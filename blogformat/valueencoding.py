@@ -21,7 +21,7 @@ import types
 import msgpack
 
 from blogformat.typinglite import TYPE_CHECKING, NamedTuple
-from blogformat import tracebacks, valuetypes
+from blogformat import valuetypes
 from blogformat.guard import owned_by_value
 from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, EXT_BIGINT, EXT_DATACLASS,
                                EXT_DATE, EXT_DATETIME, EXT_DECIMAL, EXT_ENUM, EXT_EXCEPTION,
@@ -290,11 +290,13 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
         return msgpack.ExtType(EXT_UUID, obj.bytes)
     if isinstance(obj, BaseException):
         # Structured frames, not text: nothing is read or formatted at the call.
+        from blogformat import tracebacks   # (with the first exception logged: start-up)
         lines = getattr(thread_state, "source_lines", False)
         return msgpack.ExtType(EXT_EXCEPTION, packb(
             tracebacks.exception(obj, type_name, safe_str, lines)))
-    if obj is tracebacks.NO_EXCEPTION:
-        return msgpack.ExtType(EXT_EXCEPTION, packb(tracebacks.NO_EXCEPTION_DATA))
+    tb = sys.modules.get("blogformat.tracebacks")   # (NO_EXCEPTION is made with it)
+    if tb is not None and obj is tb.NO_EXCEPTION:
+        return msgpack.ExtType(EXT_EXCEPTION, packb(tb.NO_EXCEPTION_DATA))
     if t in ADAPTED:
         fields = ADAPTED[t]
         if fields is not None:   # blog.adapt(cls, function): the fields it gives now

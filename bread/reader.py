@@ -21,8 +21,6 @@ from .decode.filters import NO_FILTER, Filter
 from .frames import Damage, Frame, iter_frames, span_frames
 from .inputs import CXX, Input, Inputs, is_url, sniff
 from .inputs.compressed import GzipInput, seekable
-from .merge import SortedInput, index_of, merged
-from .merge.keyed import Keyed
 from .render import PrettyPrinter
 
 if TYPE_CHECKING:
@@ -177,10 +175,13 @@ class Reader:
             yield from s.python(iter(self))
             yield from s.finish()
             return
+        from .merge.keyed import Keyed   # (a merge's: reading in file order never loads it)
         yield from self._merged(lambda stream: Keyed(sink(stream), text), text)
 
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
-        """All inputs' runs (``sink``'s, keyed) merged by time (``bread.merge``)."""
+        """All inputs' runs (``sink``'s, keyed) merged by time (``bread.merge``, imported here:
+        reading in file order never loads it)."""
+        from .merge import SortedInput, index_of, merged
         inputs: list[SortedInput] = []
         for inp in self._inputs.each(self.filter.since, self.filter.until, self.damage):
             inp = inp.again()

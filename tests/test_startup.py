@@ -153,6 +153,7 @@ def test_a_first_log_call_to_a_file_loads_no_option(tmp_path):
     assert _optional(mods) == []
     assert [m for m in mods if m.split(".")[0] == "bread"] == []
     assert "blogformat.valuedecoding" not in mods     # the reader's side of the codec
+    assert "blogformat.tracebacks" not in mods        # imported with the first exception
     assert "dataclasses" not in mods and "inspect" not in mods
     assert [m for m in mods if m in LATE_STDLIB] == []
     assert [m for m in mods if m in NOT_FOR_A_FIRST_EVENT] == []
@@ -189,8 +190,10 @@ def test_reading_a_file_as_text_loads_no_option(tmp_path):
     # (bread.inputs reads a directory's catalog and manifest when it expands its inputs; the
     # columns and the JSON, bread.sinks.batches and bread.sinks.json, come when first used)
     assert set(_optional(mods)) <= {"blogstore.catalog", "blogstore.manifest"}
-    # Object storage (bread.inputs.objectstore, pyarrow.fs) is loaded for a URL only.
+    # Object storage (bread.inputs.objectstore, pyarrow.fs) is loaded for a URL only, the
+    # merge by time (bread.merge) for -s only.
     assert "bread.inputs.objectstore" not in mods and "pyarrow" not in mods
+    assert [m for m in mods if m.split(".")[:2] == ["bread", "merge"]] == []
     assert [m for m in mods if m.split(".")[0] == "blog"] == []
     assert [m for m in mods if m in LATE_STDLIB] == []
     assert [m for m in mods if m in NOT_FOR_A_READ] == []

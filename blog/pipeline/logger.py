@@ -9,7 +9,6 @@ from types import CodeType, FrameType, SimpleNamespace
 from blogformat.typinglite import TYPE_CHECKING, NamedTuple, cast
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
-from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import PLAIN_TYPES, safe_str, type_name
 
 from ..accel import speedups
@@ -165,7 +164,10 @@ def _current_exception() -> Any:
     """What ``log.exception`` logs: the exception being handled; outside an ``except``
     block, NO_EXCEPTION (read back as ``logging`` prints it there: ``NoneType: None``)."""
     exc = sys.exc_info()[1]
-    return NO_EXCEPTION if exc is None else exc
+    if exc is not None:
+        return exc
+    from blogformat.tracebacks import NO_EXCEPTION   # (a first call imports none of it)
+    return NO_EXCEPTION
 
 
 def _level_doc(name: str, level: int) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import ast
 import datetime
 import json
+import os
 import pathlib
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import tomllib
 
@@ -79,13 +81,26 @@ NOT_FOR_A_READ = ("typing", "dataclasses", "inspect", "decimal", "json", "import
                   "blogformat.valueclasses", "blogformat.boundedtext")
 
 
+#: Every module a check above looks for: none may be loaded before the code checked runs.
+CHECKED = (*NOT_FOR_A_FIRST_EVENT, *NOT_FOR_A_READ, *SLOW_AT_IMPORT)
+
+
 def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
-    """The modules ``code`` loads, run in a fresh process (in ``tmp_path``)."""
-    script = ("import sys\n_before = set(sys.modules)\n" + textwrap.dedent(code)
+    """The modules ``code`` loads, run in a fresh process (in ``tmp_path``).
+
+    The child runs without ``site`` (``-S``), its path the checkout's and this Python's
+    site-packages: the ``.pth`` hook of an editable install imports re, importlib and
+    warnings before ``code`` runs, which would hide those ``code`` imports. The child fails
+    if any module checked is loaded already."""
+    script = ("import sys\n_before = set(sys.modules)\n"
+              f"assert not _before & {set(CHECKED)!r}, sorted(_before & {set(CHECKED)!r})\n"
+              + textwrap.dedent(code)
               + "\n_mods = sorted(set(sys.modules) - _before)\n"
-            + "import json\nprint(json.dumps(_mods))\n")
-    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=60)
+              + "import json\nprint(json.dumps(_mods))\n")
+    paths = [str(ROOT), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+    r = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.splitlines()[-1])
 
@@ -97,20 +112,26 @@ def _optional(mods: list[str]) -> list[str]:
 
 def _imported_at_import(module: str) -> set[str]:
     """The modules ``module``'s source imports when it is imported: its top-level imports,
-    those in top-level ``try``, ``with`` and ``if`` blocks (not ``if TYPE_CHECKING``), not
-    those inside functions."""
+    those in top-level ``try``, ``with`` and ``if`` blocks (not the body of an
+    ``if TYPE_CHECKING``, its ``else`` yes), not those inside functions."""
     path = ROOT / module.replace(".", "/")
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    return _imports_of(path.read_text())
+
+
+def _imports_of(source: str) -> set[str]:
+    """What ``source`` imports when it runs (as ``_imported_at_import``)."""
     names: set[str] = set()
-    todo = list(ast.parse(path.read_text()).body)
+    todo = list(ast.parse(source).body)
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             names.add(node.module)
-        elif isinstance(node, ast.If) and getattr(node.test, "id", "") != "TYPE_CHECKING":
-            todo += node.body + node.orelse
+        elif isinstance(node, ast.If):     # (an ``if TYPE_CHECKING``'s else runs)
+            checking = getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING"
+            todo += node.orelse if checking else node.body + node.orelse
         elif isinstance(node, (ast.Try, ast.With)):
             todo += [*node.body, *getattr(node, "handlers", ()), *getattr(node, "orelse", ()),
                      *getattr(node, "finalbody", ())]
@@ -127,6 +148,26 @@ def _slow_imports(mods: list[str]) -> dict[str, list[str]]:
                        and not (n == "dataclasses" and m in STILL_DATACLASSES))
              for m in ours}
     return {m: names for m, names in found.items() if names}
+
+
+def test_the_imports_checked_include_an_if_type_checkings_else():
+    source = textwrap.dedent("""
+        import os
+        if TYPE_CHECKING:
+            import typing
+        else:
+            import re
+        if typing.TYPE_CHECKING:
+            import inspect
+        else:
+            try:
+                import dataclasses
+            except ImportError:
+                import uuid
+        def f():
+            import csv
+    """)
+    assert _imports_of(source) == {"os", "re", "dataclasses", "uuid"}
 
 
 def test_import_blog_loads_only_the_package(tmp_path):

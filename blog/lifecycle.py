@@ -181,30 +181,47 @@ def _dump_config(cfg: dict) -> str:
 
 
 def _load_config(raw: str) -> dict:
-    """``CONFIG_ENV``'s text back (ValueError if it is not what ``_dump_config`` writes)."""
+    """``CONFIG_ENV``'s text back (ValueError if it is not what ``_dump_config`` writes:
+    text that is not hex, a marshal that fails, whatever its error, as a crafted length's
+    MemoryError, or a value not of a configuration's shape)."""
+    if raw.lstrip().startswith("{"):
+        raise ValueError(f"{CONFIG_ENV} is JSON, from an older blog: not read")
     try:
         cfg = marshal.loads(bytes.fromhex(raw))
-    except (EOFError, TypeError) as exc:
-        raise ValueError(f"{CONFIG_ENV} is not a configuration: {exc}") from None
-    if type(cfg) is not dict:
+    except Exception as exc:
+        raise ValueError(f"{CONFIG_ENV} is not a configuration: {type(exc).__name__}") \
+            from None
+    if not (type(cfg) is dict and type(cfg.get("pid")) is int
+            and type(cfg.get("output")) is str and type(cfg.get("rotating")) is bool
+            and type(cfg.get("options")) is dict
+            and all(type(k) is str for k in cfg["options"])):
         raise ValueError(f"{CONFIG_ENV} is not a configuration")
     return cfg
 
 
+#: Whether a bad ``CONFIG_ENV`` was told already (once a process).
+_told_bad = False
+
+
 def parent_config() -> tuple[str, dict] | None:
     """In a multiprocessing child started by spawn or forkserver: the output and options
-    of the parent's configuration (``CONFIG_ENV``), the output made the child's own."""
+    of the parent's configuration (``CONFIG_ENV``), the output made the child's own. A
+    value that is not one is told once on stderr, and the child goes on unconfigured."""
+    global _told_bad
     raw = os.environ.get(CONFIG_ENV)
     if not raw or not _mp_child():
         return None
     try:
         cfg = _load_config(raw)
-        if cfg["pid"] == os.getpid():
-            return None
-        path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
-        return path, dict(cfg["options"])
-    except (ValueError, KeyError, TypeError):
+    except ValueError as exc:
+        if not _told_bad:
+            _told_bad = True
+            report(f"blog: child {os.getpid()} is not configured: {exc}")
         return None
+    if cfg["pid"] == os.getpid():
+        return None
+    path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
+    return path, dict(cfg["options"])
 
 
 def _mp_child() -> bool:

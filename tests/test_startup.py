@@ -288,9 +288,44 @@ def test_a_spawned_childs_configuration_reads_back():
     assert type(got["options"]["min_severity"]) is int
     with pytest.raises(TypeError):
         lifecycle._dump_config({"options": {"on_close": print}})
-    for bad in ("", "zz", "0", lifecycle._dump_config([1]), lifecycle._dump_config(cfg)[:-2]):
+    for bad in BAD_CONFIGS + (lifecycle._dump_config([1]), lifecycle._dump_config(cfg)[:-2]):
         with pytest.raises(ValueError):     # what is not a configuration of ours
             lifecycle._load_config(bad)
+
+
+#: What a spawned child may find in BLOG_CONFIG that is no configuration of its parent's:
+#: not hex, not a marshal, one cut short (EOFError), values of the wrong types, an older
+#: parent's JSON. (HUGE_CONFIG below asks for a list of 2**31 items.)
+BAD_CONFIGS = ("", "zz", "0", "5bffff0000", "5b01000000", "7b7b7b", "4e",
+               "7b7a0370696469007a", '{"pid": 1, "output": "app.blog", "rotating": false, '
+               '"options": {}}')
+
+
+def test_a_bad_configuration_in_the_environment_is_told_once_and_never_raises(
+        monkeypatch, capsys):
+    from blog import lifecycle
+    monkeypatch.setattr(lifecycle, "_mp_child", lambda: True)
+    monkeypatch.setattr(lifecycle, "_told_bad", False)
+    for bad in BAD_CONFIGS[1:]:
+        monkeypatch.setenv(lifecycle.CONFIG_ENV, bad)
+        assert lifecycle.parent_config() is None, bad
+    err = capsys.readouterr().err
+    assert err.count("blog: child") == 1 and "is not configured" in err, err
+
+
+#: A marshal asking for a list of 2**31 items: allocated (MemoryError where it cannot be),
+#: then read short (EOFError): seconds.
+HUGE_CONFIG = "5bffffff7f"
+
+
+@pytest.mark.slow
+def test_a_configuration_asking_for_a_huge_list_is_told_and_never_raises(monkeypatch, capsys):
+    from blog import lifecycle
+    monkeypatch.setattr(lifecycle, "_mp_child", lambda: True)
+    monkeypatch.setattr(lifecycle, "_told_bad", False)
+    monkeypatch.setenv(lifecycle.CONFIG_ENV, HUGE_CONFIG)
+    assert lifecycle.parent_config() is None
+    assert "is not configured" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("code, needs", [

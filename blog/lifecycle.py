@@ -160,9 +160,13 @@ def _plain(v: Any) -> Any:
     """``v`` as plain values (a Severity as its number, a time as ISO text...)."""
     if v is None or isinstance(v, bool):
         return v
-    for t in (int, float, str):
-        if isinstance(v, t):
-            return t(v)
+    # (a subclass's own value: a str Enum's "drop", where str() gives "Overflow.DROP")
+    if isinstance(v, int):
+        return int.__int__(v)
+    if isinstance(v, float):
+        return float.__float__(v)
+    if isinstance(v, str):
+        return str.__str__(v)
     if isinstance(v, _dt.timedelta):
         return v.total_seconds()
     if isinstance(v, _dt.time):

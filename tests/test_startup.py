@@ -273,9 +273,16 @@ def test_a_uuid_a_zone_or_a_decimal_logged_after_import_blog_reads_back(tmp_path
 def test_a_spawned_childs_configuration_reads_back():
     # The configuration a spawned child reads from the environment (blog.lifecycle, marshalled
     # since issue 40: json cost a first basic_config its import and re's) comes back as plain
-    # values: a Severity as its number, a timedelta as seconds, a time as ISO text.
+    # values: a Severity as its number, a str Enum as its value, a timedelta as seconds, a
+    # time as ISO text.
     from blog import lifecycle
+    import enum
+
+    class Overflow(str, enum.Enum):
+        DROP = "drop"
+
     options = {"min_severity": blog.Severity.WARNING, "flush_interval": float("inf"),
+               "overflow": Overflow.DROP,
                "fsync": 0.5, "crash_dir": "/tmp/x\udcff", "keep_days": 7,
                "compact": {"older": 86400.0, "columnar": True, "pattern": None},
                "rotate_every": datetime.timedelta(hours=1),
@@ -283,9 +290,11 @@ def test_a_spawned_childs_configuration_reads_back():
     cfg = {"pid": 1, "output": "app.blog", "rotating": True, "options": options}
     got = lifecycle._load_config(lifecycle._dump_config(cfg))
     assert got == {**cfg, "options": {**options, "min_severity": int(blog.Severity.WARNING),
+                                      "overflow": "drop",
                                       "rotate_every": 3600.0,
                                       "rotate_at": ["03:30:00", "15:00:00"]}}
     assert type(got["options"]["min_severity"]) is int
+    assert type(got["options"]["overflow"]) is str
     with pytest.raises(TypeError):
         lifecycle._dump_config({"options": {"on_close": print}})
     for bad in BAD_CONFIGS + (lifecycle._dump_config([1]), lifecycle._dump_config(cfg)[:-2]):

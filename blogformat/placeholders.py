@@ -28,7 +28,6 @@ MAX_WIDTH = 10_000
 #: (docs/format.md 8). A file cannot make one event render more.
 MAX_MESSAGE = 1 << 20
 CUT_MARK = f"[... cut: message longer than {MAX_MESSAGE} characters]"
-_NUMBERS = r"\d+"
 
 #: EventSource styles: ``{}`` placeholders (section 8.1), printf-style as ``logging``
 #: renders a record with arguments (8.4), and a format that is the message itself.
@@ -198,13 +197,30 @@ def _boundedtext() -> Any:
     return boundedtext
 
 
+def _too_wide(spec: str) -> bool:
+    """Whether a number in ``spec`` (a run of decimal digits, ``re``'s ``\\d+``) is over
+    MAX_WIDTH. (No ``re``: a first call may come from a finalizer at interpreter shutdown,
+    when nothing can be imported.)"""
+    digits = ""
+    for c in spec + " ":
+        if c.isdecimal():
+            digits += c
+            if len(digits) > 5:
+                return True
+        elif digits:
+            if int(digits) > MAX_WIDTH:
+                return True
+            digits = ""
+    return False
+
+
 def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool = False) -> str:
     """``render_one`` for untrusted input: bounded output, errors rendered as text.
 
     ``decoded``: the value was read from a file; the text of a container or record stops
     being made once it passes MAX_MESSAGE (``boundedtext``). (A live value's, at call
     time, is Python's own repr: cycles shown as ``[...]``, at C speed.)"""
-    if spec and any(len(n) > 5 or int(n) > MAX_WIDTH for n in pattern(_NUMBERS).findall(spec)):
+    if spec and _too_wide(spec):
         return f"{{!bad spec {spec[:20]!r}}}"
     try:   # type(), never isinstance(): a value's own __class__ may raise
         decimal = sys.modules.get("decimal")   # (no Decimal exists before it is loaded)

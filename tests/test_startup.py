@@ -85,6 +85,13 @@ NOT_FOR_A_READ = ("typing", "dataclasses", "inspect", "decimal", "json", "import
 CHECKED = (*NOT_FOR_A_FIRST_EVENT, *NOT_FOR_A_READ, *SLOW_AT_IMPORT)
 
 
+def _plain_env() -> dict[str, str]:
+    """The environment of a child run with ``-S`` as from a plain install: its path the
+    checkout's and this Python's site-packages."""
+    paths = [str(ROOT), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+
+
 def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
     """The modules ``code`` loads, run in a fresh process (in ``tmp_path``).
 
@@ -97,9 +104,7 @@ def _loaded(code: str, tmp_path: pathlib.Path) -> list[str]:
               + textwrap.dedent(code)
               + "\n_mods = sorted(set(sys.modules) - _before)\n"
               + "import json\nprint(json.dumps(_mods))\n")
-    paths = [str(ROOT), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
-    r = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env=env,
+    r = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env=_plain_env(),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.splitlines()[-1])
@@ -335,6 +340,40 @@ def test_a_configuration_asking_for_a_huge_list_is_told_and_never_raises(monkeyp
     monkeypatch.setenv(lifecycle.CONFIG_ENV, HUGE_CONFIG)
     assert lifecycle.parent_config() is None
     assert "is not configured" in capsys.readouterr().err
+
+
+def test_a_first_log_call_from_a_finalizer_at_shutdown_renders(tmp_path):
+    # A value rendered at call time with a width (``{:>8}``) is checked without ``re``: at
+    # interpreter shutdown nothing can be imported, and a finalizer's first log call raised
+    # ImportError. The child runs without site, as a plain install, where re is not loaded.
+    code = """
+        import sys
+        import blog
+        blog.basic_config("app.blog")
+        log = blog.get_logger()
+        class Thing:
+            def __format__(self, spec):
+                return format("thing", spec)
+            def __del__(self):
+                log.info("{:>8} {:>99999}", self, self)
+                print("logged", "re" in sys.modules, flush=True)
+        thing = Thing()
+    """
+    r = subprocess.run([sys.executable, "-S", "-c", textwrap.dedent(code)], cwd=tmp_path,
+                       env=_plain_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "logged False\n", r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("spec", ["", ">8", "0>10000", ">10001", "123456", ".5f", "1.99999",
+                                  "\u0663\u0663", "\u0663" * 6, "9" * 40, ">8,.3f"])
+def test_a_width_over_max_width_is_found_as_by_a_regular_expression(spec):
+    import re
+
+    from blogformat import placeholders
+    by_re = any(len(n) > 5 or int(n) > placeholders.MAX_WIDTH
+                for n in re.findall(r"\d+", spec))
+    assert placeholders._too_wide(spec) == by_re
 
 
 @pytest.mark.parametrize("code, needs", [

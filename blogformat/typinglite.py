@@ -4,7 +4,8 @@ whole ``logging`` package a script would use instead).
 
 Type checkers see ``typing``'s own names. At run time, ``class C(NamedTuple)`` with its
 fields annotated makes a ``collections.namedtuple`` with the class's methods, as
-``typing.NamedTuple`` does; ``Protocol`` is ``object``; ``final`` and
+``typing.NamedTuple`` does; ``Protocol`` and ``Any`` (which a field's annotation names:
+``typing.get_type_hints`` resolves it) are ``object``; ``final`` and
 ``dataclass_transform(...)`` return what they decorate; ``cast`` returns its value. The
 modules that use these name ``typing``'s other names in annotations only, which are
 never evaluated (``from __future__ import annotations``), imported ``if TYPE_CHECKING``.
@@ -16,6 +17,7 @@ import collections
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any as Any
     from typing import NamedTuple as NamedTuple
     from typing import Protocol as Protocol
     from typing import cast as cast
@@ -55,6 +57,7 @@ else:
         _base_of_named_tuples = True
 
     Protocol = object
+    Any = object    # (a field typed Any, as get_type_hints resolves it: any object)
 
     def final(f):
         return f

@@ -6,7 +6,7 @@ import sys
 import time
 from types import CodeType, FrameType, SimpleNamespace
 
-from blogformat.typinglite import TYPE_CHECKING, NamedTuple, cast
+from blogformat.typinglite import TYPE_CHECKING, Any, NamedTuple, cast
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
 from blogformat.values import PLAIN_TYPES, safe_str, type_name
@@ -20,7 +20,7 @@ from .source import (DYNAMIC_FORMAT, CallSiteError, TooManySources, check_templa
                      unfit)
 
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Callable
     from .registry import Registry
     from .writer import Writers
 
@@ -188,13 +188,14 @@ class Logger:
     {}%", "/", 93.5, host="db1")``.
     """
 
-    trace: Callable[..., None]
-    debug: Callable[..., None]
-    info: Callable[..., None]
-    warning: Callable[..., None]
-    error: Callable[..., None]
-    critical: Callable[..., None]
-    exception: Callable[..., None]
+    if TYPE_CHECKING:   # (typing's names, which get_type_hints resolves, exist only there)
+        trace: Callable[..., None]
+        debug: Callable[..., None]
+        info: Callable[..., None]
+        warning: Callable[..., None]
+        error: Callable[..., None]
+        critical: Callable[..., None]
+        exception: Callable[..., None]
 
     def __init__(self, registry: Registry, writers: Writers, category: str) -> None:
         self.registry = registry   # the session's sources and settings

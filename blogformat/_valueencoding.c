@@ -94,9 +94,9 @@ blog_encode_init(void)
 }
 
 /* `module`.`name` if `module` is loaded (never importing it), kept in *type; 0 done (*type
- * still NULL if it is not loaded), -1 error. No value of that type exists before its module
- * is loaded, so decimal, uuid and zoneinfo are looked up when a value may be one, not at
- * init: `import blog` imports none of them. */
+ * still NULL if it is not loaded, or not yet all there), -1 error. No value of that type
+ * exists before its module is loaded, so decimal, uuid and zoneinfo are looked up when a
+ * value may be one, not at init: `import blog` imports none of them. */
 static int
 loaded_type(PyObject *module, const char *name, PyTypeObject **type)
 {
@@ -104,7 +104,13 @@ loaded_type(PyObject *module, const char *name, PyTypeObject **type)
     if (m == NULL) return PyErr_Occurred() ? -1 : 0;
     PyObject *t = PyObject_GetAttrString(m, name);
     Py_DECREF(m);
-    if (t == NULL) return -1;
+    if (t == NULL) {
+        /* Not there yet: another thread is importing the module. A value cannot be one
+         * of its type yet; looked up again next time. */
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
     if (!PyType_Check(t)) {
         Py_DECREF(t);
         PyErr_Format(PyExc_TypeError, "%U.%s is not a type", module, name);

@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable
+    from typing import Any
     from types import ModuleType
 
 
@@ -25,6 +26,13 @@ def import_module(name: str) -> ModuleType:
         __import__(name)
         module = sys.modules[name]
     return module
+
+
+def loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is loaded and has it, else None: no value is a
+    ``decimal.Decimal`` before ``decimal`` is imported, so nothing need import it to check.
+    (A module another thread is importing is in ``sys.modules`` before its names are.)"""
+    return getattr(sys.modules.get(module), name, None)
 
 
 _patterns: dict[str, re.Pattern[str]] = {}

@@ -11,11 +11,10 @@ without attribute or index lookups and with bounded widths. An EventSource's
 from __future__ import annotations
 
 import _string  # the C parser behind str.format
-import sys
 
 from blogformat.typinglite import TYPE_CHECKING
 from blogformat.errors import FormatError
-from blogformat.lazy import pattern
+from blogformat.lazy import loaded, pattern
 from blogformat.guard import owned_by_value
 from blogformat.plainclass import Frozen
 
@@ -223,8 +222,8 @@ def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool 
     if spec and _too_wide(spec):
         return f"{{!bad spec {spec[:20]!r}}}"
     try:   # type(), never isinstance(): a value's own __class__ may raise
-        decimal = sys.modules.get("decimal")   # (no Decimal exists before it is loaded)
-        if (decimal is not None and issubclass(type(value), decimal.Decimal)
+        decimal = loaded("decimal", "Decimal")   # (no Decimal exists before it is loaded)
+        if (decimal is not None and issubclass(type(value), decimal)
                 and value.is_finite()
                 and abs(value.adjusted()) > MAX_WIDTH
                 and ((conversion is None and spec[-1:] in ("f", "F", "%", "n", ""))

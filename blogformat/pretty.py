@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-import sys
 
 from . import TEXT_VERSION
 from .entries import SOURCE_BACKTRACE, EventSource, WriterProp
 from .errors import FormatError
+from .lazy import loaded
 from .placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from .severity import ABBREVIATIONS
 from .tracebacks import render as render_traceback
@@ -280,8 +280,7 @@ def shown_fields(event: Event) -> str:
 def _is_exception(value: Any) -> bool:
     """True for a decoded exception (``blogformat.valueclasses``, with ``dataclasses``, is
     imported with the first extension value decoded: a file of plain values loads neither)."""
-    vc = sys.modules.get("blogformat.valueclasses")
-    return vc is not None and type(value) is vc.ExceptionValue
+    return type(value) is loaded("blogformat.valueclasses", "ExceptionValue")
 
 
 def exception_text(exc: ExceptionValue) -> str:

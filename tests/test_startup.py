@@ -275,6 +275,44 @@ def test_a_uuid_a_zone_or_a_decimal_logged_after_import_blog_reads_back(tmp_path
     assert r.returncode == 0, r.stderr
 
 
+def test_a_value_logged_while_its_types_module_is_half_imported_is_logged(tmp_path):
+    # Another thread importing decimal, uuid or zoneinfo (or blogformat's tracebacks or
+    # value classes) has put the module in sys.modules before its names: a value met then
+    # cannot be one of its types yet, and is logged and read as any other (the C encoder's
+    # lookup and the Python path's, the reader's).
+    code = """
+        import sys, io, types, datetime
+        import blog, bread
+        half = ("decimal", "uuid", "zoneinfo", "blogformat.tracebacks",
+                "blogformat.valueclasses")
+        assert not set(half) & set(sys.modules)
+        for name in half:
+            sys.modules[name] = types.ModuleType(name)     # (no names yet)
+        class Decimal:
+            def __repr__(self): return "D"
+        class UUID:
+            def __repr__(self): return "U"
+        s = blog.Session()
+        log = s.get_logger()
+        when = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+        log.info("{} {} {} {:>3} {:.1f}", Decimal(), UUID(), when, 7, 2.25)
+        f = io.BytesIO()
+        s.consume(f)
+        for name in half:
+            del sys.modules[name]
+        from blogformat import pretty
+        sys.modules["blogformat.valueclasses"] = types.ModuleType("blogformat.valueclasses")
+        assert not pretty._is_exception(ValueError())
+        del sys.modules["blogformat.valueclasses"]
+        events = list(bread.read(io.BytesIO(f.getvalue())))
+        print(events[0].message)
+    """
+    r = subprocess.run([sys.executable, "-S", "-c", textwrap.dedent(code)], cwd=tmp_path,
+                       env=_plain_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "D U 2026-01-01 00:00:00+00:00   7 2.2", r.stdout
+
+
 def test_a_spawned_childs_configuration_reads_back():
     # The configuration a spawned child reads from the environment (blog.lifecycle, marshalled
     # since issue 40: json cost a first basic_config its import and re's) comes back as plain

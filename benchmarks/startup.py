@@ -62,10 +62,17 @@ CASES = [
 ]
 
 
-def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall, cpu) seconds of one whole process."""
+#: What the children import, told in the summary: blog's file and whether the C speedups
+#: of blog and of bread loaded.
+WHICH = ("import blog, blog.accel, bread.accel; print(blog.__file__, 'C speedups:', "
+         "blog.accel.speedups is not None, bread.accel.speedups is not None)")
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """(wall, cpu) seconds of one whole process, run in ``cwd``."""
     start = time.perf_counter()
-    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - start
     p.returncode = os.waitstatus_to_exitcode(status)
@@ -77,12 +84,12 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def _small_file(path: str, env: dict[str, str]) -> None:
+def _small_file(path: str, env: dict[str, str], cwd: str) -> None:
     """A file of 100 events, as an application writes them."""
     code = ("import blog\nblog.basic_config({path!r}, mode='wb')\nlog = blog.get_logger('app')\n"
             "for i in range(100):\n    log.info('order {{}} filled at {{}}', i, 101.25 + i)\n"
             "blog.shutdown()\n").format(path=path)
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, check=True)
 
 
 def main() -> None:
@@ -99,9 +106,14 @@ def main() -> None:
             [os.path.abspath(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     rows = []
     load_start = os.getloadavg()[0]
+    # The children run in a temporary directory: ``python -c`` puts its working directory
+    # first on sys.path, and from the checkout they would import its blog, not the
+    # installed one.
     with tempfile.TemporaryDirectory() as tmp:
+        which = subprocess.run([sys.executable, "-c", WHICH], env=env, cwd=tmp, check=True,
+                               capture_output=True, text=True).stdout.strip()
         small = os.path.join(tmp, "small.blog")
-        _small_file(small, env)
+        _small_file(small, env, tmp)
         paths = {"log": os.path.join(tmp, "app.blog"), "small": small,
                  "text_log": os.path.join(tmp, "app.log")}
         for name, code, base_code, base_name, target in CASES:
@@ -112,12 +124,12 @@ def main() -> None:
                 continue
             argv = [sys.executable, "-c", code.format(**paths)]
             base = [sys.executable, "-c", base_code.format(**paths)]
-            _run(argv, env)   # warm-up: writes the bytecode
-            _run(base, env)
+            _run(argv, env, tmp)   # warm-up: writes the bytecode
+            _run(base, env, tmp)
             walls, cpus, base_walls, base_cpus = [], [], [], []
             for _ in range(args.runs):
-                w, c = _run(argv, env)
-                bw, bc = _run(base, env)
+                w, c = _run(argv, env, tmp)
+                bw, bc = _run(base, env, tmp)
                 walls.append(w), cpus.append(c), base_walls.append(bw), base_cpus.append(bc)
             rows.append({
                 "case": name, "target": target, "runs": args.runs, "against": base_name,
@@ -139,7 +151,7 @@ def main() -> None:
     print(f"({args.runs} pairs per case, each by turns with what it is against; medians; "
           f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
           f"load {load_start:.1f} to {os.getloadavg()[0]:.1f}, "
-          f"{'installed' if args.installed else 'this checkout'})")
+          f"{'installed' if args.installed else 'this checkout'}: {which})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -4,7 +4,7 @@
 ``TypeError`` for a bad one) before anything changes; what they imply (a rotated set, the
 fsync policy, the crash buffer's place) as its properties. ``basic_config`` makes one
 and the default session moves to it; ``for_children`` is what a spawned or forkserver
-child is configured with (``blog.lifecycle``: its JSON in the environment).
+child is configured with (``blog.lifecycle``: marshalled, in hex, in the environment).
 """
 
 from __future__ import annotations

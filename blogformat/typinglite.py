@@ -1,6 +1,8 @@
 """What the modules of a first log call and of a first read use of ``typing`` at run time,
-without importing it (``typing`` costs about a quarter of starting Python: more than the
-whole ``logging`` package a script would use instead).
+without importing it. By callgrind's count of a whole process: importing ``typing`` (with
+the ``re`` it imports) is about 20 M instructions and making the start-up paths' 10
+NamedTuple classes with it 16.5 M more; a first event took 158.5 M with them, 122 M with
+this module (``python -c pass``: 38 M; ``logging``'s first event: 98 M).
 
 Type checkers see ``typing``'s own names. At run time, ``class C(NamedTuple)`` with its
 fields annotated makes a ``collections.namedtuple`` with the class's methods, as

@@ -295,7 +295,8 @@ def test_a_value_logged_while_its_types_module_is_half_imported_is_logged(tmp_pa
         s = blog.Session()
         log = s.get_logger()
         when = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-        log.info("{} {} {} {:>3} {:.1f}", Decimal(), UUID(), when, 7, 2.25)
+        for _ in range(2):   # (the second call, at a known site, is the C encoder's)
+            log.info("{} {} {} {:>3} {:.1f}", Decimal(), UUID(), when, 7, 2.25)
         f = io.BytesIO()
         s.consume(f)
         for name in half:
@@ -305,12 +306,12 @@ def test_a_value_logged_while_its_types_module_is_half_imported_is_logged(tmp_pa
         assert not pretty._is_exception(ValueError())
         del sys.modules["blogformat.valueclasses"]
         events = list(bread.read(io.BytesIO(f.getvalue())))
-        print(events[0].message)
+        for e in events: print(e.message)
     """
     r = subprocess.run([sys.executable, "-S", "-c", textwrap.dedent(code)], cwd=tmp_path,
                        env=_plain_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[0] == "D U 2026-01-01 00:00:00+00:00   7 2.2", r.stdout
+    assert r.stdout.splitlines() == ["D U 2026-01-01 00:00:00+00:00   7 2.2"] * 2, r.stdout
 
 
 def test_a_spawned_childs_configuration_reads_back():

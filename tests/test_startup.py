@@ -314,6 +314,21 @@ def test_a_value_logged_while_its_types_module_is_half_imported_is_logged(tmp_pa
     assert r.stdout.splitlines() == ["D U 2026-01-01 00:00:00+00:00   7 2.2"] * 2, r.stdout
 
 
+def test_a_python_without_the_c_queue_logs(tmp_path):
+    # The consumer waits on _queue.SimpleQueue (issue 40: queue.py imports heapq); where
+    # the C module is missing, on queue's own.
+    r = subprocess.run([sys.executable, "-S", "-c", textwrap.dedent("""
+        import sys
+        sys.modules["_queue"] = None     # (import _queue raises ImportError)
+        import blog, bread
+        blog.basic_config("app.blog")
+        blog.get_logger().info("started {}", 1)
+        blog.shutdown()
+        print([e.message for e in bread.read("app.blog")])
+    """)], cwd=tmp_path, env=_plain_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "['started 1']\n", r.stderr
+
+
 def test_a_spawned_childs_configuration_reads_back():
     # The configuration a spawned child reads from the environment (blog.lifecycle, marshalled
     # since issue 40: json cost a first basic_config its import and re's) comes back as plain

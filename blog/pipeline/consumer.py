@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from _queue import Empty, SimpleQueue   # (queue's own, without queue.py and its heapq)
+try:
+    from _queue import Empty, SimpleQueue   # (queue's own, without queue.py and its heapq)
+except ImportError:     # (a Python without the C module: queue's own, in Python)
+    from queue import Empty, SimpleQueue
 
 from .. import process
 from ..files.durability import GroupSync, sync_stream

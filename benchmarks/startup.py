@@ -20,7 +20,9 @@ environment, and a warm-up run writes it); with ``--installed``, the packages in
 for the Python that runs this script instead. An editable install's import hook, if
 there is one, costs every case, ``python -c pass`` included, and so hides the ratios:
 measure from a plain install (``python -m venv /tmp/v && /tmp/v/bin/pip install .``,
-then ``/tmp/v/bin/python benchmarks/startup.py``).
+then ``/tmp/v/bin/python benchmarks/startup.py --installed``). The children run in a
+temporary directory, whatever the directory this is run from (``python -c`` puts it first
+on ``sys.path``); the summary line names the ``blog`` they imported.
 
     python benchmarks/startup.py              # 20 pairs per case, ~15 s on 2 cores
     python benchmarks/startup.py --runs 50 --json startup.json

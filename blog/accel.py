@@ -9,7 +9,8 @@ match. Each module with a C twin (``_channel.c`` beside ``pipeline/channel.py``,
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, cast
+
+from blogformat.typinglite import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from . import _speedups as _c

@@ -4,26 +4,28 @@
 ``TypeError`` for a bad one) before anything changes; what they imply (a rotated set, the
 fsync policy, the crash buffer's place) as its properties. ``basic_config`` makes one
 and the default session moves to it; ``for_children`` is what a spawned or forkserver
-child is configured with (``blog.lifecycle``: its JSON in the environment).
+child is configured with (``blog.lifecycle``: marshalled, in hex, in the environment).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.severity import Severity, to_severity
 
 from .envconfig import output_from_env, severity_from_env
 from .errors import ConfigurationError
 from .files.durability import fsync_policy
-from .lifecycle import CrashOption
 from .pipeline.backpressure import BLOCK, check_capacity, check_overflow
 from .pipeline.streams import OutputStream
 
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from .files.compaction import Compaction
     from .files.schedule import Interval, TimesOfDay
+    from .lifecycle import CrashOption
 
 #: The options that make ``output`` the base name of a rotated set (``RotatingFile``'s).
 ROTATION = ("rotate_bytes", "rotate_every", "rotate_at", "tz", "keep_files", "keep_days",

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import functools
 from contextvars import ContextVar
-from typing import Any, Callable, NamedTuple
+
+from blogformat.typinglite import TYPE_CHECKING, NamedTuple
 
 from .accel import speedups
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 __all__ = ["bind", "clear", "context", "current", "unbind"]
 

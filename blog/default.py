@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.severity import Severity
 from blogstore import posix
 from blogstore.fileset import pid_path
@@ -21,17 +21,20 @@ from . import lifecycle, process
 from .config import Config
 from .pipeline.backpressure import BLOCK
 from .pipeline.consumer import Consumer
-from .lifecycle import CONFIG_ENV, CrashOption, consumer_of, is_file, is_rotating, stop_consumer
+from .lifecycle import CONFIG_ENV, consumer_of, is_file, is_rotating, stop_consumer
 from .pipeline.logger import Logger
 from .report import report
 from .pipeline.session import Session
 from .pipeline.streams import FileOutputStream, OutputStream
 
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from concurrent.futures import Future
 
     from .files.compaction import Compaction
     from .files.schedule import Interval, TimesOfDay
+    from .lifecycle import CrashOption
     from .pipeline.liveevents import LiveEvent
 
 _session: Session | None = None      # the only global state: the default session

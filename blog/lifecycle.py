@@ -13,11 +13,11 @@ call them (at exit, after a fork, at a multiprocessing child's end).
 from __future__ import annotations
 
 import datetime as _dt
-import json
+import marshal
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogstore.fileset import pid_path
 
 from . import process
@@ -29,10 +29,13 @@ from .pipeline.session import Session
 from .pipeline.streams import FileOutputStream
 
 if TYPE_CHECKING:
+    from typing import Any, Literal, TypeGuard
+
     from .files.rotating import RotatingFile
 
-#: The crash buffer option: False (none), None (beside the log), or the directory to keep it in.
-CrashOption = str | None | Literal[False]
+    #: The crash buffer option: False (none), None (beside the log), or the directory to
+    #: keep it in.
+    CrashOption = str | None | Literal[False]
 
 #: Where basic_config leaves its options for multiprocessing children started by spawn
 #: or forkserver (they do not inherit the parent's memory, only its environment).
@@ -149,33 +152,80 @@ def _tell_unwritten(s: Session) -> None:
 
 def for_children(path: str, rotating: bool, options: dict) -> None:
     """Record the configuration for children started by spawn or forkserver."""
-    def plain(v: Any) -> Any:
-        if isinstance(v, _dt.timedelta):
-            return v.total_seconds()
-        if isinstance(v, _dt.time):
-            return v.isoformat()
-        if isinstance(v, (list, tuple)):
-            return [plain(x) for x in v]
+    os.environ[CONFIG_ENV] = _dump_config({"pid": os.getpid(), "output": path,
+                                           "rotating": rotating, "options": options})
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as plain values (a Severity as its number, a time as ISO text...)."""
+    if v is None or isinstance(v, bool):
         return v
-    os.environ[CONFIG_ENV] = json.dumps({"pid": os.getpid(), "output": path,
-                                         "rotating": rotating,
-                                         "options": {k: plain(v) for k, v in options.items()}})
+    # (a subclass's own value: a str Enum's "drop", where str() gives "Overflow.DROP")
+    if isinstance(v, int):
+        return int.__int__(v)
+    if isinstance(v, float):
+        return float.__float__(v)
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, _dt.timedelta):
+        return v.total_seconds()
+    if isinstance(v, _dt.time):
+        return v.isoformat()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {_plain(k): _plain(x) for k, x in v.items()}
+    raise TypeError(f"a {type(v).__name__} cannot be passed to a child's configuration")
+
+
+def _dump_config(cfg: dict) -> str:
+    """``cfg`` as ``CONFIG_ENV``'s text: its plain values, marshalled, in hex (``json`` with
+    the ``re`` it imports cost a first ``basic_config`` a fifth of starting Python)."""
+    return marshal.dumps(_plain(cfg)).hex()
+
+
+def _load_config(raw: str) -> dict:
+    """``CONFIG_ENV``'s text back (ValueError if it is not what ``_dump_config`` writes:
+    text that is not hex, a marshal that fails, whatever its error, as a crafted length's
+    MemoryError, or a value not of a configuration's shape)."""
+    if raw.lstrip().startswith("{"):
+        raise ValueError(f"{CONFIG_ENV} is JSON, from an older blog: not read")
+    try:
+        cfg = marshal.loads(bytes.fromhex(raw))
+    except Exception as exc:
+        raise ValueError(f"{CONFIG_ENV} is not a configuration: {type(exc).__name__}") \
+            from None
+    if not (type(cfg) is dict and type(cfg.get("pid")) is int
+            and type(cfg.get("output")) is str and type(cfg.get("rotating")) is bool
+            and type(cfg.get("options")) is dict
+            and all(type(k) is str for k in cfg["options"])):
+        raise ValueError(f"{CONFIG_ENV} is not a configuration")
+    return cfg
+
+
+#: Whether a bad ``CONFIG_ENV`` was told already (once a process).
+_told_bad = False
 
 
 def parent_config() -> tuple[str, dict] | None:
     """In a multiprocessing child started by spawn or forkserver: the output and options
-    of the parent's configuration (``CONFIG_ENV``), the output made the child's own."""
+    of the parent's configuration (``CONFIG_ENV``), the output made the child's own. A
+    value that is not one is told once on stderr, and the child goes on unconfigured."""
+    global _told_bad
     raw = os.environ.get(CONFIG_ENV)
     if not raw or not _mp_child():
         return None
     try:
-        cfg = json.loads(raw)
-        if cfg["pid"] == os.getpid():
-            return None
-        path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
-        return path, dict(cfg["options"])
-    except (ValueError, KeyError, TypeError):
+        cfg = _load_config(raw)
+    except ValueError as exc:
+        if not _told_bad:
+            _told_bad = True
+            report(f"blog: child {os.getpid()} is not configured: {exc}")
         return None
+    if cfg["pid"] == os.getpid():
+        return None
+    path = cfg["output"] if cfg["rotating"] else pid_path(cfg["output"], os.getpid())
+    return path, dict(cfg["options"])
 
 
 def _mp_child() -> bool:
@@ -268,8 +318,8 @@ def own_output(s: Session, crash: CrashOption) -> None:
     hook_multiprocessing(s)
     if CONFIG_ENV in os.environ:
         try:
-            cfg = json.loads(os.environ[CONFIG_ENV])
+            cfg = _load_config(os.environ[CONFIG_ENV])
             cfg["pid"] = os.getpid()
-            os.environ[CONFIG_ENV] = json.dumps(cfg)
+            os.environ[CONFIG_ENV] = _dump_config(cfg)
         except (ValueError, TypeError):
             pass

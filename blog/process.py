@@ -83,15 +83,21 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import threading
 import time
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Protocol
+
+from blogformat.typinglite import TYPE_CHECKING, Protocol
 
 from .report import report
+
+if TYPE_CHECKING:
+    import signal
+    from typing import Any, Callable
+else:   # its functions without signal.py's enums (which cost a tenth of starting Python)
+    import _signal as signal
 
 # --- live objects and the after-fork steps ----------------------------------------
 

@@ -22,7 +22,10 @@ each pointed to by a section of ``docs/format.md``:
   ``category``, ``file``...), the base of ``bread.Event`` and ``blog.LiveEvent``;
 - ``pretty``: events as text lines, bread's ``-f``/``-d`` placeholders (bread prints
   with it, and blog's TextStream);
-- ``lazy``: the packages' public names imported on first use (start-up);
+- ``lazy``: the packages' public names imported on first use (start-up), and regular
+  expressions compiled on first use;
+- ``typinglite``: what the start-up modules use of ``typing`` at run time, without
+  importing it;
 - ``plainclass``: the base of the entry classes and other records of fields, compared,
   shown and hashed as a dataclass (without ``dataclasses``' cost at start-up);
 - ``errors``: the errors of the format (``FormatError``, ``BadEntry``...).

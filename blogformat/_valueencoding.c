@@ -45,13 +45,13 @@ enum { RECORD_TYPE_NAME, RECORD_REPR_NAME, RECORD_NAMES, RECORD_MASK, RECORD_IS_
        RECORD_ACCESS, RECORD_TYPE_ID, RECORD_FIELDS };
 enum { ENUM_TYPE_NAME, ENUM_STYLE, ENUM_MEMBER_IDS, ENUM_FIELDS };
 
-/* UUID and ZoneInfo: NULL until a value may be one (loaded_type). */
+/* Decimal, UUID and ZoneInfo: NULL until a value may be one (loaded_type). */
 static PyTypeObject *DecimalType, *UUIDType, *ZoneInfoType;
 /* ZoneInfo's utcoffset and tzname (method descriptors, called with the zone first), and
  * the last zone met with its key. */
 static PyObject *zone_utcoffset, *zone_tzname, *last_zone, *last_key;
 static PyObject *str_int, *str_key, *str_utcoffset, *str_tzname, *str_name_, *str_value_;
-static PyObject *str_uuid, *str_zoneinfo;
+static PyObject *str_decimal, *str_uuid, *str_zoneinfo;
 /* blogformat.valueencoding.ENUM_TYPES: enum class -> (type name, style, {member name: described
  * id}), filled by the Python path the first time it meets a class, and a member (set by
  * use_registries: NULL until then). */
@@ -76,31 +76,27 @@ blog_encode_init(void)
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL)
         return -1;
-    PyObject *m = PyImport_ImportModule("decimal");
-    if (m == NULL) return -1;
-    DecimalType = (PyTypeObject *)PyObject_GetAttrString(m, "Decimal");
-    Py_DECREF(m);
     str_int = PyUnicode_InternFromString("int");
     str_key = PyUnicode_InternFromString("key");
     str_utcoffset = PyUnicode_InternFromString("utcoffset");
     str_tzname = PyUnicode_InternFromString("tzname");
     str_name_ = PyUnicode_InternFromString("_name_");
     str_value_ = PyUnicode_InternFromString("_value_");
+    str_decimal = PyUnicode_InternFromString("decimal");
     str_uuid = PyUnicode_InternFromString("uuid");
     str_zoneinfo = PyUnicode_InternFromString("zoneinfo");
-    if (str_name_ == NULL || str_value_ == NULL || str_uuid == NULL || str_zoneinfo == NULL)
+    if (str_name_ == NULL || str_value_ == NULL || str_decimal == NULL || str_uuid == NULL
+        || str_zoneinfo == NULL)
         return -1;
-    if (DecimalType == NULL || str_int == NULL
-        || str_key == NULL || str_utcoffset == NULL || str_tzname == NULL
-        || !PyType_Check(DecimalType))
+    if (str_int == NULL || str_key == NULL || str_utcoffset == NULL || str_tzname == NULL)
         return -1;
     return 0;
 }
 
 /* `module`.`name` if `module` is loaded (never importing it), kept in *type; 0 done (*type
- * still NULL if it is not loaded), -1 error. No value of that type exists before its module
- * is loaded, so uuid and zoneinfo are looked up when a value may be one, not at init:
- * `import blog` imports neither. */
+ * still NULL if it is not loaded, or not yet all there), -1 error. No value of that type
+ * exists before its module is loaded, so decimal, uuid and zoneinfo are looked up when a
+ * value may be one, not at init: `import blog` imports none of them. */
 static int
 loaded_type(PyObject *module, const char *name, PyTypeObject **type)
 {
@@ -108,7 +104,13 @@ loaded_type(PyObject *module, const char *name, PyTypeObject **type)
     if (m == NULL) return PyErr_Occurred() ? -1 : 0;
     PyObject *t = PyObject_GetAttrString(m, name);
     Py_DECREF(m);
-    if (t == NULL) return -1;
+    if (t == NULL) {
+        /* Not there yet: another thread is importing the module. A value cannot be one
+         * of its type yet; looked up again next time. */
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
     if (!PyType_Check(t)) {
         Py_DECREF(t);
         PyErr_Format(PyExc_TypeError, "%U.%s is not a type", module, name);
@@ -422,6 +424,10 @@ put_value(Buf *b, PyObject *v, int depth, int zone, int key)
         close_ext(b, at, EXT_TIMEDELTA);
         return 1;
     }
+    if (DecimalType == NULL && (strcmp(t->tp_name, "decimal.Decimal") == 0
+                                || strcmp(t->tp_name, "Decimal") == 0)
+            && loaded_type(str_decimal, "Decimal", &DecimalType) < 0)
+        return -1;
     if (t == DecimalType) {      /* raw ASCII of str(d): the C decimal's own __str__ */
         PyObject *s = PyObject_Str(v);
         if (s == NULL) return -1;

@@ -10,8 +10,7 @@ into damage), never anything else.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable, Iterator, final
-
+from blogformat.typinglite import TYPE_CHECKING, Any, final
 from .frames import FORMAT_VERSION, FRAME_METADATA, frame_bytes
 from .plainclass import Frozen, Plain, field
 from .values import pack_plain, unpack_plain
@@ -19,6 +18,9 @@ from .valuetypes import (ENTRY_ENUM_MEMBER, ENTRY_RECORD_TYPE, MAX_FIELD_TEXT, B
                          EnumMember, RecordType, decode_entry)
 from .valuetypes import int_field as _int
 from .valuetypes import str_field as _str
+
+if TYPE_CHECKING:
+    from typing import Iterable, Iterator
 
 # Metadata entry tags: the first element of each entry array (section 4).
 ENTRY_EVENT_SOURCE = 1
@@ -124,7 +126,7 @@ class EventSource(Plain):
     (blogformat.placeholders.parse_style).
     """
 
-    TAG: ClassVar[int] = ENTRY_EVENT_SOURCE
+    TAG = ENTRY_EVENT_SOURCE
 
     id: int
     severity: int
@@ -164,7 +166,7 @@ class EventSource(Plain):
 class WriterProp(Frozen):
     """A SessionWriter: id, name, and the thread and process it belongs to."""
 
-    TAG: ClassVar[int] = ENTRY_WRITER_PROP
+    TAG = ENTRY_WRITER_PROP
 
     id: int
     name: str
@@ -183,7 +185,7 @@ class ClockSync(Frozen):
     """Relates clock values to wall time:
     ``ns = ns_since_epoch + (clock - clock_value) * 1e9 / frequency``."""
 
-    TAG: ClassVar[int] = ENTRY_CLOCK_SYNC
+    TAG = ENTRY_CLOCK_SYNC
 
     clock_value: int
     frequency: int
@@ -203,7 +205,7 @@ class Dropped(Frozen):
     ``offset`` is where the reader found it (not written).
     """
 
-    TAG: ClassVar[int] = ENTRY_DROPPED
+    TAG = ENTRY_DROPPED
 
     writer_id: int
     count: int
@@ -219,7 +221,7 @@ class Lost(Frozen):
     """The writer's output failed: ``events`` events (``bytes`` bytes) did not reach this file,
     from ``since`` (the clock of the first failed write, if the writer says) until ``clock``."""
 
-    TAG: ClassVar[int] = ENTRY_LOST
+    TAG = ENTRY_LOST
 
     events: int
     bytes: int
@@ -243,7 +245,7 @@ class Summary(Frozen):
     reader found it (not written).
     """
 
-    TAG: ClassVar[int] = ENTRY_SUMMARY
+    TAG = ENTRY_SUMMARY
 
     events: int
     first_clock: int
@@ -264,7 +266,7 @@ class Recovered(Frozen):
     """The events of this stream were recovered from the crash buffer of process ``pid``
     (killed before it wrote them): ``events`` of them, recovered at ``clock``."""
 
-    TAG: ClassVar[int] = ENTRY_RECOVERED
+    TAG = ENTRY_RECOVERED
 
     events: int
     pid: int

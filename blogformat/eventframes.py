@@ -7,12 +7,14 @@ type raises ``BadEntry`` (the reader turns it into damage), never anything else.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, final
-
+from blogformat.typinglite import TYPE_CHECKING, final
 from .plainclass import Frozen, Plain
 from .values import pack_plain
 from .valuetypes import BadEntry, TypeTable
 from .valuetypes import int_field as _int
+
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 #: Array headers of an event with 0 to 15 elements (an event has 3 or 4).
 _ARRAY_HEADERS = [bytes([0x90 | n]) for n in range(16)]

@@ -12,7 +12,11 @@ application's, not the value's: it must reach the application.
 
 from __future__ import annotations
 
-import signal
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+else:   # its functions without signal.py's enums (which cost a tenth of starting Python)
+    import _signal as signal
 
 
 def _handler_codes() -> set:

@@ -2,12 +2,49 @@
 about as much as starting Python, and a name costs nothing after its first use.
 
     __getattr__, __dir__ = lazy.names(__name__, {"read": "bread.reader", ...}, globals())
+
+And regular expressions compiled on first use (``pattern``): a first log call, which
+needs none, never imports ``re``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from importlib import import_module
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
+    from typing import Any
+    from types import ModuleType
+
+
+def import_module(name: str) -> ModuleType:
+    """``importlib.import_module`` of an absolute name (without importing ``importlib``)."""
+    module = sys.modules.get(name)
+    if module is None:
+        __import__(name)
+        module = sys.modules[name]
+    return module
+
+
+def loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is loaded and has it, else None: no value is a
+    ``decimal.Decimal`` before ``decimal`` is imported, so nothing need import it to check.
+    (A module another thread is importing is in ``sys.modules`` before its names are.)"""
+    return getattr(sys.modules.get(module), name, None)
+
+
+_patterns: dict[str, re.Pattern[str]] = {}
+
+
+def pattern(regex: str) -> re.Pattern[str]:
+    """``re.compile(regex)``, compiled the first time it is asked for, then kept."""
+    compiled = _patterns.get(regex)
+    if compiled is None:
+        import re
+        compiled = _patterns[regex] = re.compile(regex)
+    return compiled
 
 
 def names(package: str, defined_in: dict[str, str], namespace: dict[str, object]

@@ -10,14 +10,16 @@ without attribute or index lookups and with bounded widths. An EventSource's
 
 from __future__ import annotations
 
-import re
 import _string  # the C parser behind str.format
-from decimal import Decimal
-from typing import Any, Mapping, Sequence
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.errors import FormatError
+from blogformat.lazy import loaded, pattern
 from blogformat.guard import owned_by_value
 from blogformat.plainclass import Frozen
+
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 #: Largest width or precision rendered; a bigger one in a file is treated as damage.
 MAX_WIDTH = 10_000
@@ -25,7 +27,6 @@ MAX_WIDTH = 10_000
 #: (docs/format.md 8). A file cannot make one event render more.
 MAX_MESSAGE = 1 << 20
 CUT_MARK = f"[... cut: message longer than {MAX_MESSAGE} characters]"
-_NUMBERS = re.compile(r"\d+")
 
 #: EventSource styles: ``{}`` placeholders (section 8.1), printf-style as ``logging``
 #: renders a record with arguments (8.4), and a format that is the message itself.
@@ -33,9 +34,10 @@ STYLE_BRACES = ""
 STYLE_PRINTF = "%"
 STYLE_LITERAL = "literal"
 #: One printf conversion: an optional (key), flags, width, precision, length modifier
-#: and the conversion character; ``*`` widths are not accepted.
-_PRINTF = re.compile(r"%(?:\((?P<key>[^()]*)\))?"
-                     r"(?P<spec>[#0 +\-]*[0-9]*(?:\.[0-9]*)?[hlL]?[diouxXeEfFgGcrsa%])")
+#: and the conversion character; ``*`` widths are not accepted. (Regular expressions are
+#: compiled on first use: a first log call of ``{}`` placeholders needs neither.)
+_PRINTF = (r"%(?:\((?P<key>[^()]*)\))?"
+           r"(?P<spec>[#0 +\-]*[0-9]*(?:\.[0-9]*)?[hlL]?[diouxXeEfFgGcrsa%])")
 #: printf conversions that turn their value into an int.
 _PRINTF_INTS = ("d", "i", "o", "u", "x", "X", "c")
 
@@ -119,7 +121,7 @@ def parse_printf(fmt: str) -> Template:
     literals: list[str] = []
     placeholders: list[Placeholder] = []
     text, positional, pos = "", 0, 0
-    for m in _PRINTF.finditer(fmt):
+    for m in pattern(_PRINTF).finditer(fmt):
         between = fmt[pos:m.start()]
         if "%" in between:
             raise FormatError(f"bad printf conversion at index {pos + between.index('%')} "
@@ -183,11 +185,32 @@ _PRINTF_TEXT = {"s": None, "r": "r", "a": "a"}
 _bounded: Any = None
 
 
+#: Values never composite (``boundedtext.is_composite``): rendering them needs no boundedtext.
+_SCALARS = frozenset({int, float, str, bytes, bool, type(None)})
+
+
 def _boundedtext() -> Any:
     global _bounded
     from blogformat import boundedtext
     _bounded = boundedtext
     return boundedtext
+
+
+def _too_wide(spec: str) -> bool:
+    """Whether a number in ``spec`` (a run of decimal digits, ``re``'s ``\\d+``) is over
+    MAX_WIDTH. (No ``re``: a first call may come from a finalizer at interpreter shutdown,
+    when nothing can be imported.)"""
+    digits = ""
+    for c in spec + " ":
+        if c.isdecimal():
+            digits += c
+            if len(digits) > 5:
+                return True
+        elif digits:
+            if int(digits) > MAX_WIDTH:
+                return True
+            digits = ""
+    return False
 
 
 def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool = False) -> str:
@@ -196,10 +219,12 @@ def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool 
     ``decoded``: the value was read from a file; the text of a container or record stops
     being made once it passes MAX_MESSAGE (``boundedtext``). (A live value's, at call
     time, is Python's own repr: cycles shown as ``[...]``, at C speed.)"""
-    if spec and any(len(n) > 5 or int(n) > MAX_WIDTH for n in _NUMBERS.findall(spec)):
+    if spec and _too_wide(spec):
         return f"{{!bad spec {spec[:20]!r}}}"
     try:   # type(), never isinstance(): a value's own __class__ may raise
-        if (issubclass(type(value), Decimal) and value.is_finite()
+        decimal = loaded("decimal", "Decimal")   # (no Decimal exists before it is loaded)
+        if (decimal is not None and issubclass(type(value), decimal)
+                and value.is_finite()
                 and abs(value.adjusted()) > MAX_WIDTH
                 and ((conversion is None and spec[-1:] in ("f", "F", "%", "n", ""))
                      or (conversion == "%" and spec[-1:] in _PRINTF_INTS))):
@@ -207,7 +232,7 @@ def render_safe(value: Any, conversion: str | None, spec: str, *, decoded: bool 
             # %d of it a billion-digit int).
             return f"{{!decimal exponent {value.adjusted()} too large for {spec[-1:] or 'str'}}}" \
                 if spec else str(value)
-        bt = (_bounded or _boundedtext()) if decoded else None
+        bt = (_bounded or _boundedtext()) if decoded and type(value) not in _SCALARS else None
         if bt is not None and bt.is_composite(value):   # its text stops at the message's cut
             if conversion == "%":
                 if spec[-1:] in ("s", "r", "a"):

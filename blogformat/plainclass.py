@@ -12,7 +12,10 @@ dataclass generates; a class built in a hot loop writes its own (``RawEvent``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, dataclass_transform
+from blogformat.typinglite import TYPE_CHECKING, dataclass_transform
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, ClassVar
 
 _MISSING: Any = object()
 
@@ -36,12 +39,16 @@ class _Fields:
     dataclass cannot derive from one that is not)."""
 
     __slots__ = ()
-    _FIELDS: ClassVar[tuple[str, ...]] = ()
-    _COMPARED: ClassVar[tuple[str, ...]] = ()
-    #: Per field with a default: the default; or the factory that makes it.
-    _DEFAULTS: ClassVar[dict[str, Any]] = {}
-    _FACTORIES: ClassVar[dict[str, Callable[[], Any]]] = {}
-    __hash__: ClassVar[None] = None  # type: ignore[assignment]
+    if TYPE_CHECKING:   # (typing's names, which get_type_hints resolves, exist only there)
+        _FIELDS: ClassVar[tuple[str, ...]]
+        _COMPARED: ClassVar[tuple[str, ...]]
+        #: Per field with a default: the default; or the factory that makes it.
+        _DEFAULTS: ClassVar[dict[str, Any]]
+        _FACTORIES: ClassVar[dict[str, Callable[[], Any]]]
+        __hash__: ClassVar[None]  # type: ignore[assignment]
+    _FIELDS = _COMPARED = ()
+    _DEFAULTS = _FACTORIES = {}   # (each subclass's own, made by __init_subclass__)
+    __hash__ = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

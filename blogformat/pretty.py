@@ -10,15 +10,20 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-from typing import Any, Callable, Protocol, Sequence
 
 from . import TEXT_VERSION
 from .entries import SOURCE_BACKTRACE, EventSource, WriterProp
 from .errors import FormatError
+from .lazy import loaded
 from .placeholders import CUT_MARK, MAX_MESSAGE, render_safe
 from .severity import ABBREVIATIONS
 from .tracebacks import render as render_traceback
-from .valueclasses import ExceptionValue
+from .typinglite import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
+
+    from .valueclasses import ExceptionValue
 
 #: How an event shows by default (``bread``, ``blog.TextStream``): ``bread --help``
 #: lists the placeholders.
@@ -249,7 +254,7 @@ def fields_text(event: Event) -> str:
         if type(value) is str:
             text = repr(value) if (not value or any(c in value for c in " =\"'")
                                    or not value.isprintable()) else value
-        elif type(value) is ExceptionValue:
+        elif _is_exception(value):
             text = exception_text(value)
         else:
             text = render_safe(value, None, "", decoded=True)
@@ -270,6 +275,12 @@ def shown_fields(event: Event) -> str:
         return ""
     text = fields_text(event)
     return " " + text if text else ""
+
+
+def _is_exception(value: Any) -> bool:
+    """True for a decoded exception (``blogformat.valueclasses``, with ``dataclasses``, is
+    imported with the first extension value decoded: a file of plain values loads neither)."""
+    return type(value) is loaded("blogformat.valueclasses", "ExceptionValue")
 
 
 def exception_text(exc: ExceptionValue) -> str:
@@ -296,7 +307,7 @@ def tracebacks_text(event: Event, escape: bool) -> str:
     own after a newline and TRACEBACK_INDENT, escaped if asked; "" for none."""
     out = []
     for value in event.fields.values():
-        if type(value) is ExceptionValue:
+        if _is_exception(value):
             for line in traceback_text(value).rstrip("\n").split("\n"):
                 out.append(f"\n{TRACEBACK_INDENT}{escape_controls(line) if escape else line}")
     return "".join(out)

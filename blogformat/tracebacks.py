@@ -18,9 +18,12 @@ import stat
 import threading
 from collections import OrderedDict
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Callable
+
+from blogformat.typinglite import TYPE_CHECKING
 
 if TYPE_CHECKING:   # (the reader's, imported where a traceback is rendered: the writer never)
+    from typing import Any, Callable
+
     from blogformat.boundedtext import TextBudget
 
 #: How many chained exceptions (causes and contexts) are kept at most, and how many frames

@@ -12,24 +12,45 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import re
-from decimal import Decimal
-from typing import Any
 
 import msgpack
 
-from blogformat import boundedtext, tracebacks
-from blogformat.valueclasses import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, DataclassValue,
-                                     EnumValue, ExceptionValue, ExtValue, FrozenSetValue,
-                                     OpaqueValue, SetValue)
-from blogformat.values import (EXT_BIGINT, EXT_DATACLASS, EXT_DATE, EXT_DATETIME, EXT_DECIMAL,
-                               EXT_ENUM, EXT_EXCEPTION, EXT_FROZENSET, EXT_MEMBER, EXT_OPAQUE,
-                               EXT_RECORD, EXT_SET, EXT_TIME, EXT_TIMEDELTA, EXT_TUPLE, EXT_UUID,
-                               MAX_DECODE_DEPTH, RAW_EXT, UNPACK_OPTIONS, pack_plain, thread_state,
-                               type_name)
+from blogformat import tracebacks
+from blogformat.lazy import pattern
+from blogformat.typinglite import TYPE_CHECKING
+from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, EXT_BIGINT, EXT_DATACLASS,
+                               EXT_DATE, EXT_DATETIME, EXT_DECIMAL, EXT_ENUM, EXT_EXCEPTION,
+                               EXT_FROZENSET, EXT_MEMBER, EXT_OPAQUE, EXT_RECORD, EXT_SET,
+                               EXT_TIME, EXT_TIMEDELTA, EXT_TUPLE, EXT_UUID, MAX_DECODE_DEPTH,
+                               RAW_EXT, UNPACK_OPTIONS, pack_plain, thread_state, type_name)
 from blogformat.valuetypes import EnumMember, RecordType, TypeTable
 
+if TYPE_CHECKING:
+    from typing import Any
 
-_ZONE_KEY = re.compile(r"[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*\Z")
+    from blogformat.valueclasses import EnumValue, ExceptionValue
+
+_ZONE_KEY = r"[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*\Z"
+
+#: blogformat.valueclasses (it imports dataclasses, which with inspect costs as much as
+#: starting Python) and blogformat.boundedtext, imported with the first extension value
+#: decoded or text made: a file of plain values, read as text, loads neither.
+_classes: Any = None
+_bounded: Any = None
+
+
+def _valueclasses() -> Any:
+    global _classes
+    from blogformat import valueclasses
+    _classes = valueclasses
+    return valueclasses
+
+
+def _boundedtext() -> Any:
+    global _bounded
+    from blogformat import boundedtext
+    _bounded = boundedtext
+    return boundedtext
 
 
 def _fixed_tz(tz: list | None) -> _dt.tzinfo | None:
@@ -51,7 +72,7 @@ def _uuid_type() -> Any:
 def _zone(tz: list | None) -> _dt.tzinfo | None:
     """The named zone (``Europe/Paris``) of an encoded tz, if this machine knows it."""
     key = tz[2] if tz is not None and len(tz) > 2 else None
-    if not (isinstance(key, str) and len(key) < 64 and _ZONE_KEY.match(key)):
+    if not (isinstance(key, str) and len(key) < 64 and pattern(_ZONE_KEY).match(key)):
         return None
     try:
         import zoneinfo
@@ -72,7 +93,8 @@ def hashable(value: Any) -> Any:
         hash(value)
         return value
     except TypeError:
-        return OpaqueValue(type_name(type(value)), decoded_text(value, "r"))
+        return (_classes or _valueclasses()).OpaqueValue(type_name(type(value)),
+                                                         decoded_text(value, "r"))
 
 
 #: Characters of text that decoding one event may make (the reprs of set members and
@@ -95,7 +117,7 @@ def decoded_text(value: Any, conversion: str | None = None) -> str:
         text = value
     else:
         left = getattr(thread_state, "text_left", MAX_DECODED_TEXT)
-        text = boundedtext.bounded_text(value, conversion, left)
+        text = (_bounded or _boundedtext()).bounded_text(value, conversion, left)
     return _take_text(text)
 
 
@@ -191,12 +213,12 @@ def ext_hook(code: int, data: bytes) -> Any:
     """
     depth = getattr(thread_state, "depth", 0)
     if depth >= MAX_DECODE_DEPTH:
-        return ExtValue(code, bytes(data))
+        return (_classes or _valueclasses()).ExtValue(code, bytes(data))
     thread_state.depth = depth + 1
     try:
         return _decode_ext(code, data)
     except Exception:
-        return ExtValue(code, bytes(data))
+        return (_classes or _valueclasses()).ExtValue(code, bytes(data))
     finally:
         thread_state.depth = depth
 
@@ -209,7 +231,7 @@ def _enum_value(t: str, name: str, value: Any, style: Any) -> EnumValue:
     if style not in (ENUM_NAMED, ENUM_VALUE) or (
             style == ENUM_VALUE and type(value) is not int and type(value) is not str):
         style = ENUM_TEXT
-    return EnumValue(t, name, value, style)
+    return (_classes or _valueclasses()).EnumValue(t, name, value, style)
 
 
 def _member_value(e: Any) -> EnumValue:
@@ -274,8 +296,8 @@ def _exception(items: list, left: list, depth: int) -> ExceptionValue:
             if isinstance(m, list) and len(m) >= 3:
                 left[0] -= 1
                 members.append(_exception(m, left, depth + 1))
-    return ExceptionValue(t, msg, tb, _public_frames(frames), notes, chain_shown,
-                          tuple(members), syntax)
+    return (_classes or _valueclasses()).ExceptionValue(
+        t, msg, tb, _public_frames(frames), notes, chain_shown, tuple(members), syntax)
 
 
 def _decode_ext(code: int, data: bytes) -> Any:
@@ -283,10 +305,11 @@ def _decode_ext(code: int, data: bytes) -> Any:
         return tuple(unpackb(data))
     if code == EXT_BIGINT:
         return int.from_bytes(data, "little", signed=True)
+    vc = _classes or _valueclasses()
     if code == EXT_SET:
-        return SetValue(map(hashable, unpackb(data)))
+        return vc.SetValue(map(hashable, unpackb(data)))
     if code == EXT_FROZENSET:
-        return FrozenSetValue(map(hashable, unpackb(data)))
+        return vc.FrozenSetValue(map(hashable, unpackb(data)))
     if code == EXT_DATETIME:
         y, mo, d, h, mi, s, us, fold, tz = unpackb(data)[:9]
         value = _dt.datetime(y, mo, d, h, mi, s, us, tzinfo=_fixed_tz(tz), fold=fold)
@@ -307,6 +330,7 @@ def _decode_ext(code: int, data: bytes) -> Any:
     if code == EXT_TIMEDELTA:
         return _dt.timedelta(*unpackb(data)[:3])
     if code == EXT_DECIMAL:
+        from decimal import Decimal   # (no file of plain values loads it)
         return Decimal(data.decode("ascii"))
     if code == EXT_UUID:
         return _uuid_type()(bytes=bytes(data))
@@ -315,17 +339,17 @@ def _decode_ext(code: int, data: bytes) -> Any:
         tid = unpackb(data)
         if table is not None and type(table.get(tid)) is EnumMember:
             return table.decoded(tid, _member_value)
-        return ExtValue(code, bytes(data))
+        return vc.ExtValue(code, bytes(data))
     if code == EXT_RECORD:
         table = getattr(thread_state, "types", None)
         items = unpackb(data)
         e = table.get(items[0]) if table is not None else None
         if table is None or type(e) is not RecordType or len(items) != len(e.fields) + 1:
-            return ExtValue(code, bytes(data))
+            return vc.ExtValue(code, bytes(data))
         fields = dict(zip(e.fields, items[1:]))
         if e.repr_name is None:
-            return DataclassValue(e.type, fields)
-        return DataclassValue(e.type, fields, e.repr_name, table.decoded(e.id, _shown))
+            return vc.DataclassValue(e.type, fields)
+        return vc.DataclassValue(e.type, fields, e.repr_name, table.decoded(e.id, _shown))
     if code == EXT_ENUM:
         items = unpackb(data)
         t, name, value = items[:3]
@@ -337,11 +361,11 @@ def _decode_ext(code: int, data: bytes) -> Any:
         repr_name, mask = (items[2:4] + [None, None])[:2]
         if isinstance(repr_name, str) and type(mask) is int and mask >= 0:
             shown = tuple(k for i, k in enumerate(fields) if mask >> i & 1)
-            return DataclassValue(_str(t), fields, repr_name, shown)
-        return DataclassValue(_str(t), fields)
+            return vc.DataclassValue(_str(t), fields, repr_name, shown)
+        return vc.DataclassValue(_str(t), fields)
     if code == EXT_EXCEPTION:
         return _exception(unpackb(data), [tracebacks.MAX_EXCEPTIONS], 0)
     if code == EXT_OPAQUE:
         t, text = unpackb(data)[:2]
-        return OpaqueValue(_str(t), _str(text))
-    return ExtValue(code, bytes(data))
+        return vc.OpaqueValue(_str(t), _str(text))
+    return vc.ExtValue(code, bytes(data))

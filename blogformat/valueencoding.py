@@ -15,15 +15,14 @@ import collections
 import datetime as _dt
 import enum
 import reprlib
-import sys
 import types
-from decimal import Decimal
-from typing import Any, Callable, NamedTuple
 
 import msgpack
 
-from blogformat import tracebacks, valuetypes
+from blogformat.typinglite import TYPE_CHECKING, NamedTuple
+from blogformat import valuetypes
 from blogformat.guard import owned_by_value
+from blogformat.lazy import loaded
 from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, EXT_BIGINT, EXT_DATACLASS,
                                EXT_DATE, EXT_DATETIME, EXT_DECIMAL, EXT_ENUM, EXT_EXCEPTION,
                                EXT_FROZENSET, EXT_MEMBER, EXT_OPAQUE, EXT_RECORD, EXT_SET,
@@ -31,6 +30,9 @@ from blogformat.values import (ENUM_NAMED, ENUM_TEXT, ENUM_VALUE, EXT_BIGINT, EX
                                PACK_OPTIONS, PLAIN_TYPES, RAW_EXT, pack_plain, pooled, safe_str,
                                thread_state, type_name)
 from blogformat.valuetypes import DESCRIBABLE_VALUES, EnumMember, RecordType
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 class EnumInfo(NamedTuple):
@@ -211,14 +213,6 @@ def _enum_style(cls: Any) -> int:
     return ENUM_TEXT
 
 
-def _loaded(module: str, name: str) -> Any:
-    """``module.name`` if ``module`` is loaded, else None: no value is a ``uuid.UUID`` or
-    a ``zoneinfo.ZoneInfo`` before its module is imported, so ``import blog`` imports
-    neither (blogformat/_valueencoding.c looks them up alike)."""
-    m = sys.modules.get(module)
-    return None if m is None else getattr(m, name)
-
-
 def _tz(tz: _dt.tzinfo | None, sample: Any) -> list | None:
     if tz is None:
         return None
@@ -279,18 +273,22 @@ def _encode_ext(obj: Any) -> msgpack.ExtType:
             obj.hour, obj.minute, obj.second, obj.microsecond, obj.fold, _tz(obj.tzinfo, None)]))
     if isinstance(obj, _dt.timedelta):
         return msgpack.ExtType(EXT_TIMEDELTA, packb([obj.days, obj.seconds, obj.microseconds]))
-    if isinstance(obj, Decimal):
+    decimal_type = loaded("decimal", "Decimal")
+    if decimal_type is not None and isinstance(obj, decimal_type):
         return msgpack.ExtType(EXT_DECIMAL, str(obj).encode("ascii"))
-    uuid_type = _loaded("uuid", "UUID")
+    uuid_type = loaded("uuid", "UUID")
     if uuid_type is not None and isinstance(obj, uuid_type):
         return msgpack.ExtType(EXT_UUID, obj.bytes)
     if isinstance(obj, BaseException):
         # Structured frames, not text: nothing is read or formatted at the call.
+        from blogformat import tracebacks   # (with the first exception logged: start-up)
         lines = getattr(thread_state, "source_lines", False)
         return msgpack.ExtType(EXT_EXCEPTION, packb(
             tracebacks.exception(obj, type_name, safe_str, lines)))
-    if obj is tracebacks.NO_EXCEPTION:
-        return msgpack.ExtType(EXT_EXCEPTION, packb(tracebacks.NO_EXCEPTION_DATA))
+    # (NO_EXCEPTION is made with blogformat.tracebacks, its data just after it)
+    no_exception_data = loaded("blogformat.tracebacks", "NO_EXCEPTION_DATA")
+    if no_exception_data is not None and obj is loaded("blogformat.tracebacks", "NO_EXCEPTION"):
+        return msgpack.ExtType(EXT_EXCEPTION, packb(no_exception_data))
     if t in ADAPTED:
         fields = ADAPTED[t]
         if fields is not None:   # blog.adapt(cls, function): the fields it gives now
@@ -380,7 +378,7 @@ def _whole(data: bytes) -> bool:
         return False                                # handler's exception) is the caller's
 
 
-_PLAIN_ATOMS = PLAIN_TYPES | {Decimal, _dt.date, _dt.timedelta}   # and uuid.UUID
+_PLAIN_ATOMS = PLAIN_TYPES | {_dt.date, _dt.timedelta}   # and decimal.Decimal, uuid.UUID
 
 
 def reproducible(value: Any, conversion: str | None = None, spec: str = "",
@@ -397,7 +395,8 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
     container (shown by repr).
     """
     t = type(value)
-    if t in _PLAIN_ATOMS or (t.__name__ == "UUID" and t is _loaded("uuid", "UUID")):
+    if t in _PLAIN_ATOMS or (t.__name__ == "UUID" and t is loaded("uuid", "UUID")) or (
+            t.__name__ == "Decimal" and t is loaded("decimal", "Decimal")):
         return True
     if conversion == "%":       # printf-style: %s, %r and %a as str, repr and ascii;
         kind = spec[-1:]        # a number conversion of anything but the atoms: text kept
@@ -446,6 +445,6 @@ def reproducible(value: Any, conversion: str | None = None, spec: str = "",
         tz = value.tzinfo
         if tz is None or type(tz) is _dt.timezone:
             return True
-        return (t is _dt.datetime and type(tz) is _loaded("zoneinfo", "ZoneInfo")
+        return (t is _dt.datetime and type(tz) is loaded("zoneinfo", "ZoneInfo")
                 and _depth == 0 and conversion not in ("r", "a"))
     return False

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import threading
 from functools import partial
-from typing import Any
 
 import msgpack
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.guard import owned_by_value
 from blogformat.valuetypes import TypeTable
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EXT_TUPLE = 1
 EXT_BIGINT = 2

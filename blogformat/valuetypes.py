@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, ClassVar, Hashable, Protocol, final
 
+from blogformat.typinglite import TYPE_CHECKING, Any, Protocol, final
 from .errors import BadEntry
 from .plainclass import Frozen, field
+
+if TYPE_CHECKING:
+    from typing import Callable, Hashable
 
 ENTRY_RECORD_TYPE = 8
 ENTRY_ENUM_MEMBER = 9
@@ -39,7 +42,7 @@ class RecordType(Frozen):
     where its repr is the generated one, the name that repr shows (else None) and the
     fields it shows (bit i of ``mask``: field i)."""
 
-    TAG: ClassVar[int] = ENTRY_RECORD_TYPE
+    TAG = ENTRY_RECORD_TYPE
 
     id: int
     type: str
@@ -66,7 +69,7 @@ class EnumMember(Frozen):
     """An enum member: its class's qualified name, its name, its value (a plain scalar) and
     its style (how its class shows it: blogformat.valueclasses.ENUM_*)."""
 
-    TAG: ClassVar[int] = ENTRY_ENUM_MEMBER
+    TAG = ENTRY_ENUM_MEMBER
 
     id: int
     type: str

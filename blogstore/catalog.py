@@ -33,14 +33,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.frames import (FRAME_HEADER, HEADER_SIZE, MAX_PAYLOAD, check_crc, parse_header,
                                unescape)
 from blogformat.values import unpack_plain
 
 from .fileset import COMPRESSED, SetFile, is_bare_name, name_seconds, parse
 from .manifest import read_json, write_json
+
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 NAME = "blog-compaction.json"
 LOCK = "blog-compaction.lock"

@@ -17,11 +17,15 @@ from __future__ import annotations
 import datetime as _dt
 import errno
 import os
-import re
 import stat
-from typing import BinaryIO, NamedTuple
+
+from blogformat.lazy import pattern
+from blogformat.typinglite import TYPE_CHECKING, NamedTuple
 
 from . import posix
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 SUFFIX = ".blog"
 #: The names of log files a reader takes from a directory: a set's files, compressed or not.
@@ -30,8 +34,9 @@ COMPRESSED = ".gz"
 #: A set's file being made (``NAME.blog.new``): linked to its name once its maker locked it.
 NEW = ".new"
 
-_NAME = re.compile(r"^(?P<stem>.+)\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3})"
-                   r"\.pid(?P<pid>\d+)(?P<suffix>\.blog)(?P<gz>\.gz)?$")
+#: A set's file name (compiled on first use: a plain file's output never parses one).
+_NAME = (r"^(?P<stem>.+)\.(?P<t>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3})"
+         r"\.pid(?P<pid>\d+)(?P<suffix>\.blog)(?P<gz>\.gz)?$")
 
 
 class SetFile(NamedTuple):
@@ -79,7 +84,7 @@ def pid_path(path: str, pid: int) -> str:
 
 def parse(name: str) -> SetFile | None:
     """A file name of a set, or None if it is not one."""
-    m = _NAME.match(name)
+    m = pattern(_NAME).match(name)
     if m is None:
         return None
     seconds = name_seconds(m["t"])

@@ -19,13 +19,15 @@ is harmless. Rewriting the manifest folds the journal in, then deletes it
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
-from typing import Any, NamedTuple
 
 from . import posix
+from blogformat.typinglite import TYPE_CHECKING, NamedTuple
 from .fileset import replace_durably
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "blog-manifest.journal"
 VERSION = 1
@@ -73,6 +75,7 @@ def append(directory: str, record: dict, *, durable: bool) -> tuple[str, int]:
     """Append ``record`` (under the manifest's lock); with ``durable``, fsync it before
     returning. Makes the journal anew if it is missing or has no header. Returns the
     journal's id and its end (what ``read`` would return as ``since``)."""
+    import json   # (imported where a journal is written or read: bread reading a file never)
     line = json.dumps(record, sort_keys=True).encode() + b"\n"
     path = os.path.join(directory, NAME)
     flags = os.O_RDWR | os.O_APPEND | posix.O_NONBLOCK | posix.O_NOFOLLOW | posix.O_CLOEXEC
@@ -106,7 +109,7 @@ def make(directory: str) -> str:
     lock): its new id."""
     jid = os.urandom(16).hex()
     replace_durably(directory, NAME,
-                    json.dumps({"journal_version": VERSION, "id": jid}).encode() + b"\n")
+                    _dumps({"journal_version": VERSION, "id": jid}).encode() + b"\n")
     return jid
 
 
@@ -166,8 +169,14 @@ def _record(line: bytes) -> dict | None:
     return None
 
 
+def _dumps(obj: Any) -> str:
+    import json
+    return json.dumps(obj)
+
+
 def _json(line: bytes) -> Any:
     try:
+        import json
         return json.loads(line)
     except (ValueError, RecursionError):
         return None

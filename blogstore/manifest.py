@@ -22,13 +22,12 @@ files by time; nothing is lost without it.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import BadEntry, ClockSync, decode_metadata_frame
 from blogformat.frames import (EVENT_FRAMES, FLAG_ESCAPED, FORMAT_VERSION, FRAME_EVENTS,
                                FRAME_HEADER, FRAME_METADATA, HEADER_SIZE, MAX_PAYLOAD, check_crc,
@@ -39,6 +38,9 @@ from blogformat.values import unpack_plain
 from . import journal, posix
 from .fileset import (is_bare_name, members, open_lock, open_regular, parse,
                       replace_durably)
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
 
 NAME = "blog-manifest.json"
 LOCK = "blog-manifest.lock"
@@ -70,6 +72,7 @@ def read_json(path: str) -> Any:
         return None
     finally:
         os.close(fd)
+    import json   # (imported where there is a file to read: reading a log without one never)
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
@@ -146,6 +149,7 @@ def write(directory: str, m: dict) -> None:
 def write_json(directory: str, name: str, obj: Any) -> None:
     """Replace ``directory/name`` by ``obj`` as JSON crash-safely
     (``fileset.replace_durably``): the manifest, the compaction catalog."""
+    import json
     replace_durably(directory, name, json.dumps(obj, indent=0, sort_keys=True).encode())
 
 

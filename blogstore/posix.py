@@ -10,9 +10,12 @@ compression, the manifest; the crash buffer and recovery; ``bread compact``) imp
 from __future__ import annotations
 
 import os
-from typing import Any
 
+from blogformat.typinglite import TYPE_CHECKING
 from .errors import NeedsPosix
+
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     import fcntl  # noqa: F401  (there or not: what LOCKS says)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, cast
+
+from blogformat.typinglite import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from . import _binlog, _compact, _merge, _speedups

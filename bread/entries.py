@@ -8,10 +8,9 @@ not decode into Damage.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Union
-
 import msgpack
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import (BadEntry, ClockSync, Dropped, EnumMember, EventSource, FileHeader,
                                 Lost, RecordType, Recovered, Summary, WriterProp, decode_header,
                                 decode_metadata_frame, peek_version)
@@ -22,10 +21,13 @@ from blogformat.valuetypes import TypeTable
 
 from .frames import Damage, Frame
 
+if TYPE_CHECKING:
+    from typing import Iterable, Iterator
+
 #: What ``iter_entries`` gives: the metadata entries, raw events, and the Damage of each
 #: range skipped.
-Entry = Union[FileHeader, EventSource, WriterProp, ClockSync, Dropped, Lost, Recovered, Summary,
-              RecordType, EnumMember, RawEvent, Damage]
+Entry = (FileHeader | EventSource | WriterProp | ClockSync | Dropped | Lost | Recovered | Summary
+         | RecordType | EnumMember | RawEvent | Damage)
 
 __all__ = ["DECODE_ERRORS", "BadEntry", "ClockSync", "Dropped", "Entry", "EnumMember",
            "EventSource", "FileHeader", "Lost", "RawEvent", "RecordType", "Recovered", "Summary",

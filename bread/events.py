@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Callable, Iterable, Iterator
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.eventview import EventView
 from blogformat.placeholders import FormatError, Template, parse_style, render
 from blogformat.plainclass import Frozen, field
@@ -18,6 +18,9 @@ from .entries import (DECODE_ERRORS, ClockSync, Dropped, EnumMember, Entry, File
                       RawEvent, RecordType, Recovered, Summary, TypeTable, WriterProp,
                       undecodable)
 from .frames import Damage, Frame
+
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Iterator
 
 __all__ = ["Event", "EventStream", "Origin"]
 

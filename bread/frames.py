@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterator, Union, final
-
+from blogformat.typinglite import TYPE_CHECKING, final
 from blogformat.frames import (EVENT_FRAMES, FLAG_ESCAPED, FRAME_EVENTS, HEADER_SIZE, MAGIC,
                                MAX_PAYLOAD, check_crc, parse_header, unescape)
 from blogformat.eventframes import complete_events
 from blogformat.plainclass import Frozen
 
 from .errors import NotABlogFile
+
+if TYPE_CHECKING:
+    from typing import BinaryIO, Iterator, Union
 
 __all__ = ["Damage", "Frame", "iter_frames", "span_frames"]
 

@@ -11,23 +11,23 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import (TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Mapping,
-                    Sequence, cast)
+
+from blogformat.typinglite import TYPE_CHECKING, cast
 
 from .decode.decoder import Sink, binlog_outputs, decoded
 from .errors import OptionError
 from .events import Event, EventStream
 from .decode.filters import NO_FILTER, Filter
 from .frames import Damage, Frame, iter_frames, span_frames
-from .inputs import CXX, Input, Inputs, Source, is_url, sniff
+from .inputs import CXX, Input, Inputs, is_url, sniff
 from .inputs.compressed import GzipInput, seekable
-from .merge import SortedInput, index_of, merged
-from .merge.keyed import Keyed
 from .render import PrettyPrinter
 
 if TYPE_CHECKING:
     from datetime import tzinfo
+    from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence
 
+    from .inputs import Source
     from .inputs.objectstore import Store
 
 
@@ -89,7 +89,7 @@ class Reader:
             if isinstance(followed, Follower):   # a directory or a set's base name
                 self._follower, source = followed, []
             else:                                # a file, as tail -F reads it
-                source = cast(BinaryIO, followed)
+                source = cast("BinaryIO", followed)
         #: The inputs, found once per iteration (the command line's: found once for good).
         self._inputs = source if isinstance(source, Inputs) else Inputs(
             source, store, storage_options)
@@ -175,10 +175,13 @@ class Reader:
             yield from s.python(iter(self))
             yield from s.finish()
             return
+        from .merge.keyed import Keyed   # (a merge's: reading in file order never loads it)
         yield from self._merged(lambda stream: Keyed(sink(stream), text), text)
 
     def _merged(self, sink: Callable[[EventStream], Sink], text: bool) -> Iterator[Any]:
-        """All inputs' runs (``sink``'s, keyed) merged by time (``bread.merge``)."""
+        """All inputs' runs (``sink``'s, keyed) merged by time (``bread.merge``, imported here:
+        reading in file order never loads it)."""
+        from .merge import SortedInput, index_of, merged
         inputs: list[SortedInput] = []
         for inp in self._inputs.each(self.filter.since, self.filter.until, self.damage):
             inp = inp.again()

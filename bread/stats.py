@@ -14,16 +14,19 @@ from __future__ import annotations
 import collections
 import datetime as _dt
 import os
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from blogformat.entries import Dropped, Lost
 from blogformat.severity import Severity
 
 from .errors import ListingCut, NotABlogFile
 from .frames import Damage
-from .inputs import Input, Inputs, Source, name_text
+from .inputs import Input, Inputs, name_text
 from .reader import Reader
 from .render import escape_controls
+
+if TYPE_CHECKING:
+    from .inputs import Source
 
 _MARKS = {"CRITICAL": "#", "ERROR": "#", "WARNING": "+", "INFO": "=", "DEBUG": ".", "TRACE": "."}
 

@@ -27,11 +27,14 @@ import errno
 import math
 import os
 import threading
-from typing import Any, Callable
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogstore import posix
 
 from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 NEVER, ROTATION, FLUSH = "never", "rotation", "flush"
 

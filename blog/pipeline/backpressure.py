@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Protocol
 
+from blogformat.typinglite import TYPE_CHECKING, Protocol
 from blogformat.eventframes import MAX_EVENT_PREFIX
 from blogformat.frames import MAX_PAYLOAD
 
 from .. import process
 from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: When the channel is full: wait for the consumer (``overflow=``'s default).
 BLOCK = "block"

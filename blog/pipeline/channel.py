@@ -24,8 +24,8 @@ property test says so). ``Channel``, at the end of this module, is the one chose
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Union
 
+from blogformat.typinglite import TYPE_CHECKING, NamedTuple
 from blogformat.entries import WriterProp
 from blogformat.eventframes import event_prefix
 from blogformat.values import all_plain, plain_packer
@@ -33,12 +33,19 @@ from blogformat.values import all_plain, plain_packer
 from ..accel import speedups
 
 if TYPE_CHECKING:
+    from typing import Any, Callable, Union
+
     from .. import _speedups
+
+    #: What a channel calls with a push it refused: (sid, clock, template, values, field
+    #: names).
+    OnOverflow = Callable[..., None]
+
+    #: What a channel's ``take()`` gives: a Taken, or its C twin (the same fields, in order).
+    AnyTaken = Union["Taken", _speedups.Taken]
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)   # the bounds of an empty channel
 
-#: What a channel calls with a push it refused: (sid, clock, template, values, field names).
-OnOverflow = Callable[..., None]
 
 class Mark(NamedTuple):
     """In-band metadata of a channel: a writer's rename, from this point of its events on
@@ -59,10 +66,6 @@ class Taken(NamedTuple):
     lo: int          # the least clock of the events
     hi: int          # the greatest clock of the events
     marks: list[Mark]   # in-band metadata: a writer's rename
-
-
-#: What a channel's ``take()`` gives: a Taken, or its C twin (the same fields, in order).
-AnyTaken = Union[Taken, "_speedups.Taken"]
 
 
 class PyChannel:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from typing import TYPE_CHECKING
+try:
+    from _queue import Empty, SimpleQueue   # (queue's own, without queue.py and its heapq)
+except ImportError:     # (a Python without the C module: queue's own, in Python)
+    from queue import Empty, SimpleQueue
 
 from .. import process
 from ..files.durability import GroupSync, sync_stream
 from ..errors import ConfigurationError
 from ..report import report
+from blogformat.typinglite import TYPE_CHECKING
 from .session import Session
 from .streams import OutputStream
 
@@ -68,7 +71,7 @@ class Consumer:
         self.flush_bytes = flush_bytes
         # Woken through a SimpleQueue: its put() is safe where a lock is not, from a
         # signal handler or a finalizer that logs while the thread is inside a put.
-        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._wake: SimpleQueue[None] = SimpleQueue()
         self._stop = False
         self._stopping = False
         self._stopper: threading.Thread | None = None
@@ -275,7 +278,7 @@ class Consumer:
                 self._wake.get(timeout=max(0.0, end - time.monotonic()))
                 while not self._wake.empty():   # one consume answers every wake-up
                     self._wake.get_nowait()
-            except queue.Empty:
+            except Empty:
                 return
             if not held or self._stop or self._pausing:
                 return

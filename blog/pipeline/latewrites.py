@@ -19,11 +19,14 @@ is written with the next log call, or told.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
 
 from ..files.durability import sync_stream
 from ..report import report
+from blogformat.typinglite import TYPE_CHECKING
 from .session import Session
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: Consumes a late write makes at most: events logged during one (by an output beside the
 #: file, or a finalizer) are written by the next.

@@ -5,11 +5,10 @@ from __future__ import annotations
 import sys
 import time
 from types import CodeType, FrameType, SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, cast
 
+from blogformat.typinglite import TYPE_CHECKING, Any, NamedTuple, cast
 from blogformat.placeholders import FormatError, parse, render
 from blogformat.severity import Severity, to_severity
-from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import PLAIN_TYPES, safe_str, type_name
 
 from ..accel import speedups
@@ -21,6 +20,7 @@ from .source import (DYNAMIC_FORMAT, CallSiteError, TooManySources, check_templa
                      unfit)
 
 if TYPE_CHECKING:
+    from typing import Callable
     from .registry import Registry
     from .writer import Writers
 
@@ -164,7 +164,10 @@ def _current_exception() -> Any:
     """What ``log.exception`` logs: the exception being handled; outside an ``except``
     block, NO_EXCEPTION (read back as ``logging`` prints it there: ``NoneType: None``)."""
     exc = sys.exc_info()[1]
-    return NO_EXCEPTION if exc is None else exc
+    if exc is not None:
+        return exc
+    from blogformat.tracebacks import NO_EXCEPTION   # (a first call imports none of it)
+    return NO_EXCEPTION
 
 
 def _level_doc(name: str, level: int) -> str:
@@ -185,13 +188,14 @@ class Logger:
     {}%", "/", 93.5, host="db1")``.
     """
 
-    trace: Callable[..., None]
-    debug: Callable[..., None]
-    info: Callable[..., None]
-    warning: Callable[..., None]
-    error: Callable[..., None]
-    critical: Callable[..., None]
-    exception: Callable[..., None]
+    if TYPE_CHECKING:   # (typing's names, which get_type_hints resolves, exist only there)
+        trace: Callable[..., None]
+        debug: Callable[..., None]
+        info: Callable[..., None]
+        warning: Callable[..., None]
+        error: Callable[..., None]
+        critical: Callable[..., None]
+        exception: Callable[..., None]
 
     def __init__(self, registry: Registry, writers: Writers, category: str) -> None:
         self.registry = registry   # the session's sources and settings
@@ -456,9 +460,18 @@ def _is_literal(fmt: str, code: Any) -> bool:
     return False
 
 
-# What the slow path reads of a frame, where there is none (a call from C code).
-_NO_FRAME = cast(FrameType, SimpleNamespace(f_code=compile("", "<unknown>", "exec"), f_lasti=-1,
-                                            f_lineno=0))
+def _no_code() -> None:
+    pass
+
+
+# What the slow path reads of a frame, where there is none (a call from C code): the code of
+# an empty module named <unknown> (an empty function's, renamed: compile("") at import would
+# cost a tenth of a first log call).
+_NO_FRAME = cast(FrameType, SimpleNamespace(
+    f_code=_no_code.__code__.replace(co_filename="<unknown>", co_name="<module>",
+                                     co_qualname="<module>", co_firstlineno=1),
+    f_lasti=-1, f_lineno=0))
+del _no_code
 
 
 def _python_alone(sites: dict[int, SiteEntry], local: Any, method: Callable[..., None],

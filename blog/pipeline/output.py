@@ -12,8 +12,8 @@ is finished and started afresh, header and all metadata, in its next file.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import (MAX_METADATA_TEXT, MAX_WRITERS, EventSource, Lost, Metadata,
                                 WriterProp, header_payload, metadata_frames, text_size)
 from blogformat.eventframes import BatchHeader
@@ -25,6 +25,8 @@ from .streams import OutputStream
 from .summary import Tally
 
 if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
+
     from .channel import AnyTaken
     from .writer import SessionWriter
 

@@ -18,23 +18,27 @@ and nothing more.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import TYPE_CHECKING, Any, Callable, Union
 
 import msgpack
 
 from blogformat.entries import Dropped, Metadata
 from blogformat.frames import HEADER_SIZE
+from blogformat.typinglite import TYPE_CHECKING
 
 from ..accel import speedups
-from .channel import AnyTaken, Mark, Taken
+from .channel import Mark, Taken
 from .output import Output
 from .streams import OutputStream
 
 if TYPE_CHECKING:
+    from typing import Any, Callable, Union
+
+    from .channel import AnyTaken
     from .writer import SessionWriter
 
-#: Frames one writer's take: appends them to the list, returns its events (the Session's).
-Frames = Callable[["SessionWriter", Any, list[bytes]], int]
+    #: Frames one writer's take: appends them to the list, returns its events (the
+    #: Session's).
+    Frames = Callable[[SessionWriter, Any, list[bytes]], int]
 
 
 def room(stream: OutputStream) -> int | None:
@@ -116,12 +120,13 @@ class _Rest:
             j = min(j - 1, bisect_right(self.ends, self.ends[j - 1] - (size - budget)))
 
 
-Pending = list[tuple["SessionWriter", Union[Any, _Rest]]]
-#: Each writer with the piece of its take that one part holds.
-Pieces = list[tuple["SessionWriter", AnyTaken]]
-#: Writes one part (metadata, frames, events, pieces): the bytes written, or None if the
-#: part was refused and held (``blog.pipeline.heldwrites``): no part follows it.
-WritePart = Callable[[list[Metadata], list[bytes], int, Pieces], Union[int, None]]
+if TYPE_CHECKING:
+    Pending = list[tuple[SessionWriter, Union[Any, _Rest]]]
+    #: Each writer with the piece of its take that one part holds.
+    Pieces = list[tuple[SessionWriter, AnyTaken]]
+    #: Writes one part (metadata, frames, events, pieces): the bytes written, or None if
+    #: the part was refused and held (``blog.pipeline.heldwrites``): no part follows it.
+    WritePart = Callable[[list[Metadata], list[bytes], int, Pieces], Union[int, None]]
 
 
 def remainder(t: AnyTaken, start: int) -> AnyTaken:

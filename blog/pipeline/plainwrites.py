@@ -8,14 +8,15 @@ the Session as ``blog.pipeline.heldwrites.HeldWrites`` does (``take``, ``write``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
-
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import Metadata
 
 from .output import Output
 from .streams import OutputStream
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from .channel import AnyTaken
     from .heldwrites import Takes
     from .writer import SessionWriter

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from types import CodeType
-from typing import TYPE_CHECKING, Any, Protocol
 
+from blogformat.typinglite import TYPE_CHECKING, Protocol
 from blogformat import valuetypes
 from blogformat.entries import SOURCE_BACKTRACE, EventSource, Metadata, WriterProp
 from blogformat.placeholders import parse
@@ -26,6 +26,8 @@ from .source import (DYNAMIC_FORMAT, MAX_FORMAT, MAX_SOURCE_TEXT, MAX_SOURCES,
                      OVERFLOW_SOURCES, TooManySources)
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..files.crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
 
 #: The category of the sources of call sites past MAX_SOURCES (their own category is

@@ -10,15 +10,17 @@ placeholder's text from the decoded value (sets, enums, dataclasses, custom
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 from msgpack import ExtType
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.eventframes import EVENT_FIELDS, EVENT_FIELDS_WITH_TEXTS
 from blogformat.placeholders import Template, render_safe
 from blogformat.valueencoding import encode, pack_args, packb, reproducible
 from blogformat.values import (EXT_OPAQUE, all_plain, pack_array_header, pack_plain, safe_str,
                                type_name)
+
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 
 def encode_with_texts(tpl: Template | None, values: Sequence[Any],

@@ -18,8 +18,8 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterator
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat import TEXT_VERSION
 from blogformat.entries import ClockSync, Dropped, Metadata
 from blogformat.severity import Severity, to_severity
@@ -39,6 +39,8 @@ from .streams import OutputStream
 from .writer import SessionWriter, Writers
 
 if TYPE_CHECKING:
+    from typing import Callable, Iterator
+
     from ..files.crashbuf import CrashBuffer   # imported with the first crash buffer (start-up)
     from .channel import AnyTaken
     from .heldwrites import HeldWrites, Takes

@@ -8,8 +8,7 @@ A callable is called with each event instead (``blog.pipeline.calloutput``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
-
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import Metadata
 from blogformat.severity import Severity
 
@@ -17,6 +16,9 @@ from ..report import report
 from .output import Output
 from .stats import SessionStats
 from .streams import OutputStream
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 
 class SideOutputs:

@@ -6,10 +6,10 @@ entry: ``blogformat.entries.EventSource``.
 
 from __future__ import annotations
 
-import re
 from types import CodeType
 
 from blogformat.entries import MAX_METADATA_TEXT, MAX_SOURCE_ID
+from blogformat.lazy import pattern
 from blogformat.placeholders import Template, parse
 
 from ..errors import CallSiteError, FormatError, TooManySources  # noqa: F401  (re-exported)
@@ -57,8 +57,9 @@ def unfit(fmt: str, positional: int) -> str | None:
 
 
 #: A printf-style conversion (``%s``, ``%d``, ``%(name)s``, ``%.2f``): a format that has one
-#: and fewer ``{}`` than the call's arguments was most likely written for ``logging``.
-_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0+]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[sdifrxXeEgGcoa]")
+#: and fewer ``{}`` than the call's arguments was most likely written for ``logging``
+#: (compiled when such a call is met).
+_PRINTF = r"%(?:\([^)]*\))?[-#0+]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[sdifrxXeEgGcoa]"
 
 
 def check_template(fmt: str, positional: int, fields: tuple[str, ...], where: str) -> Template:
@@ -74,7 +75,7 @@ def check_template(fmt: str, positional: int, fields: tuple[str, ...], where: st
     if tpl.positional != positional:
         hint = (" (it looks printf-style, as logging's: blog's formats use {} placeholders, "
                 "e.g. log.info(\"user {}\", name))"
-                if tpl.positional < positional and _PRINTF.search(fmt) else "")
+                if tpl.positional < positional and pattern(_PRINTF).search(fmt) else "")
         raise CallSiteError(
             f"{where}: format {fmt!r} has {tpl.positional} {{}} placeholder(s) "
             f"but the call passes {positional} positional argument(s){hint}")

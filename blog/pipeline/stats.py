@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.plainclass import Plain, field
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class SessionStats(Plain):

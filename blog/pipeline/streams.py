@@ -6,8 +6,8 @@ import io
 import os
 import stat
 import time
-from typing import BinaryIO, Protocol
 
+from blogformat.typinglite import TYPE_CHECKING, Protocol
 from blogstore import posix
 from blogstore.fileset import pid_path
 
@@ -15,6 +15,9 @@ from .. import process
 from ..files.durability import FLUSH, NEVER, fsync_fd, stream_policy, sync_directory
 from ..errors import ConfigurationError, NotAFile
 from ..report import report
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 
 class OutputStream(Protocol):

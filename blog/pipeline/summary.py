@@ -11,14 +11,18 @@ beside this module), or by the pure-Python reference below, which gives the same
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import msgpack
 
 from blogformat.entries import Dropped, Lost, Summary
+from blogformat.typinglite import TYPE_CHECKING
 
 from ..accel import speedups
-from .channel import AnyTaken
+
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from .channel import AnyTaken
 
 _NO_LO, _NO_HI = (1 << 63) - 1, -(1 << 63)
 

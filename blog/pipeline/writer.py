@@ -9,8 +9,8 @@ import os
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Iterator, Sequence
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import WriterProp
 from blogformat.eventframes import MAX_EVENT_PREFIX
 from blogformat.placeholders import Template
@@ -20,6 +20,8 @@ from .channel import Channel, forget_thread_channel
 from .registry import Registry
 
 if TYPE_CHECKING:
+    from typing import Iterator, Sequence
+
     from .backpressure import Backpressure
     from ..files.crashbuf import CrashBuffer, Slot
 

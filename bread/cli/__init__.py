@@ -12,15 +12,18 @@ an option, and ``bread -h`` would list the subcommands in its usage line.
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import NoReturn, Sequence
 
+from blogformat.typinglite import TYPE_CHECKING
+from blogformat.lazy import import_module
 from blogstore.errors import NeedsPosix
 
 from . import read
 from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE
 from .read import EPILOG
+
+if TYPE_CHECKING:
+    from typing import NoReturn, Sequence
 
 __all__ = ["COMMANDS", "EPILOG", "EXIT_DAMAGED", "EXIT_OK", "EXIT_OPEN", "EXIT_USAGE", "main",
            "run"]
@@ -38,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         return read.main(argv)
     try:
-        module = importlib.import_module(f"{__name__}.{command}")
+        module = import_module(f"{__name__}.{command}")
     except NeedsPosix as exc:   # compact, --recover: no file locks here (Windows)
         print(f"bread: {exc}", file=sys.stderr)
         return EXIT_USAGE

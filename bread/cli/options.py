@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, NoReturn, Sequence
+
+from blogformat.typinglite import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Callable, NoReturn, Sequence
 
 EXIT_OK, EXIT_USAGE, EXIT_OPEN, EXIT_DAMAGED = 0, 1, 2, 3
 

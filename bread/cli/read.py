@@ -7,8 +7,8 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, Sequence, TypeVar
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat import __version__
 from blogformat.severity import to_severity
 
@@ -22,9 +22,11 @@ from ..render import (DEFAULT_DATE_FORMAT, DEFAULT_FORMAT, DateFormat, PrettyPri
 from .options import EXIT_DAMAGED, EXIT_OK, EXIT_OPEN, EXIT_USAGE, Parser, subcommand
 
 if TYPE_CHECKING:
+    from typing import BinaryIO, Callable, Iterator, Sequence, TypeVar
+
     from ..inputs.objectstore import Store
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 EPILOG = """\
 event format placeholders (-f):

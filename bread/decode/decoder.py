@@ -16,8 +16,7 @@ drives it. For the merge, ``bread.merge.Keyed`` wraps a sink: its runs, keyed by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Protocol
-
+from blogformat.typinglite import TYPE_CHECKING, Protocol
 from blogformat.entries import ClockSync, EventSource, FileHeader, WriterProp
 from blogformat.eventframes import RawEvent
 from blogformat.frames import FRAME_COLUMNS
@@ -31,6 +30,8 @@ from ..frames import Damage, Frame
 from .filters import NO_FILTER, Filter
 
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Callable, Iterable, Iterator
+
     from .._speedups import Renderer
 
 #: Source and writer ids the C renderer keeps in its tables; others go through Python.

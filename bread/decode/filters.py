@@ -13,14 +13,17 @@ import datetime as _dt
 import os
 import re
 import time
-from typing import Iterable
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import EventSource, WriterProp
 from blogformat.plainclass import Frozen
 from blogformat.severity import to_severity
 
 from ..errors import OptionError
 from ..events import Event
+
+if TYPE_CHECKING:
+    from typing import Iterable
 
 _UNITS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9,
           "w": 7 * 86400 * 10**9}

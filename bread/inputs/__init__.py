@@ -34,8 +34,8 @@ import os
 import re
 import stat
 import sys
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator, Mapping, Union
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.frames import MAGIC
 from blogstore import catalog, manifest
 from blogstore.fileset import LOG_SUFFIXES, is_regular, members, split_base
@@ -46,6 +46,8 @@ from ..frames import Damage
 from .compressed import GzipInput, decompressing, peek, seekable
 
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Union
+
     from .objectstore import Store
 
 #: The schemes of the URLs read from object storage (``bread.inputs.objectstore``).
@@ -60,9 +62,10 @@ HEAD = 12
 #: What bread reads: a path (a file, a directory of log files, a glob pattern, or "-" for
 #: standard input), a URL of object storage (``s3://``, ``gs://``, ``hdfs://``, ``file://``:
 #: a file, a prefix, a pattern), a binary file object, or a list of them. gzip is read
-#: transparently.
-Source = Union[str, "os.PathLike[str]", BinaryIO,
-               Iterable[Union[str, "os.PathLike[str]", BinaryIO]]]
+#: transparently. (A type checker's name: typing is not imported when bread runs.)
+if TYPE_CHECKING:
+    Source = Union[str, "os.PathLike[str]", BinaryIO,
+                   Iterable[Union[str, "os.PathLike[str]", BinaryIO]]]
 
 
 def kind_of(head: bytes) -> str:

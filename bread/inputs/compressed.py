@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import Any, BinaryIO
+
+from blogformat.typinglite import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 _PIECE = 4096   # compressed bytes per zlib call

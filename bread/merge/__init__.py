@@ -37,7 +37,8 @@ beyond 64 bits (absurd clocks) sort as the least or greatest 64-bit time.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
+
+from blogformat.typinglite import TYPE_CHECKING
 
 from ..events import clamp64
 from ..frames import Damage
@@ -46,6 +47,8 @@ from .index import FrameIndex, index as frame_index
 from .merger import merger as make_merger
 
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Callable, Iterator
+
     from .. import _merge
     from .merger import Merger
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import array
 import bisect
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterable
 
 import msgpack
 
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import ClockSync, FileHeader
+from blogformat.plainclass import Plain
 from blogformat.values import UNPACK_OPTIONS
 
 from ..entries import iter_entries
 from ..frames import BATCH_HEAD, Frame, Skim, iter_frames
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Iterable
 
 #: A block of the index ends after this many events frames, or once its frames hold
 #: BLOCK_EVENTS events: what the merge may hold back beyond the frames that overlap in time.
@@ -24,8 +27,7 @@ _LOW, _HIGH = -(1 << 63), (1 << 63) - 1
 _DEFAULT_SYNC = ClockSync(0, 1_000_000_000, 0, 0, "UTC")
 
 
-@dataclass
-class FrameIndex:
+class FrameIndex(Plain):
     """Per block of events frames: its first frame's offset, and the least time of all
     frames from that block on."""
 

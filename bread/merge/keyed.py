@@ -5,13 +5,16 @@ from the Events Python makes."""
 from __future__ import annotations
 
 import array
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+from blogformat.typinglite import TYPE_CHECKING
 
 from ..decode.decoder import Native, Sink
 from ..events import Event, clamp64
 from ..frames import Frame
 
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Iterator
+
     from .._speedups import Renderer
 
 #: About how many bytes of text a run holds at most (a frame's lines beyond it: several).

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import array
 import heapq
-from typing import TYPE_CHECKING, Any
+
+from blogformat.typinglite import TYPE_CHECKING
 
 from .. import accel
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .. import _merge
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from blogformat.typinglite import TYPE_CHECKING
 
 from .. import accel
 from ..decode.decoder import Native
@@ -12,6 +13,8 @@ from ..events import Event
 from ..frames import Frame
 
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
     from .._speedups import Renderer
 
 _UTC = _dt.timezone.utc

@@ -11,8 +11,7 @@ Both give the same bytes (a property test says so).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
-
+from blogformat.typinglite import TYPE_CHECKING
 from blogformat.entries import EventSource
 
 from .. import accel
@@ -23,6 +22,8 @@ from ..render import (BACKTRACE_MARK, PROCESS_TEXT, SOURCE_TEXT, TEXT_VERSION, P
                       colors, field_name)
 
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Iterator
+
     from .._speedups import Renderer
 
 #: Lines per block on the Python path.

@@ -434,6 +434,7 @@ def test_the_c_path_prints_what_python_prints(monkeypatch, fmt, date, sort):
     (5, 10**9, 2**63 - 1, 0),                    # the time beyond 64 bits
     (5, 10**9, 2**63 - 10**18, 2**31 - 1),       # ... in the writer's zone only
     (5, 10**9, 0, -(2**31)),                     # the zone's %z of the least offset
+    (5, 10**9, 2**64 - 1_500_000_007, 3600),     # before 1970: %N of a negative time
 ])
 def test_the_c_path_prints_what_python_prints_at_the_clock_sync_s_limits(
         monkeypatch, clock, freq, ns, offset):

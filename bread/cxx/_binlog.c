@@ -131,8 +131,12 @@ static int
 nine_digits(Buf *b, int64_t nsec)
 {
     char tmp[16];
-    snprintf(tmp, sizeof tmp, "%.9d", (int)nsec);
-    return put(b, tmp, 9);   /* (a negative one: its sign and 8 digits, as C++ prints it) */
+    if (nsec < 0) {   /* (before 1970: its sign and 8 digits, as C++ prints it) */
+        snprintf(tmp, sizeof tmp, "%.9d", (int)nsec);
+        return put(b, tmp, 9);
+    }
+    for (int i = 8; i >= 0; i--, nsec /= 10) tmp[i] = (char)('0' + nsec % 10);
+    return put(b, tmp, 9);
 }
 
 /* The date of second `secs` (offset applied) into b; each %N's place noted in `at` (the

@@ -67,13 +67,33 @@ grow(Buf *b, Py_ssize_t more)
     return 0;
 }
 
+/* n bytes from s to d: up to 16 by fixed-size moves the compiler inlines (most pieces of a
+ * line are that short: a call to the C library's memcpy each cost more than the copy). */
+static void
+copy(char *d, const char *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
+    } else if (n >= 4 && n < 8) {
+        memcpy(d, s, 4);
+        memcpy(d + n - 4, s + n - 4, 4);
+    } else if (n > 0 && n < 4) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    } else if (n > 16) {
+        memcpy(d, s, n);
+    }
+}
+
 static int
 put(Buf *b, const char *s, Py_ssize_t n)
 {
     if (n == 0)     /* nothing: b->p may be NULL, which memcpy must never get */
         return 0;
     if (grow(b, n) < 0) return -1;
-    memcpy(b->p + b->n, s, (size_t)n);
+    copy(b->p + b->n, s, (size_t)n);
     b->n += n;
     return 0;
 }
@@ -89,11 +109,32 @@ putf(Buf *b, const char *fmt, ...)
     return put(b, tmp, n < (int)sizeof tmp ? n : (int)sizeof tmp - 1);
 }
 
+static const char DIGITS2[] =
+    "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243"
+    "4445464748495051525354555657585960616263646566676869707172737475767778798081828384858687"
+    "888990919293949596979899";
+
+/* v's eight decimal digits (leading zeros too) at d. */
+static void
+eight_digits(char *d, uint32_t v)
+{
+    for (int i = 6; i >= 0; i -= 2, v /= 100) memcpy(d + i, DIGITS2 + 2 * (v % 100), 2);
+}
+
 static int
 put_u64(Buf *b, uint64_t v)
 {
     char tmp[24], *e = tmp + sizeof tmp, *p = e;
-    do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
+    for (; v >= 100; v /= 100) {
+        p -= 2;
+        memcpy(p, DIGITS2 + 2 * (v % 100), 2);
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, DIGITS2 + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
     return put(b, p, e - p);
 }
 
@@ -135,7 +176,8 @@ nine_digits(Buf *b, int64_t nsec)
         snprintf(tmp, sizeof tmp, "%.9d", (int)nsec);
         return put(b, tmp, 9);
     }
-    for (int i = 8; i >= 0; i--, nsec /= 10) tmp[i] = (char)('0' + nsec % 10);
+    tmp[0] = (char)('0' + nsec / 100000000);
+    eight_digits(tmp + 1, (uint32_t)(nsec % 100000000));
     return put(b, tmp, 9);
 }
 
@@ -293,7 +335,8 @@ g16(double v, char *out)
     q += (uint64_t)up;
     if (q == POW10[16]) { q = POW10[15]; x++; }
     char d[16];
-    for (int i = 15; i >= 0; i--) { d[i] = (char)('0' + q % 10); q /= 10; }
+    eight_digits(d, (uint32_t)(q / 100000000));
+    eight_digits(d + 8, (uint32_t)(q % 100000000));
     int nd = 16;
     while (nd > 1 && d[nd - 1] == '0') nd--;
     char *p = out;

@@ -20,6 +20,11 @@ one). ``benchmarks/README.md`` says how to get the C++ bread and its file.
     python benchmarks/bread_throughput.py --quick       # 100k events, 1 repeat
     BREAD_CXX=../shared/cxx-binlog/bread BREAD_CXX_FILE=/tmp/cxx1m.blog \\
         python benchmarks/bread_throughput.py --json out.json
+    BREAD_CXX=... BREAD_CXX_FILE=... python benchmarks/bread_throughput.py --cxx-only
+
+``--cxx-only`` times only the C++ bread and ours on its file, each case of ours right
+after the C++ bread's same case, and gives the children's CPU time beside their wall time
+(on a loaded machine the CPU time moves less).
 """
 
 from __future__ import annotations
@@ -87,12 +92,13 @@ def warm_up() -> None:
                    check=True, env=CHILD_ENV)
 
 
-def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, int | None]:
-    """Wall seconds and peak RSS (KiB, None if unknown) of one command, output to /dev/null."""
+def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, int | None, float]:
+    """Wall seconds, peak RSS (KiB, None if unknown) and CPU seconds (user and system,
+    the wall time if unknown) of one command, output to /dev/null."""
     env = CHILD_ENV if env is None else {k: v for k, v in env.items()
                                          if k != "PYTHONDONTWRITEBYTECODE"}
     timed = os.path.exists(TIME)
-    full = [TIME, "-f", "%M"] + cmd if timed else cmd
+    full = [TIME, "-f", "%M %U %S"] + cmd if timed else cmd
     with open(os.devnull, "wb") as null:
         t0 = time.perf_counter()
         p = subprocess.run(full, stdout=null, stderr=subprocess.PIPE, env=env)
@@ -100,7 +106,10 @@ def run_child(cmd: list[str], env: dict | None = None) -> tuple[float, int | Non
     err = p.stderr.decode(errors="replace")
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {err[-500:]}")
-    return wall, int(err.split()[-1]) if timed else None
+    if not timed:
+        return wall, None, wall
+    rss, user, system = err.split()[-3:]
+    return wall, int(rss), float(user) + float(system)
 
 
 FIXED = ["time", "clock", "severity", "category", "writer", "writer_id", "source_id", "message"]
@@ -136,7 +145,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="100k events, 1 repeat")
     ap.add_argument("--file", help="read this blog file (of the benchmark's shape) instead")
     ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
+    ap.add_argument("--cxx-only", action="store_true",
+                    help="only the C++ bread and bread on its file (BREAD_CXX, BREAD_CXX_FILE)")
     args = ap.parse_args()
+    if args.cxx_only:
+        return cxx_only(args.repeats)
     if args.quick:
         args.events, args.repeats = 100_000, 1
     cxx, cxx_file = os.environ.get("BREAD_CXX"), os.environ.get("BREAD_CXX_FILE")
@@ -181,7 +194,7 @@ def main() -> int:
         for name, cmd, _, env in cases:
             if "pure Python" in name and rep > 0:
                 continue   # slow: once is enough
-            w, m = run_child(cmd, env)
+            w, m, _ = run_child(cmd, env)
             walls[name].append(w)
             rss[name] = m if m is None else max(rss[name] or 0, m)
     arrow = "Arrow" if bread.sinks.batches.has_arrow() else "lists"
@@ -259,6 +272,48 @@ def main() -> int:
         os.unlink(path)
     os.unlink(gz)
     os.rmdir(tmp)
+    return 0
+
+
+#: bread's cases on the C++ file, each after the C++ bread's same one.
+CXX_CASES: tuple[tuple[str, list[str]], ...] = (
+    ("default format", []), ("-f %m", ["-f", "%m"]), ("-s", ["-s"]))
+
+
+def cxx_only(repeats: int) -> int:
+    """The C++ bread and ours on its file, by turns: per case, the medians of wall and
+    CPU time and ours / the C++ bread's events per second (the median of each turn's
+    ratio too)."""
+    cxx, cxx_file = os.environ.get("BREAD_CXX"), os.environ.get("BREAD_CXX_FILE")
+    if not (cxx and cxx_file):
+        raise SystemExit("--cxx-only needs BREAD_CXX and BREAD_CXX_FILE")
+    r = subprocess.run([cxx, "-f", "%m", cxx_file], capture_output=True, check=True)
+    n = r.stdout.count(b"\n")
+    warm_up()
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    load = [os.getloadavg()[0]]
+    for _ in range(repeats):
+        for case, argv in CXX_CASES:
+            for who, cmd in (("C++", [cxx, *argv, cxx_file]), ("ours", BREAD + argv + [cxx_file])):
+                wall, _, cpu = run_child(cmd)
+                times.setdefault((case, who), []).append((wall, cpu))
+        load.append(os.getloadavg()[0])
+    print(f"bread on a C++ binlog file ({n:,} events, {os.path.getsize(cxx_file):,} bytes) "
+          f"against the C++ bread, {repeats} turns; load average {min(load):.1f} to "
+          f"{max(load):.1f}")
+    print(f"{'case':16} {'C++ events/s':>13} {'ours events/s':>14} {'wall ratio':>11} "
+          f"{'per turn':>9} {'CPU ratio':>10} {'per turn':>9}")
+    for case, _ in CXX_CASES:
+        theirs, ours = times[(case, "C++")], times[(case, "ours")]
+
+        def med(ts: list[tuple[float, float]], k: int) -> float:
+            return statistics.median(t[k] for t in ts)
+        turns = [[t[k] / o[k] for t, o in zip(theirs, ours)] for k in (0, 1)]
+        print(f"{case:16} {n / med(theirs, 0):>13,.0f} {n / med(ours, 0):>14,.0f} "
+              f"{med(theirs, 0) / med(ours, 0):>10.2f}x {statistics.median(turns[0]):>8.2f}x "
+              f"{med(theirs, 1) / med(ours, 1):>9.2f}x {statistics.median(turns[1]):>8.2f}x")
+    print("(events/s: of the median wall time, start-up included, output to /dev/null; "
+          "ratios: ours / the C++ bread's events per second)")
     return 0
 
 

@@ -81,7 +81,7 @@ def main() -> int:
     if len(paths) != a.files:
         paths = write_files(directory, a.events, a.files, a.writers)
     size = sum(os.path.getsize(p) for p in paths)
-    runs: dict[str, list[tuple[float, int | None]]] = {"unsorted": [], "sorted": []}
+    runs: dict[str, list[tuple[float, int | None, float]]] = {"unsorted": [], "sorted": []}
     try:
         for _ in range(a.repeats):
             runs["unsorted"].append(run_child(BREAD + paths))

@@ -4,10 +4,12 @@ C++ bread printed it (its README says how each was made), and reads their values
 from __future__ import annotations
 
 import io
+import math
 import os
 import struct
 
 import pytest
+from helpers import seeded_random
 
 from bread import cli
 from bread.cxx import entries, values
@@ -432,6 +434,7 @@ def test_the_c_path_prints_what_python_prints(monkeypatch, fmt, date, sort):
     (5, 10**9, 2**63 - 1, 0),                    # the time beyond 64 bits
     (5, 10**9, 2**63 - 10**18, 2**31 - 1),       # ... in the writer's zone only
     (5, 10**9, 0, -(2**31)),                     # the zone's %z of the least offset
+    (5, 10**9, 2**64 - 1_500_000_007, 3600),     # before 1970: %N of a negative time
 ])
 def test_the_c_path_prints_what_python_prints_at_the_clock_sync_s_limits(
         monkeypatch, clock, freq, ns, offset):
@@ -441,6 +444,41 @@ def test_the_c_path_prints_what_python_prints_at_the_clock_sync_s_limits(
         1, clock, struct.pack("<i", 7))
     fast, python = _both_paths(monkeypatch, data, "%d|%u|%m", "%Y-%m-%d %H:%M:%S.%N %z", False)
     assert fast == python and python[1] == []
+
+
+def _floats(rng) -> list[float]:
+    """Doubles of every kind: random bit patterns, decimal fractions, exact binary
+    fractions whose 17th digit is a tie, the neighbours of powers of ten, the ends of
+    the range C renders exactly in 128 bits (about 1e-7 to 2**126) and beyond."""
+    vs = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, 1.7976931348623157e308, 1e-7,
+          9.999999999999999e-8, 2.0**126, 2.0**127, -(2.0**126) * 1.5, 1e16, 1e15 - 0.5]
+    for _ in range(4000):
+        vs.append(struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0])
+        vs.append(rng.randrange(-10**12, 10**12) / 10 ** rng.randrange(0, 12))
+        vs.append(rng.randrange(10**15, 9 * 10**15) + 0.5)                 # ties, half
+        vs.append(rng.randrange(10**14, 10**15) + rng.randrange(4) / 4)     # to even
+        vs.append(math.ldexp(rng.getrandbits(53), rng.randrange(-180, 140)))
+        p = 10.0 ** rng.randrange(-30, 40)
+        vs += [p, math.nextafter(p, 0), math.nextafter(p, math.inf)]
+    return vs
+
+
+def test_the_c_path_prints_floats_as_python_does(monkeypatch):
+    """%.16g in C (exact 128-bit arithmetic, the C library beyond its range) against
+    Python's formatting of the same doubles and floats, which the C++ bread's agree with."""
+    if __import__("bread").accel.binlog is None:
+        pytest.skip("the C extension is not built (or BREAD_PURE_PYTHON)")
+    vs = _floats(seeded_random("CXX_FLOATS_SEED"))
+    data = sync(0, 10**9, 0) + writer(1, "w") + source(1, "{} {}", "df") + b"".join(
+        event(1, i, struct.pack("<df", v, v if not math.isfinite(v) or abs(v) < 3.4e38
+                                  else math.inf))
+        for i, v in enumerate(vs))
+    fast, python = _both_paths(monkeypatch, data, "%m", "%Y", False)
+    assert python[1] == [] and len(python[0].splitlines()) == len(vs)
+    for got, want in zip(fast[0].splitlines(), python[0].splitlines()):
+        assert got == want
+    assert fast == python
+
 
 def test_the_c_path_leaves_python_only_the_metadata(monkeypatch):
     from bread import accel

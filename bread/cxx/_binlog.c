@@ -67,13 +67,33 @@ grow(Buf *b, Py_ssize_t more)
     return 0;
 }
 
+/* n bytes from s to d: up to 16 by fixed-size moves the compiler inlines (most pieces of a
+ * line are that short: a call to the C library's memcpy each cost more than the copy). */
+static void
+copy(char *d, const char *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
+    } else if (n >= 4 && n < 8) {
+        memcpy(d, s, 4);
+        memcpy(d + n - 4, s + n - 4, 4);
+    } else if (n > 0 && n < 4) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    } else if (n > 16) {
+        memcpy(d, s, n);
+    }
+}
+
 static int
 put(Buf *b, const char *s, Py_ssize_t n)
 {
     if (n == 0)     /* nothing: b->p may be NULL, which memcpy must never get */
         return 0;
     if (grow(b, n) < 0) return -1;
-    memcpy(b->p + b->n, s, (size_t)n);
+    copy(b->p + b->n, s, (size_t)n);
     b->n += n;
     return 0;
 }
@@ -89,11 +109,32 @@ putf(Buf *b, const char *fmt, ...)
     return put(b, tmp, n < (int)sizeof tmp ? n : (int)sizeof tmp - 1);
 }
 
+static const char DIGITS2[] =
+    "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243"
+    "4445464748495051525354555657585960616263646566676869707172737475767778798081828384858687"
+    "888990919293949596979899";
+
+/* v's eight decimal digits (leading zeros too) at d. */
+static void
+eight_digits(char *d, uint32_t v)
+{
+    for (int i = 6; i >= 0; i -= 2, v /= 100) memcpy(d + i, DIGITS2 + 2 * (v % 100), 2);
+}
+
 static int
 put_u64(Buf *b, uint64_t v)
 {
     char tmp[24], *e = tmp + sizeof tmp, *p = e;
-    do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
+    for (; v >= 100; v /= 100) {
+        p -= 2;
+        memcpy(p, DIGITS2 + 2 * (v % 100), 2);
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, DIGITS2 + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
     return put(b, p, e - p);
 }
 
@@ -131,8 +172,13 @@ static int
 nine_digits(Buf *b, int64_t nsec)
 {
     char tmp[16];
-    snprintf(tmp, sizeof tmp, "%.9d", (int)nsec);
-    return put(b, tmp, 9);   /* (a negative one: its sign and 8 digits, as C++ prints it) */
+    if (nsec < 0) {   /* (before 1970: its sign and 8 digits, as C++ prints it) */
+        snprintf(tmp, sizeof tmp, "%.9d", (int)nsec);
+        return put(b, tmp, 9);
+    }
+    tmp[0] = (char)('0' + nsec / 100000000);
+    eight_digits(tmp + 1, (uint32_t)(nsec % 100000000));
+    return put(b, tmp, 9);
 }
 
 /* The date of second `secs` (offset applied) into b; each %N's place noted in `at` (the
@@ -220,6 +266,120 @@ date(Printer *pr, Buf *b, int64_t ns, int32_t offset, PyObject *zone)
     return put(b, pr->dc.p ? pr->dc.p + from : "", pr->dc.n - from);
 }
 
+/* ---- floats: bread/cxx/printer.py c_g16 ------------------------------------------ */
+
+typedef unsigned __int128 u128;
+
+static const uint64_t POW10[20] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+    100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+    10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+    100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+
+/* 10**i, i <= 38. */
+static u128
+pow10_128(int i)
+{
+    return i < 20 ? (u128)POW10[i] : (u128)POW10[19] * POW10[i - 19];
+}
+
+/* A finite, nonzero v as C's %.16g prints it, into out (32 bytes): its length, or 0 where
+ * the exact arithmetic here does not reach (|v| below about 1e-7, or from 2**126 on: the
+ * C library prints those). The 16 significant digits are |v| * 10**(15 - x) rounded half
+ * to even, x the decimal exponent: |v| is m * 2**e, so that is exactly an integer, or a
+ * quotient by a power of 2 or of 10, in 128 bits. */
+static int
+g16(double v, char *out)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    int be = (int)(bits >> 52 & 0x7ff);
+    if (be == 0 || be == 0x7ff) return 0;          /* subnormal, zero, inf, nan */
+    uint64_t m = (bits & ((1ULL << 52) - 1)) | (1ULL << 52);
+    int e = be - 1075;                              /* |v| == m * 2**e */
+    int x = ((be - 1023) * 78913) >> 18;            /* about log10|v|: the loop corrects it */
+    uint64_t q = 0;
+    int up = 0;
+    for (int tries = 0;; tries++) {
+        int s = 15 - x;
+        if (tries == 3) return 0;
+        if (s >= 0) {
+            if (s > 22) return 0;                   /* m * 10**s within 128 bits */
+            u128 num = (u128)m * pow10_128(s);
+            if (e >= 0) {                           /* (|v| * 10**s < 10**18) */
+                u128 w = num << e;
+                if (w >= (u128)POW10[17]) { x++; continue; }
+                q = (uint64_t)w;
+                up = 0;
+            } else {
+                int k = -e;
+                if (k > 127) return 0;
+                u128 w = num >> k;
+                if (w >= (u128)POW10[17]) { x++; continue; }
+                q = (uint64_t)w;
+                u128 rem = num & (((u128)1 << k) - 1), half = (u128)1 << (k - 1);
+                up = rem > half || (rem == half && (q & 1));
+            }
+        } else {
+            if (e < 0 || e > 127 - 53 || -s > 38) return 0;
+            u128 num = (u128)m << e, den = pow10_128(-s), w = num / den;
+            if (w >= (u128)POW10[17]) { x++; continue; }
+            q = (uint64_t)w;
+            u128 rem = num - w * den;
+            up = rem > den - rem || (rem == den - rem && (q & 1));
+        }
+        if (q >= POW10[16]) x++;
+        else if (q < POW10[15]) x--;
+        else break;
+    }
+    q += (uint64_t)up;
+    if (q == POW10[16]) { q = POW10[15]; x++; }
+    char d[16];
+    eight_digits(d, (uint32_t)(q / 100000000));
+    eight_digits(d + 8, (uint32_t)(q % 100000000));
+    int nd = 16;
+    while (nd > 1 && d[nd - 1] == '0') nd--;
+    char *p = out;
+    if (bits >> 63) *p++ = '-';
+    if (x >= -4 && x < 16) {
+        if (x >= 0) {
+            memcpy(p, d, (size_t)x + 1);
+            p += x + 1;
+            if (nd > x + 1) {
+                *p++ = '.';
+                memcpy(p, d + x + 1, (size_t)(nd - x - 1));
+                p += nd - x - 1;
+            }
+        } else {
+            *p++ = '0';
+            *p++ = '.';
+            for (int i = 0; i < -x - 1; i++) *p++ = '0';
+            memcpy(p, d, (size_t)nd);
+            p += nd;
+        }
+    } else {
+        *p++ = d[0];
+        if (nd > 1) { *p++ = '.'; memcpy(p, d + 1, (size_t)nd - 1); p += nd - 1; }
+        *p++ = 'e';
+        *p++ = x < 0 ? '-' : '+';
+        int ax = x < 0 ? -x : x;
+        if (ax >= 100) *p++ = (char)('0' + ax / 100);
+        *p++ = (char)('0' + ax / 10 % 10);
+        *p++ = (char)('0' + ax % 10);
+    }
+    return (int)(p - out);
+}
+
+/* v as %.16g: g16's digits, else the C library's (a NaN's sign too, as C++ prints it). */
+static int
+put_g16(Buf *b, double v)
+{
+    char tmp[32];
+    int n = g16(v, tmp);
+    if (n == 0) return putf(b, "%.16g", v);
+    return put(b, tmp, n);
+}
+
 /* ---- values: bread/cxx/printer.py ValueText, the tags it reads here -------------- */
 
 /* The value of `tag` at p (of n bytes) appended if `shown`: bytes taken, or -1 if they are
@@ -260,8 +420,8 @@ value(Buf *b, char tag, int shown, const unsigned char *p, Py_ssize_t n)
     case 'S': r = put_u64(b, v.S); break;
     case 'I': r = put_u64(b, v.I); break;
     case 'L': r = put_u64(b, v.L); break;
-    case 'f': r = putf(b, "%.16g", (double)v.f); break;
-    default: r = putf(b, "%.16g", v.d); break;
+    case 'f': r = put_g16(b, (double)v.f); break;
+    default: r = put_g16(b, v.d); break;
     }
     return r < 0 ? -2 : size;
 }

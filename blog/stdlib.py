@@ -45,7 +45,7 @@ from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import type_name
 
 from . import process
-from .contextfields import FIELDS as _CONTEXT
+from .contextfields import fields_now
 from .contextfields import state as _context_state
 from .contextfields import with_context
 from .default import basic_config, default_session
@@ -218,9 +218,10 @@ class BlogHandler(logging.Handler):
     def _push_known(self, msg: str, args: tuple, pathname: str, lineno: int, func: Any,
                     level: int, name: str, clock: int) -> bool:
         """The event of a call site seen before, pushed (or below the minimum): True; False
-        if the site is new, a value does not fit its conversion or fields are in context.
+        if the site is new, a value does not fit its conversion or fields are in context
+        (``blog.context``'s, or a span's ids).
         Its C twin is ``_stdlib.c``'s site_push."""
-        if _context_state.in_use and _CONTEXT.get() is not None:
+        if _context_state.in_use and fields_now() is not None:
             return False
         site = self._sites.get((msg, pathname, lineno, func, level, name, len(args)))
         if site is None and not args:   # a new text: the site's source "{}"

@@ -431,6 +431,29 @@ def traced_by_reference(fn: Callable, **options) -> Callable:
         traced.TracedCall, traced._simple = chosen, simple
 
 
+def without_span(fields: dict) -> dict:
+    """An event's fields without a span's (``trace_id``, ``span_id``, ``parent_span_id``:
+    ``blog.correlation``), which a traced call's events carry where OpenTelemetry is
+    installed."""
+    return {k: v for k, v in fields.items() if k not in SPAN_FIELDS}
+
+
+#: The fields of a span's ids (docs/opentelemetry.md).
+SPAN_FIELDS = ("trace_id", "span_id", "parent_span_id")
+
+
+def span_shape(fields: dict) -> dict:
+    """An event's fields with each span id replaced by what it is (its length in hex
+    digits, or None): what two paths writing the same calls agree on."""
+    shaped = dict(fields)
+    for k in SPAN_FIELDS:
+        if k in shaped:
+            v = shaped[k]
+            shaped[k] = None if v is None else (
+                f"<{len(v)} hex>" if re.fullmatch(r"[0-9a-f]+", v) else v)
+    return shaped
+
+
 # --- a local S3-compatible server (moto) ---------------------------------------------------
 
 

@@ -167,6 +167,7 @@ class EventCall:
         local: threading.local,
         body: Callable[..., Any] | None,
         fallback: Callable[..., Any],
+        context_sids: dict[tuple[str, ...], int] = ...,
         /,
     ) -> Self: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

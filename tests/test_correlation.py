@@ -461,3 +461,44 @@ def test_a_forked_child_makes_ids_of_its_own():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.split()
     assert len(lines) == 2 and lines[0] != lines[1]
+
+
+def test_event_functions_in_a_span_or_a_context_stay_on_the_c_path(monkeypatch, logged,
+                                                                    hot_path, tracer):
+    # Proves: after an event function's first call under a set of context names (a span's
+    # ids, blog.context's fields, both), C pushes its calls with the context's values; a
+    # parameter of a context field's name still wins, by the Python wrapper.
+    if hot_path != "c":
+        pytest.skip("the C call path is not in use")
+    import blog.integrations.event as event
+    handed: list = []
+    make = event._python_wrapper
+
+    def counting(fn, site):
+        wrapper = make(fn, site)
+
+        def counted(*args, **kwargs):
+            handed.append(args)
+            return wrapper(*args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(event, "_python_wrapper", counting)
+
+    @blog.event("handled {}", session=logged.session)
+    def handled(n: int): ...
+
+    @blog.event("as {}", session=logged.session)
+    def named(span_id: str): ...
+
+    with tracer.start_as_current_span("s") as s:
+        for i in range(5):
+            handled(i)
+        with blog.context(rid="r"):
+            for i in range(5, 10):
+                handled(i)
+        named("mine")
+    assert [a for a in handed] == [(0,), (5,), ("mine",)]
+    events = logged.read()
+    assert [ev.fields for ev in events] == [ids(s)] * 5 + [{"rid": "r", **ids(s)}] * 5 + [
+        {"trace_id": ids(s)["trace_id"]}]
+    assert events[-1].message == "as mine"

@@ -169,20 +169,30 @@ blog_ids_now(void)
     return ids;
 }
 
-/* An instance of the NamedTuple `type` of `items` (a tuple, stolen), without its Python
- * __new__. */
+/* An instance of the NamedTuple `type` of the `n` objects `items` (references taken), made
+ * as tuple.__new__ makes it, without its Python __new__ or an argument tuple. */
 static PyObject *
-record(PyObject *type, PyObject *items)
+record(PyObject *type, PyObject *const *items, Py_ssize_t n)
 {
-    if (items == NULL)
+#if PY_VERSION_HEX < 0x030E0000
+    PyObject *r = ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, n);
+    if (r == NULL)
         return NULL;
-    PyObject *args = PyTuple_Pack(1, items);
-    Py_DECREF(items);
-    if (args == NULL)
-        return NULL;
-    PyObject *r = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
-    Py_DECREF(args);
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(r, i, Py_NewRef(items[i]));
     return r;
+#else   /* (a tuple caches its hash from 3.14 on: tuple.__new__ sets it up) */
+    PyObject *t = PyTuple_New(n), *args = NULL, *r = NULL;
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(items[i]));
+    if ((args = PyTuple_Pack(1, t)) != NULL)
+        r = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
+    Py_XDECREF(args);
+    Py_DECREF(t);
+    return r;
+#endif
 }
 
 PyObject *
@@ -206,9 +216,10 @@ blog_new_span(void)
     if (trace != NULL && (id = random_id(1)) != NULL)
         values = PyTuple_Pack(2, trace, id);
     if (values != NULL)
-        ids = record(ids_type, PyTuple_Pack(2, id_names, values));
+        ids = record(ids_type, (PyObject *[]){id_names, values}, IDS_FIELDS);
     if (ids != NULL)
-        span = record(span_type, PyTuple_Pack(3, ids, parent, o != NULL ? o : Py_None));
+        span = record(span_type, (PyObject *[]){ids, parent, o != NULL ? o : Py_None},
+                      SPAN_FIELDS);
     Py_XDECREF(ids);
     Py_XDECREF(values);
     Py_XDECREF(id);

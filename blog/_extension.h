@@ -118,8 +118,17 @@ may_have_ids(void)
 {
     if (blog_correlation == CORR_OFF)
         return 0;
-    if (blog_spans_used)
-        return 1;
+    if (blog_spans_used) {      /* a traced call's span, current? */
+        PyObject *t;
+        if (PyContextVar_Get(blog_span_var, NULL, &t) < 0) {
+            PyErr_Clear();   /* (raised again where blog_ids_now reads it) */
+            return 1;
+        }
+        int current = t != NULL && t != Py_None;
+        Py_XDECREF(t);
+        if (current)
+            return 1;
+    }
     if (blog_correlation == CORR_WAITING)
         return PyDict_GET_SIZE(PyImport_GetModuleDict()) != blog_modules_seen;
     if (blog_correlation != CORR_ARMED)

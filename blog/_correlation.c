@@ -203,8 +203,10 @@ blog_new_span(void)
     PyObject *now = current(&o);
     if (now == NULL)
         return NULL;
-    if (now != Py_None) {     /* a child: its trace, and its parent's span id */
-        PyObject *of = PyTuple_GET_ITEM(now, IDS_VALUES);
+    PyObject *of = now != Py_None && PyTuple_Check(now) && PyTuple_GET_SIZE(now) == IDS_FIELDS
+        ? PyTuple_GET_ITEM(now, IDS_VALUES) : NULL;
+    if (of != NULL && PyTuple_Check(of) && PyTuple_GET_SIZE(of) == 2) {
+        /* a child: its trace, and its parent's span id */
         trace = Py_NewRef(PyTuple_GET_ITEM(of, 0));
         parent = Py_NewRef(PyTuple_GET_ITEM(of, 1));
     }

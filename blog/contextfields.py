@@ -56,6 +56,14 @@ def _start() -> None:
         use_context(FIELDS, merged_with)
 
 
+def _ids_in_use() -> None:
+    """Correlation was turned on: the span's ids may be in context from now on."""
+    state.in_use = True
+
+
+correlation.on_use.append(_ids_in_use)
+
+
 def _merged(fields: dict[str, Any]) -> ContextFields:
     for name in fields:
         if not name.isidentifier():

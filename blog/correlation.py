@@ -83,12 +83,17 @@ class _State:
 state = _State()
 
 
+#: Called when correlation is turned on: ``blog.contextfields`` registers, whose Python call
+#: paths then look at the fields in context (it imports this module: not the other way).
+on_use: list[Callable[[], None]] = []
+
+
 def use(on: bool) -> None:
     """Turn correlation on (where OpenTelemetry is installed) or off, for the process."""
     _use(on)
     if state.mode != OFF:
-        from .contextfields import state as context   # (it imports this module first)
-        context.in_use = True     # the Python call paths look at the fields in context
+        for told in on_use:
+            told()
 
 
 def _use(on: bool) -> None:

@@ -344,6 +344,7 @@ def python_twins() -> list[tuple[object, str, object]]:
     twin (``Channel`` of ``blog.pipeline.channel``, ...), where it is read: (module, name,
     the Python twin)."""
     import blog.contextfields as contextfields
+    import blog.correlation as correlation
     import blog.integrations.event as event
     import blog.integrations.traced as traced
     import blog.pipeline.channel as channel
@@ -359,6 +360,8 @@ def python_twins() -> list[tuple[object, str, object]]:
             (summary, "tally", summary.py_tally), (parts, "event_bounds", parts.py_event_bounds),
             (logger, "Method", logger._python_alone), (logger, "noop", logger._disabled),
             (contextfields, "use_context", contextfields._python_reads_it),
+            *((correlation, name, correlation._python_reads_it)
+              for name in ("use_correlation", "use_otel", "seed_ids", "use_spans")),
             (event, "EventCall", event._python_alone),
             (traced, "TracedCall", traced._python_alone),
             (stdlib, "RecordHandler", None), (stdlibcalls, "RecordHandler", None),

@@ -533,3 +533,22 @@ def test_logging_calls_in_a_span_or_a_context_take_the_fast_path(logged, tracer,
     events = logged.read()
     assert [ev.fields for ev in events] == want
     assert {ev.message for ev in events} == {f"lib x of {i}" for i in range(5)}
+
+
+def test_turned_on_again_by_basic_config():
+    # BLOG_OTEL=0, then basic_config(otel=True): on from then on, on either path.
+    r = run_python("""
+        import io, os; os.environ["BLOG_OTEL"] = "0"
+        import blog, bread
+        from opentelemetry.sdk.trace import TracerProvider
+        tracer = TracerProvider().get_tracer("t")
+        s = blog.Session(); log = s.get_logger()
+        with tracer.start_as_current_span("s"):
+            log.info("off")
+            blog.basic_config(blog.MemoryOutputStream(), otel=True)
+            log.info("on")
+        out = blog.MemoryOutputStream(); s.consume(out)
+        print([sorted(ev.fields) for ev in bread.read(io.BytesIO(out.getvalue()))])
+    """, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[[], ['span_id', 'trace_id']]"]

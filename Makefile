@@ -119,7 +119,8 @@ SANITIZE_ENV    = LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" PYTHONMALLOC=
 # writer (blog/_extension.h lists its files): the encoder (test_encode_parity), the channel
 # (test_channel), the logger's, @blog.event's, @blog.traced's and the logging bridge's calls
 # (test_event, test_traced, test_traced_paths, test_stdlib, test_stdlibcalls,
-# test_hostile_stdlib), the context fields (test_context), the parts (test_parts). Left to
+# test_hostile_stdlib), the context fields (test_context) and the span's ids in them
+# (test_correlation), the parts (test_parts). Left to
 # the C pass: the files that are mostly files, processes and Python (sets, rotation, crash
 # buffers, shipping, Spark).
 # Deselected: the tests that bound a child's peak memory, which the sanitizers multiply
@@ -132,7 +133,7 @@ SANITIZE_TESTS ?= tests/test_render_parity.py tests/test_encode_parity.py tests/
 	tests/test_columnar_batches.py tests/test_typedsink.py tests/test_cxx.py tests/test_sort.py \
 	tests/test_compact_c.py tests/test_channel.py tests/test_event.py tests/test_traced.py \
 	tests/test_traced_paths.py tests/test_stdlib.py tests/test_stdlibcalls.py \
-	tests/test_context.py tests/test_parts.py
+	tests/test_context.py tests/test_correlation.py tests/test_parts.py
 SANITIZE_SKIP  ?= --deselect tests/test_reader_edges.py::test_the_cli_prints_an_amplifying_file_in_bounded_memory \
 	--deselect tests/test_reader_edges.py::test_sorting_holds_a_bounded_amount_of_lines \
 	--deselect tests/test_reader_edges.py::test_metadata_described_again_and_again_does_not_grow_memory

@@ -37,7 +37,7 @@ def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
 ext = []
 if sys.implementation.name == "cpython" and sys.platform != "win32":
     ext.append(extension("blog._speedups",
-                         ["blog/_speedups.c", "blog/_contextfields.c",
+                         ["blog/_speedups.c", "blog/_correlation.c", "blog/_contextfields.c",
                           "blogformat/_valueencoding.c", "blog/pipeline/_channel.c",
                           "blog/pipeline/_summary.c", "blog/pipeline/_parts.c",
                           "blog/pipeline/_logger.c", "blog/integrations/_event.c",

@@ -6,6 +6,8 @@ target is at most 5x the plain call ``log.info("order {} filled at {}", i, 1.5)`
 in the same run, round-robin (best of repeats; wall and the calling thread's CPU). Beside
 them, for reference: the function undecorated, and the same traced call through the
 Python wrapper (what the pure-Python build runs, and what the C path hands back).
+Correlation with OpenTelemetry is off for these rows (where opentelemetry-api is
+installed a traced call is a span, which ``benchmarks/otel_call.py`` measures).
 The loops are short (10,000 calls of a few ms: the 20,000 events stay below the size at
 which a channel wakes the consumer, so no row pays for it, and a loop that short is seldom
 preempted on a loaded machine) and many (best of 25).
@@ -27,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
 
 import blog  # noqa: E402
-from blog import accel  # noqa: E402
+from blog import accel, correlation  # noqa: E402
 from blog.integrations import traced  # noqa: E402
 from timedloop import timed_loop  # noqa: E402  (beside this file)
 
@@ -63,7 +65,7 @@ def _python_wrapper(**options: Any) -> Callable[..., Any]:
 
 def run(cfg: dict, tmp: str) -> dict:
     """Measure the rows round-robin; the figures as a dict."""
-    blog.basic_config(os.path.join(tmp, "traced.blog"), mode="wb")
+    blog.basic_config(os.path.join(tmp, "traced.blog"), mode="wb", otel=False)
     options = dict(severity="info", category="bench")
     objs = [blog.get_logger("bench"), blog.traced(fill, **options),
             _python_wrapper(**options), fill]
@@ -79,6 +81,7 @@ def run(cfg: dict, tmp: str) -> dict:
             times[name].append((wall / n, cpu / n))
             blog.flush()
     blog.shutdown()
+    correlation.use(True)
     return {name: {"ns_per_call": min(w for w, _ in t), "thread_cpu_ns_per_call":
                    min(c for _, c in t), "all": [round(w, 1) for w, _ in t]}
             for name, t in times.items()}

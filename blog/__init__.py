@@ -17,7 +17,8 @@ The public modules are this package, ``blog.stdlib`` (the ``logging`` bridge),
 fixture of ``blog.pytest_plugin``) and ``blog.errors``: the API reference documents them.
 The rest is internal, its names free to change from one version to the next: the
 subpackages ``pipeline``, ``files`` and ``integrations`` (their public names are this
-package's) and the modules ``accel``, ``config``, ``default``, ``envconfig``,
+package's) and the modules ``accel``, ``config``, ``correlation`` (OpenTelemetry's span
+ids on every event: ``basic_config(otel=...)`` is its API), ``default``, ``envconfig``,
 ``lifecycle``, ``process``, ``report`` and ``stdlibcalls``.
 """
 

@@ -2,7 +2,9 @@
  *
  * The extension is the hot path of a log call; the pure-Python code is the reference,
  * and each C file sits beside the module it mirrors, named after it:
- *   blog/_contextfields.c        blog/contextfields.py: whether fields are in context
+ *   blog/_correlation.c          blog/correlation.py: the trace and span ids of a call,
+ *                                a traced call's new span
+ *   blog/_contextfields.c        blog/contextfields.py: the fields in context of a call
  *   blogformat/_valueencoding.c  blogformat/valueencoding.py: argument values as msgpack
  *                                (docs/format.md 7)
  *   blog/pipeline/_channel.c     blog/pipeline/channel.py: a thread's Channel, the pushes
@@ -92,19 +94,104 @@ blog_add_type(PyObject *m, PyTypeObject *t, const char *name)
     return 0;
 }
 
+/* ---- _correlation.c --------------------------------------------------------- */
+
+/* What correlation does now (blog.correlation's OFF, WAITING, ARMED, PUBLIC): nothing;
+ * look for OpenTelemetry's import; read its context variable; call its get_current_span. */
+enum { CORR_OFF, CORR_WAITING, CORR_ARMED, CORR_PUBLIC };
+extern int blog_correlation;
+/* blog.correlation.SPAN: the current @blog.traced call's span; NULL before use_correlation. */
+extern PyObject *blog_span_var;
+
+/* A traced call's span was made (blog.correlation.SPAN may be set): until then a call does
+ * not read SPAN. */
+extern int blog_spans_used;
+/* CORR_WAITING: the size of sys.modules when a call last found no OpenTelemetry in it (a
+ * module imported since has made it grow). CORR_ARMED: OpenTelemetry's context variable. */
+extern Py_ssize_t blog_modules_seen;
+extern PyObject *blog_otel_var;
+
+/* 0 if a call made now surely carries no span's ids, 1 if it may (blog_ids_now says): what
+ * a call outside any span pays, inline. */
+static inline int
+may_have_ids(void)
+{
+    if (blog_correlation == CORR_OFF)
+        return 0;
+    if (blog_spans_used) {      /* a traced call's span, current? */
+        PyObject *t;
+        if (PyContextVar_Get(blog_span_var, NULL, &t) < 0) {
+            PyErr_Clear();   /* (raised again where blog_ids_now reads it) */
+            return 1;
+        }
+        int current = t != NULL && t != Py_None;
+        Py_XDECREF(t);
+        if (current)
+            return 1;
+    }
+    if (blog_correlation == CORR_WAITING)
+        return PyDict_GET_SIZE(PyImport_GetModuleDict()) != blog_modules_seen;
+    if (blog_correlation != CORR_ARMED)
+        return 1;
+    PyObject *ctx;      /* OpenTelemetry's Context: a dict, empty where nothing is set */
+    if (PyContextVar_Get(blog_otel_var, NULL, &ctx) < 0) {
+        PyErr_Clear();   /* (raised again where blog_ids_now reads it) */
+        return 1;
+    }
+    int r = ctx != NULL && !(PyDict_Check(ctx) && PyDict_GET_SIZE(ctx) == 0);
+    Py_XDECREF(ctx);
+    return r;
+}
+
+/* The fields of blog.correlation.Ids (as ContextFields': names, values) and of its Span,
+ * read by position (tests/test_c_sources.py checks that the two agree). */
+enum { IDS_NAMES, IDS_VALUES, IDS_FIELDS };
+enum { SPAN_IDS, SPAN_PARENT, SPAN_OTEL, SPAN_FIELDS };
+
+/* The ids a call made now carries (an Ids, or None: outside a span): a new reference;
+ * NULL on error. */
+PyObject *blog_ids_now(void);
+/* A Span for a traced call beginning now, the innermost span's child or a new trace's root
+ * (correlation on): a new reference; NULL on error. */
+PyObject *blog_new_span(void);
+PyObject *blog_use_correlation(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *blog_use_otel(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *blog_seed_ids(PyObject *module, PyObject *seed);
+/* use_spans(): a traced call's span was made by the Python path (SPAN may be set). */
+PyObject *blog_use_spans(PyObject *module, PyObject *arg);
+
 /* ---- _contextfields.c ------------------------------------------------------ */
 
-/* use_context(var): the call paths look at this ContextVar from now on. */
-PyObject *blog_use_context(PyObject *module, PyObject *var);
+/* use_context(var, merge): the call paths look at this ContextVar from now on. */
+PyObject *blog_use_context(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* blog.context.FIELDS once blog.context or blog.bind was first used, else NULL: until
  * then the call paths do not look at it (an application without context pays nothing). */
 extern PyObject *blog_context_var;
 
-/* 1 if fields are in context now (the call takes the Python path, which adds them),
- * 0 if none, -1 on error. */
+/* The fields in context now (a ContextFields, or the span's Ids alone, or None): a new
+ * reference; NULL on error. */
+PyObject *blog_fields_now(void);
+
+/* 1 if fields are in context now, blog.context's or a span's ids (the call takes the
+ * Python path, which adds them), 0 if none, -1 on error. */
 static inline int
 in_context(void)
+{
+    if (blog_context_var == NULL && !may_have_ids())
+        return 0;
+    PyObject *v = blog_fields_now();
+    if (v == NULL)
+        return -1;
+    int r = v != Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
+/* The same for blog.context's fields alone (a traced call's own events carry its own
+ * ids). */
+static inline int
+in_blog_context(void)
 {
     if (blog_context_var == NULL)
         return 0;

@@ -38,8 +38,18 @@ static PyMethodDef module_methods[] = {
     {"encode_values", (PyCFunction)(void (*)(void))blog_encode_values, METH_FASTCALL,
      "encode_values(values, shown_by_repr=0) -> bytes | None: the values as the C call "
      "paths encode them"},
-    {"use_context", (PyCFunction)blog_use_context, METH_O,
-     "use_context(var) -> None: the call paths look at this ContextVar from now on"},
+    {"use_context", (PyCFunction)(void (*)(void))blog_use_context, METH_FASTCALL,
+     "use_context(var, merge) -> None: the call paths look at this ContextVar from now on"},
+    {"use_correlation", (PyCFunction)(void (*)(void))blog_use_correlation, METH_FASTCALL,
+     "use_correlation(span_var, Span, Ids, names, ids_of, arm, seed) -> None: what the "
+     "call paths read of traced calls' spans"},
+    {"use_otel", (PyCFunction)(void (*)(void))blog_use_otel, METH_FASTCALL,
+     "use_otel(mode, var, key, current_span) -> None: how the call paths read the current "
+     "OpenTelemetry span"},
+    {"use_spans", (PyCFunction)blog_use_spans, METH_NOARGS,
+     "use_spans() -> None: the call paths read the current traced call's span from now on"},
+    {"seed_ids", (PyCFunction)blog_seed_ids, METH_O,
+     "seed_ids(seed) -> None: the random span ids from this seed (a forked child)"},
     {"noop", (PyCFunction)(void (*)(void))noop, METH_FASTCALL | METH_KEYWORDS,
      "noop($module, fmt, /, *args, **fields)\n--\n\n"
      "A level method below the minimum severity: returns at once."},

@@ -12,6 +12,8 @@ from typing import Any, Callable, Final, final, overload
 from _typeshed import structseq
 from typing_extensions import Buffer, Self
 
+from blog.contextfields import ContextFields
+from blog.correlation import Ids, Span
 from blog.integrations.traced import FastPlan
 from blog.pipeline.logger import ContextEntry, Logger, SiteEntry
 from blog.pipeline.registry import Registry
@@ -89,9 +91,33 @@ def use_registries(
     enum_types: dict[type, EnumInfo], record_types: dict[type, RecordInfo], /
 ) -> None: ...
 
+# ---- blog/_correlation.c: blog/correlation.py ----
+
+def use_correlation(
+    span_var: ContextVar[Span | None],
+    span_type: type[Span],
+    ids_type: type[Ids],
+    names: tuple[str, ...],
+    ids_of: Callable[[Any], Ids | None],
+    arm: Callable[[], None],
+    seed: bytes,
+    /,
+) -> None: ...
+def use_otel(
+    mode: int,
+    var: ContextVar[Any] | None,
+    key: str | None,
+    current_span: Callable[[], Any] | None,
+    /,
+) -> None: ...
+def seed_ids(seed: bytes, /) -> None: ...
+def use_spans() -> None: ...
+
 # ---- blog/_contextfields.c: blog/contextfields.py ----
 
-def use_context(var: ContextVar[Any], /) -> None: ...
+def use_context(
+    var: ContextVar[Any], merge: Callable[[ContextFields, Ids], ContextFields], /
+) -> None: ...
 
 # ---- blog/pipeline/_summary.c, _parts.c: blog/pipeline/summary.py (tally), parts.py ----
 
@@ -141,6 +167,7 @@ class EventCall:
         local: threading.local,
         body: Callable[..., Any] | None,
         fallback: Callable[..., Any],
+        context_sids: dict[tuple[str, ...], int] = ...,
         /,
     ) -> Self: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

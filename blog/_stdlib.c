@@ -74,15 +74,19 @@ printf_takes(Py_UCS4 conv, PyObject *a)
     return 0;
 }
 
-/* The site (borrowed) of the key (head, path, lineno, func, levelno, name, n); NULL if none,
- * or an error. */
+/* The most values (the record's, then the context's) a record in context pushes here. */
+#define MAX_VALUES 32
+
+/* The site (borrowed) of the key (head, path, lineno, func, levelno, name, n), and the names
+ * of the fields in context (cnames: NULL, none); NULL if none, or an error. */
 static PyObject *
 site_of(RecordHandler *self, PyObject *head, PyObject *path, PyObject *lineno, PyObject *func,
-        PyObject *levelno, PyObject *name, Py_ssize_t n)
+        PyObject *levelno, PyObject *name, Py_ssize_t n, PyObject *cnames)
 {
     PyObject *count = PyLong_FromSsize_t(n);
-    PyObject *key = count != NULL
-        ? PyTuple_Pack(7, head, path, lineno, func, levelno, name, count) : NULL;
+    PyObject *key = count == NULL ? NULL : cnames == NULL
+        ? PyTuple_Pack(7, head, path, lineno, func, levelno, name, count)
+        : PyTuple_Pack(8, head, path, lineno, func, levelno, name, count, cnames);
     Py_XDECREF(count);
     if (key == NULL)
         return NULL;
@@ -93,23 +97,33 @@ site_of(RecordHandler *self, PyObject *head, PyObject *path, PyObject *lineno, P
 
 /* Push `args` (a tuple held by the caller, as are the key's parts) as the event of the
  * handler's site (msg, path, lineno, func, levelno, name, len(args)) at `clock` (LLONG_MIN:
- * now);
+ * now), then the values of the fields in context (`ctx`, held: a ContextFields or a span's
+ * Ids; NULL: none), under the site of their names;
  * without args, a msg not the site's format is the value of the site's "{}" source. Its
  * twin is BlogHandler._push_known. 1: pushed (or below the minimum); 0: not here (no such
  * site yet, a value its conversion does not take, a value not plain, no channel yet), with
  * nothing pushed; -1 error. */
 static int
 site_push(RecordHandler *self, PyObject *msg, PyObject *args, PyObject *path,
-          PyObject *lineno, PyObject *func, PyObject *levelno, PyObject *name, long long clock)
+          PyObject *lineno, PyObject *func, PyObject *levelno, PyObject *name, long long clock,
+          PyObject *ctx)
 {
     int r = 0;
+    PyObject *cnames = NULL, *cvalues = NULL;
+    if (ctx != NULL) {
+        if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 2
+            || !PyTuple_CheckExact(PyTuple_GET_ITEM(ctx, 1)))
+            return 0;
+        cnames = PyTuple_GET_ITEM(ctx, 0);
+        cvalues = PyTuple_GET_ITEM(ctx, 1);
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     PyObject *const *values = &PyTuple_GET_ITEM(args, 0);
-    PyObject *site = site_of(self, msg, path, lineno, func, levelno, name, n);
+    PyObject *site = site_of(self, msg, path, lineno, func, levelno, name, n, cnames);
     if (site == NULL && n == 0 && !PyErr_Occurred()) {   /* a new text: the source "{}" */
         values = &msg;
         n = 1;
-        site = site_of(self, Py_None, path, lineno, func, levelno, name, n);
+        site = site_of(self, Py_None, path, lineno, func, levelno, name, n, cnames);
     }
     if (site == NULL)
         return PyErr_Occurred() ? -1 : 0;
@@ -137,6 +151,18 @@ site_push(RecordHandler *self, PyObject *msg, PyObject *args, PyObject *path,
         r = 1;
         goto done;
     }
+    PyObject *all[MAX_VALUES];
+    if (cvalues != NULL) {      /* the record's values, then the context's */
+        Py_ssize_t nc = PyTuple_GET_SIZE(cvalues);
+        if (n + nc > MAX_VALUES)
+            goto done;
+        for (Py_ssize_t i = 0; i < n; i++)
+            all[i] = values[i];
+        for (Py_ssize_t i = 0; i < nc; i++)
+            all[n + i] = PyTuple_GET_ITEM(cvalues, i);
+        values = all;
+        n += nc;
+    }
     Channel *ch = blog_thread_channel(self->local, self->key);
     if (ch == NULL)
         goto done;
@@ -147,16 +173,29 @@ done:
     return PyErr_Occurred() ? -1 : r;
 }
 
+/* The fields in context now (a new reference: a ContextFields or a span's Ids), or NULL:
+ * none, or an error. */
+static PyObject *
+context_now(void)
+{
+    if (blog_context_var == NULL && !may_have_ids())
+        return NULL;
+    PyObject *ctx = blog_fields_now();
+    if (ctx == Py_None)
+        Py_CLEAR(ctx);
+    return ctx;
+}
+
 /* The common record: a str message, a tuple of plain scalars, no extra, no exception or
- * stack, of a call site seen before, no fields in context, each value taken by its
- * conversion (site_push). Its twin is BlogHandler.emit's first branch. 1: pushed (or
+ * stack, of a call site seen before (with the names of the fields in context), each value
+ * taken by its conversion (site_push). Its twin is BlogHandler.emit's first branch. 1: pushed (or
  * below the minimum); 0: the Python path's, which also handles every error (it goes to the
  * handler's handleError, never to the caller). */
 static int
 record_push(RecordHandler *self, PyObject *rec)
 {
     int r = 0;
-    PyObject *d = NULL, *args = NULL;
+    PyObject *d = NULL, *args = NULL, *ctx = NULL;
     /* msg, path, lineno, funcName, levelno, name: held from here on (hashing them for the
      * site key may run code, a str subclass's, that replaces them in the record). */
     PyObject *held[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
@@ -165,7 +204,10 @@ record_push(RecordHandler *self, PyObject *rec)
         goto done;
     int none = PyList_CheckExact(filters) && PyList_GET_SIZE(filters) == 0;
     Py_DECREF(filters);
-    if (!none || in_context() != 0)
+    if (!none)
+        goto done;
+    ctx = context_now();
+    if (ctx == NULL && PyErr_Occurred())
         goto done;
     d = PyObject_GenericGetDict(rec, NULL);
     if (d == NULL || !PyDict_CheckExact(d))
@@ -207,7 +249,7 @@ record_push(RecordHandler *self, PyObject *rec)
     double when = PyFloat_AS_DOUBLE(created) * 1e9;
     if (!(when > -9.2e18 && when < 9.2e18))
         goto done;
-    r = site_push(self, msg, args, path, lineno, func, levelno, name, (long long)when);
+    r = site_push(self, msg, args, path, lineno, func, levelno, name, (long long)when, ctx);
     if (r < 0)
         r = 0;
     else
@@ -219,6 +261,7 @@ done:
     for (int i = 0; i < 6; i++)
         Py_XDECREF(held[i]);
     Py_XDECREF(d);
+    Py_XDECREF(ctx);
     return r;
 }
 
@@ -600,13 +643,14 @@ push_call(LoggingCall *self, PyObject *const *args, Reached *found, int n, PyObj
     if (co == NULL)
         return PyErr_Occurred() ? NULL : PyObject_Vectorcall(self->twin, args, 4, NULL);
     PyObject *lineno = PyLong_FromLong(lno), *rest = NULL, *r = NULL;
-    if (lineno == NULL)
+    PyObject *ctx = lineno != NULL ? context_now() : NULL;
+    if (PyErr_Occurred())
         goto done;
     for (int i = 0; i < n; i++) {
         PyObject *rh = found[i].push;
         int pushed = Py_IS_TYPE(rh, &RecordHandlerType)
             ? site_push((RecordHandler *)rh, args[2], args[3], co->co_filename, lineno,
-                        co->co_name, args[1], name, LLONG_MIN) : 0;
+                        co->co_name, args[1], name, LLONG_MIN, ctx) : 0;
         if (pushed > 0) {
             ((RecordHandler *)rh)->calls++;
             continue;
@@ -627,6 +671,7 @@ push_call(LoggingCall *self, PyObject *const *args, Reached *found, int n, PyObj
 done:
     Py_XDECREF(rest);
     Py_XDECREF(lineno);
+    Py_XDECREF(ctx);
     Py_DECREF(co);
     return r;
 }
@@ -655,7 +700,7 @@ logging_call_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
     PyObject *r;
     if (nargs == 4 && common && n == 0)
         r = Py_NewRef(Py_None);     /* no handler at this level: nothing to do */
-    else if (nargs == 4 && common && in_context() == 0 && PyUnicode_CheckExact(args[2])
+    else if (nargs == 4 && common && PyUnicode_CheckExact(args[2])
              && PyTuple_CheckExact(args[3]))
         r = push_call(self, args, found, n, name, stacklevel);
     else {

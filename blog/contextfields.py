@@ -19,6 +19,7 @@ from contextvars import ContextVar
 
 from blogformat.typinglite import TYPE_CHECKING, NamedTuple
 
+from . import correlation
 from .accel import speedups
 
 if TYPE_CHECKING:
@@ -43,18 +44,28 @@ _OUTER: ContextVar[tuple] = ContextVar("blog.context.outer", default=())
 
 
 class _State:
-    """Whether context was ever used in this process (read by the Python hot path)."""
+    """Whether context was ever used in this process, or correlation is on: the Python call
+    paths look at ``fields_now`` only then."""
 
-    in_use = False
+    in_use = correlation.state.mode != correlation.OFF
+    started = False     # blog.context or blog.bind was used: the C paths read FIELDS
 
 
 state = _State()
 
 
 def _start() -> None:
-    if not state.in_use:
-        state.in_use = True
-        use_context(FIELDS)
+    if not state.started:
+        state.started = state.in_use = True
+        use_context(FIELDS, merged_with)
+
+
+def _ids_in_use() -> None:
+    """Correlation was turned on: the span's ids may be in context from now on."""
+    state.in_use = True
+
+
+correlation.on_use.append(_ids_in_use)
 
 
 def _merged(fields: dict[str, Any]) -> ContextFields:
@@ -72,10 +83,29 @@ def current() -> dict[str, Any]:
     return dict(zip(*c)) if c is not None else {}
 
 
+def fields_now() -> ContextFields | correlation.Ids | None:
+    """The fields in context now: ``blog.context``'s, then the ids of the span the call is
+    in (``blog.correlation``) that they do not name; None for none."""
+    c = FIELDS.get()
+    ids = correlation.ids_now()
+    if ids is None:
+        return c
+    return ids if c is None else merged_with(c, ids)
+
+
+def merged_with(c: ContextFields, ids: correlation.Ids) -> ContextFields:
+    """Context fields ``c`` followed by the span's ``ids`` that they do not name."""
+    names, values = c.names, c.values
+    for name, value in zip(ids.names, ids.values):
+        if name not in names:
+            names, values = names + (name,), values + (value,)
+    return ContextFields(names, values)
+
+
 def with_context(fields: dict[str, Any]) -> dict[str, Any]:
     """``fields`` (a call's keyword fields) followed by the context's fields it does not
-    name: what an event logged now holds."""
-    c = FIELDS.get() if state.in_use else None
+    name (``fields_now``): what an event logged now holds."""
+    c = fields_now() if state.in_use else None
     if c is None:
         return fields
     out = dict(fields)
@@ -148,11 +178,13 @@ def clear() -> None:
     FIELDS.set(None)
 
 
-def _python_reads_it(var: ContextVar[ContextFields | None]) -> None:
+def _python_reads_it(var: ContextVar[ContextFields | None],
+                     merge: Callable[[ContextFields, correlation.Ids], ContextFields]) -> None:
     """The pure-Python path's ``use_context``: the level methods read ``FIELDS`` themselves."""
 
 
-#: Hands the call paths the context variable, on first use: to C where the C fast path is
-#: built (and not chosen away).
-use_context: Callable[[ContextVar[ContextFields | None]], None] = (
+#: Hands the call paths the context variable (and how the span's ids join its fields), on
+#: first use: to C where the C fast path is built (and not chosen away).
+use_context: Callable[[ContextVar[ContextFields | None],
+                       Callable[[ContextFields, correlation.Ids], ContextFields]], None] = (
     _python_reads_it if speedups is None else speedups.use_context)

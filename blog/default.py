@@ -70,7 +70,8 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
                  backtrace_trigger: Severity | int | str = Severity.ERROR,
                  strict: bool | None = None,
                  on_close: Callable[[str], object] | None = None,
-                 compact: Compaction | str | int | bool | None = None) -> Session:
+                 compact: Compaction | str | int | bool | None = None,
+                 otel: bool | None = None) -> Session:
     """Send the default session to ``output`` (a path, or any object with ``write(bytes)``).
 
     Left out, ``output`` is the environment variable ``BLOG_FILE`` (else ``app.blog``) and
@@ -126,8 +127,17 @@ def basic_config(output: str | os.PathLike[str] | OutputStream | None = None, *,
     ``strict=True`` makes a literal format that does not fit its call raise
     ``CallSiteError`` (``Session.strict``); by default such an event is logged as text,
     marked, and stderr says so once per call site. Leaving it out keeps what was set.
+
+    ``otel=False`` turns off correlation with OpenTelemetry for the process (every event
+    logged inside a span carries its ``trace_id`` and ``span_id``, and ``@blog.traced``
+    calls are spans, where opentelemetry-api is installed: docs/opentelemetry.md);
+    ``True`` turns it on again; leaving it out keeps what was set (on, unless
+    ``BLOG_OTEL=0``).
     """
     s = default_session()     # (a spawned child's own configuration first)
+    if otel is not None:
+        from . import correlation
+        correlation.use(otel)
     cfg = Config(output, min_severity=min_severity, flush_interval=flush_interval,
                  flush_bytes=flush_bytes, channel_capacity=channel_capacity,
                  overflow=overflow, mode=mode, fsync=fsync, rotate_bytes=rotate_bytes,

@@ -1,5 +1,6 @@
 """The environment variables ``basic_config`` reads for what it is not given: ``BLOG_FILE``
-(the output) and ``BLOG_LEVEL`` (the minimum severity). Set but empty is not set."""
+(the output) and ``BLOG_LEVEL`` (the minimum severity); and ``BLOG_OTEL`` (correlation with
+OpenTelemetry, read once by ``blog.correlation``). Set but empty is not set."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from .errors import ConfigurationError, NotAFile
 FILE_ENV = "BLOG_FILE"
 #: The minimum severity of ``basic_config()`` called without one (default trace).
 LEVEL_ENV = "BLOG_LEVEL"
+#: ``0`` turns off correlation with OpenTelemetry (``blog.correlation``; default on).
+OTEL_ENV = "BLOG_OTEL"
 
 
 def output_from_env(default: str = "app.blog") -> str:
@@ -48,3 +51,17 @@ def severity_from_env(default: int = Severity.TRACE) -> int:
         return to_severity(value)
     except ValueError as exc:
         raise ConfigurationError(f"{LEVEL_ENV}={raw!r}: {exc}") from None
+
+
+def otel_from_env(default: bool = True) -> bool:
+    """Whether ``BLOG_OTEL`` leaves correlation with OpenTelemetry on: ``0``, ``false``,
+    ``no``, ``off`` turn it off, ``1``, ``true``, ``yes``, ``on`` on (any case), unset or
+    empty is ``default``; a ConfigurationError naming the variable for any other value."""
+    raw = os.environ.get(OTEL_ENV, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigurationError(f"{OTEL_ENV}={raw!r}: 0 or 1 (false or true, no or yes, off or on)")

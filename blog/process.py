@@ -11,8 +11,9 @@ were imported in (one ``os.register_at_fork``, made when this module is imported
 1. locks a thread of the parent may have held: the fork guard is released (below); the
    objects whose threads a fork stops are forgotten (they are the parent's); the
    lock of the registry of described types (``blogformat.valuetypes``) and the manifest's
-   in-process lock (``blogstore.manifest``) are made anew (their ``reset_after_fork``),
-   each if its module is loaded;
+   in-process lock (``blogstore.manifest``) are made anew, and the random span ids
+   (``blog.correlation``) seeded anew (their ``reset_after_fork``), each if its module is
+   loaded;
 2. file streams close the files they inherited (their flock is the parent's too);
 3. rotated file sets let go of theirs, with housekeeping of their own;
 4. crash buffers let go of theirs (never unlocking: the lock is the parent's);
@@ -116,7 +117,7 @@ _live: dict[str, weakref.WeakSet[Forked]] = {
 
 #: The modules whose per-process state a child resets (step 1), if they are loaded: each
 #: has ``reset_after_fork()`` (blogformat imports nothing of blog: it is called from here).
-RESET_AFTER_FORK = ("blogformat.valuetypes", "blogstore.manifest")
+RESET_AFTER_FORK = ("blogformat.valuetypes", "blogstore.manifest", "blog.correlation")
 
 #: No fork while this is held (housekeeping holds it around a short-lived file lock).
 fork_guard = threading.Lock()

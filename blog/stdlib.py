@@ -45,7 +45,7 @@ from blogformat.tracebacks import NO_EXCEPTION
 from blogformat.values import type_name
 
 from . import process
-from .contextfields import FIELDS as _CONTEXT
+from .contextfields import fields_now
 from .contextfields import state as _context_state
 from .contextfields import with_context
 from .default import basic_config, default_session
@@ -218,17 +218,21 @@ class BlogHandler(logging.Handler):
     def _push_known(self, msg: str, args: tuple, pathname: str, lineno: int, func: Any,
                     level: int, name: str, clock: int) -> bool:
         """The event of a call site seen before, pushed (or below the minimum): True; False
-        if the site is new, a value does not fit its conversion or fields are in context.
-        Its C twin is ``_stdlib.c``'s site_push."""
-        if _context_state.in_use and _CONTEXT.get() is not None:
-            return False
-        site = self._sites.get((msg, pathname, lineno, func, level, name, len(args)))
+        if the site is new (with these fields in context: ``blog.context``'s, a span's
+        ids) or a value does not fit its conversion. Its C twin is ``_stdlib.c``'s
+        site_push."""
+        c = fields_now() if _context_state.in_use else None
+        in_context = (c.names,) if c is not None else ()
+        site = self._sites.get((msg, pathname, lineno, func, level, name, len(args)) + in_context)
         if site is None and not args:   # a new text: the site's source "{}"
             args = (msg,)
-            site = self._sites.get((None, pathname, lineno, func, level, name, 1))
+            site = self._sites.get((None, pathname, lineno, func, level, name, 1) + in_context)
         if site is None or (site.conversions is not None
                             and not _all_fit(site.conversions, args)):
             return False
+        names: tuple[str, ...] = ()
+        if c is not None:
+            args, names = args + c.values, c.names   # the context's after the record's
         session = self.session
         if site.severity < session.registry.min_severity:
             return True
@@ -237,7 +241,7 @@ class BlogHandler(logging.Handler):
         except AttributeError:
             ch = session.writers.new_writer().channel
         if not ch.push_values(site.source_id, clock, args):
-            ch.on_overflow(site.source_id, clock, site.template, args, ())
+            ch.on_overflow(site.source_id, clock, site.template, args, names)
         return True
 
     def _emit(self, record: logging.LogRecord | CallRecord) -> None:
@@ -284,7 +288,8 @@ class BlogHandler(logging.Handler):
                 process.exception_logged(exc)   # asyncio's hook: logged once
         if record.stack_info:
             fields.setdefault("stack", record.stack_info)
-        fields = with_context(fields)     # blog.context's fields, after the record's
+        own_fields = bool(fields)
+        fields = with_context(fields)     # the fields in context, after the record's
         names = tuple(fields)
         values = tuple(positional) + tuple(fields.values())
         clock = int(record.created * 1e9)
@@ -308,12 +313,14 @@ class BlogHandler(logging.Handler):
                               _conversions(tpl) if style == STYLE_PRINTF else None)
             if len(self._sites) < MAX_SITES:
                 self._sites[key] = site
-                if not names and type(record.args) is tuple and type(record.msg) is str:
-                    # the key the common case looks up: the record's own attributes
+                if not own_fields and type(record.args) is tuple and type(record.msg) is str:
+                    # the key the common case looks up: the record's own attributes (and
+                    # the names of the fields in context, its only fields)
+                    in_context = (names,) if names else ()
                     if fmt is record.msg:
-                        self._sites[(fmt,) + place + (len(positional),)] = site
+                        self._sites[(fmt,) + place + (len(positional),) + in_context] = site
                     elif not record.args and positional[0] is record.msg:
-                        self._sites[(None,) + place + (1,)] = site
+                        self._sites[(None,) + place + (1,) + in_context] = site
         session.writers.writer().push_event(site.source_id, clock, site.template, values, names)
 
     def _own_names(self, record: logging.LogRecord | CallRecord) -> set[str]:

@@ -344,6 +344,7 @@ def python_twins() -> list[tuple[object, str, object]]:
     twin (``Channel`` of ``blog.pipeline.channel``, ...), where it is read: (module, name,
     the Python twin)."""
     import blog.contextfields as contextfields
+    import blog.correlation as correlation
     import blog.integrations.event as event
     import blog.integrations.traced as traced
     import blog.pipeline.channel as channel
@@ -359,6 +360,8 @@ def python_twins() -> list[tuple[object, str, object]]:
             (summary, "tally", summary.py_tally), (parts, "event_bounds", parts.py_event_bounds),
             (logger, "Method", logger._python_alone), (logger, "noop", logger._disabled),
             (contextfields, "use_context", contextfields._python_reads_it),
+            *((correlation, name, correlation._python_reads_it)
+              for name in ("use_correlation", "use_otel", "seed_ids", "use_spans")),
             (event, "EventCall", event._python_alone),
             (traced, "TracedCall", traced._python_alone),
             (stdlib, "RecordHandler", None), (stdlibcalls, "RecordHandler", None),
@@ -429,6 +432,29 @@ def traced_by_reference(fn: Callable, **options) -> Callable:
         return traced.traced(fn, **options)
     finally:
         traced.TracedCall, traced._simple = chosen, simple
+
+
+def without_span(fields: dict) -> dict:
+    """An event's fields without a span's (``trace_id``, ``span_id``, ``parent_span_id``:
+    ``blog.correlation``), which a traced call's events carry where OpenTelemetry is
+    installed."""
+    return {k: v for k, v in fields.items() if k not in SPAN_FIELDS}
+
+
+#: The fields of a span's ids (docs/opentelemetry.md).
+SPAN_FIELDS = ("trace_id", "span_id", "parent_span_id")
+
+
+def span_shape(fields: dict) -> dict:
+    """An event's fields with each span id replaced by what it is (its length in hex
+    digits, or None): what two paths writing the same calls agree on."""
+    shaped = dict(fields)
+    for k in SPAN_FIELDS:
+        if k in shaped:
+            v = shaped[k]
+            shaped[k] = None if v is None else (
+                f"<{len(v)} hex>" if re.fullmatch(r"[0-9a-f]+", v) else v)
+    return shaped
 
 
 # --- a local S3-compatible server (moto) ---------------------------------------------------

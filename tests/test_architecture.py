@@ -265,7 +265,8 @@ def test_blog_chooses_each_c_twin_once_at_import():
                         in_functions.append(f"{name}:{n.lineno}")
     assert in_functions == []
     assert readers == {"blog.pipeline.channel", "blog.pipeline.summary", "blog.pipeline.parts",
-                       "blog.pipeline.logger", "blog.contextfields", "blog.integrations.event",
+                       "blog.pipeline.logger", "blog.contextfields", "blog.correlation",
+                       "blog.integrations.event",
                        "blog.integrations.traced", "blog.stdlibcalls"}
 
 

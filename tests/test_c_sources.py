@@ -56,7 +56,8 @@ def test_the_shared_helpers_are_defined_once():
 #: only files of a lower level. The reader: the module, the Renderer, its outputs, the walk
 #: over a frame, the text of messages and values. The writer: the module, the call paths (a
 #: logger's methods, @blog.event, @blog.traced, the logging bridge), the channel, the
-#: values' encoding, the per-source tally and the parts, and the context fields. A name
+#: values' encoding, the per-source tally and the parts, the context fields, and the span's
+#: ids they take from correlation. A name
 #: with a folder is a path from the repository's root; without, a file of the package.
 LEVELS = {
     "bread": {"bread/decode/_speedups.c": 4, "bread/decode/_native.c": 3,
@@ -67,7 +68,8 @@ LEVELS = {
              "blog/integrations/_event.c": 3, "blog/integrations/_traced.c": 3,
              "blog/_stdlib.c": 3, "blog/pipeline/_callpath.h": 3, "blog/pipeline/_channel.c": 2,
              "blogformat/_valueencoding.c": 1, "blog/pipeline/_summary.c": 1,
-             "blog/pipeline/_parts.c": 1, "blog/_contextfields.c": 0},
+             "blog/pipeline/_parts.c": 1, "blog/_contextfields.c": 1,
+             "blog/_correlation.c": 0},
 }
 
 
@@ -152,6 +154,8 @@ RECORDS = [
     ("blog/pipeline/_logger.c", "SITE", "blog.pipeline.logger", "SiteEntry"),
     ("blog/pipeline/_logger.c", "CONTEXT", "blog.pipeline.logger", "ContextEntry"),
     ("blog/pipeline/_logger.c", "CFIELDS", "blog.contextfields", "ContextFields"),
+    ("blog/_extension.h", "IDS", "blog.correlation", "Ids"),
+    ("blog/_extension.h", "SPAN", "blog.correlation", "Span"),
     ("blog/integrations/_traced.c", "SIDS", "blog.integrations.traced", "FastSources"),
     ("blog/pipeline/_channel.c", "MARK", "blog.pipeline.channel", "Mark"),
     ("blog/integrations/_traced.c", "PLAN", "blog.integrations.traced", "FastPlan"),

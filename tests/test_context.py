@@ -164,8 +164,10 @@ def test_bread_shows_context_fields_in_text_and_json(tmp_path):
 def test_a_process_that_never_uses_context_never_looks_at_it(tmp_path):
     # Proves the "pays nothing" rule where it is decided: until context or bind is first
     # called, the call paths do not read the context variable (blog.contextfields.state;
-    # on the C path the static the level methods test is NULL).
+    # on the C path the static the level methods test is NULL). Correlation with
+    # OpenTelemetry off: installed, it is a context of its own (tests/test_correlation.py).
     r = run_python("""
+        import os; os.environ["BLOG_OTEL"] = "0"
         import io, blog, blog.contextfields as c
         s = blog.Session(); log = s.get_logger()
         for i in range(3): log.info("x {}", i)

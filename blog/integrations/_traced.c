@@ -1,9 +1,10 @@
 /* blog/integrations/_traced.c: TracedCall, a plain function decorated with @blog.traced,
  * with a C fast path; its twin is blog/integrations/traced.py (the _Tracer and its
  * wrapper), which it calls for anything but the common case: a call whose arguments bind
- * as _Tracer.bind_plain binds them, no backtrace kept, no fields in context, the thread's
- * channel below its limit. Then the call event, the call and the return event cost no
- * Python call of blog's.
+ * as _Tracer.bind_plain binds them, no backtrace kept, no fields in context (but a span's
+ * ids), the thread's channel below its limit. Then the call event, the call and the return
+ * event cost no Python call of blog's. Where correlation is on (blog/_correlation.c), the
+ * call is a span: its events carry its ids, and it is the current span while it runs.
  */
 #include "../pipeline/_callpath.h"
 
@@ -14,12 +15,12 @@
 enum {
     PLAN_TRACER, PLAN_LOGGER, PLAN_REGISTRY, PLAN_LOCAL, PLAN_SEVERITY, PLAN_NAMES,
     PLAN_DEFAULTS, PLAN_REQUIRED, PLAN_LIVE, PLAN_POSITIONAL, PLAN_POSONLY, PLAN_SHOWN_AT, PLAN_RESULT,
-    PLAN_FIELDS
+    PLAN_SPANS, PLAN_FIELDS
 };
 
 /* What TracedCall reads of blog.integrations.traced.FastSources (the tracer's fast_sids),
  * by position, likewise. */
-enum { SIDS_CALL, SIDS_RETURNED, SIDS_FIELDS };
+enum { SIDS_CALL, SIDS_RETURNED, SIDS_CALL_SPAN, SIDS_RETURNED_SPAN, SIDS_FIELDS };
 
 /* The most parameters a function on the fast path takes (FastPlan checks it too). */
 #define MAX_PARAMS 64
@@ -47,8 +48,11 @@ typedef struct {
     Py_ssize_t shown_at[MAX_PARAMS];
     long severity;
     int result;          /* the return event holds the result */
+    int spans;           /* its calls are spans where correlation is on */
     long long call_sid;  /* the sources of a call without context; -1 until registered */
     long long return_sid;
+    long long call_span_sid;     /* the same, with a span's fields */
+    long long return_span_sid;
 } TracedCall;
 
 /* time.perf_counter_ns(): the clock of the Python path's durations. */
@@ -64,24 +68,31 @@ perf_ns(void)
 #endif
 }
 
-/* The source ids once the Python path registered them (tracer.fast_sids): 1 set, 0 not
- * yet, -1 error. */
+/* The source ids once the Python path registered them (tracer.fast_sids), those of a
+ * span's events if `spans`: 1 set, 0 not yet, -1 error. */
 static int
-ready(TracedCall *self)
+ready(TracedCall *self, int spans)
 {
+    if (spans ? self->call_span_sid >= 0 && self->return_span_sid >= 0
+              : self->call_sid >= 0 && self->return_sid >= 0)
+        return 1;
     PyObject *sids = PyObject_GetAttr(self->tracer, str_fast_sids);
     if (sids == NULL)
         return -1;
     int r = 0;
     if (PyTuple_Check(sids) && PyTuple_GET_SIZE(sids) == SIDS_FIELDS) {
-        long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, SIDS_CALL));
-        long long ret = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, SIDS_RETURNED));
-        if ((c == -1 || ret == -1) && PyErr_Occurred())
+        long long v[SIDS_FIELDS];
+        for (int i = 0; i < SIDS_FIELDS; i++)
+            v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(sids, i));
+        if (PyErr_Occurred())
             r = -1;
         else {
-            self->call_sid = c;
-            self->return_sid = ret;
-            r = 1;
+            self->call_sid = v[SIDS_CALL];
+            self->return_sid = v[SIDS_RETURNED];
+            self->call_span_sid = v[SIDS_CALL_SPAN];
+            self->return_span_sid = v[SIDS_RETURNED_SPAN];
+            r = (spans ? self->call_span_sid >= 0 && self->return_span_sid >= 0
+                       : self->call_sid >= 0 && self->return_sid >= 0);
         }
     }
     Py_DECREF(sids);
@@ -168,35 +179,61 @@ bind(TracedCall *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
     return 1;
 }
 
-/* The Python path's method (returned or raised) with the call's start and `value`. */
+/* The Python path's method (returned or raised) with the call's start, `value` and its
+ * span (NULL: none). */
 static PyObject *
-call_tracer(TracedCall *self, PyObject *method, long long start, PyObject *value)
+call_tracer(TracedCall *self, PyObject *method, long long start, PyObject *value,
+            PyObject *span)
 {
     PyObject *st = PyLong_FromLongLong(start);
     if (st == NULL)
         return NULL;
-    PyObject *r = PyObject_CallMethodObjArgs(self->tracer, method, st, value, NULL);
+    PyObject *r = PyObject_CallMethodObjArgs(self->tracer, method, st, value,
+                                             span != NULL ? span : Py_None, NULL);
     Py_DECREF(st);
     return r;
 }
 
-/* After the call returned `res` (stolen): its return event; res, or NULL on error. */
+/* The values of a span's event (`vals`, `n` of them, room for 3 more) and the span's ids
+ * after them (then its parent's, with `parent`), pushed under `sid` where no fields of
+ * blog.context are in context: as push_call. */
+static int
+push_span_event(TracedCall *self, long long sid, PyObject **vals, Py_ssize_t n,
+                PyObject *span, int parent)
+{
+    int ctx = in_blog_context();
+    if (ctx != 0)
+        return ctx < 0 ? -1 : 0;
+    PyObject *ids = PyTuple_GET_ITEM(PyTuple_GET_ITEM(span, SPAN_IDS), IDS_VALUES);
+    vals[n++] = PyTuple_GET_ITEM(ids, 0);
+    vals[n++] = PyTuple_GET_ITEM(ids, 1);
+    if (parent)
+        vals[n++] = PyTuple_GET_ITEM(span, SPAN_PARENT);
+    return push_values_now(self->local, self->key, sid, vals, n,
+                           ~0ULL);    /* every value shown by !r or a spec */
+}
+
+/* After the call returned `res` (stolen): its return event (the end of `span`, NULL:
+ * none); res, or NULL on error. */
 static PyObject *
-returned(TracedCall *self, long long start, PyObject *res)
+returned(TracedCall *self, long long start, PyObject *res, PyObject *span)
 {
     long long end = perf_ns();
     int on = enabled(self);
-    if (on == 1 && self->return_sid < 0)
+    if (on == 1 && (span != NULL ? self->return_span_sid : self->return_sid) < 0)
         on = 2;     /* not registered yet: the Python path registers it */
     if (on == 1) {
         PyObject *ms = PyFloat_FromDouble((double)(end - start) / 1e6);
         if (ms == NULL)
             on = -1;
         else {
-            PyObject *vals[2] = {res, ms};
-            int pushed = push_call(self->local, self->key, self->return_sid,
-                                   self->result ? vals : vals + 1, self->result ? 2 : 1,
-                                   ~0ULL);    /* every value shown by !r or a spec */
+            PyObject *vals[5] = {res, ms, NULL, NULL, NULL};
+            PyObject **first = self->result ? vals : vals + 1;
+            Py_ssize_t n = self->result ? 2 : 1;
+            int pushed = span != NULL
+                ? push_span_event(self, self->return_span_sid, first, n, span, 0)
+                : push_call(self->local, self->key, self->return_sid, first, n,
+                            ~0ULL);    /* every value shown by !r or a spec */
             Py_DECREF(ms);
             on = pushed < 0 ? -1 : pushed ? 0 : 2;
         }
@@ -205,23 +242,24 @@ returned(TracedCall *self, long long start, PyObject *res)
         Py_CLEAR(res);
     if (on <= 0)    /* logged, not logged, or an error */
         return res;
-    PyObject *r = call_tracer(self, str_returned, start, res);   /* returns res */
+    PyObject *r = call_tracer(self, str_returned, start, res, span);   /* returns res */
     Py_DECREF(res);
     return r;
 }
 
-/* After the call raised: its event (the Python path's, which captures the exception), then
- * the exception goes on; an exception logging it raised goes instead, the first its
- * context, as from the Python wrapper's except clause. Always NULL. */
+/* After the call raised: its event (the Python path's, which captures the exception; the
+ * end of `span`, NULL: none), then the exception goes on; an exception logging it raised
+ * goes instead, the first its context, as from the Python wrapper's except clause. Always
+ * NULL. */
 static PyObject *
-raised(TracedCall *self, long long start)
+raised(TracedCall *self, long long start, PyObject *span)
 {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
     if (tb != NULL)
         PyException_SetTraceback(value, tb);
-    PyObject *r = call_tracer(self, str_raised, start, value);
+    PyObject *r = call_tracer(self, str_raised, start, value, span);
     if (r != NULL) {
         Py_DECREF(r);
         PyErr_Restore(type, value, tb);
@@ -242,26 +280,58 @@ raised(TracedCall *self, long long start)
     return NULL;
 }
 
+/* The call event of a call (the values logged in `shown`, room for 3 more) as a span, which
+ * it makes (*span, a new reference): its ids and parent after the values. As push_call. */
+static int
+push_span_call(TracedCall *self, PyObject **shown, PyObject **span)
+{
+    int ctx = in_blog_context();
+    if (ctx != 0)
+        return ctx < 0 ? -1 : 0;
+    if ((*span = blog_new_span()) == NULL)
+        return -1;
+    int r = push_span_event(self, self->call_span_sid, shown, self->nshown, *span, 1);
+    if (r <= 0)
+        Py_CLEAR(*span);
+    return r;
+}
+
+/* The span that was current before the call's is again (the token's, stolen); an
+ * exception being raised stays as it is. */
+static void
+leave_span(PyObject *token)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (PyContextVar_Reset(blog_span_var, token) < 0)
+        PyErr_Clear();    /* (a sync call cannot change its caller's context) */
+    Py_DECREF(token);
+    PyErr_Restore(type, value, tb);
+}
+
 static PyObject *
 traced_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     TracedCall *self = (TracedCall *)op;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *span = NULL, *token = NULL;
     int on = enabled(self);
     if (on < 0)
         return NULL;
     if (on == 2)
         goto slow;
     if (on == 1) {
-        PyObject *vals[MAX_PARAMS], *shown[MAX_PARAMS];
-        int r = self->return_sid < 0 ? ready(self) : 1;
+        PyObject *vals[MAX_PARAMS], *shown[MAX_PARAMS + 3];
+        int spans = self->spans && blog_correlation != CORR_OFF;
+        int r = ready(self, spans);
         if (r > 0)
             r = bind(self, args, nargs, kwnames, vals);
         if (r > 0) {
             for (Py_ssize_t i = 0; i < self->nshown; i++)
                 shown[i] = vals[self->shown_at[i]];
-            r = push_call(self->local, self->key, self->call_sid, shown, self->nshown,
-                          ~0ULL);    /* every value shown by !r */
+            r = spans ? push_span_call(self, shown, &span)
+                      : push_call(self->local, self->key, self->call_sid, shown, self->nshown,
+                                  ~0ULL);    /* every value shown by !r */
             for (Py_ssize_t i = 0; i < self->nparams; i++)
                 Py_DECREF(vals[i]);
         }
@@ -269,12 +339,20 @@ traced_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
             return NULL;
         if (r == 0)    /* sources not registered yet, not bound here, or not pushed here */
             goto slow;
+        if (span != NULL && (token = PyContextVar_Set(blog_span_var, span)) == NULL) {
+            Py_DECREF(span);
+            return NULL;
+        }
     }
     long long start = perf_ns();
     PyObject *res = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    if (token != NULL)
+        leave_span(token);
     /* The minimum in force when it ends decides, as in Python (the exception's severity
      * is its own). */
-    return res == NULL ? raised(self, start) : returned(self, start, res);
+    res = res == NULL ? raised(self, start, span) : returned(self, start, res, span);
+    Py_XDECREF(span);
+    return res;
 slow:
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
@@ -350,7 +428,7 @@ traced_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
     if (self == NULL)
         return NULL;
     self->vectorcall = traced_vectorcall;
-    self->call_sid = self->return_sid = -1;
+    self->call_sid = self->return_sid = self->call_span_sid = self->return_span_sid = -1;
     Py_INCREF(fn); self->fn = fn;
     Py_INCREF(fallback); self->fallback = fallback;
     self->tracer = plan_item(plan, PLAN_TRACER, NULL);
@@ -372,6 +450,7 @@ traced_new(PyTypeObject *type, PyObject *args, PyObject *Py_UNUSED(kwds))
     self->positional = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, PLAN_POSITIONAL));
     self->posonly = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, PLAN_POSONLY));
     self->result = PyObject_IsTrue(PyTuple_GET_ITEM(plan, PLAN_RESULT));
+    self->spans = PyObject_IsTrue(PyTuple_GET_ITEM(plan, PLAN_SPANS));
     if (PyErr_Occurred())
         goto fail;
     if (self->nparams > MAX_PARAMS || PyTuple_GET_SIZE(self->defaults) != self->nparams

@@ -13,8 +13,8 @@ from blogformat.severity import Severity, to_severity
 from blogformat.values import type_name
 
 from ..accel import speedups
+from ..contextfields import fields_now
 from ..contextfields import state as context_state
-from ..contextfields import with_context
 from ..default import default_session
 from ..pipeline.session import Session
 from ..pipeline.source import CallSiteError, TooManySources, check_template
@@ -72,15 +72,20 @@ def event(fmt: str, *, severity: Severity | int | str = Severity.INFO, category:
                           sev, category)
         wrapper = _python_wrapper(fn, site)
         # The C fast path in front, where built: plain arguments, enabled, channel below
-        # its limit.
+        # its limit, fields in context whose source the Python wrapper registered.
         fast = EventCall(site.logger, sev, site.source.id, len(site.names),
-                         site.session.writers.local, fn if site.run_body else None, wrapper)
+                         site.session.writers.local, fn if site.run_body else None, wrapper,
+                         site.context_sids)
         if fast is not wrapper:
             functools.update_wrapper(fast, fn)
             fast.source = site.source  # type: ignore[attr-defined]
         return fast  # type: ignore[return-value]
 
     return decorate
+
+
+#: Sets of context field names whose sources an event function keeps for the C path.
+MAX_CONTEXT_SIDS = 256
 
 
 class _EventSite:
@@ -116,16 +121,30 @@ class _EventSite:
             template=self.template, arg_names=names[:k])
         self.source = self._add_source(key=None, field_names=self.field_names)
         self.run_body = not _has_empty_body(fn)
+        #: The source of a call per set of context field names none of its parameters
+        #: takes (read by the C EventCall too): its values are the call's, then the
+        #: context's.
+        self.context_sids: dict[tuple[str, ...], int] = {}
 
-    def in_context(self, values: tuple, fields: dict) -> tuple[int, tuple, tuple]:
-        """(source id, values, field names) of a call with ``fields`` in context: a
-        source of its own per set of context field names."""
+    def in_context(self, values: tuple, names: tuple[str, ...],
+                   context_values: tuple) -> tuple[int, tuple, tuple]:
+        """(source id, values, field names) of a call with fields ``names`` in context: a
+        source of its own per set of context field names (a parameter wins over a context
+        field of its name)."""
+        sid = self.context_sids.get(names)
+        if sid is not None:
+            return sid, values + context_values, self.field_names + names
+        fields = {n: v for n, v in zip(names, context_values) if n not in self.names}
+        if not fields:
+            return self.source.id, values, self.field_names
         names_now = self.field_names + tuple(fields)
         try:
             src = self._add_source(key=("event", self.source.id, names_now),
                                    field_names=names_now)
         except TooManySources:      # the stream is full of sources: without context
             return self.source.id, values, self.field_names
+        if len(fields) == len(names) and len(self.context_sids) < MAX_CONTEXT_SIDS:
+            self.context_sids[names] = src.id
         return src.id, values + tuple(fields.values()), names_now
 
 
@@ -150,12 +169,9 @@ def _python_wrapper(fn: Callable[..., Any], site: _EventSite) -> Callable[..., A
                 values = tuple(bound.arguments[n] for n in names)
             else:
                 values = args
-            extra = with_context({}) if ctx.in_use else None
-            if extra:
-                for n in names:
-                    extra.pop(n, None)     # a parameter wins over a context field
-            if extra:
-                src_id, values, names_now = in_context(values, extra)
+            c = fields_now() if ctx.in_use else None
+            if c is not None:
+                src_id, values, names_now = in_context(values, c.names, c.values)
                 writer_of().push_event(src_id, clock_ns(), tpl, values, names_now)
             else:
                 writer_of().push_event(sid, clock_ns(), tpl, values, field_names)
@@ -168,8 +184,8 @@ def _python_wrapper(fn: Callable[..., Any], site: _EventSite) -> Callable[..., A
 
 
 def _python_alone(logger: Any, severity: int, source_id: int, nparams: int, local: Any,
-                  body: Callable[..., Any] | None,
-                  wrapper: Callable[..., Any]) -> Callable[..., Any]:
+                  body: Callable[..., Any] | None, wrapper: Callable[..., Any],
+                  context_sids: dict[tuple[str, ...], int]) -> Callable[..., Any]:
     """The pure-Python path's ``EventCall``: the Python wrapper, with nothing in front."""
     return wrapper
 

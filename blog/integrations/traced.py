@@ -12,6 +12,11 @@ Sync and async functions, generators and async generators (from the first item t
 the last, or to where the loop left them) all work; fields in context
 (``blog.context``) are added as everywhere.
 
+Where correlation with OpenTelemetry is on (``blog.correlation``), each logged call is a
+span: its events carry ``trace_id`` and ``span_id``, its call event ``parent_span_id``
+too (None: a root span), and the events logged inside a plain or async function's call
+carry its ids (docs/opentelemetry.md).
+
 A call binds its arguments without ``inspect.Signature.bind`` where it can
 (``_Tracer.bind_plain``). A plain sync function gets a C wrapper in front
 (``_traced.c`` beside this module, ``TracedCall``): its calls go from C into the thread's
@@ -32,6 +37,7 @@ from blogformat.severity import Severity, to_severity
 
 from ..accel import speedups
 from ..contextfields import state as context_state
+from ..correlation import IDS, PARENT, Span, enter_span, leave_span, new_span
 from ..contextfields import with_context
 from ..default import default_session
 from ..pipeline.session import Session
@@ -53,11 +59,13 @@ def _simple(params: Iterable[inspect.Parameter]) -> bool:
 
 
 class FastSources(NamedTuple):
-    """The sources of a call without context (a tracer's ``fast_sids``). The C
-    ``TracedCall`` reads it by position: ``_traced.c``'s SIDS_* indices name these fields in
-    this order."""
-    call: int       # the call event's source id
-    returned: int   # the return event's
+    """The sources of a call without context (a tracer's ``fast_sids``), -1 where not
+    registered yet. The C ``TracedCall`` reads it by position: ``_traced.c``'s SIDS_*
+    indices name these fields in this order."""
+    call: int            # the call event's source id
+    returned: int        # the return event's
+    call_span: int       # the same, with the span's fields (correlation on)
+    returned_span: int
 
 
 class FastPlan(NamedTuple):
@@ -76,6 +84,7 @@ class FastPlan(NamedTuple):
     posonly: int              # how many only by position
     shown_at: tuple[int, ...]  # the indices of the parameters logged
     result: bool              # the return event holds the result
+    spans: bool               # its calls are spans where correlation is on
 
 
 class _Tracer:
@@ -128,6 +137,10 @@ class _Tracer:
         self._seen = (getattr(self.live, "__defaults__", None), self.defaults)
         self._signature = (self.defaults, self.signature)
         self.result_names = ("result", "duration_ms") if result else ("duration_ms",)
+        # A call is a span where correlation is on, unless an argument logged takes a name
+        # of the span's fields.
+        self.spans = not set(self.shown) & {*IDS, PARENT}
+        self.span_names = (self.shown + IDS + (PARENT,), self.result_names + IDS)
         #: The sources of a call and its return once both are registered for calls without
         #: context: the C fast path (TracedCall) reads it until it is set.
         self.fast_sids: FastSources | None = None
@@ -153,13 +166,15 @@ class _Tracer:
         return src
 
     def _ready(self) -> None:
-        """Set ``fast_sids`` once the sources of a call without context are registered."""
-        call = self._sources.get((_CALL, self.shown))
-        ret = self._sources.get((_RETURN, self.result_names))
-        reg = self.registry
-        if call is not None and ret is not None and not (reg.is_overflow(call)
-                                                         or reg.is_overflow(ret)):
-            self.fast_sids = FastSources(call.id, ret.id)
+        """Set ``fast_sids`` once the sources of a call without context are registered,
+        with the span's fields or without."""
+        def sid(kind: str, names: tuple[str, ...]) -> int:
+            src = self._sources.get((kind, names))
+            return -1 if src is None or self.registry.is_overflow(src) else src.id
+        call, ret = sid(_CALL, self.shown), sid(_RETURN, self.result_names)
+        span_call, span_ret = (sid(_CALL, self.span_names[0]), sid(_RETURN, self.span_names[1]))
+        if min(call, ret) >= 0 or min(span_call, span_ret) >= 0:
+            self.fast_sids = FastSources(call, ret, span_call, span_ret)
 
     def log(self, kind: str, fields: dict[str, Any]) -> None:
         sev = self.error_severity if kind == _RAISE else self.severity
@@ -191,14 +206,22 @@ class _Tracer:
             writer.write_backtrace()
         writer.push_event(src.id, clock, src.template, values, names)
 
-    def enter(self, args: tuple, kwargs: dict) -> int:
+    def enter(self, args: tuple, kwargs: dict) -> tuple[int, Span | None]:
+        """Log a call's start: its start time, and its span (None: not logged, or
+        correlation off)."""
         bt = self.registry.backtrace
         least = self.logger.threshold
         if bt is not None:
             least = min(least, bt.least)
+        span = None
         if self.severity >= least:
-            self.log(_CALL, self.fields(args, kwargs))
-        return time.perf_counter_ns()
+            fields = self.fields(args, kwargs)
+            span = new_span() if self.spans else None
+            if span is not None:
+                fields.update(zip(IDS, span.ids.values))
+                fields[PARENT] = span.parent
+            self.log(_CALL, fields)
+        return time.perf_counter_ns(), span
 
     def fields(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         """The logged arguments of a call, by name: as ``inspect.Signature.bind`` with the
@@ -275,17 +298,27 @@ class _Tracer:
         """What the C fast path reads of this tracer."""
         return FastPlan(self, self.logger, self.registry, self.local,
                         self.severity, tuple(self.index), self.defaults, _REQUIRED,
-                        self.live, self.positional, self.posonly, self.shown_at, self.result)
+                        self.live, self.positional, self.posonly, self.shown_at, self.result,
+                        self.spans)
 
-    def returned(self, start: int, value: Any) -> Any:
-        """Log the return of ``value``; ``value``, for the wrapper to return."""
+    def returned(self, start: int, value: Any, span: Span | None = None) -> Any:
+        """Log the return of ``value`` (the end of ``span``); ``value``, for the wrapper to
+        return."""
         ms = (time.perf_counter_ns() - start) / 1e6
-        self.log(_RETURN, {"result": value, "duration_ms": ms} if self.result
-                 else {"duration_ms": ms})
+        fields: dict[str, Any] = ({"result": value, "duration_ms": ms} if self.result
+                                  else {"duration_ms": ms})
+        if span is not None:
+            fields.update(zip(IDS, span.ids.values))
+        self.log(_RETURN, fields)
         return value
 
-    def raised(self, start: int, exc: BaseException) -> None:
-        self.log(_RAISE, {"exception": exc, "duration_ms": (time.perf_counter_ns() - start) / 1e6})
+    def raised(self, start: int, exc: BaseException, span: Span | None = None) -> None:
+        """Log the exception a call raised (the end of ``span``, in error)."""
+        fields: dict[str, Any] = {"exception": exc,
+                                  "duration_ms": (time.perf_counter_ns() - start) / 1e6}
+        if span is not None:
+            fields.update(zip(IDS, span.ids.values))
+        self.log(_RAISE, fields)
 
 
 def _defaults_owner(fn: Callable[..., Any]) -> types.FunctionType | None:
@@ -347,7 +380,7 @@ def _async_generator(f: Any, t: _Tracer) -> Any:
     generator, by hand (values sent and exceptions thrown in reach the inner one)."""
     @functools.wraps(f)
     async def agen(*args: Any, **kwargs: Any) -> Any:
-        start = t.enter(args, kwargs)
+        start, span = t.enter(args, kwargs)
         inner = f(*args, **kwargs)
         try:
             item = await inner.__anext__()
@@ -356,7 +389,7 @@ def _async_generator(f: Any, t: _Tracer) -> Any:
                     sent = yield item
                 except GeneratorExit:   # closed before its end (a loop left early)
                     await inner.aclose()
-                    t.returned(start, None)
+                    t.returned(start, None, span)
                     raise
                 except BaseException as exc:
                     item = await inner.athrow(exc)
@@ -364,11 +397,11 @@ def _async_generator(f: Any, t: _Tracer) -> Any:
                     item = await (inner.asend(sent) if sent is not None
                                   else inner.__anext__())
         except StopAsyncIteration:
-            t.returned(start, None)
+            t.returned(start, None, span)
         except GeneratorExit:
             raise
         except BaseException as exc:
-            t.raised(start, exc)
+            t.raised(start, exc, span)
             raise
     return agen
 
@@ -377,31 +410,36 @@ def _coroutine(f: Any, t: _Tracer) -> Any:
     """The wrapper of an async function."""
     @functools.wraps(f)
     async def coro(*args: Any, **kwargs: Any) -> Any:
-        start = t.enter(args, kwargs)
+        start, span = t.enter(args, kwargs)
+        token = enter_span(span)    # the current span of what it logs, and of its tasks
         try:
-            value = await f(*args, **kwargs)
+            try:
+                value = await f(*args, **kwargs)
+            finally:
+                leave_span(token)
         except BaseException as exc:
-            t.raised(start, exc)
+            t.raised(start, exc, span)
             raise
-        return t.returned(start, value)
+        return t.returned(start, value, span)
     return coro
 
 
 def _generator(f: Any, t: _Tracer) -> Any:
     """The wrapper of a generator function: from the first item to the last, or to where
-    the loop left it."""
+    the loop left it. (Its span is not the current one of what it logs: a generator runs
+    in its caller's context, between its items too.)"""
     @functools.wraps(f)
     def gen(*args: Any, **kwargs: Any) -> Any:
-        start = t.enter(args, kwargs)
+        start, span = t.enter(args, kwargs)
         try:
             value = yield from f(*args, **kwargs)
         except GeneratorExit:       # closed before its end (a loop left early)
-            t.returned(start, None)
+            t.returned(start, None, span)
             raise
         except BaseException as exc:
-            t.raised(start, exc)
+            t.raised(start, exc, span)
             raise
-        return t.returned(start, value)
+        return t.returned(start, value, span)
     return gen
 
 
@@ -410,20 +448,24 @@ def _function(f: Any, t: _Tracer) -> Any:
     front of it where the arguments bind plainly (``_Tracer.simple``)."""
     @functools.wraps(f)
     def call(*args: Any, **kwargs: Any) -> Any:
-        start = t.enter(args, kwargs)
+        start, span = t.enter(args, kwargs)
+        token = enter_span(span)    # the current span of what it logs
         try:
-            value = f(*args, **kwargs)
+            try:
+                value = f(*args, **kwargs)
+            finally:
+                leave_span(token)
         except BaseException as exc:
             # From the traced function on, without this frame: as from the C
             # wrapper, in the file and for the caller.
             exc.__traceback__ = exc.__traceback__ and exc.__traceback__.tb_next
-            t.raised(start, exc)
+            t.raised(start, exc, span)
             raise
-        return t.returned(start, value)
+        return t.returned(start, value, span)
     if not t.simple:
         return call
     # The C fast path in front, where built: arguments bound as bind_plain binds them, no
-    # backtrace kept, no fields in context, the channel below its limit.
+    # backtrace kept, no fields in context (but the span's own), the channel below its limit.
     wrapper = TracedCall(t.plan(), f, call)
     return wrapper if wrapper is call else functools.update_wrapper(wrapper, f)
 

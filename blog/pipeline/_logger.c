@@ -1,7 +1,7 @@
 /* blog/pipeline/_logger.c: Method, a logger's level method (log.info and friends) with a
  * C fast path; its twin is blog/pipeline/logger.py (_make_method), which it calls for anything
- * but the common case: a call site seen before (inside a context: with the same context
- * field names), values the channel takes. Then a call is: find the site by the caller's
+ * but the common case: a call site seen before (inside a context or a span: with the same
+ * context field names), values the channel takes. Then a call is: find the site by the caller's
  * instruction offset, and push the values (then the context's) into the thread's channel
  * (blog/pipeline/_channel.c).
  */
@@ -100,8 +100,8 @@ same_context_names(PyObject *cached, PyObject *names)
     return PyObject_RichCompareBool(cached, names, Py_EQ);
 }
 
-/* A call with fields in context: its values, then the context's (``ctx`` is the context
- * variable's ContextFields), pushed under the source the Python method registered for
+/* A call with fields in context: its values, then the context's (``ctx`` is a ContextFields,
+ * or a span's Ids: blog_fields_now), pushed under the source the Python method registered for
  * this site and these context names. 1 pushed; 0 the Python method's; -1 error. */
 static int
 context_call(Method *self, PyCodeObject *code, int lasti, size_t h, PyObject *const *args,
@@ -196,9 +196,10 @@ method_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     size_t h = ((size_t)code >> 4) ^ (size_t)lasti;
     int slot = (int)((h ^ (h >> 7)) & (SITE_CACHE - 1));
     Py_DECREF(code);   /* the cached entry's tuple holds it, or the call goes slow */
-    if (blog_context_var != NULL) {     /* context fields were used in this process */
-        PyObject *ctx;
-        if (PyContextVar_Get(blog_context_var, Py_None, &ctx) < 0)
+    /* Context fields were used in this process, or a span's ids may be in context. */
+    if (blog_context_var != NULL || may_have_ids()) {
+        PyObject *ctx = blog_fields_now();
+        if (ctx == NULL)
             return NULL;
         if (ctx != Py_None) {
             int pushed = context_call(self, code, lasti, h, args, nargs, kwnames, nkw, ctx);

@@ -12,7 +12,7 @@ from blogformat.severity import Severity, to_severity
 from blogformat.values import PLAIN_TYPES, safe_str, type_name
 
 from ..accel import speedups
-from ..contextfields import FIELDS as _CONTEXT
+from ..contextfields import fields_now
 from ..contextfields import state as _context_state
 from ..contextfields import with_context
 from ..report import report
@@ -108,7 +108,7 @@ def _make_method(lg: Logger, level: int, sites: dict[int, SiteEntry],
     clock_ns = _time_ns
     key_of = site_key
     ctx = _context_state
-    ctx_get = _CONTEXT.get
+    ctx_get = fields_now
     ctx_sites = lg._context_sites
 
     def method(fmt: str, /, *args: Any, **fields: Any) -> None:
@@ -304,7 +304,7 @@ class Logger:
         if _context_state.in_use:
             merged = with_context(fields)
             if merged is not fields:   # the site's cache entry is for calls without context
-                c = _CONTEXT.get()
+                c = fields_now()
                 if (sites is not None and c is not None and f is not _NO_FRAME
                         and type(fmt) is str    # (a computed format is never cached)
                         and not any(n in fields for n in c.names)):   # a level method's

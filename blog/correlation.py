@@ -23,11 +23,14 @@ from __future__ import annotations
 import os
 import sys
 from contextvars import ContextVar, Token
-from typing import Any, Callable, NamedTuple
+from blogformat.typinglite import TYPE_CHECKING, Any, NamedTuple
 
 from .accel import speedups
 from .envconfig import otel_from_env
 from .report import report
+
+if TYPE_CHECKING:
+    from typing import Callable
 
 __all__ = ["IDS", "PARENT", "Ids", "Span", "enter_span", "ids_now", "leave_span", "new_span",
            "use"]
@@ -230,12 +233,19 @@ def reset_after_fork() -> None:
 
 
 def _installed() -> bool:
-    """opentelemetry-api can be imported (found, not imported)."""
-    try:
-        import importlib.util
-        return importlib.util.find_spec("opentelemetry") is not None
-    except (ImportError, ValueError):    # a package hidden or broken: as not installed
-        return False
+    """opentelemetry-api can be imported (found, not imported): asked of the import
+    system's finders as ``importlib.util.find_spec`` asks them, without importing
+    ``importlib`` (with ``warnings`` and ``contextlib``: a first event's start-up)."""
+    if "opentelemetry" in sys.modules:
+        return True
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        try:
+            if find is not None and find("opentelemetry", None) is not None:
+                return True
+        except (ImportError, ValueError):    # a package hidden or broken: as not installed
+            return False
+    return False
 
 
 # --- the C path's state (speedups), or nothing to hand on the pure-Python path -----------
